@@ -1,0 +1,301 @@
+/**
+ * One client connection: decodes frames, hands each to the handler at once (handlers may finish
+ * out of order, e.g. a long-poll fetch), and writes responses strictly in request order.
+ *
+ * Flow control: reading stops (socket.pause) while the connection has too many requests in
+ * flight or too many response bytes queued, and resumes when it is back under both limits.
+ * Received bytes not yet decoded stay in the FrameDecoder meanwhile.
+ *
+ * Batching: responses made ready by one `data` event, by one `drain`, or by one microtask turn
+ * of async completions are flushed together, so they share write calls.
+ *
+ * This class is not thread-safe; it runs on the JS thread like everything in Bun.listen.
+ */
+import type { RecordsChunk } from "../protocol/records.ts";
+import { assert } from "../util/assert.ts";
+import { FrameDecoder } from "./frame-decoder.ts";
+import type { NetworkLimits } from "./network-limits.ts";
+import type { ConnectionContext, NetworkLogger, RequestHandler, Response } from "./request-handler.ts";
+import { ConnectionIoError, type OutputSocket, ResponseWriter } from "./response-writer.ts";
+
+/** The Bun socket operations a connection uses. */
+export interface ConnectionSocket extends OutputSocket {
+  pause(): void;
+  resume(): void;
+  end(): void;
+}
+
+export interface ConnectionOptions {
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly handler: RequestHandler;
+  readonly limits: NetworkLimits;
+  readonly logger: NetworkLogger;
+  readonly sendfileEnabled: boolean;
+}
+
+/** A response slot, in request order, for a request whose handler has not finished yet. */
+interface PendingResponse {
+  completed: boolean;
+  response: Response;
+}
+
+export class Connection implements ConnectionContext {
+  readonly id: number;
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly state = new Map<string, unknown>();
+  closed = false;
+  /** Date.now() of the last bytes read or written, for connections.max.idle.ms. */
+  lastActiveMs = Date.now();
+
+  private readonly decoder: FrameDecoder;
+  private readonly writer: ResponseWriter;
+  /** Responses awaited in request order; the head is `pending[pendingHead]`. */
+  private pending: PendingResponse[] = [];
+  private pendingHead = 0;
+  private readingPaused = false;
+  /** Set by a "close" response or a server drain: read no more requests, end when idle. */
+  private endWhenIdle = false;
+  /** Set by a "close" response: later responses are discarded, not written. */
+  private discardResponses = false;
+  private serviceScheduled = false;
+  private closeListeners: (() => void)[] = [];
+
+  constructor(
+    private readonly socket: ConnectionSocket,
+    private readonly options: ConnectionOptions,
+  ) {
+    this.id = options.id;
+    this.remoteAddress = options.remoteAddress;
+    this.remotePort = options.remotePort;
+    this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes);
+    this.writer = new ResponseWriter(socket, options.sendfileEnabled);
+  }
+
+  /** Requests handed to the handler whose responses are not yet queued for writing. */
+  get inFlightRequests(): number {
+    return this.pending.length - this.pendingHead;
+  }
+
+  get queuedResponseBytes(): number {
+    return this.writer.queuedBytes;
+  }
+
+  /** True when nothing is in flight or queued, so closing loses no response. */
+  get isIdle(): boolean {
+    return this.inFlightRequests === 0 && this.writer.isEmpty;
+  }
+
+  onClose(listener: () => void): () => void {
+    if (this.closed) {
+      listener();
+      return () => {};
+    }
+    this.closeListeners.push(listener);
+    return () => {
+      const index = this.closeListeners.indexOf(listener);
+      if (index >= 0) this.closeListeners.splice(index, 1);
+    };
+  }
+
+  /** Bun `data` event: the buffer is fresh per event, so the decoder may keep views of it. */
+  onData(data: Uint8Array): void {
+    if (this.closed || this.endWhenIdle) return;
+    this.lastActiveMs = Date.now();
+    this.decoder.push(data);
+    this.service();
+  }
+
+  /** Bun `drain` event: the socket took fewer bytes than offered earlier and has room again. */
+  onDrain(): void {
+    this.lastActiveMs = Date.now();
+    this.service();
+  }
+
+  /** Stops reading requests; the connection ends once every in-flight response is written. */
+  beginDrain(): void {
+    this.endWhenIdle = true;
+    this.service();
+  }
+
+  /** Closes at once, discarding queued responses; `reason` is logged if given. */
+  destroy(reason?: string): void {
+    if (this.closed) return;
+    if (reason !== undefined) {
+      this.options.logger.warn(`Closing connection ${this.id} from ${this.describePeer()}: ${reason}`);
+    }
+    this.socket.end();
+    this.onClosed();
+  }
+
+  /** Bun `close` event, or our own close: releases everything the connection holds. */
+  onClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.writer.releaseAll();
+    for (let i = this.pendingHead; i < this.pending.length; i++) {
+      const slot = this.pending[i]!;
+      if (slot.completed) releaseResponse(slot.response);
+    }
+    this.pending = [];
+    this.pendingHead = 0;
+    const listeners = this.closeListeners;
+    this.closeListeners = [];
+    for (const listener of listeners) listener();
+  }
+
+  private describePeer(): string {
+    return `${this.remoteAddress}:${this.remotePort}`;
+  }
+
+  /** Dispatches what may be read, writes what is ready, and adjusts reading; never throws. */
+  private service(): void {
+    for (let round = 0; !this.closed; round++) {
+      assert(round < 1_000_000, "connection service loop did not settle");
+      const dispatchedCount = this.dispatchFrames();
+      if (this.closed) return;
+      let outcome;
+      try {
+        outcome = this.writer.flush();
+      } catch (error) {
+        if (!(error instanceof ConnectionIoError)) throw error;
+        this.destroy(error.message);
+        return;
+      }
+      if (outcome === "drained" || this.writer.queuedBytes > 0) this.lastActiveMs = Date.now();
+      const moreToRead = this.decoder.hasBufferedInput && this.canDispatch();
+      if (outcome === "blocked" || dispatchedCount === 0 || !moreToRead) break;
+    }
+    if (this.closed) return;
+    // After a "close" response, later requests are not waited for: their responses are dropped.
+    const idle = this.writer.isEmpty && (this.discardResponses || this.inFlightRequests === 0);
+    if (this.endWhenIdle && idle) {
+      this.socket.end();
+      this.onClosed();
+      return;
+    }
+    this.updateReading();
+  }
+
+  private canDispatch(): boolean {
+    const limits = this.options.limits;
+    return !this.endWhenIdle &&
+      this.inFlightRequests < limits.maxInFlightRequestsPerConnection &&
+      this.writer.queuedBytes < limits.maxQueuedResponseBytesPerConnection;
+  }
+
+  /** Pauses the socket while a limit is reached or undecoded bytes wait, resumes otherwise. */
+  private updateReading(): void {
+    const shouldRead = this.canDispatch() && !this.decoder.hasBufferedInput;
+    if (shouldRead === !this.readingPaused) return;
+    this.readingPaused = !shouldRead;
+    if (shouldRead) this.socket.resume();
+    else this.socket.pause();
+  }
+
+  /** Hands decoded frames to the handler while the limits allow; returns how many. */
+  private dispatchFrames(): number {
+    let count = 0;
+    while (this.canDispatch()) {
+      const frame = this.decoder.next();
+      if (frame === null) break;
+      if (!(frame instanceof Uint8Array)) {
+        this.destroy(`request size ${frame.sizeBytes} is ${frame.reason}`);
+        break;
+      }
+      count++;
+      this.dispatch(frame);
+      if (this.closed) break;
+    }
+    return count;
+  }
+
+  private dispatch(frame: Uint8Array): void {
+    let result: Promise<Response> | Response;
+    try {
+      result = this.options.handler.handle(frame, this);
+    } catch (error) {
+      this.failHandler(error);
+      return;
+    }
+    if (result instanceof Promise) {
+      const slot: PendingResponse = { completed: false, response: null };
+      this.compactPending();
+      this.pending.push(slot);
+      result.then((response) => this.complete(slot, response), (error) => this.failHandler(error));
+    } else if (this.inFlightRequests === 0) {
+      this.apply(result);
+    } else {
+      this.pending.push({ completed: true, response: result });
+    }
+  }
+
+  /** Drops promoted slots when they are the larger part of an order that never empties. */
+  private compactPending(): void {
+    if (this.pendingHead < 1024 || this.pendingHead * 2 < this.pending.length) return;
+    this.pending.splice(0, this.pendingHead);
+    this.pendingHead = 0;
+  }
+
+  private complete(slot: PendingResponse, response: Response): void {
+    if (this.closed) {
+      releaseResponse(response);
+      return;
+    }
+    assert(!slot.completed, "a response slot completed twice");
+    slot.completed = true;
+    slot.response = response;
+    this.promote();
+    this.scheduleService();
+  }
+
+  /** Moves completed responses at the head of the order into the write queue. */
+  private promote(): void {
+    while (this.pendingHead < this.pending.length) {
+      const slot = this.pending[this.pendingHead]!;
+      if (!slot.completed) return;
+      this.pendingHead++;
+      this.apply(slot.response);
+    }
+    this.pending = [];
+    this.pendingHead = 0;
+  }
+
+  /** Queues one response whose turn it is. */
+  private apply(response: Response): void {
+    if (response === null) return;
+    if (this.discardResponses) {
+      releaseResponse(response);
+    } else if (response === "close") {
+      this.discardResponses = true;
+      this.endWhenIdle = true;
+    } else {
+      this.writer.enqueue(response.chunks);
+    }
+  }
+
+  private failHandler(error: unknown): void {
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    this.destroy(`request handler failed: ${message}`);
+  }
+
+  /** Async completions of one microtask turn share one flush. */
+  private scheduleService(): void {
+    if (this.serviceScheduled) return;
+    this.serviceScheduled = true;
+    queueMicrotask(() => {
+      this.serviceScheduled = false;
+      this.service();
+    });
+  }
+}
+
+/** Releases the file ranges of a response that will never be written. */
+function releaseResponse(response: Response): void {
+  if (response === null || response === "close") return;
+  for (const chunk of response.chunks as readonly RecordsChunk[]) {
+    if (!(chunk instanceof Uint8Array)) chunk.release();
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Splits a TCP byte stream into Kafka request frames: a 4-byte big-endian signed size, then that
+ * many bytes. Copying is kept to the minimum: a frame wholly inside one received buffer is
+ * returned as a view of it (Bun hands every `data` event a fresh buffer, so views stay valid);
+ * only a frame split across buffers is assembled, into one buffer allocated at its exact size
+ * after the size has been checked against the limit.
+ *
+ * Frames are pulled one at a time with `next()`, so the connection can stop taking frames when it
+ * reaches its in-flight limit and leave the rest of the received bytes here until it resumes.
+ *
+ * This class is not thread-safe and allocates nothing per frame on the fast path.
+ */
+import { assert } from "../util/assert.ts";
+
+/** The smallest request header: api_key int16, api_version int16, correlation_id int32. */
+export const REQUEST_HEADER_MIN_BYTES = 8;
+
+/** Why a stream was rejected; the connection must be closed and nothing more read from it. */
+export interface FrameError {
+  readonly sizeBytes: number;
+  readonly reason: string;
+}
+
+const SIZE_PREFIX_BYTES = 4;
+
+export class FrameDecoder {
+  /** Received buffers not yet fully consumed, oldest first; `inputs[0]` starts at `inputOffset`. */
+  private readonly inputs: Uint8Array[] = [];
+  private inputOffset = 0;
+  /** Bytes of a size prefix that arrived split across buffers. */
+  private readonly prefix = new Uint8Array(SIZE_PREFIX_BYTES);
+  private prefixFilledBytes = 0;
+  /** A frame being assembled from several buffers, and how much of it has arrived. */
+  private partial: Uint8Array | null = null;
+  private partialFilledBytes = 0;
+
+  constructor(
+    private readonly frameMaxBytes: number,
+    private readonly frameMinBytes: number = REQUEST_HEADER_MIN_BYTES,
+  ) {
+    assert(frameMinBytes >= 0, `frameMinBytes must not be negative: ${frameMinBytes}`);
+    assert(frameMaxBytes >= frameMinBytes, `frameMaxBytes ${frameMaxBytes} < ${frameMinBytes}`);
+  }
+
+  /** Queues received bytes; the decoder keeps a reference, never a copy. */
+  push(data: Uint8Array): void {
+    if (data.length > 0) this.inputs.push(data);
+  }
+
+  /** True if received bytes are waiting to be decoded (not counting a frame under assembly). */
+  get hasBufferedInput(): boolean {
+    return this.inputs.length > 0;
+  }
+
+  /** The next whole frame, `null` if more bytes are needed, or why the stream is invalid. */
+  next(): Uint8Array | FrameError | null {
+    if (this.partial !== null) return this.continuePartial();
+    const sizeBytes = this.readSizePrefix();
+    if (sizeBytes === null) return null;
+    if (sizeBytes < this.frameMinBytes || sizeBytes > this.frameMaxBytes) {
+      const reason = sizeBytes < this.frameMinBytes
+        ? `below the request header minimum ${this.frameMinBytes}`
+        : `above socket.request.max.bytes ${this.frameMaxBytes}`;
+      return { sizeBytes, reason };
+    }
+    const input = this.inputs[0];
+    if (input !== undefined && input.length - this.inputOffset >= sizeBytes) {
+      const frame = input.subarray(this.inputOffset, this.inputOffset + sizeBytes);
+      this.consume(sizeBytes);
+      return frame;
+    }
+    this.partial = new Uint8Array(sizeBytes);
+    this.partialFilledBytes = 0;
+    return this.continuePartial();
+  }
+
+  /** Reads the 4-byte size, possibly split across buffers; null if it has not all arrived. */
+  private readSizePrefix(): number | null {
+    const input = this.inputs[0];
+    if (input === undefined) return null;
+    if (this.prefixFilledBytes === 0 && input.length - this.inputOffset >= SIZE_PREFIX_BYTES) {
+      const o = this.inputOffset;
+      const sizeBytes = (input[o]! << 24) | (input[o + 1]! << 16) | (input[o + 2]! << 8) | input[o + 3]!;
+      this.consume(SIZE_PREFIX_BYTES);
+      return sizeBytes;
+    }
+    while (this.prefixFilledBytes < SIZE_PREFIX_BYTES) {
+      const head = this.inputs[0];
+      if (head === undefined) return null;
+      this.prefix[this.prefixFilledBytes++] = head[this.inputOffset]!;
+      this.consume(1);
+    }
+    this.prefixFilledBytes = 0;
+    const p = this.prefix;
+    return (p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!;
+  }
+
+  private continuePartial(): Uint8Array | null {
+    const partial = this.partial;
+    assert(partial !== null, "continuePartial without a frame under assembly");
+    while (this.partialFilledBytes < partial.length) {
+      const head = this.inputs[0];
+      if (head === undefined) return null;
+      const available = head.length - this.inputOffset;
+      const takeBytes = Math.min(available, partial.length - this.partialFilledBytes);
+      partial.set(head.subarray(this.inputOffset, this.inputOffset + takeBytes), this.partialFilledBytes);
+      this.partialFilledBytes += takeBytes;
+      this.consume(takeBytes);
+    }
+    this.partial = null;
+    this.partialFilledBytes = 0;
+    return partial;
+  }
+
+  /** Advances past `countBytes` bytes of the head buffer, which must hold that many. */
+  private consume(countBytes: number): void {
+    const head = this.inputs[0]!;
+    this.inputOffset += countBytes;
+    assert(this.inputOffset <= head.length, `consumed past a buffer: ${this.inputOffset}`);
+    if (this.inputOffset === head.length) {
+      this.inputs.shift();
+      this.inputOffset = 0;
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The contract between the network layer and whatever answers requests. The network layer knows
+ * nothing of Kafka APIs: it hands each request frame to a RequestHandler and writes back what the
+ * handler returns, in request order.
+ */
+import type { RecordsChunk } from "../protocol/records.ts";
+
+/**
+ * What a handler answers for one request.
+ * - `{ chunks }`: the response bytes WITHOUT the 4-byte size prefix (the network layer adds it).
+ *   Chunks are memory views or file ranges; file ranges are sent with sendfile and released by
+ *   the network layer exactly once.
+ * - `null`: no response at all (produce with acks=0); the next response keeps its order.
+ * - `"close"`: close the connection once every earlier response has been written.
+ */
+export type Response = { readonly chunks: readonly RecordsChunk[] } | null | "close";
+
+/** What a handler may know and keep about the connection a request arrived on. */
+export interface ConnectionContext {
+  /** Unique per SocketServer, increasing from 1. */
+  readonly id: number;
+  /** The peer's IP address, e.g. "127.0.0.1". */
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
+  readonly state: Map<string, unknown>;
+  /** True once the connection is closed: responses produced from now on are discarded. */
+  readonly closed: boolean;
+  /**
+   * Calls `listener` once when the connection closes (at once if it is already closed), so a
+   * parked request such as a long-poll fetch can give up early. Returns an unsubscribe function.
+   */
+  onClose(listener: () => void): () => void;
+}
+
+export interface RequestHandler {
+  /**
+   * `frame` is the request after the 4-byte size prefix. It is a view that stays valid for as
+   * long as the handler keeps it (the network layer never reuses request memory). A throw or a
+   * rejected promise means a bug or an unparseable request: the connection is closed.
+   */
+  handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response;
+}
+
+/** The logging the network layer needs; `console` satisfies it. */
+export interface NetworkLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}

@@ -1,0 +1,253 @@
+/**
+ * The queue of response bytes for one connection and the code that pushes them into the socket.
+ *
+ * Bun's `socket.write` is unbuffered: it returns how many bytes the kernel took and silently
+ * drops the rest (notes/bun-1.4.4.md §3), and `drain` fires after any short write. So nothing
+ * leaves this queue until the kernel has accepted it: each write advances the queue by exactly
+ * the count it returned, and a short write stops the flush until `drain`.
+ *
+ * Small buffers are gathered into one shared scratch buffer per write, so every response made
+ * ready by one `data` event goes out in as few `write` calls as possible (there is no corking:
+ * each write is one send()). The scratch buffer is only used inside a synchronous flush and the
+ * queue keeps the original views until they are written, so a short write needs no copy.
+ *
+ * File ranges are sent with sendfile(2) on the socket's fd. When sendfile meets a full socket
+ * (EAGAIN), Bun does not know the socket is full and would never fire `drain`; the only thing
+ * that arms it is a `write` of at least one real byte that comes back short. So the next few
+ * bytes of the range are read with pread into the scratch buffer and passed to `socket.write`;
+ * whatever it takes is counted as sent and the rest is read again next time. pread was chosen
+ * over an mmap view because a truncated mmap makes `write` return 0 (looking exactly like
+ * backpressure, a drain busy loop) or SIGBUS; a heap buffer cannot. The fallback without sendfile
+ * sends whole ranges the same way, a scratch buffer at a time.
+ */
+import { readSync } from "node:fs";
+import type { FileRange, RecordsChunk } from "../protocol/records.ts";
+import { assert } from "../util/assert.ts";
+import { EAGAIN, EINTR, sendfile } from "./sendfile.ts";
+
+/** The socket operations the writer needs: Bun's socket plus its raw fd. */
+export interface OutputSocket {
+  write(data: Uint8Array): number;
+  readonly fd: number;
+}
+
+/** The socket failed or a file range could not be read; the connection must be closed. */
+export class ConnectionIoError extends Error {
+  override readonly name = "ConnectionIoError";
+}
+
+export type FlushOutcome = "drained" | "blocked";
+
+/** Buffers at least this large are written directly instead of being copied for gathering. */
+const GATHER_PIECE_MAX_BYTES = 32 * 1024;
+/** Bytes read to arm `drain` after sendfile meets a full socket. */
+const ARM_BYTES = 16 * 1024;
+/** Written entries are dropped from the front of the queue once there are this many. */
+const COMPACT_MIN_ITEMS = 1024;
+/** Shared by every connection: used only within one synchronous flush. */
+const scratch = new Uint8Array(1024 * 1024);
+
+/** Size prefixes are carved from a slab instead of allocating 4-byte buffers per response. */
+const PREFIX_SLAB_BYTES = 16 * 1024;
+let prefixSlab = new Uint8Array(PREFIX_SLAB_BYTES);
+let prefixSlabUsedBytes = 0;
+
+function sizePrefix(sizeBytes: number): Uint8Array {
+  if (prefixSlabUsedBytes === PREFIX_SLAB_BYTES) {
+    prefixSlab = new Uint8Array(PREFIX_SLAB_BYTES);
+    prefixSlabUsedBytes = 0;
+  }
+  const prefix = prefixSlab.subarray(prefixSlabUsedBytes, prefixSlabUsedBytes + 4);
+  prefixSlabUsedBytes += 4;
+  prefix[0] = sizeBytes >>> 24;
+  prefix[1] = sizeBytes >>> 16;
+  prefix[2] = sizeBytes >>> 8;
+  prefix[3] = sizeBytes;
+  return prefix;
+}
+
+/** A file range being sent, with its progress; releases the range exactly once. */
+class PendingFileRange {
+  position: number;
+  remainingBytes: number;
+  private released = false;
+
+  constructor(readonly range: FileRange) {
+    assert(Number.isSafeInteger(range.position), `bad file range position ${range.position}`);
+    assert(range.position >= 0, `negative file range position ${range.position}`);
+    this.position = range.position;
+    this.remainingBytes = range.sizeBytes;
+  }
+
+  advance(countBytes: number): void {
+    assert(countBytes <= this.remainingBytes, `sent ${countBytes} of ${this.remainingBytes}`);
+    this.position += countBytes;
+    this.remainingBytes -= countBytes;
+  }
+
+  release(): void {
+    assert(!this.released, "file range released twice");
+    this.released = true;
+    this.range.release();
+  }
+}
+
+type OutgoingItem = Uint8Array | PendingFileRange;
+
+export class ResponseWriter {
+  private items: OutgoingItem[] = [];
+  private head = 0;
+  /** Bytes queued and not yet accepted by the kernel, file ranges included. */
+  queuedBytes = 0;
+
+  constructor(
+    private readonly socket: OutputSocket,
+    private readonly sendfileEnabled: boolean,
+  ) {}
+
+  get isEmpty(): boolean {
+    return this.head === this.items.length;
+  }
+
+  /** Queues one response: its 4-byte size prefix, then its chunks in order. */
+  enqueue(chunks: readonly RecordsChunk[]): void {
+    let sizeBytes = 0;
+    for (const chunk of chunks) sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
+    assert(sizeBytes <= 0x7fffffff, `response of ${sizeBytes} bytes does not fit a size prefix`);
+    this.compact();
+    this.items.push(sizePrefix(sizeBytes));
+    for (const chunk of chunks) {
+      if (chunk instanceof Uint8Array) {
+        if (chunk.length > 0) this.items.push(chunk);
+      } else if (chunk.sizeBytes > 0) {
+        this.items.push(new PendingFileRange(chunk));
+      } else {
+        chunk.release();
+      }
+    }
+    this.queuedBytes += 4 + sizeBytes;
+  }
+
+  /** Writes until the queue is empty or the socket is full; throws ConnectionIoError. */
+  flush(): FlushOutcome {
+    while (this.head < this.items.length) {
+      const item = this.items[this.head]!;
+      if (item instanceof Uint8Array) {
+        if (!this.writeBuffers()) return "blocked";
+        continue;
+      }
+      const sent = this.sendfileEnabled ? this.sendRange(item) : this.copyRange(item, Infinity);
+      if (!sent) return "blocked";
+      item.release();
+      this.items[this.head++] = EMPTY;
+    }
+    this.items.length = 0;
+    this.head = 0;
+    assert(this.queuedBytes === 0, `queue empty but ${this.queuedBytes} bytes counted`);
+    return "drained";
+  }
+
+  /** Releases every file range still queued; called once when the connection dies. */
+  releaseAll(): void {
+    for (let i = this.head; i < this.items.length; i++) {
+      const item = this.items[i]!;
+      if (!(item instanceof Uint8Array)) item.release();
+    }
+    this.items = [];
+    this.head = 0;
+    this.queuedBytes = 0;
+  }
+
+  /** Drops written entries when they are the larger part of a queue that never empties. */
+  private compact(): void {
+    if (this.head < COMPACT_MIN_ITEMS || this.head * 2 < this.items.length) return;
+    this.items.splice(0, this.head);
+    this.head = 0;
+  }
+
+  /** Writes the run of buffers at the head; false if the socket took less than offered. */
+  private writeBuffers(): boolean {
+    const first = this.items[this.head] as Uint8Array;
+    let data = first;
+    const next = this.items[this.head + 1];
+    if (first.length < GATHER_PIECE_MAX_BYTES && next instanceof Uint8Array && next.length < GATHER_PIECE_MAX_BYTES) {
+      data = this.gather();
+    }
+    const writtenBytes = this.socket.write(data);
+    if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
+    this.advanceBuffers(writtenBytes);
+    return writtenBytes === data.length;
+  }
+
+  /** Copies the small buffers at the head into the scratch buffer, without consuming them. */
+  private gather(): Uint8Array {
+    let filledBytes = 0;
+    for (let i = this.head; i < this.items.length; i++) {
+      const item = this.items[i]!;
+      if (!(item instanceof Uint8Array) || item.length >= GATHER_PIECE_MAX_BYTES) break;
+      if (filledBytes + item.length > scratch.length) break;
+      scratch.set(item, filledBytes);
+      filledBytes += item.length;
+    }
+    return scratch.subarray(0, filledBytes);
+  }
+
+  /** Drops `countBytes` written bytes from the head buffers, keeping a view of a partial one. */
+  private advanceBuffers(countBytes: number): void {
+    this.queuedBytes -= countBytes;
+    let leftBytes = countBytes;
+    while (leftBytes > 0) {
+      const item = this.items[this.head] as Uint8Array;
+      assert(item instanceof Uint8Array, "advanced buffers past a file range");
+      if (item.length > leftBytes) {
+        this.items[this.head] = item.subarray(leftBytes);
+        return;
+      }
+      leftBytes -= item.length;
+      this.items[this.head++] = EMPTY;
+    }
+  }
+
+  /** Sends a range with sendfile; false if the socket filled up (drain is then armed). */
+  private sendRange(item: PendingFileRange): boolean {
+    while (item.remainingBytes > 0) {
+      const result = sendfile(this.socket.fd, item.range.fd, item.position, item.remainingBytes);
+      if (result > 0) {
+        item.advance(result);
+        this.queuedBytes -= result;
+      } else if (result === 0) {
+        throw new ConnectionIoError(`file range ends past the end of fd ${item.range.fd} at ${item.position}`);
+      } else if (result === -EAGAIN) {
+        // Write real bytes so that Bun sees the full socket and fires drain.
+        if (!this.copyRange(item, ARM_BYTES)) return false;
+      } else if (result !== -EINTR) {
+        throw new ConnectionIoError(`sendfile failed with errno ${-result}`);
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Sends up to `limitBytes` of a range (Infinity: all of it) through pread into the scratch
+   * buffer and write; false if the socket took less than offered.
+   */
+  private copyRange(item: PendingFileRange, limitBytes: number): boolean {
+    let leftBytes = limitBytes;
+    while (item.remainingBytes > 0 && leftBytes > 0) {
+      const wantBytes = Math.min(item.remainingBytes, leftBytes, scratch.length);
+      const readBytes = readSync(item.range.fd, scratch, 0, wantBytes, item.position);
+      if (readBytes === 0) {
+        throw new ConnectionIoError(`file range ends past the end of fd ${item.range.fd} at ${item.position}`);
+      }
+      const writtenBytes = this.socket.write(scratch.subarray(0, readBytes));
+      if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
+      item.advance(writtenBytes);
+      this.queuedBytes -= writtenBytes;
+      if (writtenBytes < readBytes) return false;
+      leftBytes -= writtenBytes;
+    }
+    return true;
+  }
+}
+
+const EMPTY = new Uint8Array(0);

@@ -1,0 +1,157 @@
+/**
+ * The broker's TCP listener on Bun.listen. It accepts connections up to `max.connections`, gives
+ * each a Connection (framing, ordered pipelined responses, flow control), closes connections idle
+ * for `connections.max.idle.ms`, and shuts down gracefully: stop accepting, let in-flight
+ * requests finish and their responses flush, then close.
+ *
+ * It knows nothing of Kafka APIs; requests go to the RequestHandler it is given.
+ */
+import type { Socket, TCPSocketListener } from "bun";
+import { assert } from "../util/assert.ts";
+import { Connection, type ConnectionSocket } from "./connection.ts";
+import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
+import type { NetworkLogger, RequestHandler } from "./request-handler.ts";
+import { isSendfileAvailable } from "./sendfile.ts";
+
+export interface SocketServerOptions {
+  readonly host: string;
+  /** 0 picks a free port; `start()` returns the one bound. */
+  readonly port: number;
+  readonly handler: RequestHandler;
+  readonly limits?: Partial<NetworkLimits>;
+  readonly logger: NetworkLogger;
+  /**
+   * Send file ranges with sendfile(2) (default, when libc has it) or with pread + write through
+   * a buffer (`false`; also when the environment sets QUILL_NETWORK_SENDFILE=false).
+   */
+  readonly sendfileEnabled?: boolean;
+}
+
+type ServerSocket = Socket<Connection | undefined>;
+
+/** Rejections of connections over max.connections are logged at most this often. */
+const REJECTION_LOG_INTERVAL_MS = 1000;
+
+export class SocketServer {
+  readonly limits: NetworkLimits;
+  readonly sendfileEnabled: boolean;
+  private listener: TCPSocketListener<undefined> | null = null;
+  private readonly connections = new Set<Connection>();
+  private nextConnectionId = 1;
+  private idleTimer: ReturnType<typeof setInterval> | null = null;
+  private drainWaiter: (() => void) | null = null;
+  private rejectedSinceLogCount = 0;
+  private rejectionLoggedAtMs = 0;
+
+  constructor(private readonly options: SocketServerOptions) {
+    this.limits = resolveNetworkLimits(options.limits);
+    const wanted = options.sendfileEnabled ?? process.env.QUILL_NETWORK_SENDFILE !== "false";
+    this.sendfileEnabled = wanted && isSendfileAvailable();
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  /** Binds and starts accepting; resolves with the address bound (port 0 picks one). */
+  async start(): Promise<{ host: string; port: number }> {
+    assert(this.listener === null, "SocketServer started twice");
+    const listener = Bun.listen<Connection | undefined>({
+      hostname: this.options.host,
+      port: this.options.port,
+      data: undefined,
+      socket: {
+        open: (socket) => this.onOpen(socket),
+        data: (socket, data) => socket.data?.onData(data),
+        drain: (socket) => socket.data?.onDrain(),
+        close: (socket) => this.onSocketClose(socket),
+        error: (socket, error) => socket.data?.destroy(`socket error: ${error.message}`),
+      },
+    });
+    this.listener = listener as unknown as TCPSocketListener<undefined>;
+    const sweepMs = Math.max(10, Math.min(this.limits.connectionsMaxIdleMs / 4, 30000));
+    this.idleTimer = setInterval(() => this.closeIdleConnections(), sweepMs);
+    this.idleTimer.unref();
+    return { host: listener.hostname, port: listener.port };
+  }
+
+  /** Stops accepting new connections; existing ones carry on. */
+  stopAccepting(): void {
+    this.listener?.stop(false);
+  }
+
+  /**
+   * Stops accepting, stops reading requests, waits until every request already handed to the
+   * handler has its response written, then closes each connection. Connections still busy after
+   * `timeoutMs` are closed anyway.
+   */
+  async drainAndClose(timeoutMs: number): Promise<void> {
+    this.stopAccepting();
+    if (this.idleTimer !== null) clearInterval(this.idleTimer);
+    this.idleTimer = null;
+    const drained = new Promise<void>((resolve) => (this.drainWaiter = resolve));
+    for (const connection of [...this.connections]) connection.beginDrain();
+    this.resolveDrainIfDone();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([drained, timedOut]);
+    clearTimeout(timer);
+    for (const connection of [...this.connections]) {
+      connection.destroy(`still busy ${timeoutMs} ms after shutdown began`);
+    }
+    this.connections.clear();
+    this.drainWaiter = null;
+  }
+
+  private onOpen(socket: ServerSocket): void {
+    if (this.connections.size >= this.limits.maxConnections || this.drainWaiter !== null) {
+      this.logRejection(socket);
+      socket.end();
+      return;
+    }
+    socket.setNoDelay(true);
+    const connection = new Connection(socket as unknown as ConnectionSocket, {
+      id: this.nextConnectionId++,
+      remoteAddress: socket.remoteAddress,
+      remotePort: socket.remotePort,
+      handler: this.options.handler,
+      limits: this.limits,
+      logger: this.options.logger,
+      sendfileEnabled: this.sendfileEnabled,
+    });
+    socket.data = connection;
+    this.connections.add(connection);
+  }
+
+  private onSocketClose(socket: ServerSocket): void {
+    const connection = socket.data;
+    if (connection === undefined) return;
+    connection.onClosed();
+    this.connections.delete(connection);
+    this.resolveDrainIfDone();
+  }
+
+  private resolveDrainIfDone(): void {
+    if (this.drainWaiter !== null && this.connections.size === 0) this.drainWaiter();
+  }
+
+  private closeIdleConnections(): void {
+    const idleBeforeMs = Date.now() - this.limits.connectionsMaxIdleMs;
+    for (const connection of [...this.connections]) {
+      if (connection.isIdle && connection.lastActiveMs < idleBeforeMs) connection.destroy();
+    }
+  }
+
+  private logRejection(socket: ServerSocket): void {
+    this.rejectedSinceLogCount++;
+    const nowMs = Date.now();
+    if (nowMs - this.rejectionLoggedAtMs < REJECTION_LOG_INTERVAL_MS) return;
+    this.options.logger.warn(
+      `Refusing connection from ${socket.remoteAddress}:${socket.remotePort}: ` +
+        `max.connections ${this.limits.maxConnections} reached ` +
+        `(${this.rejectedSinceLogCount} refused since the last such line)`,
+    );
+    this.rejectedSinceLogCount = 0;
+    this.rejectionLoggedAtMs = nowMs;
+  }
+}
