@@ -1,0 +1,58 @@
+import { ConfigError } from "../config/config-error.ts";
+import { VERSION } from "../version.ts";
+import { UsageError } from "./args.ts";
+import { configKeysMarkdown } from "./config-keys.ts";
+import { serve } from "./serve.ts";
+
+export const MAIN_HELP = `Quill ${VERSION}: a Kafka-compatible log broker in one executable.
+
+Usage: quill <command> [options]
+
+Commands:
+  serve          start the broker (\`quill serve --help\` for its options)
+  config-keys    list every config key with its default and meaning (Markdown)
+
+Options:
+  -h, --help     show this help
+  -V, --version  print the version
+`;
+
+/** Exit codes: 0 done, 1 unexpected failure, 2 the operator must fix the command line or config. */
+export const EXIT_USAGE = 2;
+
+/** Runs one `quill` invocation and returns its exit code; mistakes are one line on stderr. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  try {
+    return await dispatch(argv);
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      console.error(`quill: ${error.message}`);
+      return EXIT_USAGE;
+    }
+    console.error(`quill: unexpected failure: ${error instanceof Error ? error.stack : String(error)}`);
+    return 1;
+  }
+}
+
+async function dispatch(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "serve":
+      return serve(rest);
+    case "config-keys":
+      if (rest.length > 0) throw new UsageError(`config-keys takes no arguments, got "${rest[0]}"`);
+      process.stdout.write(configKeysMarkdown());
+      return 0;
+    case "-h": case "--help": case "help":
+      process.stdout.write(MAIN_HELP);
+      return 0;
+    case "-V": case "--version": case "version":
+      process.stdout.write(`quill ${VERSION}\n`);
+      return 0;
+    case undefined:
+      process.stderr.write(MAIN_HELP);
+      return EXIT_USAGE;
+    default:
+      throw new UsageError(`unknown command "${command}" (try quill --help)`);
+  }
+}

@@ -1,0 +1,150 @@
+import { BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey } from "../config/broker-config.ts";
+import { ConfigError } from "../config/config-error.ts";
+import { type ConfigKey, formatValue } from "../config/config-key.ts";
+import { type FlagSetting, loadConfig } from "../config/load-config.ts";
+import { assert } from "../util/assert.ts";
+import { parseFlags, UsageError } from "./args.ts";
+
+export const SERVE_HELP = `Usage: quill serve [options]
+
+Starts a Kafka-compatible broker. Without --zookeeper it is one self-contained broker that keeps
+its topics, logs and metadata under --data-dir.
+
+Options:
+  --listen HOST:PORT     where clients connect (default 127.0.0.1:9092)            [listeners]
+  --advertise HOST:PORT  address Metadata returns (default: the --listen address)  [advertised.listeners]
+  --data-dir DIR         where logs and metadata are kept (default ./data)         [log.dirs]
+  --broker-id N          this broker's id (default 0)                              [broker.id]
+  --config FILE          Java .properties file; a Kafka server.properties works
+  --set KEY=VALUE        set any config key; repeatable
+  --zookeeper CONNECT    ZooKeeper connect string: cluster mode (not implemented)  [zookeeper.connect]
+  --print-config         print the resolved configuration as properties and exit
+  -h, --help             show this help
+
+Precedence: flags > environment QUILL_<KEY> (e.g. QUILL_LOG_RETENTION_HOURS=24) > --config
+file > defaults. \`quill config-keys\` lists every key with its default and meaning.
+SIGTERM or SIGINT stops the broker cleanly and exits 0.
+`;
+
+/** Flags that are shorthands for one config key; they are settings at flag precedence. */
+const FLAG_KEYS: Readonly<Record<string, BrokerConfigKey>> = {
+  "--listen": "listeners",
+  "--advertise": "advertised.listeners",
+  "--data-dir": "log.dirs",
+  "--broker-id": "broker.id",
+  "--zookeeper": "zookeeper.connect",
+};
+
+const SPEC = {
+  valueFlags: new Set([...Object.keys(FLAG_KEYS), "--config", "--set"]),
+  switches: new Set(["--print-config", "--help", "-h"]),
+};
+
+interface ServeOptions {
+  readonly help: boolean;
+  readonly printConfig: boolean;
+  readonly configFile: string | null;
+  readonly settings: FlagSetting[];
+}
+
+export function parseServeArgs(argv: readonly string[]): ServeOptions {
+  const options = { help: false, printConfig: false, configFile: null as string | null, settings: [] as FlagSetting[] };
+  for (const { name, value } of parseFlags(argv, SPEC)) {
+    if (name === "--help" || name === "-h") options.help = true;
+    else if (name === "--print-config") options.printConfig = true;
+    else if (name === "--config") options.configFile = value;
+    else if (name === "--set") options.settings.push(parseSet(value));
+    else options.settings.push({ key: FLAG_KEYS[name], value, flag: name });
+  }
+  return options;
+}
+
+function parseSet(assignment: string): FlagSetting {
+  const eq = assignment.indexOf("=");
+  if (eq <= 0) throw new UsageError(`--set expects KEY=VALUE, got "${assignment}"`);
+  return { key: assignment.slice(0, eq).trim(), value: assignment.slice(eq + 1), flag: "--set" };
+}
+
+/** What `quill serve` holds while the broker runs: the one thing it does with it is stop it. */
+export interface RunningBroker {
+  /** Stop accepting, finish in-flight requests, flush and close logs, write the clean-shutdown marker. */
+  stop(): Promise<void>;
+}
+
+/** Starts the broker; null means there is nothing to keep running (the process exits 0). */
+export type StartBroker = (config: BrokerConfig) => Promise<RunningBroker | null>;
+
+/**
+ * The broker start step of `quill serve`. The broker itself is not wired in yet, so this only
+ * reports that the configuration is valid; the integration replaces this body with the real start.
+ */
+export const startBroker: StartBroker = async (config) => {
+  const { host, port } = config.listeners;
+  console.error(`quill: configuration is valid (listeners ${host}:${port}, log.dirs ${config["log.dirs"].join(",")}); ` +
+    "the broker is not wired into `quill serve` yet, so nothing is started");
+  return null;
+};
+
+/**
+ * `quill serve`: loads the configuration (exit 2 on any mistake, before binding), starts the
+ * broker and keeps it running until SIGTERM or SIGINT, then stops it and returns 0.
+ */
+export async function serve(argv: readonly string[], start: StartBroker = startBroker): Promise<number> {
+  const options = parseServeArgs(argv);
+  if (options.help) {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  const { config, warning } = loadConfig({ configFile: options.configFile, env: process.env, flags: options.settings });
+  if (warning !== null) console.error(`quill: warning: ${warning}`);
+  if (options.printConfig) {
+    process.stdout.write(propertiesText(config));
+    return 0;
+  }
+  if (config["zookeeper.connect"] !== null) {
+    throw new ConfigError(`cluster mode (zookeeper.connect=${config["zookeeper.connect"]}) is not implemented yet; ` +
+      "run without --zookeeper for the embedded single broker");
+  }
+  const broker = await start(config);
+  return broker === null ? 0 : await runUntilSignal(broker);
+}
+
+/** The effective configuration in .properties form, so it can be read back with --config. */
+function propertiesText(config: BrokerConfig): string {
+  const lines = Object.entries(BROKER_CONFIG_KEYS).map(([name, def]: [string, ConfigKey<unknown>]) => {
+    const value = formatValue(def, config[name as BrokerConfigKey]);
+    return value === null ? `#${name}=` : `${name}=${value}`;
+  });
+  return lines.join("\n") + "\n";
+}
+
+const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
+
+/**
+ * Waits for the first SIGTERM or SIGINT, stops the broker and resolves with the exit code.
+ * A second signal while stopping exits at once with 1: the operator has asked twice.
+ */
+function runUntilSignal(broker: RunningBroker): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        console.error(`quill: ${signal} again while stopping; exiting without a clean shutdown`);
+        process.exit(1);
+      }
+      stopping = true;
+      console.error(`quill: ${signal} received, stopping`);
+      broker.stop().then(
+        () => resolve(0),
+        (error: unknown) => {
+          console.error(`quill: clean shutdown failed: ${error instanceof Error ? error.stack : String(error)}`);
+          resolve(1);
+        },
+      ).finally(() => {
+        for (const s of STOP_SIGNALS) process.off(s, onSignal);
+      });
+    };
+    for (const s of STOP_SIGNALS) process.on(s, onSignal);
+    assert(process.listenerCount("SIGTERM") > 0, "SIGTERM handler installed");
+  });
+}
