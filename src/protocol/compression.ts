@@ -13,8 +13,8 @@
  */
 import zlib from "node:zlib";
 import { compressFrameSync, decompressFrameSync } from "lz4-napi";
-import { CorruptRecordError } from "./corrupt-record-error.ts";
-import { lz4FrameOutputBoundBytes } from "./lz4-frame.ts";
+import { CorruptRecordError } from "./record-errors.ts";
+import { lz4FrameOutputBound } from "./lz4-frame.ts";
 import { snappyCompressXerial, snappyDecompress } from "./snappy-xerial.ts";
 
 export const CompressionType = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3, Zstd: 4 } as const;
@@ -60,7 +60,7 @@ export function decompress(type: number, data: Uint8Array, maxOutputBytes: numbe
       return data;
     case CompressionType.Gzip:
       return viaZlib("gzip", maxOutputBytes, () =>
-        zlib.gunzipSync(data, { maxOutputLength: maxOutputBytes }),
+        zlib.gunzipSync(data, { maxOutputLength: zlibOutputLimit(maxOutputBytes) }),
       );
     case CompressionType.Snappy:
       return snappyDecompress(data, maxOutputBytes);
@@ -68,30 +68,46 @@ export function decompress(type: number, data: Uint8Array, maxOutputBytes: numbe
       return lz4Decompress(data, maxOutputBytes);
     case CompressionType.Zstd:
       return viaZlib("zstd", maxOutputBytes, () =>
-        zlib.zstdDecompressSync(data, { maxOutputLength: maxOutputBytes }),
+        zlib.zstdDecompressSync(data, { maxOutputLength: zlibOutputLimit(maxOutputBytes) }),
       );
   }
 }
 
+/** node:zlib accepts limits of 1 byte to 4 GiB only; the exact limit is checked afterwards. */
+const ZLIB_OUTPUT_LIMIT_MAX = 2 ** 32;
+
+function zlibOutputLimit(maxOutputBytes: number): number {
+  return Math.min(Math.max(maxOutputBytes, 1), ZLIB_OUTPUT_LIMIT_MAX);
+}
+
 function viaZlib(name: string, maxOutputBytes: number, run: () => Uint8Array): Uint8Array {
+  let output: Uint8Array;
   try {
-    return run();
+    output = run();
   } catch (cause) {
     if ((cause as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
       throw tooLarge(name, maxOutputBytes, cause);
     }
     throw new CorruptRecordError(`${name} data does not decompress`, { cause });
   }
+  if (output.length > maxOutputBytes) throw tooLarge(name, maxOutputBytes);
+  return output;
 }
 
 function lz4Decompress(data: Uint8Array, maxOutputBytes: number): Uint8Array {
   // lz4-napi has no output limit, so the frame's blocks are walked first to bound the output.
-  if (lz4FrameOutputBoundBytes(data) > maxOutputBytes) throw tooLarge("lz4", maxOutputBytes);
+  // The bound counts a partly filled block as full, so up to one block of slack is allowed and
+  // the exact size is checked afterwards: at most 4 MiB more than the limit is ever allocated.
+  const { boundBytes, maxBlockBytes } = lz4FrameOutputBound(data);
+  if (boundBytes > maxOutputBytes + maxBlockBytes) throw tooLarge("lz4", maxOutputBytes);
+  let output: Uint8Array;
   try {
-    return decompressFrameSync(asBuffer(data));
+    output = decompressFrameSync(asBuffer(data));
   } catch (cause) {
     throw new CorruptRecordError("lz4 frame does not decompress", { cause });
   }
+  if (output.length > maxOutputBytes) throw tooLarge("lz4", maxOutputBytes);
+  return output;
 }
 
 function tooLarge(name: string, maxOutputBytes: number, cause?: unknown): CorruptRecordError {

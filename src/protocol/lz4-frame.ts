@@ -6,7 +6,7 @@
  *   blocks of [size u32 LE, high bit = stored uncompressed][data][block checksum u32]?,
  *   end mark 0 (u32), [content checksum u32].
  */
-import { CorruptRecordError } from "./corrupt-record-error.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 
 const FRAME_MAGIC = 0x184d2204;
 const FLG_VERSION_MASK = 0xc0;
@@ -31,11 +31,15 @@ function blockMaxBytes(bd: number): number {
 }
 
 /**
- * Walks one LZ4 frame and returns an upper bound of its decompressed size: the sum over blocks
- * of min(block maximum, 255 × compressed size). Throws CorruptRecordError on a malformed
- * header, a block running past the data, or bytes after the frame.
+ * Walks one LZ4 frame and returns an upper bound of its decompressed size (the sum over blocks
+ * of min(block maximum, 255 × compressed size)) and the frame's block maximum. Throws
+ * CorruptRecordError on a malformed header, a block running past the data, or bytes after the
+ * frame.
  */
-export function lz4FrameOutputBoundBytes(data: Uint8Array): number {
+export function lz4FrameOutputBound(data: Uint8Array): {
+  boundBytes: number;
+  maxBlockBytes: number;
+} {
   const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
   if (data.length < 7 || dv.getUint32(0, true) !== FRAME_MAGIC) {
     throw new CorruptRecordError("lz4 data is not an LZ4 frame");
@@ -67,5 +71,5 @@ export function lz4FrameOutputBoundBytes(data: Uint8Array): number {
   if (pos !== data.length) {
     throw new CorruptRecordError(`lz4 frame ends at ${pos} but data has ${data.length} bytes`);
   }
-  return boundBytes;
+  return { boundBytes, maxBlockBytes };
 }

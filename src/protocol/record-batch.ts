@@ -16,12 +16,13 @@
  */
 import { assert } from "../util/assert.ts";
 import { CompressionType, compress, decompress } from "./compression.ts";
-import { CorruptRecordError } from "./corrupt-record-error.ts";
+import { ErrorCode, KafkaError } from "./errors.ts";
+import { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 import { crc32cRange } from "./crc32c.ts";
 import { decodeRecordBody, encodeRecordBody } from "./record.ts";
 import type { Record, RecordInput } from "./record.ts";
 
-export { CorruptRecordError } from "./corrupt-record-error.ts";
+export { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 export type { Record, RecordHeader, RecordInput } from "./record.ts";
 
 export const RECORD_BATCH_OVERHEAD = 61;
@@ -220,6 +221,72 @@ export function* iterateBatches(
     yield { position, sizeBytes };
     position += sizeBytes;
   }
+}
+
+/**
+ * Refuses anything but a magic v2 batch at `position`, the way Kafka 4 does.
+ *
+ * Kafka 4.0 removed Produce v0-v2 (KIP-896: "Versions 0-2 were removed in Apache Kafka 4.0,
+ * version 3 is the new baseline", ProduceRequest.json), so an old message set can only arrive
+ * inside a Produce v3+ request. There `ProduceRequest.validateRecords` throws
+ * `org.apache.kafka.common.InvalidRecordException("Produce requests with version N are only
+ * allowed to contain record batches with magic version 2")`, which `Errors.forException` maps
+ * to INVALID_RECORD (87), not UNSUPPORTED_VERSION or CORRUPT_MESSAGE
+ * (ProduceRequestTest.testV3AndAboveCannotUseMagicV0/V1). Magics above 2 do not exist, so they
+ * are corrupt bytes.
+ */
+export function checkMagic(buf: Uint8Array, position: number, produceVersion = 3): void {
+  if (buf.length - position <= MAGIC_AT) {
+    throw new CorruptRecordError(`no magic byte at ${position} in ${buf.length} bytes`);
+  }
+  const magic = (buf[position + MAGIC_AT] << 24) >> 24;
+  if (magic === CURRENT_MAGIC) return;
+  if (magic === 0 || magic === 1) {
+    throw new InvalidRecordError(
+      `Produce requests with version ${produceVersion} are only allowed to contain record ` +
+        `batches with magic version 2 (got magic ${magic})`,
+    );
+  }
+  throw new CorruptRecordError(`record batch magic ${magic} at ${position} is unknown`);
+}
+
+/** Produce v7 added zstd (KIP-110); older requests may not use it. */
+const PRODUCE_ZSTD_MIN_VERSION = 7;
+
+/**
+ * Kafka's `ProduceRequest.validateRecords` for one partition's records in a Produce v3+
+ * request: exactly one whole batch, magic v2, and no zstd before v7. Returns the batch's size.
+ *
+ * As in Kafka, records holding no whole entry are INVALID_RECORD ("must have at least one record
+ * batch") while a length below any entry's minimum is CORRUPT_MESSAGE. One deviation: bytes
+ * after the batch that do not make a whole second entry are refused (INVALID_RECORD) rather than
+ * silently dropped as Kafka's log append does.
+ */
+export function validateProduceRecords(records: Uint8Array, produceVersion: number): number {
+  const sizeBytes = records.length < LOG_OVERHEAD ? Infinity : batchSizeBytes(records, 0);
+  if (sizeBytes < LOG_OVERHEAD + LEGACY_RECORD_MIN_LENGTH) {
+    throw new CorruptRecordError(`record entry size ${sizeBytes} is below the minimum`);
+  }
+  if (sizeBytes > records.length) {
+    throw new InvalidRecordError(
+      `Produce requests with version ${produceVersion} must have at least one record batch`,
+    );
+  }
+  checkMagic(records, 0, produceVersion);
+  const codec = compressionType(view(records).getInt16(ATTRIBUTES_AT));
+  if (produceVersion < PRODUCE_ZSTD_MIN_VERSION && codec === CompressionType.Zstd) {
+    throw new KafkaError(
+      ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+      `Produce requests with version ${produceVersion} are not allowed to use ZStandard compression`,
+    );
+  }
+  if (sizeBytes !== records.length) {
+    throw new InvalidRecordError(
+      `Produce requests with version ${produceVersion} are only allowed to contain exactly one ` +
+        "record batch",
+    );
+  }
+  return sizeBytes;
 }
 
 /**

@@ -8,7 +8,7 @@
  * A length of -1 means null for keys and values. Header keys are UTF-8 and never null.
  */
 import { assert } from "../util/assert.ts";
-import { CorruptRecordError } from "./corrupt-record-error.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 import {
   VarintReader,
   varintSizeBytes,

@@ -12,7 +12,7 @@
  * The npm `snappy` package (napi-rs) only does raw blocks, which is why the framing is here.
  */
 import { compressSync, uncompressSync } from "snappy";
-import { CorruptRecordError } from "./corrupt-record-error.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 
 const XERIAL_MAGIC = Uint8Array.of(0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00);
 const XERIAL_HEADER_BYTES = 16;

@@ -5,7 +5,7 @@
  * The reader throws CorruptRecordError, because record bodies come from clients and disk; the
  * protocol Reader (reader.ts) has its own varints that throw DecodeError for request framing.
  */
-import { CorruptRecordError } from "./corrupt-record-error.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 
 /** A zigzag int32 takes at most 5 bytes; a zigzag int64 at most 10. */
 const VARINT_MAX_BYTES = 5;

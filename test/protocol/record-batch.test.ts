@@ -5,10 +5,12 @@ import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import {
   batchSizeBytes,
   buildRecordBatch,
+  checkMagic,
   compressionType,
   computeBatchCrc,
   CorruptRecordError,
   decodeRecords,
+  InvalidRecordError,
   isControl,
   isTransactional,
   iterateBatches,
@@ -20,6 +22,7 @@ import {
   setPartitionLeaderEpoch,
   timestampType,
   TimestampType,
+  validateProduceRecords,
   verifyBatchCrc,
 } from "../../src/protocol/record-batch.ts";
 
@@ -268,5 +271,78 @@ describe("iterateBatches", () => {
     new DataView(blob.buffer).setInt32(8, blob.length);
     expect(() => verifyBatchCrc(blob)).toThrow(CorruptRecordError);
     expect(() => decodeRecords(blob)).toThrow(CorruptRecordError);
+  });
+});
+
+/** A magic v0 or v1 message set entry, as pre-0.11 clients wrote them (value only, no key). */
+function legacyMessage(magic: 0 | 1, value: Uint8Array): Uint8Array {
+  const timestampBytes = magic === 1 ? 8 : 0;
+  const recordBytes = 4 + 1 + 1 + timestampBytes + 4 + 4 + value.length;
+  const out = new Uint8Array(LOG_OVERHEAD + recordBytes);
+  const dv = new DataView(out.buffer);
+  dv.setInt32(8, recordBytes);
+  out[16] = magic;
+  let pos = 18 + timestampBytes;
+  dv.setInt32(pos, -1);
+  dv.setInt32(pos + 4, value.length);
+  out.set(value, pos + 8);
+  dv.setUint32(12, Bun.hash.crc32(out.subarray(16)));
+  return out;
+}
+
+function errorOf(run: () => unknown): KafkaError {
+  try {
+    run();
+  } catch (e) {
+    expect(e).toBeInstanceOf(KafkaError);
+    return e as KafkaError;
+  }
+  throw new Error("expected a KafkaError");
+}
+
+describe("magic and produce validation (Kafka 4 rules)", () => {
+  test("magic 0 and 1 message sets are INVALID_RECORD, as Kafka 4 answers them", () => {
+    for (const magic of [0, 1] as const) {
+      const legacy = legacyMessage(magic, utf8("old"));
+      expect([...iterateBatches(legacy)]).toEqual([{ position: 0, sizeBytes: legacy.length }]);
+      const error = errorOf(() => checkMagic(legacy, 0, 9));
+      expect(error).toBeInstanceOf(InvalidRecordError);
+      expect(error.code).toBe(ErrorCode.INVALID_RECORD);
+      expect(error.message).toContain("only allowed to contain record batches with magic version 2");
+      expect(errorOf(() => validateProduceRecords(legacy, 9)).code).toBe(ErrorCode.INVALID_RECORD);
+    }
+  });
+
+  test("magic 2 passes; unknown magics are CORRUPT_MESSAGE", () => {
+    const batch = sample();
+    expect(() => checkMagic(batch, 0)).not.toThrow();
+    batch[16] = 3;
+    expect(errorOf(() => checkMagic(batch, 0)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
+    expect(errorOf(() => checkMagic(batch.subarray(0, 16), 0)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
+  });
+
+  test("a produce partition must hold exactly one whole batch", () => {
+    const batch = sample();
+    expect(validateProduceRecords(batch, 9)).toBe(batch.length);
+    const none = errorOf(() => validateProduceRecords(new Uint8Array(0), 9));
+    expect(none.code).toBe(ErrorCode.INVALID_RECORD);
+    expect(none.message).toContain("at least one record batch");
+    expect(errorOf(() => validateProduceRecords(batch.subarray(0, 40), 9)).code).toBe(
+      ErrorCode.INVALID_RECORD,
+    );
+    const two = errorOf(() => validateProduceRecords(concat(batch, sample()), 9));
+    expect(two.code).toBe(ErrorCode.INVALID_RECORD);
+    expect(two.message).toContain("exactly one record batch");
+    const tiny = batch.slice();
+    new DataView(tiny.buffer).setInt32(8, 3);
+    expect(errorOf(() => validateProduceRecords(tiny, 9)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
+  });
+
+  test("zstd is refused before Produce v7 with UNSUPPORTED_COMPRESSION_TYPE", () => {
+    const zstd = buildRecordBatch([{ value: utf8("z") }], { compression: CompressionType.Zstd });
+    expect(errorOf(() => validateProduceRecords(zstd, 6)).code).toBe(
+      ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    );
+    expect(validateProduceRecords(zstd, 7)).toBe(zstd.length);
   });
 });
