@@ -1,0 +1,222 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BROKER_CONFIG_KEYS, type BrokerConfigKey } from "../../src/config/broker-config.ts";
+import { ConfigError } from "../../src/config/config-error.ts";
+import { envName, type FlagSetting, loadConfig } from "../../src/config/load-config.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "quill-config-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let fileCount = 0;
+function propertiesFile(text: string): string {
+  const path = join(dir, `server-${fileCount++}.properties`);
+  writeFileSync(path, text);
+  return path;
+}
+
+const set = (key: string, value: string): FlagSetting => ({ key, value, flag: "--set" });
+
+function configError(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("defaults", () => {
+  test("Kafka's defaults where the concept is the same", () => {
+    const { config, warning } = loadConfig({});
+    expect(warning).toBeNull();
+    expect(config["num.partitions"]).toBe(1);
+    expect(config["message.max.bytes"]).toBe(1048588);
+    expect(config["socket.request.max.bytes"]).toBe(104857600);
+    expect(config["log.segment.bytes"]).toBe(1073741824);
+    expect(config["log.retention.ms"]).toBe(168 * 3600_000);
+    expect(config["log.roll.ms"]).toBe(168 * 3600_000);
+    expect(config["log.retention.bytes"]).toBe(-1);
+    expect(config["log.flush.interval.ms"]).toBeNull();
+    expect(config["log.cleanup.policy"]).toEqual(["delete"]);
+    expect(config["compression.type"]).toBe("producer");
+    expect(config["auto.create.topics.enable"]).toBe(true);
+    expect(config["group.initial.rebalance.delay.ms"]).toBe(3000);
+    expect(config["zookeeper.connect"]).toBeNull();
+    expect(config.listeners).toEqual({ host: "127.0.0.1", port: 9092 });
+    expect(config["advertised.listeners"]).toEqual({ host: "127.0.0.1", port: 9092 });
+    expect(config["log.dirs"]).toEqual(["./data"]);
+    expect(config.origins.size).toBe(0);
+  });
+});
+
+describe("precedence: flag > env > file > default", () => {
+  const file = () => propertiesFile("num.partitions=3\nlog.segment.bytes=1000\nbroker.id=7\nmessage.max.bytes=500\n");
+  const env = { QUILL_NUM_PARTITIONS: "4", QUILL_LOG_SEGMENT_BYTES: "2000" };
+
+  test("each source overrides the one below it, key by key", () => {
+    const { config } = loadConfig({ configFile: file(), env, flags: [set("num.partitions", "5")] });
+    expect(config["num.partitions"]).toBe(5); // flag over env and file
+    expect(config["log.segment.bytes"]).toBe(2000); // env over file
+    expect(config["broker.id"]).toBe(7); // file over default
+    expect(config["socket.request.max.bytes"]).toBe(104857600); // default
+    expect(config.origins.get("num.partitions")).toEqual({ kind: "flag", label: "--set" });
+    expect(config.origins.get("log.segment.bytes")).toEqual({ kind: "env", label: "QUILL_LOG_SEGMENT_BYTES" });
+    expect(config.origins.get("broker.id")?.kind).toBe("file");
+    expect(config.origins.has("socket.request.max.bytes")).toBe(false);
+  });
+
+  test("the later of two flags for one key wins, dedicated flags included", () => {
+    const flags = [{ key: "broker.id", value: "1", flag: "--broker-id" }, set("broker.id", "2")];
+    expect(loadConfig({ flags }).config["broker.id"]).toBe(2);
+    expect(loadConfig({ flags: [...flags].reverse() }).config["broker.id"]).toBe(1);
+  });
+
+  test("the env name of a key is QUILL_ + upper case with dots as underscores", () => {
+    expect(envName("log.retention.hours")).toBe("QUILL_LOG_RETENTION_HOURS");
+    const { config } = loadConfig({ env: { QUILL_AUTO_CREATE_TOPICS_ENABLE: "false", QUILL_LOG_DIRS: "/a, /b", PATH: "/bin" } });
+    expect(config["auto.create.topics.enable"]).toBe(false);
+    expect(config["log.dirs"]).toEqual(["/a", "/b"]);
+  });
+
+  test("log.dirs beats log.dir in any source; log.dir alone is used as the one directory", () => {
+    expect(loadConfig({ configFile: propertiesFile("log.dir=/only") }).config["log.dirs"]).toEqual(["/only"]);
+    const both = loadConfig({ configFile: propertiesFile("log.dirs=/many"), flags: [set("log.dir", "/one")] });
+    expect(both.config["log.dirs"]).toEqual(["/many"]);
+  });
+
+  test("a stock Kafka server.properties loads, naming the keys Quill ignores", () => {
+    const text = `# Licensed to the Apache Software Foundation
+broker.id=0
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kafka-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+zookeeper.connect=localhost:2181
+zookeeper.connection.timeout.ms=18000
+group.initial.rebalance.delay.ms=0
+`;
+    const { config, warning } = loadConfig({ configFile: propertiesFile(text) });
+    expect(config["zookeeper.connect"]).toBe("localhost:2181");
+    expect(config["group.initial.rebalance.delay.ms"]).toBe(0);
+    expect(config["log.dirs"]).toEqual(["/tmp/kafka-logs"]);
+    expect(warning).toBe("Kafka config keys Quill ignores: num.io.threads, num.network.threads, " +
+      "num.recovery.threads.per.data.dir, offsets.topic.replication.factor, socket.receive.buffer.bytes, " +
+      "socket.send.buffer.bytes, transaction.state.log.min.isr, transaction.state.log.replication.factor");
+  });
+});
+
+describe("retention and roll: Kafka's ms > minutes > hours", () => {
+  const retention = (...settings: FlagSetting[]) => loadConfig({ flags: settings }).config["log.retention.ms"];
+
+  test("hours alone, minutes over hours, ms over both", () => {
+    expect(retention(set("log.retention.hours", "2"))).toBe(7_200_000);
+    expect(retention(set("log.retention.hours", "2"), set("log.retention.minutes", "3"))).toBe(180_000);
+    expect(retention(set("log.retention.minutes", "3"), set("log.retention.ms", "1234"), set("log.retention.hours", "9"))).toBe(1234);
+  });
+
+  test("the order of keys is applied after merging sources, as in Kafka", () => {
+    const { config } = loadConfig({ configFile: propertiesFile("log.retention.ms=5000"), flags: [set("log.retention.hours", "1")] });
+    expect(config["log.retention.ms"]).toBe(5000);
+  });
+
+  test("any negative result means unlimited (-1); zero is rejected, naming the key that set it", () => {
+    expect(retention(set("log.retention.hours", "-5"))).toBe(-1);
+    expect(retention(set("log.retention.ms", "-1"))).toBe(-1);
+    expect(configError(() => retention(set("log.retention.minutes", "0")))).toBe(
+      'invalid config log.retention.minutes="0" (from --set): expected a retention of -1 (unlimited) or at least 1 ms');
+    expect(configError(() => loadConfig({ env: { QUILL_LOG_RETENTION_HOURS: "0" } }))).toContain(
+      'log.retention.hours="0" (from QUILL_LOG_RETENTION_HOURS)');
+  });
+
+  test("log.roll.ms overrides log.roll.hours", () => {
+    expect(loadConfig({ flags: [set("log.roll.hours", "1")] }).config["log.roll.ms"]).toBe(3_600_000);
+    expect(loadConfig({ flags: [set("log.roll.hours", "1"), set("log.roll.ms", "10")] }).config["log.roll.ms"]).toBe(10);
+  });
+});
+
+describe("bad values", () => {
+  test("the message names key, value, source and what was expected", () => {
+    expect(configError(() => loadConfig({ flags: [set("log.segment.bytes", "abc")] }))).toBe(
+      'invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647');
+    const file = propertiesFile("# first\n\nnum.partitions = 0\n");
+    expect(configError(() => loadConfig({ configFile: file }))).toBe(
+      `invalid config num.partitions="0" (from ${file.split("/").pop()}:3): expected an integer between 1 and 2147483647`);
+    expect(configError(() => loadConfig({ env: { QUILL_AUTO_CREATE_TOPICS_ENABLE: "yes" } }))).toBe(
+      'invalid config auto.create.topics.enable="yes" (from QUILL_AUTO_CREATE_TOPICS_ENABLE): expected true or false');
+  });
+
+  test("every key rejects a value of the wrong shape, and the message names it", () => {
+    const keys = Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[];
+    for (const k of keys) {
+      const bad = BROKER_CONFIG_KEYS[k].valueType.type === "STRING" && !["listeners", "advertised.listeners"].includes(k)
+        && !k.endsWith(".type") ? "   " : "not a value,";
+      const message = configError(() => loadConfig({ flags: [{ key: k, value: bad, flag: "--set" }] }));
+      expect(message).toStartWith(`invalid config ${k}=${JSON.stringify(bad)} (from --set): expected `);
+    }
+  });
+
+  test("integers: no decimals, exponents or hex; 64-bit bounds are exact; blanks are trimmed", () => {
+    for (const value of ["1.5", "1e3", "0x10", "", "9223372036854775808"]) {
+      expect(configError(() => loadConfig({ flags: [set("log.retention.bytes", value)] }))).toContain("log.retention.bytes");
+    }
+    expect(configError(() => loadConfig({ flags: [set("broker.id", "2147483648")] }))).toContain("broker.id");
+    const ok = loadConfig({ flags: [set("log.retention.bytes", " 9223372036854775807 "), set("broker.id", "+3")] });
+    expect(ok.config["log.retention.bytes"]).toBe(2 ** 63);
+    expect(ok.config["broker.id"]).toBe(3);
+  });
+
+  test("enumerations are case-sensitive like Kafka's; booleans are not", () => {
+    expect(configError(() => loadConfig({ flags: [set("log.message.timestamp.type", "createtime")] }))).toContain(
+      "expected one of CreateTime, LogAppendTime");
+    expect(loadConfig({ flags: [set("delete.topic.enable", "FALSE")] }).config["delete.topic.enable"]).toBe(false);
+  });
+
+  test("listeners: HOST:PORT or PLAINTEXT://HOST:PORT, one only, IPv6 in brackets", () => {
+    const listen = (value: string) => loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }] }).config;
+    expect(listen("PLAINTEXT://10.0.0.1:9093").listeners).toEqual({ host: "10.0.0.1", port: 9093 });
+    expect(listen("[::1]:0").listeners).toEqual({ host: "::1", port: 0 });
+    expect(listen("localhost:19092")["advertised.listeners"]).toEqual({ host: "localhost", port: 19092 });
+    for (const bad of ["9092", "SSL://h:1", "h:1,h:2", "h:65536", "h:-1"]) {
+      expect(configError(() => listen(bad))).toContain(`listeners=${JSON.stringify(bad)} (from --listen)`);
+    }
+  });
+
+  test("a wildcard listener advertises the host name; a wildcard advertised address is rejected", () => {
+    const { config } = loadConfig({ flags: [{ key: "listeners", value: "0.0.0.0:9092", flag: "--listen" }] });
+    expect(config["advertised.listeners"].host).not.toBe("0.0.0.0");
+    expect(config["advertised.listeners"].port).toBe(9092);
+    expect(configError(() => loadConfig({ flags: [{ key: "advertised.listeners", value: "0.0.0.0:1", flag: "--advertise" }] })))
+      .toContain('advertised.listeners="PLAINTEXT://0.0.0.0:1" (from --advertise)');
+  });
+
+  test("an unreadable config file is one ConfigError naming it", () => {
+    const missing = join(dir, "missing.properties");
+    expect(configError(() => loadConfig({ configFile: missing }))).toBe(
+      `cannot read config file ${missing} (from --config): ENOENT`);
+  });
+});
+
+describe("unknown and ignored keys", () => {
+  test("one warning lists unknown keys with their source, then Kafka keys Quill ignores", () => {
+    const { config, warning } = loadConfig({
+      configFile: propertiesFile("num.io.threads=8\nbogus.key=1\n"),
+      env: { QUILL_NOT_A_KEY: "x" },
+      flags: [set("also.bogus", "2"), set("num.partitions", "2")],
+    });
+    expect(config["num.partitions"]).toBe(2);
+    expect(warning).toMatch(/^unknown config keys, not used: bogus\.key \(server-\d+\.properties:2\), not\.a\.key \(QUILL_NOT_A_KEY\), also\.bogus \(--set\); Kafka config keys Quill ignores: num\.io\.threads$/);
+  });
+});
