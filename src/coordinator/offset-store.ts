@@ -1,0 +1,31 @@
+/**
+ * Where committed consumer-group offsets live. Two implementations share this interface:
+ * the embedded local file store (the default for a single broker) and the ZooKeeper store
+ * (Kafka's `/consumers/<group>/offsets/<topic>/<partition>` layout, for cluster mode).
+ */
+export interface CommittedOffset {
+  readonly offset: bigint;
+  readonly leaderEpoch: number;
+  readonly metadata: string | null;
+  readonly commitTimestampMs: number;
+}
+
+export interface OffsetStore {
+  /** Loads every committed offset of a group (called when this broker becomes its coordinator, and on first use). */
+  loadGroup(groupId: string): Promise<Map<string /* `${topic}\u0000${partition}` */, CommittedOffset>>;
+  /** Persists all offsets of one OffsetCommit atomically in one round trip; throws KafkaError(COORDINATOR_NOT_AVAILABLE | REQUEST_TIMED_OUT) on store unavailability (retriable). */
+  commit(
+    groupId: string,
+    offsets: readonly { topic: string; partition: number; committed: CommittedOffset }[],
+  ): Promise<void>;
+  deleteOffsets(groupId: string, partitions: readonly { topic: string; partition: number }[]): Promise<void>;
+  deleteGroup(groupId: string): Promise<void>;
+  /** Groups that have committed offsets (for ListGroups after restart). */
+  listGroups(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+/** The key of one partition in the maps `loadGroup` returns. */
+export function offsetKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
