@@ -2,7 +2,7 @@ import { ConfigError } from "../config/config-error.ts";
 import { VERSION } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
-import { serve } from "./serve.ts";
+import { serve, type StartBroker } from "./serve.ts";
 
 export const MAIN_HELP = `Quill ${VERSION}: a Kafka-compatible log broker in one executable.
 
@@ -20,10 +20,13 @@ Options:
 /** Exit codes: 0 done, 1 unexpected failure, 2 the operator must fix the command line or config. */
 export const EXIT_USAGE = 2;
 
-/** Runs one `quill` invocation and returns its exit code; mistakes are one line on stderr. */
-export async function runCli(argv: readonly string[]): Promise<number> {
+/**
+ * Runs one `quill` invocation and returns its exit code; mistakes are one line on stderr.
+ * `start` is what `quill serve` runs once the configuration is valid.
+ */
+export async function runCli(argv: readonly string[], start: StartBroker): Promise<number> {
   try {
-    return await dispatch(argv);
+    return await dispatch(argv, start);
   } catch (error) {
     if (error instanceof UsageError || error instanceof ConfigError) {
       console.error(`quill: ${error.message}`);
@@ -34,11 +37,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
-async function dispatch(argv: readonly string[]): Promise<number> {
+async function dispatch(argv: readonly string[], start: StartBroker): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case "serve":
-      return serve(rest);
+      return serve(rest, start);
     case "config-keys":
       if (rest.length > 0) throw new UsageError(`config-keys takes no arguments, got "${rest[0]}"`);
       process.stdout.write(configKeysMarkdown());

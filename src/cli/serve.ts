@@ -2,7 +2,6 @@ import { BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey } from "../
 import { ConfigError } from "../config/config-error.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
-import { assert } from "../util/assert.ts";
 import { parseFlags, UsageError } from "./args.ts";
 
 export const SERVE_HELP = `Usage: quill serve [options]
@@ -89,7 +88,7 @@ export const startBroker: StartBroker = async (config) => {
  * `quill serve`: loads the configuration (exit 2 on any mistake, before binding), starts the
  * broker and keeps it running until SIGTERM or SIGINT, then stops it and returns 0.
  */
-export async function serve(argv: readonly string[], start: StartBroker = startBroker): Promise<number> {
+export async function serve(argv: readonly string[], start: StartBroker): Promise<number> {
   const options = parseServeArgs(argv);
   if (options.help) {
     process.stdout.write(SERVE_HELP);
@@ -105,8 +104,7 @@ export async function serve(argv: readonly string[], start: StartBroker = startB
     throw new ConfigError(`cluster mode (zookeeper.connect=${config["zookeeper.connect"]}) is not implemented yet; ` +
       "run without --zookeeper for the embedded single broker");
   }
-  const broker = await start(config);
-  return broker === null ? 0 : await runUntilSignal(broker);
+  return await runUntilSignal(() => start(config));
 }
 
 /** The effective configuration in .properties form, so it can be read back with --config. */
@@ -121,30 +119,30 @@ function propertiesText(config: BrokerConfig): string {
 const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
 /**
- * Waits for the first SIGTERM or SIGINT, stops the broker and resolves with the exit code.
- * A second signal while stopping exits at once with 1: the operator has asked twice.
+ * Starts the broker and waits for the first SIGTERM or SIGINT, then stops it and resolves with
+ * the exit code. The handlers go in before the start, so a signal that arrives while the broker
+ * is starting (it may already listen) still leads to a clean stop rather than an abrupt death.
+ * A second signal exits at once with 1: the operator has asked twice.
  */
-function runUntilSignal(broker: RunningBroker): Promise<number> {
-  return new Promise((resolve) => {
-    let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        console.error(`quill: ${signal} again while stopping; exiting without a clean shutdown`);
-        process.exit(1);
-      }
-      stopping = true;
-      console.error(`quill: ${signal} received, stopping`);
-      broker.stop().then(
-        () => resolve(0),
-        (error: unknown) => {
-          console.error(`quill: clean shutdown failed: ${error instanceof Error ? error.stack : String(error)}`);
-          resolve(1);
-        },
-      ).finally(() => {
-        for (const s of STOP_SIGNALS) process.off(s, onSignal);
-      });
-    };
-    for (const s of STOP_SIGNALS) process.on(s, onSignal);
-    assert(process.listenerCount("SIGTERM") > 0, "SIGTERM handler installed");
-  });
+async function runUntilSignal(start: () => Promise<RunningBroker | null>): Promise<number> {
+  const { promise: signalled, resolve } = Promise.withResolvers<NodeJS.Signals>();
+  let received = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    received++;
+    if (received > 1) {
+      console.error(`quill: ${signal} again while stopping; exiting without a clean shutdown`);
+      process.exit(1);
+    }
+    resolve(signal);
+  };
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  try {
+    const broker = await start();
+    if (broker === null) return 0;
+    console.error(`quill: ${await signalled} received, stopping`);
+    await broker.stop();
+    return 0;
+  } finally {
+    for (const s of STOP_SIGNALS) process.off(s, onSignal);
+  }
 }

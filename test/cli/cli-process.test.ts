@@ -1,0 +1,99 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import packageJson from "../../package.json" with { type: "json" };
+
+const root = join(import.meta.dir, "..", "..");
+const dir = mkdtempSync(join(tmpdir(), "quill-cli-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs `bun src/main.ts …` as its own process, with only the given QUILL_ variables. */
+function quill(args: string[], env: Record<string, string> = {}) {
+  const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QUILL_")));
+  const result = Bun.spawnSync([process.execPath, join(root, "src", "main.ts"), ...args], {
+    cwd: dir, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe",
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+describe("quill (source, as a process)", () => {
+  test("--version prints package.json's version", () => {
+    expect(quill(["--version"])).toEqual({ code: 0, stdout: `quill ${packageJson.version}\n`, stderr: "" });
+  });
+
+  test("--help lists the commands; no command is a usage error", () => {
+    const help = quill(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("serve");
+    expect(help.stdout).toContain("--version");
+    const none = quill([]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("Usage: quill <command>");
+    expect(quill(["bogus"])).toMatchObject({ code: 2, stderr: 'quill: unknown command "bogus" (try quill --help)\n' });
+  });
+
+  test("serve --help names every flag", () => {
+    const { code, stdout } = quill(["serve", "--help"]);
+    expect(code).toBe(0);
+    for (const flag of ["--listen HOST:PORT", "--advertise HOST:PORT", "--data-dir DIR", "--broker-id N", "--config FILE",
+      "--set KEY=VALUE", "--zookeeper CONNECT"]) {
+      expect(stdout).toContain(flag);
+    }
+  });
+
+  test("a bad value exits 2 with one line naming key, value and source", () => {
+    const { code, stdout, stderr } = quill(["serve", "--set", "log.segment.bytes=abc"]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toBe('quill: invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647\n');
+    expect(quill(["serve", "--broker-id", "x"]).stderr).toBe(
+      'quill: invalid config broker.id="x" (from --broker-id): expected an integer between 0 and 2147483647\n');
+    expect(quill(["serve"], { QUILL_NUM_PARTITIONS: "-1" })).toMatchObject({ code: 2,
+      stderr: 'quill: invalid config num.partitions="-1" (from QUILL_NUM_PARTITIONS): expected an integer between 1 and 2147483647\n' });
+  });
+
+  test("an unknown flag exits 2 naming it", () => {
+    expect(quill(["serve", "--listne", "1.2.3.4:1"])).toMatchObject({ code: 2, stderr: "quill: unknown flag --listne\n" });
+  });
+
+  test("--zookeeper (cluster mode) is refused with exit 2 for now", () => {
+    const { code, stderr } = quill(["serve", "--zookeeper", "127.0.0.1:2181"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("cluster mode");
+    expect(stderr).toContain("not implemented");
+  });
+
+  test("--print-config shows flag > env > file > default, and warns about unknown keys", () => {
+    const file = join(dir, "server.properties");
+    writeFileSync(file, "num.partitions=3\nlog.segment.bytes=1000\nbroker.id=9\nno.such.key=1\n");
+    const { code, stdout, stderr } = quill(
+      ["serve", "--config", file, "--set", "num.partitions=5", "--data-dir", "/srv/q", "--print-config"],
+      { QUILL_NUM_PARTITIONS: "4", QUILL_LOG_SEGMENT_BYTES: "2000" },
+    );
+    expect(code).toBe(0);
+    const lines = stdout.split("\n");
+    expect(lines).toContain("num.partitions=5");
+    expect(lines).toContain("log.segment.bytes=2000");
+    expect(lines).toContain("broker.id=9");
+    expect(lines).toContain("log.dirs=/srv/q");
+    expect(lines).toContain("message.max.bytes=1048588");
+    expect(lines).toContain("#zookeeper.connect=");
+    expect(stderr).toBe("quill: warning: unknown config keys, not used: no.such.key (server.properties:4)\n");
+  });
+
+  test("--print-config output reads back through --config to the same configuration", () => {
+    const first = quill(["serve", "--set", "log.retention.minutes=7", "--listen", "[::1]:19092", "--print-config"]);
+    const file = join(dir, "printed.properties");
+    writeFileSync(file, first.stdout);
+    const second = quill(["serve", "--config", file, "--print-config"]);
+    expect(second).toEqual({ code: 0, stdout: first.stdout, stderr: "" });
+  });
+
+  test("config-keys prints the Markdown reference", () => {
+    const { code, stdout } = quill(["config-keys"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("| `log.segment.bytes` | 1073741824 |");
+    expect(stdout).toContain("| `retention.ms` | `log.retention.ms`, `log.retention.minutes`, `log.retention.hours` |");
+  });
+});
