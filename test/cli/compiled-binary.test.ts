@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import packageJson from "../../package.json" with { type: "json" };
+
+const root = join(import.meta.dir, "..", "..");
+const built = join(root, "dist", "quill");
+const dir = mkdtempSync(join(tmpdir(), "quill-binary-"));
+const binary = join(dir, "quill");
+
+function newestMtimeMs(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(0, ...readdirSync(path).map((name) => newestMtimeMs(join(path, name))));
+}
+
+/** Reuses dist/quill when it is newer than every input (CI builds first); otherwise builds it. */
+function ensureFreshBuild(): void {
+  const inputsMs = Math.max(newestMtimeMs(join(root, "src")), newestMtimeMs(join(root, "package.json")),
+    newestMtimeMs(join(root, "scripts", "build.ts")));
+  let builtMs = 0;
+  try {
+    builtMs = statSync(built).mtimeMs;
+  } catch {
+    // Not built yet.
+  }
+  if (builtMs > inputsMs) return;
+  const result = Bun.spawnSync([process.execPath, "run", "build"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  if (result.exitCode !== 0) throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
+}
+
+beforeAll(() => {
+  ensureFreshBuild();
+  // An empty directory with no node_modules anywhere above it: the binary must carry everything.
+  copyFileSync(built, binary);
+}, 60_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const result = Bun.spawnSync([binary, ...args], {
+    cwd: dir, env: { PATH: "/usr/bin:/bin", HOME: dir, ...env }, stdout: "pipe", stderr: "pipe",
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+describe("the compiled dist/quill, alone in an empty directory", () => {
+  test("--version prints package.json's version", () => {
+    expect(run(["--version"])).toEqual({ code: 0, stdout: `quill ${packageJson.version}\n`, stderr: "" });
+  });
+
+  test("--help and serve --help", () => {
+    expect(run(["--help"]).stdout).toContain("Usage: quill <command>");
+    const serveHelp = run(["serve", "--help"]);
+    expect(serveHelp.code).toBe(0);
+    expect(serveHelp.stdout).toContain("--listen HOST:PORT");
+    expect(serveHelp.stdout).toContain("--data-dir DIR");
+  });
+
+  test("a bad config exits 2 naming the key, from a flag, the environment or a file", () => {
+    const fromFlag = run(["serve", "--set", "log.segment.bytes=abc"]);
+    expect(fromFlag.code).toBe(2);
+    expect(fromFlag.stderr).toContain('log.segment.bytes="abc" (from --set)');
+    const fromEnv = run(["serve"], { QUILL_LOG_RETENTION_HOURS: "soon" });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain('log.retention.hours="soon" (from QUILL_LOG_RETENTION_HOURS)');
+    writeFileSync(join(dir, "server.properties"), "listeners=PLAINTEXT://:99999\n");
+    const fromFile = run(["serve", "--config", "server.properties"]);
+    expect(fromFile.code).toBe(2);
+    expect(fromFile.stderr).toContain('listeners="PLAINTEXT://:99999" (from server.properties:1)');
+  });
+
+  test("--print-config resolves file, environment and flags inside the binary", () => {
+    writeFileSync(join(dir, "server.properties"), "num.partitions=3\nlog.retention.minutes=10\n");
+    const { code, stdout } = run(["serve", "--config", "server.properties", "--broker-id", "4", "--print-config"],
+      { QUILL_NUM_PARTITIONS: "8" });
+    expect(code).toBe(0);
+    expect(stdout).toContain("num.partitions=8\n");
+    expect(stdout).toContain("broker.id=4\n");
+    expect(stdout).toContain("log.retention.ms=600000\n");
+  });
+});
