@@ -15,7 +15,12 @@ import type { RecordsChunk } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
 import { FrameDecoder } from "./frame-decoder.ts";
 import type { NetworkLimits } from "./network-limits.ts";
-import type { ConnectionContext, NetworkLogger, RequestHandler, Response } from "./request-handler.ts";
+import type {
+  ConnectionContext,
+  NetworkLogger,
+  RequestHandler,
+  Response,
+} from "./request-handler.ts";
 import { ConnectionIoError, type OutputSocket, ResponseWriter } from "./response-writer.ts";
 
 /** The Bun socket operations a connection uses. */
@@ -124,7 +129,8 @@ export class Connection implements ConnectionContext {
   destroy(reason?: string): void {
     if (this.closed) return;
     if (reason !== undefined) {
-      this.options.logger.warn(`Closing connection ${this.id} from ${this.describePeer()}: ${reason}`);
+      const peer = this.describePeer();
+      this.options.logger.warn(`Closing connection ${this.id} from ${peer}: ${reason}`);
     }
     this.socket.end();
     this.onClosed();
@@ -220,9 +226,9 @@ export class Connection implements ConnectionContext {
       this.failHandler(error);
       return;
     }
+    this.compactPending();
     if (result instanceof Promise) {
       const slot: PendingResponse = { completed: false, response: null };
-      this.compactPending();
       this.pending.push(slot);
       result.then((response) => this.complete(slot, response), (error) => this.failHandler(error));
     } else if (this.inFlightRequests === 0) {

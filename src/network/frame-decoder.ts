@@ -79,8 +79,7 @@ export class FrameDecoder {
     const input = this.inputs[0];
     if (input === undefined) return null;
     if (this.prefixFilledBytes === 0 && input.length - this.inputOffset >= SIZE_PREFIX_BYTES) {
-      const o = this.inputOffset;
-      const sizeBytes = (input[o]! << 24) | (input[o + 1]! << 16) | (input[o + 2]! << 8) | input[o + 3]!;
+      const sizeBytes = readInt32(input, this.inputOffset);
       this.consume(SIZE_PREFIX_BYTES);
       return sizeBytes;
     }
@@ -91,8 +90,7 @@ export class FrameDecoder {
       this.consume(1);
     }
     this.prefixFilledBytes = 0;
-    const p = this.prefix;
-    return (p[0]! << 24) | (p[1]! << 16) | (p[2]! << 8) | p[3]!;
+    return readInt32(this.prefix, 0);
   }
 
   private continuePartial(): Uint8Array | null {
@@ -103,7 +101,8 @@ export class FrameDecoder {
       if (head === undefined) return null;
       const available = head.length - this.inputOffset;
       const takeBytes = Math.min(available, partial.length - this.partialFilledBytes);
-      partial.set(head.subarray(this.inputOffset, this.inputOffset + takeBytes), this.partialFilledBytes);
+      const piece = head.subarray(this.inputOffset, this.inputOffset + takeBytes);
+      partial.set(piece, this.partialFilledBytes);
       this.partialFilledBytes += takeBytes;
       this.consume(takeBytes);
     }
@@ -122,4 +121,10 @@ export class FrameDecoder {
       this.inputOffset = 0;
     }
   }
+}
+
+/** A big-endian signed 32-bit integer, as Kafka encodes a frame size. */
+function readInt32(bytes: Uint8Array, offset: number): number {
+  return (bytes[offset]! << 24) | (bytes[offset + 1]! << 16) | (bytes[offset + 2]! << 8) |
+    bytes[offset + 3]!;
 }

@@ -112,7 +112,9 @@ export class ResponseWriter {
   /** Queues one response: its 4-byte size prefix, then its chunks in order. */
   enqueue(chunks: readonly RecordsChunk[]): void {
     let sizeBytes = 0;
-    for (const chunk of chunks) sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
+    for (const chunk of chunks) {
+      sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
+    }
     assert(sizeBytes <= 0x7fffffff, `response of ${sizeBytes} bytes does not fit a size prefix`);
     this.compact();
     this.items.push(sizePrefix(sizeBytes));
@@ -170,9 +172,7 @@ export class ResponseWriter {
     const first = this.items[this.head] as Uint8Array;
     let data = first;
     const next = this.items[this.head + 1];
-    if (first.length < GATHER_PIECE_MAX_BYTES && next instanceof Uint8Array && next.length < GATHER_PIECE_MAX_BYTES) {
-      data = this.gather();
-    }
+    if (isGatherable(first) && isGatherable(next)) data = this.gather();
     const writtenBytes = this.socket.write(data);
     if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
     this.advanceBuffers(writtenBytes);
@@ -184,7 +184,7 @@ export class ResponseWriter {
     let filledBytes = 0;
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i]!;
-      if (!(item instanceof Uint8Array) || item.length >= GATHER_PIECE_MAX_BYTES) break;
+      if (!isGatherable(item)) break;
       if (filledBytes + item.length > scratch.length) break;
       scratch.set(item, filledBytes);
       filledBytes += item.length;
@@ -216,7 +216,7 @@ export class ResponseWriter {
         item.advance(result);
         this.queuedBytes -= result;
       } else if (result === 0) {
-        throw new ConnectionIoError(`file range ends past the end of fd ${item.range.fd} at ${item.position}`);
+        throw pastEndOfFile(item);
       } else if (result === -EAGAIN) {
         // Write real bytes so that Bun sees the full socket and fires drain.
         if (!this.copyRange(item, ARM_BYTES)) return false;
@@ -237,7 +237,7 @@ export class ResponseWriter {
       const wantBytes = Math.min(item.remainingBytes, leftBytes, scratch.length);
       const readBytes = readSync(item.range.fd, scratch, 0, wantBytes, item.position);
       if (readBytes === 0) {
-        throw new ConnectionIoError(`file range ends past the end of fd ${item.range.fd} at ${item.position}`);
+        throw pastEndOfFile(item);
       }
       const writtenBytes = this.socket.write(scratch.subarray(0, readBytes));
       if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
@@ -251,3 +251,17 @@ export class ResponseWriter {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Small enough to copy into the scratch buffer rather than write on its own. */
+function isGatherable(item: OutgoingItem | undefined): item is Uint8Array {
+  return item instanceof Uint8Array && item.length < GATHER_PIECE_MAX_BYTES;
+}
+
+/**
+ * A range reaching past the end of its file (e.g. a segment truncated after the read): sendfile
+ * or pread return 0, which must end the connection rather than be retried as backpressure.
+ */
+function pastEndOfFile(item: PendingFileRange): ConnectionIoError {
+  const where = `fd ${item.range.fd} at ${item.position}`;
+  return new ConnectionIoError(`file range ends past the end of ${where}`);
+}

@@ -49,11 +49,17 @@ const offsetParameter = new BigInt64Array(1);
  * bytes sent, or minus errno on failure. 0 (for a non-zero count) means end of file: the range
  * reaches past the file's end, which must not be mistaken for a full socket.
  */
-export function sendfile(outFd: number, inFd: number, position: number, countBytes: number): number {
+export function sendfile(
+  outFd: number,
+  inFd: number,
+  position: number,
+  countBytes: number,
+): number {
   const c = loadLibc();
   if (c === null) throw new Error("sendfile is not available on this platform");
   offsetParameter[0] = BigInt(position);
-  const sentBytes = Number(c.sendfile(outFd, inFd, offsetParameter, Math.min(countBytes, SENDFILE_MAX_BYTES)));
+  const wantBytes = Math.min(countBytes, SENDFILE_MAX_BYTES);
+  const sentBytes = Number(c.sendfile(outFd, inFd, offsetParameter, wantBytes));
   if (sentBytes >= 0) return sentBytes;
   return -read.i32(c.__errno_location()!, 0);
 }

@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { FrameDecoder, type FrameError } from "../../src/network/frame-decoder.ts";
 import { frame, requestBody } from "./frame-client.ts";
 
+const hex = (f: Uint8Array | FrameError) => Buffer.from(f as Uint8Array).toString("hex");
+
 /** Pulls every frame the decoder can produce now. */
 function drain(decoder: FrameDecoder): (Uint8Array | FrameError)[] {
   const out: (Uint8Array | FrameError)[] = [];
@@ -23,7 +25,7 @@ describe("FrameDecoder", () => {
       const frames = drain(decoder);
       decoder.push(stream.subarray(split));
       frames.push(...drain(decoder));
-      expect(frames.map((f) => Buffer.from(f as Uint8Array))).toEqual(bodies);
+      expect(frames.map(hex)).toEqual(bodies.map(hex));
       expect(decoder.hasBufferedInput).toBe(false);
     }
   });
@@ -35,7 +37,7 @@ describe("FrameDecoder", () => {
       decoder.push(stream.subarray(i, i + 1));
       frames.push(...drain(decoder));
     }
-    expect(frames.map((f) => Buffer.from(f as Uint8Array))).toEqual(bodies);
+    expect(frames.map(hex)).toEqual(bodies.map(hex));
   });
 
   test("a frame inside one buffer is a view of it; a split frame is assembled at its exact size", () => {
@@ -60,11 +62,18 @@ describe("FrameDecoder", () => {
     expect(decoder.hasBufferedInput).toBe(true);
     const rest = drain(decoder) as Uint8Array[];
     expect(rest.length).toBe(999);
-    expect(rest.map((f) => Buffer.from(f).readInt32BE(0))).toEqual(Array.from({ length: 999 }, (_, i) => i + 1));
+    const ids = rest.map((f) => Buffer.from(f).readInt32BE(0));
+    expect(ids).toEqual(Array.from({ length: 999 }, (_, i) => i + 1));
   });
 
   test("rejects sizes above the maximum, negative sizes and sizes below the header", () => {
-    const cases: [number, string][] = [[1025, "above"], [0x7fffffff, "above"], [-1, "below"], [-0x80000000, "below"], [7, "below"]];
+    const cases: [number, string][] = [
+      [1025, "above"],
+      [0x7fffffff, "above"],
+      [-1, "below"],
+      [-0x80000000, "below"],
+      [7, "below"],
+    ];
     for (const [sizeBytes, word] of cases) {
       const decoder = new FrameDecoder(1024);
       const prefix = Buffer.alloc(4);

@@ -258,6 +258,25 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
     }
   });
 
+  test("a range past the end of its file closes the connection instead of spinning", async () => {
+    const file = new SegmentFile(randomBytes(64 * 1024));
+    try {
+      const handler: RequestHandler = {
+        handle: (f) => ({ chunks: [f, file.range(60 * 1024, 8 * 1024)] }),
+      };
+      const { server, port, logger } = await start(handler, {}, sendfileEnabled);
+      const client = await connect(port);
+      client.write(frame(requestBody(1, 0)));
+      await client.closedPromise;
+      await waitFor(() => server.connectionCount === 0);
+      expect(logger.lines.length).toBe(1);
+      expect(logger.lines[0]).toContain("past the end");
+      expect(file.releaseCount).toBe(1);
+    } finally {
+      file.close();
+    }
+  });
+
   test("ranges of a connection that dies are released exactly once", async () => {
     const file = new SegmentFile(randomBytes(8 * 1024 * 1024));
     try {
