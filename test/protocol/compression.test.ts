@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { compressSync } from "snappy";
 import {
   compress,
@@ -10,6 +13,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { buildRecordBatch, decodeRecords, readBatchHeader, verifyBatchCrc } from "../../src/protocol/record-batch.ts";
 import { CorruptRecordError } from "../../src/protocol/record-errors.ts";
 import { isXerialFramed } from "../../src/protocol/snappy-xerial.ts";
+import { xerialPayload } from "../fixtures/batches/expected.ts";
 
 const CODECS = [
   CompressionType.Gzip,
@@ -96,6 +100,18 @@ describe("snappy framing", () => {
     expect(blocks).toBe(Math.ceil(100_000 / 32_768));
   });
 
+  test("snappy-java's own SnappyOutputStream output (multi-block xerial) decodes", () => {
+    const path = join(import.meta.dir, "../fixtures/batches/java-xerial-snappy.bin");
+    const xerial = new Uint8Array(readFileSync(path));
+    const payload = xerialPayload();
+    expect(isXerialFramed(xerial)).toBe(true);
+    expect(payload.length).toBeGreaterThan(2 * 32 * 1024);
+    expect(decompress(CompressionType.Snappy, xerial, payload.length)).toEqual(payload);
+    expect(() => decompress(CompressionType.Snappy, xerial, payload.length - 1)).toThrow(
+      CorruptRecordError,
+    );
+  });
+
   test("a raw snappy block (as librdkafka may send) decodes too", () => {
     const input = logLines(50_000);
     const raw = compressSync(input);
@@ -168,4 +184,29 @@ describe("hostile input", () => {
     expect(errorOf(() => decodeRecords(batch, MiB))).toBeInstanceOf(CorruptRecordError);
     expect(decodeRecords(batch, 3 * MiB)[0].value?.length).toBe(2 * MiB);
   });
+});
+
+describe("inside a compiled binary", () => {
+  test(
+    "every codec works in a `bun build --compile` binary run without node_modules",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "quill-codecs-"));
+      try {
+        const binary = join(dir, "codecs");
+        const build = Bun.spawnSync([
+          process.execPath, "build", "--compile",
+          join(import.meta.dir, "compiled-codecs-main.ts"), "--outfile", binary,
+        ]);
+        expect(build.exitCode, build.stderr.toString()).toBe(0);
+        const run = Bun.spawnSync([binary], { cwd: dir, env: { PATH: "/usr/bin:/bin", TMPDIR: dir } });
+        const report = JSON.parse(run.stdout.toString());
+        expect(report.standalone).toBe(true);
+        expect(report.results).toEqual({ None: true, Gzip: true, Snappy: true, Lz4: true, Zstd: true });
+        expect(run.exitCode).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    30_000,
+  );
 });
