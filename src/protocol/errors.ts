@@ -307,13 +307,30 @@ export class KafkaError extends Error {
  * connection (as Kafka does), never by crashing.
  */
 export class DecodeError extends Error {
-  override readonly name = "DecodeError";
+  override readonly name: string = "DecodeError";
   /** The byte offset in the buffer at which decoding failed. */
   readonly offset: number;
 
   constructor(message: string, offset: number, options?: { cause?: unknown }) {
     super(`${message} (at byte ${offset})`, options);
     this.offset = offset;
+  }
+}
+
+/**
+ * The request names an API key Quill does not know or a version outside the versions the codecs
+ * handle. A DecodeError, since the body cannot be read, but one a handler may answer: Kafka
+ * replies to an ApiVersions request of an unknown version with UNSUPPORTED_VERSION.
+ */
+export class UnsupportedApiError extends DecodeError {
+  override readonly name = "UnsupportedApiError";
+  readonly apiKey: number;
+  readonly apiVersion: number;
+
+  constructor(apiKey: number, apiVersion: number, reason: string) {
+    super(`API key ${apiKey} version ${apiVersion}: ${reason}`, 0);
+    this.apiKey = apiKey;
+    this.apiVersion = apiVersion;
   }
 }
 

@@ -221,6 +221,26 @@ export class Reader {
     return count;
   }
 
+  /** A non-nullable array whose elements `read` decodes. */
+  array<T>(compact: boolean, version: number, read: (r: Reader, version: number) => T): T[] {
+    const at = this.offset;
+    const count = this.arrayLength(compact);
+    if (count < 0) throw new DecodeError("non-nullable array is null", at);
+    const items: T[] = [];
+    for (let i = 0; i < count; i++) items.push(read(this, version));
+    return items;
+  }
+
+  nullableArray<T>(
+    compact: boolean, version: number, read: (r: Reader, version: number) => T,
+  ): T[] | null {
+    const count = this.arrayLength(compact);
+    if (count < 0) return null;
+    const items: T[] = [];
+    for (let i = 0; i < count; i++) items.push(read(this, version));
+    return items;
+  }
+
   /** Skips a whole tagged-fields section; for structs whose tags are all unknown. */
   skipTaggedFields(): void {
     const count = this.unsignedVarint();

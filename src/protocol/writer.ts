@@ -229,6 +229,22 @@ export class Writer {
     else this.int32(count);
   }
 
+  array<T>(
+    compact: boolean, version: number, items: readonly T[],
+    write: (w: Writer, version: number, item: T) => void,
+  ): void {
+    this.arrayLength(items.length, compact);
+    for (const item of items) write(this, version, item);
+  }
+
+  nullableArray<T>(
+    compact: boolean, version: number, items: readonly T[] | null,
+    write: (w: Writer, version: number, item: T) => void,
+  ): void {
+    if (items === null) this.arrayLength(-1, compact);
+    else this.array(compact, version, items, write);
+  }
+
   /**
    * A records field: its length prefix (nullable bytes, compact in flexible versions), then the
    * records. FileRanges and large byte arrays become chunks of their own instead of copies.
