@@ -1,0 +1,85 @@
+/**
+ * Small synchronous file helpers shared by the indexes and the checkpoint files, and the one
+ * place that turns an I/O failure into Kafka's KAFKA_STORAGE_ERROR.
+ *
+ * Everything here uses node:fs on plain fds. Bun.write is never used to append (it corrupts
+ * O_APPEND files for writes of 256 KiB or more in Bun 1.4.4, ../shared/notes/bun-1.4.4.md §7),
+ * and nothing is mmapped, so no truncation here can ever raise SIGBUS.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+
+/** Wraps an fs failure (ENOSPC, EIO, EROFS, ...) as the retriable KAFKA_STORAGE_ERROR. */
+export function storageError(operation: string, filePath: string, cause: unknown): KafkaError {
+  const code = (cause as { code?: string } | null)?.code ?? "unknown";
+  return new KafkaError(
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    `${operation} ${filePath} failed (${code})`,
+    { cause },
+  );
+}
+
+/** The whole file, or null if it does not exist. Other errors propagate. */
+export function readFileIfExists(filePath: string): Uint8Array | null {
+  try {
+    return fs.readFileSync(filePath);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+/** Writes `bytes` at `position` of an open fd, looping over short writes. */
+export function writeFully(fd: number, bytes: Uint8Array, position: number): void {
+  let written = 0;
+  // Each pass writes at least one byte or throws, so the loop ends within bytes.length passes.
+  while (written < bytes.length) {
+    const n = fs.writeSync(fd, bytes, written, bytes.length - written, position + written);
+    if (n <= 0) throw Object.assign(new Error("write returned 0"), { code: "EIO" });
+    written += n;
+  }
+}
+
+/**
+ * Replaces `filePath` with `bytes` so that a crash leaves either the old or the new content:
+ * write a temporary file, fdatasync it, rename it over the target, fsync the directory.
+ */
+export function writeFileAtomically(filePath: string, bytes: Uint8Array): void {
+  const tmpPath = `${filePath}.tmp`;
+  const fd = fs.openSync(tmpPath, "w");
+  try {
+    writeFully(fd, bytes, 0);
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmpPath, filePath);
+  fsyncDirectory(path.dirname(filePath));
+}
+
+/** Makes a create, rename or unlink in `dirPath` durable. */
+export function fsyncDirectory(dirPath: string): void {
+  const fd = fs.openSync(dirPath, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Rewrites `filePath` (created if missing) so its first `keepBytes` bytes stay and `tail`
+ * follows them, then fdatasyncs it. Used to persist the index entries added since the last
+ * flush without rewriting the ones already on disk.
+ */
+export function writeTailAndSync(filePath: string, keepBytes: number, tail: Uint8Array): void {
+  const fd = fs.openSync(filePath, fs.constants.O_RDWR | fs.constants.O_CREAT);
+  try {
+    writeFully(fd, tail, keepBytes);
+    fs.ftruncateSync(fd, keepBytes + tail.length);
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * Opens the segments of one partition directory, as Kafka's LogLoader does:
+ *
+ * 1. Removes leftovers of interrupted operations: `.deleted` (segment deletion), `.cleaned` and
+ *    `.swap` (compaction, which Quill does not do), `.tmp` (checkpoint writes), and index files
+ *    whose `.log` is gone.
+ * 2. After a clean shutdown, trusts the files: it only finds the active segment's next offset
+ *    (a short header scan from its last index entry) and reads each sealed segment's largest
+ *    timestamp from the end of its time index.
+ * 3. After a crash, validates every batch of every segment from the one holding the recovery
+ *    point onwards, truncates at the first bad byte, deletes the segments after it, and
+ *    rebuilds their indexes. Each truncation is logged as one line.
+ *
+ * Indexes that are missing or corrupt are rebuilt from the log, eagerly for the active segment
+ * and lazily (on first lookup) for sealed ones. Nothing is mmapped, so truncating is safe.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { assert } from "../util/assert.ts";
+import { CorruptIndexError } from "./corrupt-index-error.ts";
+import type { StorageLogger } from "./log-environment.ts";
+import {
+  INDEX_FILE_SUFFIX,
+  LOG_FILE_SUFFIX,
+  LogSegment,
+  TIME_INDEX_FILE_SUFFIX,
+} from "./log-segment.ts";
+import type { SegmentSettings } from "./log-segment.ts";
+import type { LoadParams } from "./unified-log.ts";
+
+const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
+const SEGMENT_STEM = /^\d{20}$/;
+/** An upper bound for the last segment's offsets before its real end is known. */
+const UNKNOWN_END_OFFSET = 1n << 62n;
+
+export function loadSegments(params: LoadParams, settings: SegmentSettings): LogSegment[] {
+  const { dir, env } = params;
+  const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
+  if (baseOffsets.length > env.maxSegmentsPerLog) {
+    env.logger(`[storage] ${dir}: ${baseOffsets.length} segments exceed the per-log limit`);
+  }
+  if (baseOffsets.length === 0) {
+    const start = params.logStartOffset > 0n ? params.logStartOffset : 0n;
+    const segment = LogSegment.create(dir, start, settings, env.pool);
+    installIndexLoader(segment, () => settings, env.logger);
+    return [segment];
+  }
+  const segments = baseOffsets.map((baseOffset, i) =>
+    LogSegment.open(dir, baseOffset, baseOffsets[i + 1] ?? UNKNOWN_END_OFFSET, env.pool),
+  );
+  for (const segment of segments) installIndexLoader(segment, () => settings, env.logger);
+  const live = params.cleanShutdown
+    ? loadAfterCleanShutdown(segments, settings, env.logger)
+    : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger);
+  live[live.length - 1].file.pin();
+  return live;
+}
+
+/** Segment base offsets from the `.log` names, after deleting stray and orphan files. */
+function listSegmentBaseOffsets(dir: string, logger: StorageLogger): bigint[] {
+  const names = fs.readdirSync(dir);
+  const logStems = new Set<string>();
+  for (const name of names) {
+    if (STRAY_SUFFIXES.some((suffix) => name.endsWith(suffix))) {
+      logger(`[storage] ${dir}: removing leftover file ${name}`);
+      fs.rmSync(path.join(dir, name), { force: true });
+    } else if (name.endsWith(LOG_FILE_SUFFIX)) {
+      const stem = name.slice(0, -LOG_FILE_SUFFIX.length);
+      if (SEGMENT_STEM.test(stem)) logStems.add(stem);
+    }
+  }
+  for (const name of names) {
+    for (const suffix of [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX]) {
+      const stem = name.endsWith(suffix) ? name.slice(0, -suffix.length) : null;
+      if (stem !== null && SEGMENT_STEM.test(stem) && !logStems.has(stem)) {
+        logger(`[storage] ${dir}: removing index ${name} without a log file`);
+        fs.rmSync(path.join(dir, name), { force: true });
+      }
+    }
+  }
+  return [...logStems].map((stem) => BigInt(stem)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+function loadAfterCleanShutdown(
+  segments: LogSegment[],
+  settings: SegmentSettings,
+  logger: StorageLogger,
+): LogSegment[] {
+  for (const segment of segments.slice(0, -1)) {
+    try {
+      segment.loadMaxTimestamp();
+    } catch (error) {
+      rebuild(segment, settings, logger, error);
+    }
+  }
+  const active = segments[segments.length - 1];
+  try {
+    active.loadActiveState(settings);
+  } catch (error) {
+    rebuild(active, settings, logger, error);
+  }
+  return segments;
+}
+
+function recoverAfterCrash(
+  segments: LogSegment[],
+  recoveryPoint: bigint,
+  settings: SegmentSettings,
+  logger: StorageLogger,
+): LogSegment[] {
+  let firstUnflushed = 0;
+  for (let i = 0; i < segments.length; i++) {
+    if (segments[i].baseOffset <= recoveryPoint) firstUnflushed = i;
+  }
+  for (const segment of segments.slice(0, firstUnflushed)) {
+    try {
+      segment.loadMaxTimestamp();
+    } catch (error) {
+      rebuild(segment, settings, logger, error);
+    }
+  }
+  for (let i = firstUnflushed; i < segments.length; i++) {
+    const segment = segments[i];
+    const sizeBeforeBytes = segment.sizeBytes;
+    const result = segment.recover(settings);
+    if (result.problem === null) continue;
+    logger(
+      `[storage] ${segment.file.filePath}: truncated at position ${sizeBeforeBytes - result.truncatedBytes}` +
+        ` (${result.truncatedBytes} bytes removed): ${result.problem}`,
+    );
+    for (const later of segments.slice(i + 1)) {
+      logger(`[storage] ${later.file.filePath}: deleted, it follows a truncated segment`);
+      void later.delete().catch((error: unknown) => logger(`[storage] ${String(error)}`));
+    }
+    segments = segments.slice(0, i + 1);
+    break;
+  }
+  assert(segments.length > 0, "recovery removed every segment");
+  return segments;
+}
+
+function rebuild(
+  segment: LogSegment,
+  settings: SegmentSettings,
+  logger: StorageLogger,
+  cause: unknown,
+): void {
+  if (!(cause instanceof CorruptIndexError) && (cause as { code?: string }).code !== "ENOENT") {
+    throw cause;
+  }
+  logger(`[storage] ${segment.file.filePath}: rebuilding indexes: ${(cause as Error).message}`);
+  const result = segment.recover(settings);
+  if (result.problem !== null) {
+    logger(
+      `[storage] ${segment.file.filePath}: truncated ${result.truncatedBytes} bytes while ` +
+        `rebuilding: ${result.problem}`,
+    );
+  }
+}
+
+/**
+ * Sealed segments load their indexes on first use; a missing or corrupt index is rebuilt
+ * from the log (a full validating scan) and written out again.
+ */
+export function installIndexLoader(
+  segment: LogSegment,
+  settings: () => SegmentSettings,
+  logger: StorageLogger,
+): void {
+  segment.lazyIndexLoader = () => {
+    try {
+      segment.loadIndexes(settings());
+    } catch (error) {
+      rebuild(segment, settings(), logger, error);
+    }
+  };
+}

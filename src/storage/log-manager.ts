@@ -1,0 +1,306 @@
+/**
+ * All partition logs of a broker, spread over its log dirs (Kafka's `log.dirs`). Each log dir
+ * holds one `<topic>-<partition>/` directory per log plus, at its top level:
+ *
+ *   recovery-point-offset-checkpoint   flushed offset per partition (recovery starts there)
+ *   log-start-offset-checkpoint        log start offset per partition
+ *   .kafka_cleanshutdown               present only while the broker is cleanly stopped
+ *
+ * On open, a log dir with the clean-shutdown marker is loaded without validation; one without
+ * it is recovered from its recovery points. The marker is removed once everything is loaded, so
+ * a crash from then on is detected at the next start. Background tasks (startBackgroundTasks)
+ * apply retention, flush.ms, and write the checkpoints. Not thread-safe.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import { fsyncDirectory, writeFileAtomically } from "./durable-file.ts";
+import { DEFAULT_LOG_CONFIG } from "./log-config.ts";
+import type { LogConfig } from "./log-config.ts";
+import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
+import {
+  LOG_START_OFFSET_CHECKPOINT_FILE,
+  RECOVERY_POINT_CHECKPOINT_FILE,
+  readOffsetCheckpoint,
+  writeOffsetCheckpoint,
+} from "./offset-checkpoint-file.ts";
+import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
+import { OpenFilePool } from "./open-file-pool.ts";
+import { UnifiedLog, partitionDirName } from "./unified-log.ts";
+
+export const CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
+const DELETE_DIR_SUFFIX = "-delete";
+/** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
+
+export interface LogManagerOptions {
+  readonly logDirs: readonly string[];
+  /** The config of logs that get no explicit one (Kafka's broker-level log.* defaults). */
+  readonly defaultConfig?: LogConfig;
+  /** The config of each topic found on disk at startup; defaults to defaultConfig. */
+  readonly configForTopic?: (topic: string) => LogConfig;
+  /** log.retention.check.interval.ms */
+  readonly retentionCheckIntervalMs?: number;
+  /** How often flush.ms is checked (Kafka's log.flush.scheduler.interval.ms). */
+  readonly flushCheckIntervalMs?: number;
+  /** log.flush.offset.checkpoint.interval.ms, also used for the log start offsets. */
+  readonly checkpointIntervalMs?: number;
+  /** Soft cap on open segment fds across all logs. */
+  readonly maxOpenSegmentFiles?: number;
+  readonly maxSegmentsPerLog?: number;
+  /** Cap on partition logs this broker holds. */
+  readonly maxLogs?: number;
+  readonly logger?: StorageLogger;
+}
+
+const DEFAULTS = {
+  retentionCheckIntervalMs: 5 * 60 * 1000,
+  flushCheckIntervalMs: 1000,
+  checkpointIntervalMs: 60 * 1000,
+  maxOpenSegmentFiles: 4096,
+  maxSegmentsPerLog: 100_000,
+  maxLogs: 100_000,
+};
+
+export class LogManager {
+  private readonly logs = new Map<string, UnifiedLog>();
+  private readonly logDirOf = new Map<UnifiedLog, string>();
+  private readonly timers: ReturnType<typeof setInterval>[] = [];
+  private readonly env: LogEnvironment;
+  private readonly defaultConfig: LogConfig;
+  private readonly maxLogs: number;
+  private closed = false;
+
+  private constructor(
+    readonly logDirs: readonly string[],
+    private readonly options: LogManagerOptions,
+  ) {
+    assert(logDirs.length > 0, "LogManager needs at least one log dir");
+    this.defaultConfig = options.defaultConfig ?? DEFAULT_LOG_CONFIG;
+    this.maxLogs = options.maxLogs ?? DEFAULTS.maxLogs;
+    this.env = {
+      pool: new OpenFilePool(options.maxOpenSegmentFiles ?? DEFAULTS.maxOpenSegmentFiles),
+      logger: options.logger ?? ((line) => console.warn(line)),
+      maxSegmentsPerLog: options.maxSegmentsPerLog ?? DEFAULTS.maxSegmentsPerLog,
+    };
+  }
+
+  /** Opens every log dir, loading (and if needed recovering) every partition in it. */
+  static open(options: LogManagerOptions): LogManager {
+    const manager = new LogManager(options.logDirs.map((d) => path.resolve(d)), options);
+    for (const logDir of manager.logDirs) manager.loadLogDir(logDir);
+    return manager;
+  }
+
+  private loadLogDir(logDir: string): void {
+    fs.mkdirSync(logDir, { recursive: true });
+    const markerPath = path.join(logDir, CLEAN_SHUTDOWN_FILE);
+    const cleanShutdown = fs.existsSync(markerPath);
+    const recoveryPoints = readOffsetCheckpoint(
+      path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE),
+      this.env.logger,
+    );
+    const startOffsets = readOffsetCheckpoint(
+      path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE),
+      this.env.logger,
+    );
+    for (const entry of fs.readdirSync(logDir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      if (entry.name.endsWith(DELETE_DIR_SUFFIX)) {
+        this.removeInBackground(path.join(logDir, entry.name));
+        continue;
+      }
+      const match = PARTITION_DIR.exec(entry.name);
+      if (match === null || !TOPIC_NAME.test(match[1])) continue;
+      const [topic, partition] = [match[1], Number(match[2])];
+      const key = partitionDirName(topic, partition);
+      this.addLog(logDir, UnifiedLog.load({
+        dir: path.join(logDir, entry.name),
+        topic,
+        partition,
+        config: this.options.configForTopic?.(topic) ?? this.defaultConfig,
+        recoveryPoint: recoveryPoints.get(key) ?? 0n,
+        logStartOffset: startOffsets.get(key) ?? 0n,
+        cleanShutdown,
+        env: this.env,
+      }));
+    }
+    this.writeCheckpoints(logDir);
+    if (cleanShutdown) {
+      fs.rmSync(markerPath);
+      fsyncDirectory(logDir);
+    }
+  }
+
+  private addLog(logDir: string, log: UnifiedLog): void {
+    const key = partitionDirName(log.topic, log.partition);
+    assert(!this.logs.has(key), `log ${key} found in two log dirs`);
+    this.logs.set(key, log);
+    this.logDirOf.set(log, logDir);
+  }
+
+  getLog(topic: string, partition: number): UnifiedLog | undefined {
+    return this.logs.get(partitionDirName(topic, partition));
+  }
+
+  /** The log of a partition, created (in the log dir with the fewest logs) if missing. */
+  getOrCreateLog(topic: string, partition: number, config?: LogConfig): UnifiedLog {
+    this.ensureOpen();
+    const existing = this.getLog(topic, partition);
+    if (existing !== undefined) return existing;
+    checkPartitionName(topic, partition);
+    if (this.logs.size >= this.maxLogs) {
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `broker holds ${this.maxLogs} logs`);
+    }
+    const logDir = this.leastLoadedLogDir();
+    const log = UnifiedLog.load({
+      dir: path.join(logDir, partitionDirName(topic, partition)),
+      topic,
+      partition,
+      config: config ?? this.defaultConfig,
+      recoveryPoint: 0n,
+      logStartOffset: 0n,
+      cleanShutdown: true,
+      env: this.env,
+    });
+    fsyncDirectory(logDir);
+    this.addLog(logDir, log);
+    return log;
+  }
+
+  allLogs(): UnifiedLog[] {
+    return [...this.logs.values()];
+  }
+
+  /** Removes a partition (topic deletion); the files go in the background. */
+  async deleteLog(topic: string, partition: number): Promise<void> {
+    const key = partitionDirName(topic, partition);
+    const log = this.logs.get(key);
+    if (log === undefined) return;
+    this.logs.delete(key);
+    this.logDirOf.delete(log);
+    await log.delete();
+  }
+
+  /** One retention pass over every log; returns the number of segments deleted. */
+  cleanupLogs(nowMs = Date.now()): number {
+    let deleted = 0;
+    for (const log of this.logs.values()) {
+      try {
+        deleted += log.deleteOldSegments(nowMs);
+      } catch (error) {
+        this.env.logger(`[storage] retention of ${log.name} failed: ${String(error)}`);
+      }
+    }
+    return deleted;
+  }
+
+  /** Writes the recovery-point and log-start-offset checkpoints of every log dir. */
+  checkpointLogOffsets(): void {
+    for (const logDir of this.logDirs) this.writeCheckpoints(logDir);
+  }
+
+  private writeCheckpoints(logDir: string): void {
+    const recoveryPoints: CheckpointEntry[] = [];
+    const startOffsets: CheckpointEntry[] = [];
+    for (const [log, dir] of this.logDirOf) {
+      if (dir !== logDir) continue;
+      const { topic, partition } = log;
+      recoveryPoints.push({ topic, partition, offset: log.flushedOffset });
+      startOffsets.push({ topic, partition, offset: log.logStartOffset });
+    }
+    writeOffsetCheckpoint(path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE), recoveryPoints);
+    writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
+  }
+
+  /** Starts retention, flush.ms and checkpoint timers (unref'd: they never keep Bun alive). */
+  startBackgroundTasks(): void {
+    this.ensureOpen();
+    if (this.timers.length > 0) return;
+    const o = this.options;
+    this.every(o.retentionCheckIntervalMs ?? DEFAULTS.retentionCheckIntervalMs, () =>
+      this.cleanupLogs(),
+    );
+    this.every(o.flushCheckIntervalMs ?? DEFAULTS.flushCheckIntervalMs, () => this.flushDueLogs());
+    this.every(o.checkpointIntervalMs ?? DEFAULTS.checkpointIntervalMs, () =>
+      this.checkpointLogOffsets(),
+    );
+  }
+
+  private every(intervalMs: number, task: () => void): void {
+    assert(intervalMs > 0, `background task interval ${intervalMs}`);
+    const timer = setInterval(() => {
+      try {
+        task();
+      } catch (error) {
+        this.env.logger(`[storage] background task failed: ${String(error)}`);
+      }
+    }, intervalMs);
+    timer.unref();
+    this.timers.push(timer);
+  }
+
+  private flushDueLogs(): void {
+    const nowMs = Date.now();
+    for (const log of this.logs.values()) {
+      log.flushIfDue(nowMs)?.catch((error: unknown) =>
+        this.env.logger(`[storage] flush.ms flush of ${log.name} failed: ${String(error)}`),
+      );
+    }
+  }
+
+  /** Stops the background tasks (close() does this too). */
+  stop(): void {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers.length = 0;
+  }
+
+  /**
+   * Clean shutdown: flushes and closes every log, writes the checkpoints, then the
+   * clean-shutdown marker, so the next start skips recovery.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.stop();
+    for (const log of this.logs.values()) log.close();
+    this.checkpointLogOffsets();
+    for (const logDir of this.logDirs) {
+      writeFileAtomically(path.join(logDir, CLEAN_SHUTDOWN_FILE), new Uint8Array(0));
+    }
+    this.closed = true;
+  }
+
+  /** The number of segment fds open right now (for tests and metrics). */
+  get openSegmentFiles(): number {
+    return this.env.pool.openCount;
+  }
+
+  private leastLoadedLogDir(): string {
+    const counts = new Map(this.logDirs.map((d) => [d, 0]));
+    for (const dir of this.logDirOf.values()) counts.set(dir, (counts.get(dir) ?? 0) + 1);
+    let best = this.logDirs[0];
+    for (const [dir, count] of counts) if (count < counts.get(best)!) best = dir;
+    return best;
+  }
+
+  private removeInBackground(dir: string): void {
+    fs.promises
+      .rm(dir, { recursive: true, force: true })
+      .catch((error: unknown) => this.env.logger(`[storage] removing ${dir}: ${String(error)}`));
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "log manager is closed");
+  }
+}
+
+function checkPartitionName(topic: string, partition: number): void {
+  if (!TOPIC_NAME.test(topic) || topic === "." || topic === "..") {
+    throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, `illegal topic name "${topic}"`);
+  }
+  if (!Number.isInteger(partition) || partition < 0 || partition > 999_999_999) {
+    throw new KafkaError(ErrorCode.INVALID_PARTITIONS, `illegal partition ${partition}`);
+  }
+}

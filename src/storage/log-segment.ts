@@ -1,0 +1,553 @@
+/**
+ * One segment of a partition log: the batches from `baseOffset` up to the next segment's base
+ * offset, stored in three files named by the base offset padded to 20 digits:
+ *
+ *   00000000000000000000.log        the batches, byte for byte as producers sent them (offsets
+ *                                   patched), back to back
+ *   00000000000000000000.index      sparse offset -> position index (OffsetIndex)
+ *   00000000000000000000.timeindex  sparse timestamp -> offset index (TimeIndex)
+ *
+ * The last segment of a log is the active one: it is appended to with positional
+ * fs.writeSync on an 'r+' fd (never Bun.write, see ../shared/notes/bun-1.4.4.md §7) and its
+ * indexes are always in memory. Sealed segments are immutable; their fd and indexes are loaded
+ * on demand and dropped again when the OpenFilePool evicts the file. Not thread-safe.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { FileRange } from "../protocol/records.ts";
+import { decodeRecords, readBatchHeader, timestampType } from "../protocol/record-batch.ts";
+import { TimestampType } from "../protocol/record-batch.ts";
+import { assert } from "../util/assert.ts";
+import { CorruptIndexError } from "./corrupt-index-error.ts";
+import { storageError, writeFully } from "./durable-file.ts";
+import { OffsetIndex } from "./offset-index.ts";
+import type { OpenFilePool } from "./open-file-pool.ts";
+import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
+import type { BatchEntry } from "./segment-batch-reader.ts";
+import { SegmentFile } from "./segment-file.ts";
+import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from "./time-index.ts";
+
+export const LOG_FILE_SUFFIX = ".log";
+export const INDEX_FILE_SUFFIX = ".index";
+export const TIME_INDEX_FILE_SUFFIX = ".timeindex";
+
+/** `00000000000000000042`: Kafka's file name stem for a segment based at offset 42. */
+export function segmentFileStem(baseOffset: bigint): string {
+  return baseOffset.toString().padStart(20, "0");
+}
+
+/** A batch of an append, positioned relative to the start of the appended bytes. */
+export interface AppendedBatch {
+  readonly relativePosition: number;
+  readonly sizeBytes: number;
+  readonly lastOffset: bigint;
+  readonly maxTimestamp: bigint;
+}
+
+/** What recovery found: bytes cut off the end of the file and the reason. */
+export interface SegmentRecovery {
+  readonly truncatedBytes: number;
+  readonly problem: string | null;
+}
+
+/** Settings a segment needs from the log's config, read at each call so changes apply. */
+export interface SegmentSettings {
+  readonly indexIntervalBytes: number;
+  readonly segmentIndexBytes: number;
+}
+
+export class LogSegment {
+  readonly file: SegmentFile;
+  readonly indexPath: string;
+  readonly timeIndexPath: string;
+  private sizeBytesValue: number;
+  private offsetIndexValue: OffsetIndex | null = null;
+  private timeIndexValue: TimeIndex | null = null;
+  /** The largest batch maxTimestamp in the segment, -1 if none, and the batch's last offset. */
+  private maxTimestampSoFar = -1n;
+  private offsetOfMaxTimestampSoFar: bigint;
+  /** The first batch's maxTimestamp: segment.ms counts from it, as Kafka's rollingBasedTimestamp. */
+  private rollingBasedTimestamp: bigint | null = null;
+  private bytesSinceLastIndexEntry = 0;
+  private unflushedBytes = 0;
+  /** Set when a failed append could not be rolled back; the next append retries the truncate. */
+  private tailNeedsTruncate = false;
+  /**
+   * One past the last offset in this segment. Exact for the active segment; for a sealed one
+   * loaded from disk it is the next segment's base offset, an upper bound.
+   */
+  nextOffset: bigint;
+  readonly createdMs = Date.now();
+
+  private constructor(
+    readonly dir: string,
+    readonly baseOffset: bigint,
+    pool: OpenFilePool,
+    sizeBytes: number,
+  ) {
+    const stem = path.join(dir, segmentFileStem(baseOffset));
+    this.file = new SegmentFile(stem + LOG_FILE_SUFFIX, pool);
+    this.file.onEvict = () => this.unloadIndexes();
+    this.indexPath = stem + INDEX_FILE_SUFFIX;
+    this.timeIndexPath = stem + TIME_INDEX_FILE_SUFFIX;
+    this.sizeBytesValue = sizeBytes;
+    this.nextOffset = baseOffset;
+    this.offsetOfMaxTimestampSoFar = baseOffset;
+  }
+
+  /** Creates empty files for a new active segment (replacing leftovers with that name). */
+  static create(
+    dir: string,
+    baseOffset: bigint,
+    settings: SegmentSettings,
+    pool: OpenFilePool,
+  ): LogSegment {
+    assert(baseOffset >= 0n, `segment base offset ${baseOffset} is negative`);
+    const segment = new LogSegment(dir, baseOffset, pool, 0);
+    fs.writeFileSync(segment.file.filePath, new Uint8Array(0));
+    fs.writeFileSync(segment.indexPath, new Uint8Array(0));
+    fs.writeFileSync(segment.timeIndexPath, new Uint8Array(0));
+    segment.offsetIndexValue = new OffsetIndex(segment.indexPath, baseOffset, settings.segmentIndexBytes);
+    segment.timeIndexValue = new TimeIndex(segment.timeIndexPath, baseOffset, settings.segmentIndexBytes);
+    segment.file.pin();
+    return segment;
+  }
+
+  /** Opens an existing segment; `nextOffset` is the next segment's base (an upper bound). */
+  static open(dir: string, baseOffset: bigint, nextOffset: bigint, pool: OpenFilePool): LogSegment {
+    const logPath = path.join(dir, segmentFileStem(baseOffset) + LOG_FILE_SUFFIX);
+    const segment = new LogSegment(dir, baseOffset, pool, fs.statSync(logPath).size);
+    segment.nextOffset = nextOffset;
+    return segment;
+  }
+
+  get sizeBytes(): number {
+    return this.sizeBytesValue;
+  }
+
+  get hasUnflushedData(): boolean {
+    return this.unflushedBytes > 0;
+  }
+
+  /** Newest timestamp for retention: the largest batch timestamp, else the file's mtime. */
+  largestTimestampMs(): number {
+    if (this.maxTimestampSoFar >= 0n) return Number(this.maxTimestampSoFar);
+    return fs.statSync(this.file.filePath).mtimeMs;
+  }
+
+  /** The largest timestamp and the last offset of the batch holding it, or null if none. */
+  maxTimestampAndOffset(): { timestamp: bigint; offset: bigint } | null {
+    if (this.maxTimestampSoFar < 0n) return null;
+    return { timestamp: this.maxTimestampSoFar, offset: this.offsetOfMaxTimestampSoFar };
+  }
+
+  /**
+   * Kafka's shouldRoll: the segment would exceed segmentBytes, its first batch is segmentMs
+   * older than the incoming ones, an index is full, or the offsets would not fit int32.
+   */
+  shouldRoll(
+    appendBytes: number,
+    maxTimestampOfAppend: bigint,
+    lastOffsetOfAppend: bigint,
+    config: { segmentBytes: number; segmentMs: number },
+    nowMs: number,
+  ): boolean {
+    if (this.sizeBytesValue === 0) return false;
+    if (this.sizeBytesValue > config.segmentBytes - appendBytes) return true;
+    if (this.offsetIndex().isFull() || this.timeIndex().isFull()) return true;
+    if (lastOffsetOfAppend - this.baseOffset > 0x7fffffffn) return true;
+    const first = this.firstBatchTimestamp();
+    const waitedMs =
+      first >= 0n ? Number(maxTimestampOfAppend - first) : nowMs - this.createdMs;
+    return waitedMs > config.segmentMs;
+  }
+
+  /**
+   * Writes `records` (whole, validated batches with offsets assigned) at the end of the file in
+   * one write, then indexes them. If the write fails the file is truncated back, so no partial
+   * batch stays, and KAFKA_STORAGE_ERROR is thrown.
+   */
+  append(records: Uint8Array, batches: readonly AppendedBatch[], indexIntervalBytes: number): void {
+    assert(batches.length > 0, "append of no batches");
+    const first = batches[0];
+    assert(first.lastOffset >= this.nextOffset, `offset ${first.lastOffset} below segment end`);
+    const fd = this.file.writeFd();
+    const position = this.sizeBytesValue;
+    try {
+      if (this.tailNeedsTruncate) this.truncateTail(fd, position);
+      writeFully(fd, records, position);
+    } catch (error) {
+      this.rollBackFailedWrite(fd, position);
+      throw storageError("append to", this.file.filePath, error);
+    }
+    for (const batch of batches) this.indexBatch(batch, position, indexIntervalBytes);
+    this.sizeBytesValue += records.length;
+    this.unflushedBytes += records.length;
+    this.nextOffset = batches[batches.length - 1].lastOffset + 1n;
+  }
+
+  private indexBatch(batch: AppendedBatch, appendPosition: number, intervalBytes: number): void {
+    const position = appendPosition + batch.relativePosition;
+    assert(position + batch.sizeBytes <= appendPosition + 0x7fffffff, "batch past 2 GiB");
+    if (this.rollingBasedTimestamp === null) this.rollingBasedTimestamp = batch.maxTimestamp;
+    if (batch.maxTimestamp > this.maxTimestampSoFar) {
+      this.maxTimestampSoFar = batch.maxTimestamp;
+      this.offsetOfMaxTimestampSoFar = batch.lastOffset;
+    }
+    // Appends roll before an index fills; recovery under a smaller segment.index.bytes than
+    // the segment was written with just stops indexing, which only makes lookups scan longer.
+    const indexable = !this.offsetIndex().isFull() && !this.timeIndex().isFull();
+    if (this.bytesSinceLastIndexEntry > intervalBytes && indexable) {
+      this.offsetIndex().append(batch.lastOffset, position);
+      this.timeIndex().maybeAppend(this.maxTimestampSoFar, this.offsetOfMaxTimestampSoFar);
+      this.bytesSinceLastIndexEntry = 0;
+    }
+    this.bytesSinceLastIndexEntry += batch.sizeBytes;
+  }
+
+  private rollBackFailedWrite(fd: number, position: number): void {
+    try {
+      this.truncateTail(fd, position);
+    } catch {
+      this.tailNeedsTruncate = true;
+    }
+  }
+
+  private truncateTail(fd: number, position: number): void {
+    fs.ftruncateSync(fd, position);
+    this.tailNeedsTruncate = false;
+  }
+
+  /** The first batch whose last offset is >= target, searching from `startPosition`. */
+  translateOffset(targetOffset: bigint, startPosition = 0): BatchEntry | null {
+    const indexed = this.offsetIndex().lookup(targetOffset).position;
+    let found: BatchEntry | null = null;
+    this.withFd((fd) =>
+      scanBatchHeaders(fd, Math.max(indexed, startPosition), this.sizeBytesValue, (entry) => {
+        if (entry.lastOffset < targetOffset) return true;
+        found = entry;
+        return false;
+      }),
+    );
+    return found;
+  }
+
+  /**
+   * A FileRange of whole batches starting with the one holding `startOffset`: at most
+   * `maxBytes` (or just the first batch if it is bigger and `minOneMessage`), and only batches
+   * that end below `maxOffset`. Null if no batch in this segment reaches `startOffset`.
+   */
+  read(
+    startOffset: bigint,
+    maxBytes: number,
+    maxOffset: bigint,
+    minOneMessage: boolean,
+  ): FileRange | "empty" | null {
+    const start = this.translateOffset(startOffset);
+    if (start === null) return null;
+    if (start.lastOffset >= maxOffset) return "empty";
+    const endLimit = this.positionBoundFor(maxOffset, start.position);
+    const budgetEnd = start.position + maxBytes;
+    let end = budgetEnd >= endLimit ? endLimit : this.wholeBatchesEnd(start.position, budgetEnd);
+    if (end === start.position) {
+      if (!minOneMessage) return "empty";
+      end = start.position + start.sizeBytes;
+    }
+    assert(end <= this.sizeBytesValue, `read end ${end} past segment size ${this.sizeBytesValue}`);
+    return this.file.range(start.position, end - start.position);
+  }
+
+  /** Position of the first batch at or above `maxOffset`, or the segment size. */
+  private positionBoundFor(maxOffset: bigint, fromPosition: number): number {
+    if (maxOffset >= this.nextOffset) return this.sizeBytesValue;
+    // The first batch reaching maxOffset is excluded whole, even if it straddles maxOffset.
+    const bound = this.translateOffset(maxOffset, fromPosition);
+    return bound === null ? this.sizeBytesValue : bound.position;
+  }
+
+  /** The end of the last whole batch that starts at or after `from` and ends by `limit`. */
+  private wholeBatchesEnd(from: number, limit: number): number {
+    assert(limit < this.sizeBytesValue, `budget limit ${limit} at or past the segment end`);
+    const scanFrom = Math.max(from, this.offsetIndex().lookupPosition(limit));
+    let end = scanFrom;
+    this.withFd((fd) =>
+      scanBatchHeaders(fd, scanFrom, this.sizeBytesValue, (entry) => {
+        if (entry.position + entry.sizeBytes > limit) return false;
+        end = entry.position + entry.sizeBytes;
+        return true;
+      }),
+    );
+    return end;
+  }
+
+  /**
+   * The first record at or after `startingOffset` whose timestamp is >= `targetTimestamp`, as
+   * Kafka's findOffsetByTimestamp: the time index narrows the start, then batch headers are
+   * scanned and the first matching batch is decoded to find the exact record.
+   */
+  findOffsetByTimestamp(
+    targetTimestamp: bigint,
+    startingOffset: bigint,
+  ): { timestamp: bigint; offset: bigint } | null {
+    const fromTimeIndex = this.timeIndex().lookup(targetTimestamp).offset;
+    const from = fromTimeIndex > startingOffset ? fromTimeIndex : startingOffset;
+    const position = this.offsetIndex().lookup(from).position;
+    let batch: BatchEntry | null = null;
+    this.withFd((fd) =>
+      scanBatchHeaders(fd, position, this.sizeBytesValue, (entry) => {
+        if (entry.maxTimestamp < targetTimestamp || entry.lastOffset < startingOffset) return true;
+        batch = entry;
+        return false;
+      }),
+    );
+    if (batch === null) return null;
+    return this.findRecordInBatch(batch, targetTimestamp, startingOffset);
+  }
+
+  private findRecordInBatch(
+    entry: BatchEntry,
+    targetTimestamp: bigint,
+    startingOffset: bigint,
+  ): { timestamp: bigint; offset: bigint } | null {
+    const bytes = new Uint8Array(entry.sizeBytes);
+    this.withFd((fd) => fs.readSync(fd, bytes, 0, entry.sizeBytes, entry.position));
+    const header = readBatchHeader(bytes, 0);
+    const logAppendTime = timestampType(header.attributes) === TimestampType.LogAppendTime;
+    for (const record of decodeRecords(bytes)) {
+      const offset = header.baseOffset + BigInt(record.offsetDelta);
+      const timestamp = logAppendTime
+        ? header.maxTimestamp
+        : header.baseTimestamp + record.timestampDelta;
+      if (offset >= startingOffset && timestamp >= targetTimestamp) return { timestamp, offset };
+    }
+    return null;
+  }
+
+  /**
+   * Rebuilds this segment's state from its `.log` file: validates every batch (length, magic,
+   * CRC, increasing offsets), truncates the file at the first bad byte, and rebuilds both
+   * indexes from scratch and writes them out.
+   */
+  recover(settings: SegmentSettings): SegmentRecovery {
+    const offsetIndex = new OffsetIndex(this.indexPath, this.baseOffset, settings.segmentIndexBytes);
+    const timeIndex = new TimeIndex(this.timeIndexPath, this.baseOffset, settings.segmentIndexBytes);
+    this.offsetIndexValue = offsetIndex;
+    this.timeIndexValue = timeIndex;
+    this.maxTimestampSoFar = -1n;
+    this.offsetOfMaxTimestampSoFar = this.baseOffset;
+    this.rollingBasedTimestamp = null;
+    this.bytesSinceLastIndexEntry = 0;
+    this.nextOffset = this.baseOffset;
+    const fileSizeBytes = fs.statSync(this.file.filePath).size;
+    const scan = this.withFd((fd) =>
+      scanValidBatches(fd, fileSizeBytes, this.baseOffset, (entry) => {
+        this.indexBatch(
+          {
+            relativePosition: entry.position,
+            sizeBytes: entry.sizeBytes,
+            lastOffset: entry.lastOffset,
+            maxTimestamp: entry.maxTimestamp,
+          },
+          0,
+          settings.indexIntervalBytes,
+        );
+        this.nextOffset = entry.lastOffset + 1n;
+      }),
+    );
+    if (scan.validBytes < fileSizeBytes) fs.truncateSync(this.file.filePath, scan.validBytes);
+    // The validated bytes may only be in the page cache (written before a crash); make them and
+    // the truncation durable before the recovery point moves past them.
+    this.withFd((fd) => fs.fdatasyncSync(fd));
+    this.unflushedBytes = 0;
+    this.sizeBytesValue = scan.validBytes;
+    this.writeIndexesFully();
+    return { truncatedBytes: fileSizeBytes - scan.validBytes, problem: scan.problem };
+  }
+
+  /**
+   * For a segment that was closed cleanly: finds the exact next offset by scanning headers from
+   * the last index entry, and restores the in-memory timestamps. Throws CorruptIndexError if the
+   * indexes do not match the log (the caller then recovers the segment).
+   */
+  loadActiveState(settings: SegmentSettings): void {
+    this.loadIndexes(settings);
+    const lastIndexed = this.offsetIndex().lastPosition();
+    let nextOffset = this.baseOffset;
+    let lastEnd = lastIndexed;
+    try {
+      this.withFd((fd) =>
+        scanBatchHeaders(fd, lastIndexed, this.sizeBytesValue, (entry) => {
+          nextOffset = entry.lastOffset + 1n;
+          lastEnd = entry.position + entry.sizeBytes;
+          return true;
+        }),
+      );
+    } catch (error) {
+      throw new CorruptIndexError(`${this.file.filePath}: ${(error as Error).message}`);
+    }
+    if (lastEnd !== this.sizeBytesValue) throw new CorruptIndexError("log ends mid-batch");
+    this.nextOffset = nextOffset;
+    this.bytesSinceLastIndexEntry = this.sizeBytesValue - lastIndexed;
+  }
+
+  /** Reads the last time index entry (the segment's largest timestamp) without the rest. */
+  loadMaxTimestamp(): void {
+    const fd = fs.openSync(this.timeIndexPath, "r");
+    try {
+      const sizeBytes = fs.fstatSync(fd).size;
+      if (sizeBytes % TIME_INDEX_ENTRY_BYTES !== 0) {
+        throw new CorruptIndexError(`${this.timeIndexPath} has ${sizeBytes} bytes`);
+      }
+      if (sizeBytes === 0) return;
+      const entry = new Uint8Array(TIME_INDEX_ENTRY_BYTES);
+      fs.readSync(fd, entry, 0, TIME_INDEX_ENTRY_BYTES, sizeBytes - TIME_INDEX_ENTRY_BYTES);
+      const view = new DataView(entry.buffer);
+      this.maxTimestampSoFar = view.getBigInt64(0);
+      this.offsetOfMaxTimestampSoFar = this.baseOffset + BigInt(view.getInt32(8));
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  /**
+   * Loads both indexes from their files and checks them against the log; throws
+   * CorruptIndexError if either is missing or inconsistent.
+   */
+  loadIndexes(settings: SegmentSettings): void {
+    const offsetIndex = OffsetIndex.load(
+      this.indexPath,
+      this.baseOffset,
+      settings.segmentIndexBytes,
+      this.sizeBytesValue,
+    );
+    const upperBound = this.nextOffset > this.baseOffset ? this.nextOffset : 1n << 62n;
+    const timeIndex = TimeIndex.load(
+      this.timeIndexPath,
+      this.baseOffset,
+      settings.segmentIndexBytes,
+      upperBound,
+    );
+    this.offsetIndexValue = offsetIndex;
+    this.timeIndexValue = timeIndex;
+    const last = timeIndex.lastEntry();
+    if (last !== null) {
+      this.maxTimestampSoFar = last.timestamp;
+      this.offsetOfMaxTimestampSoFar = last.offset;
+    }
+  }
+
+  /** Sets how indexes are loaded on demand for sealed segments (recovering if corrupt). */
+  lazyIndexLoader: (() => void) | null = null;
+
+  offsetIndex(): OffsetIndex {
+    if (this.offsetIndexValue === null) this.lazyIndexLoader?.();
+    assert(this.offsetIndexValue !== null, `offset index of ${this.file.filePath} not loaded`);
+    return this.offsetIndexValue;
+  }
+
+  timeIndex(): TimeIndex {
+    if (this.timeIndexValue === null) this.lazyIndexLoader?.();
+    assert(this.timeIndexValue !== null, `time index of ${this.file.filePath} not loaded`);
+    return this.timeIndexValue;
+  }
+
+  /** Makes the segment immutable: final time index entry, file no longer pinned for writes. */
+  onBecomeInactive(): void {
+    this.timeIndex().maybeAppend(this.maxTimestampSoFar, this.offsetOfMaxTimestampSoFar, true);
+    this.file.unpin();
+  }
+
+  /** fdatasync of the log and write-out of new index entries. */
+  flush(): void {
+    const unflushedBytes = this.unflushedBytes;
+    try {
+      if (unflushedBytes > 0) this.withFd((fd) => fs.fdatasyncSync(fd));
+      this.offsetIndexValue?.flush();
+      this.timeIndexValue?.flush();
+    } catch (error) {
+      throw storageError("flush of", this.file.filePath, error);
+    }
+    this.unflushedBytes -= unflushedBytes;
+  }
+
+  /** Like flush, but the log's fdatasync runs on the thread pool so appends keep going. */
+  async flushAsync(): Promise<void> {
+    const unflushedBytes = this.unflushedBytes;
+    if (unflushedBytes > 0) {
+      const fd = this.file.acquire();
+      try {
+        await new Promise<void>((resolve, reject) =>
+          fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+        );
+      } catch (error) {
+        throw storageError("flush of", this.file.filePath, error);
+      } finally {
+        this.file.release();
+      }
+    }
+    this.offsetIndexValue?.flush();
+    this.timeIndexValue?.flush();
+    this.unflushedBytes -= unflushedBytes;
+  }
+
+  close(): void {
+    this.file.close();
+  }
+
+  /**
+   * Renames the files to `.deleted` at once (so a restart will not load them) and unlinks them
+   * in the background; the fd closes when the last FileRange over it is released.
+   */
+  async delete(): Promise<void> {
+    const paths = [this.file.filePath, this.indexPath, this.timeIndexPath];
+    const renamed: string[] = [];
+    for (const p of paths) {
+      try {
+        fs.renameSync(p, `${p}.deleted`);
+        renamed.push(`${p}.deleted`);
+      } catch (error) {
+        if ((error as { code?: string }).code !== "ENOENT") throw error;
+      }
+    }
+    this.file.filePath = `${this.file.filePath}.deleted`;
+    this.file.markDeleted();
+    await Promise.all(renamed.map((p) => fs.promises.rm(p, { force: true })));
+  }
+
+  private firstBatchTimestamp(): bigint {
+    if (this.rollingBasedTimestamp === null && this.sizeBytesValue > 0) {
+      this.withFd((fd) =>
+        scanBatchHeaders(fd, 0, this.sizeBytesValue, (entry) => {
+          this.rollingBasedTimestamp = entry.maxTimestamp;
+          return false;
+        }),
+      );
+    }
+    return this.rollingBasedTimestamp ?? -1n;
+  }
+
+  private writeIndexesFully(): void {
+    this.offsetIndex().markAllUnpersisted();
+    this.timeIndex().markAllUnpersisted();
+    this.offsetIndex().flush();
+    this.timeIndex().flush();
+  }
+
+  private unloadIndexes(): void {
+    if (this.file.isPinned) return;
+    // Entries not yet written (a roll's flush still running) would be lost; write them first.
+    this.offsetIndexValue?.flush();
+    this.timeIndexValue?.flush();
+    this.offsetIndexValue = null;
+    this.timeIndexValue = null;
+  }
+
+  private withFd<T>(body: (fd: number) => T): T {
+    const fd = this.file.acquire();
+    try {
+      return body(fd);
+    } finally {
+      this.file.release();
+    }
+  }
+}

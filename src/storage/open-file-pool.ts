@@ -1,0 +1,47 @@
+/**
+ * Caps the number of segment fds a LogManager keeps open. Sealed segments open their `.log`
+ * file on first read; when more than `maxOpenFiles` are open, the least recently used idle ones
+ * (no outstanding FileRange, not the active segment) are closed and reopened on demand. Files
+ * that are busy are skipped, so the cap is soft while many ranges are in flight; the number of
+ * in-flight ranges is itself bounded by the network layer's per-connection limits.
+ */
+import { assert } from "../util/assert.ts";
+import type { SegmentFile } from "./segment-file.ts";
+
+export class OpenFilePool {
+  /** Open files in least-recently-used-first order (a Map keeps insertion order). */
+  private readonly lru = new Map<SegmentFile, true>();
+
+  constructor(readonly maxOpenFiles: number) {
+    assert(Number.isInteger(maxOpenFiles) && maxOpenFiles >= 1, `maxOpenFiles ${maxOpenFiles}`);
+  }
+
+  get openCount(): number {
+    return this.lru.size;
+  }
+
+  opened(file: SegmentFile): void {
+    assert(!this.lru.has(file), `segment file ${file.filePath} opened twice`);
+    this.lru.set(file, true);
+    this.evictIdle();
+  }
+
+  touched(file: SegmentFile): void {
+    if (!this.lru.delete(file)) return;
+    this.lru.set(file, true);
+  }
+
+  closed(file: SegmentFile): void {
+    this.lru.delete(file);
+  }
+
+  private evictIdle(): void {
+    if (this.lru.size <= this.maxOpenFiles) return;
+    // Snapshot the candidates: evictIfIdle removes entries from the map while we iterate.
+    const candidates = [...this.lru.keys()];
+    for (const file of candidates) {
+      if (this.lru.size <= this.maxOpenFiles) return;
+      file.evictIfIdle();
+    }
+  }
+}

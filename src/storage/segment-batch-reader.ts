@@ -1,0 +1,181 @@
+/**
+ * Reads record batches out of a segment's `.log` file with positional reads (fs.readSync) into
+ * reused buffers. Two kinds of walks:
+ *
+ * - scanBatchHeaders: the fetch and lookup path. Reads only headers (fixed 61-byte prefix of
+ *   every batch), in chunks so that small batches cost one syscall per chunk, not per batch.
+ *   The bytes were validated when appended or recovered, so a bad header here means the disk
+ *   changed under us and is reported as KAFKA_STORAGE_ERROR.
+ * - scanValidBatches: the recovery path. Reads every byte, checks length, magic, CRC and
+ *   offsets, and stops at the first bad byte so the caller can truncate there.
+ *
+ * Nothing is mmapped (no SIGBUS risk after truncation, ../shared/notes/bun-1.4.4.md §4, §7).
+ * Single-threaded: the shared buffers are only used within one synchronous call.
+ */
+import * as fs from "node:fs";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, verifyBatchCrc } from "../protocol/record-batch.ts";
+import { assert } from "../util/assert.ts";
+
+/** Where a batch is and what it covers; enough for indexes, reads and time lookups. */
+export interface BatchEntry {
+  readonly position: number;
+  readonly sizeBytes: number;
+  readonly baseOffset: bigint;
+  readonly lastOffset: bigint;
+  readonly maxTimestamp: bigint;
+  readonly recordCount: number;
+}
+
+const HEADER_CHUNK_BYTES = 16 * 1024;
+const RECOVERY_CHUNK_BYTES = 1024 * 1024;
+const MAGIC_V2 = 2;
+
+const headerChunk = new Uint8Array(HEADER_CHUNK_BYTES);
+const headerView = new DataView(headerChunk.buffer);
+let recoveryChunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+
+/** Fills `buf[0, want)` from `fd` at `position`; returns the count actually read (less at EOF). */
+function readAt(fd: number, buf: Uint8Array, want: number, position: number): number {
+  let got = 0;
+  // Each pass reads at least one byte or stops at end of file.
+  while (got < want) {
+    const n = fs.readSync(fd, buf, got, want - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
+function entryAt(view: DataView, at: number, position: number): BatchEntry {
+  const baseOffset = view.getBigInt64(at);
+  return {
+    position,
+    sizeBytes: LOG_OVERHEAD + view.getInt32(at + 8),
+    baseOffset,
+    lastOffset: baseOffset + BigInt(view.getInt32(at + 23)),
+    maxTimestamp: view.getBigInt64(at + 35),
+    recordCount: view.getInt32(at + 57),
+  };
+}
+
+/**
+ * Calls `visit` for each batch header from `startPosition` (a batch boundary) up to
+ * `endPosition` (the end of the committed bytes), until `visit` returns false.
+ */
+export function scanBatchHeaders(
+  fd: number,
+  startPosition: number,
+  endPosition: number,
+  visit: (entry: BatchEntry) => boolean,
+): void {
+  let chunkStart = 0;
+  let chunkEnd = 0;
+  let position = startPosition;
+  // Every pass advances by a whole batch (at least RECORD_BATCH_OVERHEAD bytes) or throws.
+  while (position < endPosition) {
+    if (position < chunkStart || position + RECORD_BATCH_OVERHEAD > chunkEnd) {
+      const want = Math.min(HEADER_CHUNK_BYTES, endPosition - position);
+      chunkStart = position;
+      chunkEnd = position + readAt(fd, headerChunk, want, position);
+    }
+    if (position + RECORD_BATCH_OVERHEAD > chunkEnd) corruptHeader(position, "truncated header");
+    const entry = entryAt(headerView, position - chunkStart, position);
+    if (headerChunk[position - chunkStart + 16] !== MAGIC_V2) corruptHeader(position, "bad magic");
+    if (entry.sizeBytes < RECORD_BATCH_OVERHEAD || position + entry.sizeBytes > endPosition) {
+      corruptHeader(position, `bad batch size ${entry.sizeBytes}`);
+    }
+    if (!visit(entry)) return;
+    position += entry.sizeBytes;
+  }
+}
+
+function corruptHeader(position: number, reason: string): never {
+  throw new KafkaError(
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    `segment data changed on disk: ${reason} at position ${position}`,
+  );
+}
+
+/** The outcome of a recovery scan: bytes that hold whole valid batches, and why it stopped. */
+export interface RecoveryScan {
+  readonly validBytes: number;
+  /** Null when the whole file is valid; otherwise what is wrong at `validBytes`. */
+  readonly problem: string | null;
+}
+
+/**
+ * Reads the file from position 0 to `fileSizeBytes`, validating each batch: a whole header,
+ * a length that fits the file, magic 2, a matching CRC, offsets strictly increasing from
+ * `baseOffset` with a relative offset that fits int32. Calls `visit` for each valid batch and
+ * returns where the valid prefix ends.
+ */
+export function scanValidBatches(
+  fd: number,
+  fileSizeBytes: number,
+  baseOffset: bigint,
+  visit: (entry: BatchEntry) => void,
+): RecoveryScan {
+  let chunkStart = 0;
+  let chunkEnd = 0;
+  let position = 0;
+  let nextOffset = baseOffset;
+  // Every pass advances by a whole batch or returns.
+  while (position < fileSizeBytes) {
+    const remaining = fileSizeBytes - position;
+    if (remaining < RECORD_BATCH_OVERHEAD) return invalid(position, `${remaining} trailing bytes`);
+    if (position + RECORD_BATCH_OVERHEAD > chunkEnd) {
+      [chunkStart, chunkEnd] = fillRecoveryChunk(fd, position, RECORD_BATCH_OVERHEAD, remaining);
+      if (position + RECORD_BATCH_OVERHEAD > chunkEnd) return invalid(position, "short read");
+    }
+    const view = new DataView(recoveryChunk.buffer, 0, chunkEnd - chunkStart);
+    const sizeBytes = LOG_OVERHEAD + view.getInt32(position - chunkStart + 8);
+    if (sizeBytes < RECORD_BATCH_OVERHEAD || sizeBytes > remaining) {
+      return invalid(position, `batch size ${sizeBytes} with ${remaining} bytes left`);
+    }
+    if (position + sizeBytes > chunkEnd) {
+      [chunkStart, chunkEnd] = fillRecoveryChunk(fd, position, sizeBytes, remaining);
+      if (position + sizeBytes > chunkEnd) return invalid(position, "short read");
+    }
+    const at = position - chunkStart;
+    const batch = recoveryChunk.subarray(at, at + sizeBytes);
+    const problem = checkBatch(batch, nextOffset, baseOffset);
+    if (problem !== null) return invalid(position, problem);
+    const entry = entryAt(new DataView(recoveryChunk.buffer), at, position);
+    visit(entry);
+    nextOffset = entry.lastOffset + 1n;
+    position += sizeBytes;
+  }
+  return { validBytes: position, problem: null };
+}
+
+/** Reads at least `needBytes` (at most the rest of the file) starting at `position`. */
+function fillRecoveryChunk(
+  fd: number,
+  position: number,
+  needBytes: number,
+  remaining: number,
+): [number, number] {
+  assert(needBytes <= remaining, `recovery read of ${needBytes} past the file end`);
+  // Grow only to what the file holds, so a corrupt length cannot force a huge allocation.
+  if (needBytes > recoveryChunk.length) recoveryChunk = new Uint8Array(needBytes);
+  const got = readAt(fd, recoveryChunk, Math.min(recoveryChunk.length, remaining), position);
+  return [position, position + got];
+}
+
+function checkBatch(batch: Uint8Array, nextOffset: bigint, segmentBaseOffset: bigint): string | null {
+  if (batch[16] !== MAGIC_V2) return `magic ${batch[16]}`;
+  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+  const baseOffset = view.getBigInt64(0);
+  const lastOffsetDelta = view.getInt32(23);
+  if (baseOffset < nextOffset) return `base offset ${baseOffset} below expected ${nextOffset}`;
+  if (lastOffsetDelta < 0) return `negative last offset delta ${lastOffsetDelta}`;
+  const lastRelative = baseOffset + BigInt(lastOffsetDelta) - segmentBaseOffset;
+  if (lastRelative > 0x7fffffffn) return `offset ${baseOffset} too far above the segment base`;
+  if (!verifyBatchCrc(batch)) return "CRC mismatch";
+  return null;
+}
+
+function invalid(position: number, problem: string): RecoveryScan {
+  return { validBytes: position, problem };
+}

@@ -1,0 +1,170 @@
+/**
+ * The time index of one segment, `<baseOffset>.timeindex`. Kafka's format: entries of 12 bytes,
+ * big-endian, each an 8-byte timestamp and the 4-byte offset (relative to the segment's base)
+ * of the batch where that timestamp was first reached. Timestamps strictly increase: an entry
+ * is only added when the segment's largest timestamp so far grows, so entry (T, O) means "no
+ * record before offset O has a timestamp above T". Entries are added at the same
+ * index.interval.bytes points as the offset index, plus a final one when the segment is sealed,
+ * so the last entry always holds the segment's largest timestamp.
+ *
+ * Kept in memory and written on flush exactly like OffsetIndex. Not thread-safe.
+ */
+import { assert } from "../util/assert.ts";
+import { CorruptIndexError } from "./corrupt-index-error.ts";
+import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
+
+export const TIME_INDEX_ENTRY_BYTES = 12;
+const INITIAL_CAPACITY = 64;
+
+export interface TimestampOffset {
+  readonly timestamp: bigint;
+  readonly offset: bigint;
+}
+
+export class TimeIndex {
+  readonly maxEntries: number;
+  private timestamps = new BigInt64Array(INITIAL_CAPACITY);
+  private relativeOffsets = new Int32Array(INITIAL_CAPACITY);
+  private entryCount = 0;
+  private persistedEntryCount = 0;
+
+  constructor(
+    readonly filePath: string,
+    readonly baseOffset: bigint,
+    maxIndexBytes: number,
+  ) {
+    this.maxEntries = Math.floor(maxIndexBytes / TIME_INDEX_ENTRY_BYTES);
+    assert(this.maxEntries >= 1, `time index of ${maxIndexBytes} bytes holds no entry`);
+  }
+
+  get entries(): number {
+    return this.entryCount;
+  }
+
+  /** One slot stays free for the entry added when the segment is sealed, as in Kafka. */
+  isFull(): boolean {
+    return this.entryCount >= this.maxEntries - 1;
+  }
+
+  lastEntry(): TimestampOffset | null {
+    if (this.entryCount === 0) return null;
+    const i = this.entryCount - 1;
+    return {
+      timestamp: this.timestamps[i],
+      offset: this.baseOffset + BigInt(this.relativeOffsets[i]),
+    };
+  }
+
+  /**
+   * Adds (timestamp, offset) if timestamp is above the last entry's. `sealing` allows the final
+   * entry into the slot isFull keeps free.
+   */
+  maybeAppend(timestamp: bigint, offset: bigint, sealing = false): void {
+    const last = this.lastEntry();
+    if (last !== null && timestamp <= last.timestamp) return;
+    if (timestamp < 0n) return;
+    assert(this.entryCount < this.maxEntries, `time index ${this.filePath} overflow`);
+    assert(sealing || !this.isFull(), `append to full time index ${this.filePath}`);
+    const relative = offset - this.baseOffset;
+    assert(relative >= 0n && relative <= 0x7fffffffn, `offset ${offset} outside ${this.filePath}`);
+    assert(last === null || offset >= last.offset, `time index offset ${offset} goes backwards`);
+    if (this.entryCount === this.timestamps.length) this.grow();
+    this.timestamps[this.entryCount] = timestamp;
+    this.relativeOffsets[this.entryCount] = Number(relative);
+    this.entryCount++;
+  }
+
+  /**
+   * The last entry whose timestamp is <= target: every record before its offset is older than
+   * or equal to target. Returns (-1, baseOffset) when there is none, i.e. search from the start.
+   */
+  lookup(targetTimestamp: bigint): TimestampOffset {
+    let low = 0;
+    let high = this.entryCount - 1;
+    let found = -1;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      if (this.timestamps[mid] <= targetTimestamp) {
+        found = mid;
+        low = mid + 1;
+      } else {
+        high = mid - 1;
+      }
+    }
+    if (found < 0) return { timestamp: -1n, offset: this.baseOffset };
+    return {
+      timestamp: this.timestamps[found],
+      offset: this.baseOffset + BigInt(this.relativeOffsets[found]),
+    };
+  }
+
+  reset(): void {
+    this.entryCount = 0;
+    this.persistedEntryCount = 0;
+  }
+
+  markAllUnpersisted(): void {
+    this.persistedEntryCount = 0;
+  }
+
+  flush(): void {
+    if (this.persistedEntryCount === this.entryCount) return;
+    const start = this.persistedEntryCount;
+    const tail = new Uint8Array((this.entryCount - start) * TIME_INDEX_ENTRY_BYTES);
+    const view = new DataView(tail.buffer);
+    for (let i = start; i < this.entryCount; i++) {
+      view.setBigInt64((i - start) * TIME_INDEX_ENTRY_BYTES, this.timestamps[i]);
+      view.setInt32((i - start) * TIME_INDEX_ENTRY_BYTES + 8, this.relativeOffsets[i]);
+    }
+    writeTailAndSync(this.filePath, start * TIME_INDEX_ENTRY_BYTES, tail);
+    this.persistedEntryCount = this.entryCount;
+  }
+
+  /**
+   * Reads and checks `<base>.timeindex`: whole entries, timestamps strictly increasing,
+   * offsets non-decreasing and below `nextOffset` (the segment's end). Throws CorruptIndexError.
+   */
+  static load(
+    filePath: string,
+    baseOffset: bigint,
+    maxIndexBytes: number,
+    nextOffset: bigint,
+  ): TimeIndex {
+    const bytes = readFileIfExists(filePath);
+    if (bytes === null) throw new CorruptIndexError(`${filePath} is missing`);
+    if (bytes.length % TIME_INDEX_ENTRY_BYTES !== 0) {
+      throw new CorruptIndexError(`${filePath} has ${bytes.length} bytes, not whole entries`);
+    }
+    const index = new TimeIndex(filePath, baseOffset, Math.max(maxIndexBytes, bytes.length + 12));
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let lastTimestamp = -1n;
+    let lastRelative = 0;
+    for (let at = 0; at < bytes.length; at += TIME_INDEX_ENTRY_BYTES) {
+      const timestamp = view.getBigInt64(at);
+      const relative = view.getInt32(at + 8);
+      const offset = baseOffset + BigInt(relative);
+      if (timestamp <= lastTimestamp || relative < lastRelative || offset >= nextOffset) {
+        throw new CorruptIndexError(
+          `${filePath} entry ${at / TIME_INDEX_ENTRY_BYTES} (${timestamp}, +${relative}) is ` +
+            `out of order or past the segment end ${nextOffset}`,
+        );
+      }
+      index.maybeAppend(timestamp, offset, true);
+      lastTimestamp = timestamp;
+      lastRelative = relative;
+    }
+    index.persistedEntryCount = index.entryCount;
+    return index;
+  }
+
+  private grow(): void {
+    const capacity = Math.min(this.timestamps.length * 2, this.maxEntries);
+    assert(capacity > this.timestamps.length, `time index ${this.filePath} cannot grow`);
+    const timestamps = new BigInt64Array(capacity);
+    timestamps.set(this.timestamps);
+    const offsets = new Int32Array(capacity);
+    offsets.set(this.relativeOffsets);
+    this.timestamps = timestamps;
+    this.relativeOffsets = offsets;
+  }
+}

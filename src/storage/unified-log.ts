@@ -1,0 +1,513 @@
+/**
+ * The log of one topic-partition: a directory `<topic>-<partition>/` of segments sorted by base
+ * offset (binary-searched to find the segment of an offset; the paper's only index), of which
+ * the last is the active one that appends go to.
+ *
+ * Offsets the log tracks, all exclusive upper bounds or first offsets:
+ * - logStartOffset: the first offset a consumer may read; retention moves it forward, and reads
+ *   below it fail with OFFSET_OUT_OF_RANGE.
+ * - logEndOffset (LEO): the next offset to assign. It moves only after the bytes are written, so
+ *   readers never see a partial batch.
+ * - highWatermark: set by the replica manager (<= LEO); reads for consumers stop there, and
+ *   retention never deletes a segment reaching above it, so the log start offset exposed to
+ *   consumers cannot get ahead of the high watermark.
+ * - flushedOffset (Kafka's recovery point): everything below it has been fdatasynced; after a
+ *   crash only the segments from it onwards need to be validated.
+ *
+ * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import type { FileRange } from "../protocol/records.ts";
+import type { LogConfig } from "./log-config.ts";
+import { LogSegment } from "./log-segment.ts";
+import type { SegmentSettings } from "./log-segment.ts";
+import { assert } from "../util/assert.ts";
+import { validateAndAssignOffsets } from "./log-validator.ts";
+import { installIndexLoader, loadSegments } from "./log-loader.ts";
+import type { LogEnvironment } from "./log-environment.ts";
+
+export interface AppendOptions {
+  /** True on the leader (offsets are assigned here); false for a follower copying batches. */
+  readonly assignOffsets: boolean;
+  /** The broker's clock for LogAppendTime topics and for the result; defaults to Date.now(). */
+  readonly logAppendTimeMs?: number;
+  /** Per-batch limit; defaults to the log's max.message.bytes. */
+  readonly maxMessageBytes?: number;
+}
+
+export interface AppendResult {
+  /** First offset of the append, -1 when `records` held no batch. */
+  readonly baseOffset: bigint;
+  readonly lastOffset: bigint;
+  /** The time stamped on the batches for LogAppendTime topics, else -1 (as Kafka reports). */
+  readonly logAppendTimeMs: number;
+  readonly logStartOffset: bigint;
+  readonly recordCount: number;
+}
+
+export interface ReadOptions {
+  /** Exclusive bound, e.g. the high watermark for consumers or the LEO for followers. */
+  readonly maxOffset: bigint;
+  /** Return the first batch even if it is larger than maxBytes (KIP-74), so fetches progress. */
+  readonly minOneMessage: boolean;
+}
+
+export interface ReadResult {
+  readonly ranges: FileRange[];
+  readonly sizeBytes: number;
+}
+
+export interface TimestampAndOffset {
+  readonly timestamp: bigint;
+  readonly offset: bigint;
+}
+
+/** ListOffsets' special timestamps (Kafka's ListOffsetsRequest constants). */
+export const EARLIEST_TIMESTAMP = -2n;
+export const LATEST_TIMESTAMP = -1n;
+export const MAX_TIMESTAMP = -3n;
+
+/** Append listeners per log; one per interested component (e.g. the delayed-fetch purgatory). */
+const APPEND_LISTENERS_MAX = 64;
+const EMPTY_READ: ReadResult = Object.freeze({ ranges: [], sizeBytes: 0 }) as ReadResult;
+
+export type AppendListener = (log: UnifiedLog) => void;
+
+export interface LoadParams {
+  readonly dir: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly config: LogConfig;
+  readonly recoveryPoint: bigint;
+  readonly logStartOffset: bigint;
+  readonly cleanShutdown: boolean;
+  readonly env: LogEnvironment;
+}
+
+export class UnifiedLog {
+  private configValue: LogConfig;
+  private logStartOffsetValue: bigint;
+  private highWatermarkValue: bigint;
+  private recoveryPoint: bigint;
+  private unflushedMessages = 0;
+  private lastFlushMs = Date.now();
+  private readonly listeners = new Set<AppendListener>();
+  private closed = false;
+  dir: string;
+
+  private constructor(
+    readonly topic: string,
+    readonly partition: number,
+    dir: string,
+    config: LogConfig,
+    private readonly segments: LogSegment[],
+    logStartOffset: bigint,
+    private readonly env: LogEnvironment,
+  ) {
+    assert(segments.length > 0, `log ${dir} has no segment`);
+    this.dir = dir;
+    this.configValue = config;
+    const logEndOffset = this.activeSegment.nextOffset;
+    this.logStartOffsetValue = logStartOffset < logEndOffset ? logStartOffset : logEndOffset;
+    this.highWatermarkValue = logEndOffset;
+    this.recoveryPoint = logEndOffset;
+    for (const segment of segments) this.installIndexLoader(segment);
+  }
+
+  private installIndexLoader(segment: LogSegment): void {
+    installIndexLoader(segment, () => settingsOf(this.configValue), this.env.logger);
+  }
+
+  /** Opens (and after an unclean shutdown, recovers) the log in `params.dir`. */
+  static load(params: LoadParams): UnifiedLog {
+    fs.mkdirSync(params.dir, { recursive: true });
+    const segments = loadSegments(params, settingsOf(params.config));
+    const first = segments[0].baseOffset;
+    const logStartOffset = params.logStartOffset > first ? params.logStartOffset : first;
+    return new UnifiedLog(
+      params.topic,
+      params.partition,
+      params.dir,
+      params.config,
+      segments,
+      logStartOffset,
+      params.env,
+    );
+  }
+
+  get name(): string {
+    return `${this.topic}-${this.partition}`;
+  }
+
+  get config(): LogConfig {
+    return this.configValue;
+  }
+
+  /** Applies new topic-level settings; they take effect at the next append/roll/retention. */
+  updateConfig(config: LogConfig): void {
+    this.configValue = config;
+  }
+
+  get logStartOffset(): bigint {
+    return this.logStartOffsetValue;
+  }
+
+  get logEndOffset(): bigint {
+    return this.activeSegment.nextOffset;
+  }
+
+  get highWatermark(): bigint {
+    return this.highWatermarkValue;
+  }
+
+  set highWatermark(offset: bigint) {
+    assert(offset <= this.logEndOffset, `high watermark ${offset} above LEO ${this.logEndOffset}`);
+    assert(offset >= 0n, `negative high watermark ${offset}`);
+    this.highWatermarkValue = offset;
+  }
+
+  get flushedOffset(): bigint {
+    return this.recoveryPoint;
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  /** Total bytes of all segment files. */
+  get sizeBytes(): number {
+    let total = 0;
+    for (const segment of this.segments) total += segment.sizeBytes;
+    return total;
+  }
+
+  /** Base offsets of the segments, oldest first (for tests and tools). */
+  segmentBaseOffsets(): bigint[] {
+    return this.segments.map((s) => s.baseOffset);
+  }
+
+  private get activeSegment(): LogSegment {
+    return this.segments[this.segments.length - 1];
+  }
+
+  /**
+   * Appends one or more whole batches. Every batch is checked (length, magic, CRC, size limit);
+   * on the leader offsets are assigned by patching each base offset in place. The bytes go to
+   * the active segment in one write; LEO moves only after it succeeded.
+   */
+  append(records: Uint8Array, opts: AppendOptions): AppendResult {
+    this.ensureOpen();
+    const nowMs = opts.logAppendTimeMs ?? Date.now();
+    const validated = validateAndAssignOffsets(records, {
+      assignOffsets: opts.assignOffsets,
+      nextOffset: this.logEndOffset,
+      maxMessageBytes: opts.maxMessageBytes ?? this.configValue.maxMessageBytes,
+      segmentBytes: this.configValue.segmentBytes,
+      logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
+    });
+    if (validated.batches.length === 0) return this.emptyAppendResult();
+    const segment = this.maybeRoll(records.length, validated.maxTimestamp, validated.lastOffset, nowMs);
+    segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
+    assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
+    this.unflushedMessages += validated.recordCount;
+    this.maybeFlushAfterAppend();
+    this.notifyAppend();
+    return {
+      baseOffset: validated.baseOffset,
+      lastOffset: validated.lastOffset,
+      logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : -1,
+      logStartOffset: this.logStartOffsetValue,
+      recordCount: validated.recordCount,
+    };
+  }
+
+  private emptyAppendResult(): AppendResult {
+    return {
+      baseOffset: -1n,
+      lastOffset: -1n,
+      logAppendTimeMs: -1,
+      logStartOffset: this.logStartOffsetValue,
+      recordCount: 0,
+    };
+  }
+
+  private maybeRoll(
+    appendBytes: number,
+    maxTimestamp: bigint,
+    lastOffset: bigint,
+    nowMs: number,
+  ): LogSegment {
+    const active = this.activeSegment;
+    if (!active.shouldRoll(appendBytes, maxTimestamp, lastOffset, this.configValue, nowMs)) {
+      return active;
+    }
+    return this.roll();
+  }
+
+  /** Seals the active segment and starts a new one at the LEO; the old one is flushed async. */
+  roll(): LogSegment {
+    this.ensureOpen();
+    if (this.segments.length >= this.env.maxSegmentsPerLog) {
+      throw new KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `${this.name} has ${this.segments.length} segments, the limit; check retention settings`,
+      );
+    }
+    const old = this.activeSegment;
+    const baseOffset = old.nextOffset;
+    if (old.sizeBytes === 0) return old;
+    old.onBecomeInactive();
+    const segment = LogSegment.create(this.dir, baseOffset, settingsOf(this.configValue), this.env.pool);
+    this.installIndexLoader(segment);
+    this.segments.push(segment);
+    void this.flushAsync().catch((error: unknown) =>
+      this.env.logger(`[storage] ${this.name}: flush after roll failed: ${String(error)}`),
+    );
+    return segment;
+  }
+
+  private maybeFlushAfterAppend(): void {
+    const config = this.configValue;
+    if (this.unflushedMessages < config.flushMessages) return;
+    this.unflushedMessages = 0;
+    void this.flushAsync().catch((error: unknown) =>
+      this.env.logger(`[storage] ${this.name}: flush.messages flush failed: ${String(error)}`),
+    );
+  }
+
+  /** Called by the LogManager's scheduler: flushes when flush.ms has passed since the last. */
+  flushIfDue(nowMs: number): Promise<void> | null {
+    if (this.recoveryPoint >= this.logEndOffset) return null;
+    if (nowMs - this.lastFlushMs < this.configValue.flushMs) return null;
+    return this.flushAsync();
+  }
+
+  private notifyAppend(): void {
+    for (const listener of this.listeners) listener(this);
+  }
+
+  /** Registers a listener called after every successful append; returns an unsubscribe. */
+  onAppend(listener: AppendListener): () => void {
+    assert(this.listeners.size < APPEND_LISTENERS_MAX, `too many append listeners on ${this.name}`);
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Reads whole batches from `fetchOffset`: ranges over one segment, at most maxBytes unless
+   * the first batch alone is bigger and minOneMessage is set, never a batch at or above
+   * maxOffset. A fetch offset inside a batch starts at that batch (clients skip the records
+   * below their offset). Throws OFFSET_OUT_OF_RANGE below the log start or above the LEO.
+   */
+  read(fetchOffset: bigint, maxBytes: number, opts: ReadOptions): ReadResult {
+    this.ensureOpen();
+    const logEndOffset = this.logEndOffset;
+    if (fetchOffset < this.logStartOffsetValue || fetchOffset > logEndOffset) {
+      throw new KafkaError(
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        `offset ${fetchOffset} outside ${this.name} [${this.logStartOffsetValue}, ${logEndOffset}]`,
+      );
+    }
+    assert(maxBytes >= 0, `negative maxBytes ${maxBytes}`);
+    const maxOffset = opts.maxOffset < logEndOffset ? opts.maxOffset : logEndOffset;
+    if (fetchOffset >= maxOffset) return EMPTY_READ;
+    // Offsets can have gaps between segments, so a segment may hold nothing at or after
+    // fetchOffset; then the next one is tried. Bounded by the segment count.
+    for (let i = this.segmentSlotFor(fetchOffset); i < this.segments.length; i++) {
+      const range = this.segments[i].read(fetchOffset, maxBytes, maxOffset, opts.minOneMessage);
+      if (range === null) continue;
+      if (range === "empty") return EMPTY_READ;
+      return { ranges: [range], sizeBytes: range.sizeBytes };
+    }
+    return EMPTY_READ;
+  }
+
+  /** Slot of the segment whose base offset is the largest <= offset (0 if below all). */
+  private segmentSlotFor(offset: bigint): number {
+    let low = 0;
+    let high = this.segments.length - 1;
+    let found = 0;
+    while (low <= high) {
+      const mid = (low + high) >>> 1;
+      if (this.segments[mid].baseOffset <= offset) {
+        found = mid;
+        low = mid + 1;
+      } else {
+        high = mid - 1;
+      }
+    }
+    return found;
+  }
+
+  /**
+   * ListOffsets: EARLIEST_TIMESTAMP (-2) gives the log start offset, LATEST_TIMESTAMP (-1) the
+   * LEO (the caller caps it at the high watermark for consumers), MAX_TIMESTAMP (-3) the record
+   * with the largest timestamp, and a timestamp >= 0 the first record at or after it. Null when
+   * no record qualifies (Kafka then answers offset -1).
+   */
+  offsetForTimestamp(timestamp: bigint): TimestampAndOffset | null {
+    this.ensureOpen();
+    if (timestamp === EARLIEST_TIMESTAMP) return { timestamp: -1n, offset: this.logStartOffset };
+    if (timestamp === LATEST_TIMESTAMP) return { timestamp: -1n, offset: this.logEndOffset };
+    if (timestamp === MAX_TIMESTAMP) return this.maxTimestampRecord();
+    if (timestamp < 0n) return null;
+    for (const segment of this.segments) {
+      const max = segment.maxTimestampAndOffset();
+      if (max === null || max.timestamp < timestamp) continue;
+      const found = segment.findOffsetByTimestamp(timestamp, this.logStartOffsetValue);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+
+  private maxTimestampRecord(): TimestampAndOffset | null {
+    let best: LogSegment | null = null;
+    let bestTimestamp = -1n;
+    for (const segment of this.segments) {
+      const max = segment.maxTimestampAndOffset();
+      if (max !== null && max.timestamp > bestTimestamp) {
+        best = segment;
+        bestTimestamp = max.timestamp;
+      }
+    }
+    if (best === null) return null;
+    return best.findOffsetByTimestamp(bestTimestamp, this.logStartOffsetValue);
+  }
+
+  /** fdatasync of everything appended so far; the recovery point moves to the LEO. */
+  flush(): void {
+    this.ensureOpen();
+    const target = this.logEndOffset;
+    for (let i = this.segmentSlotFor(this.recoveryPoint); i < this.segments.length; i++) {
+      this.segments[i].flush();
+    }
+    this.flushed(target);
+  }
+
+  /** Like flush, with the fdatasyncs on the thread pool so the event loop keeps serving. */
+  async flushAsync(): Promise<void> {
+    const target = this.logEndOffset;
+    const pending: Promise<void>[] = [];
+    for (let i = this.segmentSlotFor(this.recoveryPoint); i < this.segments.length; i++) {
+      pending.push(this.segments[i].flushAsync());
+    }
+    await Promise.all(pending);
+    this.flushed(target);
+  }
+
+  private flushed(target: bigint): void {
+    if (target > this.recoveryPoint) this.recoveryPoint = target;
+    this.lastFlushMs = Date.now();
+    this.unflushedMessages = 0;
+  }
+
+  /**
+   * Retention: deletes the oldest sealed segments that are past retention.ms, that make the log
+   * larger than retention.bytes, or that lie wholly below the log start offset. The active
+   * segment and segments reaching above the high watermark are kept. Returns how many went.
+   */
+  deleteOldSegments(nowMs: number): number {
+    this.ensureOpen();
+    const config = this.configValue;
+    if (!config.cleanupPolicy.split(",").includes("delete")) return 0;
+    let deleted = 0;
+    if (config.retentionMs >= 0) {
+      deleted += this.deleteSegmentsWhile(
+        (s) => nowMs - s.largestTimestampMs() > config.retentionMs,
+        `retention.ms ${config.retentionMs} breached`,
+      );
+    }
+    if (config.retentionBytes >= 0) {
+      let excessBytes = this.sizeBytes - config.retentionBytes;
+      deleted += this.deleteSegmentsWhile((s) => {
+        if (excessBytes - s.sizeBytes < 0) return false;
+        excessBytes -= s.sizeBytes;
+        return true;
+      }, `retention.bytes ${config.retentionBytes} breached`);
+    }
+    deleted += this.deleteSegmentsWhile(
+      (_s, next) => next.baseOffset <= this.logStartOffsetValue,
+      "below the log start offset",
+    );
+    return deleted;
+  }
+
+  private deleteSegmentsWhile(
+    predicate: (segment: LogSegment, next: LogSegment) => boolean,
+    reason: string,
+  ): number {
+    let deleted = 0;
+    // Bounded by the segment count; the active (last) segment is never deleted.
+    while (this.segments.length > 1) {
+      const [segment, next] = [this.segments[0], this.segments[1]];
+      if (next.baseOffset > this.highWatermarkValue) break;
+      if (!predicate(segment, next)) break;
+      this.segments.shift();
+      if (next.baseOffset > this.logStartOffsetValue) this.logStartOffsetValue = next.baseOffset;
+      this.env.logger(
+        `[storage] ${this.name}: deleting segment ${segment.baseOffset} ` +
+          `(${segment.sizeBytes} bytes): ${reason}; log start offset ${this.logStartOffsetValue}`,
+      );
+      void segment.delete().catch((error: unknown) =>
+        this.env.logger(`[storage] ${this.name}: deleting segment failed: ${String(error)}`),
+      );
+      deleted++;
+    }
+    return deleted;
+  }
+
+  /** Flushes and closes the files; ranges still held keep their fds until released. */
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.activeSegment.onBecomeInactive();
+    this.activeSegment.flush();
+    for (const segment of this.segments) segment.close();
+    this.listeners.clear();
+    this.closed = true;
+  }
+
+  /**
+   * Deletes the whole partition without blocking for long: the files are closed (or retired
+   * until their ranges are released), the directory is renamed to `<dir>.<uuid>-delete` at once
+   * so a restart will not load it, and removed in the background.
+   */
+  async delete(): Promise<void> {
+    if (!this.closed) {
+      for (const segment of this.segments) segment.close();
+      this.listeners.clear();
+      this.closed = true;
+    }
+    const deletedDir = `${this.dir}.${crypto.randomUUID().replaceAll("-", "")}-delete`;
+    fs.renameSync(this.dir, deletedDir);
+    this.dir = deletedDir;
+    await fs.promises.rm(deletedDir, { recursive: true, force: true });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) {
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `log ${this.name} is closed`);
+    }
+  }
+}
+
+export function settingsOf(config: LogConfig): SegmentSettings {
+  return {
+    indexIntervalBytes: config.indexIntervalBytes,
+    segmentIndexBytes: config.segmentIndexBytes,
+  };
+}
+
+/** `<topic>-<partition>`, Kafka's partition directory name. */
+export function partitionDirName(topic: string, partition: number): string {
+  return `${topic}-${partition}`;
+}
+
+export const joinPartitionDir = (logDir: string, topic: string, partition: number): string =>
+  path.join(logDir, partitionDirName(topic, partition));
