@@ -5,11 +5,13 @@ import {
   LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
 } from "./config-key.ts";
 
-export const COMPRESSION_TYPES = ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] as const;
+export const COMPRESSION_TYPES =
+  ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] as const;
 export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
 export const CLEANUP_POLICIES = ["delete", "compact"] as const;
 
 const HOUR_MS = 60 * 60 * 1000;
+const MINUTE_MS = 60 * 1000;
 
 /**
  * Every broker key Quill reads, under Kafka's own name and with Kafka's default, so a Kafka
@@ -18,108 +20,129 @@ const HOUR_MS = 60 * 60 * 1000;
  */
 export const BROKER_CONFIG_KEYS = {
   "broker.id": key(int({ min: 0 }), 0,
-    "This broker's id in a cluster (`--broker-id`). Kafka's default -1 asks for a generated id; Quill uses 0."),
+    "This broker's id (`--broker-id`). Kafka's -1 asks for a generated id; Quill uses 0."),
   "broker.rack": nullableKey(string(), "Rack of this broker, reported in Metadata."),
   "listeners": key(endpoint(), { host: "127.0.0.1", port: 9092 },
-    "Where the broker listens (`--listen`). One PLAINTEXT listener; unlike Kafka the default is loopback only."),
+    "Where the broker listens (`--listen`): one PLAINTEXT listener, loopback by default."),
   "advertised.listeners": nullableKey(endpoint(),
-    "What Metadata tells clients to connect to (`--advertise`). Unset: the listener, with a wildcard host replaced by this machine's name."),
+    "What Metadata tells clients (`--advertise`); unset: the listener, a wildcard host " +
+    "replaced by the host name."),
   "socket.request.max.bytes": key(int({ min: 1 }), 104857600,
     "Largest request frame; a bigger one closes the connection."),
-  "connections.max.idle.ms": key(long(), 600000, "Connections idle this long are closed; -1 never closes them."),
-  "max.connections": key(int({ min: 0 }), INT_MAX, "Most client connections accepted at once."),
+  "connections.max.idle.ms": key(long(), 600000,
+    "Connections idle this long are closed; -1 never closes them."),
+  "max.connections": key(int({ min: 0 }), INT_MAX, "Most client connections open at once."),
   "queued.max.requests": key(int({ min: 1 }), 500,
     "Most requests read but not yet answered before the network stops reading."),
   "num.partitions": key(int({ min: 1 }), 1, "Partitions of an automatically created topic."),
-  "default.replication.factor": key(int({ min: 1 }), 1, "Replication factor of an automatically created topic."),
-  "auto.create.topics.enable": key(boolean(), true, "Create a topic when a client asks Metadata for one that does not exist."),
+  "default.replication.factor": key(int({ min: 1 }), 1,
+    "Replication factor of an automatically created topic."),
+  "auto.create.topics.enable": key(boolean(), true,
+    "Create a topic when Metadata asks for one that does not exist."),
   "delete.topic.enable": key(boolean(), true, "Allow DeleteTopics."),
-  "min.insync.replicas": key(int({ min: 1 }), 1, "Default for the topic key min.insync.replicas (acks=all)."),
-  "message.max.bytes": key(int({ min: 0 }), 1048588, "Largest record batch accepted; default for topic max.message.bytes."),
+  "min.insync.replicas": key(int({ min: 1 }), 1, "Default for topic min.insync.replicas."),
+  "message.max.bytes": key(int({ min: 0 }), 1048588,
+    "Largest record batch accepted; default for topic max.message.bytes."),
   "compression.type": key(oneOf(COMPRESSION_TYPES), "producer",
-    "Default for topic compression.type; `producer` keeps the codec the producer used."),
+    "Default for topic compression.type; `producer` keeps the producer's codec."),
   "fetch.max.bytes": key(int({ min: 1024 }), 57671680, "Most bytes one Fetch response returns."),
-  "replica.fetch.max.bytes": key(int({ min: 0 }), 1048576, "Bytes a follower asks for per partition."),
+  "replica.fetch.max.bytes": key(int({ min: 0 }), 1048576,
+    "Bytes a follower asks for per partition."),
   "log.dirs": nullableKey(list("directories", { minItems: 1 }),
     "Data directories (`--data-dir`); when unset, log.dir is used."),
-  "log.dir": key(string(), "./data", "Data directory when log.dirs is unset. Kafka's default is /tmp/kafka-logs."),
-  "log.segment.bytes": key(int({ min: 14 }), 1073741824, "Segment file size at which a new segment is rolled."),
-  "log.roll.ms": nullableKey(long({ min: 1n }), "Roll a new segment after this age; overrides log.roll.hours."),
+  "log.dir": key(string(), "./data",
+    "Data directory when log.dirs is unset. Kafka's default is /tmp/kafka-logs."),
+  "log.segment.bytes": key(int({ min: 14 }), 1073741824, "Size at which a new segment is rolled."),
+  "log.roll.ms": nullableKey(long({ min: 1n }),
+    "Roll a new segment after this age; overrides log.roll.hours."),
   "log.roll.hours": key(int({ min: 1 }), 168, "Roll a new segment after this many hours."),
   "log.retention.ms": nullableKey(long(),
-    "Delete segments older than this; overrides log.retention.minutes and log.retention.hours; -1 keeps forever."),
-  "log.retention.minutes": nullableKey(int(), "Retention in minutes; overrides log.retention.hours."),
-  "log.retention.hours": key(int(), 168, "Retention in hours, used when the ms and minutes keys are unset."),
-  "log.retention.bytes": key(long(), -1, "Delete old segments while a partition is larger than this; -1 means no limit."),
+    "Delete segments older than this; overrides the minutes and hours keys; -1: keep forever."),
+  "log.retention.minutes": nullableKey(int(),
+    "Retention in minutes; overrides log.retention.hours."),
+  "log.retention.hours": key(int(), 168,
+    "Retention in hours, used when the ms and minutes keys are unset."),
+  "log.retention.bytes": key(long(), -1,
+    "Delete old segments while a partition is larger than this; -1: no limit."),
   "log.retention.check.interval.ms": key(long({ min: 1n }), 300000, "How often retention runs."),
   "log.index.interval.bytes": key(int({ min: 0 }), 4096, "Bytes between offset index entries."),
-  "log.index.size.max.bytes": key(int({ min: 4 }), 10485760, "Largest offset or time index file; a full index rolls the segment."),
+  "log.index.size.max.bytes": key(int({ min: 4 }), 10485760,
+    "Largest offset or time index; a full index rolls the segment."),
   "log.flush.interval.messages": key(long({ min: 1n }), LONG_MAX_AS_NUMBER,
     "fsync a partition after this many messages (default: leave it to the OS)."),
   "log.flush.interval.ms": nullableKey(long({ min: 0n }),
     "fsync a partition when its oldest unflushed message is this old (unset: never)."),
   "log.message.timestamp.type": key(oneOf(TIMESTAMP_TYPES), "CreateTime",
     "Default for topic message.timestamp.type."),
-  "log.cleanup.policy": key(list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }), ["delete"],
-    "Default for topic cleanup.policy."),
-  "group.initial.rebalance.delay.ms": key(int(), 3000, "How long a new group waits for more members before its first rebalance."),
-  "group.min.session.timeout.ms": key(int(), 6000, "Smallest session timeout a consumer may ask for."),
-  "group.max.session.timeout.ms": key(int(), 1800000, "Largest session timeout a consumer may ask for."),
-  "offsets.retention.minutes": key(int({ min: 1 }), 10080, "How long committed offsets of an empty group are kept."),
+  "log.cleanup.policy": key(list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }),
+    ["delete"], "Default for topic cleanup.policy."),
+  "group.initial.rebalance.delay.ms": key(int(), 3000,
+    "How long a new group waits for more members before its first rebalance."),
+  "group.min.session.timeout.ms": key(int(), 6000,
+    "Smallest session timeout a consumer may ask for."),
+  "group.max.session.timeout.ms": key(int(), 1800000,
+    "Largest session timeout a consumer may ask for."),
+  "offsets.retention.minutes": key(int({ min: 1 }), 10080,
+    "How long committed offsets of an empty group are kept."),
   "zookeeper.connect": nullableKey(string(),
-    "ZooKeeper connect string (`--zookeeper`); set, it turns on cluster mode. Unset: embedded single broker."),
+    "ZooKeeper connect string (`--zookeeper`) for cluster mode; unset: embedded single broker."),
   "zookeeper.session.timeout.ms": key(int(), 18000, "ZooKeeper session timeout."),
   "zookeeper.connection.timeout.ms": nullableKey(int(),
-    "How long to wait for a ZooKeeper connection; unset means zookeeper.session.timeout.ms."),
+    "How long to wait for a ZooKeeper connection; unset: zookeeper.session.timeout.ms."),
 } satisfies Record<string, ConfigKey<unknown>>;
 
 export type BrokerConfigKey = keyof typeof BROKER_CONFIG_KEYS;
 type ValueOf<K> = K extends ConfigKey<infer T> ? T : never;
-export type BrokerConfigValues = { -readonly [K in BrokerConfigKey]: ValueOf<(typeof BROKER_CONFIG_KEYS)[K]> };
+export type BrokerConfigValues = {
+  -readonly [K in BrokerConfigKey]: ValueOf<(typeof BROKER_CONFIG_KEYS)[K]>;
+};
+
+/** The keys whose effective value combines several settings (see BrokerConfig). */
+type ResolvedKey = "log.retention.ms" | "log.roll.ms" | "log.dirs" | "advertised.listeners";
 
 /**
  * The broker's configuration: Kafka's dotted key names (so code, docs and DescribeConfigs use
- * one vocabulary), with the keys that combine several settings already resolved by Kafka's rules.
+ * one vocabulary), with the keys that combine several settings resolved by Kafka's rules.
  */
-export type BrokerConfig = Readonly<
-  Omit<BrokerConfigValues, "log.retention.ms" | "log.roll.ms" | "log.dirs" | "advertised.listeners"> & {
-    /** From log.retention.ms, else .minutes, else .hours (Kafka's order); -1 means keep forever. */
-    "log.retention.ms": number;
-    /** From log.roll.ms, else log.roll.hours. */
-    "log.roll.ms": number;
-    /** From log.dirs, else log.dir. */
-    "log.dirs": readonly string[];
-    /** From advertised.listeners, else listeners with a wildcard host replaced by the host name. */
-    "advertised.listeners": Endpoint;
-    /** The source of every key that was set; keys at their default are absent. */
-    origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
-  }
->;
+export type BrokerConfig = Readonly<Omit<BrokerConfigValues, ResolvedKey> & {
+  /** From log.retention.ms, else .minutes, else .hours (Kafka's order); -1: keep forever. */
+  "log.retention.ms": number;
+  /** From log.roll.ms, else log.roll.hours. */
+  "log.roll.ms": number;
+  /** From log.dirs, else log.dir. */
+  "log.dirs": readonly string[];
+  /** From advertised.listeners, else listeners with a wildcard host replaced by the host name. */
+  "advertised.listeners": Endpoint;
+  /** The source of every key that was set; keys left at their default are absent. */
+  origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
+}>;
 
-export const isBrokerConfigKey = (name: string): name is BrokerConfigKey => Object.hasOwn(BROKER_CONFIG_KEYS, name);
+export const isBrokerConfigKey = (name: string): name is BrokerConfigKey =>
+  Object.hasOwn(BROKER_CONFIG_KEYS, name);
 
 /**
  * Kafka broker keys that Quill accepts and ignores (threads, buffers, KRaft, security, internal
- * topics it does not have), so a stock Kafka server.properties loads with a warning, not an error.
+ * topics it does not have), so a stock Kafka server.properties loads with a warning.
  */
 export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
-  "num.network.threads", "num.io.threads", "background.threads", "num.recovery.threads.per.data.dir",
-  "num.replica.fetchers", "num.replica.alter.log.dirs.threads", "socket.send.buffer.bytes",
-  "socket.receive.buffer.bytes", "offsets.topic.replication.factor", "offsets.topic.num.partitions",
-  "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
-  "log.flush.scheduler.interval.ms", "log.flush.offset.checkpoint.interval.ms", "log.preallocate",
-  "log.cleaner.enable", "log.cleaner.threads", "process.roles", "node.id", "controller.quorum.voters",
+  "num.network.threads", "num.io.threads", "background.threads",
+  "num.recovery.threads.per.data.dir", "num.replica.fetchers", "num.replica.alter.log.dirs.threads",
+  "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
+  "offsets.topic.num.partitions", "transaction.state.log.replication.factor",
+  "transaction.state.log.min.isr", "log.flush.scheduler.interval.ms",
+  "log.flush.offset.checkpoint.interval.ms", "log.preallocate", "log.cleaner.enable",
+  "log.cleaner.threads", "process.roles", "node.id", "controller.quorum.voters",
   "controller.quorum.bootstrap.servers", "controller.listener.names", "inter.broker.listener.name",
-  "listener.security.protocol.map", "security.inter.broker.protocol", "inter.broker.protocol.version",
-  "log.message.format.version", "unclean.leader.election.enable", "controlled.shutdown.enable",
-  "replica.lag.time.max.ms", "broker.id.generation.enable", "reserved.broker.max.id", "metadata.log.dir",
+  "listener.security.protocol.map", "security.inter.broker.protocol",
+  "inter.broker.protocol.version", "log.message.format.version", "unclean.leader.election.enable",
+  "controlled.shutdown.enable", "replica.lag.time.max.ms", "broker.id.generation.enable",
+  "reserved.broker.max.id", "metadata.log.dir",
 ]);
 
+type Origins = ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
+
 /** Applies Kafka's rules for keys that combine, and rejects combinations that cannot work. */
-export function resolveBrokerConfig(
-  values: BrokerConfigValues,
-  origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>,
-): BrokerConfig {
+export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins): BrokerConfig {
   return {
     ...values,
     "log.retention.ms": retentionMs(values, origins),
@@ -131,32 +154,34 @@ export function resolveBrokerConfig(
 }
 
 /** Kafka's KafkaConfig.logRetentionTimeMillis, including its "-1 or at least 1" check. */
-function retentionMs(values: BrokerConfigValues, origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>): number {
-  const minutes = values["log.retention.minutes"];
-  const [from, ms] = values["log.retention.ms"] !== null
-    ? ["log.retention.ms" as const, values["log.retention.ms"]]
+function retentionMs(values: BrokerConfigValues, origins: Origins): number {
+  const { "log.retention.ms": ms, "log.retention.minutes": minutes } = values;
+  const [from, retention] = ms !== null
+    ? ["log.retention.ms" as const, ms]
     : minutes !== null
-      ? ["log.retention.minutes" as const, minutes * 60_000]
+      ? ["log.retention.minutes" as const, minutes * MINUTE_MS]
       : ["log.retention.hours" as const, values["log.retention.hours"] * HOUR_MS];
-  if (ms === 0) {
-    const k = BROKER_CONFIG_KEYS[from] as ConfigKey<number | null>;
-    throw invalidValue(from, formatValue(k, values[from]) ?? "", origins.get(from) ?? DEFAULT_ORIGIN,
-      "a retention of -1 (unlimited) or at least 1 ms");
+  if (retention === 0) {
+    const text = formatValue(BROKER_CONFIG_KEYS[from] as ConfigKey<unknown>, values[from]) ?? "";
+    const source = (origins.get(from) ?? DEFAULT_ORIGIN).label;
+    throw invalidValue(from, text, source, "a retention of -1 (unlimited) or at least 1 ms");
   }
-  return ms < 0 ? -1 : ms;
+  return retention < 0 ? -1 : retention;
 }
 
 const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::"]);
 
-function advertisedListener(values: BrokerConfigValues, origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>): Endpoint {
+function advertisedListener(values: BrokerConfigValues, origins: Origins): Endpoint {
   const advertised = values["advertised.listeners"];
   if (advertised === null) {
-    const listener = values.listeners;
-    return WILDCARD_HOSTS.has(listener.host) ? { host: hostname(), port: listener.port } : listener;
+    const { host, port } = values.listeners;
+    return WILDCARD_HOSTS.has(host) ? { host: hostname(), port } : values.listeners;
   }
   if (WILDCARD_HOSTS.has(advertised.host)) {
-    throw invalidValue("advertised.listeners", BROKER_CONFIG_KEYS["advertised.listeners"].valueType.format(advertised),
-      origins.get("advertised.listeners") ?? DEFAULT_ORIGIN, "a host clients can connect to, not a wildcard address");
+    const text = BROKER_CONFIG_KEYS["advertised.listeners"].valueType.format(advertised);
+    const source = (origins.get("advertised.listeners") ?? DEFAULT_ORIGIN).label;
+    throw invalidValue("advertised.listeners", text, source,
+      "a host clients can connect to, not a wildcard address");
   }
   return advertised;
 }

@@ -1,24 +1,23 @@
 /**
  * A configuration problem the operator must fix: a bad value, an unreadable file, a flag that
- * does not exist. The message is complete on its own (key, source, value and what was expected),
- * because `quill serve` prints exactly this one line and exits before binding.
+ * does not exist. The message is complete on its own (key, source, value and what was
+ * expected), because `quill serve` prints exactly this one line and exits before binding.
  */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-/** Where a config value came from, for error messages and for DescribeConfigs' config source. */
+/** Where a config value came from, for error messages and DescribeConfigs' config source. */
 export interface ConfigOrigin {
   readonly kind: "default" | "file" | "env" | "flag";
-  /** Human label used in messages: `--set`, `QUILL_LOG_DIRS`, `server.properties:12`, `default`. */
+  /** Label used in messages: `--set`, `QUILL_LOG_DIRS`, `server.properties:12`, `default`. */
   readonly label: string;
 }
 
 export const DEFAULT_ORIGIN: ConfigOrigin = { kind: "default", label: "default" };
 
-/** The one message format for every bad value, so all of them name the key, value and source. */
-export function invalidValue(key: string, value: string, origin: ConfigOrigin, expected: string): ConfigError {
-  return new ConfigError(
-    `invalid config ${key}=${JSON.stringify(value)} (from ${origin.label}): expected ${expected}`,
-  );
+/** The one message for every bad value, so each names the key, the value and its source. */
+export function invalidValue(key: string, value: string, source: string, expected: string) {
+  const quoted = JSON.stringify(value);
+  return new ConfigError(`invalid config ${key}=${quoted} (from ${source}): expected ${expected}`);
 }

@@ -1,14 +1,14 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import {
-  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey, type BrokerConfigValues, isBrokerConfigKey,
-  KAFKA_KEYS_QUILL_IGNORES, resolveBrokerConfig,
+  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey, type BrokerConfigValues,
+  isBrokerConfigKey, KAFKA_KEYS_QUILL_IGNORES, resolveBrokerConfig,
 } from "./broker-config.ts";
 import { type ConfigOrigin, ConfigError, invalidValue } from "./config-error.ts";
 import type { ConfigKey } from "./config-key.ts";
 import { parseProperties } from "./properties.ts";
 
-/** One setting from the command line: `--set key=value` or a dedicated flag such as `--listen`. */
+/** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */
 export interface FlagSetting {
   readonly key: string;
   readonly value: string;
@@ -45,15 +45,21 @@ export const envName = (key: string) => ENV_PREFIX + key.toUpperCase().replaceAl
 
 /**
  * Builds the broker configuration from defaults, a properties file, `QUILL_*` environment
- * variables and command-line settings, in rising precedence. Every value is checked against its
- * key's schema where it is read, so a ConfigError names the key, the value and its source.
- * Kafka's combining rules (retention ms < minutes < hours, log.dirs < log.dir) apply after
+ * variables and command-line settings, in rising precedence. Every value is checked against
+ * its key's schema where it is read, so a ConfigError names the key, the value and its source.
+ * Kafka's combining rules (retention ms > minutes > hours, log.dirs > log.dir) apply after
  * merging, as in Kafka: a `log.retention.ms` in the file beats `--set log.retention.hours=1`.
  *
- * @example loadConfig({ env: process.env, flags: [{ key: "broker.id", value: "2", flag: "--broker-id" }] })
+ * @example
+ * loadConfig({ env: process.env, flags: [{ key: "broker.id", value: "2", flag: "--set" }] })
  */
 export function loadConfig(sources: ConfigSources): LoadedConfig {
-  const settings = [...fileSettings(sources.configFile), ...envSettings(sources.env ?? {}), ...flagSettings(sources.flags ?? [])];
+  const settings = [
+    ...fileSettings(sources.configFile),
+    ...envSettings(sources.env ?? {}),
+    ...(sources.flags ?? []).map(({ key, value, flag }): Setting =>
+      ({ key, value, origin: { kind: "flag", label: flag } })),
+  ];
   const values = defaultValues();
   const origins = new Map<BrokerConfigKey, ConfigOrigin>();
   const unknown: string[] = [];
@@ -68,7 +74,8 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
       unknown.push(`${setting.key} (${setting.origin.label})`);
     }
   }
-  return { config: resolveBrokerConfig(values, origins), warning: warningText(unknown, [...ignored]) };
+  const config = resolveBrokerConfig(values, origins);
+  return { config, warning: warningText(unknown, [...ignored]) };
 }
 
 function defaultValues(): BrokerConfigValues {
@@ -76,15 +83,17 @@ function defaultValues(): BrokerConfigValues {
   return Object.fromEntries(entries) as BrokerConfigValues;
 }
 
-/** Typed per key by the table, so the one untyped step is confined here. */
+/** The schema of key `k` produced the value, so this one untyped step is safe. */
 function setValue(values: BrokerConfigValues, k: BrokerConfigKey, value: unknown): void {
   (values as Record<BrokerConfigKey, unknown>)[k] = value;
 }
 
 function parseSetting(k: BrokerConfigKey, setting: Setting): unknown {
-  const def: ConfigKey<unknown> = BROKER_CONFIG_KEYS[k];
-  const result = def.valueType.schema.safeParse(setting.value);
-  if (!result.success) throw invalidValue(k, setting.value, setting.origin, def.valueType.expected);
+  const { valueType }: ConfigKey<unknown> = BROKER_CONFIG_KEYS[k];
+  const result = valueType.schema.safeParse(setting.value);
+  if (!result.success) {
+    throw invalidValue(k, setting.value, setting.origin.label, valueType.expected);
+  }
   return result.data;
 }
 
@@ -103,22 +112,22 @@ function fileSettings(path: string | null | undefined): Setting[] {
   }));
 }
 
-/** Sorted by name so that the outcome does not depend on the environment's order. */
+/** Sorted by name, so the outcome does not depend on the environment's order. */
 function envSettings(env: Readonly<Record<string, string | undefined>>): Setting[] {
-  return Object.keys(env).filter((name) => name.startsWith(ENV_PREFIX) && env[name] !== undefined).sort()
-    .map((name) => ({
-      key: name.slice(ENV_PREFIX.length).toLowerCase().replaceAll("_", "."),
-      value: env[name] ?? "",
-      origin: { kind: "env", label: name },
-    }));
+  const names = Object.keys(env).filter((name) => name.startsWith(ENV_PREFIX)).sort();
+  return names.flatMap((name) => {
+    const value = env[name];
+    if (value === undefined) return [];
+    const key = name.slice(ENV_PREFIX.length).toLowerCase().replaceAll("_", ".");
+    return [{ key, value, origin: { kind: "env", label: name } }];
+  });
 }
-
-const flagSettings = (flags: readonly FlagSetting[]): Setting[] =>
-  flags.map(({ key, value, flag }) => ({ key, value, origin: { kind: "flag", label: flag } }));
 
 function warningText(unknown: string[], ignored: string[]): string | null {
   const parts: string[] = [];
   if (unknown.length > 0) parts.push(`unknown config keys, not used: ${unknown.join(", ")}`);
-  if (ignored.length > 0) parts.push(`Kafka config keys Quill ignores: ${ignored.sort().join(", ")}`);
+  if (ignored.length > 0) {
+    parts.push(`Kafka config keys Quill ignores: ${ignored.sort().join(", ")}`);
+  }
   return parts.length === 0 ? null : parts.join("; ");
 }

@@ -1,13 +1,13 @@
 import { ConfigError } from "./config-error.ts";
 
-/** One `key=value` pair from a .properties file; `line` is where its logical line starts (1-based). */
+/** One `key=value` pair of a .properties file; `line` (1-based) starts its logical line. */
 export interface PropertyEntry {
   readonly key: string;
   readonly value: string;
   readonly line: number;
 }
 
-/** A Kafka `server.properties` is small; this bounds the work done on a wrong file. */
+/** A Kafka `server.properties` is small; this bounds the work spent on a wrong file. */
 const MAX_PROPERTIES_TEXT_CHARS = 16 * 1024 * 1024;
 
 const isBlank = (c: string | undefined) => c === " " || c === "\t" || c === "\f";
