@@ -17,7 +17,9 @@ const args = [
   join(root, "src", "main.ts"), "--outfile", outfile,
 ];
 const startedMs = performance.now();
-const result = Bun.spawnSync([process.execPath, ...args], { cwd: root, stdout: "inherit", stderr: "inherit" });
+const result = Bun.spawnSync([process.execPath, ...args], {
+  cwd: root, stdout: "inherit", stderr: "inherit",
+});
 if (result.exitCode !== 0) {
   console.error(`build failed: bun ${args.join(" ")} exited with ${result.exitCode}`);
   process.exit(1);

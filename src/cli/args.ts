@@ -9,7 +9,7 @@ export interface FlagSpec {
   readonly switches: ReadonlySet<string>;
 }
 
-/** One flag occurrence, in command-line order (repeatable flags such as `--set` appear each time). */
+/** One flag occurrence, in command-line order; a repeated flag (`--set`) appears each time. */
 export interface ParsedFlag {
   readonly name: string;
   readonly value: string;
@@ -23,7 +23,9 @@ const MAX_ARGS = 10_000;
  * every word must be a known flag or a flag's value, so a typo is reported instead of ignored.
  */
 export function parseFlags(argv: readonly string[], spec: FlagSpec): ParsedFlag[] {
-  if (argv.length > MAX_ARGS) throw new UsageError(`too many arguments (${argv.length} > ${MAX_ARGS})`);
+  if (argv.length > MAX_ARGS) {
+    throw new UsageError(`too many arguments (${argv.length} > ${MAX_ARGS})`);
+  }
   const flags: ParsedFlag[] = [];
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i];
@@ -39,7 +41,8 @@ export function parseFlags(argv: readonly string[], spec: FlagSpec): ParsedFlag[
       }
       flags.push({ name, value });
     } else {
-      throw new UsageError(word.startsWith("-") ? `unknown flag ${name}` : `unexpected argument "${word}"`);
+      const isFlag = word.startsWith("-");
+      throw new UsageError(isFlag ? `unknown flag ${name}` : `unexpected argument "${word}"`);
     }
   }
   return flags;

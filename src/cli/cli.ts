@@ -32,7 +32,8 @@ export async function runCli(argv: readonly string[], start: StartBroker): Promi
       console.error(`quill: ${error.message}`);
       return EXIT_USAGE;
     }
-    console.error(`quill: unexpected failure: ${error instanceof Error ? error.stack : String(error)}`);
+    const detail = error instanceof Error ? error.stack : String(error);
+    console.error(`quill: unexpected failure: ${detail}`);
     return 1;
   }
 }

@@ -9,7 +9,8 @@ const cell = (text: string) => text.replaceAll("|", "\\|");
  * from the schema so the README's table cannot drift from the code (a test compares them).
  */
 export function configKeysMarkdown(): string {
-  const broker = Object.entries(BROKER_CONFIG_KEYS).map(([name, def]: [string, ConfigKey<unknown>]) =>
+  const brokerKeys: [string, ConfigKey<unknown>][] = Object.entries(BROKER_CONFIG_KEYS);
+  const broker = brokerKeys.map(([name, def]) =>
     `| \`${name}\` | ${cell(formatValue(def, def.default) ?? "(unset)")} | ${cell(def.doc)} |`);
   const topic = Object.entries(TOPIC_CONFIG_KEYS).map(([name, def]) =>
     `| \`${name}\` | \`${def.synonyms.join("`, `")}\` | ${cell(def.doc)} |`);
@@ -20,7 +21,8 @@ export function configKeysMarkdown(): string {
     "|---|---|---|",
     ...broker,
     "",
-    "Topic keys (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs); the default comes from the broker key:",
+    "Topic keys (CreateTopics, AlterConfigs, IncrementalAlterConfigs, DescribeConfigs); " +
+      "the default comes from the broker key:",
     "",
     "| key | broker default from | meaning |",
     "|---|---|---|",

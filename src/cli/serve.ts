@@ -1,4 +1,6 @@
-import { BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey } from "../config/broker-config.ts";
+import {
+  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey,
+} from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
@@ -6,26 +8,30 @@ import { parseFlags, UsageError } from "./args.ts";
 
 export const SERVE_HELP = `Usage: quill serve [options]
 
-Starts a Kafka-compatible broker. Without --zookeeper it is one self-contained broker that keeps
-its topics, logs and metadata under --data-dir.
+Starts a Kafka-compatible broker. Without --zookeeper it is one self-contained
+broker that keeps its topics, logs and metadata under --data-dir.
 
 Options:
-  --listen HOST:PORT     where clients connect (default 127.0.0.1:9092)            [listeners]
-  --advertise HOST:PORT  address Metadata returns (default: the --listen address)  [advertised.listeners]
-  --data-dir DIR         where logs and metadata are kept (default ./data)         [log.dirs]
-  --broker-id N          this broker's id (default 0)                              [broker.id]
-  --config FILE          Java .properties file; a Kafka server.properties works
-  --set KEY=VALUE        set any config key; repeatable
-  --zookeeper CONNECT    ZooKeeper connect string: cluster mode (not implemented)  [zookeeper.connect]
-  --print-config         print the resolved configuration as properties and exit
-  -h, --help             show this help
+  --listen HOST:PORT     Where clients connect (default 127.0.0.1:9092).
+                         Sets listeners.
+  --advertise HOST:PORT  The address Metadata returns (default: the --listen
+                         address). Sets advertised.listeners.
+  --data-dir DIR         Where logs and metadata are kept (default ./data).
+                         Sets log.dirs.
+  --broker-id N          This broker's id (default 0). Sets broker.id.
+  --config FILE          A Java .properties file; a Kafka server.properties works.
+  --set KEY=VALUE        Sets any config key; repeatable.
+  --zookeeper CONNECT    ZooKeeper connect string for cluster mode (not
+                         implemented yet). Sets zookeeper.connect.
+  --print-config         Prints the resolved configuration as properties, exits.
+  -h, --help             Shows this help.
 
-Precedence: flags > environment QUILL_<KEY> (e.g. QUILL_LOG_RETENTION_HOURS=24) > --config
-file > defaults. \`quill config-keys\` lists every key with its default and meaning.
-SIGTERM or SIGINT stops the broker cleanly and exits 0.
+Precedence: flags > environment QUILL_<KEY> (e.g. QUILL_LOG_RETENTION_HOURS=24)
+> --config file > defaults. \`quill config-keys\` lists every key with its
+default and meaning. SIGTERM or SIGINT stops the broker cleanly and exits 0.
 `;
 
-/** Flags that are shorthands for one config key; they are settings at flag precedence. */
+/** Flags that are shorthands for one config key: settings at flag precedence. */
 const FLAG_KEYS: Readonly<Record<string, BrokerConfigKey>> = {
   "--listen": "listeners",
   "--advertise": "advertised.listeners",
@@ -40,14 +46,14 @@ const SPEC = {
 };
 
 interface ServeOptions {
-  readonly help: boolean;
-  readonly printConfig: boolean;
-  readonly configFile: string | null;
+  help: boolean;
+  printConfig: boolean;
+  configFile: string | null;
   readonly settings: FlagSetting[];
 }
 
-export function parseServeArgs(argv: readonly string[]): ServeOptions {
-  const options = { help: false, printConfig: false, configFile: null as string | null, settings: [] as FlagSetting[] };
+export function parseServeArgs(argv: readonly string[]): Readonly<ServeOptions> {
+  const options: ServeOptions = { help: false, printConfig: false, configFile: null, settings: [] };
   for (const { name, value } of parseFlags(argv, SPEC)) {
     if (name === "--help" || name === "-h") options.help = true;
     else if (name === "--print-config") options.printConfig = true;
@@ -64,9 +70,10 @@ function parseSet(assignment: string): FlagSetting {
   return { key: assignment.slice(0, eq).trim(), value: assignment.slice(eq + 1), flag: "--set" };
 }
 
-/** What `quill serve` holds while the broker runs: the one thing it does with it is stop it. */
+/** What `quill serve` holds while the broker runs: all it does with it is stop it. */
 export interface RunningBroker {
-  /** Stop accepting, finish in-flight requests, flush and close logs, write the clean-shutdown marker. */
+  /** Stops accepting, finishes in-flight requests, flushes and closes logs, writes the
+   * clean-shutdown marker. */
   stop(): Promise<void>;
 }
 
@@ -74,18 +81,19 @@ export interface RunningBroker {
 export type StartBroker = (config: BrokerConfig) => Promise<RunningBroker | null>;
 
 /**
- * The broker start step of `quill serve`. The broker itself is not wired in yet, so this only
- * reports that the configuration is valid; the integration replaces this body with the real start.
+ * The broker start step of `quill serve`. The broker is not wired in yet, so this only reports
+ * that the configuration is valid; the integration replaces this body with the real start.
  */
 export const startBroker: StartBroker = async (config) => {
   const { host, port } = config.listeners;
-  console.error(`quill: configuration is valid (listeners ${host}:${port}, log.dirs ${config["log.dirs"].join(",")}); ` +
-    "the broker is not wired into `quill serve` yet, so nothing is started");
+  console.error(`quill: configuration is valid (listeners ${host}:${port}, ` +
+    `log.dirs ${config["log.dirs"].join(",")}); the broker is not wired into ` +
+    "`quill serve` yet, so nothing is started");
   return null;
 };
 
 /**
- * `quill serve`: loads the configuration (exit 2 on any mistake, before binding), starts the
+ * `quill serve`: loads the configuration (a mistake throws before anything binds), starts the
  * broker and keeps it running until SIGTERM or SIGINT, then stops it and returns 0.
  */
 export async function serve(argv: readonly string[], start: StartBroker): Promise<number> {
@@ -94,23 +102,28 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     process.stdout.write(SERVE_HELP);
     return 0;
   }
-  const { config, warning } = loadConfig({ configFile: options.configFile, env: process.env, flags: options.settings });
+  const { config, warning } = loadConfig({
+    configFile: options.configFile, env: process.env, flags: options.settings,
+  });
   if (warning !== null) console.error(`quill: warning: ${warning}`);
   if (options.printConfig) {
     process.stdout.write(propertiesText(config));
     return 0;
   }
-  if (config["zookeeper.connect"] !== null) {
-    throw new ConfigError(`cluster mode (zookeeper.connect=${config["zookeeper.connect"]}) is not implemented yet; ` +
-      "run without --zookeeper for the embedded single broker");
+  const zookeeper = config["zookeeper.connect"];
+  if (zookeeper !== null) {
+    throw new ConfigError(`cluster mode (zookeeper.connect=${zookeeper}) is not implemented ` +
+      "yet; run without --zookeeper for the embedded single broker");
   }
   return await runUntilSignal(() => start(config));
 }
 
 /** The effective configuration in .properties form, so it can be read back with --config. */
 function propertiesText(config: BrokerConfig): string {
-  const lines = Object.entries(BROKER_CONFIG_KEYS).map(([name, def]: [string, ConfigKey<unknown>]) => {
-    const value = formatValue(def, config[name as BrokerConfigKey]);
+  const names = Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[];
+  const lines = names.map((name) => {
+    const def: ConfigKey<unknown> = BROKER_CONFIG_KEYS[name];
+    const value = formatValue(def, config[name]);
     return value === null ? `#${name}=` : `${name}=${value}`;
   });
   return lines.join("\n") + "\n";
@@ -120,8 +133,8 @@ const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
 /**
  * Starts the broker and waits for the first SIGTERM or SIGINT, then stops it and resolves with
- * the exit code. The handlers go in before the start, so a signal that arrives while the broker
- * is starting (it may already listen) still leads to a clean stop rather than an abrupt death.
+ * the exit code. The handlers go in before the start, so a signal that arrives while the
+ * broker starts (it may already listen) still leads to a clean stop, not an abrupt death.
  * A second signal exits at once with 1: the operator has asked twice.
  */
 async function runUntilSignal(start: () => Promise<RunningBroker | null>): Promise<number> {
