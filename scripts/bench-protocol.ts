@@ -161,7 +161,8 @@ function benchMessages(): void {
     rows);
 }
 
-console.log(`Bun ${Bun.version}, ${navigator.hardwareConcurrency} CPUs, ${new Date().toISOString()}`);
+const cpus = navigator.hardwareConcurrency;
+console.log(`Bun ${Bun.version}, ${cpus} CPUs, ${new Date().toISOString()}`);
 benchCrc();
 benchCodecs();
 benchMessages();

@@ -25,7 +25,9 @@ function buildTables(): Int32Array {
   const tables = new Int32Array(TABLE_SIZE * SLICES);
   for (let b = 0; b < TABLE_SIZE; b++) {
     let crc = b;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ POLYNOMIAL_REFLECTED : crc >>> 1;
+    for (let bit = 0; bit < 8; bit++) {
+      crc = crc & 1 ? (crc >>> 1) ^ POLYNOMIAL_REFLECTED : crc >>> 1;
+    }
     tables[b] = crc;
   }
   for (let b = 0; b < TABLE_SIZE; b++) {

@@ -26,7 +26,9 @@ const LZ4_BLOCK_SLACK_BYTES = 64;
 /** Block maximum sizes by the BD byte's bits 4-6 (values 4..7). */
 function blockMaxBytes(bd: number): number {
   const code = (bd >> 4) & 0x07;
-  if (code < 4 || (bd & 0x8f) !== 0) throw new CorruptRecordError(`lz4 frame BD byte ${bd} invalid`);
+  if (code < 4 || (bd & 0x8f) !== 0) {
+    throw new CorruptRecordError(`lz4 frame BD byte ${bd} invalid`);
+  }
   return 1 << (8 + 2 * code);
 }
 

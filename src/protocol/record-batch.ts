@@ -277,7 +277,8 @@ export function validateProduceRecords(records: Uint8Array, produceVersion: numb
   if (produceVersion < PRODUCE_ZSTD_MIN_VERSION && codec === CompressionType.Zstd) {
     throw new KafkaError(
       ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-      `Produce requests with version ${produceVersion} are not allowed to use ZStandard compression`,
+      `Produce requests with version ${produceVersion} are not allowed to use ZStandard ` +
+        "compression",
     );
   }
   if (sizeBytes !== records.length) {

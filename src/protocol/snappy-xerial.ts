@@ -81,6 +81,8 @@ function rawBlocksToBytes(blocks: Uint8Array[], maxOutputBytes: number): Uint8Ar
       throw new CorruptRecordError(`snappy data expands past the ${maxOutputBytes}-byte limit`);
     }
   }
+  // One block (librdkafka's raw form, or a small xerial stream) needs no concatenation copy.
+  if (blocks.length === 1) return uncompressBlock(blocks[0]);
   const out = new Uint8Array(totalBytes);
   let pos = 0;
   for (const block of blocks) {

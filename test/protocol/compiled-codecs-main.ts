@@ -4,9 +4,14 @@
  * addons) is embedded in the standalone binary. Prints one JSON line of per-codec results.
  */
 import { CompressionType } from "../../src/protocol/compression.ts";
-import { buildRecordBatch, decodeRecords, verifyBatchCrc } from "../../src/protocol/record-batch.ts";
+import {
+  buildRecordBatch,
+  decodeRecords,
+  verifyBatchCrc,
+} from "../../src/protocol/record-batch.ts";
 
-const value = new TextEncoder().encode('{"level":"info","msg":"compiled binary round trip"}\n'.repeat(200));
+const line = '{"level":"info","msg":"compiled binary round trip"}\n';
+const value = new TextEncoder().encode(line.repeat(200));
 const results: Record<string, boolean | string> = {};
 for (const [name, codec] of Object.entries(CompressionType)) {
   try {

@@ -10,7 +10,12 @@ import {
   isCompressionType,
 } from "../../src/protocol/compression.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
-import { buildRecordBatch, decodeRecords, readBatchHeader, verifyBatchCrc } from "../../src/protocol/record-batch.ts";
+import {
+  buildRecordBatch,
+  decodeRecords,
+  readBatchHeader,
+  verifyBatchCrc,
+} from "../../src/protocol/record-batch.ts";
 import { CorruptRecordError } from "../../src/protocol/record-errors.ts";
 import { isXerialFramed } from "../../src/protocol/snappy-xerial.ts";
 import { xerialPayload } from "../fixtures/batches/expected.ts";
@@ -49,7 +54,8 @@ function errorOf(run: () => unknown): unknown {
 describe("codec round trips", () => {
   for (const codec of CODECS) {
     test(`codec ${codec}: empty, tiny, 100 KiB and 3 MiB inputs round trip`, () => {
-      for (const input of [new Uint8Array(0), Uint8Array.of(7), logLines(100_000), logLines(3 * MiB)]) {
+      const inputs = [new Uint8Array(0), Uint8Array.of(7), logLines(100_000), logLines(3 * MiB)];
+      for (const input of inputs) {
         const packed = compress(codec, input);
         if (input.length > 1000) expect(packed.length).toBeLessThan(input.length / 2);
         expect(decompress(codec, packed, input.length)).toEqual(input);
@@ -74,7 +80,8 @@ describe("codec round trips", () => {
     const data = Uint8Array.of(1, 2, 3);
     expect(compress(CompressionType.None, data)).toBe(data);
     expect(decompress(CompressionType.None, data, 3)).toBe(data);
-    expect(errorOf(() => decompress(CompressionType.None, data, 2))).toBeInstanceOf(CorruptRecordError);
+    const tooLong = errorOf(() => decompress(CompressionType.None, data, 2));
+    expect(tooLong).toBeInstanceOf(CorruptRecordError);
   });
 
   test("only codec ids 0..4 exist", () => {
@@ -198,10 +205,12 @@ describe("inside a compiled binary", () => {
           join(import.meta.dir, "compiled-codecs-main.ts"), "--outfile", binary,
         ]);
         expect(build.exitCode, build.stderr.toString()).toBe(0);
-        const run = Bun.spawnSync([binary], { cwd: dir, env: { PATH: "/usr/bin:/bin", TMPDIR: dir } });
+        const env = { PATH: "/usr/bin:/bin", TMPDIR: dir };
+        const run = Bun.spawnSync([binary], { cwd: dir, env });
         const report = JSON.parse(run.stdout.toString());
         expect(report.standalone).toBe(true);
-        expect(report.results).toEqual({ None: true, Gzip: true, Snappy: true, Lz4: true, Zstd: true });
+        const allOk = { None: true, Gzip: true, Snappy: true, Lz4: true, Zstd: true };
+        expect(report.results).toEqual(allOk);
         expect(run.exitCode).toBe(0);
       } finally {
         rmSync(dir, { recursive: true, force: true });

@@ -155,7 +155,7 @@ describe("record batch header", () => {
     expect(isTransactional(readBatchHeader(sample()).attributes)).toBe(false);
   });
 
-  test("short headers and other magics are CorruptRecordError (a KafkaError CORRUPT_MESSAGE)", () => {
+  test("short headers and other magics are CorruptRecordError (CORRUPT_MESSAGE)", () => {
     const batch = sample();
     expect(() => readBatchHeader(batch.subarray(0, 60))).toThrow(CorruptRecordError);
     const v1 = batch.slice();
@@ -227,7 +227,8 @@ describe("records", () => {
     const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
     for (let i = 0; i < 2000; i++) {
       const copy = batch.slice();
-      copy[RECORD_BATCH_OVERHEAD + (rand() % (batch.length - RECORD_BATCH_OVERHEAD))] = rand() & 0xff;
+      const at = RECORD_BATCH_OVERHEAD + (rand() % (batch.length - RECORD_BATCH_OVERHEAD));
+      copy[at] = rand() & 0xff;
       try {
         decodeRecords(copy);
       } catch (e) {
@@ -316,7 +317,7 @@ describe("magic and produce validation (Kafka 4 rules)", () => {
       const error = errorOf(() => checkMagic(legacy, 0, 9));
       expect(error).toBeInstanceOf(InvalidRecordError);
       expect(error.code).toBe(ErrorCode.INVALID_RECORD);
-      expect(error.message).toContain("only allowed to contain record batches with magic version 2");
+      expect(error.message).toContain("only allowed to contain record batches with magic version");
       expect(errorOf(() => validateProduceRecords(legacy, 9)).code).toBe(ErrorCode.INVALID_RECORD);
     }
   });
@@ -326,7 +327,8 @@ describe("magic and produce validation (Kafka 4 rules)", () => {
     expect(() => checkMagic(batch, 0)).not.toThrow();
     batch[16] = 3;
     expect(errorOf(() => checkMagic(batch, 0)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
-    expect(errorOf(() => checkMagic(batch.subarray(0, 16), 0)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
+    const short = batch.subarray(0, 16);
+    expect(errorOf(() => checkMagic(short, 0)).code).toBe(ErrorCode.CORRUPT_MESSAGE);
   });
 
   test("a produce partition must hold exactly one whole batch", () => {
@@ -378,7 +380,8 @@ describe("batches captured from real clients (test/fixtures/batches, see capture
       expect(records.map((r) => r.offsetDelta)).toEqual(expected.map((_, i) => i));
       const header0 = FIXTURE_HEADERS[name]!;
       for (const r of records) {
-        expect(r.headers.map((h) => [h.key, text(h.value)])).toEqual([[header0.key, header0.value]]);
+        const headers = r.headers.map((h) => [h.key, text(h.value)]);
+        expect(headers).toEqual([[header0.key, header0.value]]);
         expect(r.timestampDelta).toBeGreaterThanOrEqual(0n);
         expect(header.baseTimestamp + r.timestampDelta).toBeLessThanOrEqual(header.maxTimestamp);
       }
