@@ -70,6 +70,7 @@ export class LogSegment {
   private rollingBasedTimestamp: bigint | null = null;
   private bytesSinceLastIndexEntry = 0;
   private unflushedBytes = 0;
+  private flushChain: Promise<void> = Promise.resolve();
   /** Set when a failed append could not be rolled back; the next append retries the truncate. */
   private tailNeedsTruncate = false;
   /**
@@ -460,34 +461,50 @@ export class LogSegment {
   /** fdatasync of the log and write-out of new index entries. */
   flush(): void {
     const unflushedBytes = this.unflushedBytes;
+    this.unflushedBytes = 0;
     try {
       if (unflushedBytes > 0) this.withFd((fd) => fs.fdatasyncSync(fd));
       this.offsetIndexValue?.flush();
       this.timeIndexValue?.flush();
     } catch (error) {
+      this.unflushedBytes += unflushedBytes;
       throw storageError("flush of", this.file.filePath, error);
     }
-    this.unflushedBytes -= unflushedBytes;
   }
 
-  /** Like flush, but the log's fdatasync runs on the thread pool so appends keep going. */
-  async flushAsync(): Promise<void> {
+  /**
+   * Like flush, but the log's fdatasync runs on the thread pool so appends keep going. Calls
+   * are chained: a caller's promise resolves only after every earlier flush of this segment
+   * finished too, so "my flush returned" always means "everything before it is durable".
+   */
+  flushAsync(): Promise<void> {
+    const run = this.flushChain.then(() => this.flushInBackground());
+    this.flushChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async flushInBackground(): Promise<void> {
     const unflushedBytes = this.unflushedBytes;
-    if (unflushedBytes > 0) {
-      const fd = this.file.acquire();
-      try {
-        await new Promise<void>((resolve, reject) =>
-          fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-        );
-      } catch (error) {
-        throw storageError("flush of", this.file.filePath, error);
-      } finally {
-        this.file.release();
-      }
+    this.unflushedBytes = 0;
+    try {
+      if (unflushedBytes > 0) await this.fdatasyncInBackground();
+      this.offsetIndexValue?.flush();
+      this.timeIndexValue?.flush();
+    } catch (error) {
+      this.unflushedBytes += unflushedBytes;
+      throw storageError("flush of", this.file.filePath, error);
     }
-    this.offsetIndexValue?.flush();
-    this.timeIndexValue?.flush();
-    this.unflushedBytes -= unflushedBytes;
+  }
+
+  private async fdatasyncInBackground(): Promise<void> {
+    const fd = this.file.acquire();
+    try {
+      await new Promise<void>((resolve, reject) =>
+        fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
+      );
+    } finally {
+      this.file.release();
+    }
   }
 
   close(): void {

@@ -31,6 +31,11 @@ export class OpenFilePool {
     this.lru.set(file, true);
   }
 
+  /** A file's last reference was released: it may now be evicted if the pool is over its cap. */
+  becameIdle(): void {
+    this.evictIdle();
+  }
+
   closed(file: SegmentFile): void {
     this.lru.delete(file);
   }

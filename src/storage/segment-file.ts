@@ -75,7 +75,9 @@ export class SegmentFile {
   release(): void {
     assert(this.refCount > 0, `release without acquire on ${this.filePath}`);
     this.refCount--;
-    if (this.refCount === 0 && this.retired) this.closeFd();
+    if (this.refCount > 0) return;
+    if (this.retired) this.closeFd();
+    else this.pool.becameIdle();
   }
 
   /** A FileRange over [position, position + sizeBytes) holding its own reference. */

@@ -1,0 +1,307 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
+import { buildRecordBatch, decodeRecords, verifyBatchCrc } from "../../src/protocol/record-batch.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
+import type { LogConfig } from "../../src/storage/log-config.ts";
+import { LogManager } from "../../src/storage/log-manager.ts";
+import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP } from "../../src/storage/unified-log.ts";
+import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
+
+let dir: string;
+let manager: LogManager;
+const silent = () => {};
+
+function open(config: Partial<LogConfig> = {}): UnifiedLog {
+  manager = LogManager.open({
+    logDirs: [dir],
+    defaultConfig: { ...DEFAULT_LOG_CONFIG, ...config },
+    logger: silent,
+  });
+  return manager.getOrCreateLog("orders", 0);
+}
+
+function reopen(config: Partial<LogConfig> = {}): UnifiedLog {
+  manager.close();
+  return open(config);
+}
+
+function expectKafkaError(fn: () => unknown, code: number): void {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(KafkaError);
+    expect((error as KafkaError).code).toBe(code);
+    return;
+  }
+  throw new Error(`expected KafkaError ${code}`);
+}
+
+beforeEach(() => (dir = tempDir()));
+afterEach(() => {
+  manager.close();
+  removeDir(dir);
+});
+
+describe("append", () => {
+  test("assigns consecutive offsets by patching base offsets and reports them", () => {
+    const log = open();
+    const first = log.append(batch(3), { assignOffsets: true });
+    const second = log.append(batch(2), { assignOffsets: true });
+    expect([first.baseOffset, first.lastOffset, first.recordCount]).toEqual([0n, 2n, 3]);
+    expect([second.baseOffset, second.lastOffset]).toEqual([3n, 4n]);
+    expect(second.logAppendTimeMs).toBe(-1);
+    expect(log.logEndOffset).toBe(5n);
+    const stored = readBytes(log, 0n, 1 << 20);
+    expect(batchOffsets(stored)).toEqual([{ base: 0n, last: 2n }, { base: 3n, last: 4n }]);
+    expect(verifyBatchCrc(stored, 0)).toBe(true);
+  });
+
+  test("stores the bytes exactly as sent apart from the base offset", () => {
+    const log = open();
+    log.append(batch(1), { assignOffsets: true });
+    const sent = batch(4, { valueBytes: 100 });
+    const copy = sent.slice();
+    log.append(sent, { assignOffsets: true });
+    const stored = readBytes(log, 1n, 1 << 20);
+    expect(stored.subarray(8)).toEqual(copy.subarray(8));
+    expect(new DataView(stored.buffer).getBigInt64(0)).toBe(1n);
+  });
+
+  test("rejects a CRC mismatch with CORRUPT_MESSAGE and writes nothing", () => {
+    const log = open();
+    const bad = batch(2);
+    bad[bad.length - 1] ^= 0xff;
+    expectKafkaError(() => log.append(bad, { assignOffsets: true }), ErrorCode.CORRUPT_MESSAGE);
+    const truncated = batch(2).subarray(0, 40);
+    expectKafkaError(() => log.append(truncated, { assignOffsets: true }), ErrorCode.CORRUPT_MESSAGE);
+    expect(log.logEndOffset).toBe(0n);
+    expect(log.sizeBytes).toBe(0);
+  });
+
+  test("rejects batches above max.message.bytes and appends above segment.bytes", () => {
+    const log = open({ maxMessageBytes: 500, segmentBytes: 4000 });
+    const big = batch(1, { valueBytes: 600 });
+    expectKafkaError(() => log.append(big, { assignOffsets: true }), ErrorCode.MESSAGE_TOO_LARGE);
+    const ok = log.append(big, { assignOffsets: true, maxMessageBytes: 1000 });
+    expect(ok.baseOffset).toBe(0n);
+    const many = new Uint8Array(Buffer.concat(Array.from({ length: 10 }, () => batch(1, { valueBytes: 400 }))));
+    expectKafkaError(() => log.append(many, { assignOffsets: true }), ErrorCode.RECORD_LIST_TOO_LARGE);
+  });
+
+  test("LogAppendTime topics get the broker's time stamped into the batch", () => {
+    const log = open({ messageTimestampType: "LogAppendTime" });
+    const result = log.append(batch(2, { timestampMs: 1000 }), {
+      assignOffsets: true,
+      logAppendTimeMs: 1_700_000_000_000,
+    });
+    expect(result.logAppendTimeMs).toBe(1_700_000_000_000);
+    const stored = readBytes(log, 0n, 1 << 20);
+    expect(new DataView(stored.buffer).getBigInt64(35)).toBe(1_700_000_000_000n);
+    expect(verifyBatchCrc(stored, 0)).toBe(true);
+    expect(log.offsetForTimestamp(1_600_000_000_000n)).toEqual({ timestamp: 1_700_000_000_000n, offset: 0n });
+  });
+
+  test("a follower append keeps the leader's offsets and refuses going backwards", () => {
+    const log = open();
+    log.append(buildRecordBatch([{ value: null }], { baseOffset: 10n }), { assignOffsets: false });
+    expect(log.logEndOffset).toBe(11n);
+    const old = buildRecordBatch([{ value: null }], { baseOffset: 5n });
+    expectKafkaError(() => log.append(old, { assignOffsets: false }), ErrorCode.INVALID_RECORD);
+  });
+
+  test("onAppend listeners run after each append and can unsubscribe", () => {
+    const log = open();
+    const seen: bigint[] = [];
+    const off = log.onAppend((l) => seen.push(l.logEndOffset));
+    log.append(batch(2), { assignOffsets: true });
+    off();
+    log.append(batch(2), { assignOffsets: true });
+    expect(seen).toEqual([2n]);
+  });
+});
+
+describe("read", () => {
+  function fill(log: UnifiedLog, batches: number, perBatch = 5, valueBytes = 50): void {
+    for (let i = 0; i < batches; i++) log.append(batch(perBatch, { valueBytes }), { assignOffsets: true });
+  }
+
+  test("a fetch offset in the middle of a batch starts at that batch", () => {
+    const log = open({ indexIntervalBytes: 100 });
+    fill(log, 50);
+    for (const offset of [0n, 1n, 4n, 5n, 123n, 249n]) {
+      const first = batchOffsets(readBytes(log, offset, 1))[0];
+      expect(first.base <= offset && offset <= first.last).toBe(true);
+    }
+  });
+
+  test("returns whole batches within maxBytes, or the first one alone with minOneMessage", () => {
+    const log = open({ indexIntervalBytes: 100 });
+    fill(log, 50);
+    const batchBytes = readBytes(log, 0n, 1).length;
+    const bytes = readBytes(log, 10n, batchBytes * 3 + batchBytes - 1);
+    expect(bytes.length).toBe(batchBytes * 3);
+    expect(batchOffsets(bytes).map((b) => b.base)).toEqual([10n, 15n, 20n]);
+    expect(readBytes(log, 10n, 5, log.logEndOffset, true).length).toBe(batchBytes);
+    expect(readBytes(log, 10n, 5, log.logEndOffset, false).length).toBe(0);
+  });
+
+  test("never returns a batch at or above maxOffset (the high watermark)", () => {
+    const log = open({ indexIntervalBytes: 100 });
+    fill(log, 50);
+    const bytes = readBytes(log, 0n, 1 << 20, 100n);
+    const offsets = batchOffsets(bytes);
+    expect(offsets[offsets.length - 1].last).toBe(99n);
+    expect(readBytes(log, 100n, 1 << 20, 100n).length).toBe(0);
+    expect(readBytes(log, 97n, 1 << 20, 97n).length).toBe(0);
+  });
+
+  test("reads stay inside one segment and continue in the next", () => {
+    const log = open({ segmentBytes: 2000 });
+    fill(log, 40);
+    expect(log.segmentCount).toBeGreaterThan(3);
+    let offset = 0n;
+    let batches = 0;
+    while (offset < log.logEndOffset) {
+      const offsets = batchOffsets(readBytes(log, offset, 1 << 20));
+      expect(offsets[0].base).toBe(offset);
+      offset = offsets[offsets.length - 1].last + 1n;
+      batches += offsets.length;
+    }
+    expect(batches).toBe(40);
+  });
+
+  test("OFFSET_OUT_OF_RANGE above the log end; the log end itself reads empty", () => {
+    const log = open();
+    fill(log, 2);
+    expect(readBytes(log, 10n, 100).length).toBe(0);
+    expectKafkaError(() => log.read(11n, 100, { maxOffset: 100n, minOneMessage: true }), ErrorCode.OFFSET_OUT_OF_RANGE);
+    expectKafkaError(() => log.read(-1n, 100, { maxOffset: 100n, minOneMessage: true }), ErrorCode.OFFSET_OUT_OF_RANGE);
+  });
+
+  test("a FileRange keeps its fd readable after its segment is deleted", () => {
+    const log = open({ segmentBytes: 1000, retentionBytes: 0 });
+    fill(log, 20);
+    const { ranges } = log.read(0n, 1 << 20, { maxOffset: log.logEndOffset, minOneMessage: true });
+    log.highWatermark = log.logEndOffset;
+    expect(log.deleteOldSegments(Date.now())).toBeGreaterThan(0);
+    expect(log.logStartOffset).toBeGreaterThan(0n);
+    const bytes = readRanges(ranges);
+    expect(batchOffsets(bytes)[0].base).toBe(0n);
+    ranges[0].release();
+    expect(() => ranges[0].release()).toThrow();
+    expectKafkaError(() => log.read(0n, 100, { maxOffset: log.logEndOffset, minOneMessage: true }), ErrorCode.OFFSET_OUT_OF_RANGE);
+  });
+
+  test("open fds stay under the pool limit while reading many sealed segments", async () => {
+    manager = LogManager.open({
+      logDirs: [dir],
+      defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 600 },
+      maxOpenSegmentFiles: 4,
+      logger: silent,
+    });
+    const log = manager.getOrCreateLog("orders", 0);
+    fill(log, 30);
+    // The flushes started by each roll hold their segment's fd until fdatasync returns.
+    await log.flushAsync();
+    expect(log.segmentCount).toBeGreaterThan(10);
+    for (let offset = 0n; offset < log.logEndOffset; offset += 5n) readBytes(log, offset, 100);
+    expect(manager.openSegmentFiles).toBeLessThanOrEqual(4);
+  });
+});
+
+describe("roll", () => {
+  test("rolls at segment.bytes with segments named by their base offset", () => {
+    const log = open({ segmentBytes: 1000 });
+    for (let i = 0; i < 10; i++) log.append(batch(5, { valueBytes: 50 }), { assignOffsets: true });
+    const bases = log.segmentBaseOffsets();
+    expect(bases.length).toBeGreaterThan(2);
+    const names = fs.readdirSync(path.join(dir, "orders-0")).filter((n) => n.endsWith(".log")).sort();
+    expect(names).toEqual(bases.map((b) => `${b.toString().padStart(20, "0")}.log`));
+    for (const name of names) expect(fs.statSync(path.join(dir, "orders-0", name)).size).toBeLessThanOrEqual(1000);
+  });
+
+  test("rolls when the incoming timestamps are segment.ms past the segment's first batch", () => {
+    const log = open({ segmentMs: 60_000 });
+    log.append(batch(1, { timestampMs: 1_000_000 }), { assignOffsets: true });
+    log.append(batch(1, { timestampMs: 1_050_000 }), { assignOffsets: true });
+    expect(log.segmentCount).toBe(1);
+    log.append(batch(1, { timestampMs: 1_070_000 }), { assignOffsets: true });
+    expect(log.segmentBaseOffsets()).toEqual([0n, 2n]);
+  });
+
+  test("rolls when the offset index is full", () => {
+    const log = open({ segmentIndexBytes: 8 * 3, indexIntervalBytes: 0 });
+    for (let i = 0; i < 10; i++) log.append(batch(1), { assignOffsets: true });
+    // Three offset entries, but the time index (24 / 12 = 2 slots, one kept for sealing) fills
+    // at the first indexed batch, so each segment holds two batches.
+    expect(log.segmentBaseOffsets()).toEqual([0n, 2n, 4n, 6n, 8n]);
+    for (let offset = 0n; offset < 10n; offset++) {
+      expect(batchOffsets(readBytes(log, offset, 1))[0].base).toBe(offset);
+    }
+  });
+});
+
+describe("offsetForTimestamp", () => {
+  test("finds the first record at or after a time, across segments and inside batches", () => {
+    const log = open({ segmentBytes: 700, indexIntervalBytes: 100 });
+    const records = (t: number) => [0, 1, 2].map((i) => ({ value: null, timestampMs: t + i * 10 }));
+    for (let i = 0; i < 20; i++) log.append(buildRecordBatch(records(1000 * i)), { assignOffsets: true });
+    expect(log.segmentCount).toBeGreaterThan(2);
+    expect(log.offsetForTimestamp(0n)).toEqual({ timestamp: 0n, offset: 0n });
+    expect(log.offsetForTimestamp(5005n)).toEqual({ timestamp: 5010n, offset: 16n });
+    expect(log.offsetForTimestamp(5021n)).toEqual({ timestamp: 6000n, offset: 18n });
+    expect(log.offsetForTimestamp(19_021n)).toBeNull();
+    expect(log.offsetForTimestamp(MAX_TIMESTAMP)).toEqual({ timestamp: 19_020n, offset: 59n });
+    expect(log.offsetForTimestamp(EARLIEST_TIMESTAMP)?.offset).toBe(0n);
+    expect(log.offsetForTimestamp(LATEST_TIMESTAMP)?.offset).toBe(60n);
+    const reopened = reopen({ segmentBytes: 700, indexIntervalBytes: 100 });
+    expect(reopened.offsetForTimestamp(5005n)).toEqual({ timestamp: 5010n, offset: 16n });
+    expect(reopened.offsetForTimestamp(MAX_TIMESTAMP)).toEqual({ timestamp: 19_020n, offset: 59n });
+  });
+
+  test("decodes the found batch to pick the exact record", () => {
+    const log = open();
+    log.append(buildRecordBatch([10, 20, 30].map((t) => ({ value: null, timestampMs: t }))), { assignOffsets: true });
+    expect(log.offsetForTimestamp(15n)).toEqual({ timestamp: 20n, offset: 1n });
+    const stored = readBytes(log, 0n, 1000);
+    expect(decodeRecords(stored).length).toBe(3);
+  });
+});
+
+describe("flush and reopen", () => {
+  test("flush moves the flushed offset; close and reopen keep everything", () => {
+    const log = open({ segmentBytes: 1000 });
+    for (let i = 0; i < 12; i++) log.append(batch(5, { valueBytes: 50 }), { assignOffsets: true });
+    log.flush();
+    expect(log.flushedOffset).toBe(60n);
+    log.append(batch(5), { assignOffsets: true });
+    const before = readBytes(log, 0n, 1 << 24);
+    const reopened = reopen({ segmentBytes: 1000 });
+    expect(reopened.logEndOffset).toBe(65n);
+    expect(reopened.flushedOffset).toBe(65n);
+    let all = new Uint8Array(0);
+    for (let offset = 0n; offset < reopened.logEndOffset; ) {
+      const bytes = readBytes(reopened, offset, 1 << 24);
+      all = new Uint8Array([...all, ...bytes]);
+      const offsets = batchOffsets(bytes);
+      offset = offsets[offsets.length - 1].last + 1n;
+    }
+    expect(all.length).toBe(reopened.sizeBytes);
+    expect(all.subarray(0, before.length)).toEqual(before);
+    expect(reopened.append(batch(1), { assignOffsets: true }).baseOffset).toBe(65n);
+  });
+
+  test("flush.messages flushes in the background after that many records", async () => {
+    const log = open({ flushMessages: 10 });
+    log.append(batch(5), { assignOffsets: true });
+    log.append(batch(4), { assignOffsets: true });
+    await Bun.sleep(50);
+    expect(log.flushedOffset).toBe(0n);
+    log.append(batch(1), { assignOffsets: true });
+    await Bun.sleep(50);
+    expect(log.flushedOffset).toBe(10n);
+  });
+});
