@@ -164,17 +164,30 @@ export function computeBatchCrc(buf: Uint8Array, position = 0): number {
 
 /** True if the stored CRC matches the batch's bytes. Throws CorruptRecordError on bad lengths. */
 export function verifyBatchCrc(buf: Uint8Array, position = 0): boolean {
-  return view(buf).getUint32(position + CRC_AT) === computeBatchCrc(buf, position);
+  // computeBatchCrc first: it checks the batch fits before the stored CRC is read.
+  const actual = computeBatchCrc(buf, position);
+  return view(buf).getUint32(position + CRC_AT) === actual;
+}
+
+/** Header patches are only applied to batches already split and checked by the caller. */
+function assertHeaderFits(buf: Uint8Array, position: number): void {
+  assert(position >= 0, `batch position ${position} is negative`);
+  assert(
+    buf.length - position >= RECORD_BATCH_OVERHEAD,
+    `no batch header at ${position} in a buffer of ${buf.length} bytes`,
+  );
 }
 
 /** Assigns the batch its first offset. The CRC does not cover it, so nothing else changes. */
 export function setBaseOffset(buf: Uint8Array, position: number, baseOffset: bigint): void {
+  assertHeaderFits(buf, position);
   assert(baseOffset >= 0n, `base offset ${baseOffset} must not be negative`);
   view(buf).setBigInt64(position + BASE_OFFSET_AT, baseOffset);
 }
 
 /** Stamps the leader epoch the batch was appended under (not covered by the CRC either). */
 export function setPartitionLeaderEpoch(buf: Uint8Array, position: number, epoch: number): void {
+  assertHeaderFits(buf, position);
   assert(Number.isInteger(epoch), `leader epoch ${epoch} must be an integer`);
   view(buf).setInt32(position + PARTITION_LEADER_EPOCH_AT, epoch);
 }

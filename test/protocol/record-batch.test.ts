@@ -27,6 +27,7 @@ import {
   validateProduceRecords,
   verifyBatchCrc,
 } from "../../src/protocol/record-batch.ts";
+import { AssertionError } from "../../src/util/assert.ts";
 import {
   FIXTURE_CODECS,
   FIXTURE_HEADERS,
@@ -108,6 +109,13 @@ describe("record batch header", () => {
     expect(h.partitionLeaderEpoch).toBe(17);
     expect(h.crc).toBe(crcBefore);
     expect(verifyBatchCrc(batch)).toBe(true);
+  });
+
+  test("patching a header that is not there is a programmer error (assert)", () => {
+    expect(() => setBaseOffset(new Uint8Array(60), 0, 1n)).toThrow(AssertionError);
+    const batch = sample();
+    expect(() => setPartitionLeaderEpoch(batch, batch.length - 60, 1)).toThrow(AssertionError);
+    expect(() => setBaseOffset(sample(), 0, -1n)).toThrow(AssertionError);
   });
 
   test("patching works at a non-zero position inside a larger buffer", () => {
@@ -280,6 +288,9 @@ describe("iterateBatches", () => {
     new DataView(blob.buffer).setInt32(8, blob.length);
     expect(() => verifyBatchCrc(blob)).toThrow(CorruptRecordError);
     expect(() => decodeRecords(blob)).toThrow(CorruptRecordError);
+    for (const cut of [0, 5, 12, 20, 60]) {
+      expect(() => verifyBatchCrc(sample().subarray(0, cut))).toThrow(CorruptRecordError);
+    }
   });
 });
 
