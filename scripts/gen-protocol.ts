@@ -303,7 +303,7 @@ function codecPrefix(g: MessageGen, top: boolean, kind: "decode" | "encode"): st
   return kind === "decode" ? "read" : "write";
 }
 
-function readExpr(f: FieldSpec, g: MessageGen, fc: string, ctx: Range): string {
+function readExpr(f: FieldSpec, g: MessageGen, fc: string, ctx: Range, tagged = false): string {
   const nc = g.cond(f.nullableVersions === undefined ? null : parseRange(f.nullableVersions), ctx);
   const t = elemType(f.type);
   if (isArray(f)) {
@@ -324,14 +324,17 @@ function readExpr(f: FieldSpec, g: MessageGen, fc: string, ctx: Range): string {
   }
   if (isStructType(t)) {
     const dec = `decode${g.structs.get(t)!.tsName}(r, version)`;
-    return pick(nc, `(r.int8() < 0 ? null : ${dec})`, dec);
+    // Kafka marks a nullable struct with an int8 (-1 null, 1 present), or in a tagged field with
+    // an unsigned varint (0 null, 1 present).
+    const marker = tagged ? "r.unsignedVarint() === 0" : "r.int8() < 0";
+    return pick(nc, `(${marker} ? null : ${dec})`, dec);
   }
   return READ_SCALAR[t]!;
 }
 
 /** Statement(s) writing `v` (already defaulted) for field `f`. */
 function writeStmt(
-  f: FieldSpec, g: MessageGen, fc: string, v: string, path: string, ctx: Range,
+  f: FieldSpec, g: MessageGen, fc: string, v: string, path: string, ctx: Range, tagged = false,
 ): string {
   const nullableType = f.nullableVersions !== undefined || f.type === "records";
   const nc = g.cond(f.nullableVersions === undefined ? null : parseRange(f.nullableVersions), ctx);
@@ -356,7 +359,10 @@ function writeStmt(
   }
   if (isStructType(t)) {
     const enc = (x: string) => `encode${g.structs.get(t)!.tsName}(w, version, ${x});`;
-    return ifElse(nc, `if (${v} === null) { w.int8(-1); } else { w.int8(1); ${enc(v)} }`, enc(nn));
+    const [nul, present] = tagged
+      ? ["w.unsignedVarint(0);", "w.unsignedVarint(1);"]
+      : ["w.int8(-1);", "w.int8(1);"];
+    return ifElse(nc, `if (${v} === null) { ${nul} } else { ${present} ${enc(v)} }`, enc(nn));
   }
   return `w.${WRITE_SCALAR[t]}(${v});`;
 }
@@ -428,8 +434,8 @@ function genDecode(s: Struct, g: MessageGen, exported: boolean): string {
     if (flex !== "false") out.push(`  ${ifElse(flex, "r.skipTaggedFields();", "")}`);
   } else {
     const cases = taggedPlans.map((p) =>
-      `      case ${p.f.tag}: ${ifElse(p.tagged, `${p.local} = ${readExpr(p.f, g, "true", p.ctx)};`,
-        "r.skip(sizeBytes);")} break;`);
+      `      case ${p.f.tag}: ${ifElse(p.tagged, `${p.local} = ${readExpr(p.f, g, "true", p.ctx, true)};`,
+        "throw invalidTag(tag, version, r.offset);")} break;`);
     out.push(
       `  if (${flex}) {`,
       "    for (let n = r.unsignedVarint(); n > 0; n--) {",
@@ -497,7 +503,7 @@ function genEncode(s: Struct, g: MessageGen, exported: boolean): string {
     for (const p of taggedPlans) {
       const prop = `m.${camel(p.f.name)}`;
       body.push(`    if (${p.local}) {`, `      const at = w.beginTaggedField(${p.f.tag});`,
-        `      ${writeStmt(p.f, g, "true", `${prop}!`, `${s.tsName}.${camel(p.f.name)}`, p.ctx)}`,
+        `      ${writeStmt(p.f, g, "true", `${prop}!`, `${s.tsName}.${camel(p.f.name)}`, p.ctx, true)}`,
         "      w.endTaggedField(at);", "    }");
     }
     out.push(`  if (${flex}) {`, ...body, "  }");
@@ -560,7 +566,7 @@ export function genMessage(spec: MessageSpec): string {
 // Files.
 
 const RUNTIME_EXPORTS = [
-  "EMPTY_ARRAY", "EMPTY_BYTES", "ZERO_UUID", "isZeroUuid", "nonNull", "unsupported",
+  "EMPTY_ARRAY", "EMPTY_BYTES", "ZERO_UUID", "isZeroUuid", "nonNull", "unsupported", "invalidTag",
   "readString", "readCompactString", "readBytes", "readCompactBytes",
   "writeString", "writeCompactString", "writeBytes", "writeCompactBytes",
   ...Object.values(ELEM_CODEC).flatMap((c) => [`read${c}`, `write${c}`]),
@@ -631,7 +637,7 @@ export function generate(specs: MessageSpec[]): Map<string, string> {
 const RUNTIME = `
 // Small helpers shared by the generated codecs.
 import type { FileRange } from "../records.ts";
-import { EncodeError } from "../errors.ts";
+import { DecodeError, EncodeError } from "../errors.ts";
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
 
@@ -662,6 +668,11 @@ export function nonNull<T>(v: T | null, path: string): T {
 
 export function unsupported(path: string, version: number): EncodeError {
   return new EncodeError(\`\${path} has a non-default value but version \${version} lacks it\`);
+}
+
+/** Kafka refuses a known tag in a version that does not define it; so do we. */
+export function invalidTag(tag: number, version: number, offset: number): DecodeError {
+  return new DecodeError(\`tag \${tag} is not valid in version \${version}\`, offset);
 }
 
 export const readString = (r: Reader): string => r.string();

@@ -150,17 +150,23 @@ export class Reader {
     return this.utf8At(sizeBytes);
   }
 
-  /** Unsigned varint length+1, then UTF-8. */
+  /** Unsigned varint length+1, then UTF-8; at most 32767 bytes, as Kafka requires. */
   compactString(): string {
     const at = this.offset;
     const lengthPlusOne = this.unsignedVarint();
     if (lengthPlusOne === 0) throw new DecodeError("non-nullable compact string is null", at);
-    return this.utf8At(lengthPlusOne - 1);
+    return this.compactUtf8(lengthPlusOne - 1, at);
   }
 
   compactNullableString(): string | null {
+    const at = this.offset;
     const lengthPlusOne = this.unsignedVarint();
-    return lengthPlusOne === 0 ? null : this.utf8At(lengthPlusOne - 1);
+    return lengthPlusOne === 0 ? null : this.compactUtf8(lengthPlusOne - 1, at);
+  }
+
+  private compactUtf8(sizeBytes: number, at: number): string {
+    if (sizeBytes > 0x7fff) throw new DecodeError(`string of ${sizeBytes} bytes is too long`, at);
+    return this.utf8At(sizeBytes);
   }
 
   private subview(sizeBytes: number): Uint8Array {

@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY } from "./runtime.ts";
+import { EMPTY_ARRAY, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // ApiVersionsRequest: versions 0-4, flexible 3+.
@@ -87,10 +87,10 @@ export function decodeApiVersionsResponse(r: Reader, version: number): ApiVersio
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 3) { _supportedFeatures = r.array(true, version, decodeApiVersionsResponseSupportedFeatureKey); } else { r.skip(sizeBytes); } break;
-      case 1: if (version >= 3) { _finalizedFeaturesEpoch = r.int64(); } else { r.skip(sizeBytes); } break;
-      case 2: if (version >= 3) { _finalizedFeatures = r.array(true, version, decodeApiVersionsResponseFinalizedFeatureKey); } else { r.skip(sizeBytes); } break;
-      case 3: if (version >= 3) { _zkMigrationReady = r.bool(); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 3) { _supportedFeatures = r.array(true, version, decodeApiVersionsResponseSupportedFeatureKey); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 1: if (version >= 3) { _finalizedFeaturesEpoch = r.int64(); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 2: if (version >= 3) { _finalizedFeatures = r.array(true, version, decodeApiVersionsResponseFinalizedFeatureKey); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 3: if (version >= 3) { _zkMigrationReady = r.bool(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "ApiVersionsResponse tagged field " + tag);

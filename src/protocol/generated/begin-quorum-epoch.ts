@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // BeginQuorumEpochRequest: versions 0-1, flexible 1+.
@@ -155,7 +155,7 @@ export function decodeBeginQuorumEpochResponse(r: Reader, version: number): Begi
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeBeginQuorumEpochResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeBeginQuorumEpochResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "BeginQuorumEpochResponse tagged field " + tag);

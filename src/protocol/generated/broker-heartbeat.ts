@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { unsupported, readUuid, writeUuid } from "./runtime.ts";
+import { unsupported, invalidTag, readUuid, writeUuid } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // BrokerHeartbeatRequest: versions 0-1, flexible 0+.
@@ -35,7 +35,7 @@ export function decodeBrokerHeartbeatRequest(r: Reader, version: number): Broker
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _offlineLogDirs = r.array(true, version, readUuid); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _offlineLogDirs = r.array(true, version, readUuid); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "BrokerHeartbeatRequest tagged field " + tag);

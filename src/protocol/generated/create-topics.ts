@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, unsupported, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // CreateTopicsRequest: versions 0-7, flexible 5+; deprecated 0-1.
@@ -166,7 +166,7 @@ function decodeCreateTopicsResponseCreatableTopicResult(r: Reader, version: numb
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 5) { _topicConfigErrorCode = r.int16(); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 5) { _topicConfigErrorCode = r.int16(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "CreateTopicsResponseCreatableTopicResult tagged field " + tag);

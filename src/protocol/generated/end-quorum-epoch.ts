@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, unsupported, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // EndQuorumEpochRequest: versions 0-1, flexible 1+.
@@ -175,7 +175,7 @@ export function decodeEndQuorumEpochResponse(r: Reader, version: number): EndQuo
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeEndQuorumEpochResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeEndQuorumEpochResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "EndQuorumEpochResponse tagged field " + tag);

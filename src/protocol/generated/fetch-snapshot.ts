@@ -3,7 +3,7 @@
 import type { Reader } from "../reader.ts";
 import type { Records } from "../records.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, isZeroUuid, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, isZeroUuid, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // FetchSnapshotRequest: versions 0-1, flexible 0+.
@@ -85,7 +85,7 @@ function decodeFetchSnapshotRequestPartitionSnapshot(r: Reader, version: number)
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _replicaDirectoryId = r.uuid(); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _replicaDirectoryId = r.uuid(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchSnapshotRequestPartitionSnapshot tagged field " + tag);
@@ -215,7 +215,7 @@ export function decodeFetchSnapshotResponse(r: Reader, version: number): FetchSn
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeFetchSnapshotResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeFetchSnapshotResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchSnapshotResponse tagged field " + tag);

@@ -3,7 +3,7 @@
 import type { Reader } from "../reader.ts";
 import type { Records } from "../records.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, isZeroUuid, unsupported, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, isZeroUuid, unsupported, invalidTag, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // FetchRequest: versions 0-17, flexible 12+; deprecated 0-3.
@@ -96,8 +96,8 @@ export function decodeFetchRequest(r: Reader, version: number): FetchRequest {
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 12) { _clusterId = r.compactNullableString(); } else { r.skip(sizeBytes); } break;
-      case 1: if (version >= 15) { _replicaState = decodeFetchRequestReplicaState(r, version); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 12) { _clusterId = r.compactNullableString(); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 1: if (version >= 15) { _replicaState = decodeFetchRequestReplicaState(r, version); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchRequest tagged field " + tag);
@@ -135,7 +135,7 @@ function decodeFetchRequestFetchPartition(r: Reader, version: number): FetchRequ
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 17) { _replicaDirectoryId = r.uuid(); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 17) { _replicaDirectoryId = r.uuid(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchRequestFetchPartition tagged field " + tag);
@@ -328,7 +328,7 @@ export function decodeFetchResponse(r: Reader, version: number): FetchResponse {
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 16) { _nodeEndpoints = r.array(true, version, decodeFetchResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 16) { _nodeEndpoints = r.array(true, version, decodeFetchResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchResponse tagged field " + tag);
@@ -363,9 +363,9 @@ function decodeFetchResponsePartitionData(r: Reader, version: number): FetchResp
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 12) { _divergingEpoch = decodeFetchResponseEpochEndOffset(r, version); } else { r.skip(sizeBytes); } break;
-      case 1: if (version >= 12) { _currentLeader = decodeFetchResponseLeaderIdAndEpoch(r, version); } else { r.skip(sizeBytes); } break;
-      case 2: if (version >= 12) { _snapshotId = decodeFetchResponseSnapshotId(r, version); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 12) { _divergingEpoch = decodeFetchResponseEpochEndOffset(r, version); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 1: if (version >= 12) { _currentLeader = decodeFetchResponseLeaderIdAndEpoch(r, version); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 2: if (version >= 12) { _snapshotId = decodeFetchResponseSnapshotId(r, version); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchResponsePartitionData tagged field " + tag);

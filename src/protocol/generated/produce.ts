@@ -3,7 +3,7 @@
 import type { Reader } from "../reader.ts";
 import type { Records } from "../records.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // ProduceRequest: versions 0-11, flexible 9+; deprecated 0-6.
@@ -148,7 +148,7 @@ export function decodeProduceResponse(r: Reader, version: number): ProduceRespon
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 10) { _nodeEndpoints = r.array(true, version, decodeProduceResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 10) { _nodeEndpoints = r.array(true, version, decodeProduceResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "ProduceResponse tagged field " + tag);
@@ -179,7 +179,7 @@ function decodeProduceResponsePartitionProduceResponse(r: Reader, version: numbe
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 10) { _currentLeader = decodeProduceResponseLeaderIdAndEpoch(r, version); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 10) { _currentLeader = decodeProduceResponseLeaderIdAndEpoch(r, version); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "ProduceResponsePartitionProduceResponse tagged field " + tag);

@@ -2,7 +2,7 @@
 
 // Small helpers shared by the generated codecs.
 import type { FileRange } from "../records.ts";
-import { EncodeError } from "../errors.ts";
+import { DecodeError, EncodeError } from "../errors.ts";
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
 
@@ -33,6 +33,11 @@ export function nonNull<T>(v: T | null, path: string): T {
 
 export function unsupported(path: string, version: number): EncodeError {
   return new EncodeError(`${path} has a non-default value but version ${version} lacks it`);
+}
+
+/** Kafka refuses a known tag in a version that does not define it; so do we. */
+export function invalidTag(tag: number, version: number, offset: number): DecodeError {
+  return new DecodeError(`tag ${tag} is not valid in version ${version}`, offset);
 }
 
 export const readString = (r: Reader): string => r.string();

@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, unsupported, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // UpdateMetadataRequest: versions 0-8, flexible 6+.
@@ -95,7 +95,7 @@ export function decodeUpdateMetadataRequest(r: Reader, version: number): UpdateM
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 8) { _type = r.int8(); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 8) { _type = r.int8(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "UpdateMetadataRequest tagged field " + tag);

@@ -2,7 +2,7 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
 // VoteRequest: versions 0-1, flexible 0+.
@@ -141,7 +141,7 @@ export function decodeVoteResponse(r: Reader, version: number): VoteResponse {
       const sizeBytes = r.unsignedVarint();
       const end = r.offset + sizeBytes;
       switch (tag) {
-      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeVoteResponseNodeEndpoint); } else { r.skip(sizeBytes); } break;
+      case 0: if (version >= 1) { _nodeEndpoints = r.array(true, version, decodeVoteResponseNodeEndpoint); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "VoteResponse tagged field " + tag);
