@@ -1,0 +1,493 @@
+/**
+ * A promise-based ZooKeeper client over node-zookeeper-client (pure JS; the `zookeeper` npm
+ * package is a V8 addon that Bun cannot load).
+ *
+ * What it adds to the library, and why:
+ * - Every call has a deadline. The library queues requests forever while disconnected, so a
+ *   broker whose ZooKeeper is down would hang; here a call first waits for a connection, then
+ *   for its reply, and rejects with `ZooKeeperUnavailableError` when the deadline passes.
+ *   Requests are only handed to the library while connected, so a timed-out call is not
+ *   replayed minutes later when ZooKeeper comes back.
+ * - Typed errors (`NoNodeError`, `NodeExistsError`, `BadVersionError`, ...).
+ * - Session expiry creates a new session and emits "session-recreated", so owners of ephemeral
+ *   znodes and watches can register them again. The library itself just stops after expiry.
+ * - A liveness probe: the library never notices a connection that silently stops answering
+ *   (no read timeout), so the client pings through `exists` and drops such a connection, as
+ *   the Java client does after two thirds of the session timeout.
+ * - Chroots are created when missing, as Kafka does for `zookeeper.connect=host:port/chroot`.
+ * - Conditional multi operations with `version: 0` work (the library turns 0 into -1).
+ *
+ * Threading: single event loop; calls may be issued concurrently and are pipelined on one
+ * connection, and ZooKeeper answers one session's requests in order.
+ */
+import * as zookeeper from "node-zookeeper-client";
+import type { Client, Stat, Transaction } from "node-zookeeper-client";
+import { assert } from "../util/assert.ts";
+import { parseConnectString } from "./connect-string.ts";
+import {
+  NodeExistsError,
+  NoNodeError,
+  ZooKeeperCode,
+  ZooKeeperError,
+  ZooKeeperUnavailableError,
+  zooKeeperErrorFromCode,
+  type ZooKeeperErrorContext,
+} from "./zookeeper-errors.ts";
+import {
+  CREATE_MODE_FLAGS,
+  parentPath,
+  toBuffer,
+  toWatchEvent,
+  toZnodeStat,
+  type CreateMode,
+  type Watcher,
+  type ZnodeStat,
+  type ZooKeeperOp,
+  type ZooKeeperOpResult,
+} from "./znode.ts";
+
+export interface ZooKeeperClientOptions {
+  /** Requested session timeout; the server clamps it to its min/max session timeouts. */
+  readonly sessionTimeoutMs: number;
+  /** How long `connect` waits for the first session before it gives up. */
+  readonly connectTimeoutMs: number;
+  /** Default deadline of one call, waiting for a connection included. Default: the session timeout. */
+  readonly requestTimeoutMs?: number;
+  /** Pause between reconnect attempts once every server has been tried. Default 200 ms. */
+  readonly reconnectDelayMs?: number;
+}
+
+export type SessionEvent = "connected" | "disconnected" | "expired" | "session-recreated";
+
+export interface CallOptions {
+  /** Overrides the client's `requestTimeoutMs` for this call. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * ZooKeeper's `jute.maxbuffer` default is 0xfffff bytes; a bigger request makes the server drop
+ * the connection, which would look like an outage, so multis are checked against this first.
+ */
+export const MAX_REQUEST_BYTES = 1_000_000;
+/** Fixed per-operation overhead of a multi request: header, version, flags and the open ACL. */
+const MULTI_OP_OVERHEAD_BYTES = 64;
+const CLOSE_TIMEOUT_MS = 1_000;
+const STATE_SYNC_CONNECTED = 3;
+const STATE_DISCONNECTED = 0;
+const STATE_EXPIRED = -122;
+const MULTI_RESULT_ERROR_TYPE = -1;
+
+type Done<T> = (error: unknown, value?: T) => void;
+
+export class ZooKeeperClient {
+  private raw: Client;
+  private connected = false;
+  private closed = false;
+  /** Set after an expiry, so the next "connected" is also announced as a new session. */
+  private sessionRecreated = false;
+  private readonly connectWaiters = new Set<() => void>();
+  private readonly listeners = new Set<(event: SessionEvent) => void>();
+  private readonly requestTimeoutMs: number;
+  private livenessTimer: ReturnType<typeof setInterval> | null = null;
+  private livenessProbeInFlight = false;
+
+  private constructor(
+    private readonly connectString: string,
+    private readonly options: ZooKeeperClientOptions,
+  ) {
+    assert(options.sessionTimeoutMs > 0, `sessionTimeoutMs ${options.sessionTimeoutMs} must be > 0`);
+    assert(options.connectTimeoutMs > 0, `connectTimeoutMs ${options.connectTimeoutMs} must be > 0`);
+    this.requestTimeoutMs = options.requestTimeoutMs ?? options.sessionTimeoutMs;
+    assert(this.requestTimeoutMs > 0, `requestTimeoutMs ${this.requestTimeoutMs} must be > 0`);
+    this.raw = this.newSession();
+  }
+
+  /**
+   * Connects to `host:port[,host:port][/chroot]` and resolves once a session exists; rejects with
+   * `ZooKeeperUnavailableError` after `connectTimeoutMs`.
+   */
+  static async connect(connectString: string, options: ZooKeeperClientOptions): Promise<ZooKeeperClient> {
+    const { hosts, chroot } = parseConnectString(connectString);
+    if (chroot !== null) await ensureChroot(hosts, chroot, options);
+    const client = new ZooKeeperClient(connectString, options);
+    try {
+      await client.waitConnected(Date.now() + options.connectTimeoutMs, { op: "connect" });
+    } catch (error) {
+      await client.close();
+      throw error;
+    }
+    client.startLivenessProbe();
+    return client;
+  }
+
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** The current session's id in hex, as ZooKeeper's logs and `ephemeralOwner` show it. */
+  get sessionId(): string {
+    return this.raw.getSessionId().toString("hex");
+  }
+
+  /** The current session's password; with `sessionId` it lets another client take the session over. */
+  get sessionPassword(): Uint8Array {
+    return this.raw.getSessionPassword();
+  }
+
+  /** The negotiated session timeout (after the server's clamping), once connected. */
+  get sessionTimeoutMs(): number {
+    return this.raw.getSessionTimeout();
+  }
+
+  /** Subscribes to session state changes; returns the unsubscribe function. */
+  onSessionEvent(listener: (event: SessionEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Creates a znode and returns its path (with the sequence suffix for sequential modes).
+   * With `createParents`, missing ancestors are created as empty persistent znodes.
+   */
+  async create(
+    path: string,
+    data: Uint8Array = new Uint8Array(0),
+    options: CallOptions & { mode?: CreateMode; createParents?: boolean } = {},
+  ): Promise<string> {
+    const deadlineMs = this.deadline(options);
+    const flag = CREATE_MODE_FLAGS[options.mode ?? "persistent"];
+    const attempt = () => {
+      return this.call<string>("create", path, deadlineMs, (raw, done) => {
+        raw.create(path, toBuffer(data), flag, done);
+      });
+    };
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof NoNodeError) || options.createParents !== true) throw error;
+      await this.mkdirpUntil(parentPath(path), deadlineMs);
+      return await attempt();
+    }
+  }
+
+  /** Creates `path` and its missing ancestors as empty persistent znodes; existing ones are fine. */
+  async mkdirp(path: string, options: CallOptions = {}): Promise<void> {
+    await this.mkdirpUntil(path, this.deadline(options));
+  }
+
+  async getData(
+    path: string,
+    options: CallOptions & { watch?: Watcher } = {},
+  ): Promise<{ data: Uint8Array; stat: ZnodeStat }> {
+    const watch = options.watch;
+    return this.call("getData", path, this.deadline(options), (raw, done) => {
+      const callback = (error: unknown, data?: Buffer, stat?: Stat) => {
+        if (error) return done(error);
+        done(null, { data: data ?? new Uint8Array(0), stat: toZnodeStat(stat!) });
+      };
+      if (watch === undefined) raw.getData(path, callback);
+      else raw.getData(path, (event) => watch(toWatchEvent(event)), callback);
+    });
+  }
+
+  /** Writes data; with `version`, only if the znode still has that version (else BadVersionError). */
+  async setData(path: string, data: Uint8Array, options: CallOptions & { version?: number } = {}): Promise<ZnodeStat> {
+    const version = options.version ?? -1;
+    return this.call("setData", path, this.deadline(options), (raw, done) => {
+      raw.setData(path, toBuffer(data), version, (error, stat) => {
+        done(error, error ? undefined : toZnodeStat(stat));
+      });
+    });
+  }
+
+  /** The znode's stat, or null when it does not exist. A watch fires on create, change or delete. */
+  async exists(path: string, options: CallOptions & { watch?: Watcher } = {}): Promise<ZnodeStat | null> {
+    const watch = options.watch;
+    return this.call("exists", path, this.deadline(options), (raw, done) => {
+      const callback = (error: unknown, stat?: Stat) => {
+        done(error, error ? undefined : stat ? toZnodeStat(stat) : null);
+      };
+      if (watch === undefined) raw.exists(path, callback);
+      else raw.exists(path, (event) => watch(toWatchEvent(event)), callback);
+    });
+  }
+
+  async getChildren(path: string, options: CallOptions & { watch?: Watcher } = {}): Promise<string[]> {
+    const watch = options.watch;
+    return this.call("getChildren", path, this.deadline(options), (raw, done) => {
+      const callback = (error: unknown, children?: string[]) => done(error, children);
+      if (watch === undefined) raw.getChildren(path, callback);
+      else raw.getChildren(path, (event) => watch(toWatchEvent(event)), callback);
+    });
+  }
+
+  /** Deletes a znode without children; with `version`, only if it still has that version. */
+  async delete(path: string, options: CallOptions & { version?: number } = {}): Promise<void> {
+    const version = options.version ?? -1;
+    await this.call<void>("delete", path, this.deadline(options), (raw, done) => {
+      raw.remove(path, version, (error) => done(error));
+    });
+  }
+
+  /**
+   * Applies all operations atomically in one round trip: all succeed or none does. On failure
+   * the typed error of the failing operation is thrown, with its `opIndex` and `path`.
+   */
+  async multi(ops: readonly ZooKeeperOp[], options: CallOptions = {}): Promise<ZooKeeperOpResult[]> {
+    if (ops.length === 0) return [];
+    const requestBytes = estimateMultiBytes(ops);
+    if (requestBytes > MAX_REQUEST_BYTES) {
+      const message = `multi of ${ops.length} operations is about ${requestBytes} bytes, over ${MAX_REQUEST_BYTES}`;
+      throw new ZooKeeperError(ZooKeeperCode.BAD_ARGUMENTS, message, { op: "multi" });
+    }
+    return this.call("multi", ops[0].path, this.deadline(options), (raw, done) => {
+      buildTransaction(raw, ops).commit((error, results: RawMultiResult[] | undefined) => {
+        if (error) return done(multiError(error, ops, results));
+        done(null, results!.map(toOpResult));
+      });
+    });
+  }
+
+  /** Every znode under `path` (itself included), parents before children. */
+  async listSubtree(path: string, options: CallOptions = {}): Promise<string[]> {
+    const deadlineMs = this.deadline(options);
+    const result = [path];
+    for (let index = 0; index < result.length; index += 1) {
+      const parent = result[index];
+      const children = await this.getChildren(parent, { timeoutMs: deadlineMs - Date.now() });
+      for (const child of children) result.push(parent === "/" ? `/${child}` : `${parent}/${child}`);
+    }
+    return result;
+  }
+
+  /** Ends the session (its ephemeral znodes vanish at once) and stops reconnecting. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.livenessTimer !== null) clearInterval(this.livenessTimer);
+    for (const wake of this.connectWaiters) wake();
+    const raw = this.raw;
+    if (!this.connected) {
+      raw.close();
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, CLOSE_TIMEOUT_MS);
+      raw.once("disconnected", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      raw.close();
+    });
+    this.connected = false;
+  }
+
+  private deadline(options: CallOptions): number {
+    return Date.now() + (options.timeoutMs ?? this.requestTimeoutMs);
+  }
+
+  private async mkdirpUntil(path: string, deadlineMs: number): Promise<void> {
+    if (path === "/") return;
+    const create = () => {
+      return this.call<string>("create", path, deadlineMs, (raw, done) => raw.create(path, done));
+    };
+    try {
+      await create();
+    } catch (error) {
+      if (error instanceof NodeExistsError) return;
+      if (!(error instanceof NoNodeError)) throw error;
+      await this.mkdirpUntil(parentPath(path), deadlineMs);
+      await create().catch((again) => {
+        if (!(again instanceof NodeExistsError)) throw again;
+      });
+    }
+  }
+
+  /**
+   * Issues one library call once a session is connected, and settles it by `deadlineMs` at the
+   * latest. Library errors become typed ZooKeeper errors.
+   */
+  private async call<T>(op: string, path: string, deadlineMs: number, issue: (raw: Client, done: Done<T>) => void): Promise<T> {
+    const context = { op, path };
+    await this.waitConnected(deadlineMs, context);
+    const raw = this.raw;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new ZooKeeperUnavailableError("no reply from ZooKeeper before the deadline", context));
+      }, Math.max(0, deadlineMs - Date.now()));
+      const done: Done<T> = (error, value) => {
+        clearTimeout(timer);
+        if (error) reject(toZooKeeperError(error, context));
+        else resolve(value as T);
+      };
+      try {
+        issue(raw, done);
+      } catch (error) {
+        clearTimeout(timer);
+        reject(error);
+      }
+    });
+  }
+
+  private async waitConnected(deadlineMs: number, context: ZooKeeperErrorContext): Promise<void> {
+    if (this.closed) throw new ZooKeeperUnavailableError("client is closed", context);
+    if (this.connected) return;
+    await new Promise<void>((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.connectWaiters.delete(wake);
+        if (this.connected) resolve();
+        else reject(new ZooKeeperUnavailableError("client is closed", context));
+      };
+      const timer = setTimeout(() => {
+        this.connectWaiters.delete(wake);
+        const message = `not connected to ZooKeeper at ${this.connectString} before the deadline`;
+        reject(new ZooKeeperUnavailableError(message, context));
+      }, Math.max(0, deadlineMs - Date.now()));
+      this.connectWaiters.add(wake);
+    });
+  }
+
+  private newSession(): Client {
+    const raw = zookeeper.createClient(this.connectString, {
+      sessionTimeout: this.options.sessionTimeoutMs,
+      spinDelay: this.options.reconnectDelayMs ?? 200,
+      retries: 0,
+    });
+    raw.on("state", (state: { code: number }) => this.onState(raw, state.code));
+    raw.connect();
+    return raw;
+  }
+
+  private onState(raw: Client, code: number): void {
+    if (raw !== this.raw || this.closed) return;
+    if (code === STATE_SYNC_CONNECTED) {
+      this.connected = true;
+      for (const wake of [...this.connectWaiters]) wake();
+      this.emit("connected");
+      if (this.sessionRecreated) {
+        this.sessionRecreated = false;
+        this.emit("session-recreated");
+      }
+    } else if (code === STATE_DISCONNECTED && this.connected) {
+      this.connected = false;
+      this.emit("disconnected");
+    } else if (code === STATE_EXPIRED) {
+      this.connected = false;
+      this.emit("expired");
+      this.sessionRecreated = true;
+      this.raw = this.newSession();
+    }
+  }
+
+  private emit(event: SessionEvent): void {
+    for (const listener of [...this.listeners]) listener(event);
+  }
+
+  /**
+   * Every third of the session timeout, checks that the connection still answers. A probe
+   * unanswered for two thirds of the session timeout means the link is dead without having
+   * closed (a dropped network, a frozen server): the socket is destroyed so the library
+   * reconnects, possibly to another server of the ensemble, before the session expires.
+   */
+  private startLivenessProbe(): void {
+    const intervalMs = Math.max(50, Math.floor(this.sessionTimeoutMs / 3));
+    this.livenessTimer = setInterval(() => {
+      if (!this.connected || this.livenessProbeInFlight) return;
+      this.livenessProbeInFlight = true;
+      const raw = this.raw;
+      this.exists("/", { timeoutMs: intervalMs * 2 })
+        .catch((error) => {
+          if (error instanceof ZooKeeperUnavailableError && raw === this.raw) dropConnection(raw);
+        })
+        .finally(() => {
+          this.livenessProbeInFlight = false;
+        });
+    }, intervalMs);
+    this.livenessTimer.unref();
+  }
+}
+
+/** Creates the chroot with a short-lived session at the real root, as Kafka does. */
+async function ensureChroot(hosts: string, chroot: string, options: ZooKeeperClientOptions): Promise<void> {
+  const root = await ZooKeeperClient.connect(hosts, options);
+  try {
+    await root.mkdirp(chroot);
+  } finally {
+    await root.close();
+  }
+}
+
+/**
+ * Destroys the library's socket so that it reconnects. node-zookeeper-client has no public way
+ * to do this; its ConnectionManager keeps the socket in `connectionManager.socket`.
+ */
+function dropConnection(raw: Client): void {
+  const internals = raw as unknown as { connectionManager?: { socket?: { destroy?: () => void } } };
+  internals.connectionManager?.socket?.destroy?.();
+}
+
+interface RawMultiResult {
+  readonly type: number;
+  readonly path?: string;
+  readonly stat?: Stat;
+  readonly err?: number;
+}
+
+/** The library's Transaction with its op list, which is public in JS but not in the typings. */
+type RawTransaction = Transaction & { ops: { version?: number }[] };
+
+function buildTransaction(raw: Client, ops: readonly ZooKeeperOp[]): Transaction {
+  const transaction = raw.transaction() as RawTransaction;
+  for (const op of ops) {
+    if (op.type === "create") {
+      const data = toBuffer(op.data ?? new Uint8Array(0));
+      transaction.create(op.path, data, CREATE_MODE_FLAGS[op.mode ?? "persistent"]);
+    } else if (op.type === "setData") transaction.setData(op.path, toBuffer(op.data), op.version);
+    else if (op.type === "delete") transaction.remove(op.path, op.version);
+    else transaction.check(op.path, op.version);
+    // The library writes `version || -1`, which turns an expected version 0 into "any version".
+    if (op.type !== "create") transaction.ops[transaction.ops.length - 1].version = op.version ?? -1;
+  }
+  return transaction;
+}
+
+function toOpResult(result: RawMultiResult): ZooKeeperOpResult {
+  switch (result.type) {
+    case 1:
+      return { type: "create", path: result.path! };
+    case 2:
+      return { type: "delete" };
+    case 5:
+      return { type: "setData", stat: toZnodeStat(result.stat!) };
+    case 13:
+      return { type: "check" };
+    default:
+      throw new Error(`unexpected multi result type ${result.type}`);
+  }
+}
+
+/** Names the failing operation of a multi: ZooKeeper marks it with its own code. */
+function multiError(error: unknown, ops: readonly ZooKeeperOp[], results: RawMultiResult[] | undefined): ZooKeeperError {
+  const opIndex = results?.findIndex((r) => r.type === MULTI_RESULT_ERROR_TYPE && r.err !== 0) ?? -1;
+  if (opIndex === -1) return toZooKeeperError(error, { op: "multi" });
+  return toZooKeeperError(error, { op: "multi", path: ops[opIndex].path, opIndex });
+}
+
+function toZooKeeperError(error: unknown, context: ZooKeeperErrorContext): ZooKeeperError {
+  if (error instanceof ZooKeeperError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "number") {
+    return new ZooKeeperError(ZooKeeperCode.SYSTEM_ERROR, String(error), { ...context, cause: error });
+  }
+  return zooKeeperErrorFromCode(code, { ...context, cause: error });
+}
+
+function estimateMultiBytes(ops: readonly ZooKeeperOp[]): number {
+  let bytes = 0;
+  for (const op of ops) {
+    const dataBytes = op.type === "create" || op.type === "setData" ? (op.data?.byteLength ?? 0) : 0;
+    bytes += MULTI_OP_OVERHEAD_BYTES + Buffer.byteLength(op.path) + dataBytes;
+  }
+  return bytes;
+}
