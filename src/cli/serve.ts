@@ -80,17 +80,6 @@ export interface RunningBroker {
 /** Starts the broker; null means there is nothing to keep running (the process exits 0). */
 export type StartBroker = (config: BrokerConfig) => Promise<RunningBroker | null>;
 
-/**
- * The broker start step of `quill serve`. The broker is not wired in yet, so this only reports
- * that the configuration is valid; the integration replaces this body with the real start.
- */
-export const startBroker: StartBroker = async (config) => {
-  const { host, port } = config.listeners;
-  console.error(`quill: configuration is valid (listeners ${host}:${port}, ` +
-    `log.dirs ${config["log.dirs"].join(",")}); the broker is not wired into ` +
-    "`quill serve` yet, so nothing is started");
-  return null;
-};
 
 /**
  * `quill serve`: loads the configuration (a mistake throws before anything binds), starts the

@@ -1,0 +1,83 @@
+// Fetch: v4-17
+//
+// Version notes:
+// * v0-3 return magic 0/1 message sets, which Kafka 4 removed (KIP-896); not offered.
+// * v4: isolation level and LastStableOffset (no transactions yet, so LSO = high watermark).
+// * v5: LogStartOffset. v7: incremental fetch sessions (KIP-227), see below.
+// * v11: rack id (KIP-392); preferred read replica is always -1 (this broker).
+// * v12: flexible. v13: topic ids instead of names (KIP-516).
+// * v15: ReplicaState replaces ReplicaId (KIP-903). Follower fetching arrives with cluster mode.
+//
+// Fetch sessions: Quill does not create sessions. Kafka's answer when its session cache is full
+// is session id 0, which tells the client no session exists, so it keeps sending full fetches;
+// a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND and the client starts over.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey, type FetchRequest } from "../protocol/generated/index.ts";
+import type { FetchEntry, FetchOutcome } from "../server/replica-manager.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
+
+/** Topic ids arrive in v13+; a topic unknown by id is reported with this code. */
+const UNKNOWN_TOPIC_NAME = "";
+
+export const fetchHandler = defineHandler({
+  apiKey: ApiKey.Fetch,
+  minVersion: 4,
+  maxVersion: 17,
+  async handle(request, ctx) {
+    if (request.sessionId !== 0) {
+      return { errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
+    }
+    const usesTopicIds = ctx.apiVersion >= 13;
+    const names = request.topics.map((t) => topicName(t, usesTopicIds, ctx));
+    const entries: FetchEntry[] = [];
+    request.topics.forEach((t, i) => {
+      for (const p of t.partitions) {
+        entries.push({
+          topic: names[i], partition: p.partition, fetchOffset: p.fetchOffset,
+          partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
+        });
+      }
+    });
+    const outcomes = await ctx.broker.replicaManager.fetchMessages({
+      maxWaitMs: request.maxWaitMs,
+      minBytes: request.minBytes,
+      maxBytes: Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]),
+      entries,
+      onCancel: (listener) => ctx.conn.onClose(listener),
+    });
+    return buildResponse(request, names, outcomes, usesTopicIds);
+  },
+});
+
+function topicName(t: FetchRequest["topics"][number], usesTopicIds: boolean, ctx: RequestContext): string {
+  if (!usesTopicIds) return t.topic;
+  return ctx.broker.metadataCache.topicById(t.topicId)?.name ?? UNKNOWN_TOPIC_NAME;
+}
+
+function buildResponse(
+  request: FetchRequest, names: readonly string[], outcomes: readonly FetchOutcome[], usesTopicIds: boolean,
+) {
+  let i = 0;
+  return {
+    errorCode: ErrorCode.NONE,
+    sessionId: 0,
+    responses: request.topics.map((t, ti) => ({
+      topic: t.topic,
+      topicId: t.topicId,
+      partitions: t.partitions.map((p) => {
+        const o = outcomes[i++];
+        const unknownId = usesTopicIds && names[ti] === UNKNOWN_TOPIC_NAME;
+        return {
+          partitionIndex: p.partition,
+          errorCode: unknownId ? ErrorCode.UNKNOWN_TOPIC_ID : o.errorCode,
+          highWatermark: o.highWatermark,
+          lastStableOffset: o.highWatermark,
+          logStartOffset: o.logStartOffset,
+          abortedTransactions: null,
+          preferredReadReplica: -1,
+          records: o.records,
+        };
+      }),
+    })),
+  };
+}

@@ -1,0 +1,45 @@
+// ListOffsets: v1-10
+//
+// Version notes:
+// * v0 (old-style offset arrays) is deprecated and not offered, as in Kafka 4 (KIP-896).
+// * v2: isolation level. v4: leader epochs (Quill's single broker is at epoch 0).
+// * v6: flexible. v7: MAX_TIMESTAMP (-3, KIP-734). v8: EARLIEST_LOCAL (-4, tiered storage):
+//   with no tiered storage, local earliest is the earliest.
+// * v9: LATEST_TIERED (-5): no tiered storage, so answered like Kafka without it: offset -1.
+// * v10: TimeoutMs (KIP-1075), which only matters for remote storage lookups.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { EARLIEST_TIMESTAMP } from "../storage/unified-log.ts";
+import { defineHandler } from "./handler.ts";
+
+const EARLIEST_LOCAL_TIMESTAMP = -4n;
+const LATEST_TIERED_TIMESTAMP = -5n;
+
+export const listOffsetsHandler = defineHandler({
+  apiKey: ApiKey.ListOffsets,
+  minVersion: 1,
+  maxVersion: 10,
+  handle(request, ctx) {
+    const rm = ctx.broker.replicaManager;
+    return {
+      throttleTimeMs: 0,
+      topics: request.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => {
+          const timestamp = p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
+          const found = timestamp === LATEST_TIERED_TIMESTAMP
+            ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n }
+            : rm.listOffset(t.name, p.partitionIndex, timestamp);
+          return {
+            partitionIndex: p.partitionIndex,
+            errorCode: found.errorCode,
+            timestamp: found.timestamp,
+            offset: found.offset,
+            // Not ignorable: versions before 4 must carry the default.
+            leaderEpoch: found.errorCode === ErrorCode.NONE && ctx.apiVersion >= 4 ? 0 : -1,
+          };
+        }),
+      })),
+    };
+  },
+});

@@ -1,0 +1,83 @@
+// Metadata: v0-12
+//
+// Version notes:
+// * v0: an empty topic list means all topics; v1+ uses null for that. v1: controller id, internal flag.
+// * v2: cluster id. v4: AllowAutoTopicCreation (before it, creation was always allowed).
+// * v7: leader epochs. v8-10: authorized operations (no ACLs yet: left at "not requested").
+// * v9: flexible. v10: topic ids (KIP-516); v12 lets clients ask by id with a null name.
+// * Auto-creation (auto.create.topics.enable) creates a missing topic with num.partitions and
+//   default.replication.factor; Quill creates it synchronously, so the answer already has it
+//   instead of Kafka's first LEADER_NOT_AVAILABLE.
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ApiKey, type MetadataRequest } from "../protocol/generated/index.ts";
+import type { TopicMetadata } from "../server/metadata-cache.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
+
+const NO_TOPIC_ID = new Uint8Array(16);
+
+export const metadataHandler = defineHandler({
+  apiKey: ApiKey.Metadata,
+  minVersion: 0,
+  maxVersion: 12,
+  async handle(request, ctx) {
+    const cache = ctx.broker.metadataCache;
+    const all = request.topics === null || (ctx.apiVersion === 0 && request.topics.length === 0);
+    const topics = all
+      ? [...cache.topics()].map(describeTopic)
+      : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx)));
+    return {
+      throttleTimeMs: 0,
+      brokers: cache.brokers.map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+      clusterId: cache.clusterId,
+      controllerId: cache.controllerId,
+      topics,
+    };
+  },
+});
+
+type RequestedTopic = NonNullable<MetadataRequest["topics"]>[number];
+
+async function lookUp(t: RequestedTopic, request: MetadataRequest, ctx: RequestContext) {
+  const cache = ctx.broker.metadataCache;
+  if (t.name === null) {
+    const byId = cache.topicById(t.topicId);
+    return byId === undefined ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID) : describeTopic(byId);
+  }
+  const known = cache.topic(t.name);
+  if (known !== undefined) return describeTopic(known);
+  const autoCreate = request.allowAutoTopicCreation && ctx.broker.config["auto.create.topics.enable"];
+  if (!autoCreate) return missing(t.name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  try {
+    await ctx.broker.adminManager.createTopic(
+      { name: t.name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] }, false);
+  } catch (e) {
+    if (!(e instanceof KafkaError)) throw e;
+    if (e.code !== ErrorCode.TOPIC_ALREADY_EXISTS) return missing(t.name, NO_TOPIC_ID, e.code);
+  }
+  const created = cache.topic(t.name);
+  return created === undefined
+    ? missing(t.name, NO_TOPIC_ID, ErrorCode.LEADER_NOT_AVAILABLE)
+    : describeTopic(created);
+}
+
+function missing(name: string | null, topicId: Uint8Array, errorCode: number) {
+  return { errorCode, name, topicId, isInternal: false, partitions: [] };
+}
+
+function describeTopic(t: TopicMetadata) {
+  return {
+    errorCode: ErrorCode.NONE,
+    name: t.name,
+    topicId: t.topicId,
+    isInternal: false,
+    partitions: t.partitions.map((p) => ({
+      errorCode: ErrorCode.NONE,
+      partitionIndex: p.partition,
+      leaderId: p.leaderId,
+      leaderEpoch: p.leaderEpoch,
+      replicaNodes: [...p.replicas],
+      isrNodes: [...p.isr],
+      offlineReplicas: [],
+    })),
+  };
+}

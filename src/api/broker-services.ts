@@ -1,0 +1,20 @@
+import type { BrokerConfig } from "../config/broker-config.ts";
+import type { ApiHandler } from "./handler.ts";
+import type { AdminManager } from "../server/admin-manager.ts";
+import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { ReplicaManager } from "../server/replica-manager.ts";
+
+/** Everything API handlers may call: the broker's services, wired in `server/broker.ts`. */
+export interface BrokerServices {
+  readonly config: BrokerConfig;
+  readonly brokerId: number;
+  readonly clusterId: string;
+  /** What Metadata and FindCoordinator tell clients to connect to. */
+  readonly advertisedHost: string;
+  readonly advertisedPort: number;
+  readonly metadataCache: MetadataCache;
+  readonly replicaManager: ReplicaManager;
+  readonly adminManager: AdminManager;
+  /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
+  readonly handlers: readonly ApiHandler[];
+}

@@ -1,0 +1,88 @@
+import type { ConnectionContext, NetworkLogger, RequestHandler, Response } from "../network/request-handler.ts";
+import { DecodeError, ErrorCode } from "../protocol/errors.ts";
+import {
+  ApiKey, type ApiKeyNumber, decodeRequest, decodeRequestHeader, encodeResponse, encodeResponseHeader,
+  type RequestHeader,
+} from "../protocol/generated/index.ts";
+import { Reader } from "../protocol/reader.ts";
+import { Writer } from "../protocol/writer.ts";
+import type { BrokerServices } from "./broker-services.ts";
+import type { ApiHandler, RequestContext } from "./handler.ts";
+import { supportedApiVersions } from "./18-api-versions.ts";
+
+/** Responses start small; the writer grows to fit large ones (e.g. Metadata for many topics). */
+const RESPONSE_INITIAL_BYTES = 512;
+
+/**
+ * Turns request frames into responses: reads the header, checks the API and version against the
+ * registered handlers, decodes the body with the generated codecs, calls the handler and encodes
+ * its answer behind the response header. As Kafka does, a request that cannot be read (unknown
+ * API key, unsupported version, malformed bytes) closes the connection after one log line, with
+ * one exception: ApiVersions of an unsupported version is answered in v0 with UNSUPPORTED_VERSION,
+ * so a newer client can learn which versions this broker speaks.
+ */
+export class RequestDispatcher implements RequestHandler {
+  private readonly byKey = new Map<number, ApiHandler>();
+
+  constructor(
+    private readonly services: () => BrokerServices,
+    handlers: readonly ApiHandler[],
+    private readonly log: NetworkLogger,
+  ) {
+    for (const h of handlers) this.byKey.set(h.apiKey, h);
+  }
+
+  handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response {
+    const r = new Reader(frame);
+    let header: RequestHeader;
+    try {
+      header = decodeRequestHeader(r);
+    } catch (e) {
+      return this.refuse(conn, `unreadable request header: ${(e as Error).message}`);
+    }
+    const apiKey = header.requestApiKey;
+    const apiVersion = header.requestApiVersion;
+    const handler = this.byKey.get(apiKey);
+    if (handler === undefined) {
+      return this.refuse(conn, `unsupported API key ${apiKey} (version ${apiVersion})`);
+    }
+    if (apiVersion < handler.minVersion || apiVersion > handler.maxVersion) {
+      if (apiKey === ApiKey.ApiVersions) return this.unsupportedApiVersions(header);
+      return this.refuse(conn, `unsupported version ${apiVersion} of API key ${apiKey}`);
+    }
+    let request: unknown;
+    try {
+      request = decodeRequest(apiKey as ApiKeyNumber, apiVersion, r);
+    } catch (e) {
+      if (e instanceof DecodeError) return this.refuse(conn, `malformed request: ${e.message}`);
+      throw e;
+    }
+    const ctx: RequestContext = { header, apiVersion, conn, broker: this.services() };
+    const result = handler.handle(request as never, ctx);
+    if (result instanceof Promise) return result.then((body) => this.respond(header, body));
+    return this.respond(header, result);
+  }
+
+  private respond(header: RequestHeader, body: object | null): Response {
+    if (body === null) return null;
+    const w = new Writer(RESPONSE_INITIAL_BYTES);
+    const { requestApiKey: apiKey, requestApiVersion: apiVersion } = header;
+    encodeResponseHeader(w, apiKey, apiVersion, header.correlationId);
+    encodeResponse(apiKey, apiVersion, w, body);
+    return { chunks: w.finish() };
+  }
+
+  private unsupportedApiVersions(header: RequestHeader): Response {
+    const body = {
+      errorCode: ErrorCode.UNSUPPORTED_VERSION,
+      apiKeys: supportedApiVersions(this.services().handlers),
+    };
+    return this.respond({ ...header, requestApiVersion: 0 }, body);
+  }
+
+  private refuse(conn: ConnectionContext, reason: string): Response {
+    this.log.warn(`closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`);
+    return "close";
+  }
+}
+

@@ -1,0 +1,96 @@
+import * as path from "node:path";
+import type { BrokerServices } from "../api/broker-services.ts";
+import { API_HANDLERS } from "../api/handlers.ts";
+import { RequestDispatcher } from "../api/request-dispatcher.ts";
+import { LocalMetadataStore } from "../cluster/local-metadata-store.ts";
+import type { BrokerConfig } from "../config/broker-config.ts";
+import { SocketServer } from "../network/socket-server.ts";
+import { LogManager } from "../storage/log-manager.ts";
+import { AdminManager } from "./admin-manager.ts";
+import { logConfigFor } from "./log-config-for-topic.ts";
+import { MetadataCache } from "./metadata-cache.ts";
+import { ReplicaManager } from "./replica-manager.ts";
+
+/** How long a clean stop waits for in-flight requests (long polls are answered at once). */
+const SHUTDOWN_DRAIN_MS = 10_000;
+
+export interface RunningBroker {
+  /** The address actually bound (port 0 in the config picks a free one). */
+  readonly host: string;
+  readonly port: number;
+  readonly services: BrokerServices;
+  /** Stop accepting, finish in-flight requests, flush and close logs, mark a clean shutdown. */
+  stop(): Promise<void>;
+}
+
+export interface BrokerLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/**
+ * Starts the embedded single broker: metadata from the local store, logs recovered from the log
+ * dirs, the API handlers behind the socket server. The order matters: everything a request may
+ * touch exists before the port is bound, and stop() undoes it in reverse.
+ */
+export async function startBroker(config: BrokerConfig, log: BrokerLogger = consoleLogger): Promise<RunningBroker> {
+  const brokerId = config["broker.id"];
+  const logDirs = config["log.dirs"];
+  const store = LocalMetadataStore.open(path.resolve(logDirs[0]));
+  const listen = config.listeners;
+  const advertised = config["advertised.listeners"];
+  // The advertised port follows the bound one when the operator asked for port 0 (tests).
+  const self = { nodeId: brokerId, host: advertised.host, port: advertised.port, rack: config["broker.rack"] };
+  const cache = new MetadataCache(store, self, config);
+  const logs = LogManager.open({
+    logDirs,
+    configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, config),
+    retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
+    logger: (line) => log.warn(line),
+  });
+  for (const t of cache.topics()) {
+    for (const p of t.partitions) logs.getOrCreateLog(t.name, p.partition, logConfigFor(t.configs, config));
+  }
+  logs.startBackgroundTasks();
+  const replicaManager = new ReplicaManager(logs, cache);
+  const adminManager = new AdminManager(config, () => [brokerId], store, cache, logs);
+  let services: BrokerServices | null = null;
+  const dispatcher = new RequestDispatcher(() => services!, API_HANDLERS, log);
+  const server = new SocketServer({
+    host: listen.host,
+    port: listen.port,
+    handler: dispatcher,
+    logger: log,
+    limits: {
+      socketRequestMaxBytes: config["socket.request.max.bytes"],
+      maxConnections: config["max.connections"],
+      maxInFlightRequestsPerConnection: config["queued.max.requests"],
+      connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
+    },
+  });
+  const bound = await server.start();
+  if (advertised.port === 0 || listen.port === 0) Object.assign(self, { port: bound.port });
+  services = {
+    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
+    metadataCache: cache, replicaManager, adminManager, handlers: API_HANDLERS,
+  };
+  log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
+    `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);
+  let stopping: Promise<void> | null = null;
+  const stop = () => (stopping ??= (async () => {
+    server.stopAccepting();
+    replicaManager.completeDelayedFetches();
+    await server.drainAndClose(SHUTDOWN_DRAIN_MS);
+    logs.close();
+    await store.close();
+    log.info(`quill: broker ${brokerId} stopped cleanly`);
+  })());
+  return { host: bound.host, port: bound.port, services, stop };
+}
+
+const consoleLogger: BrokerLogger = {
+  info: (m) => console.error(m),
+  warn: (m) => console.error(m),
+  error: (m) => console.error(m),
+};

@@ -1,0 +1,27 @@
+import type { BrokerConfig } from "../config/broker-config.ts";
+import { type TopicConfigOverrides, topicConfig } from "../config/topic-config.ts";
+import { DEFAULT_LOG_CONFIG, type LogConfig, NEVER } from "../storage/log-config.ts";
+
+/**
+ * The storage settings of one topic: its overrides over the broker's defaults (the config
+ * layer resolves Kafka's synonyms), translated to the storage layer's units.
+ */
+export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConfig): LogConfig {
+  const t = topicConfig(overrides, broker);
+  return Object.freeze({
+    segmentBytes: t["segment.bytes"],
+    segmentMs: clampNever(t["segment.ms"]),
+    segmentIndexBytes: broker["log.index.size.max.bytes"] ?? DEFAULT_LOG_CONFIG.segmentIndexBytes,
+    indexIntervalBytes: t["index.interval.bytes"],
+    retentionMs: clampNever(t["retention.ms"]),
+    retentionBytes: clampNever(t["retention.bytes"]),
+    maxMessageBytes: t["max.message.bytes"],
+    messageTimestampType: t["message.timestamp.type"],
+    cleanupPolicy: t["cleanup.policy"].join(","),
+    flushMessages: clampNever(t["flush.messages"]),
+    flushMs: clampNever(t["flush.ms"]),
+  });
+}
+
+/** Long.MAX_VALUE-style "never" values are beyond 2^53; storage uses NEVER for them. */
+const clampNever = (n: number): number => Math.min(n, NEVER);
