@@ -71,6 +71,7 @@ export class LogSegment {
   private bytesSinceLastIndexEntry = 0;
   private unflushedBytes = 0;
   private flushChain: Promise<void> = Promise.resolve();
+  private backgroundFlushes = 0;
   /** Set when a failed append could not be rolled back; the next append retries the truncate. */
   private tailNeedsTruncate = false;
   /**
@@ -463,7 +464,9 @@ export class LogSegment {
     const unflushedBytes = this.unflushedBytes;
     this.unflushedBytes = 0;
     try {
-      if (unflushedBytes > 0) this.withFd((fd) => fs.fdatasyncSync(fd));
+      // A background flush may have taken the unflushed bytes without finishing yet: sync too.
+      const needed = unflushedBytes > 0 || this.backgroundFlushes > 0;
+      if (needed) this.withFd((fd) => fs.fdatasyncSync(fd));
       this.offsetIndexValue?.flush();
       this.timeIndexValue?.flush();
     } catch (error) {
@@ -498,11 +501,13 @@ export class LogSegment {
 
   private async fdatasyncInBackground(): Promise<void> {
     const fd = this.file.acquire();
+    this.backgroundFlushes++;
     try {
       await new Promise<void>((resolve, reject) =>
         fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
       );
     } finally {
+      this.backgroundFlushes--;
       this.file.release();
     }
   }
