@@ -10,7 +10,7 @@
  *
  * This class is not thread-safe and allocates nothing per frame on the fast path.
  */
-import { assert } from "../util/assert.ts";
+import { AssertionError, assert } from "../util/assert.ts";
 
 /** The smallest request header: api_key int16, api_version int16, correlation_id int32. */
 export const REQUEST_HEADER_MIN_BYTES = 8;
@@ -115,7 +115,10 @@ export class FrameDecoder {
   private consume(countBytes: number): void {
     const head = this.inputs[0]!;
     this.inputOffset += countBytes;
-    assert(this.inputOffset <= head.length, `consumed past a buffer: ${this.inputOffset}`);
+    // Hot path: build the message only on failure.
+    if (this.inputOffset > head.length) {
+      throw new AssertionError(`consumed to ${this.inputOffset} past a ${head.length}-byte buffer`);
+    }
     if (this.inputOffset === head.length) {
       this.inputs.shift();
       this.inputOffset = 0;

@@ -22,12 +22,12 @@
  */
 import { readSync } from "node:fs";
 import type { FileRange, RecordsChunk } from "../protocol/records.ts";
-import { assert } from "../util/assert.ts";
+import { AssertionError, assert } from "../util/assert.ts";
 import { EAGAIN, EINTR, sendfile } from "./sendfile.ts";
 
 /** The socket operations the writer needs: Bun's socket plus its raw fd. */
 export interface OutputSocket {
-  write(data: Uint8Array): number;
+  write(data: Uint8Array, byteOffset?: number, byteLength?: number): number;
   readonly fd: number;
 }
 
@@ -47,23 +47,13 @@ const COMPACT_MIN_ITEMS = 1024;
 /** Shared by every connection: used only within one synchronous flush. */
 const scratch = new Uint8Array(1024 * 1024);
 
-/** Size prefixes are carved from a slab instead of allocating 4-byte buffers per response. */
-const PREFIX_SLAB_BYTES = 16 * 1024;
-let prefixSlab = new Uint8Array(PREFIX_SLAB_BYTES);
-let prefixSlabUsedBytes = 0;
+const SIZE_PREFIX_BYTES = 4;
 
-function sizePrefix(sizeBytes: number): Uint8Array {
-  if (prefixSlabUsedBytes === PREFIX_SLAB_BYTES) {
-    prefixSlab = new Uint8Array(PREFIX_SLAB_BYTES);
-    prefixSlabUsedBytes = 0;
-  }
-  const prefix = prefixSlab.subarray(prefixSlabUsedBytes, prefixSlabUsedBytes + 4);
-  prefixSlabUsedBytes += 4;
-  prefix[0] = sizeBytes >>> 24;
-  prefix[1] = sizeBytes >>> 16;
-  prefix[2] = sizeBytes >>> 8;
-  prefix[3] = sizeBytes;
-  return prefix;
+function writeInt32(target: Uint8Array, offset: number, value: number): void {
+  target[offset] = value >>> 24;
+  target[offset + 1] = value >>> 16;
+  target[offset + 2] = value >>> 8;
+  target[offset + 3] = value;
 }
 
 /** A file range being sent, with its progress; releases the range exactly once. */
@@ -92,7 +82,11 @@ class PendingFileRange {
   }
 }
 
-type OutgoingItem = Uint8Array | PendingFileRange;
+/**
+ * A queued piece of output. A number is a response's size prefix not yet written: it is encoded
+ * straight into the scratch buffer, which saves creating a 4-byte view per response.
+ */
+type OutgoingItem = Uint8Array | PendingFileRange | number;
 
 export class ResponseWriter {
   private items: OutgoingItem[] = [];
@@ -115,9 +109,11 @@ export class ResponseWriter {
     for (const chunk of chunks) {
       sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
     }
-    assert(sizeBytes <= 0x7fffffff, `response of ${sizeBytes} bytes does not fit a size prefix`);
+    if (sizeBytes > 0x7fffffff) {
+      throw new AssertionError(`response of ${sizeBytes} bytes does not fit a size prefix`);
+    }
     this.compact();
-    this.items.push(sizePrefix(sizeBytes));
+    this.items.push(sizeBytes);
     for (const chunk of chunks) {
       if (chunk instanceof Uint8Array) {
         if (chunk.length > 0) this.items.push(chunk);
@@ -127,14 +123,14 @@ export class ResponseWriter {
         chunk.release();
       }
     }
-    this.queuedBytes += 4 + sizeBytes;
+    this.queuedBytes += SIZE_PREFIX_BYTES + sizeBytes;
   }
 
   /** Writes until the queue is empty or the socket is full; throws ConnectionIoError. */
   flush(): FlushOutcome {
     while (this.head < this.items.length) {
       const item = this.items[this.head]!;
-      if (item instanceof Uint8Array) {
+      if (!(item instanceof PendingFileRange)) {
         if (!this.writeBuffers()) return "blocked";
         continue;
       }
@@ -145,7 +141,9 @@ export class ResponseWriter {
     }
     this.items.length = 0;
     this.head = 0;
-    assert(this.queuedBytes === 0, `queue empty but ${this.queuedBytes} bytes counted`);
+    if (this.queuedBytes !== 0) {
+      throw new AssertionError(`queue empty but ${this.queuedBytes} bytes counted`);
+    }
     return "drained";
   }
 
@@ -153,7 +151,7 @@ export class ResponseWriter {
   releaseAll(): void {
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i]!;
-      if (!(item instanceof Uint8Array)) item.release();
+      if (item instanceof PendingFileRange) item.release();
     }
     this.items = [];
     this.head = 0;
@@ -167,37 +165,54 @@ export class ResponseWriter {
     this.head = 0;
   }
 
-  /** Writes the run of buffers at the head; false if the socket took less than offered. */
+  /** Writes the buffers at the head; false if the socket took less than offered. */
   private writeBuffers(): boolean {
-    const first = this.items[this.head] as Uint8Array;
-    let data = first;
-    const next = this.items[this.head + 1];
-    if (isGatherable(first) && isGatherable(next)) data = this.gather();
-    const writtenBytes = this.socket.write(data);
+    const first = this.items[this.head]!;
+    // A large buffer goes out as it is; small ones and prefixes are gathered into one write.
+    const data = first instanceof Uint8Array && !isGatherable(first) ? first : scratch;
+    const lengthBytes = data === scratch ? this.gather() : data.length;
+    assert(lengthBytes > 0, "nothing gathered for a write");
+    const writtenBytes = this.socket.write(data, 0, lengthBytes);
     if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
     this.advanceBuffers(writtenBytes);
-    return writtenBytes === data.length;
+    return writtenBytes === lengthBytes;
   }
 
-  /** Copies the small buffers at the head into the scratch buffer, without consuming them. */
-  private gather(): Uint8Array {
+  /** Copies the small items at the head into the scratch buffer without consuming them. */
+  private gather(): number {
     let filledBytes = 0;
     for (let i = this.head; i < this.items.length; i++) {
       const item = this.items[i]!;
-      if (!isGatherable(item)) break;
-      if (filledBytes + item.length > scratch.length) break;
+      if (typeof item === "number") {
+        if (filledBytes + SIZE_PREFIX_BYTES > scratch.length) break;
+        writeInt32(scratch, filledBytes, item);
+        filledBytes += SIZE_PREFIX_BYTES;
+        continue;
+      }
+      if (!isGatherable(item) || filledBytes + item.length > scratch.length) break;
       scratch.set(item, filledBytes);
       filledBytes += item.length;
     }
-    return scratch.subarray(0, filledBytes);
+    return filledBytes;
   }
 
-  /** Drops `countBytes` written bytes from the head buffers, keeping a view of a partial one. */
+  /** Drops `countBytes` written bytes from the head, keeping a view of a partial buffer. */
   private advanceBuffers(countBytes: number): void {
     this.queuedBytes -= countBytes;
     let leftBytes = countBytes;
     while (leftBytes > 0) {
-      const item = this.items[this.head] as Uint8Array;
+      let item = this.items[this.head]!;
+      if (typeof item === "number") {
+        if (leftBytes >= SIZE_PREFIX_BYTES) {
+          leftBytes -= SIZE_PREFIX_BYTES;
+          this.items[this.head++] = EMPTY;
+          continue;
+        }
+        // A short write split this prefix: keep its unwritten bytes as a buffer.
+        const prefix = new Uint8Array(SIZE_PREFIX_BYTES);
+        writeInt32(prefix, 0, item);
+        item = prefix;
+      }
       assert(item instanceof Uint8Array, "advanced buffers past a file range");
       if (item.length > leftBytes) {
         this.items[this.head] = item.subarray(leftBytes);
@@ -253,7 +268,7 @@ export class ResponseWriter {
 const EMPTY = new Uint8Array(0);
 
 /** Small enough to copy into the scratch buffer rather than write on its own. */
-function isGatherable(item: OutgoingItem | undefined): item is Uint8Array {
+function isGatherable(item: OutgoingItem): item is Uint8Array {
   return item instanceof Uint8Array && item.length < GATHER_PIECE_MAX_BYTES;
 }
 

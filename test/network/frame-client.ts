@@ -30,7 +30,8 @@ export class FrameClient {
 
   static connect(port: number): Promise<FrameClient> {
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ port, host: "127.0.0.1" }, () => resolve(new FrameClient(socket)));
+      const onConnect = () => resolve(new FrameClient(socket));
+      const socket = net.connect({ port, host: "127.0.0.1" }, onConnect);
       socket.once("error", reject);
     });
   }
@@ -96,6 +97,11 @@ export function frame(body: Uint8Array): Buffer {
   out.writeInt32BE(body.length, 0);
   out.set(body, 4);
   return out;
+}
+
+/** Request frames with correlation ids 0 .. count-1, concatenated as one packet. */
+export function requests(count: number): Buffer {
+  return Buffer.concat(Array.from({ length: count }, (_, i) => frame(requestBody(i, 0))));
 }
 
 /** A request body of at least 8 bytes: correlation id, then an argument, then padding. */

@@ -40,7 +40,7 @@ describe("FrameDecoder", () => {
     expect(frames.map(hex)).toEqual(bodies.map(hex));
   });
 
-  test("a frame inside one buffer is a view of it; a split frame is assembled at its exact size", () => {
+  test("a frame inside one buffer is a view; a split frame is assembled at its size", () => {
     const decoder = new FrameDecoder(1024);
     decoder.push(stream);
     const whole = drain(decoder) as Uint8Array[];

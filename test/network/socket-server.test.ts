@@ -4,10 +4,22 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { NetworkLimits } from "../../src/network/network-limits.ts";
-import type { ConnectionContext, RequestHandler, Response } from "../../src/network/request-handler.ts";
+import type {
+  ConnectionContext,
+  RequestHandler,
+  Response,
+} from "../../src/network/request-handler.ts";
 import { SocketServer } from "../../src/network/socket-server.ts";
 import type { FileRange } from "../../src/protocol/records.ts";
-import { FrameClient, RecordingLogger, frame, requestBody, sleep, waitFor } from "./frame-client.ts";
+import {
+  FrameClient,
+  RecordingLogger,
+  frame,
+  requestBody,
+  requests,
+  sleep,
+  waitFor,
+} from "./frame-client.ts";
 
 const servers: SocketServer[] = [];
 const clients: FrameClient[] = [];
@@ -17,9 +29,14 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.drainAndClose(100);
 });
 
-async function start(handler: RequestHandler, limits: Partial<NetworkLimits> = {}, sendfileEnabled = true) {
+async function start(
+  handler: RequestHandler,
+  limits: Partial<NetworkLimits> = {},
+  sendfileEnabled = true,
+) {
   const logger = new RecordingLogger();
-  const server = new SocketServer({ host: "127.0.0.1", port: 0, handler, limits, logger, sendfileEnabled });
+  const host = "127.0.0.1";
+  const server = new SocketServer({ host, port: 0, handler, limits, logger, sendfileEnabled });
   servers.push(server);
   const { port } = await server.start();
   return { server, port, logger };
@@ -32,7 +49,7 @@ async function connect(port: number): Promise<FrameClient> {
 }
 
 const echo: RequestHandler = { handle: (f) => ({ chunks: [f] }) };
-const correlationId = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).readInt32BE(0);
+const correlationId = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset).getInt32(0);
 const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 describe("SocketServer framing and order", () => {
@@ -44,7 +61,7 @@ describe("SocketServer framing and order", () => {
     expect(server.connectionCount).toBe(1);
   });
 
-  test("a request split at every byte boundary across TCP writes is answered once and whole", async () => {
+  test("a request split at every byte boundary across TCP writes is answered whole", async () => {
     const { port } = await start(echo);
     const client = await connect(port);
     const body = requestBody(42, 7, 12);
@@ -94,7 +111,7 @@ describe("SocketServer framing and order", () => {
     expect(responses.map(correlationId)).toEqual(ids.filter((i) => i % 3 !== 0));
   });
 
-  test("a close response closes the connection after the earlier responses are written", async () => {
+  test("a close response closes the connection after the earlier responses", async () => {
     const handler: RequestHandler = {
       handle: async (f) => {
         const id = correlationId(f);
@@ -105,7 +122,7 @@ describe("SocketServer framing and order", () => {
     };
     const { server, port } = await start(handler);
     const client = await connect(port);
-    client.write(Buffer.concat(Array.from({ length: 10 }, (_, i) => frame(requestBody(i, 0)))));
+    client.write(requests(10));
     const responses = await client.readFrames(5);
     expect(responses.map(correlationId)).toEqual([0, 1, 2, 3, 4]);
     await client.closedPromise;
@@ -115,7 +132,9 @@ describe("SocketServer framing and order", () => {
 
   test("responses made of several chunks arrive as one frame each", async () => {
     const handler: RequestHandler = {
-      handle: (f) => ({ chunks: [f.subarray(0, 4), new Uint8Array(0), f.subarray(4), new Uint8Array(40000).fill(9)] }),
+      handle: (f) => ({
+        chunks: [f.subarray(0, 4), new Uint8Array(0), f.subarray(4), new Uint8Array(40000).fill(9)],
+      }),
     };
     const { port } = await start(handler);
     const client = await connect(port);
@@ -144,7 +163,30 @@ describe("SocketServer writes to slow readers", () => {
     expect(sha256(responses[1]!.subarray(8))).toBe(sha256(big));
   }, 20000);
 
-  test("queued response bytes over the limit pause reading until the client catches up", async () => {
+  test("hundreds of thousands of tiny responses to a paused client all arrive intact", async () => {
+    // Tiny responses make short writes likely to split a size prefix, not only a body.
+    const handler: RequestHandler = { handle: (f) => ({ chunks: [f, f.subarray(0, 5)] }) };
+    const { port } = await start(handler);
+    const client = await connect(port);
+    client.pause();
+    const requestCount = 400_000;
+    client.write(requests(requestCount));
+    await sleep(300);
+    // Reading in short bursts makes many short writes, at varied offsets.
+    let reading = false;
+    const toggle = setInterval(() => ((reading = !reading) ? client.resume() : client.pause()), 2);
+    const responses = await client.readFrames(requestCount).finally(() => clearInterval(toggle));
+    const wrong: number[] = [];
+    for (let i = 0; i < requestCount; i++) {
+      const response = responses[i]!;
+      const expected = Buffer.concat([requestBody(i, 0), requestBody(i, 0).subarray(0, 5)]);
+      if (!response.equals(expected)) wrong.push(i);
+    }
+    expect(responses.length).toBe(requestCount);
+    expect(wrong).toEqual([]);
+  }, 20000);
+
+  test("queued response bytes over the limit pause reading until the client reads", async () => {
     let handledCount = 0;
     const response = new Uint8Array(1024 * 1024).fill(1);
     const handler: RequestHandler = {
@@ -157,7 +199,7 @@ describe("SocketServer writes to slow readers", () => {
     const client = await connect(port);
     client.pause();
     const requestCount = 200;
-    client.write(Buffer.concat(Array.from({ length: requestCount }, (_, i) => frame(requestBody(i, 0)))));
+    client.write(requests(requestCount));
     await sleep(300);
     // The kernel socket buffers take some responses; the server itself queues at most ~4 MiB.
     expect(handledCount).toBeLessThan(requestCount / 2);
@@ -177,7 +219,10 @@ class SegmentFile {
 
   constructor(readonly bytes: Uint8Array) {
     const fd = openSync(this.path, "w");
-    for (let o = 0; o < bytes.length; o += 16 << 20) writeSync(fd, bytes.subarray(o, o + (16 << 20)));
+    const pieceBytes = 16 << 20;
+    for (let o = 0; o < bytes.length; o += pieceBytes) {
+      writeSync(fd, bytes.subarray(o, o + pieceBytes));
+    }
     closeSync(fd);
     this.fd = openSync(this.path, "r");
   }
@@ -238,7 +283,8 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
         handle: async (f) => {
           const id = correlationId(f);
           await sleep(id % 7);
-          return { chunks: [f, file.range(id * 100, 100 + id), file.range(0, 0), f.subarray(0, 4)] };
+          const empty = file.range(0, 0);
+          return { chunks: [f, file.range(id * 100, 100 + id), empty, f.subarray(0, 4)] };
         },
       };
       const { port } = await start(handler, {}, sendfileEnabled);
@@ -248,7 +294,8 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
       const responses = await client.readFrames(ids.length);
       for (const id of ids) {
         const range = file.bytes.subarray(id * 100, id * 100 + 100 + id);
-        const expected = Buffer.concat([requestBody(id, 0), range, requestBody(id, 0).subarray(0, 4)]);
+        const body = requestBody(id, 0);
+        const expected = Buffer.concat([body, range, body.subarray(0, 4)]);
         expect(responses[id]!.length).toBe(expected.length);
         expect(responses[id]).toEqual(expected);
       }
@@ -383,7 +430,7 @@ describe("SocketServer limits and lifecycle", () => {
     const { port } = await start(handler, { maxInFlightRequestsPerConnection: limit });
     const client = await connect(port);
     const requestCount = 1000;
-    client.write(Buffer.concat(Array.from({ length: requestCount }, (_, i) => frame(requestBody(i, 0)))));
+    client.write(requests(requestCount));
     await sleep(100);
     expect(handledCount).toBe(limit);
     const responses: Buffer[] = [];
@@ -432,7 +479,7 @@ describe("SocketServer limits and lifecycle", () => {
     expect(logger.lines[0]).toContain("still busy");
   });
 
-  test("a parked request learns its connection closed, and per-connection state is kept", async () => {
+  test("a parked request learns its connection closed; per-connection state is kept", async () => {
     const seen: ConnectionContext[] = [];
     let closedCount = 0;
     const handler: RequestHandler = {
@@ -440,7 +487,12 @@ describe("SocketServer limits and lifecycle", () => {
         conn.state.set("requests", ((conn.state.get("requests") as number) ?? 0) + 1);
         seen.push(conn);
         if (correlationId(f) === 0) return { chunks: [f] };
-        return new Promise<Response>((resolve) => conn.onClose(() => (closedCount++, resolve(null))));
+        return new Promise<Response>((resolve) => {
+          conn.onClose(() => {
+            closedCount++;
+            resolve(null);
+          });
+        });
       },
     };
     const { server, port } = await start(handler);
