@@ -1,0 +1,59 @@
+/**
+ * Settings of the group coordinator. The first five are Kafka broker keys with Kafka's
+ * defaults; the rest are Quill's explicit limits on everything that grows with client
+ * behaviour (Kafka has no such limits, so clients never see them in normal use).
+ */
+export interface GroupConfig {
+  /** `group.min.session.timeout.ms`: smaller session timeouts get INVALID_SESSION_TIMEOUT. */
+  readonly minSessionTimeoutMs: number;
+  /** `group.max.session.timeout.ms`: larger session timeouts get INVALID_SESSION_TIMEOUT. */
+  readonly maxSessionTimeoutMs: number;
+  /** `group.initial.rebalance.delay.ms`: how long a new group waits for more members. */
+  readonly initialRebalanceDelayMs: number;
+  /** `group.max.size`: members per group; more get GROUP_MAX_SIZE_REACHED. */
+  readonly maxSize: number;
+  /** `offset.metadata.max.bytes`: longer commit metadata gets OFFSET_METADATA_TOO_LARGE. */
+  readonly offsetMetadataMaxBytes: number;
+  /** Groups this coordinator keeps in memory; a new group beyond it is refused. */
+  readonly groupsMax: number;
+  /** Committed partitions per group; a commit that would exceed it gets INVALID_COMMIT_OFFSET_SIZE. */
+  readonly offsetsPerGroupMax: number;
+  /** Partitions in one OffsetCommit; a larger commit gets INVALID_COMMIT_OFFSET_SIZE. */
+  readonly offsetsPerCommitMax: number;
+  /** Protocol metadata bytes of one member, summed over its protocols; more gets INVALID_REQUEST. */
+  readonly memberMetadataBytesMax: number;
+  /** Protocols one member may offer in a JoinGroup; more gets INVALID_REQUEST. */
+  readonly protocolsPerMemberMax: number;
+  /** Assignment bytes the leader may give one member in SyncGroup; more gets INVALID_REQUEST. */
+  readonly memberAssignmentBytesMax: number;
+  /** Members that were told MEMBER_ID_REQUIRED and have not rejoined yet, per group. */
+  readonly pendingMembersMax: number;
+  /**
+   * How often Empty groups without offsets are forgotten (Kafka does it in the offset-expiration
+   * task, every `offsets.retention.check.interval.ms`, default 10 minutes).
+   */
+  readonly emptyGroupCleanupIntervalMs: number;
+}
+
+export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
+  minSessionTimeoutMs: 6_000,
+  maxSessionTimeoutMs: 1_800_000,
+  initialRebalanceDelayMs: 3_000,
+  maxSize: 2_147_483_647,
+  offsetMetadataMaxBytes: 4_096,
+  groupsMax: 100_000,
+  offsetsPerGroupMax: 100_000,
+  offsetsPerCommitMax: 10_000,
+  memberMetadataBytesMax: 1 << 20,
+  protocolsPerMemberMax: 64,
+  memberAssignmentBytesMax: 1 << 20,
+  pendingMembersMax: 10_000,
+  emptyGroupCleanupIntervalMs: 600_000,
+});
+
+/**
+ * Kafka's `GroupCoordinator.NewMemberJoinTimeoutMs`: a brand-new member's JoinGroup cannot be
+ * covered by its session timeout (it has no id to heartbeat with, and its socket is parked),
+ * so it is dropped after this long if the rebalance has still not completed.
+ */
+export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000;

@@ -1,0 +1,771 @@
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import { ClassicGroup, joinError, syncError } from "./classic-group.ts";
+import { DEFAULT_GROUP_CONFIG, type GroupConfig, NEW_MEMBER_JOIN_TIMEOUT_MS } from "./group-config.ts";
+import {
+  commitError, countCommitPartitions, deleteOffsets, ensureOffsetsLoaded, fetchOffsets, partitionErrors,
+  storeOffsets,
+} from "./group-offsets.ts";
+import type {
+  DeleteGroupResult, DescribedGroup, HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, JoinGroupResult,
+  LeaveGroupRequest, LeaveGroupResult, LeavingMember, ListGroupsRequest, ListGroupsResult,
+  OffsetCommitRequest, OffsetCommitResult, OffsetDeleteRequest, OffsetDeleteResult, OffsetFetchRequest,
+  OffsetFetchResult, SyncGroupRequest, SyncGroupResult,
+} from "./group-operations.ts";
+import { GroupState } from "./group-state.ts";
+import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
+import type { OffsetStore } from "./offset-store.ts";
+
+type JoinCallback = (result: JoinGroupResult) => void;
+
+/** JoinGroup v4+ clients understand MEMBER_ID_REQUIRED (KIP-394). */
+const MEMBER_ID_REQUIRED_MIN_VERSION = 4;
+/** JoinGroup v9+ lets a rejoining static leader skip the assignment (KIP-814). */
+const SKIP_ASSIGNMENT_MIN_VERSION = 9;
+/** DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for unknown groups instead of a Dead group. */
+const DESCRIBE_NOT_FOUND_MIN_VERSION = 6;
+/** The only group type this coordinator runs (KIP-848 "consumer" groups are not implemented). */
+const CLASSIC_GROUP_TYPE = "classic";
+
+/**
+ * Kafka 3.9's classic group coordinator (`kafka.coordinator.group.GroupCoordinator`) on plain
+ * domain types: membership and rebalances in memory, committed offsets through an OffsetStore.
+ *
+ * Requests that Kafka parks in purgatory (JoinGroup until the rebalance completes, SyncGroup
+ * until the leader's assignment arrives) return promises resolved by the same events. Timers
+ * replace Kafka's delayed operations: one join timer and one sync timer per group, one session
+ * timer per member. Everything runs on the event loop, so no locking is needed; the only awaits
+ * are offset-store calls, after which state is checked again.
+ */
+export class GroupCoordinator {
+  private readonly config: GroupConfig;
+  private readonly groups = new Map<string, ClassicGroup>();
+  private active = false;
+  private cleanupTimer: ReturnType<typeof setInterval> | null = null;
+
+  constructor(
+    private readonly store: OffsetStore,
+    config: Partial<GroupConfig> = {},
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
+    assert(this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs, "min session timeout > max");
+    assert(this.config.maxSize > 0, `group.max.size must be positive, not ${this.config.maxSize}`);
+  }
+
+  /** Makes the groups that have committed offsets visible (as Empty groups), then serves requests. */
+  async start(): Promise<void> {
+    assert(!this.active, "the group coordinator is already started");
+    for (const groupId of await this.store.listGroups()) {
+      if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId));
+    }
+    this.active = true;
+    this.cleanupTimer = setInterval(() => this.removeIdleGroups(), this.config.emptyGroupCleanupIntervalMs);
+    this.cleanupTimer.unref();
+  }
+
+  /** Answers every parked request with NOT_COORDINATOR and stops all timers. The store stays open. */
+  close(): void {
+    this.active = false;
+    if (this.cleanupTimer !== null) clearInterval(this.cleanupTimer);
+    for (const group of this.groups.values()) this.unload(group);
+    this.groups.clear();
+  }
+
+  /** Number of groups in memory, for tests and metrics. */
+  get groupCount(): number {
+    return this.groups.size;
+  }
+
+  /** The group's state, or null when this coordinator does not know it. */
+  groupState(groupId: string): GroupState | null {
+    return this.groups.get(groupId)?.state ?? null;
+  }
+
+  // ---- JoinGroup --------------------------------------------------------------------------
+
+  joinGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
+    const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateJoin(req);
+    if (errorCode !== null) return Promise.resolve(joinError(req.memberId, errorCode));
+    const isUnknownMember = req.memberId === "";
+    let group = this.groups.get(req.groupId);
+    if (group === undefined) {
+      if (!isUnknownMember) return Promise.resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      group = this.createGroup(req.groupId) ?? undefined;
+      if (group === undefined) {
+        return Promise.resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+      }
+    }
+    const joined = { ...req, protocols: uniqueProtocols(req.protocols) };
+    const target = group;
+    return new Promise((resolve) => {
+      if (!this.acceptJoiningMember(target, req.memberId)) {
+        if (target.has(req.memberId)) this.removeMember(target, target.get(req.memberId));
+        resolve(joinError("", ErrorCode.GROUP_MAX_SIZE_REACHED));
+      } else if (isUnknownMember) {
+        this.newMemberJoin(target, joined, resolve);
+      } else {
+        this.currentMemberJoin(target, joined, resolve);
+      }
+      this.tryCompleteJoin(target);
+    });
+  }
+
+  private validateJoin(req: JoinGroupRequest): number | null {
+    if (req.sessionTimeoutMs < this.config.minSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
+    if (req.sessionTimeoutMs > this.config.maxSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
+    if (req.protocols.length > this.config.protocolsPerMemberMax) return ErrorCode.INVALID_REQUEST;
+    let metadataBytes = 0;
+    for (const p of req.protocols) metadataBytes += p.metadata.length;
+    if (metadataBytes > this.config.memberMetadataBytesMax) return ErrorCode.INVALID_REQUEST;
+    return null;
+  }
+
+  /** Kafka's acceptJoiningMember: whether group.max.size leaves room for this member. */
+  private acceptJoiningMember(group: ClassicGroup, memberId: string): boolean {
+    switch (group.state) {
+      case GroupState.Empty:
+      case GroupState.Dead:
+        return true;
+      case GroupState.PreparingRebalance:
+        // Counting members awaiting join (not all members) lets the group shed the members
+        // that rejoin last when group.max.size was lowered.
+        return (group.has(memberId) && group.get(memberId).isAwaitingJoin) ||
+          group.awaitingJoinMembers < this.config.maxSize;
+      case GroupState.CompletingRebalance:
+      case GroupState.Stable:
+        return group.has(memberId) || group.size < this.config.maxSize;
+    }
+  }
+
+  private newMemberJoin(group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback): void {
+    if (group.is(GroupState.Dead)) return resolve(joinError("", ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
+      return resolve(joinError("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    }
+    const newMemberId = group.generateMemberId(req.clientId, req.groupInstanceId);
+    if (req.groupInstanceId !== null) {
+      const oldMemberId = group.staticMemberId(req.groupInstanceId);
+      if (oldMemberId !== undefined) {
+        return this.replaceStaticMemberAndMaybeRebalance(group, oldMemberId, newMemberId, req, resolve);
+      }
+      return this.addMemberAndRebalance(group, newMemberId, req, resolve);
+    }
+    if (req.apiVersion < MEMBER_ID_REQUIRED_MIN_VERSION) {
+      return this.addMemberAndRebalance(group, newMemberId, req, resolve);
+    }
+    // KIP-394: hand out the id first and count the member only when it rejoins with it, so a
+    // client whose JoinGroup times out does not leave a ghost member behind.
+    if (group.pendingMembers.size >= this.config.pendingMembersMax) {
+      return resolve(joinError("", ErrorCode.GROUP_MAX_SIZE_REACHED));
+    }
+    const timer = setTimeout(() => this.expirePendingMember(group, newMemberId), req.sessionTimeoutMs);
+    timer.unref();
+    group.pendingMembers.set(newMemberId, timer);
+    resolve(joinError(newMemberId, ErrorCode.MEMBER_ID_REQUIRED));
+  }
+
+  private currentMemberJoin(group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback): void {
+    if (group.is(GroupState.Dead)) return resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
+      return resolve(joinError(req.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    }
+    if (group.pendingMembers.has(req.memberId)) {
+      // Pending ids are only handed to dynamic members; a static one reusing it is confused.
+      if (req.groupInstanceId !== null) return resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      return this.addMemberAndRebalance(group, req.memberId, req, resolve);
+    }
+    const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
+    if (errorCode !== null) return resolve(joinError(req.memberId, errorCode));
+    const member = group.get(req.memberId);
+    switch (group.state) {
+      case GroupState.PreparingRebalance:
+        return this.updateMemberAndRebalance(group, member, req, resolve);
+      case GroupState.CompletingRebalance:
+        // The same metadata means the member missed its JoinGroup response: send it again.
+        if (member.matches(req.protocols)) return resolve(this.currentGeneration(group, member.memberId));
+        return this.updateMemberAndRebalance(group, member, req, resolve);
+      case GroupState.Stable:
+        // A rejoining leader forces a rebalance: that is how it reacts to metadata changes
+        // (new partitions, say) that do not change its own subscription.
+        if (group.isLeader(member.memberId) || !member.matches(req.protocols)) {
+          return this.updateMemberAndRebalance(group, member, req, resolve);
+        }
+        return resolve(this.currentGeneration(group, member.memberId));
+      case GroupState.Empty:
+      case GroupState.Dead:
+        return resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+    }
+  }
+
+  /** The current generation's JoinGroup answer, with the member list for the leader only. */
+  private currentGeneration(group: ClassicGroup, memberId: string, skipAssignment = false): JoinGroupResult {
+    const isLeader = group.isLeader(memberId);
+    return {
+      errorCode: ErrorCode.NONE,
+      generationId: group.generationId,
+      protocolType: group.protocolType,
+      protocolName: group.protocolName,
+      leader: group.leaderId ?? "",
+      skipAssignment,
+      memberId,
+      members: isLeader ? group.currentMemberMetadata() : [],
+    };
+  }
+
+  private addMemberAndRebalance(
+    group: ClassicGroup, memberId: string, req: JoinGroupRequest, resolve: JoinCallback,
+  ): void {
+    const member = new MemberMetadata(
+      memberId, req.groupInstanceId, req.clientId, req.clientHost, Math.max(0, req.rebalanceTimeoutMs),
+      req.sessionTimeoutMs, req.protocolType, req.protocols,
+    );
+    member.isNew = true;
+    // A member joining during the initial delay extends it, up to the rebalance timeout.
+    if (group.is(GroupState.PreparingRebalance) && group.generationId === 0) group.newMemberAdded = true;
+    group.add(member, resolve);
+    // A new member cannot heartbeat while its JoinGroup is parked, so its session timeout does
+    // not apply yet; this longer timeout drops it if it vanishes during a long rebalance.
+    this.scheduleSessionTimeout(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS);
+    this.maybePrepareRebalance(group);
+  }
+
+  private updateMemberAndRebalance(
+    group: ClassicGroup, member: MemberMetadata, req: JoinGroupRequest, resolve: JoinCallback,
+  ): void {
+    // A JoinGroup already parked for this member was given up by its client; answer it so
+    // its connection's response queue does not stall.
+    group.answerJoin(member, joinError(member.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
+    group.updateMember(member, req.protocols, Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, resolve);
+    this.maybePrepareRebalance(group);
+  }
+
+  /**
+   * KIP-345: a static member rejoining with an unknown member id takes over its instance's
+   * entry under a new id. In Stable, when the group's protocol would not change, there is no
+   * rebalance: the member gets the current generation and keeps its assignment.
+   */
+  private replaceStaticMemberAndMaybeRebalance(
+    group: ClassicGroup, oldMemberId: string, newMemberId: string, req: JoinGroupRequest, resolve: JoinCallback,
+  ): void {
+    assert(req.groupInstanceId !== null, "only static members are replaced");
+    const previousLeader = group.leaderId ?? "";
+    const member = group.replaceStaticMember(req.groupInstanceId, oldMemberId, newMemberId);
+    this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
+    group.updateMember(member, req.protocols, Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, resolve);
+    switch (group.state) {
+      case GroupState.Stable:
+        if (group.protocolName !== group.selectProtocol()) return this.maybePrepareRebalance(group);
+        if (req.apiVersion >= SKIP_ASSIGNMENT_MIN_VERSION) {
+          // The leader learns it leads (to keep watching metadata) but must not reassign.
+          const isLeader = group.isLeader(newMemberId);
+          group.answerJoin(member, this.currentGeneration(group, newMemberId, isLeader));
+        } else {
+          // Older clients would run a trivial assignment that a Stable group ignores; naming
+          // the old leader id keeps the restarted member a follower.
+          group.answerJoin(member, { ...this.currentGeneration(group, newMemberId), leader: previousLeader, members: [] });
+        }
+        return;
+      case GroupState.CompletingRebalance:
+        // The leader may be assigning to the old member id; start over so the new id gets one.
+        return this.prepareRebalance(group);
+      case GroupState.PreparingRebalance:
+        return;
+      case GroupState.Empty:
+      case GroupState.Dead:
+        assert(false, `group ${group.groupId} has static member ${req.groupInstanceId} in state ${group.state}`);
+    }
+  }
+
+  // ---- Rebalance machinery ------------------------------------------------------------------
+
+  private maybePrepareRebalance(group: ClassicGroup): void {
+    if (group.canRebalance) this.prepareRebalance(group);
+  }
+
+  /** Moves the group to PreparingRebalance and arms the delayed join (Kafka's prepareRebalance). */
+  private prepareRebalance(group: ClassicGroup): void {
+    if (group.is(GroupState.CompletingRebalance)) {
+      for (const m of group.allMembers()) {
+        m.assignment = EMPTY_BYTES;
+        group.answerSync(m, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      }
+    }
+    this.clearPendingSync(group);
+    const wasEmpty = group.is(GroupState.Empty);
+    group.transitionTo(GroupState.PreparingRebalance);
+    if (wasEmpty) {
+      // A new group waits group.initial.rebalance.delay.ms for more members, so a fleet of
+      // consumers starting together causes one rebalance instead of one per consumer.
+      const delayMs = this.config.initialRebalanceDelayMs;
+      this.scheduleJoin(group, "initial", delayMs, Math.max(group.rebalanceTimeoutMs - delayMs, 0));
+    } else {
+      this.scheduleJoin(group, "members", group.rebalanceTimeoutMs, 0);
+    }
+  }
+
+  private scheduleJoin(group: ClassicGroup, wait: ClassicGroup["joinWait"], delayMs: number, remainingMs: number): void {
+    if (group.joinTimer !== null) clearTimeout(group.joinTimer);
+    group.joinWait = wait;
+    group.joinTimer = setTimeout(() => this.onJoinTimer(group, wait, delayMs, remainingMs), delayMs);
+    group.joinTimer.unref();
+  }
+
+  /** Kafka's InitialDelayedJoin and DelayedJoin expiry. */
+  private onJoinTimer(group: ClassicGroup, wait: ClassicGroup["joinWait"], delayMs: number, remainingMs: number): void {
+    group.joinTimer = null;
+    if (!group.is(GroupState.PreparingRebalance)) return;
+    if (wait === "initial" && group.newMemberAdded && remainingMs !== 0) {
+      group.newMemberAdded = false;
+      const nextDelayMs = Math.min(this.config.initialRebalanceDelayMs, remainingMs);
+      return this.scheduleJoin(group, "initial", nextDelayMs, Math.max(remainingMs - delayMs, 0));
+    }
+    this.completeJoin(group);
+  }
+
+  /** Completes the join phase early once every member has rejoined (not during the initial delay). */
+  private tryCompleteJoin(group: ClassicGroup): void {
+    if (!group.is(GroupState.PreparingRebalance)) return;
+    if (group.joinWait !== "members" || !group.hasAllMembersJoined) return;
+    if (group.joinTimer !== null) clearTimeout(group.joinTimer);
+    group.joinTimer = null;
+    this.completeJoin(group);
+  }
+
+  /** Kafka's onCompleteJoin: drop dynamic members that did not rejoin, start the next generation. */
+  private completeJoin(group: ClassicGroup): void {
+    assert(group.is(GroupState.PreparingRebalance), `join completes in ${group.state} for ${group.groupId}`);
+    for (const m of group.notYetRejoinedMembers()) if (!m.isStatic) this.removeMember(group, m);
+    if (!group.maybeElectNewJoinedLeader() && group.size > 0) {
+      // Only static members remain and none rejoined: wait until they do or their sessions end.
+      return this.scheduleJoin(group, "members", group.rebalanceTimeoutMs, 0);
+    }
+    group.initNextGeneration();
+    if (group.is(GroupState.Empty)) return;
+    for (const m of group.allMembers()) {
+      group.answerJoin(m, this.currentGeneration(group, m.memberId));
+      this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
+      m.isNew = false;
+      group.pendingSyncMembers.add(m.memberId);
+    }
+    const generationId = group.generationId;
+    group.syncTimer = setTimeout(() => this.expirePendingSync(group, generationId), group.rebalanceTimeoutMs);
+    group.syncTimer.unref();
+  }
+
+  /** Members that got a JoinGroup response but never sent SyncGroup are removed (KIP-814 era). */
+  private expirePendingSync(group: ClassicGroup, generationId: number): void {
+    group.syncTimer = null;
+    if (generationId !== group.generationId || group.pendingSyncMembers.size === 0) return;
+    if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
+    for (const memberId of [...group.pendingSyncMembers]) this.dropMember(group, group.get(memberId));
+    this.prepareRebalance(group);
+  }
+
+  private clearPendingSync(group: ClassicGroup): void {
+    group.pendingSyncMembers.clear();
+    if (group.syncTimer !== null) clearTimeout(group.syncTimer);
+    group.syncTimer = null;
+  }
+
+  private removePendingSyncMember(group: ClassicGroup, memberId: string): void {
+    group.pendingSyncMembers.delete(memberId);
+    if (group.pendingSyncMembers.size === 0) this.clearPendingSync(group);
+  }
+
+  /** Arms the member's session deadline; a heartbeat (or any proof of life) re-arms it. */
+  private scheduleSessionTimeout(group: ClassicGroup, member: MemberMetadata, timeoutMs: number): void {
+    member.heartbeatSatisfied = false;
+    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    member.sessionTimer = setTimeout(() => this.onSessionTimeout(group, member), timeoutMs);
+    member.sessionTimer.unref();
+  }
+
+  private onSessionTimeout(group: ClassicGroup, member: MemberMetadata): void {
+    member.sessionTimer = null;
+    if (group.is(GroupState.Dead) || !group.has(member.memberId)) return;
+    if (group.get(member.memberId) !== member) return;
+    if (!member.hasSatisfiedHeartbeat) this.removeMemberAndUpdateGroup(group, member);
+  }
+
+  private expirePendingMember(group: ClassicGroup, memberId: string): void {
+    if (!group.removePendingMember(memberId)) return;
+    this.tryCompleteJoin(group);
+  }
+
+  /** Kafka's removeMemberAndUpdateGroup: the group reacts to a member that left or failed. */
+  private removeMemberAndUpdateGroup(group: ClassicGroup, member: MemberMetadata): void {
+    this.removeMember(group, member);
+    switch (group.state) {
+      case GroupState.Stable:
+      case GroupState.CompletingRebalance:
+        return this.maybePrepareRebalance(group);
+      case GroupState.PreparingRebalance:
+        return this.tryCompleteJoin(group);
+      case GroupState.Empty:
+      case GroupState.Dead:
+        return;
+    }
+  }
+
+  /** Removes a member, answering its parked requests with UNKNOWN_MEMBER_ID. */
+  private removeMember(group: ClassicGroup, member: MemberMetadata): void {
+    group.answerJoin(member, joinError("", ErrorCode.UNKNOWN_MEMBER_ID));
+    group.answerSync(member, syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    this.dropMember(group, member);
+  }
+
+  private dropMember(group: ClassicGroup, member: MemberMetadata): void {
+    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    member.sessionTimer = null;
+    group.remove(member.memberId);
+  }
+
+  // ---- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------
+
+  syncGroup(req: SyncGroupRequest): Promise<SyncGroupResult> {
+    const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateAssignments(req);
+    if (errorCode !== null) return Promise.resolve(syncError(errorCode));
+    const group = this.groups.get(req.groupId);
+    if (group === undefined) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+    const invalid = validateSync(group, req);
+    if (invalid !== null) return Promise.resolve(syncError(invalid));
+    switch (group.state) {
+      case GroupState.Empty:
+        return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
+      case GroupState.PreparingRebalance:
+        return Promise.resolve(syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      case GroupState.CompletingRebalance:
+        return new Promise((resolve) => this.parkSync(group, req, resolve));
+      case GroupState.Stable: {
+        const member = group.get(req.memberId);
+        this.removePendingSyncMember(group, member.memberId);
+        this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
+        return Promise.resolve({
+          errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName,
+          assignment: member.assignment,
+        });
+      }
+      case GroupState.Dead:
+        return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
+  }
+
+  private validateAssignments(req: SyncGroupRequest): number | null {
+    for (const a of req.assignments) {
+      if (a.assignment.length > this.config.memberAssignmentBytesMax) return ErrorCode.INVALID_REQUEST;
+    }
+    return null;
+  }
+
+  /** Parks a SyncGroup until the leader's assignment arrives; the leader's own sync delivers it. */
+  private parkSync(group: ClassicGroup, req: SyncGroupRequest, resolve: (r: SyncGroupResult) => void): void {
+    const member = group.get(req.memberId);
+    group.answerSync(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+    member.awaitingSync = resolve;
+    this.removePendingSyncMember(group, member.memberId);
+    if (!group.isLeader(member.memberId)) return;
+    const assignments = new Map(req.assignments.map((a) => [a.memberId, a.assignment]));
+    // Members the leader left out get an empty assignment, as in Kafka.
+    for (const m of group.allMembers()) {
+      m.assignment = assignments.get(m.memberId) ?? EMPTY_BYTES;
+      const answered = group.answerSync(m, {
+        errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName,
+        assignment: m.assignment,
+      });
+      // A member whose session ran out while it waited for the assignment starts afresh.
+      if (answered) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
+    }
+    group.transitionTo(GroupState.Stable);
+  }
+
+  heartbeat(req: HeartbeatRequest): number {
+    const invalidId = this.validateGroupId(req.groupId, false);
+    if (invalidId !== null) return invalidId;
+    const group = this.groups.get(req.groupId);
+    if (group === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+    if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
+    if (errorCode !== null) return errorCode;
+    if (req.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+    if (group.is(GroupState.Empty)) return ErrorCode.UNKNOWN_MEMBER_ID;
+    const member = group.get(req.memberId);
+    this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
+    return group.is(GroupState.PreparingRebalance) ? ErrorCode.REBALANCE_IN_PROGRESS : ErrorCode.NONE;
+  }
+
+  /** LeaveGroup for one or more members (batched since v3, KIP-345). */
+  leaveGroup(req: LeaveGroupRequest): LeaveGroupResult {
+    const invalidId = this.validateGroupId(req.groupId, false);
+    if (invalidId !== null) return { errorCode: invalidId, members: [] };
+    const group = this.groups.get(req.groupId);
+    const answer = (m: LeavingMember, errorCode: number) => ({
+      memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode,
+    });
+    if (group === undefined) {
+      return { errorCode: ErrorCode.NONE, members: req.members.map((m) => answer(m, ErrorCode.UNKNOWN_MEMBER_ID)) };
+    }
+    if (group.is(GroupState.Dead)) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
+    return { errorCode: ErrorCode.NONE, members: req.members.map((m) => answer(m, this.leaveOne(group, m))) };
+  }
+
+  private leaveOne(group: ClassicGroup, leaving: LeavingMember): number {
+    if (leaving.memberId === "") {
+      // Admin removal of a static member by instance id alone (kafka-consumer-groups --delete ...).
+      const memberId = leaving.groupInstanceId === null ? undefined : group.staticMemberId(leaving.groupInstanceId);
+      if (memberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+      this.removeMemberAndUpdateGroup(group, group.get(memberId));
+      return ErrorCode.NONE;
+    }
+    if (group.removePendingMember(leaving.memberId)) {
+      this.tryCompleteJoin(group);
+      return ErrorCode.NONE;
+    }
+    const errorCode = validateCurrentMember(group, leaving.memberId, leaving.groupInstanceId);
+    if (errorCode !== null) return errorCode;
+    this.removeMemberAndUpdateGroup(group, group.get(leaving.memberId));
+    return ErrorCode.NONE;
+  }
+
+  // ---- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
+
+  describeGroups(groupIds: readonly string[], apiVersion: number): DescribedGroup[] {
+    return groupIds.map((groupId) => {
+      const group = this.groups.get(groupId);
+      if (!this.active) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
+      if (group === undefined || group.is(GroupState.Dead)) {
+        if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
+          return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+        }
+        return describedError(groupId, ErrorCode.NONE, null);
+      }
+      return describe(group);
+    });
+  }
+
+  listGroups(req: ListGroupsRequest): ListGroupsResult {
+    if (!this.active) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, groups: [] };
+    const states = new Set(req.statesFilter.map((s) => s.toLowerCase()));
+    const types = new Set(req.typesFilter.map((t) => t.toLowerCase()));
+    if (types.size > 0 && !types.has(CLASSIC_GROUP_TYPE)) return { errorCode: ErrorCode.NONE, groups: [] };
+    const groups = [...this.groups.values()]
+      .filter((g) => !g.is(GroupState.Dead) && (states.size === 0 || states.has(g.state.toLowerCase())))
+      .map((g) => ({
+        groupId: g.groupId, protocolType: g.protocolType ?? "", groupState: g.state, groupType: CLASSIC_GROUP_TYPE,
+      }));
+    return { errorCode: ErrorCode.NONE, groups };
+  }
+
+  /** Deletes Empty groups and their offsets; groups with members get NON_EMPTY_GROUP. */
+  async deleteGroups(groupIds: readonly string[]): Promise<DeleteGroupResult[]> {
+    const results = new Map<string, number>();
+    const eligible: ClassicGroup[] = [];
+    for (const groupId of new Set(groupIds)) {
+      const group = this.groups.get(groupId);
+      if (!this.active) results.set(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+      else if (group === undefined || group.is(GroupState.Dead)) results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
+      else if (!group.is(GroupState.Empty)) results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
+      else eligible.push(group);
+    }
+    for (const group of eligible) {
+      group.transitionTo(GroupState.Dead);
+      this.groups.delete(group.groupId);
+    }
+    await Promise.all(eligible.map(async (group) => {
+      results.set(group.groupId, await this.deleteStoredGroup(group));
+    }));
+    return [...results].map(([groupId, errorCode]) => ({ groupId, errorCode }));
+  }
+
+  private async deleteStoredGroup(group: ClassicGroup): Promise<number> {
+    try {
+      await this.store.deleteGroup(group.groupId);
+      return ErrorCode.NONE;
+    } catch (error) {
+      if (!(error instanceof KafkaError)) throw error;
+      // The offsets are still stored: bring the group back (offsets reloaded on next use).
+      if (!this.groups.has(group.groupId)) this.groups.set(group.groupId, new ClassicGroup(group.groupId));
+      return error.code;
+    }
+  }
+
+  // ---- Offsets ----------------------------------------------------------------------------
+
+  async offsetCommit(req: OffsetCommitRequest): Promise<OffsetCommitResult> {
+    const invalidId = this.validateGroupId(req.groupId, true);
+    if (invalidId !== null) return commitError(req, invalidId);
+    if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
+      return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
+    }
+    let group = this.groups.get(req.groupId);
+    if (group === undefined) {
+      // Only a consumer that assigns partitions itself may create a group by committing.
+      if (req.generationId >= 0) return commitError(req, ErrorCode.ILLEGAL_GENERATION);
+      group = this.createGroup(req.groupId) ?? undefined;
+      if (group === undefined) return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    }
+    const loadError = await this.loadOffsets(group);
+    if (loadError !== null) return commitError(req, loadError);
+    const errorCode = validateOffsetCommit(group, req);
+    if (errorCode !== null) return commitError(req, errorCode);
+    if (group.is(GroupState.CompletingRebalance)) return commitError(req, ErrorCode.REBALANCE_IN_PROGRESS);
+    if (group.has(req.memberId)) {
+      const member = group.get(req.memberId);
+      this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
+    }
+    return storeOffsets(this.store, this.config, group, req, this.nowMs());
+  }
+
+  /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */
+  async offsetFetch(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
+    const invalidId = this.validateGroupId(req.groupId, true);
+    if (invalidId !== null) return { errorCode: invalidId, topics: [] };
+    const group = this.groups.get(req.groupId);
+    if (group === undefined) return fetchOffsets(new Map(), req);
+    const loadError = await this.loadOffsets(group);
+    if (loadError !== null) return { errorCode: loadError, topics: [] };
+    return fetchOffsets(group.offsets ?? new Map(), req);
+  }
+
+  async offsetDelete(req: OffsetDeleteRequest): Promise<OffsetDeleteResult> {
+    const invalidId = this.validateGroupId(req.groupId, false);
+    if (invalidId !== null) return { errorCode: invalidId, topics: [] };
+    const group = this.groups.get(req.groupId);
+    if (group === undefined || group.is(GroupState.Dead)) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+    const loadError = await this.loadOffsets(group);
+    if (loadError !== null) return { errorCode: loadError, topics: [] };
+    if (group.is(GroupState.Dead)) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+    if (!group.is(GroupState.Empty) && !group.isConsumerGroup) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+    // An Empty group loses any offset; a live consumer group keeps those of subscribed topics.
+    const subscribed = (topic: string) => !group.is(GroupState.Empty) && group.isSubscribedToTopic(topic);
+    const eligible = req.topics
+      .filter((t) => !subscribed(t.name))
+      .flatMap((t) => t.partitions.map((partition) => ({ topic: t.name, partition })));
+    const deleteError = await deleteOffsets(this.store, group, eligible);
+    const topics = partitionErrors(req.topics, (topic) => (subscribed(topic) ? ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC : deleteError));
+    return { errorCode: ErrorCode.NONE, topics };
+  }
+
+  private async loadOffsets(group: ClassicGroup): Promise<number | null> {
+    try {
+      await ensureOffsetsLoaded(this.store, group);
+      return null;
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+  }
+
+  // ---- Groups -----------------------------------------------------------------------------
+
+  /** Kafka's isValidGroupId plus the coordinator-active check. */
+  private validateGroupId(groupId: string, emptyAllowed: boolean): number | null {
+    if (!emptyAllowed && groupId === "") return ErrorCode.INVALID_GROUP_ID;
+    if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    return null;
+  }
+
+  /** A new Empty group, or null when groupsMax is reached even after dropping idle groups. */
+  private createGroup(groupId: string): ClassicGroup | null {
+    assert(!this.groups.has(groupId), `group ${groupId} already exists`);
+    if (this.groups.size >= this.config.groupsMax) this.removeIdleGroups();
+    if (this.groups.size >= this.config.groupsMax) return null;
+    const group = new ClassicGroup(groupId);
+    this.groups.set(groupId, group);
+    return group;
+  }
+
+  /**
+   * Forgets Empty groups that have no committed offsets (Kafka's offset-expiration task does the
+   * same). Groups whose offsets were never loaded are kept: the store may hold offsets for them.
+   */
+  private removeIdleGroups(): void {
+    for (const [groupId, group] of this.groups) {
+      if (!group.is(GroupState.Empty) || group.pendingMembers.size > 0) continue;
+      if (group.offsets === null || group.offsets.size > 0 || group.offsetsLoading !== null) continue;
+      group.transitionTo(GroupState.Dead);
+      this.groups.delete(groupId);
+    }
+  }
+
+  private unload(group: ClassicGroup): void {
+    if (group.joinTimer !== null) clearTimeout(group.joinTimer);
+    group.joinTimer = null;
+    this.clearPendingSync(group);
+    for (const memberId of [...group.pendingMembers.keys()]) group.removePendingMember(memberId);
+    for (const m of group.allMembers()) {
+      group.answerJoin(m, joinError(m.memberId, ErrorCode.NOT_COORDINATOR));
+      group.answerSync(m, syncError(ErrorCode.NOT_COORDINATOR));
+      this.dropMember(group, m);
+    }
+    group.transitionTo(GroupState.Dead);
+  }
+}
+
+/** If an instance id is given it must map to this member id; else the member id must exist. */
+function validateCurrentMember(group: ClassicGroup, memberId: string, groupInstanceId: string | null): number | null {
+  if (groupInstanceId !== null) {
+    const currentMemberId = group.staticMemberId(groupInstanceId);
+    if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+    if (currentMemberId !== memberId) return ErrorCode.FENCED_INSTANCE_ID;
+    return null;
+  }
+  return group.has(memberId) ? null : ErrorCode.UNKNOWN_MEMBER_ID;
+}
+
+function validateSync(group: ClassicGroup, req: SyncGroupRequest): number | null {
+  if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
+  if (errorCode !== null) return errorCode;
+  if (req.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
+  if (req.protocolType !== null && req.protocolType !== group.protocolType) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
+  if (req.protocolName !== null && req.protocolName !== group.protocolName) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
+  return null;
+}
+
+/** Kafka's validateOffsetCommit (non-transactional). */
+function validateOffsetCommit(group: ClassicGroup, req: OffsetCommitRequest): number | null {
+  if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  // Generation -1 comes from the admin client or a consumer without group management; it may
+  // commit only while no member owns the partitions.
+  if (req.generationId < 0 && group.is(GroupState.Empty)) return null;
+  if (req.generationId >= 0 || req.memberId !== "" || req.groupInstanceId !== null) {
+    const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
+    if (errorCode !== null) return errorCode;
+    return req.generationId === group.generationId ? null : ErrorCode.ILLEGAL_GENERATION;
+  }
+  return group.is(GroupState.Empty) ? null : ErrorCode.UNKNOWN_MEMBER_ID;
+}
+
+/** Keeps the first of each protocol name, as Kafka's keyed JoinGroup protocol collection does. */
+function uniqueProtocols(protocols: readonly JoinGroupProtocol[]): JoinGroupProtocol[] {
+  const seen = new Set<string>();
+  return protocols.filter((p) => !seen.has(p.name) && seen.add(p.name));
+}
+
+/** What DescribeGroups shows: metadata and assignments only once the group is Stable. */
+function describe(group: ClassicGroup): DescribedGroup {
+  const stable = group.is(GroupState.Stable);
+  return {
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    groupId: group.groupId,
+    groupState: group.state,
+    protocolType: group.protocolType ?? "",
+    protocolData: stable ? (group.protocolName ?? "") : "",
+    members: group.allMembers().map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      memberMetadata: stable && group.protocolName !== null ? m.metadata(group.protocolName) : EMPTY_BYTES,
+      memberAssignment: stable ? m.assignment : EMPTY_BYTES,
+    })),
+  };
+}
+
+function describedError(groupId: string, errorCode: number, errorMessage: string | null): DescribedGroup {
+  return {
+    errorCode, errorMessage, groupId, groupState: GroupState.Dead, protocolType: "", protocolData: "", members: [],
+  };
+}
