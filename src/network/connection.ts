@@ -4,7 +4,10 @@
  *
  * Flow control: reading stops (socket.pause) while the connection has too many requests in
  * flight or too many response bytes queued, and resumes when it is back under both limits.
- * Received bytes not yet decoded stay in the FrameDecoder meanwhile.
+ * Received bytes not yet decoded stay in the FrameDecoder meanwhile. Bun 1.4.4 sockets from
+ * Bun.listen have pause()/resume() (not in older docs; checked: a paused socket gets no more
+ * `data` events, the client's writes back up in the kernel, and resume() delivers the rest).
+ * A data event already in progress when pause() is called may still arrive; it is buffered.
  *
  * Batching: responses made ready by one `data` event, by one `drain`, or by one microtask turn
  * of async completions are flushed together, so they share write calls.

@@ -9,7 +9,10 @@ import type { RecordsChunk } from "../protocol/records.ts";
  * What a handler answers for one request.
  * - `{ chunks }`: the response bytes WITHOUT the 4-byte size prefix (the network layer adds it).
  *   Chunks are memory views or file ranges; file ranges are sent with sendfile and released by
- *   the network layer exactly once.
+ *   the network layer exactly once. The network layer keeps the views, not copies, until the
+ *   kernel has taken them, which for a slow client is long after `handle` returns: memory
+ *   handed over here must never be reused or overwritten (a pooled Writer must not be reset
+ *   onto the same buffer while its output may still be queued).
  * - `null`: no response at all (produce with acks=0); the next response keeps its order.
  * - `"close"`: close the connection once every earlier response has been written.
  */
@@ -29,6 +32,9 @@ export interface ConnectionContext {
   /**
    * Calls `listener` once when the connection closes (at once if it is already closed), so a
    * parked request such as a long-poll fetch can give up early. Returns an unsubscribe function.
+   * A peer that disconnects while reading is paused (a connection at its in-flight or queued
+   * bytes limit) is noticed only when the server next writes or reads, as in Kafka, where a
+   * muted channel is not polled either; parked requests must therefore still have a timeout.
    */
   onClose(listener: () => void): () => void;
 }
