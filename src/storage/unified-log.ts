@@ -25,6 +25,7 @@ import { LogSegment } from "./log-segment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import { assert } from "../util/assert.ts";
 import { validateAndAssignOffsets } from "./log-validator.ts";
+import { storageError } from "./durable-file.ts";
 import { installIndexLoader, loadSegments } from "./log-loader.ts";
 import type { LogEnvironment } from "./log-environment.ts";
 
@@ -256,10 +257,15 @@ export class UnifiedLog {
       );
     }
     const old = this.activeSegment;
-    const baseOffset = old.nextOffset;
     if (old.sizeBytes === 0) return old;
+    // Create the new files first: if that fails (full disk), the old segment stays active.
+    let segment: LogSegment;
+    try {
+      segment = LogSegment.create(this.dir, old.nextOffset, settingsOf(this.configValue), this.env.pool);
+    } catch (error) {
+      throw storageError("roll of", this.dir, error);
+    }
     old.onBecomeInactive();
-    const segment = LogSegment.create(this.dir, baseOffset, settingsOf(this.configValue), this.env.pool);
     this.installIndexLoader(segment);
     this.segments.push(segment);
     void this.flushAsync().catch((error: unknown) =>
