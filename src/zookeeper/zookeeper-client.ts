@@ -90,6 +90,7 @@ export class ZooKeeperClient {
   private readonly requestTimeoutMs: number;
   private livenessTimer: ReturnType<typeof setInterval> | null = null;
   private livenessProbeInFlight = false;
+  private disconnectedAtMs = 0;
 
   private constructor(
     private readonly connectString: string,
@@ -371,9 +372,11 @@ export class ZooKeeperClient {
       }
     } else if (code === STATE_DISCONNECTED && this.connected) {
       this.connected = false;
+      this.disconnectedAtMs = Date.now();
       this.emit("disconnected");
     } else if (code === STATE_EXPIRED) {
       this.connected = false;
+      this.disconnectedAtMs = Date.now();
       this.emit("expired");
       this.sessionRecreated = true;
       this.raw = this.newSession();
@@ -385,15 +388,27 @@ export class ZooKeeperClient {
   }
 
   /**
-   * Every third of the session timeout, checks that the connection still answers. A probe
-   * unanswered for two thirds of the session timeout means the link is dead without having
+   * Every sixth of the session timeout, checks that the connection still answers. A probe
+   * unanswered for a third of the session timeout means the link is dead without having
    * closed (a dropped network, a frozen server): the socket is destroyed so the library
    * reconnects, possibly to another server of the ensemble, before the session expires.
+   * The library also waits forever for the handshake of a server that accepted the TCP
+   * connection but does not answer, so a reconnect that takes longer than one attempt's share
+   * of the session timeout is abandoned the same way and the next server is tried.
    */
   private startLivenessProbe(): void {
-    const intervalMs = Math.max(50, Math.floor(this.sessionTimeoutMs / 3));
+    const intervalMs = Math.max(50, Math.floor(this.sessionTimeoutMs / 6));
+    const hostCount = parseConnectString(this.connectString).hosts.split(",").length;
+    const attemptMs = Math.max(intervalMs * 2, Math.floor(this.sessionTimeoutMs / hostCount));
+    let lastDropMs = Date.now();
     this.livenessTimer = setInterval(() => {
-      if (!this.connected || this.livenessProbeInFlight) return;
+      if (!this.connected) {
+        if (Date.now() - Math.max(lastDropMs, this.disconnectedAtMs) < attemptMs) return;
+        lastDropMs = Date.now();
+        dropConnection(this.raw);
+        return;
+      }
+      if (this.livenessProbeInFlight) return;
       this.livenessProbeInFlight = true;
       const raw = this.raw;
       this.exists("/", { timeoutMs: intervalMs * 2 })

@@ -32,9 +32,14 @@ export class TcpProxy {
     return `127.0.0.1:${this.port}`;
   }
 
-  /** Switching mode closes every open connection, so no half-forwarded stream survives it. */
+  /**
+   * "blackhole" keeps open connections but drops their bytes from then on; "refuse" closes
+   * them; "forward" closes the ones a blackhole broke (their streams lost bytes) and forwards
+   * new ones.
+   */
   setMode(mode: ProxyMode): void {
     this.mode = mode;
+    if (mode === "blackhole") return;
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
   }
@@ -56,8 +61,11 @@ export class TcpProxy {
     }
     const upstream = connect({ host: "127.0.0.1", port: this.targetPort });
     this.track(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    const forward = (to: Socket) => (chunk: Buffer) => {
+      if (this.mode === "forward") to.write(chunk);
+    };
+    client.on("data", forward(upstream));
+    upstream.on("data", forward(client));
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   }

@@ -1,0 +1,123 @@
+/**
+ * ZooKeeperClient when ZooKeeper goes away: killed and restarted, unreachable behind a proxy
+ * that drops every byte, or gone long enough for the session to expire. Nothing may hang, and
+ * the client must come back by itself.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ZooKeeperClient, type SessionEvent } from "../../src/zookeeper/zookeeper-client.ts";
+import { ZooKeeperUnavailableError } from "../../src/zookeeper/zookeeper-errors.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import { TcpProxy } from "./tcp-proxy.ts";
+
+/** The test server's minimum session timeout is 400 ms; 1 s keeps expiry tests short. */
+const OPTIONS = { sessionTimeoutMs: 1_000, connectTimeoutMs: 5_000, requestTimeoutMs: 800 };
+const text = (s: string) => new TextEncoder().encode(s);
+
+let server: ZooKeeperServer;
+const cleanups: (() => Promise<void>)[] = [];
+
+async function connect(
+  connectString: string,
+  options = OPTIONS,
+): Promise<{ client: ZooKeeperClient; events: SessionEvent[] }> {
+  const client = await ZooKeeperClient.connect(connectString, options);
+  const events: SessionEvent[] = [];
+  client.onSessionEvent((event) => events.push(event));
+  cleanups.push(() => client.close());
+  return { client, events };
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadlineMs = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(20);
+  }
+}
+
+async function timed<T>(promise: Promise<T>): Promise<{ result: T | unknown; elapsedMs: number }> {
+  const startedMs = Date.now();
+  const result = await promise.catch((error: unknown) => error);
+  return { result, elapsedMs: Date.now() - startedMs };
+}
+
+beforeAll(async () => {
+  server = await startZooKeeper();
+}, 30_000);
+
+afterAll(async () => {
+  for (const cleanup of cleanups) await cleanup();
+  await server.stop();
+});
+
+describe("ZooKeeper killed and restarted", () => {
+  test("calls reject within their deadline, then succeed after restart in the same session", async () => {
+    const { client, events } = await connect(server.connectString);
+    await client.create("/survivor", text("x"), { mode: "ephemeral" });
+    const sessionId = client.sessionId;
+    await server.kill();
+    const { result, elapsedMs } = await timed(client.setData("/survivor", text("y")));
+    expect(result).toBeInstanceOf(ZooKeeperUnavailableError);
+    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 500);
+    expect(events).toContain("disconnected");
+    const many = await Promise.all(Array.from({ length: 20 }, () => timed(client.exists("/"))));
+    for (const call of many) expect(call.result).toBeInstanceOf(ZooKeeperUnavailableError);
+    await server.restart();
+    await until(() => client.isConnected, 5_000);
+    await client.setData("/survivor", text("back"));
+    expect(client.sessionId).toBe(sessionId);
+    expect(events.at(-1)).toBe("connected");
+    expect(events).not.toContain("expired");
+  }, 20_000);
+});
+
+describe("network that drops every byte", () => {
+  test("calls time out, and the dead link is dropped and replaced before the session expires", async () => {
+    const proxy = await TcpProxy.start(server.port);
+    cleanups.push(() => proxy.close());
+    // The probe must notice within half the session timeout, well before the server expires it.
+    const { client, events } = await connect(proxy.connectString, { ...OPTIONS, sessionTimeoutMs: 6_000 });
+    await client.create("/blackhole", text("x"));
+    const sessionId = client.sessionId;
+    proxy.setMode("blackhole");
+    const blackholedAtMs = Date.now();
+    const { result, elapsedMs } = await timed(client.getData("/blackhole"));
+    expect(result).toBeInstanceOf(ZooKeeperUnavailableError);
+    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 500);
+    await until(() => events.includes("disconnected"), 4_000);
+    expect(Date.now() - blackholedAtMs).toBeLessThan(3_500);
+    proxy.setMode("forward");
+    await until(() => client.isConnected, 2_000);
+    expect((await client.getData("/blackhole")).data).toEqual(text("x"));
+    expect(client.sessionId).toBe(sessionId);
+    expect(events).not.toContain("expired");
+  }, 20_000);
+});
+
+describe("session expiry", () => {
+  test("a new session is made and announced; ephemerals of the old one are gone", async () => {
+    const proxy = await TcpProxy.start(server.port);
+    cleanups.push(() => proxy.close());
+    const { client, events } = await connect(proxy.connectString);
+    const { client: observer } = await connect(server.connectString);
+    const register = () => client.create("/member", text(client.sessionId), { mode: "ephemeral" });
+    await register();
+    const oldSessionId = client.sessionId;
+    let reregistered: Promise<string> | null = null;
+    client.onSessionEvent((event) => {
+      if (event === "session-recreated") reregistered = register();
+    });
+    proxy.setMode("refuse");
+    await until(async () => (await observer.exists("/member")) === null, 5_000);
+    await expect(client.exists("/")).rejects.toBeInstanceOf(ZooKeeperUnavailableError);
+    proxy.setMode("forward");
+    await until(() => events.includes("session-recreated"), 5_000);
+    expect(events.slice(events.indexOf("expired"))).toEqual(["expired", "connected", "session-recreated"]);
+    expect(client.sessionId).not.toBe(oldSessionId);
+    expect(reregistered).not.toBeNull();
+    await reregistered;
+    const { data, stat } = await observer.getData("/member");
+    expect(new TextDecoder().decode(data)).toBe(client.sessionId);
+    expect(stat.ephemeralOwner.toString(16).padStart(16, "0")).toBe(client.sessionId);
+  }, 20_000);
+});
