@@ -1,7 +1,9 @@
-// Produce: v3-11
+// Produce: v0-11 advertised, v3-11 served
 //
 // Version notes:
-// * v0-2 carry magic 0/1 message sets, which Kafka 4 removed (KIP-896); not offered.
+// * v0-2 carry magic 0/1 message sets, which Kafka 4 removed (KIP-896). They are still
+//   advertised, as Kafka 4.0 does (KAFKA-18659): librdkafka up to 2.11 turns gzip, snappy and
+//   lz4 off unless the broker lists Produce v0. Such requests get UNSUPPORTED_VERSION.
 // * v3: transactional id; magic 2 record batches only.
 // * v5: LogStartOffset in the response. v8: per-batch RecordErrors and ErrorMessage (KIP-467).
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
@@ -12,9 +14,12 @@ import { ApiKey } from "../protocol/generated/index.ts";
 import type { AppendEntry } from "../server/replica-manager.ts";
 import { defineHandler } from "./handler.ts";
 
+/** The first version that carries magic 2 record batches, the only format Quill stores. */
+const PRODUCE_SERVED_MIN_VERSION = 3;
+
 export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
-  minVersion: 3,
+  minVersion: 0,
   maxVersion: 11,
   handle(request, ctx) {
     const acks = request.acks;
@@ -25,11 +30,13 @@ export const produceHandler = defineHandler({
         entries.push({ topic: topic.name, partition: p.index, records });
       }
     }
-    const invalidAcks = acks !== 0 && acks !== 1 && acks !== -1;
-    const outcomes = invalidAcks
-      ? entries.map(() => ({ errorCode: ErrorCode.INVALID_REQUIRED_ACKS, errorMessage: null,
+    const refusal = ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION ? ErrorCode.UNSUPPORTED_VERSION
+      : acks !== 0 && acks !== 1 && acks !== -1 ? ErrorCode.INVALID_REQUIRED_ACKS
+      : ErrorCode.NONE;
+    const outcomes = refusal !== ErrorCode.NONE
+      ? entries.map(() => ({ errorCode: refusal, errorMessage: null,
           baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n }))
-      : ctx.broker.replicaManager.appendRecords(acks, entries);
+      : ctx.broker.replicaManager.appendRecords(acks, entries, ctx.apiVersion);
     if (acks === 0) return null;
     let i = 0;
     return {

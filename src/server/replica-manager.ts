@@ -1,4 +1,5 @@
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
@@ -70,17 +71,19 @@ export class ReplicaManager {
     for (const log of logs.allLogs()) log.highWatermark = log.logEndOffset;
   }
 
-  appendRecords(acks: number, entries: readonly AppendEntry[]): AppendOutcome[] {
-    return entries.map((e) => this.appendOne(acks, e));
+  /** `produceVersion` decides which record formats and codecs the request may carry. */
+  appendRecords(acks: number, entries: readonly AppendEntry[], produceVersion: number): AppendOutcome[] {
+    return entries.map((e) => this.appendOne(acks, e, produceVersion));
   }
 
-  private appendOne(acks: number, entry: AppendEntry): AppendOutcome {
+  private appendOne(acks: number, entry: AppendEntry, produceVersion: number): AppendOutcome {
     try {
       const log = this.hostedLog(entry.topic, entry.partition);
       if (acks === -1) this.checkMinInsyncReplicas(entry.topic);
-      if (entry.records === null || entry.records.length === 0) {
+      if (entry.records === null) {
         throw new KafkaError(ErrorCode.INVALID_RECORD, "produce request without records");
       }
+      validateProduceRecords(entry.records, produceVersion);
       const result = log.append(entry.records, { assignOffsets: true });
       log.highWatermark = log.logEndOffset;
       this.purgatory.onAppend(partitionKey(entry.topic, entry.partition), entry.records.length);
