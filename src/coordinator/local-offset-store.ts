@@ -1,0 +1,319 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import { encodeRecord, type OffsetLogRecord, type PartitionRef, readRecords, type StoredOffset } from "./offset-log-record.ts";
+import { type CommittedOffset, offsetKey, type OffsetStore } from "./offset-store.ts";
+
+export const OFFSETS_DIR_NAME = "__consumer_offsets";
+const LOG_FILE = "commits.log";
+const SNAPSHOT_FILE = "offsets.snapshot";
+const SNAPSHOT_TEMP_FILE = "offsets.snapshot.tmp";
+
+export interface LocalOffsetStoreOptions {
+  /** Compact the log into a snapshot once it grows past this many bytes. */
+  readonly compactLogBytes?: number;
+  /** Bytes of commits waiting for the next fsync; beyond it commits fail (retriable). */
+  readonly pendingBytesMax?: number;
+}
+
+const DEFAULT_COMPACT_LOG_BYTES = 64 << 20;
+const DEFAULT_PENDING_BYTES_MAX = 256 << 20;
+
+interface PendingWrite {
+  readonly frame: Uint8Array;
+  readonly record: OffsetLogRecord;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Counters for tests and the benchmark: how well commits are grouped into fsyncs. */
+export interface LocalOffsetStoreStats {
+  readonly fsyncs: number;
+  readonly recordsWritten: number;
+  readonly compactions: number;
+}
+
+/**
+ * The embedded broker's committed offsets, durable under `<dataDir>/__consumer_offsets/`:
+ *
+ * - `commits.log`: append-only records (see offset-log-record.ts). Every record that arrived
+ *   while the previous fsync ran is written with one write and one fdatasync, and a commit's
+ *   promise resolves only after its fdatasync: an acknowledged commit survives kill -9 or
+ *   power loss.
+ * - `offsets.snapshot`: the whole state as one commit record per group, written when the log
+ *   passes `compactLogBytes` (write temp, fsync, rename, fsync dir, then truncate the log).
+ *   Replaying the log over a snapshot that already contains it gives the same state (every
+ *   record sets or deletes keys, last writer wins), so a crash between rename and truncate is
+ *   harmless.
+ *
+ * On open the snapshot is read, then the log is replayed; a torn last record is cut off.
+ * The whole state is kept in memory (it is what loadGroup answers from). One process owns the
+ * directory; this class is used from one event loop.
+ */
+export class LocalOffsetStore implements OffsetStore {
+  private readonly groups = new Map<string, Map<string, CommittedOffset>>();
+  private pending: PendingWrite[] = [];
+  private pendingBytes = 0;
+  private flushScheduled = false;
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  private logSizeBytes: number;
+  private fsyncs = 0;
+  private recordsWritten = 0;
+  private compactions = 0;
+  /** Log size at which the next compaction runs; pushed further out when one fails. */
+  private compactAtBytes: number;
+  private readonly compactLogBytes: number;
+  private readonly pendingBytesMax: number;
+
+  private constructor(private readonly dir: string, private readonly logFd: number, options: LocalOffsetStoreOptions) {
+    this.logSizeBytes = fs.fstatSync(logFd).size;
+    this.compactLogBytes = options.compactLogBytes ?? DEFAULT_COMPACT_LOG_BYTES;
+    this.pendingBytesMax = options.pendingBytesMax ?? DEFAULT_PENDING_BYTES_MAX;
+    assert(this.compactLogBytes > 0, `compactLogBytes must be positive, not ${this.compactLogBytes}`);
+    this.compactAtBytes = this.compactLogBytes;
+  }
+
+  /** Opens (creating if needed) the store under `<dataDir>/__consumer_offsets/` and replays it. */
+  static open(dataDir: string, options: LocalOffsetStoreOptions = {}): LocalOffsetStore {
+    const dir = path.join(dataDir, OFFSETS_DIR_NAME);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.rmSync(path.join(dir, SNAPSHOT_TEMP_FILE), { force: true });
+    const logPath = path.join(dir, LOG_FILE);
+    const created = !fs.existsSync(logPath);
+    const logFd = fs.openSync(logPath, "a");
+    if (created) fsyncDir(dir);
+    const store = new LocalOffsetStore(dir, logFd, options);
+    store.replay();
+    return store;
+  }
+
+  get stats(): LocalOffsetStoreStats {
+    return { fsyncs: this.fsyncs, recordsWritten: this.recordsWritten, compactions: this.compactions };
+  }
+
+  async loadGroup(groupId: string): Promise<Map<string, CommittedOffset>> {
+    this.assertOpen();
+    return new Map(this.groups.get(groupId));
+  }
+
+  commit(groupId: string, offsets: readonly StoredOffset[]): Promise<void> {
+    return this.append({ type: "commit", groupId, offsets });
+  }
+
+  deleteOffsets(groupId: string, partitions: readonly PartitionRef[]): Promise<void> {
+    return this.append({ type: "deleteOffsets", groupId, partitions });
+  }
+
+  deleteGroup(groupId: string): Promise<void> {
+    return this.append({ type: "deleteGroup", groupId });
+  }
+
+  async listGroups(): Promise<string[]> {
+    this.assertOpen();
+    return [...this.groups.keys()];
+  }
+
+  /** Writes what is pending, then closes the log. Later calls fail with COORDINATOR_NOT_AVAILABLE. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.flushing !== null || this.pending.length > 0) await (this.flushing ?? this.flush());
+    fs.closeSync(this.logFd);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the offset store is closed");
+  }
+
+  private append(record: OffsetLogRecord): Promise<void> {
+    this.assertOpen();
+    const frame = encodeRecord(record);
+    if (frame === null) {
+      return Promise.reject(new KafkaError(ErrorCode.INVALID_COMMIT_OFFSET_SIZE, "offset commit too large to store"));
+    }
+    if (this.pendingBytes + frame.length > this.pendingBytesMax) {
+      return Promise.reject(new KafkaError(ErrorCode.REQUEST_TIMED_OUT, "offset store is behind on fsyncs"));
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.push({ frame, record, resolve, reject });
+      this.pendingBytes += frame.length;
+      this.scheduleFlush();
+    });
+  }
+
+  /**
+   * Flushes on the next turn of the event loop, so that every commit arriving in this turn
+   * shares one fdatasync; commits arriving while it runs share the next one.
+   */
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.flushing !== null) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      if (this.flushing === null) void this.flush();
+    });
+  }
+
+  private flush(): Promise<void> {
+    assert(this.flushing === null, "only one flush runs at a time");
+    this.flushing = this.flushLoop().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending;
+      this.pending = [];
+      this.pendingBytes = 0;
+      await this.writeBatch(batch);
+      if (this.logSizeBytes >= this.compactAtBytes) this.tryCompact();
+    }
+  }
+
+  private async writeBatch(batch: readonly PendingWrite[]): Promise<void> {
+    const bytes = concat(batch.map((w) => w.frame));
+    const sizeBefore = this.logSizeBytes;
+    try {
+      writeFully(this.logFd, bytes);
+      await fdatasync(this.logFd);
+    } catch (cause) {
+      // Cut off whatever part of the batch reached the file: none of it was acknowledged.
+      try {
+        fs.ftruncateSync(this.logFd, sizeBefore);
+      } catch {
+        // The truncate failing too leaves a tail that replay may or may not accept; still no
+        // acknowledged commit is lost, which is the promise made to clients.
+      }
+      const error = new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "offset store write failed", { cause });
+      for (const w of batch) w.reject(error);
+      return;
+    }
+    this.logSizeBytes = sizeBefore + bytes.length;
+    this.fsyncs++;
+    this.recordsWritten += batch.length;
+    for (const w of batch) {
+      this.apply(w.record);
+      w.resolve();
+    }
+  }
+
+  private apply(record: OffsetLogRecord): void {
+    switch (record.type) {
+      case "commit": {
+        let offsets = this.groups.get(record.groupId);
+        if (offsets === undefined) this.groups.set(record.groupId, (offsets = new Map()));
+        for (const o of record.offsets) offsets.set(offsetKey(o.topic, o.partition), o.committed);
+        return;
+      }
+      case "deleteOffsets": {
+        const offsets = this.groups.get(record.groupId);
+        for (const p of record.partitions) offsets?.delete(offsetKey(p.topic, p.partition));
+        if (offsets?.size === 0) this.groups.delete(record.groupId);
+        return;
+      }
+      case "deleteGroup":
+        this.groups.delete(record.groupId);
+        return;
+    }
+  }
+
+  private replay(): void {
+    const snapshotPath = path.join(this.dir, SNAPSHOT_FILE);
+    if (fs.existsSync(snapshotPath)) {
+      const bytes = fs.readFileSync(snapshotPath);
+      const { records, validBytes } = readRecords(bytes, snapshotPath);
+      // The snapshot is renamed into place only after its fsync, so it is never torn.
+      assert(validBytes === bytes.length, `snapshot ${snapshotPath} is corrupt at byte ${validBytes}`);
+      for (const r of records) this.apply(r);
+    }
+    const logPath = path.join(this.dir, LOG_FILE);
+    const bytes = fs.readFileSync(logPath);
+    const { records, validBytes } = readRecords(bytes, logPath);
+    for (const r of records) this.apply(r);
+    if (validBytes < bytes.length) {
+      // A torn tail: the write of an unacknowledged batch was cut short by a crash.
+      fs.ftruncateSync(this.logFd, validBytes);
+      fs.fsyncSync(this.logFd);
+      this.logSizeBytes = validBytes;
+    }
+  }
+
+  /**
+   * A failed compaction (disk full, say) loses nothing: the log still holds every record. It
+   * is retried after the log has grown by another compactLogBytes.
+   */
+  private tryCompact(): void {
+    try {
+      this.compact();
+      this.compactAtBytes = this.compactLogBytes;
+    } catch (error) {
+      console.error(`offset store: compaction in ${this.dir} failed, keeping the log`, error);
+      this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
+    }
+  }
+
+  /** Rewrites the state as a snapshot and empties the log (see the class comment for safety). */
+  private compact(): void {
+    const frames: Uint8Array[] = [];
+    for (const [groupId, offsets] of this.groups) {
+      const stored = [...offsets].map(([key, committed]) => {
+        const separator = key.lastIndexOf("\u0000");
+        return { topic: key.slice(0, separator), partition: Number(key.slice(separator + 1)), committed };
+      });
+      const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
+      assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
+      frames.push(frame);
+    }
+    const tempPath = path.join(this.dir, SNAPSHOT_TEMP_FILE);
+    const fd = fs.openSync(tempPath, "w");
+    try {
+      writeFully(fd, concat(frames));
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tempPath, path.join(this.dir, SNAPSHOT_FILE));
+    fsyncDir(this.dir);
+    fs.ftruncateSync(this.logFd, 0);
+    fs.fsyncSync(this.logFd);
+    this.logSizeBytes = 0;
+    this.compactions++;
+  }
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** fs.writeSync may write less than asked; loop until all is written (never Bun.write: see notes §7). */
+function writeFully(fd: number, bytes: Uint8Array): void {
+  let written = 0;
+  while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written);
+}
+
+/** fdatasync on libuv's thread pool, so the event loop keeps taking commits meanwhile. */
+function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+function fsyncDir(dir: string): void {
+  const fd = fs.openSync(dir, "r");
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,112 @@
+import { crc32c } from "../protocol/crc32c.ts";
+import { assert } from "../util/assert.ts";
+import type { CommittedOffset } from "./offset-store.ts";
+
+/**
+ * Records of the local offset store's commit log and snapshot. On disk each record is
+ *
+ *   payloadLength uint32 BE | crc32c(payload) uint32 BE | payload (UTF-8 JSON)
+ *
+ * JSON keeps the files readable with `strings`; offsets are decimal strings because they are
+ * int64. A record is written whole by one write, so after a crash only the last record of the
+ * log can be incomplete; `readRecords` reports where the valid prefix ends.
+ */
+export type OffsetLogRecord =
+  | { readonly type: "commit"; readonly groupId: string; readonly offsets: readonly StoredOffset[] }
+  | { readonly type: "deleteOffsets"; readonly groupId: string; readonly partitions: readonly PartitionRef[] }
+  | { readonly type: "deleteGroup"; readonly groupId: string };
+
+export interface PartitionRef {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export interface StoredOffset extends PartitionRef {
+  readonly committed: CommittedOffset;
+}
+
+export const RECORD_HEADER_BYTES = 8;
+/** Largest payload accepted; a longer length field on disk means a torn or corrupt tail. */
+export const RECORD_PAYLOAD_BYTES_MAX = 64 << 20;
+
+type OffsetTuple = [topic: string, partition: number, offset: string, leaderEpoch: number,
+  metadata: string | null, commitTimestampMs: number];
+
+type Payload =
+  | { c: string; o: OffsetTuple[] }
+  | { d: string; p: [topic: string, partition: number][] }
+  | { x: string };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** The framed bytes of one record, or null when its payload exceeds RECORD_PAYLOAD_BYTES_MAX. */
+export function encodeRecord(record: OffsetLogRecord): Uint8Array | null {
+  const payload = encoder.encode(JSON.stringify(toPayload(record)));
+  if (payload.length > RECORD_PAYLOAD_BYTES_MAX) return null;
+  const frame = new Uint8Array(RECORD_HEADER_BYTES + payload.length);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, payload.length);
+  view.setUint32(4, crc32c(payload));
+  frame.set(payload, RECORD_HEADER_BYTES);
+  return frame;
+}
+
+function toPayload(record: OffsetLogRecord): Payload {
+  switch (record.type) {
+    case "commit":
+      return {
+        c: record.groupId,
+        o: record.offsets.map(({ topic, partition, committed: c }): OffsetTuple => [
+          topic, partition, c.offset.toString(), c.leaderEpoch, c.metadata, c.commitTimestampMs,
+        ]),
+      };
+    case "deleteOffsets":
+      return { d: record.groupId, p: record.partitions.map((p) => [p.topic, p.partition]) };
+    case "deleteGroup":
+      return { x: record.groupId };
+  }
+}
+
+/**
+ * Decodes records from the start of `buf` until the end or the first record that is
+ * incomplete or fails its CRC. `validBytes` is where that valid prefix ends.
+ * A record whose CRC matches but whose JSON is not a record is not a torn write but a bug or
+ * foreign data, and fails an assertion naming the file.
+ */
+export function readRecords(buf: Uint8Array, filePath: string): { records: OffsetLogRecord[]; validBytes: number } {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const records: OffsetLogRecord[] = [];
+  let position = 0;
+  while (buf.length - position >= RECORD_HEADER_BYTES) {
+    const payloadBytes = view.getUint32(position);
+    if (payloadBytes > RECORD_PAYLOAD_BYTES_MAX) break;
+    const end = position + RECORD_HEADER_BYTES + payloadBytes;
+    if (end > buf.length) break;
+    const payload = buf.subarray(position + RECORD_HEADER_BYTES, end);
+    if (crc32c(payload) !== view.getUint32(position + 4)) break;
+    records.push(fromPayload(decoder.decode(payload), `${filePath} at byte ${position}`));
+    position = end;
+  }
+  return { records, validBytes: position };
+}
+
+function fromPayload(json: string, where: string): OffsetLogRecord {
+  const p = JSON.parse(json) as Partial<Record<"c" | "d" | "x", unknown>> & { o?: unknown; p?: unknown };
+  if (typeof p.c === "string" && Array.isArray(p.o)) {
+    return { type: "commit", groupId: p.c, offsets: (p.o as OffsetTuple[]).map((t) => fromTuple(t, where)) };
+  }
+  if (typeof p.d === "string" && Array.isArray(p.p)) {
+    const partitions = (p.p as [string, number][]).map(([topic, partition]) => ({ topic, partition }));
+    return { type: "deleteOffsets", groupId: p.d, partitions };
+  }
+  assert(typeof p.x === "string", `offset log record is neither commit nor delete: ${where}`);
+  return { type: "deleteGroup", groupId: p.x };
+}
+
+function fromTuple(t: OffsetTuple, where: string): StoredOffset {
+  assert(t.length === 6, `offset tuple has ${t.length} fields instead of 6: ${where}`);
+  assert(typeof t[0] === "string" && Number.isInteger(t[1]), `bad topic-partition in offset tuple: ${where}`);
+  const [topic, partition, offset, leaderEpoch, metadata, commitTimestampMs] = t;
+  return { topic, partition, committed: { offset: BigInt(offset), leaderEpoch, metadata, commitTimestampMs } };
+}
