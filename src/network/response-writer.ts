@@ -250,11 +250,8 @@ export class ResponseWriter {
     let leftBytes = limitBytes;
     while (item.remainingBytes > 0 && leftBytes > 0) {
       const wantBytes = Math.min(item.remainingBytes, leftBytes, scratch.length);
-      const readBytes = readSync(item.range.fd, scratch, 0, wantBytes, item.position);
-      if (readBytes === 0) {
-        throw pastEndOfFile(item);
-      }
-      const writtenBytes = this.socket.write(scratch.subarray(0, readBytes));
+      const readBytes = readRange(item, wantBytes);
+      const writtenBytes = this.socket.write(scratch, 0, readBytes);
       if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
       item.advance(writtenBytes);
       this.queuedBytes -= writtenBytes;
@@ -266,6 +263,19 @@ export class ResponseWriter {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** Reads the next bytes of a range into the scratch buffer; an I/O error ends the connection. */
+function readRange(item: PendingFileRange, wantBytes: number): number {
+  let readBytes;
+  try {
+    readBytes = readSync(item.range.fd, scratch, 0, wantBytes, item.position);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ConnectionIoError(`reading fd ${item.range.fd} at ${item.position}: ${message}`);
+  }
+  if (readBytes === 0) throw pastEndOfFile(item);
+  return readBytes;
+}
 
 /** Small enough to copy into the scratch buffer rather than write on its own. */
 function isGatherable(item: OutgoingItem): item is Uint8Array {

@@ -324,6 +324,21 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
     }
   });
 
+  test("a range on a bad fd closes the connection with one log line", async () => {
+    let releaseCount = 0;
+    const release = () => releaseCount++;
+    const badRange: FileRange = { fd: 987654, position: 0, sizeBytes: 10, release };
+    const handler: RequestHandler = { handle: (f) => ({ chunks: [f, badRange] }) };
+    const { server, port, logger } = await start(handler, {}, sendfileEnabled);
+    const client = await connect(port);
+    client.write(frame(requestBody(1, 0)));
+    await client.closedPromise;
+    await waitFor(() => server.connectionCount === 0);
+    expect(logger.lines.length).toBe(1);
+    expect(logger.lines[0]).toMatch(sendfileEnabled ? /errno 9/ : /EBADF/);
+    expect(releaseCount).toBe(1);
+  });
+
   test("ranges of a connection that dies are released exactly once", async () => {
     const file = new SegmentFile(randomBytes(8 * 1024 * 1024));
     try {
