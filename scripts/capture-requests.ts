@@ -12,7 +12,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Socket } from "bun";
+import type { Socket, TCPSocketListener } from "bun";
 import { Kafka, logLevel } from "kafkajs";
 import {
   API_SPECS, ApiKey, decodeRequest, decodeRequestHeader, encodeConsumerProtocolAssignment,
@@ -123,7 +123,7 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
 export class CaptureBroker {
   client = "unknown";
   readonly captured: Captured[] = [];
-  private server: ReturnType<typeof Bun.listen<{ pending: Uint8Array }>> | undefined;
+  private server: TCPSocketListener<{ pending: Uint8Array }> | undefined;
 
   start(): number {
     this.server = Bun.listen<{ pending: Uint8Array }>({
