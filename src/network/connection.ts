@@ -170,7 +170,7 @@ export class Connection implements ConnectionContext {
         outcome = this.writer.flush();
       } catch (error) {
         if (!(error instanceof ConnectionIoError)) throw error;
-        this.destroy(error.message);
+        this.destroy(error.peerGone ? undefined : error.message);
         return;
       }
       if (outcome === "drained" || this.writer.queuedBytes > 0) this.lastActiveMs = Date.now();

@@ -23,7 +23,7 @@
 import { readSync } from "node:fs";
 import type { FileRange, RecordsChunk } from "../protocol/records.ts";
 import { AssertionError, assert } from "../util/assert.ts";
-import { EAGAIN, EINTR, sendfile } from "./sendfile.ts";
+import { EAGAIN, ECONNRESET, EINTR, EPIPE, sendfile } from "./sendfile.ts";
 
 /** The socket operations the writer needs: Bun's socket plus its raw fd. */
 export interface OutputSocket {
@@ -34,6 +34,11 @@ export interface OutputSocket {
 /** The socket failed or a file range could not be read; the connection must be closed. */
 export class ConnectionIoError extends Error {
   override readonly name = "ConnectionIoError";
+
+  /** `peerGone`: the client closed or reset the connection, which is routine, not news. */
+  constructor(message: string, readonly peerGone = false) {
+    super(message);
+  }
 }
 
 export type FlushOutcome = "drained" | "blocked";
@@ -173,7 +178,7 @@ export class ResponseWriter {
     const lengthBytes = data === scratch ? this.gather() : data.length;
     assert(lengthBytes > 0, "nothing gathered for a write");
     const writtenBytes = this.socket.write(data, 0, lengthBytes);
-    if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
+    if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing", true);
     this.advanceBuffers(writtenBytes);
     return writtenBytes === lengthBytes;
   }
@@ -236,7 +241,8 @@ export class ResponseWriter {
         // Write real bytes so that Bun sees the full socket and fires drain.
         if (!this.copyRange(item, ARM_BYTES)) return false;
       } else if (result !== -EINTR) {
-        throw new ConnectionIoError(`sendfile failed with errno ${-result}`);
+        const peerGone = result === -ECONNRESET || result === -EPIPE;
+        throw new ConnectionIoError(`sendfile failed with errno ${-result}`, peerGone);
       }
     }
     return true;
@@ -252,7 +258,7 @@ export class ResponseWriter {
       const wantBytes = Math.min(item.remainingBytes, leftBytes, scratch.length);
       const readBytes = readRange(item, wantBytes);
       const writtenBytes = this.socket.write(scratch, 0, readBytes);
-      if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing");
+      if (writtenBytes < 0) throw new ConnectionIoError("socket closed while writing", true);
       item.advance(writtenBytes);
       this.queuedBytes -= writtenBytes;
       if (writtenBytes < readBytes) return false;

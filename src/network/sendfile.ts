@@ -8,6 +8,8 @@ import { dlopen, FFIType, read } from "bun:ffi";
 /** Linux errno values the caller must tell apart. */
 export const EAGAIN = 11;
 export const EINTR = 4;
+export const EPIPE = 32;
+export const ECONNRESET = 104;
 
 /** Linux transfers at most 0x7ffff000 bytes per sendfile call. */
 export const SENDFILE_MAX_BYTES = 0x7ffff000;
