@@ -135,7 +135,8 @@ export class ChildBroker {
       "--listen", `127.0.0.1:${options.port}`, "--data-dir", options.dataDir,
       ...Object.entries(options.settings).flatMap(([k, v]) => ["--set", `${k}=${v}`]),
     ];
-    const proc = Bun.spawn(argv, { cwd: REPO_ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    // The data dir as working directory: a compiled binary must not need the repo around it.
+    const proc = Bun.spawn(argv, { cwd: options.dataDir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const stderr = new StderrText(proc.stderr);
     let match: RegExpMatchArray;
     try {
