@@ -349,13 +349,15 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
           return { chunks: [f, file.range(0, file.bytes.length)] };
         },
       };
-      const { server, port } = await start(handler, {}, sendfileEnabled);
+      const { server, port, logger } = await start(handler, {}, sendfileEnabled);
       const client = await connect(port);
       client.pause();
       client.write(Buffer.concat([0, 1, 2].map((i) => frame(requestBody(i, 0)))));
       await waitFor(() => late !== null);
       client.close();
       await waitFor(() => server.connectionCount === 0);
+      // A client going away is routine: no log line.
+      expect(logger.lines).toEqual([]);
       // Response 0 was queued (partly sent) and response 2 waited behind response 1.
       expect(file.releaseCount).toBe(2);
       late!({ chunks: [file.range(0, 10)] });
