@@ -13,6 +13,8 @@ export interface ZnodeStat {
   readonly numChildren: number;
   readonly czxid: bigint;
   readonly mzxid: bigint;
+  /** The transaction that last created or deleted a child. */
+  readonly pzxid: bigint;
   readonly ctimeMs: number;
   readonly mtimeMs: number;
   /** The session that owns an ephemeral znode; 0 for persistent ones. */
@@ -67,6 +69,7 @@ export function toZnodeStat(stat: Stat): ZnodeStat {
     numChildren: stat.numChildren,
     czxid: stat.czxid.readBigInt64BE(0),
     mzxid: stat.mzxid.readBigInt64BE(0),
+    pzxid: stat.pzxid.readBigInt64BE(0),
     ctimeMs: Number(stat.ctime.readBigInt64BE(0)),
     mtimeMs: Number(stat.mtime.readBigInt64BE(0)),
     ephemeralOwner: stat.ephemeralOwner.readBigInt64BE(0),

@@ -249,14 +249,28 @@ export class ZooKeeperClient {
     });
   }
 
-  /** Every znode under `path` (itself included), parents before children. */
+  /**
+   * Every znode under `path` (itself included), parents before children. One level is read at
+   * a time, its getChildren calls pipelined. NoNode for a child deleted meanwhile is skipped.
+   */
   async listSubtree(path: string, options: CallOptions = {}): Promise<string[]> {
     const deadlineMs = this.deadline(options);
-    const result = [path];
-    for (let index = 0; index < result.length; index += 1) {
-      const parent = result[index];
-      const children = await this.getChildren(parent, { timeoutMs: deadlineMs - Date.now() });
-      for (const child of children) result.push(parent === "/" ? `/${child}` : `${parent}/${child}`);
+    const result: string[] = [];
+    let level = [path];
+    while (level.length > 0) {
+      result.push(...level);
+      const childLists = await Promise.all(
+        level.map((parent) => {
+          return this.getChildren(parent, { timeoutMs: deadlineMs - Date.now() }).then(
+            (children) => children.map((child) => (parent === "/" ? `/${child}` : `${parent}/${child}`)),
+            (error) => {
+              if (error instanceof NoNodeError && parent !== path) return [];
+              throw error;
+            },
+          );
+        }),
+      );
+      level = childLists.flat();
     }
     return result;
   }
@@ -498,7 +512,8 @@ function toZooKeeperError(error: unknown, context: ZooKeeperErrorContext): ZooKe
   return zooKeeperErrorFromCode(code, { ...context, cause: error });
 }
 
-function estimateMultiBytes(ops: readonly ZooKeeperOp[]): number {
+/** About how many bytes a multi of `ops` takes on the wire (compare with MAX_REQUEST_BYTES). */
+export function estimateMultiBytes(ops: readonly ZooKeeperOp[]): number {
   let bytes = 0;
   for (const op of ops) {
     const dataBytes = op.type === "create" || op.type === "setData" ? (op.data?.byteLength ?? 0) : 0;
