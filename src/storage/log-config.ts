@@ -57,19 +57,24 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
 
 type NumericKey = Exclude<keyof LogConfig, "messageTimestampType" | "cleanupPolicy">;
 
-/** Kafka's topic-level config names for the numeric settings, with their smallest legal value. */
-const NUMERIC_TOPIC_KEYS: Readonly<Record<string, { field: NumericKey; min: number; max: number }>> =
-  {
-    "segment.bytes": { field: "segmentBytes", min: 14, max: SEGMENT_BYTES_MAX },
-    "segment.ms": { field: "segmentMs", min: 1, max: NEVER },
-    "segment.index.bytes": { field: "segmentIndexBytes", min: 12, max: SEGMENT_BYTES_MAX },
-    "index.interval.bytes": { field: "indexIntervalBytes", min: 0, max: SEGMENT_BYTES_MAX },
-    "retention.ms": { field: "retentionMs", min: -1, max: NEVER },
-    "retention.bytes": { field: "retentionBytes", min: -1, max: NEVER },
-    "max.message.bytes": { field: "maxMessageBytes", min: 0, max: SEGMENT_BYTES_MAX },
-    "flush.messages": { field: "flushMessages", min: 1, max: NEVER },
-    "flush.ms": { field: "flushMs", min: 0, max: NEVER },
-  };
+interface NumericKeySpec {
+  readonly field: NumericKey;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** Kafka's topic-level config names for the numeric settings, with their legal range. */
+const NUMERIC_TOPIC_KEYS: Readonly<Record<string, NumericKeySpec>> = {
+  "segment.bytes": { field: "segmentBytes", min: 14, max: SEGMENT_BYTES_MAX },
+  "segment.ms": { field: "segmentMs", min: 1, max: NEVER },
+  "segment.index.bytes": { field: "segmentIndexBytes", min: 12, max: SEGMENT_BYTES_MAX },
+  "index.interval.bytes": { field: "indexIntervalBytes", min: 0, max: SEGMENT_BYTES_MAX },
+  "retention.ms": { field: "retentionMs", min: -1, max: NEVER },
+  "retention.bytes": { field: "retentionBytes", min: -1, max: NEVER },
+  "max.message.bytes": { field: "maxMessageBytes", min: 0, max: SEGMENT_BYTES_MAX },
+  "flush.messages": { field: "flushMessages", min: 1, max: NEVER },
+  "flush.ms": { field: "flushMs", min: 0, max: NEVER },
+};
 
 /** The topic-level keys this module understands, for describe/alter configs. */
 export const TOPIC_CONFIG_KEYS: readonly string[] = [

@@ -124,8 +124,9 @@ function recoverAfterCrash(
     const sizeBeforeBytes = segment.sizeBytes;
     const result = segment.recover(settings);
     if (result.problem === null) continue;
+    const position = sizeBeforeBytes - result.truncatedBytes;
     logger(
-      `[storage] ${segment.file.filePath}: truncated at position ${sizeBeforeBytes - result.truncatedBytes}` +
+      `[storage] ${segment.file.filePath}: truncated at position ${position}` +
         ` (${result.truncatedBytes} bytes removed): ${result.problem}`,
     );
     for (const later of segments.slice(i + 1)) {

@@ -264,12 +264,22 @@ export class LogManager {
   close(): void {
     if (this.closed) return;
     this.stop();
-    for (const log of this.logs.values()) log.close();
+    this.closed = true;
+    let clean = true;
+    for (const log of this.logs.values()) {
+      try {
+        log.close();
+      } catch (error) {
+        // Without the marker the next start recovers this log dir, which is what we want.
+        clean = false;
+        this.env.logger(`[storage] closing ${log.name} failed: ${String(error)}`);
+      }
+    }
     this.checkpointLogOffsets();
+    if (!clean) return;
     for (const logDir of this.logDirs) {
       writeFileAtomically(path.join(logDir, CLEAN_SHUTDOWN_FILE), new Uint8Array(0));
     }
-    this.closed = true;
   }
 
   /** The number of segment fds open right now (for tests and metrics). */

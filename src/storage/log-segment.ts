@@ -66,12 +66,13 @@ export class LogSegment {
   /** The largest batch maxTimestamp in the segment, -1 if none, and the batch's last offset. */
   private maxTimestampSoFar = -1n;
   private offsetOfMaxTimestampSoFar: bigint;
-  /** The first batch's maxTimestamp: segment.ms counts from it, as Kafka's rollingBasedTimestamp. */
+  /** The first batch's maxTimestamp: segment.ms counts from it (Kafka's rollingBasedTimestamp). */
   private rollingBasedTimestamp: bigint | null = null;
   private bytesSinceLastIndexEntry = 0;
   private unflushedBytes = 0;
   private flushChain: Promise<void> = Promise.resolve();
   private backgroundFlushes = 0;
+  private closed = false;
   /** Set when a failed append could not be rolled back; the next append retries the truncate. */
   private tailNeedsTruncate = false;
   /**
@@ -109,14 +110,20 @@ export class LogSegment {
     fs.writeFileSync(segment.file.filePath, new Uint8Array(0));
     fs.writeFileSync(segment.indexPath, new Uint8Array(0));
     fs.writeFileSync(segment.timeIndexPath, new Uint8Array(0));
-    segment.offsetIndexValue = new OffsetIndex(segment.indexPath, baseOffset, settings.segmentIndexBytes);
-    segment.timeIndexValue = new TimeIndex(segment.timeIndexPath, baseOffset, settings.segmentIndexBytes);
+    const indexBytes = settings.segmentIndexBytes;
+    segment.offsetIndexValue = new OffsetIndex(segment.indexPath, baseOffset, indexBytes);
+    segment.timeIndexValue = new TimeIndex(segment.timeIndexPath, baseOffset, indexBytes);
     segment.file.pin();
     return segment;
   }
 
   /** Opens an existing segment; `nextOffset` is the next segment's base (an upper bound). */
-  static open(dir: string, baseOffset: bigint, nextOffset: bigint, pool: OpenFilePool): LogSegment {
+  static open(
+    dir: string,
+    baseOffset: bigint,
+    nextOffset: bigint,
+    pool: OpenFilePool,
+  ): LogSegment {
     const logPath = path.join(dir, segmentFileStem(baseOffset) + LOG_FILE_SUFFIX);
     const segment = new LogSegment(dir, baseOffset, pool, fs.statSync(logPath).size);
     segment.nextOffset = nextOffset;
@@ -331,8 +338,9 @@ export class LogSegment {
    * indexes from scratch and writes them out.
    */
   recover(settings: SegmentSettings): SegmentRecovery {
-    const offsetIndex = new OffsetIndex(this.indexPath, this.baseOffset, settings.segmentIndexBytes);
-    const timeIndex = new TimeIndex(this.timeIndexPath, this.baseOffset, settings.segmentIndexBytes);
+    const indexBytes = settings.segmentIndexBytes;
+    const offsetIndex = new OffsetIndex(this.indexPath, this.baseOffset, indexBytes);
+    const timeIndex = new TimeIndex(this.timeIndexPath, this.baseOffset, indexBytes);
     this.offsetIndexValue = offsetIndex;
     this.timeIndexValue = timeIndex;
     this.maxTimestampSoFar = -1n;
@@ -491,6 +499,8 @@ export class LogSegment {
     this.unflushedBytes = 0;
     try {
       if (unflushedBytes > 0) await this.fdatasyncInBackground();
+      // A log closed meanwhile was flushed synchronously; a deleted one must not be recreated.
+      if (this.closed) return;
       this.offsetIndexValue?.flush();
       this.timeIndexValue?.flush();
     } catch (error) {
@@ -512,7 +522,9 @@ export class LogSegment {
     }
   }
 
+  /** Closes the fd (or retires it until its ranges are released); flush first to keep data. */
   close(): void {
+    this.closed = true;
     this.file.close();
   }
 
@@ -556,10 +568,15 @@ export class LogSegment {
   }
 
   private unloadIndexes(): void {
-    if (this.file.isPinned) return;
-    // Entries not yet written (a roll's flush still running) would be lost; write them first.
-    this.offsetIndexValue?.flush();
-    this.timeIndexValue?.flush();
+    if (this.file.isPinned || this.closed) return;
+    try {
+      // Entries not yet written (a roll's flush still running) would be lost; write them first.
+      this.offsetIndexValue?.flush();
+      this.timeIndexValue?.flush();
+    } catch {
+      // Keep them in memory; the next flush of this segment retries and reports the error.
+      return;
+    }
     this.offsetIndexValue = null;
     this.timeIndexValue = null;
   }

@@ -67,8 +67,16 @@ export class SegmentFile {
     assert(!this.retired, `acquire of retired segment file ${this.filePath}`);
     // Count the reference first so the pool cannot evict the file while opening it.
     this.refCount++;
-    if (this.fd < 0) this.openFd("r");
-    else this.pool.touched(this);
+    if (this.fd >= 0) {
+      this.pool.touched(this);
+      return this.fd;
+    }
+    try {
+      this.openFd("r");
+    } catch (error) {
+      this.refCount--;
+      throw error;
+    }
     return this.fd;
   }
 
@@ -99,8 +107,8 @@ export class SegmentFile {
   /** Closes the fd if nobody holds it; returns whether it did. Called by the pool. */
   evictIfIdle(): boolean {
     if (this.pinned || this.refCount > 0 || this.fd < 0) return false;
-    this.closeFd();
     this.onEvict?.();
+    this.closeFd();
     return true;
   }
 

@@ -209,7 +209,8 @@ export class UnifiedLog {
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
-    const segment = this.maybeRoll(records.length, validated.maxTimestamp, validated.lastOffset, nowMs);
+    const { maxTimestamp, lastOffset } = validated;
+    const segment = this.maybeRoll(records.length, maxTimestamp, lastOffset, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
     this.unflushedMessages += validated.recordCount;
@@ -261,7 +262,8 @@ export class UnifiedLog {
     // Create the new files first: if that fails (full disk), the old segment stays active.
     let segment: LogSegment;
     try {
-      segment = LogSegment.create(this.dir, old.nextOffset, settingsOf(this.configValue), this.env.pool);
+      const settings = settingsOf(this.configValue);
+      segment = LogSegment.create(this.dir, old.nextOffset, settings, this.env.pool);
     } catch (error) {
       throw storageError("roll of", this.dir, error);
     }
@@ -291,7 +293,14 @@ export class UnifiedLog {
   }
 
   private notifyAppend(): void {
-    for (const listener of this.listeners) listener(this);
+    for (const listener of this.listeners) {
+      // The append already happened; a failing listener must not make it look failed.
+      try {
+        listener(this);
+      } catch (error) {
+        this.env.logger(`[storage] ${this.name}: append listener failed: ${String(error)}`);
+      }
+    }
   }
 
   /** Registers a listener called after every successful append; returns an unsubscribe. */

@@ -24,7 +24,7 @@ afterAll(() => {
   removeDir(mountPoint);
 });
 
-test.skipIf(!mounted)("a full disk fails appends cleanly and the log recovers when space returns", () => {
+test.skipIf(!mounted)("a full disk fails appends cleanly; appends resume with space", () => {
   const filler = `${mountPoint}/filler`;
   fs.writeFileSync(filler, new Uint8Array(300 * 1024));
   const manager = LogManager.open({

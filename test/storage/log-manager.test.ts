@@ -42,7 +42,7 @@ afterEach(() => {
 });
 
 describe("retention", () => {
-  test("by time: old sealed segments go, the log start offset moves, reads below fail", async () => {
+  test("by time: old sealed segments go, log start moves, reads below fail", async () => {
     const log = open({ retentionMs: 60 * 60 * 1000 }).getOrCreateLog("t", 0);
     fill(log, 12, Date.now() - 2 * 60 * 60 * 1000);
     const oldBases = log.segmentBaseOffsets();
@@ -98,7 +98,7 @@ describe("retention", () => {
     expect(manager.cleanupLogs()).toBe(0);
   });
 
-  test("the background task applies retention and the log start offset survives a restart", async () => {
+  test("the background task applies retention; log start survives a restart", async () => {
     open({ retentionBytes: 1500 }, { retentionCheckIntervalMs: 10 });
     const log = manager.getOrCreateLog("t", 0);
     manager.startBackgroundTasks();
@@ -122,7 +122,7 @@ describe("retention", () => {
 });
 
 describe("log management", () => {
-  test("deleting a partition renames its dir at once and removes it in the background", async () => {
+  test("deleting a partition renames its dir at once, removes it in background", async () => {
     const log = open().getOrCreateLog("gone", 2);
     fill(log, 10);
     const { ranges } = log.read(0n, 1 << 20, { maxOffset: log.logEndOffset, minOneMessage: true });
@@ -168,7 +168,12 @@ describe("log management", () => {
     expect(config.segmentBytes).toBe(1048576);
     expect(config.flushMessages).toBe(Number.MAX_SAFE_INTEGER);
     expect(config.messageTimestampType).toBe("LogAppendTime");
-    for (const bad of [{ "segment.bytes": "10" }, { "retention.ms": "soon" }, { "cleanup.policy": "x" }]) {
+    const bads: Record<string, string>[] = [
+      { "segment.bytes": "10" },
+      { "retention.ms": "soon" },
+      { "cleanup.policy": "x" },
+    ];
+    for (const bad of bads) {
       expect(() => withTopicOverrides(DEFAULT_LOG_CONFIG, bad)).toThrow(KafkaError);
     }
     open();

@@ -16,7 +16,8 @@ const stem = (base: bigint) => base.toString().padStart(20, "0");
 
 function open(): UnifiedLog {
   lines = [];
-  manager = LogManager.open({ logDirs: [dir], defaultConfig: config, logger: (l) => lines.push(l) });
+  const logger = (l: string) => lines.push(l);
+  manager = LogManager.open({ logDirs: [dir], defaultConfig: config, logger });
   return manager.getOrCreateLog("events", 3);
 }
 
@@ -190,7 +191,9 @@ describe("index rebuilds", () => {
   test("leftover .deleted/.swap/.cleaned/.tmp files and orphan indexes are removed", () => {
     const log = open();
     fill(log, 2);
-    for (const name of ["00000000000000000099.log.deleted", "x.swap", "y.cleaned", "z.tmp", `${stem(500n)}.index`]) {
+    const leftovers = ["x.swap", "y.cleaned", "z.tmp", `${stem(99n)}.log.deleted`];
+    leftovers.push(`${stem(500n)}.index`);
+    for (const name of leftovers) {
       fs.writeFileSync(partitionFile(name), "junk");
     }
     reopenClean();

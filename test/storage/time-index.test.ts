@@ -40,7 +40,8 @@ describe("TimeIndex", () => {
     index.flush();
     expect(fs.statSync(file).size).toBe(24);
     const loaded = TimeIndex.load(file, 10n, 1200, 20n);
-    expect(loaded.lookup(1_700_000_000_499n)).toEqual({ timestamp: 1_700_000_000_000n, offset: 12n });
+    const found = loaded.lookup(1_700_000_000_499n);
+    expect(found).toEqual({ timestamp: 1_700_000_000_000n, offset: 12n });
     // An offset at or past the segment's end means the index does not belong to this log.
     expect(() => TimeIndex.load(file, 10n, 1200, 19n)).toThrow(CorruptIndexError);
     fs.writeFileSync(file, new Uint8Array(13));
