@@ -6,6 +6,7 @@ import { DEFAULT_LOG_CONFIG, withTopicOverrides } from "../../src/storage/log-co
 import type { LogConfig } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { LOG_START_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
+import { RECOVERY_POINT_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 
@@ -118,6 +119,26 @@ describe("retention", () => {
     expect(manager.cleanupLogs()).toBe(0);
     log.updateConfig(withTopicOverrides(log.config, { "retention.bytes": "1000" }));
     expect(manager.cleanupLogs()).toBeGreaterThan(0);
+  });
+});
+
+describe("background flush and checkpoints", () => {
+  test("flush.ms flushes in the background; the checkpoint has the flushed offset", async () => {
+    manager = LogManager.open({
+      logDirs: [dir],
+      defaultConfig: { ...DEFAULT_LOG_CONFIG, flushMs: 20 },
+      flushCheckIntervalMs: 5,
+      checkpointIntervalMs: 5,
+      logger: () => {},
+    });
+    const log = manager.getOrCreateLog("t", 1);
+    manager.startBackgroundTasks();
+    fill(log, 3);
+    expect(log.flushedOffset).toBe(0n);
+    await Bun.sleep(100);
+    expect(log.flushedOffset).toBe(6n);
+    const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
+    expect(checkpoint).toBe("0\n1\nt 1 6\n");
   });
 });
 
