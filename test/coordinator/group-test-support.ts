@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
+import type { GroupConfig } from "../../src/coordinator/group-config.ts";
+import type { JoinGroupRequest, JoinGroupResult, SyncGroupResult } from "../../src/coordinator/group-operations.ts";
+import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+
+/** Timeouts small enough for fast tests, large enough not to fire by accident on a busy machine. */
+export const TEST_CONFIG: Partial<GroupConfig> = {
+  minSessionTimeoutMs: 10,
+  initialRebalanceDelayMs: 0,
+};
+
+export interface Fixture {
+  readonly dir: string;
+  readonly store: LocalOffsetStore;
+  readonly coordinator: GroupCoordinator;
+  close(): Promise<void>;
+}
+
+export async function openFixture(config: Partial<GroupConfig> = {}, dir?: string): Promise<Fixture> {
+  const dataDir = dir ?? mkdtempSync(join(tmpdir(), "quill-coordinator-"));
+  const store = LocalOffsetStore.open(dataDir);
+  const coordinator = new GroupCoordinator(store, { ...TEST_CONFIG, ...config });
+  await coordinator.start();
+  return {
+    dir: dataDir,
+    store,
+    coordinator,
+    async close() {
+      coordinator.close();
+      await store.close();
+      if (dir === undefined) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A ConsumerProtocolSubscription v0 (what Java and kafkajs consumers send) for `topics`. */
+export function subscription(topics: readonly string[], userData = ""): Uint8Array {
+  const encoder = new TextEncoder();
+  const names = topics.map((t) => encoder.encode(t));
+  const user = encoder.encode(userData);
+  const size = 2 + 4 + names.reduce((n, b) => n + 2 + b.length, 0) + 4 + user.length;
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  view.setInt16(at, 0);
+  view.setInt32((at += 2), names.length);
+  at += 4;
+  for (const b of names) {
+    view.setInt16(at, b.length);
+    out.set(b, at + 2);
+    at += 2 + b.length;
+  }
+  view.setInt32(at, user.length);
+  out.set(user, at + 4);
+  return out;
+}
+
+export function joinRequest(groupId: string, overrides: Partial<JoinGroupRequest> = {}): JoinGroupRequest {
+  return {
+    groupId,
+    memberId: "",
+    groupInstanceId: null,
+    protocolType: "consumer",
+    protocols: [{ name: "range", metadata: subscription(["orders"]) }],
+    sessionTimeoutMs: 10_000,
+    rebalanceTimeoutMs: 2_000,
+    reason: null,
+    apiVersion: 5,
+    clientId: "test-client",
+    clientHost: "/127.0.0.1",
+    ...overrides,
+  };
+}
+
+/** JoinGroup v4+ the way clients do it: first get a member id, then join with it. */
+export async function joinWithId(
+  coordinator: GroupCoordinator, groupId: string, overrides: Partial<JoinGroupRequest> = {},
+): Promise<JoinGroupResult> {
+  const first = await coordinator.joinGroup(joinRequest(groupId, overrides));
+  if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) return first;
+  return coordinator.joinGroup(joinRequest(groupId, { ...overrides, memberId: first.memberId }));
+}
+
+/** Leader syncs with one assignment per member; followers sync with none. */
+export function syncAll(
+  coordinator: GroupCoordinator, groupId: string, joins: readonly JoinGroupResult[],
+  assignmentOf: (memberId: string) => Uint8Array = (id) => new TextEncoder().encode(`assigned:${id}`),
+): Promise<SyncGroupResult[]> {
+  return Promise.all(joins.map((j) => coordinator.syncGroup({
+    groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
+    protocolType: j.protocolType, protocolName: j.protocolName,
+    assignments: j.leader === j.memberId ? j.members.map((m) => ({ memberId: m.memberId, assignment: assignmentOf(m.memberId) })) : [],
+  })));
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
