@@ -54,14 +54,14 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
       topics: names.map((name) => ({
         name,
         topicId: new Uint8Array(16).fill(7),
-        partitions: [{ partitionIndex: 0, leaderId: NODE_ID, leaderEpoch: 0, replicaNodes: [NODE_ID],
-          isrNodes: [NODE_ID] }],
+        partitions: [{ partitionIndex: 0, leaderId: NODE_ID, leaderEpoch: 0,
+          replicaNodes: [NODE_ID], isrNodes: [NODE_ID] }],
       })),
     };
   }
   if (apiKey === ApiKey.Produce) {
-    const topics = (request as { topicData: { name: string; partitionData: { index: number }[] }[] })
-      .topicData;
+    type Topic = { name: string; partitionData: { index: number }[] };
+    const topics = (request as { topicData: Topic[] }).topicData;
     return {
       responses: topics.map((t) => ({
         name: t.name,
@@ -70,8 +70,8 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
     };
   }
   if (apiKey === ApiKey.ListOffsets) {
-    const topics = (request as { topics: { name: string; partitions: { partitionIndex: number }[] }[] })
-      .topics;
+    type Topic = { name: string; partitions: { partitionIndex: number }[] };
+    const topics = (request as { topics: Topic[] }).topics;
     return {
       topics: topics.map((t) => ({
         name: t.name,

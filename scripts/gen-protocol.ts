@@ -93,7 +93,10 @@ export const PRIMITIVES = new Set([
 
 export const camel = (name: string): string => name[0]!.toLowerCase() + name.slice(1);
 const kebab = (name: string): string =>
-  name.replace("KRaft", "Kraft").replace(/([a-z0-9])([A-Z])/g, "$1-$2").replace(/([A-Z])([A-Z][a-z])/g, "$1-$2").toLowerCase();
+  name.replace("KRaft", "Kraft")
+    .replace(/([a-z0-9])([A-Z])/g, "$1-$2")
+    .replace(/([A-Z])([A-Z][a-z])/g, "$1-$2")
+    .toLowerCase();
 
 // ---------------------------------------------------------------------------------------------
 // Code generation for one message.
@@ -152,7 +155,9 @@ class MessageGen {
 
   private addStruct(name: string, fields: FieldSpec[]): void {
     const existing = this.structs.get(name);
-    if (existing && existing.fields !== fields) throw new Error(`${this.spec.name}: duplicate ${name}`);
+    if (existing && existing.fields !== fields) {
+      throw new Error(`${this.spec.name}: duplicate ${name}`);
+    }
     const range = { lo: this.lo, hi: this.hi };
     this.structs.set(name, { tsName: `${this.spec.name}${name}`, fields, range });
     this.collect(fields);
@@ -434,7 +439,8 @@ function genDecode(s: Struct, g: MessageGen, exported: boolean): string {
     if (flex !== "false") out.push(`  ${ifElse(flex, "r.skipTaggedFields();", "")}`);
   } else {
     const cases = taggedPlans.map((p) =>
-      `      case ${p.f.tag}: ${ifElse(p.tagged, `${p.local} = ${readExpr(p.f, g, "true", p.ctx, true)};`,
+      `      case ${p.f.tag}: ${ifElse(p.tagged,
+        `${p.local} = ${readExpr(p.f, g, "true", p.ctx, true)};`,
         "throw invalidTag(tag, version, r.offset);")} break;`);
     out.push(
       `  if (${flex}) {`,
@@ -468,7 +474,8 @@ function genEncode(s: Struct, g: MessageGen, exported: boolean): string {
     const path = `${s.tsName}.${camel(p.f.name)}`;
     const absent = p.f.ignorable || p.regular === "true"
       ? ""
-      : `if (${prop} !== undefined && ${nonDefault(p.f, prop, g)}) throw unsupported("${path}", version);`;
+      : `if (${prop} !== undefined && ${nonDefault(p.f, prop, g)}) ` +
+        `throw unsupported("${path}", version);`;
     if (p.tagged !== "false") {
       // Tagged fields are written in the tagged section below; here only refuse lost values.
       const lost = p.f.ignorable ? "" : `if (!(${p.tagged}) && ${prop} !== undefined && ` +
@@ -499,11 +506,13 @@ function genEncode(s: Struct, g: MessageGen, exported: boolean): string {
         nonDefault(p.f, prop, g)].filter((c) => c !== "");
       body.push(`    const ${p.local} = ${has.join(" && ")};`);
     }
-    body.push(`    w.unsignedVarint(${taggedPlans.map((p) => `(${p.local} ? 1 : 0)`).join(" + ")});`);
+    const count = taggedPlans.map((p) => `(${p.local} ? 1 : 0)`).join(" + ");
+    body.push(`    w.unsignedVarint(${count});`);
     for (const p of taggedPlans) {
       const prop = `m.${camel(p.f.name)}`;
       body.push(`    if (${p.local}) {`, `      const at = w.beginTaggedField(${p.f.tag});`,
-        `      ${writeStmt(p.f, g, "true", `${prop}!`, `${s.tsName}.${camel(p.f.name)}`, p.ctx, true)}`,
+        `      ${writeStmt(p.f, g, "true", `${prop}!`, `${s.tsName}.${camel(p.f.name)}`, p.ctx,
+          true)}`,
         "      w.endTaggedField(at);", "    }");
     }
     out.push(`  if (${flex}) {`, ...body, "  }");
@@ -731,7 +740,8 @@ function genIndex(apis: Api[], others: MessageSpec[]): string {
   }
   out.push("}");
 
-  out.push("", "/**", " * Every API: the versions a broker may advertise (an unstable latest version is left",
+  out.push("", "/**",
+    " * Every API: the versions a broker may advertise (an unstable latest version is left",
     " * out of maxVersion, so maxVersion < minVersion when no version is stable yet), the versions",
     " * the codecs handle (latestVersion), and the first flexible version (null: never).", " */",
     "export const API_SPECS: readonly ApiSpec[] = [");
@@ -742,7 +752,8 @@ function genIndex(apis: Api[], others: MessageSpec[]): string {
     const dep = api.request.deprecatedVersions ? parseRange(api.request.deprecatedVersions) : null;
     const max = api.request.latestVersionUnstable ? valid.hi - 1 : valid.hi;
     out.push(`  { apiKey: ${api.apiKey}, name: "${api.name}", minVersion: ${valid.lo}, ` +
-      `maxVersion: ${max}, latestVersion: ${valid.hi}, flexibleMinVersion: ${flex ? flex.lo : null}, ` +
+      `maxVersion: ${max}, latestVersion: ${valid.hi}, ` +
+      `flexibleMinVersion: ${flex ? flex.lo : null}, ` +
       `deprecatedMaxVersion: ${dep ? dep.hi : null}, ` +
       `listeners: ${JSON.stringify(api.request.listeners ?? [])} },`);
   });
@@ -900,7 +911,8 @@ function argValue(args: string[], flag: string): string | undefined {
 }
 
 export function main(args: string[]): void {
-  const inDir = resolve(argValue(args, "--in") ?? process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR);
+  const inDir = resolve(
+    argValue(args, "--in") ?? process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR);
   const outDir = resolve(argValue(args, "--out") ?? DEFAULT_OUT_DIR);
   if (!existsSync(inDir)) throw new Error(`message specs not found at ${inDir} (use --in DIR)`);
   const files = generate(loadSpecs(inDir));

@@ -348,7 +348,9 @@ export class Writer {
     const out = new Uint8Array(this.length);
     let at = 0;
     for (const c of this.finished ? this.chunks : [...this.chunks, this.currentSegment()]) {
-      if (!(c instanceof Uint8Array)) throw new EncodeError("toBytes() on a message with a FileRange");
+      if (!(c instanceof Uint8Array)) {
+        throw new EncodeError("toBytes() on a message with a FileRange");
+      }
       out.set(c, at);
       at += c.length;
     }

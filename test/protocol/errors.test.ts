@@ -9,7 +9,9 @@ describe("Kafka error table", () => {
     expect(codes).toEqual(Array.from({ length: 129 }, (_, i) => i - 1));
     const names = new Set(Object.values(KAFKA_ERRORS).map((e) => e.name));
     expect(names.size).toBe(129);
-    for (const [name, code] of Object.entries(ErrorCode)) expect(KAFKA_ERRORS[code]!.name).toBe(name);
+    for (const [name, code] of Object.entries(ErrorCode)) {
+      expect(KAFKA_ERRORS[code]!.name).toBe(name);
+    }
   });
 
   test("codes by name match Kafka's", () => {
@@ -44,7 +46,8 @@ describe("Kafka error table", () => {
     expect(e.errorName).toBe("CORRUPT_MESSAGE");
     expect(e.retriable).toBe(true);
     expect(e.message).toContain("CRC checksum");
-    expect(new KafkaError(ErrorCode.MESSAGE_TOO_LARGE, "batch of 9 MB").message).toBe("batch of 9 MB");
+    const tooLarge = new KafkaError(ErrorCode.MESSAGE_TOO_LARGE, "batch of 9 MB");
+    expect(tooLarge.message).toBe("batch of 9 MB");
   });
 
   test("DecodeError records the failing offset", () => {

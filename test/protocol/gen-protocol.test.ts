@@ -12,7 +12,8 @@ describe.skipIf(!HAVE_SPECS)("committed generated code", () => {
   test("is what the generator writes today (run `bun run gen` if this fails)", () => {
     const out = mkdtempSync(join(tmpdir(), "quill-gen-"));
     try {
-      const run = Bun.spawnSync(["bun", "scripts/gen-protocol.ts", "--in", MESSAGES_DIR, "--out", out],
+      const args = ["scripts/gen-protocol.ts", "--in", MESSAGES_DIR, "--out", out];
+      const run = Bun.spawnSync([process.execPath, ...args],
         { cwd: REPO, stderr: "pipe", stdout: "pipe" });
       expect(run.stderr.toString()).toBe("");
       expect(run.exitCode).toBe(0);
@@ -54,7 +55,9 @@ describe("generator pieces", () => {
       '  // Version 1 adds Bar.',
       '  "name": "FooRequest", "type": "request", "apiKey": 99,',
       '  "validVersions": "0-1", "flexibleVersions": "1+",',
-      '  "fields": [ { "name": "Bar", "type": "int32", "versions": "1+", "default": "0x7fffffff" } ]',
+      '  "fields": [',
+      '    { "name": "Bar", "type": "int32", "versions": "1+", "default": "0x7fffffff" }',
+      "  ]",
       "}",
     ].join("\n"));
     expect(spec.name).toBe("FooRequest");
@@ -66,7 +69,8 @@ describe("generator pieces", () => {
 
   test("ignorable fields are dropped silently instead of refused", () => {
     const code = genMessage(parseSpec(JSON.stringify({
-      name: "BazRequest", type: "request", apiKey: 98, validVersions: "0-1", flexibleVersions: "none",
+      name: "BazRequest", type: "request", apiKey: 98, validVersions: "0-1",
+      flexibleVersions: "none",
       fields: [{ name: "Qux", type: "string", versions: "1+", ignorable: true }],
     })));
     expect(code).not.toContain("unsupported(");

@@ -18,7 +18,8 @@ function expectDecodeError(decode: () => unknown): DecodeError {
     thrown = e;
   }
   if (!(thrown instanceof DecodeError)) {
-    throw new Error(`expected a DecodeError, got ${thrown === undefined ? "success" : String(thrown)}`);
+    const got = thrown === undefined ? "success" : String(thrown);
+    throw new Error(`expected a DecodeError, got ${got}`);
   }
   return thrown;
 }
@@ -65,7 +66,8 @@ describe("requests that cannot be decoded", () => {
   test("a header newer than any version is still read, as flexible (v2)", () => {
     // ApiVersions v9 from a future client: the header must decode so the broker can answer.
     const h = decodeRequestHeader(new Reader(hex("0012 0009 0000002a 0003 616263 00")));
-    expect(h).toEqual({ requestApiKey: 18, requestApiVersion: 9, correlationId: 42, clientId: "abc" });
+    expect(h).toEqual(
+      { requestApiKey: 18, requestApiVersion: 9, correlationId: 42, clientId: "abc" });
   });
 
   test("truncated header", () => {
@@ -119,7 +121,8 @@ describe("requests that cannot be decoded", () => {
     const ok = w.toBytes();
     expect(decodesOrRejects(() => decodeResponse(1, 12, new Reader(ok)))).toBe("ok");
     // The partition's tagged section is the byte before the topic's and the response's (00 00).
-    const bad = new Uint8Array([...ok.subarray(0, ok.length - 3), 1, 1, 4, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0]);
+    const lie = [1, 1, 4, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0];
+    const bad = new Uint8Array([...ok.subarray(0, ok.length - 3), ...lie]);
     expectDecodeError(() => decodeResponse(1, 12, new Reader(bad)));
   });
 

@@ -122,7 +122,8 @@ describe("golden requests from real clients", () => {
     const { body } = decodeFixture("fetch/v11_request.kcat.hex");
     expect(body).toMatchObject({
       replicaId: -1, maxWaitMs: 500, minBytes: 1, isolationLevel: 1, sessionId: 0,
-      sessionEpoch: -1, topics: [{ topic: "golden", partitions: [{ partition: 0, fetchOffset: 0n }] }],
+      sessionEpoch: -1,
+      topics: [{ topic: "golden", partitions: [{ partition: 0, fetchOffset: 0n }] }],
     });
   });
 

@@ -110,7 +110,9 @@ function buildStruct(
  * A message for `version` with a non-default value in every field the version has (or null in
  * every field nullable in that version, for mode "nulls") and the decoder's default elsewhere.
  */
-export function sampleMessage(spec: MessageSpec, version: number, mode: "values" | "nulls"): Sample {
+export function sampleMessage(
+  spec: MessageSpec, version: number, mode: "values" | "nulls",
+): Sample {
   return buildStruct(spec.fields, structsOf(spec), version, mode, { n: 0 });
 }
 

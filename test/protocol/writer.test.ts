@@ -77,7 +77,9 @@ describe("Writer", () => {
     w.raw(new Uint8Array(300).fill(8));
     w.endTaggedField(big);
     const r = new Reader(w.toBytes());
-    expect(r.unsignedVarint()).toBe(3); expect(r.unsignedVarint()).toBe(4); expect(r.int32()).toBe(1);
+    expect(r.unsignedVarint()).toBe(3);
+    expect(r.unsignedVarint()).toBe(4);
+    expect(r.int32()).toBe(1);
     expect(r.unsignedVarint()).toBe(200); expect(r.unsignedVarint()).toBe(300);
     expect(r.remaining()).toBe(300);
   });
