@@ -3,10 +3,12 @@ import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import {
-  formatTopicConfigs, parseTopicConfigs, type TopicConfigOverrides,
+  formatTopicConfigs, isTopicConfigKey, parseTopicConfigs, TOPIC_CONFIG_KEYS, topicConfig,
+  type TopicConfigKey, type TopicConfigOverrides,
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
+import { assert } from "../util/assert.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { MetadataCache } from "./metadata-cache.ts";
 
@@ -15,6 +17,14 @@ const TOPIC_NAME_BYTES_MAX = 249;
 const TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
 /** Partitions one topic may have; every partition holds open files, so this bounds them. */
 export const PARTITIONS_PER_TOPIC_MAX = 10_000;
+/** CreateTopics' and CreatePartitions' "use the broker default" value. */
+const USE_DEFAULT = -1;
+const ZERO_TOPIC_ID = new Uint8Array(16);
+
+export interface ConfigEntry {
+  readonly name: string;
+  readonly value: string | null;
+}
 
 export interface NewTopic {
   readonly name: string;
@@ -24,20 +34,32 @@ export interface NewTopic {
   readonly replicationFactor: number;
   /** Explicit replica assignment by partition; empty for automatic. */
   readonly assignments: readonly { readonly partitionIndex: number; readonly brokerIds: readonly number[] }[];
-  readonly configs: readonly { readonly name: string; readonly value: string | null }[];
+  readonly configs: readonly ConfigEntry[];
 }
 
 export interface CreatedTopic {
+  /** All zeros when only validated: no topic was created, so it has no id. */
   readonly topicId: Uint8Array;
   readonly numPartitions: number;
   readonly replicationFactor: number;
   readonly configs: TopicConfigOverrides;
 }
 
+/** IncrementalAlterConfigs operations, by their wire numbers. */
+export const ConfigOperation = { SET: 0, DELETE: 1, APPEND: 2, SUBTRACT: 3 } as const;
+
+export interface ConfigChange {
+  readonly name: string;
+  /** A ConfigOperation value. */
+  readonly operation: number;
+  readonly value: string | null;
+}
+
 /**
  * Topic administration (Kafka's ZkAdminManager): create, delete, add partitions, change configs.
- * Each operation checks its input, writes the MetadataStore, then brings the local logs and the
- * MetadataCache in line. Failures are KafkaErrors whose code the handlers return per topic.
+ * Each operation checks its input in Kafka's order and with Kafka's messages, writes the
+ * MetadataStore, then brings the local logs and the MetadataCache in line. Failures are
+ * KafkaErrors whose code and message the handlers return per topic or resource.
  */
 export class AdminManager {
   constructor(
@@ -49,16 +71,23 @@ export class AdminManager {
   ) {}
 
   async createTopic(topic: NewTopic, validateOnly: boolean): Promise<CreatedTopic> {
-    checkTopicName(topic.name);
     if (this.store.topic(topic.name) !== undefined) {
       throw new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${topic.name}' already exists.`);
     }
-    const assignment = this.assignmentFor(topic);
-    const configs = parseConfigs(topic.configs);
-    const created: CreatedTopic = {
-      topicId: randomBytes(16),
+    const nullConfigs = topic.configs.filter((c) => c.value === null).map((c) => c.name);
+    if (nullConfigs.length > 0) {
+      throw new KafkaError(ErrorCode.INVALID_REQUEST,
+        `Null value not supported for topic configs : ${nullConfigs.join(",")}`);
+    }
+    const automatic = this.automaticAssignment(topic);
+    checkTopicName(topic.name);
+    this.checkNoCollision(topic.name);
+    const assignment = automatic ?? this.checkedAssignment(topic);
+    const configs = parseCreateConfigs(topic.configs);
+    const created = {
+      topicId: validateOnly ? ZERO_TOPIC_ID : new Uint8Array(randomBytes(16)),
       numPartitions: assignment.length,
-      replicationFactor: assignment[0]?.length ?? 0,
+      replicationFactor: assignment[0]!.length,
       configs,
     };
     if (validateOnly) return created;
@@ -74,6 +103,7 @@ export class AdminManager {
     return created;
   }
 
+  /** Deletes a topic and its logs; returns the id it had. */
   async deleteTopic(name: string): Promise<Uint8Array> {
     if (!this.config["delete.topic.enable"]) {
       throw new KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.");
@@ -88,41 +118,86 @@ export class AdminManager {
     return topic.topicId;
   }
 
-  async createPartitions(name: string, count: number, validateOnly: boolean): Promise<void> {
+  /**
+   * Grows a topic to `count` partitions. `assignments` places the new partitions (one broker
+   * list per new partition), or null for Kafka's round-robin placement.
+   */
+  async createPartitions(
+    name: string,
+    count: number,
+    assignments: readonly (readonly number[])[] | null,
+    validateOnly: boolean,
+  ): Promise<void> {
     const record = this.store.topic(name);
     if (record === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
+      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${name}' does not exist.`);
     }
     const current = record.assignment.length;
-    if (count <= current) {
+    if (count < current) {
       throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
-        `Topic currently has ${current} partitions, which is higher than or equal to the requested ${count}.`);
+        `Topic currently has ${current} partitions, which is higher than the requested ${count}.`);
+    }
+    if (count === current) {
+      throw new KafkaError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${current} partitions.`);
     }
     checkPartitionCount(count);
-    const replicationFactor = record.assignment[0]?.length ?? 1;
-    const added = this.autoAssign(current, count - current, replicationFactor);
+    const replicationFactor = record.assignment[0]!.length;
+    const added = assignments === null
+      ? this.autoAssign(current, count - current, replicationFactor)
+      : this.checkedNewPartitions(assignments, current, count, replicationFactor);
     if (validateOnly) return;
     await this.store.updateTopic({ ...record, assignment: [...record.assignment, ...added] });
     this.cache.reload();
     this.createLocalLogs(name, current, count, this.cache.topic(name)?.configs ?? {});
   }
 
-  /** Replaces a topic's overrides (AlterConfigs semantics; IncrementalAlterConfigs merges first). */
+  /** Replaces a topic's overrides (AlterConfigs): keys not named fall back to the broker. */
   async setTopicConfigs(
     name: string,
-    configs: readonly { readonly name: string; readonly value: string | null }[],
+    configs: readonly ConfigEntry[],
     validateOnly: boolean,
   ): Promise<void> {
+    checkConfigShape(configs.map((c) => ({ ...c, operation: ConfigOperation.SET })));
+    const record = this.existingTopic(name);
+    const overrides = parseAlterConfigs(name, configs);
+    if (!validateOnly) await this.applyTopicConfigs(record, overrides);
+  }
+
+  /**
+   * Applies SET/DELETE/APPEND/SUBTRACT to a topic's current overrides (IncrementalAlterConfigs).
+   * APPEND and SUBTRACT start from the topic's effective value when it has no override.
+   */
+  async alterTopicConfigs(
+    name: string,
+    changes: readonly ConfigChange[],
+    validateOnly: boolean,
+  ): Promise<void> {
+    checkConfigShape(changes);
+    const record = this.existingTopic(name);
+    const current = this.cache.topic(name)?.configs ?? {};
+    const merged = new Map(Object.entries(record.configs));
+    for (const change of changes) applyChange(merged, change, current, this.config);
+    const entries = [...merged].map(([n, value]) => ({ name: n, value }));
+    const overrides = parseAlterConfigs(name, entries);
+    if (!validateOnly) await this.applyTopicConfigs(record, overrides);
+  }
+
+  private existingTopic(name: string): TopicRecord {
     const record = this.store.topic(name);
     if (record === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
+      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${name}' does not exist.`);
     }
-    const overrides = parseConfigs(configs);
-    if (validateOnly) return;
+    return record;
+  }
+
+  /** Persists the overrides, then hands the new settings to every running log of the topic. */
+  private async applyTopicConfigs(record: TopicRecord, overrides: TopicConfigOverrides) {
     await this.store.updateTopic({ ...record, configs: formatTopicConfigs(overrides) });
     this.cache.reload();
     const logConfig = logConfigFor(overrides, this.config);
-    for (let p = 0; p < record.assignment.length; p++) this.logs.getLog(name, p)?.updateConfig(logConfig);
+    for (let p = 0; p < record.assignment.length; p++) {
+      this.logs.getLog(record.name, p)?.updateConfig(logConfig);
+    }
   }
 
   private createLocalLogs(name: string, from: number, to: number, configs: TopicConfigOverrides): void {
@@ -130,58 +205,144 @@ export class AdminManager {
     for (let p = from; p < to; p++) this.logs.getOrCreateLog(name, p, logConfig);
   }
 
-  private assignmentFor(topic: NewTopic): number[][] {
-    if (topic.assignments.length > 0) return this.checkedAssignment(topic);
-    const count = topic.numPartitions === -1 ? this.config["num.partitions"] : topic.numPartitions;
-    const replicationFactor =
-      topic.replicationFactor === -1 ? this.config["default.replication.factor"] : topic.replicationFactor;
+  /** Round-robin placement, or null when the request assigns replicas itself. */
+  private automaticAssignment(topic: NewTopic): number[][] | null {
+    const explicit = topic.assignments.length > 0;
+    if (explicit && (topic.numPartitions !== USE_DEFAULT || topic.replicationFactor !== USE_DEFAULT)) {
+      throw new KafkaError(ErrorCode.INVALID_REQUEST,
+        "Both numPartitions or replicationFactor and replicasAssignments were set. " +
+        "Both cannot be used at the same time.");
+    }
+    if (explicit) return null;
+    const count = topic.numPartitions === USE_DEFAULT ? this.config["num.partitions"] : topic.numPartitions;
+    const replicationFactor = topic.replicationFactor === USE_DEFAULT
+      ? this.config["default.replication.factor"]
+      : topic.replicationFactor;
+    if (count <= 0) {
+      throw new KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.");
+    }
     checkPartitionCount(count);
     return this.autoAssign(0, count, replicationFactor);
   }
 
+  /** Kafka's validateTopicCreate checks, plus: every broker must exist (as KRaft requires). */
   private checkedAssignment(topic: NewTopic): number[][] {
-    if (topic.numPartitions !== -1 || topic.replicationFactor !== -1) {
-      throw new KafkaError(ErrorCode.INVALID_REQUEST,
-        "Both numPartitions or replicationFactor and replicasAssignment were set.");
-    }
-    const live = new Set(this.brokerIds());
     const sorted = [...topic.assignments].sort((a, b) => a.partitionIndex - b.partitionIndex);
     checkPartitionCount(sorted.length);
-    return sorted.map((a, i) => {
-      const ids = [...a.brokerIds];
-      const valid = a.partitionIndex === i && ids.length > 0 && new Set(ids).size === ids.length &&
-        ids.every((id) => live.has(id));
-      if (!valid) {
+    const sizes = new Set(sorted.map((a) => a.brokerIds.length));
+    if (sizes.size !== 1) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "All partitions should have the same number of replicas");
+    }
+    if (sorted.some((a) => new Set(a.brokerIds).size !== a.brokerIds.length)) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Duplicate replica assignment found: ${assignmentText(sorted)}`);
+    }
+    if (sorted.some((a, i) => a.partitionIndex !== i)) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "partitions should be a consecutive 0-based integer sequence");
+    }
+    const ids = sorted.map((a) => [...a.brokerIds]);
+    this.checkReplicas(ids, 0);
+    return ids;
+  }
+
+  /** New partitions' replicas: as many lists as new partitions, known brokers, same factor. */
+  private checkedNewPartitions(
+    assignments: readonly (readonly number[])[],
+    current: number,
+    count: number,
+    replicationFactor: number,
+  ): number[][] {
+    const live = new Set(this.brokerIds());
+    const unknown = [...new Set(assignments.flat())].filter((id) => !live.has(id));
+    if (unknown.length > 0) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Unknown broker(s) in replica assignment: ${unknown.join(", ")}.`);
+    }
+    if (assignments.length !== count - current) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Increasing the number of partitions by ${count - current} but ` +
+        `${assignments.length} assignments provided.`);
+    }
+    const ids = assignments.map((a) => [...a]);
+    this.checkReplicas(ids, current);
+    const bad = ids.map((r, i) => [current + i, r.length]).filter(([, n]) => n !== replicationFactor);
+    if (bad.length > 0) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Inconsistent replication factor between partitions, partition 0 has ${replicationFactor} ` +
+        `while partitions [${bad.map(([p]) => p).join(", ")}] have replication factors ` +
+        `[${bad.map(([, n]) => n).join(", ")}], respectively.`);
+    }
+    return ids;
+  }
+
+  /** Each partition needs at least one replica, no broker twice, and only brokers that exist. */
+  private checkReplicas(assignment: readonly (readonly number[])[], firstPartition: number): void {
+    const live = new Set(this.brokerIds());
+    assignment.forEach((replicas, i) => {
+      const partition = firstPartition + i;
+      if (replicas.length === 0) {
         throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-          `Invalid replica assignment for partition ${a.partitionIndex}: [${ids.join(",")}]`);
+          `Cannot have replication factor of 0 for partition id ${partition}.`);
       }
-      return ids;
+      if (new Set(replicas).size !== replicas.length) {
+        throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+          `Duplicate brokers not allowed in replica assignment: ${replicas.join(", ")} ` +
+          `for partition id ${partition}.`);
+      }
+      const missing = replicas.find((id) => !live.has(id));
+      if (missing !== undefined) {
+        throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+          `The manual partition assignment includes broker ${missing}, but no broker with ` +
+          "that ID is registered.");
+      }
     });
+  }
+
+  /** Kafka refuses names that differ from an existing one only by '.' versus '_'. */
+  private checkNoCollision(name: string): void {
+    if (!/[._]/.test(name)) return;
+    const unified = unifyCollisionChars(name);
+    const colliding = this.store.topics().filter((t) => unifyCollisionChars(t.name) === unified);
+    if (colliding.length > 0) {
+      throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        `Topic '${name}' collides with existing topics: ${colliding.map((t) => t.name).join(", ")}`);
+    }
   }
 
   /** Kafka's round-robin placement, starting each partition's replicas one broker further on. */
   private autoAssign(firstPartition: number, count: number, replicationFactor: number): number[][] {
     const brokers = [...this.brokerIds()].sort((a, b) => a - b);
-    if (replicationFactor < 1 || replicationFactor > brokers.length) {
+    if (replicationFactor <= 0) {
+      throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+        "Replication factor must be larger than 0.");
+    }
+    if (replicationFactor > brokers.length) {
       throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
         `Replication factor: ${replicationFactor} larger than available brokers: ${brokers.length}.`);
     }
     return Array.from({ length: count }, (_, i) =>
-      Array.from({ length: replicationFactor }, (_, r) => brokers[(firstPartition + i + r) % brokers.length]));
+      Array.from({ length: replicationFactor }, (_, r) => brokers[(firstPartition + i + r) % brokers.length]!));
   }
 }
 
-function checkTopicName(name: string): void {
+/** Kafka's Topic.validate, with its messages. */
+export function checkTopicName(name: string): void {
   const problem =
-    name.length === 0 ? "the empty string"
-    : name === "." || name === ".." ? `'${name}'`
-    : name.length > TOPIC_NAME_BYTES_MAX ? `longer than ${TOPIC_NAME_BYTES_MAX} characters`
-    : !TOPIC_NAME.test(name) ? "not only ASCII alphanumerics, '.', '_' and '-'"
+    name.length === 0 ? "Topic name is illegal, it can't be empty"
+    : name === "." || name === ".." ? "Topic name cannot be \".\" or \"..\""
+    : name.length > TOPIC_NAME_BYTES_MAX
+      ? `Topic name is illegal, it can't be longer than ${TOPIC_NAME_BYTES_MAX} characters, ` +
+        `topic name: ${name}`
+    : !TOPIC_NAME.test(name)
+      ? `Topic name "${name}" is illegal, it contains a character other than ASCII ` +
+        "alphanumerics, '.', '_' and '-'"
     : null;
-  if (problem !== null) {
-    throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, `Topic name '${name}' is illegal: ${problem}.`);
-  }
+  if (problem !== null) throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
 }
+
+const unifyCollisionChars = (name: string) => name.replaceAll(".", "_");
 
 function checkPartitionCount(count: number): void {
   if (!Number.isInteger(count) || count < 1 || count > PARTITIONS_PER_TOPIC_MAX) {
@@ -190,7 +351,12 @@ function checkPartitionCount(count: number): void {
   }
 }
 
-function parseConfigs(configs: readonly { readonly name: string; readonly value: string | null }[]) {
+function assignmentText(sorted: NewTopic["assignments"]): string {
+  return `Map(${sorted.map((a) => `${a.partitionIndex} -> [${a.brokerIds.join(", ")}]`).join(", ")})`;
+}
+
+/** CreateTopics: an unknown key or a bad value is INVALID_CONFIG, as Kafka answers both. */
+function parseCreateConfigs(configs: readonly ConfigEntry[]): TopicConfigOverrides {
   try {
     return parseTopicConfigs(configs);
   } catch (e) {
@@ -199,4 +365,95 @@ function parseConfigs(configs: readonly { readonly name: string; readonly value:
   }
 }
 
-export { checkTopicName };
+/**
+ * AlterConfigs and IncrementalAlterConfigs: an unknown key is INVALID_CONFIG, but a bad value
+ * is INVALID_REQUEST, because Kafka's ZkAdminManager turns the ConfigException of a value into
+ * an InvalidRequestException naming the resource.
+ */
+function parseAlterConfigs(topic: string, configs: readonly ConfigEntry[]): TopicConfigOverrides {
+  const unknown = configs.find((c) => !isTopicConfigKey(c.name));
+  if (unknown !== undefined) {
+    throw new KafkaError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${unknown.name}`);
+  }
+  try {
+    return parseTopicConfigs(configs);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new KafkaError(ErrorCode.INVALID_REQUEST,
+      `Invalid config value for resource ConfigResource(type=TOPIC, name='${topic}'): ${e.message}`);
+  }
+}
+
+/**
+ * Kafka's preprocessing of an AlterConfigs or IncrementalAlterConfigs resource (3.9's
+ * ConfigAdminManager.preprocess): every key once, and a value for everything but DELETE.
+ */
+function checkConfigShape(changes: readonly ConfigChange[]): void {
+  const names = changes.map((c) => c.name);
+  if (new Set(names).size !== names.length) {
+    throw new KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys");
+  }
+  const nullUpdates = changes
+    .filter((c) => c.value === null && c.operation !== ConfigOperation.DELETE)
+    .map((c) => c.name);
+  if (nullUpdates.length > 0) {
+    throw new KafkaError(ErrorCode.INVALID_REQUEST,
+      `Null value not supported for : ${nullUpdates.join(", ")}`);
+  }
+}
+
+/**
+ * One IncrementalAlterConfigs operation on the override strings. APPEND and SUBTRACT work on
+ * list keys only (cleanup.policy); without an override they start from the topic's effective
+ * value (Kafka's ZooKeeper mode starts from the static default, which equals it unless the
+ * operator changed the broker's log.cleanup.policy). APPEND skips items already present, as
+ * Kafka's KRaft controller does.
+ */
+function applyChange(
+  merged: Map<string, string>,
+  change: ConfigChange,
+  current: TopicConfigOverrides,
+  broker: BrokerConfig,
+): void {
+  const { name, operation, value } = change;
+  if (operation === ConfigOperation.SET) {
+    merged.set(name, value!);
+  } else if (operation === ConfigOperation.DELETE) {
+    merged.delete(name);
+  } else if (operation === ConfigOperation.APPEND || operation === ConfigOperation.SUBTRACT) {
+    merged.set(name, appliedToList(merged, change, current, broker));
+  } else {
+    throw new KafkaError(ErrorCode.INVALID_REQUEST, `Unknown config operation ${operation}`);
+  }
+}
+
+function appliedToList(
+  merged: Map<string, string>,
+  { name, operation, value }: ConfigChange,
+  current: TopicConfigOverrides,
+  broker: BrokerConfig,
+): string {
+  if (!isTopicConfigKey(name)) {
+    throw new KafkaError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${name}`);
+  }
+  const verb = operation === ConfigOperation.APPEND ? "append" : "subtract";
+  if (TOPIC_CONFIG_KEYS[name].valueType.type !== "LIST") {
+    throw new KafkaError(ErrorCode.INVALID_REQUEST,
+      `Config value ${verb} is not allowed for config key: ${name}`);
+  }
+  const old = merged.get(name) ?? effectiveText(name, current, broker);
+  const oldItems = splitItems(old);
+  const items = splitItems(value!);
+  const next = operation === ConfigOperation.APPEND
+    ? [...oldItems, ...items.filter((i) => !oldItems.includes(i))]
+    : oldItems.filter((i) => !items.includes(i));
+  return next.join(",");
+}
+
+function effectiveText(name: TopicConfigKey, current: TopicConfigOverrides, broker: BrokerConfig) {
+  const value = topicConfig(current, broker)[name];
+  assert(Array.isArray(value), `list key ${name} has a non-list value`);
+  return value.join(",");
+}
+
+const splitItems = (text: string) => text.split(",").map((s) => s.trim()).filter((s) => s !== "");

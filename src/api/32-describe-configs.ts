@@ -1,0 +1,98 @@
+// DescribeConfigs: v1-4
+//
+// Version notes:
+// * v0 (IsDefault instead of ConfigSource) is deprecated and removed in Kafka 4 (KIP-896);
+//   not offered.
+// * v1: IncludeSynonyms, ConfigSource and Synonyms (KIP-226). v2: no changes.
+// * v3: IncludeDocumentation, ConfigType and Documentation (KIP-569). v4: flexible.
+// * Resource type 2 (topic): every topic key Quill honours, with the topic's override or the
+//   broker's value, and the synonyms Kafka lists (the override, then each broker key). A
+//   missing topic is UNKNOWN_TOPIC_OR_PARTITION for that resource; an illegal name is
+//   INVALID_TOPIC_EXCEPTION.
+// * Resource type 4 (broker): name "<broker.id>" lists every broker key, all read-only since
+//   Quill's broker config is static; the empty name (cluster-wide dynamic defaults) lists
+//   nothing, because there are none. Another id is INVALID_REQUEST, as in Kafka.
+// * ConfigurationKeys null or empty lists every key; otherwise only the named ones.
+// * Not implemented: broker loggers (type 8), groups and client metrics: INVALID_REQUEST.
+import { BROKER_CONFIG_KEYS, type BrokerConfigKey } from "../config/broker-config.ts";
+import {
+  type ConfigDescription, describeBrokerConfig, describeTopicConfig, TOPIC_CONFIG_KEYS,
+  type TopicConfigKey,
+} from "../config/topic-config.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ApiKey, type DescribeConfigsRequest } from "../protocol/generated/index.ts";
+import { checkTopicName } from "../server/admin-manager.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
+import { brokerIdOfResource, ConfigResourceType, resourceTypeName } from "./config-resource.ts";
+
+type Resource = DescribeConfigsRequest["resources"][number];
+
+interface Flags {
+  readonly includeSynonyms: boolean;
+  readonly includeDocumentation: boolean;
+}
+
+export const describeConfigsHandler = defineHandler({
+  apiKey: ApiKey.DescribeConfigs,
+  minVersion: 1,
+  maxVersion: 4,
+  handle(request, ctx) {
+    const results = request.resources.map((resource) => {
+      const header = { resourceType: resource.resourceType, resourceName: resource.resourceName };
+      try {
+        const configs = describeResource(resource, ctx).map((d) => toEntry(d, request));
+        return { ...header, errorCode: ErrorCode.NONE, errorMessage: null, configs };
+      } catch (e) {
+        if (!(e instanceof KafkaError)) throw e;
+        return { ...header, errorCode: e.code, errorMessage: e.message, configs: [] };
+      }
+    });
+    return { throttleTimeMs: 0, results };
+  },
+});
+
+function describeResource(resource: Resource, ctx: RequestContext): ConfigDescription[] {
+  const wanted = (name: string) =>
+    resource.configurationKeys === null || resource.configurationKeys.length === 0 ||
+    resource.configurationKeys.includes(name);
+  switch (resource.resourceType) {
+    case ConfigResourceType.TOPIC:
+      return describeTopic(resource.resourceName, wanted, ctx);
+    case ConfigResourceType.BROKER:
+      return describeBroker(resource.resourceName, wanted, ctx);
+    default:
+      throw new KafkaError(ErrorCode.INVALID_REQUEST,
+        `Unsupported resource type: ${resourceTypeName(resource.resourceType)}`);
+  }
+}
+
+function describeTopic(name: string, wanted: (key: string) => boolean, ctx: RequestContext) {
+  checkTopicName(name);
+  const topic = ctx.broker.metadataCache.topic(name);
+  if (topic === undefined) {
+    throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
+  }
+  const keys = (Object.keys(TOPIC_CONFIG_KEYS) as TopicConfigKey[]).filter(wanted);
+  return keys.map((key) => describeTopicConfig(key, topic.configs, ctx.broker.config));
+}
+
+function describeBroker(name: string, wanted: (key: string) => boolean, ctx: RequestContext) {
+  if (name === "") return [];
+  brokerIdOfResource(name, ctx.broker.brokerId, " or empty string");
+  const keys = (Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[]).filter(wanted);
+  return keys.map((key) => describeBrokerConfig(key, ctx.broker.config));
+}
+
+/** Synonyms only when asked for, documentation only when asked for (v3+). */
+function toEntry(d: ConfigDescription, flags: Flags) {
+  return {
+    name: d.name,
+    value: d.value,
+    readOnly: d.readOnly,
+    configSource: d.source,
+    isSensitive: d.sensitive,
+    synonyms: flags.includeSynonyms ? d.synonyms.map((s) => ({ ...s })) : [],
+    configType: d.type,
+    documentation: flags.includeDocumentation ? d.documentation : null,
+  };
+}

@@ -1,0 +1,27 @@
+// AlterConfigs: v0-2
+//
+// Version notes:
+// * v1: no changes (throttling after the response). v2: flexible.
+// * Topic resources (type 2): the given configs replace all of the topic's overrides, as in
+//   Kafka; keys left out fall back to the broker's values. The change is persisted and reaches
+//   the running logs at once. An unknown key is INVALID_CONFIG, a bad value INVALID_REQUEST
+//   (Kafka's ZooKeeper-mode answers), a missing topic UNKNOWN_TOPIC_OR_PARTITION.
+// * Broker resources (type 4): INVALID_REQUEST, because Quill's broker config is static (read
+//   at start); other resource types: INVALID_REQUEST, as in Kafka.
+// * ValidateOnly checks everything and changes nothing.
+// * Not implemented: alter-config policies, ACLs.
+import { ApiKey } from "../protocol/generated/index.ts";
+import { alterResources } from "./config-resource.ts";
+import { defineHandler } from "./handler.ts";
+
+export const alterConfigsHandler = defineHandler({
+  apiKey: ApiKey.AlterConfigs,
+  minVersion: 0,
+  maxVersion: 2,
+  async handle(request, ctx) {
+    const admin = ctx.broker.adminManager;
+    const responses = await alterResources(request.resources, ctx.broker.brokerId, (r) =>
+      admin.setTopicConfigs(r.resourceName, r.configs, request.validateOnly));
+    return { throttleTimeMs: 0, responses };
+  },
+});

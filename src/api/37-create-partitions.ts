@@ -1,0 +1,48 @@
+// CreatePartitions: v0-3
+//
+// Version notes:
+// * v0 (KIP-195): grow a topic to Count partitions, optionally placing the new ones
+//   (Assignments: one broker list per new partition); ValidateOnly checks without changing.
+// * v1: no changes (throttling after the response). v2: flexible. v3: no changes (quotas).
+// * Only increases: the same count or fewer is INVALID_PARTITIONS; a missing topic is
+//   UNKNOWN_TOPIC_OR_PARTITION; bad assignments are INVALID_REPLICA_ASSIGNMENT, with Kafka's
+//   messages. A topic named twice gets one INVALID_REQUEST result, as in Kafka.
+// * Growing is synchronous: the new partitions' logs exist when the answer is sent, so
+//   timeout_ms <= 0 is not turned into REQUEST_TIMED_OUT.
+// * Not implemented: controller mutation quotas, ACLs.
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ApiKey, type CreatePartitionsRequest } from "../protocol/generated/index.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
+
+type Topic = CreatePartitionsRequest["topics"][number];
+
+export const createPartitionsHandler = defineHandler({
+  apiKey: ApiKey.CreatePartitions,
+  minVersion: 0,
+  maxVersion: 3,
+  async handle(request, ctx) {
+    const counts = new Map<string, number>();
+    for (const t of request.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
+    const answered = new Set<string>();
+    const results = [];
+    for (const t of request.topics) {
+      if (answered.has(t.name)) continue;
+      answered.add(t.name);
+      results.push(counts.get(t.name)! > 1
+        ? { name: t.name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Duplicate topic in request." }
+        : await createOne(t, request.validateOnly, ctx));
+    }
+    return { throttleTimeMs: 0, results };
+  },
+});
+
+async function createOne(t: Topic, validateOnly: boolean, ctx: RequestContext) {
+  try {
+    const assignments = t.assignments === null ? null : t.assignments.map((a) => a.brokerIds);
+    await ctx.broker.adminManager.createPartitions(t.name, t.count, assignments, validateOnly);
+    return { name: t.name, errorCode: ErrorCode.NONE, errorMessage: null };
+  } catch (e) {
+    if (!(e instanceof KafkaError)) throw e;
+    return { name: t.name, errorCode: e.code, errorMessage: e.message };
+  }
+}

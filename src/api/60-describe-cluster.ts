@@ -1,0 +1,57 @@
+// DescribeCluster: v0-1
+//
+// Version notes:
+// * v0 (KIP-700): brokers, cluster id, controller id, and the cluster's authorized operations
+//   when asked for. Quill has no authorizer, so, like Kafka without one, it reports every
+//   operation a cluster supports.
+// * v1 (KIP-919): EndpointType. A broker describes brokers (1); asking it for controllers (2)
+//   is MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (in v0 both are
+//   INVALID_REQUEST), as in Kafka.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { defineHandler } from "./handler.ts";
+
+const EndpointType = { BROKER: 1, CONTROLLER: 2 } as const;
+/** The schema's "not requested" value for ClusterAuthorizedOperations. */
+const OPERATIONS_NOT_REQUESTED = -(2 ** 31);
+/**
+ * AclOperation codes a cluster supports (Kafka's AclEntry.supportedOperations(CLUSTER)), as
+ * Kafka's 32-bit field: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+ * ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+ */
+const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((bits, op) => bits | (1 << op), 0);
+
+export const describeClusterHandler = defineHandler({
+  apiKey: ApiKey.DescribeCluster,
+  minVersion: 0,
+  maxVersion: 1,
+  handle(request, ctx) {
+    const v0 = ctx.apiVersion === 0;
+    const asked = request.endpointType;
+    if (asked !== EndpointType.BROKER) {
+      const known = asked === EndpointType.CONTROLLER;
+      return {
+        throttleTimeMs: 0,
+        errorCode: v0 ? ErrorCode.INVALID_REQUEST
+          : known ? ErrorCode.MISMATCHED_ENDPOINT_TYPE : ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+        errorMessage: known
+          ? "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+          : `Unsupported endpoint type ${asked}`,
+      };
+    }
+    const cache = ctx.broker.metadataCache;
+    return {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      // EndpointType is not ignorable, so v0 must leave it at its default.
+      ...(v0 ? {} : { endpointType: EndpointType.BROKER }),
+      clusterId: cache.clusterId,
+      controllerId: cache.controllerId,
+      brokers: cache.brokers.map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+      clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
+        ? CLUSTER_OPERATIONS
+        : OPERATIONS_NOT_REQUESTED,
+    };
+  },
+});
