@@ -98,15 +98,15 @@ export class LocalOffsetStore implements OffsetStore {
     return new Map(this.groups.get(groupId));
   }
 
-  commit(groupId: string, offsets: readonly StoredOffset[]): Promise<void> {
+  async commit(groupId: string, offsets: readonly StoredOffset[]): Promise<void> {
     return this.append({ type: "commit", groupId, offsets });
   }
 
-  deleteOffsets(groupId: string, partitions: readonly PartitionRef[]): Promise<void> {
+  async deleteOffsets(groupId: string, partitions: readonly PartitionRef[]): Promise<void> {
     return this.append({ type: "deleteOffsets", groupId, partitions });
   }
 
-  deleteGroup(groupId: string): Promise<void> {
+  async deleteGroup(groupId: string): Promise<void> {
     return this.append({ type: "deleteGroup", groupId });
   }
 
@@ -160,6 +160,8 @@ export class LocalOffsetStore implements OffsetStore {
     assert(this.flushing === null, "only one flush runs at a time");
     this.flushing = this.flushLoop().finally(() => {
       this.flushing = null;
+      // Writes queued after the loop's last check but before this callback ran.
+      if (this.pending.length > 0) this.scheduleFlush();
     });
     return this.flushing;
   }

@@ -1,0 +1,29 @@
+/**
+ * Child process for the kill -9 test of LocalOffsetStore: commits ever-growing offsets for
+ * PARTITIONS partitions of group "g", several commits per event-loop turn, and prints
+ * "ack <partition> <offset>" only after a commit's promise resolved. The parent kills it with
+ * SIGKILL at a random moment and checks that every printed offset survived.
+ */
+import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
+
+const PARTITIONS = 8;
+const dir = process.argv[2];
+if (dir === undefined) throw new Error("usage: offset-writer-child.ts <dataDir> [compactLogBytes]");
+const compactLogBytes = Number(process.argv[3] ?? 64 << 20);
+const store = LocalOffsetStore.open(dir, { compactLogBytes });
+const initial = await store.loadGroup("g");
+let next = 0n;
+for (const c of initial.values()) if (c.offset >= next) next = c.offset + 1n;
+
+for (;;) {
+  const commits: Promise<void>[] = [];
+  for (let i = 0; i < 4; i++) {
+    const offset = next++;
+    const partition = Number(offset % BigInt(PARTITIONS));
+    const committed = { offset, leaderEpoch: 0, metadata: `m${offset}`, commitTimestampMs: Date.now() };
+    commits.push(store.commit("g", [{ topic: "t", partition, committed }]).then(() => {
+      process.stdout.write(`ack ${partition} ${offset}\n`);
+    }));
+  }
+  await Promise.all(commits);
+}
