@@ -3,6 +3,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { genMessage, parseRange, parseSpec } from "../../scripts/gen-protocol.ts";
+import {
+  API_SPECS, ApiKey, decodeRequest, encodeRequest,
+} from "../../src/protocol/generated/index.ts";
+import { Reader } from "../../src/protocol/reader.ts";
+import { Writer } from "../../src/protocol/writer.ts";
 import { HAVE_SPECS, MESSAGES_DIR } from "./spec-samples.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
@@ -75,5 +80,38 @@ describe("generator pieces", () => {
     })));
     expect(code).not.toContain("unsupported(");
     expect(code).toContain('if (version >= 1) { w.string(m.qux ?? ""); }');
+  });
+});
+
+describe("API_SPECS", () => {
+  const spec = (name: string) => API_SPECS.find((s) => s.name === name)!;
+
+  test("lists API keys 0 to 87 in order, and ApiKey names them", () => {
+    expect(API_SPECS.map((s) => s.apiKey)).toEqual(Array.from({ length: 88 }, (_, i) => i));
+    expect(ApiKey.Produce).toBe(0);
+    expect(ApiKey.ApiVersions).toBe(18);
+    expect(ApiKey.DescribeTopicPartitions).toBe(75);
+    const byName: Record<string, number> = ApiKey;
+    for (const s of API_SPECS) expect(byName[s.name]).toBe(s.apiKey);
+  });
+
+  test("versions and flexible versions match the specs' table", () => {
+    expect(spec("Produce")).toMatchObject({ minVersion: 0, maxVersion: 11, latestVersion: 11,
+      flexibleMinVersion: 9, deprecatedMaxVersion: 6 });
+    expect(spec("Fetch")).toMatchObject({ maxVersion: 17, flexibleMinVersion: 12 });
+    expect(spec("ListOffsets")).toMatchObject({ maxVersion: 10, flexibleMinVersion: 6 });
+    expect(spec("SaslHandshake")).toMatchObject({ maxVersion: 1, flexibleMinVersion: null });
+    expect(spec("OffsetDelete")).toMatchObject({ maxVersion: 0, flexibleMinVersion: null });
+  });
+
+  test("an unstable latest version is not advertised, but still decodes", () => {
+    expect(spec("EndTxn")).toMatchObject({ maxVersion: 4, latestVersion: 5 });
+    expect(spec("ConsumerGroupHeartbeat")).toMatchObject({ maxVersion: 0, latestVersion: 1 });
+    // Nothing stable yet: maxVersion falls below minVersion.
+    expect(spec("ShareGroupHeartbeat")).toMatchObject({ minVersion: 0, maxVersion: -1 });
+    const w = new Writer();
+    encodeRequest(ApiKey.EndTxn, 5, w, { transactionalId: "tx", committed: true });
+    expect(decodeRequest(ApiKey.EndTxn, 5, new Reader(w.toBytes()))).toMatchObject(
+      { transactionalId: "tx", committed: true });
   });
 });
