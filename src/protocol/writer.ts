@@ -192,6 +192,9 @@ export class Writer {
       this.pos += 1 + written;
       return;
     }
+    if (sizeBytes > INT16_MAX) {
+      throw new EncodeError(`string of ${sizeBytes} bytes exceeds Kafka's limit of ${INT16_MAX}`);
+    }
     this.unsignedVarint(sizeBytes + 1);
     this.ensure(sizeBytes);
     utf8.encodeInto(v, this.buf.subarray(this.pos, this.pos + sizeBytes));

@@ -95,6 +95,7 @@ describe("Writer", () => {
   test("refuses values the wire cannot carry", () => {
     expect(() => new Writer().uuid(new Uint8Array(15))).toThrow(EncodeError);
     expect(() => new Writer().string("x".repeat(40000))).toThrow(EncodeError);
+    expect(() => new Writer().compactString("x".repeat(40000))).toThrow(EncodeError);
     expect(() => new Writer(16, 64).raw(new Uint8Array(65))).toThrow(EncodeError);
   });
 });
