@@ -51,7 +51,12 @@ function readAt(fd: number, buf: Uint8Array, want: number, position: number): nu
   return got;
 }
 
-function entryAt(view: DataView, at: number, position: number): BatchEntry {
+/**
+ * The BatchEntry of the batch header at byte `at` of `view` (which must hold the whole 61-byte
+ * header), reported at file `position`. Reads the v2 header fields directly: baseOffset @0,
+ * batchLength @8, lastOffsetDelta @23, maxTimestamp @35, recordCount @57 (record-batch.ts).
+ */
+export function batchEntryAt(view: DataView, at: number, position: number): BatchEntry {
   const baseOffset = view.getBigInt64(at);
   return {
     position,
@@ -84,7 +89,7 @@ export function scanBatchHeaders(
       chunkEnd = position + readAt(fd, headerChunk, want, position);
     }
     if (position + RECORD_BATCH_OVERHEAD > chunkEnd) corruptHeader(position, "truncated header");
-    const entry = entryAt(headerView, position - chunkStart, position);
+    const entry = batchEntryAt(headerView, position - chunkStart, position);
     if (headerChunk[position - chunkStart + 16] !== MAGIC_V2) corruptHeader(position, "bad magic");
     if (entry.sizeBytes < RECORD_BATCH_OVERHEAD || position + entry.sizeBytes > endPosition) {
       corruptHeader(position, `bad batch size ${entry.sizeBytes}`);
@@ -145,7 +150,7 @@ export function scanValidBatches(
     const batch = recoveryChunk.subarray(at, at + sizeBytes);
     const problem = checkBatch(batch, nextOffset, baseOffset);
     if (problem !== null) return invalid(position, problem);
-    const entry = entryAt(new DataView(recoveryChunk.buffer), at, position);
+    const entry = batchEntryAt(new DataView(recoveryChunk.buffer), at, position);
     visit(entry);
     nextOffset = entry.lastOffset + 1n;
     position += sizeBytes;

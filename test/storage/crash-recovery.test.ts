@@ -29,8 +29,8 @@ async function runWriterAndKill(seed: number, runMs: number): Promise<WriterRepo
   const reader = child.stdout.getReader();
   const decoder = new TextDecoder();
   let text = "";
-  // Wait until the writer has opened (and recovered) the log, then let it run for runMs.
-  while (!text.includes("\n")) {
+  // Wait until the writer has recovered the log and flushed once, then let it run for runMs.
+  while (!text.includes("\nF ")) {
     const { value, done } = await reader.read();
     if (done) throw new Error("writer exited before starting");
     text += decoder.decode(value);
