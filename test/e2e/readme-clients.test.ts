@@ -1,0 +1,60 @@
+// Runs the README's "Using kcat / kafkajs" commands against a broker, with 127.0.0.1:9092
+// replaced by the broker's address, so the documented commands are ones that work.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ChildBroker, REPO_ROOT, removeDir, tempDir } from "../support/broker-harness.ts";
+import { kcatOk, stdoutText } from "./kcat-process.ts";
+
+const README_ADDRESS = "127.0.0.1:9092";
+const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const section = readme.slice(readme.indexOf("## Using kcat / kafkajs"));
+const blocks = (lang: string) =>
+  [...section.slice(0, section.indexOf("\n## ", 5)).matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))]
+    .map((m) => m[1]!);
+
+let broker: ChildBroker;
+let workDir: string;
+
+beforeAll(async () => {
+  const serve = blocks("sh")[0]!;
+  // The README's serve line, with its --set flags, is the broker under test.
+  expect(serve.trim()).toBe("./dist/quill serve --set num.partitions=3");
+  broker = await ChildBroker.start({ settings: { "num.partitions": "3" } });
+  workDir = tempDir("quill-readme-");
+});
+afterAll(async () => {
+  await broker.remove();
+  removeDir(workDir);
+});
+
+describe("the README's client commands", () => {
+  test("the kcat block runs as written and reads back what it wrote", async () => {
+    const script = blocks("sh")[1]!.replaceAll(README_ADDRESS, broker.bootstrap);
+    const proc = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], { cwd: workDir, stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect({ code, err: code === 0 ? "" : err }).toEqual({ code: 0, err: "" });
+    expect(out).toContain(`broker 0 at ${broker.bootstrap} (controller)`);
+    expect(out).toMatch(/^user-1 \d 0 logged in$/m);
+    expect(out).toMatch(/^user-2 \d 0 logged out$/m);
+    expect(out).toMatch(/^demo \[0\] offset -?\d+$/m);
+  }, 30_000);
+
+  test("the kafkajs block runs as written", async () => {
+    const code = blocks("js")[0]!.replaceAll(README_ADDRESS, broker.bootstrap);
+    // Inside the repo's node_modules so that `import "kafkajs"` resolves.
+    const dir = join(REPO_ROOT, "node_modules", ".cache", "quill-readme-test");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `readme-${process.pid}.mjs`);
+    writeFileSync(file, code);
+    try {
+      const proc = Bun.spawn([process.execPath, file], { stdout: "pipe", stderr: "pipe" });
+      const [err, exitCode] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+      expect({ exitCode, err: exitCode === 0 ? "" : err }).toEqual({ exitCode: 0, err: "" });
+    } finally {
+      rmSync(file, { force: true });
+    }
+    const back = await kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-t", "demo", "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
+    expect(stdoutText(back)).toContain("user-1=hello\n");
+  }, 30_000);
+});
