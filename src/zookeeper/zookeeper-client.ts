@@ -140,7 +140,12 @@ export class ZooKeeperClient {
     return this.raw.getSessionTimeout();
   }
 
-  /** Subscribes to session state changes; returns the unsubscribe function. */
+  /**
+   * Subscribes to session state changes; returns the unsubscribe function. "disconnected" and
+   * "connected" bracket a connection loss within one session (its ephemerals and watches
+   * survive). "expired" means the session is gone; "session-recreated" follows once a new one
+   * is connected, and then ephemeral znodes and watches must be created again.
+   */
   onSessionEvent(listener: (event: SessionEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
