@@ -1,3 +1,5 @@
+import type { BrokerConfig } from "../config/broker-config.ts";
+
 /**
  * Settings of the group coordinator. The first five are Kafka broker keys with Kafka's
  * defaults; the rest are Quill's explicit limits on everything that grows with client
@@ -57,3 +59,12 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
  * so it is dropped after this long if the rebalance has still not completed.
  */
 export const NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000;
+
+/** The broker keys Kafka reads for its classic groups, mapped onto GroupConfig. */
+export function groupConfigFrom(config: BrokerConfig): Partial<GroupConfig> {
+  return {
+    minSessionTimeoutMs: config["group.min.session.timeout.ms"],
+    maxSessionTimeoutMs: config["group.max.session.timeout.ms"],
+    initialRebalanceDelayMs: config["group.initial.rebalance.delay.ms"],
+  };
+}

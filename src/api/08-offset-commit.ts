@@ -1,0 +1,53 @@
+// OffsetCommit: v0-9
+//
+// Version notes:
+// * v0 has no generation or member (a simple consumer: generation -1). v1: generation and
+//   member id, and a per-partition commit timestamp (ignored: the broker's clock is used, as in
+//   Kafka since v2). v2-4: RetentionTimeMs (ignored; offsets.retention.minutes is not
+//   implemented). v5 drops it. v6: committed leader epoch. v7: GroupInstanceId (KIP-345).
+// * v8: flexible. v9: usable by KIP-848 consumer groups; for classic groups it is v8.
+// * Partitions of topics this broker does not know get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey, type OffsetCommitRequest } from "../protocol/generated/index.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
+
+type RequestTopic = OffsetCommitRequest["topics"][number];
+
+export const offsetCommitHandler = defineHandler({
+  apiKey: ApiKey.OffsetCommit,
+  minVersion: 0,
+  maxVersion: 9,
+  async handle(request, ctx) {
+    const known: RequestTopic[] = [];
+    const unknown: { name: string; partitions: { partitionIndex: number; errorCode: number }[] }[] = [];
+    for (const topic of request.topics) {
+      const exists = partitionChecker(topic.name, ctx);
+      const ok = topic.partitions.filter((p) => exists(p.partitionIndex));
+      const missing = topic.partitions.filter((p) => !exists(p.partitionIndex));
+      if (ok.length > 0) known.push({ ...topic, partitions: ok });
+      if (missing.length > 0) {
+        unknown.push({
+          name: topic.name,
+          partitions: missing.map((p) => ({
+            partitionIndex: p.partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+          })),
+        });
+      }
+    }
+    const result = await ctx.broker.groupCoordinator.offsetCommit({
+      groupId: request.groupId,
+      generationId: request.generationIdOrMemberEpoch,
+      memberId: request.memberId,
+      groupInstanceId: request.groupInstanceId,
+      topics: known,
+    });
+    return { throttleTimeMs: 0, topics: [...result.topics, ...unknown] };
+  },
+});
+
+function partitionChecker(topic: string, ctx: RequestContext): (partition: number) => boolean {
+  const metadata = ctx.broker.metadataCache.topic(topic);
+  if (metadata === undefined) return () => false;
+  const partitions = new Set(metadata.partitions.map((p) => p.partition));
+  return (partition) => partitions.has(partition);
+}

@@ -1,0 +1,22 @@
+// Heartbeat: v0-4
+//
+// Version notes:
+// * v1: ThrottleTimeMs. v3: GroupInstanceId (KIP-345). v4: flexible.
+// * REBALANCE_IN_PROGRESS tells a member to rejoin; the heartbeat still keeps its session alive.
+import { ApiKey } from "../protocol/generated/index.ts";
+import { defineHandler } from "./handler.ts";
+
+export const heartbeatHandler = defineHandler({
+  apiKey: ApiKey.Heartbeat,
+  minVersion: 0,
+  maxVersion: 4,
+  handle(request, ctx) {
+    const errorCode = ctx.broker.groupCoordinator.heartbeat({
+      groupId: request.groupId,
+      generationId: request.generationId,
+      memberId: request.memberId,
+      groupInstanceId: request.groupInstanceId,
+    });
+    return { throttleTimeMs: 0, errorCode };
+  },
+});
