@@ -150,3 +150,51 @@ test("created topics and their configs persist across a restart", async () => {
   const res = await create(7, [topic("durable")]);
   expect(res.topics[0]!.errorCode).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
 }, 20_000);
+
+/** confluent-kafka's AdminClient (librdkafka) as a separate process: create, describe, delete. */
+const LIBRDKAFKA_ADMIN = `
+import json, sys
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+out = {}
+def wait(futures):
+    return {k: f.result() for k, f in futures.items()}
+wait(a.create_topics([NewTopic("rd-topic", num_partitions=3, replication_factor=1,
+                                config={"retention.ms": "4321"})], operation_timeout=5))
+try:
+    wait(a.create_topics([NewTopic("rd-topic", num_partitions=1, replication_factor=1)]))
+    out["again"] = "created twice"
+except Exception as e:
+    out["again"] = e.args[0].name()
+out["partitions"] = len(a.list_topics(timeout=5).topics["rd-topic"].partitions)
+cfg = list(wait(a.describe_configs([ConfigResource("topic", "rd-topic")])).values())[0]
+out["retention"] = [cfg["retention.ms"].value, cfg["retention.ms"].source, len(cfg)]
+wait(a.alter_configs([ConfigResource("topic", "rd-topic", set_config={"retention.ms": "999"})]))
+cfg = list(wait(a.describe_configs([ConfigResource("topic", "rd-topic")])).values())[0]
+out["altered"] = cfg["retention.ms"].value
+wait(a.create_partitions([NewPartitions("rd-topic", 5)]))
+out["grown"] = len(a.list_topics(timeout=5).topics["rd-topic"].partitions)
+wait(a.delete_topics(["rd-topic"], operation_timeout=5))
+out["deleted"] = "rd-topic" not in a.list_topics(timeout=5).topics
+print(json.dumps(out))
+`;
+
+test("librdkafka (confluent-kafka AdminClient) creates, describes, alters, grows and deletes", async () => {
+  // Asynchronous spawn: the broker runs in this process and must keep serving meanwhile.
+  const child = Bun.spawn(["/usr/bin/python3", "-c", LIBRDKAFKA_ADMIN, `127.0.0.1:${b.port}`], {
+    stdout: "pipe", stderr: "pipe",
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited,
+  ]);
+  expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: "" });
+  expect(JSON.parse(stdout)).toEqual({
+    again: "TOPIC_ALREADY_EXISTS",
+    partitions: 3,
+    retention: ["4321", ConfigSource.DYNAMIC_TOPIC_CONFIG, 12],
+    altered: "999",
+    grown: 5,
+    deleted: true,
+  });
+  expect(b.broker.services.metadataCache.topic("rd-topic")).toBeUndefined();
+}, 30_000);
