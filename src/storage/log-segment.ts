@@ -161,10 +161,12 @@ export class LogSegment {
     config: { segmentBytes: number; segmentMs: number },
     nowMs: number,
   ): boolean {
+    // Offsets are stored relative to the base offset as int32; even an empty segment must roll
+    // (be replaced) when a follower's batch lies beyond that range.
+    if (lastOffsetOfAppend - this.baseOffset > 0x7fffffffn) return true;
     if (this.sizeBytesValue === 0) return false;
     if (this.sizeBytesValue > config.segmentBytes - appendBytes) return true;
     if (this.offsetIndex().isFull() || this.timeIndex().isFull()) return true;
-    if (lastOffsetOfAppend - this.baseOffset > 0x7fffffffn) return true;
     const first = this.firstBatchTimestamp();
     const waitedMs =
       first >= 0n ? Number(maxTimestampOfAppend - first) : nowMs - this.createdMs;
@@ -412,8 +414,14 @@ export class LogSegment {
       const entry = new Uint8Array(TIME_INDEX_ENTRY_BYTES);
       fs.readSync(fd, entry, 0, TIME_INDEX_ENTRY_BYTES, sizeBytes - TIME_INDEX_ENTRY_BYTES);
       const view = new DataView(entry.buffer);
-      this.maxTimestampSoFar = view.getBigInt64(0);
-      this.offsetOfMaxTimestampSoFar = this.baseOffset + BigInt(view.getInt32(8));
+      const timestamp = view.getBigInt64(0);
+      const offset = this.baseOffset + BigInt(view.getInt32(8));
+      // Retention deletes by this timestamp, so a nonsensical entry must not be believed.
+      if (timestamp < 0n || offset < this.baseOffset || offset >= this.nextOffset) {
+        throw new CorruptIndexError(`${this.timeIndexPath} ends with (${timestamp}, ${offset})`);
+      }
+      this.maxTimestampSoFar = timestamp;
+      this.offsetOfMaxTimestampSoFar = offset;
     } finally {
       fs.closeSync(fd);
     }

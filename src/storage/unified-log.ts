@@ -25,6 +25,7 @@ import { LogSegment } from "./log-segment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import { assert } from "../util/assert.ts";
 import { validateAndAssignOffsets } from "./log-validator.ts";
+import type { ValidatedAppend } from "./log-validator.ts";
 import { storageError } from "./durable-file.ts";
 import { installIndexLoader, loadSegments } from "./log-loader.ts";
 import type { LogEnvironment } from "./log-environment.ts";
@@ -209,8 +210,7 @@ export class UnifiedLog {
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
-    const { maxTimestamp, lastOffset } = validated;
-    const segment = this.maybeRoll(records.length, maxTimestamp, lastOffset, nowMs);
+    const segment = this.maybeRoll(records.length, validated, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
     this.unflushedMessages += validated.recordCount;
@@ -235,22 +235,23 @@ export class UnifiedLog {
     };
   }
 
-  private maybeRoll(
-    appendBytes: number,
-    maxTimestamp: bigint,
-    lastOffset: bigint,
-    nowMs: number,
-  ): LogSegment {
+  private maybeRoll(appendBytes: number, append: ValidatedAppend, nowMs: number): LogSegment {
     const active = this.activeSegment;
+    const { maxTimestamp, lastOffset } = append;
     if (!active.shouldRoll(appendBytes, maxTimestamp, lastOffset, this.configValue, nowMs)) {
       return active;
     }
-    return this.roll();
+    return this.roll(append.baseOffset);
   }
 
-  /** Seals the active segment and starts a new one at the LEO; the old one is flushed async. */
-  roll(): LogSegment {
+  /**
+   * Seals the active segment and starts a new one at `baseOffset` (the LEO, or a follower's
+   * next batch when the leader's offsets jump); the sealed one is flushed in the background.
+   * An empty active segment is replaced rather than sealed.
+   */
+  roll(baseOffset = this.logEndOffset): LogSegment {
     this.ensureOpen();
+    assert(baseOffset >= this.logEndOffset, `roll to ${baseOffset} below LEO ${this.logEndOffset}`);
     if (this.segments.length >= this.env.maxSegmentsPerLog) {
       throw new KafkaError(
         ErrorCode.KAFKA_STORAGE_ERROR,
@@ -258,16 +259,21 @@ export class UnifiedLog {
       );
     }
     const old = this.activeSegment;
-    if (old.sizeBytes === 0) return old;
+    if (old.sizeBytes === 0 && old.baseOffset === baseOffset) return old;
     // Create the new files first: if that fails (full disk), the old segment stays active.
     let segment: LogSegment;
     try {
       const settings = settingsOf(this.configValue);
-      segment = LogSegment.create(this.dir, old.nextOffset, settings, this.env.pool);
+      segment = LogSegment.create(this.dir, baseOffset, settings, this.env.pool);
     } catch (error) {
       throw storageError("roll of", this.dir, error);
     }
-    old.onBecomeInactive();
+    if (old.sizeBytes === 0) {
+      this.segments.pop();
+      void old.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+    } else {
+      old.onBecomeInactive();
+    }
     this.installIndexLoader(segment);
     this.segments.push(segment);
     void this.flushAsync().catch((error: unknown) =>

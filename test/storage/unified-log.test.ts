@@ -118,6 +118,22 @@ describe("append", () => {
     expectKafkaError(() => log.append(old, { assignOffsets: false }), ErrorCode.INVALID_RECORD);
   });
 
+  test("a follower's offset jump beyond int32 of the segment base rolls a new segment", () => {
+    const log = open();
+    const at = (baseOffset: bigint) => buildRecordBatch([{ value: null }], { baseOffset });
+    // An empty active segment is replaced, not kept empty behind the new one.
+    log.append(at(5_000_000_000n), { assignOffsets: false });
+    expect(log.segmentBaseOffsets()).toEqual([5_000_000_000n]);
+    log.append(at(5_000_000_001n), { assignOffsets: false });
+    log.append(at(9_000_000_000n), { assignOffsets: false });
+    expect(log.segmentBaseOffsets()).toEqual([5_000_000_000n, 9_000_000_000n]);
+    expect(log.logEndOffset).toBe(9_000_000_001n);
+    log.highWatermark = log.logEndOffset;
+    const fromGap = batchOffsets(readBytes(log, 6_000_000_000n, 1 << 20));
+    expect(fromGap[0].base).toBe(9_000_000_000n);
+    expect(batchOffsets(readBytes(log, 5_000_000_001n, 1 << 20))[0].base).toBe(5_000_000_001n);
+  });
+
   test("onAppend listeners run after each append and can unsubscribe", () => {
     const log = open();
     const seen: bigint[] = [];
