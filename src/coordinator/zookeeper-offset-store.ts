@@ -48,7 +48,10 @@ import {
 import { offsetKey, type CommittedOffset, type OffsetStore } from "./offset-store.ts";
 
 export interface ZooKeeperOffsetStoreOptions {
-  /** Upper bound on one store operation, waiting for ZooKeeper included (Kafka's offset.commit.timeout.ms). */
+  /**
+   * Upper bound on one store operation, waiting for ZooKeeper included (Kafka's
+   * offset.commit.timeout.ms).
+   */
   readonly offsetCommitTimeoutMs?: number;
 }
 
@@ -123,7 +126,10 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     });
   }
 
-  async deleteOffsets(groupId: string, partitions: readonly { topic: string; partition: number }[]): Promise<void> {
+  async deleteOffsets(
+    groupId: string,
+    partitions: readonly { topic: string; partition: number }[],
+  ): Promise<void> {
     if (partitions.length === 0) return;
     const deadlineMs = this.deadline();
     await this.guard(async () => {
@@ -244,7 +250,10 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const ops: ZooKeeperOp[] = [];
     const deleted = new Set<string>();
     for (const { topic, partition } of partitions) {
-      for (const path of [offsetPath(groupId, topic, partition), metaPath(groupId, topic, partition)]) {
+      for (const path of [
+        offsetPath(groupId, topic, partition),
+        metaPath(groupId, topic, partition),
+      ]) {
         if (!cache.existing.has(path) || deleted.has(path)) continue;
         ops.push({ type: "delete", path });
         deleted.add(path);
@@ -254,7 +263,8 @@ export class ZooKeeperOffsetStore implements OffsetStore {
       await this.zk.multi(chunk, { timeoutMs: deadlineMs - Date.now() });
     }
     for (const path of deleted) cache.existing.delete(path);
-    for (const { topic, partition } of partitions) cache.offsets.delete(offsetKey(topic, partition));
+    for (const { topic, partition } of partitions)
+      cache.offsets.delete(offsetKey(topic, partition));
   }
 
   private async deleteTree(root: string, deadlineMs: number): Promise<void> {
@@ -277,7 +287,9 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const offsets = new Map<string, CommittedOffset>();
     const root = groupPath(groupId);
     const dirs = [CONSUMERS_PATH, root, `${root}/offsets`, `${root}/offsets-meta`];
-    const stats = await Promise.all(dirs.map((path) => this.zk.exists(path, { timeoutMs: deadlineMs - Date.now() })));
+    const stats = await Promise.all(
+      dirs.map((path) => this.zk.exists(path, { timeoutMs: deadlineMs - Date.now() })),
+    );
     dirs.forEach((path, i) => stats[i] !== null && existing.add(path));
     const leaves = await this.listLeaves(`${root}/offsets`, deadlineMs, existing);
     const metaLeaves = await this.listLeaves(`${root}/offsets-meta`, deadlineMs, existing);
@@ -315,15 +327,25 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   }
 
   /** One partition's commit, or null when its offset znode does not hold a decimal number. */
-  private async readOffset(path: string, meta: string | null, deadlineMs: number): Promise<CommittedOffset | null> {
+  private async readOffset(
+    path: string,
+    meta: string | null,
+    deadlineMs: number,
+  ): Promise<CommittedOffset | null> {
     const [leaf, metaNode] = await Promise.all([
       this.zk.getData(path, { timeoutMs: deadlineMs - Date.now() }).catch(nullOnNoNode),
-      meta === null ? null : this.zk.getData(meta, { timeoutMs: deadlineMs - Date.now() }).catch(nullOnNoNode),
+      meta === null
+        ? null
+        : this.zk.getData(meta, { timeoutMs: deadlineMs - Date.now() }).catch(nullOnNoNode),
     ]);
     if (leaf === null) return null;
     const text = new TextDecoder().decode(leaf.data).trim();
     if (!/^-?\d{1,19}$/.test(text)) return null;
-    return toCommittedOffset(BigInt(text), leaf.stat, metaNode === null ? null : parseMeta(metaNode.data));
+    return toCommittedOffset(
+      BigInt(text),
+      leaf.stat,
+      metaNode === null ? null : parseMeta(metaNode.data),
+    );
   }
 
   private async childrenOrEmpty(path: string, deadlineMs: number): Promise<string[]> {
@@ -337,7 +359,8 @@ export class ZooKeeperOffsetStore implements OffsetStore {
 
   /** Runs a store operation, turning ZooKeeper failures into the Kafka errors clients expect. */
   private async guard<T>(operation: () => Promise<T>): Promise<T> {
-    if (this.closed) throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "offset store is closed");
+    if (this.closed)
+      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "offset store is closed");
     try {
       return await operation();
     } catch (error) {
@@ -387,7 +410,10 @@ function writeOps(
   ensure(root);
   ensure(`${root}/offsets`);
   ensure(`${root}/offsets/${topicName}`);
-  ensure(`${root}/offsets/${topicName}/${partition}`, new TextEncoder().encode(committed.offset.toString()));
+  ensure(
+    `${root}/offsets/${topicName}/${partition}`,
+    new TextEncoder().encode(committed.offset.toString()),
+  );
   ensure(`${root}/offsets-meta`);
   ensure(`${root}/offsets-meta/${topicName}`);
   ensure(`${root}/offsets-meta/${topicName}/${partition}`, encodeMeta(committed));
@@ -428,7 +454,8 @@ function parseMeta(data: Uint8Array): MetaRecord | null {
   try {
     const record = JSON.parse(new TextDecoder().decode(data)) as Partial<MetaRecord>;
     if (record.version !== META_FORMAT_VERSION || typeof record.offset !== "string") return null;
-    if (typeof record.leaderEpoch !== "number" || typeof record.commitTimestampMs !== "number") return null;
+    if (typeof record.leaderEpoch !== "number" || typeof record.commitTimestampMs !== "number")
+      return null;
     if (record.metadata !== null && typeof record.metadata !== "string") return null;
     return record as MetaRecord;
   } catch {
@@ -441,7 +468,11 @@ function parseMeta(data: Uint8Array): MetaRecord | null {
  * rewrote the offset), so the commit then gets no leader epoch, no metadata, and the offset
  * znode's modification time.
  */
-function toCommittedOffset(offset: bigint, stat: ZnodeStat, meta: MetaRecord | null): CommittedOffset {
+function toCommittedOffset(
+  offset: bigint,
+  stat: ZnodeStat,
+  meta: MetaRecord | null,
+): CommittedOffset {
   if (meta === null || meta.offset !== offset.toString()) {
     return { offset, leaderEpoch: NO_LEADER_EPOCH, metadata: "", commitTimestampMs: stat.mtimeMs };
   }
@@ -461,18 +492,28 @@ function nullOnNoNode(error: unknown): null {
 function toKafkaError(error: unknown): unknown {
   if (error instanceof KafkaError) return error;
   if (error instanceof ZooKeeperUnavailableError) {
-    return new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, `ZooKeeper unavailable: ${error.message}`, {
-      cause: error,
-    });
+    return new KafkaError(
+      ErrorCode.COORDINATOR_NOT_AVAILABLE,
+      `ZooKeeper unavailable: ${error.message}`,
+      {
+        cause: error,
+      },
+    );
   }
   if (error instanceof ZooKeeperError) {
-    return new KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, `ZooKeeper error: ${error.message}`, { cause: error });
+    return new KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, `ZooKeeper error: ${error.message}`, {
+      cause: error,
+    });
   }
   return error;
 }
 
 /** Maps `items` through `fn` with at most `limit` calls in flight; results keep their order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {

@@ -17,7 +17,9 @@ export function encodeZnodeName(name: string): string {
   let encoded = "";
   for (const byte of new TextEncoder().encode(name)) {
     const char = String.fromCharCode(byte);
-    encoded += /[A-Za-z0-9_-]/.test(char) ? char : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    encoded += /[A-Za-z0-9_-]/.test(char)
+      ? char
+      : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return encoded;
 }

@@ -21,7 +21,8 @@ export interface ZnodeStat {
   readonly ephemeralOwner: bigint;
 }
 
-export type CreateMode = "persistent" | "ephemeral" | "persistent-sequential" | "ephemeral-sequential";
+export type CreateMode =
+  "persistent" | "ephemeral" | "persistent-sequential" | "ephemeral-sequential";
 
 /** ZooKeeper's numeric create flags (`CreateMode.toFlag()` in the Java client). */
 export const CREATE_MODE_FLAGS: Record<CreateMode, number> = {
@@ -43,8 +44,18 @@ export type Watcher = (event: WatchEvent) => void;
 
 /** One operation of an atomic multi. `version: -1` (the default) matches any version. */
 export type ZooKeeperOp =
-  | { readonly type: "create"; readonly path: string; readonly data?: Uint8Array; readonly mode?: CreateMode }
-  | { readonly type: "setData"; readonly path: string; readonly data: Uint8Array; readonly version?: number }
+  | {
+      readonly type: "create";
+      readonly path: string;
+      readonly data?: Uint8Array;
+      readonly mode?: CreateMode;
+    }
+  | {
+      readonly type: "setData";
+      readonly path: string;
+      readonly data: Uint8Array;
+      readonly version?: number;
+    }
   | { readonly type: "delete"; readonly path: string; readonly version?: number }
   | { readonly type: "check"; readonly path: string; readonly version: number };
 

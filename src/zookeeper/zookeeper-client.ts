@@ -51,7 +51,7 @@ export interface ZooKeeperClientOptions {
   readonly sessionTimeoutMs: number;
   /** How long `connect` waits for the first session before it gives up. */
   readonly connectTimeoutMs: number;
-  /** Default deadline of one call, waiting for a connection included. Default: the session timeout. */
+  /** Default deadline of one call, waiting for a connection included. Default: session timeout. */
   readonly requestTimeoutMs?: number;
   /** Pause between reconnect attempts once every server has been tried. Default 200 ms. */
   readonly reconnectDelayMs?: number;
@@ -96,8 +96,14 @@ export class ZooKeeperClient {
     private readonly connectString: string,
     private readonly options: ZooKeeperClientOptions,
   ) {
-    assert(options.sessionTimeoutMs > 0, `sessionTimeoutMs ${options.sessionTimeoutMs} must be > 0`);
-    assert(options.connectTimeoutMs > 0, `connectTimeoutMs ${options.connectTimeoutMs} must be > 0`);
+    assert(
+      options.sessionTimeoutMs > 0,
+      `sessionTimeoutMs ${options.sessionTimeoutMs} must be > 0`,
+    );
+    assert(
+      options.connectTimeoutMs > 0,
+      `connectTimeoutMs ${options.connectTimeoutMs} must be > 0`,
+    );
     this.requestTimeoutMs = options.requestTimeoutMs ?? options.sessionTimeoutMs;
     assert(this.requestTimeoutMs > 0, `requestTimeoutMs ${this.requestTimeoutMs} must be > 0`);
     this.raw = this.newSession();
@@ -107,7 +113,10 @@ export class ZooKeeperClient {
    * Connects to `host:port[,host:port][/chroot]` and resolves once a session exists; rejects with
    * `ZooKeeperUnavailableError` after `connectTimeoutMs`.
    */
-  static async connect(connectString: string, options: ZooKeeperClientOptions): Promise<ZooKeeperClient> {
+  static async connect(
+    connectString: string,
+    options: ZooKeeperClientOptions,
+  ): Promise<ZooKeeperClient> {
     const { hosts, chroot } = parseConnectString(connectString);
     if (chroot !== null) await ensureChroot(hosts, chroot, options);
     const client = new ZooKeeperClient(connectString, options);
@@ -130,7 +139,7 @@ export class ZooKeeperClient {
     return this.raw.getSessionId().toString("hex");
   }
 
-  /** The current session's password; with `sessionId` it lets another client take the session over. */
+  /** The session's password; with `sessionId` another client can take the session over. */
   get sessionPassword(): Uint8Array {
     return this.raw.getSessionPassword();
   }
@@ -176,7 +185,7 @@ export class ZooKeeperClient {
     }
   }
 
-  /** Creates `path` and its missing ancestors as empty persistent znodes; existing ones are fine. */
+  /** Creates `path` and missing ancestors as empty persistent znodes; existing ones are fine. */
   async mkdirp(path: string, options: CallOptions = {}): Promise<void> {
     await this.mkdirpUntil(path, this.deadline(options));
   }
@@ -196,8 +205,12 @@ export class ZooKeeperClient {
     });
   }
 
-  /** Writes data; with `version`, only if the znode still has that version (else BadVersionError). */
-  async setData(path: string, data: Uint8Array, options: CallOptions & { version?: number } = {}): Promise<ZnodeStat> {
+  /** Writes data; with `version`, only if the znode still has it (else BadVersionError). */
+  async setData(
+    path: string,
+    data: Uint8Array,
+    options: CallOptions & { version?: number } = {},
+  ): Promise<ZnodeStat> {
     const version = options.version ?? -1;
     return this.call("setData", path, this.deadline(options), (raw, done) => {
       raw.setData(path, toBuffer(data), version, (error, stat) => {
@@ -206,8 +219,11 @@ export class ZooKeeperClient {
     });
   }
 
-  /** The znode's stat, or null when it does not exist. A watch fires on create, change or delete. */
-  async exists(path: string, options: CallOptions & { watch?: Watcher } = {}): Promise<ZnodeStat | null> {
+  /** The znode's stat, or null when it does not exist. A watch fires on create, change, delete. */
+  async exists(
+    path: string,
+    options: CallOptions & { watch?: Watcher } = {},
+  ): Promise<ZnodeStat | null> {
     const watch = options.watch;
     return this.call("exists", path, this.deadline(options), (raw, done) => {
       const callback = (error: unknown, stat?: Stat) => {
@@ -218,7 +234,10 @@ export class ZooKeeperClient {
     });
   }
 
-  async getChildren(path: string, options: CallOptions & { watch?: Watcher } = {}): Promise<string[]> {
+  async getChildren(
+    path: string,
+    options: CallOptions & { watch?: Watcher } = {},
+  ): Promise<string[]> {
     const watch = options.watch;
     return this.call("getChildren", path, this.deadline(options), (raw, done) => {
       const callback = (error: unknown, children?: string[]) => done(error, children);
@@ -239,11 +258,16 @@ export class ZooKeeperClient {
    * Applies all operations atomically in one round trip: all succeed or none does. On failure
    * the typed error of the failing operation is thrown, with its `opIndex` and `path`.
    */
-  async multi(ops: readonly ZooKeeperOp[], options: CallOptions = {}): Promise<ZooKeeperOpResult[]> {
+  async multi(
+    ops: readonly ZooKeeperOp[],
+    options: CallOptions = {},
+  ): Promise<ZooKeeperOpResult[]> {
     if (ops.length === 0) return [];
     const requestBytes = estimateMultiBytes(ops);
     if (requestBytes > MAX_REQUEST_BYTES) {
-      const message = `multi of ${ops.length} operations is about ${requestBytes} bytes, over ${MAX_REQUEST_BYTES}`;
+      const message =
+        `multi of ${ops.length} operations is about ${requestBytes} bytes, ` +
+        `over ${MAX_REQUEST_BYTES}`;
       throw new ZooKeeperError(ZooKeeperCode.BAD_ARGUMENTS, message, { op: "multi" });
     }
     return this.call("multi", ops[0].path, this.deadline(options), (raw, done) => {
@@ -267,7 +291,8 @@ export class ZooKeeperClient {
       const childLists = await Promise.all(
         level.map((parent) => {
           return this.getChildren(parent, { timeoutMs: deadlineMs - Date.now() }).then(
-            (children) => children.map((child) => (parent === "/" ? `/${child}` : `${parent}/${child}`)),
+            (children) =>
+              children.map((child) => (parent === "/" ? `/${child}` : `${parent}/${child}`)),
             (error) => {
               if (error instanceof NoNodeError && parent !== path) return [];
               throw error;
@@ -327,14 +352,24 @@ export class ZooKeeperClient {
    * Issues one library call once a session is connected, and settles it by `deadlineMs` at the
    * latest. Library errors become typed ZooKeeper errors.
    */
-  private async call<T>(op: string, path: string, deadlineMs: number, issue: (raw: Client, done: Done<T>) => void): Promise<T> {
+  private async call<T>(
+    op: string,
+    path: string,
+    deadlineMs: number,
+    issue: (raw: Client, done: Done<T>) => void,
+  ): Promise<T> {
     const context = { op, path };
     await this.waitConnected(deadlineMs, context);
     const raw = this.raw;
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new ZooKeeperUnavailableError("no reply from ZooKeeper before the deadline", context));
-      }, Math.max(0, deadlineMs - Date.now()));
+      const timer = setTimeout(
+        () => {
+          reject(
+            new ZooKeeperUnavailableError("no reply from ZooKeeper before the deadline", context),
+          );
+        },
+        Math.max(0, deadlineMs - Date.now()),
+      );
       const done: Done<T> = (error, value) => {
         clearTimeout(timer);
         if (error) reject(toZooKeeperError(error, context));
@@ -359,11 +394,14 @@ export class ZooKeeperClient {
         if (this.connected) resolve();
         else reject(new ZooKeeperUnavailableError("client is closed", context));
       };
-      const timer = setTimeout(() => {
-        this.connectWaiters.delete(wake);
-        const message = `not connected to ZooKeeper at ${this.connectString} before the deadline`;
-        reject(new ZooKeeperUnavailableError(message, context));
-      }, Math.max(0, deadlineMs - Date.now()));
+      const timer = setTimeout(
+        () => {
+          this.connectWaiters.delete(wake);
+          const message = `not connected to ZooKeeper at ${this.connectString} before the deadline`;
+          reject(new ZooKeeperUnavailableError(message, context));
+        },
+        Math.max(0, deadlineMs - Date.now()),
+      );
       this.connectWaiters.add(wake);
     });
   }
@@ -443,7 +481,11 @@ export class ZooKeeperClient {
 }
 
 /** Creates the chroot with a short-lived session at the real root, as Kafka does. */
-async function ensureChroot(hosts: string, chroot: string, options: ZooKeeperClientOptions): Promise<void> {
+async function ensureChroot(
+  hosts: string,
+  chroot: string,
+  options: ZooKeeperClientOptions,
+): Promise<void> {
   const root = await ZooKeeperClient.connect(hosts, options);
   try {
     await root.mkdirp(chroot);
@@ -481,7 +523,8 @@ function buildTransaction(raw: Client, ops: readonly ZooKeeperOp[]): Transaction
     else if (op.type === "delete") transaction.remove(op.path, op.version);
     else transaction.check(op.path, op.version);
     // The library writes `version || -1`, which turns an expected version 0 into "any version".
-    if (op.type !== "create") transaction.ops[transaction.ops.length - 1].version = op.version ?? -1;
+    if (op.type !== "create")
+      transaction.ops[transaction.ops.length - 1].version = op.version ?? -1;
   }
   return transaction;
 }
@@ -502,8 +545,13 @@ function toOpResult(result: RawMultiResult): ZooKeeperOpResult {
 }
 
 /** Names the failing operation of a multi: ZooKeeper marks it with its own code. */
-function multiError(error: unknown, ops: readonly ZooKeeperOp[], results: RawMultiResult[] | undefined): ZooKeeperError {
-  const opIndex = results?.findIndex((r) => r.type === MULTI_RESULT_ERROR_TYPE && r.err !== 0) ?? -1;
+function multiError(
+  error: unknown,
+  ops: readonly ZooKeeperOp[],
+  results: RawMultiResult[] | undefined,
+): ZooKeeperError {
+  const opIndex =
+    results?.findIndex((r) => r.type === MULTI_RESULT_ERROR_TYPE && r.err !== 0) ?? -1;
   if (opIndex === -1) return toZooKeeperError(error, { op: "multi" });
   return toZooKeeperError(error, { op: "multi", path: ops[opIndex].path, opIndex });
 }
@@ -512,7 +560,10 @@ function toZooKeeperError(error: unknown, context: ZooKeeperErrorContext): ZooKe
   if (error instanceof ZooKeeperError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "number") {
-    return new ZooKeeperError(ZooKeeperCode.SYSTEM_ERROR, String(error), { ...context, cause: error });
+    return new ZooKeeperError(ZooKeeperCode.SYSTEM_ERROR, String(error), {
+      ...context,
+      cause: error,
+    });
   }
   return zooKeeperErrorFromCode(code, { ...context, cause: error });
 }
@@ -521,7 +572,8 @@ function toZooKeeperError(error: unknown, context: ZooKeeperErrorContext): ZooKe
 export function estimateMultiBytes(ops: readonly ZooKeeperOp[]): number {
   let bytes = 0;
   for (const op of ops) {
-    const dataBytes = op.type === "create" || op.type === "setData" ? (op.data?.byteLength ?? 0) : 0;
+    const dataBytes =
+      op.type === "create" || op.type === "setData" ? (op.data?.byteLength ?? 0) : 0;
     bytes += MULTI_OP_OVERHEAD_BYTES + Buffer.byteLength(op.path) + dataBytes;
   }
   return bytes;

@@ -84,7 +84,11 @@ export class NotEmptyError extends ZooKeeperError {
  */
 export class ZooKeeperUnavailableError extends ZooKeeperError {
   override readonly name: string = "ZooKeeperUnavailableError";
-  constructor(message: string, context: ZooKeeperErrorContext, code: number = ZooKeeperCode.OPERATION_TIMEOUT) {
+  constructor(
+    message: string,
+    context: ZooKeeperErrorContext,
+    code: number = ZooKeeperCode.OPERATION_TIMEOUT,
+  ) {
     super(code, message, context);
   }
 }
@@ -106,7 +110,10 @@ export class SessionExpiredError extends ZooKeeperUnavailableError {
 }
 
 /** Maps a code from ZooKeeper (a reply or a multi result) onto the typed error for it. */
-export function zooKeeperErrorFromCode(code: number, context: ZooKeeperErrorContext): ZooKeeperError {
+export function zooKeeperErrorFromCode(
+  code: number,
+  context: ZooKeeperErrorContext,
+): ZooKeeperError {
   switch (code) {
     case ZooKeeperCode.NO_NODE:
       return new NoNodeError(context);

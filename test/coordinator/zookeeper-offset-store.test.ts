@@ -21,14 +21,27 @@ let zk: ZooKeeperClient;
 const closers: (() => Promise<void>)[] = [];
 
 function committed(offset: number | bigint, extra: Partial<CommittedOffset> = {}): CommittedOffset {
-  return { offset: BigInt(offset), leaderEpoch: 3, metadata: "meta", commitTimestampMs: 1_700_000_000_000, ...extra };
+  return {
+    offset: BigInt(offset),
+    leaderEpoch: 3,
+    metadata: "meta",
+    commitTimestampMs: 1_700_000_000_000,
+    ...extra,
+  };
 }
 
 function partitions(topic: string, count: number, offset: (p: number) => number) {
-  return Array.from({ length: count }, (_, p) => ({ topic, partition: p, committed: committed(offset(p)) }));
+  return Array.from({ length: count }, (_, p) => ({
+    topic,
+    partition: p,
+    committed: committed(offset(p)),
+  }));
 }
 
-async function newStore(connectString = server.connectString, clientOptions = CLIENT_OPTIONS): Promise<ZooKeeperOffsetStore> {
+async function newStore(
+  connectString = server.connectString,
+  clientOptions = CLIENT_OPTIONS,
+): Promise<ZooKeeperOffsetStore> {
   const store = await ZooKeeperOffsetStore.connect(connectString, clientOptions, STORE_OPTIONS);
   closers.push(() => store.close());
   return store;
@@ -59,13 +72,19 @@ describe("layout and round trip", () => {
     const store = await newStore();
     await store.commit("round-trip", [
       { topic: "orders", partition: 0, committed: committed(42) },
-      { topic: "orders", partition: 1, committed: committed(7, { metadata: null, leaderEpoch: -1 }) },
+      {
+        topic: "orders",
+        partition: 1,
+        committed: committed(7, { metadata: null, leaderEpoch: -1 }),
+      },
       { topic: "audit.log", partition: 5, committed: committed(9_007_199_254_740_993n) },
     ]);
     const loaded = await (await newStore()).loadGroup("round-trip");
     expect(loaded.size).toBe(3);
     expect(loaded.get(offsetKey("orders", 0))).toEqual(committed(42));
-    expect(loaded.get(offsetKey("orders", 1))).toEqual(committed(7, { metadata: null, leaderEpoch: -1 }));
+    expect(loaded.get(offsetKey("orders", 1))).toEqual(
+      committed(7, { metadata: null, leaderEpoch: -1 }),
+    );
     expect(loaded.get(offsetKey("audit.log", 5))?.offset).toBe(9_007_199_254_740_993n);
   });
 
@@ -75,24 +94,38 @@ describe("layout and round trip", () => {
     const plain = zookeeper.createClient(server.connectString);
     plain.connect();
     const data = await new Promise<Buffer>((resolve, reject) => {
-      plain.getData("/consumers/plain/offsets/t/0", (error, value) => (error ? reject(error) : resolve(value)));
+      plain.getData("/consumers/plain/offsets/t/0", (error, value) =>
+        error ? reject(error) : resolve(value),
+      );
     });
     plain.close();
     expect(data.toString("utf8")).toBe("4217");
     const meta = JSON.parse(decode((await zk.getData("/consumers/plain/offsets-meta/t/0")).data));
-    expect(meta).toEqual({ version: 1, offset: "4217", leaderEpoch: 3, metadata: "meta", commitTimestampMs: 1_700_000_000_000 });
+    expect(meta).toEqual({
+      version: 1,
+      offset: "4217",
+      leaderEpoch: 3,
+      metadata: "meta",
+      commitTimestampMs: 1_700_000_000_000,
+    });
   });
 
   test("100 partitions are written in one multi: one ZooKeeper transaction for creates, one for updates", async () => {
     const store = await newStore();
-    await store.commit("wide", partitions("wide-topic", 100, (p) => p));
+    await store.commit(
+      "wide",
+      partitions("wide-topic", 100, (p) => p),
+    );
     const createZxids = new Set<bigint>();
     for (let p = 0; p < 100; p += 1) {
       createZxids.add((await zk.exists(`/consumers/wide/offsets/wide-topic/${p}`))!.czxid);
       createZxids.add((await zk.exists(`/consumers/wide/offsets-meta/wide-topic/${p}`))!.czxid);
     }
     expect(createZxids.size).toBe(1);
-    await store.commit("wide", partitions("wide-topic", 100, (p) => 1000 + p));
+    await store.commit(
+      "wide",
+      partitions("wide-topic", 100, (p) => 1000 + p),
+    );
     const updateZxids = new Set<bigint>();
     for (let p = 0; p < 100; p += 1) {
       const { data, stat } = await zk.getData(`/consumers/wide/offsets/wide-topic/${p}`);
@@ -106,19 +139,33 @@ describe("layout and round trip", () => {
   test("group ids that are not znode names are encoded, and listGroups decodes them", async () => {
     const store = await newStore();
     const odd = ["a/b", "..", "100%", "grüße"];
-    for (const group of odd) await store.commit(group, [{ topic: "t", partition: 0, committed: committed(1) }]);
+    for (const group of odd)
+      await store.commit(group, [{ topic: "t", partition: 0, committed: committed(1) }]);
     expect(await zk.exists("/consumers/a%2Fb/offsets/t/0")).not.toBeNull();
     expect(await zk.exists("/consumers/grüße/offsets/t/0")).not.toBeNull();
     const groups = await store.listGroups();
     for (const group of odd) expect(groups).toContain(group);
     expect((await (await newStore()).loadGroup("a/b")).get(offsetKey("t", 0))?.offset).toBe(1n);
-    expect((await kafkaErrorOf(store.commit("", partitions("t", 1, () => 1)))).code).toBe(ErrorCode.INVALID_GROUP_ID);
+    expect(
+      (
+        await kafkaErrorOf(
+          store.commit(
+            "",
+            partitions("t", 1, () => 1),
+          ),
+        )
+      ).code,
+    ).toBe(ErrorCode.INVALID_GROUP_ID);
   });
 
   test("a commit too big for one ZooKeeper request is split into several and all of it lands", async () => {
     const store = await newStore();
     const metadata = "m".repeat(4096);
-    const offsets = Array.from({ length: 300 }, (_, p) => ({ topic: "big", partition: p, committed: committed(p, { metadata }) }));
+    const offsets = Array.from({ length: 300 }, (_, p) => ({
+      topic: "big",
+      partition: p,
+      committed: committed(p, { metadata }),
+    }));
     await store.commit("big-metadata", offsets);
     const loaded = await (await newStore()).loadGroup("big-metadata");
     expect(loaded.size).toBe(300);
@@ -129,24 +176,39 @@ describe("layout and round trip", () => {
 describe("another writer changed the tree", () => {
   test("a znode deleted behind the cache's back: the commit reloads and retries", async () => {
     const store = await newStore();
-    await store.commit("drift", partitions("t", 4, () => 10));
+    await store.commit(
+      "drift",
+      partitions("t", 4, () => 10),
+    );
     await zk.delete("/consumers/drift/offsets-meta/t/3");
     await zk.delete("/consumers/drift/offsets/t/3");
-    await store.commit("drift", partitions("t", 4, () => 11));
+    await store.commit(
+      "drift",
+      partitions("t", 4, () => 11),
+    );
     expect(decode((await zk.getData("/consumers/drift/offsets/t/3")).data)).toBe("11");
   });
 
   test("a znode created behind the cache's back: the commit reloads and retries", async () => {
     const store = await newStore();
-    await store.commit("drift2", partitions("t", 1, () => 5));
+    await store.commit(
+      "drift2",
+      partitions("t", 1, () => 5),
+    );
     await zk.create("/consumers/drift2/offsets/t/1", new TextEncoder().encode("99"));
-    await store.commit("drift2", partitions("t", 2, () => 6));
+    await store.commit(
+      "drift2",
+      partitions("t", 2, () => 6),
+    );
     expect(decode((await zk.getData("/consumers/drift2/offsets/t/1")).data)).toBe("6");
   });
 
   test("an offset reset by an old tool wins over the stale metadata; garbage offsets are skipped", async () => {
     const store = await newStore();
-    await store.commit("reset", partitions("t", 2, () => 500));
+    await store.commit(
+      "reset",
+      partitions("t", 2, () => 500),
+    );
     await zk.setData("/consumers/reset/offsets/t/0", new TextEncoder().encode("7"));
     await zk.setData("/consumers/reset/offsets/t/1", new TextEncoder().encode("not a number"));
     const before = Date.now();
@@ -179,8 +241,13 @@ describe("deletes and listing", () => {
 
   test("deleteGroup removes the whole subtree; listGroups lists only groups with offsets", async () => {
     const store = await newStore();
-    await store.commit("doomed", partitions("t", 3, () => 1));
-    await zk.create("/consumers/doomed/ids/consumer-1", new TextEncoder().encode("{}"), { createParents: true });
+    await store.commit(
+      "doomed",
+      partitions("t", 3, () => 1),
+    );
+    await zk.create("/consumers/doomed/ids/consumer-1", new TextEncoder().encode("{}"), {
+      createParents: true,
+    });
     await zk.mkdirp("/consumers/no-offsets-group/ids");
     expect(await store.listGroups()).toContain("doomed");
     expect(await store.listGroups()).not.toContain("no-offsets-group");
@@ -188,15 +255,23 @@ describe("deletes and listing", () => {
     expect(await zk.exists("/consumers/doomed")).toBeNull();
     expect(await store.listGroups()).not.toContain("doomed");
     expect((await store.loadGroup("doomed")).size).toBe(0);
-    await store.commit("doomed", partitions("t", 1, () => 2));
+    await store.commit(
+      "doomed",
+      partitions("t", 1, () => 2),
+    );
     expect(decode((await zk.getData("/consumers/doomed/offsets/t/0")).data)).toBe("2");
     await store.deleteGroup("never-existed");
   });
 
   test("a chrooted store writes under its chroot", async () => {
     const store = await newStore(`${server.connectString}/quill/offsets-test`);
-    await store.commit("chrooted", partitions("t", 1, () => 77));
-    expect(decode((await zk.getData("/quill/offsets-test/consumers/chrooted/offsets/t/0")).data)).toBe("77");
+    await store.commit(
+      "chrooted",
+      partitions("t", 1, () => 77),
+    );
+    expect(
+      decode((await zk.getData("/quill/offsets-test/consumers/chrooted/offsets/t/0")).data),
+    ).toBe("77");
     expect(await store.listGroups()).toEqual(["chrooted"]);
   });
 });
@@ -205,20 +280,36 @@ describe("ZooKeeper unavailable", () => {
   test("session expiry: commits fail retriably while cut off, then work on the new session", async () => {
     const proxy = await TcpProxy.start(server.port);
     closers.push(() => proxy.close());
-    const client = await ZooKeeperClient.connect(proxy.connectString, { sessionTimeoutMs: 1_000, connectTimeoutMs: 5_000 });
+    const client = await ZooKeeperClient.connect(proxy.connectString, {
+      sessionTimeoutMs: 1_000,
+      connectTimeoutMs: 5_000,
+    });
     const events: string[] = [];
     client.onSessionEvent((event) => events.push(event));
     const store = new ZooKeeperOffsetStore(client, STORE_OPTIONS, true);
     closers.push(() => store.close());
-    await store.commit("expiry", partitions("t", 2, () => 1));
+    await store.commit(
+      "expiry",
+      partitions("t", 2, () => 1),
+    );
     proxy.setMode("refuse");
-    const error = await kafkaErrorOf(store.commit("expiry", partitions("t", 2, () => 2)));
+    const error = await kafkaErrorOf(
+      store.commit(
+        "expiry",
+        partitions("t", 2, () => 2),
+      ),
+    );
     expect(error.code).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     await Bun.sleep(1_500);
     proxy.setMode("forward");
     const deadlineMs = Date.now() + 5_000;
     for (;;) {
-      const failure = await store.commit("expiry", partitions("t", 2, () => 3)).catch((e: unknown) => e);
+      const failure = await store
+        .commit(
+          "expiry",
+          partitions("t", 2, () => 3),
+        )
+        .catch((e: unknown) => e);
       if (failure === undefined) break;
       expect(failure).toBeInstanceOf(KafkaError);
       expect(Date.now()).toBeLessThan(deadlineMs);
@@ -229,14 +320,22 @@ describe("ZooKeeper unavailable", () => {
 
   test("ZooKeeper killed during commits: every commit settles quickly with a retriable error; restart recovers", async () => {
     const store = await newStore();
-    await store.commit("outage", partitions("t", 10, () => 0));
+    await store.commit(
+      "outage",
+      partitions("t", 10, () => 0),
+    );
     let committedOffset = 0;
     let stop = false;
     const writer = (async () => {
       const failures: KafkaError[] = [];
       for (let offset = 1; !stop; offset += 1) {
         const startedMs = Date.now();
-        const result = await store.commit("outage", partitions("t", 10, () => offset)).catch((e: unknown) => e);
+        const result = await store
+          .commit(
+            "outage",
+            partitions("t", 10, () => offset),
+          )
+          .catch((e: unknown) => e);
         expect(Date.now() - startedMs).toBeLessThan(STORE_OPTIONS.offsetCommitTimeoutMs + 1_000);
         if (result === undefined) committedOffset = offset;
         else failures.push(result as KafkaError);
@@ -246,7 +345,14 @@ describe("ZooKeeper unavailable", () => {
     await Bun.sleep(200);
     await server.kill();
     const burst = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => kafkaErrorOf(store.commit(`outage-${i}`, partitions("t", 1, () => i)))),
+      Array.from({ length: 50 }, (_, i) =>
+        kafkaErrorOf(
+          store.commit(
+            `outage-${i}`,
+            partitions("t", 1, () => i),
+          ),
+        ),
+      ),
     );
     for (const error of burst) expect(error.code).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
     await Bun.sleep(1_500);

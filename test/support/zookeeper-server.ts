@@ -30,7 +30,7 @@ const JVM_OPTIONS = [
   "-Xmx256m",
   "-XX:+UseSerialGC",
   "-Dzookeeper.jmx.log4j.disable=true",
-  // Election connects to peers that may not be up yet; the 5 s default makes ensembles slow to form.
+  // Election connects to peers that may not be up yet; the 5 s default makes ensembles slow.
   "-Dzookeeper.cnxTimeout=500",
   // Election resends notifications with exponential backoff up to 60 s; peers that start a moment
   // late would otherwise be heard from only after several seconds.
@@ -44,7 +44,7 @@ export interface ZooKeeperNode {
   readonly dataDir: string;
   /** SIGKILL, as a crash would; the data dir is kept so `restart()` finds the same state. */
   kill(): Promise<void>;
-  /** Kills the server if it runs, starts it again on the same port and data dir, and waits until it serves. */
+  /** Kills the server if it runs, starts it on the same port and data dir, waits until it serves. */
   restart(): Promise<void>;
   /** SIGSTOP / SIGCONT: the server stops answering without closing its connections. */
   pause(): void;
@@ -137,7 +137,12 @@ function standaloneConfig(dir: string, clientPort: number): string {
 
 function ensembleConfig(dir: string, clientPort: number, serverLines: string[]): string {
   // initLimit and syncLimit are counted in ticks: 10 s and 5 s with the short test tick.
-  const quorum = ["initLimit=50", "syncLimit=25", "reconfigEnabled=false", "standaloneEnabled=false"];
+  const quorum = [
+    "initLimit=50",
+    "syncLimit=25",
+    "reconfigEnabled=false",
+    "standaloneEnabled=false",
+  ];
   return [...commonConfig(dir, clientPort), ...quorum, ...serverLines].join("\n") + "\n";
 }
 
@@ -217,7 +222,7 @@ class JvmNode implements ZooKeeperServer {
     startWatchdog(child);
   }
 
-  /** Polls the `srvr` four-letter word until the server reports a mode (standalone, leader, follower). */
+  /** Polls `srvr` until the server reports a mode (standalone, leader, follower). */
   private async waitServing(): Promise<void> {
     const deadlineMs = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadlineMs) {
@@ -233,7 +238,9 @@ class JvmNode implements ZooKeeperServer {
 /** Kills `child` with SIGKILL once this test process is gone, however it died. */
 function startWatchdog(child: ChildProcess): void {
   if (child.pid === undefined) return;
-  const script = 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill -9 "$2" 2>/dev/null';
+  const script =
+    'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; ' +
+    'kill -9 "$2" 2>/dev/null';
   const watchdog = spawn("sh", ["-c", script, "sh", String(process.pid), String(child.pid)], {
     stdio: "ignore",
   });
@@ -253,7 +260,7 @@ export function fourLetterWord(port: number, word: string): Promise<string> {
   });
 }
 
-/** Distinct free loopback ports, found by binding port 0 (all held open until every one is known). */
+/** Distinct free loopback ports, found by binding port 0 (all held until every one is known). */
 export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from({ length: count }, () => {

@@ -2,7 +2,14 @@ import { expect, test } from "bun:test";
 import { decodeZnodeName, encodeZnodeName } from "../../src/zookeeper/znode-name.ts";
 
 test("names ZooKeeper accepts stay as they are, so Kafka's paths are unchanged", () => {
-  for (const name of ["my-group", "console-consumer-12345", "a.b_c", "grüße", "with space", "..."]) {
+  for (const name of [
+    "my-group",
+    "console-consumer-12345",
+    "a.b_c",
+    "grüße",
+    "with space",
+    "...",
+  ]) {
     expect(encodeZnodeName(name)).toBe(name);
     expect(decodeZnodeName(name)).toBe(name);
   }

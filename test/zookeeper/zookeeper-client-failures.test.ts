@@ -27,7 +27,10 @@ async function connect(
   return { client, events };
 }
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
@@ -76,7 +79,10 @@ describe("network that drops every byte", () => {
     const proxy = await TcpProxy.start(server.port);
     cleanups.push(() => proxy.close());
     // The probe must notice within half the session timeout, well before the server expires it.
-    const { client, events } = await connect(proxy.connectString, { ...OPTIONS, sessionTimeoutMs: 6_000 });
+    const { client, events } = await connect(proxy.connectString, {
+      ...OPTIONS,
+      sessionTimeoutMs: 6_000,
+    });
     await client.create("/blackhole", text("x"));
     const sessionId = client.sessionId;
     proxy.setMode("blackhole");
@@ -112,7 +118,11 @@ describe("session expiry", () => {
     await expect(client.exists("/")).rejects.toBeInstanceOf(ZooKeeperUnavailableError);
     proxy.setMode("forward");
     await until(() => events.includes("session-recreated"), 5_000);
-    expect(events.slice(events.indexOf("expired"))).toEqual(["expired", "connected", "session-recreated"]);
+    expect(events.slice(events.indexOf("expired"))).toEqual([
+      "expired",
+      "connected",
+      "session-recreated",
+    ]);
     expect(client.sessionId).not.toBe(oldSessionId);
     expect(reregistered).not.toBeNull();
     await reregistered;

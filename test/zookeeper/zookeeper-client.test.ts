@@ -30,7 +30,11 @@ async function connect(connectString = server.connectString): Promise<ZooKeeperC
   return client;
 }
 
-function nextEvent(): { watch: (e: WatchEvent) => void; event: Promise<WatchEvent>; count: () => number } {
+function nextEvent(): {
+  watch: (e: WatchEvent) => void;
+  event: Promise<WatchEvent>;
+  count: () => number;
+} {
   let resolve!: (e: WatchEvent) => void;
   let count = 0;
   const event = new Promise<WatchEvent>((r) => (resolve = r));
@@ -55,7 +59,9 @@ describe("znode CRUD", () => {
     expect(first.stat.version).toBe(0);
     const stat = await zk.setData("/crud", text("v1"), { version: 0 });
     expect(stat.version).toBe(1);
-    await expect(zk.setData("/crud", text("stale"), { version: 0 })).rejects.toBeInstanceOf(BadVersionError);
+    await expect(zk.setData("/crud", text("stale"), { version: 0 })).rejects.toBeInstanceOf(
+      BadVersionError,
+    );
     expect(str((await zk.getData("/crud")).data)).toBe("v1");
     await zk.create("/crud/a");
     await zk.create("/crud/b");
@@ -82,7 +88,9 @@ describe("znode CRUD", () => {
   });
 
   test("createParents and mkdirp create missing ancestors; mkdirp is idempotent", async () => {
-    expect(await zk.create("/deep/a/b/leaf", text("x"), { createParents: true })).toBe("/deep/a/b/leaf");
+    expect(await zk.create("/deep/a/b/leaf", text("x"), { createParents: true })).toBe(
+      "/deep/a/b/leaf",
+    );
     expect(str((await zk.getData("/deep/a/b/leaf")).data)).toBe("x");
     expect((await zk.getData("/deep/a")).data.byteLength).toBe(0);
     await zk.mkdirp("/deep/a/b/c");
@@ -138,10 +146,16 @@ describe("multi", () => {
   test("an expected version of 0 is enforced (the library alone treats 0 as 'any')", async () => {
     await zk.create("/v0");
     await zk.setData("/v0", text("1"));
-    const error = await zk.multi([{ type: "setData", path: "/v0", data: text("2"), version: 0 }]).catch((e) => e);
+    const error = await zk
+      .multi([{ type: "setData", path: "/v0", data: text("2"), version: 0 }])
+      .catch((e) => e);
     expect(error).toBeInstanceOf(BadVersionError);
-    await expect(zk.multi([{ type: "delete", path: "/v0", version: 0 }])).rejects.toBeInstanceOf(BadVersionError);
-    await expect(zk.multi([{ type: "check", path: "/v0", version: 0 }])).rejects.toBeInstanceOf(BadVersionError);
+    await expect(zk.multi([{ type: "delete", path: "/v0", version: 0 }])).rejects.toBeInstanceOf(
+      BadVersionError,
+    );
+    await expect(zk.multi([{ type: "check", path: "/v0", version: 0 }])).rejects.toBeInstanceOf(
+      BadVersionError,
+    );
     expect(str((await zk.getData("/v0")).data)).toBe("1");
   });
 
@@ -218,7 +232,9 @@ describe("chroot", () => {
     expect(await chrooted.create("/brokers", text("b"))).toBe("/brokers");
     expect(str((await zk.getData("/quill/cluster-a/brokers")).data)).toBe("b");
     expect(await chrooted.getChildren("/")).toEqual(["brokers"]);
-    const results = await chrooted.multi([{ type: "create", path: "/brokers/ids", data: text("") }]);
+    const results = await chrooted.multi([
+      { type: "create", path: "/brokers/ids", data: text("") },
+    ]);
     expect(results[0]).toEqual({ type: "create", path: "/brokers/ids" });
     const seq = await chrooted.create("/brokers/seq-", text(""), { mode: "ephemeral-sequential" });
     expect(seq).toMatch(/^\/brokers\/seq-\d{10}$/);

@@ -5,7 +5,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../../src/zookeeper/zookeeper-errors.ts";
-import { fourLetterWord, startZooKeeperEnsemble, type ZooKeeperEnsemble } from "../support/zookeeper-server.ts";
+import {
+  fourLetterWord,
+  startZooKeeperEnsemble,
+  type ZooKeeperEnsemble,
+} from "../support/zookeeper-server.ts";
 
 let ensemble: ZooKeeperEnsemble;
 let client: ZooKeeperClient;
@@ -52,7 +56,9 @@ test("the ensemble has one leader and keeps taking writes when the leader is kil
   const { data, stat } = await client.getData("/counter");
   expect(new TextDecoder().decode(data)).toBe("150");
   expect(stat.version).toBe(150);
-  const survivors = await Promise.all(ensemble.nodes.filter((n) => n !== leader).map((n) => mode(n.port)));
+  const survivors = await Promise.all(
+    ensemble.nodes.filter((n) => n !== leader).map((n) => mode(n.port)),
+  );
   expect(survivors.sort()).toEqual(["follower", "leader"]);
   await leader.restart();
   expect(await mode(leader.port)).toBe("follower");
