@@ -1,0 +1,100 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
+import { LogSegment, segmentFileStem } from "../../src/storage/log-segment.ts";
+import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
+import { validateAndAssignOffsets } from "../../src/storage/log-validator.ts";
+import { batchOffsets, readRanges, removeDir, tempDir } from "./helpers.ts";
+
+let dir: string;
+const settings = { indexIntervalBytes: 100, segmentIndexBytes: 1024 };
+beforeEach(() => (dir = tempDir()));
+afterEach(() => removeDir(dir));
+
+/** Appends `count` batches of 3 records with timestamps 1000, 2000, ... to `segment`. */
+function appendBatches(segment: LogSegment, count: number): void {
+  for (let i = 0; i < count; i++) {
+    const timestamps = [0, 1, 2].map((r) => 1000 * i + r);
+    const records = timestamps.map((timestampMs) => ({ value: new Uint8Array(30), timestampMs }));
+    const bytes = buildRecordBatch(records);
+    const validated = validateAndAssignOffsets(bytes, {
+      assignOffsets: true,
+      nextOffset: segment.nextOffset,
+      maxMessageBytes: 1 << 20,
+      segmentBytes: 1 << 30,
+      logAppendTimeMs: null,
+    });
+    segment.append(bytes, validated.batches, settings.indexIntervalBytes);
+  }
+}
+
+describe("LogSegment", () => {
+  test("names its files by the 20-digit base offset", () => {
+    expect(segmentFileStem(42n)).toBe("00000000000000000042");
+    const segment = LogSegment.create(dir, 42n, settings, new OpenFilePool(10));
+    expect(fs.existsSync(`${dir}/00000000000000000042.log`)).toBe(true);
+    expect(fs.existsSync(`${dir}/00000000000000000042.index`)).toBe(true);
+    expect(fs.existsSync(`${dir}/00000000000000000042.timeindex`)).toBe(true);
+    segment.close();
+  });
+
+  test("appends, indexes every index.interval.bytes and translates offsets to batches", () => {
+    const segment = LogSegment.create(dir, 100n, settings, new OpenFilePool(10));
+    appendBatches(segment, 20);
+    expect(segment.nextOffset).toBe(160n);
+    expect(segment.offsetIndex().entries).toBeGreaterThan(5);
+    for (const offset of [100n, 101n, 102n, 103n, 130n, 159n]) {
+      const entry = segment.translateOffset(offset)!;
+      expect(entry.baseOffset <= offset && offset <= entry.lastOffset).toBe(true);
+    }
+    expect(segment.translateOffset(160n)).toBeNull();
+    expect(segment.maxTimestampAndOffset()).toEqual({ timestamp: 19_002n, offset: 159n });
+    segment.close();
+  });
+
+  test("read returns whole batches bounded by maxBytes and maxOffset", () => {
+    const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
+    appendBatches(segment, 10);
+    const batchBytes = segment.sizeBytes / 10;
+    const range = segment.read(4n, batchBytes * 2.5, 100n, true);
+    expect(range).not.toBeNull();
+    if (range === null || range === "empty") throw new Error("expected a range");
+    expect(range.sizeBytes).toBe(batchBytes * 2);
+    expect(batchOffsets(readRanges([range])).map((b) => b.base)).toEqual([3n, 6n]);
+    range.release();
+    expect(segment.read(4n, 1 << 20, 3n, true)).toBe("empty");
+    const bounded = segment.read(0n, 1 << 20, 9n, true);
+    if (bounded === null || bounded === "empty") throw new Error("expected a range");
+    expect(bounded.sizeBytes).toBe(batchBytes * 3);
+    bounded.release();
+    segment.close();
+  });
+
+  test("findOffsetByTimestamp picks the first record at or after the time", () => {
+    const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
+    appendBatches(segment, 10);
+    expect(segment.findOffsetByTimestamp(5001n, 0n)).toEqual({ timestamp: 5001n, offset: 16n });
+    expect(segment.findOffsetByTimestamp(5003n, 0n)).toEqual({ timestamp: 6000n, offset: 18n });
+    expect(segment.findOffsetByTimestamp(0n, 7n)).toEqual({ timestamp: 2001n, offset: 7n });
+    expect(segment.findOffsetByTimestamp(99_999n, 0n)).toBeNull();
+    segment.close();
+  });
+
+  test("recover truncates at the first invalid byte and rebuilds the indexes", () => {
+    const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
+    appendBatches(segment, 10);
+    segment.flush();
+    const size = segment.sizeBytes;
+    const indexBefore = fs.readFileSync(segment.indexPath);
+    segment.close();
+    fs.appendFileSync(`${dir}/${segmentFileStem(0n)}.log`, new Uint8Array(70).fill(1));
+    const reopened = LogSegment.open(dir, 0n, 1n << 62n, new OpenFilePool(10));
+    const result = reopened.recover(settings);
+    expect(result.truncatedBytes).toBe(70);
+    expect(result.problem).toContain("batch size 16843021");
+    expect(reopened.sizeBytes).toBe(size);
+    expect(reopened.nextOffset).toBe(30n);
+    expect(fs.readFileSync(reopened.indexPath)).toEqual(indexBefore);
+    reopened.close();
+  });
+});
