@@ -53,10 +53,16 @@ export interface ZooKeeperOffsetStoreOptions {
    * offset.commit.timeout.ms).
    */
   readonly offsetCommitTimeoutMs?: number;
+  /**
+   * Groups whose znode cache is kept; the least recently used beyond this are dropped and
+   * reloaded from ZooKeeper on their next commit.
+   */
+  readonly cachedGroupsMax?: number;
 }
 
 /** Kafka's offset.commit.timeout.ms default. */
 const DEFAULT_OFFSET_COMMIT_TIMEOUT_MS = 5_000;
+const DEFAULT_CACHED_GROUPS_MAX = 10_000;
 /** Reads of a group are pipelined, this many requests at a time. */
 const READ_CONCURRENCY = 256;
 /** Leaves room under ZooKeeper's request limit for the estimate's error. */
@@ -85,6 +91,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   private readonly groups = new Map<string, GroupCache>();
   private readonly loading = new Map<string, Promise<GroupCache>>();
   private readonly timeoutMs: number;
+  private readonly cachedGroupsMax: number;
   private closed = false;
 
   /** Uses `zk` without owning it: `close()` leaves the client open unless `ownsClient` is set. */
@@ -95,6 +102,8 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   ) {
     this.timeoutMs = options.offsetCommitTimeoutMs ?? DEFAULT_OFFSET_COMMIT_TIMEOUT_MS;
     assert(this.timeoutMs > 0, `offsetCommitTimeoutMs ${this.timeoutMs} must be > 0`);
+    this.cachedGroupsMax = options.cachedGroupsMax ?? DEFAULT_CACHED_GROUPS_MAX;
+    assert(this.cachedGroupsMax > 0, `cachedGroupsMax ${this.cachedGroupsMax} must be > 0`);
   }
 
   /** Connects its own client to `host:port[,host:port][/chroot]`; `close()` closes it. */
@@ -182,7 +191,12 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   /** The group's cache, loading it first when it is missing or stale (one load at a time). */
   private async cached(groupId: string, deadlineMs: number): Promise<GroupCache> {
     const cache = this.groups.get(groupId);
-    if (cache !== undefined && !cache.stale) return cache;
+    if (cache !== undefined && !cache.stale) {
+      // Re-inserting keeps the map in least-recently-used order for eviction.
+      this.groups.delete(groupId);
+      this.groups.set(groupId, cache);
+      return cache;
+    }
     return this.reload(groupId, deadlineMs);
   }
 
@@ -191,7 +205,11 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     if (pending !== undefined) return pending;
     const load = this.readGroup(groupId, deadlineMs)
       .then((cache) => {
+        this.groups.delete(groupId);
         this.groups.set(groupId, cache);
+        if (this.groups.size > this.cachedGroupsMax) {
+          this.groups.delete(this.groups.keys().next().value!);
+        }
         return cache;
       })
       .finally(() => this.loading.delete(groupId));
