@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { TOPICS_MAX } from "../cluster/local-metadata-store.ts";
 import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
@@ -17,6 +18,12 @@ const TOPIC_NAME_BYTES_MAX = 249;
 const TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
 /** Partitions one topic may have; every partition holds open files, so this bounds them. */
 export const PARTITIONS_PER_TOPIC_MAX = 10_000;
+/**
+ * Partitions one broker hosts across all topics: LogManager's default limit on open logs
+ * (broker.ts does not change it). Checked before a topic is written, so a request that would
+ * pass it fails whole instead of leaving a topic without some of its logs.
+ */
+export const PARTITIONS_PER_BROKER_MAX = 100_000;
 /** CreateTopics' and CreatePartitions' "use the broker default" value. */
 const USE_DEFAULT = -1;
 const ZERO_TOPIC_ID = new Uint8Array(16);
@@ -84,6 +91,7 @@ export class AdminManager {
     this.checkNoCollision(topic.name);
     const assignment = automatic ?? this.checkedAssignment(topic);
     const configs = parseCreateConfigs(topic.configs);
+    this.checkBrokerLimits(1, assignment.length);
     const created = {
       topicId: validateOnly ? ZERO_TOPIC_ID : new Uint8Array(randomBytes(16)),
       numPartitions: assignment.length,
@@ -145,6 +153,7 @@ export class AdminManager {
     const added = assignments === null
       ? this.autoAssign(current, count - current, replicationFactor)
       : this.checkedNewPartitions(assignments, current, count, replicationFactor);
+    this.checkBrokerLimits(0, added.length);
     if (validateOnly) return;
     await this.store.updateTopic({ ...record, assignment: [...record.assignment, ...added] });
     this.cache.reload();
@@ -180,6 +189,22 @@ export class AdminManager {
     const entries = [...merged].map(([n, value]) => ({ name: n, value }));
     const overrides = parseAlterConfigs(name, entries);
     if (!validateOnly) await this.applyTopicConfigs(record, overrides);
+  }
+
+  /**
+   * Kafka has no such limits; Quill bounds what one broker holds, and answers POLICY_VIOLATION
+   * (a broker-side rule the request breaks) rather than failing half-way.
+   */
+  private checkBrokerLimits(newTopics: number, newPartitions: number): void {
+    const topics = this.store.topics();
+    if (topics.length + newTopics > TOPICS_MAX) {
+      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `This broker holds at most ${TOPICS_MAX} topics.`);
+    }
+    const partitions = topics.reduce((sum, t) => sum + t.assignment.length, 0);
+    if (partitions + newPartitions > PARTITIONS_PER_BROKER_MAX) {
+      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `This broker holds at most ` +
+        `${PARTITIONS_PER_BROKER_MAX} partitions; it has ${partitions}, the request adds ${newPartitions}.`);
+    }
   }
 
   private existingTopic(name: string): TopicRecord {
