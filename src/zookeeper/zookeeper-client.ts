@@ -134,9 +134,12 @@ export class ZooKeeperClient {
     return this.connected;
   }
 
-  /** The current session's id in hex, as ZooKeeper's logs and `ephemeralOwner` show it. */
-  get sessionId(): string {
-    return this.raw.getSessionId().toString("hex");
+  /**
+   * The current session's id: what `ZnodeStat.ephemeralOwner` holds for its ephemeral znodes
+   * (ZooKeeper's logs print it in hex).
+   */
+  get sessionId(): bigint {
+    return this.raw.getSessionId().readBigInt64BE(0);
   }
 
   /** The session's password; with `sessionId` another client can take the session over. */

@@ -202,7 +202,8 @@ describe("sessions", () => {
     const owner = await connect();
     await owner.create("/eph", text("me"), { mode: "ephemeral" });
     const stat = await zk.exists("/eph");
-    expect(stat?.ephemeralOwner.toString(16).padStart(16, "0")).toBe(owner.sessionId);
+    expect(stat?.ephemeralOwner).toBe(owner.sessionId);
+    expect(owner.sessionId).not.toBe(0n);
     const gone = nextEvent();
     await zk.exists("/eph", { watch: gone.watch });
     await owner.close();
