@@ -14,7 +14,9 @@
 //   behave the same way).
 // * Not implemented: create-topic policies, controller mutation quotas, ACLs
 //   (TopicConfigErrorCode stays NONE).
-import { describeTopicConfig, TOPIC_CONFIG_KEYS, type TopicConfigKey } from "../config/topic-config.ts";
+import {
+  describeTopicConfig, TOPIC_CONFIG_KEYS, type TopicConfigKey,
+} from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type CreateTopicsRequest } from "../protocol/generated/index.ts";
 import type { CreatedTopic } from "../server/admin-manager.ts";

@@ -16,6 +16,8 @@ import { defineHandler, type RequestContext } from "./handler.ts";
 
 type Topic = CreatePartitionsRequest["topics"][number];
 
+const DUPLICATE = "Duplicate topic in request.";
+
 export const createPartitionsHandler = defineHandler({
   apiKey: ApiKey.CreatePartitions,
   minVersion: 0,
@@ -29,7 +31,7 @@ export const createPartitionsHandler = defineHandler({
       if (answered.has(t.name)) continue;
       answered.add(t.name);
       results.push(counts.get(t.name)! > 1
-        ? { name: t.name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Duplicate topic in request." }
+        ? { name: t.name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: DUPLICATE }
         : await createOne(t, request.validateOnly, ctx));
     }
     return { throttleTimeMs: 0, results };

@@ -35,7 +35,8 @@ export const describeClusterHandler = defineHandler({
         errorCode: v0 ? ErrorCode.INVALID_REQUEST
           : known ? ErrorCode.MISMATCHED_ENDPOINT_TYPE : ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
         errorMessage: known
-          ? "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+          ? "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of " +
+            "type CONTROLLER"
           : `Unsupported endpoint type ${asked}`,
       };
     }
@@ -48,7 +49,8 @@ export const describeClusterHandler = defineHandler({
       ...(v0 ? {} : { endpointType: EndpointType.BROKER }),
       clusterId: cache.clusterId,
       controllerId: cache.controllerId,
-      brokers: cache.brokers.map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+      brokers: cache.brokers.map((b) =>
+        ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
         ? CLUSTER_OPERATIONS
         : OPERATIONS_NOT_REQUESTED,

@@ -20,7 +20,8 @@ const INTEGER = /^[+-]?\d+$/;
  */
 export function brokerIdOfResource(name: string, brokerId: number, orWhat = ""): number {
   if (!INTEGER.test(name)) {
-    throw new KafkaError(ErrorCode.INVALID_REQUEST, `Broker id must be an integer, but it is: ${name}`);
+    throw new KafkaError(ErrorCode.INVALID_REQUEST,
+      `Broker id must be an integer, but it is: ${name}`);
   }
   const id = Number(name);
   if (id !== brokerId) {

@@ -33,6 +33,11 @@ export interface ConfigEntry {
   readonly value: string | null;
 }
 
+export interface ReplicaAssignment {
+  readonly partitionIndex: number;
+  readonly brokerIds: readonly number[];
+}
+
 export interface NewTopic {
   readonly name: string;
   /** -1: the broker's num.partitions. */
@@ -40,7 +45,7 @@ export interface NewTopic {
   /** -1: the broker's default.replication.factor. */
   readonly replicationFactor: number;
   /** Explicit replica assignment by partition; empty for automatic. */
-  readonly assignments: readonly { readonly partitionIndex: number; readonly brokerIds: readonly number[] }[];
+  readonly assignments: readonly ReplicaAssignment[];
   readonly configs: readonly ConfigEntry[];
 }
 
@@ -136,17 +141,15 @@ export class AdminManager {
     assignments: readonly (readonly number[])[] | null,
     validateOnly: boolean,
   ): Promise<void> {
-    const record = this.store.topic(name);
-    if (record === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${name}' does not exist.`);
-    }
+    const record = this.existingTopic(name);
     const current = record.assignment.length;
     if (count < current) {
       throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
         `Topic currently has ${current} partitions, which is higher than the requested ${count}.`);
     }
     if (count === current) {
-      throw new KafkaError(ErrorCode.INVALID_PARTITIONS, `Topic already has ${current} partitions.`);
+      throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
+        `Topic already has ${current} partitions.`);
     }
     checkPartitionCount(count);
     const replicationFactor = record.assignment[0]!.length;
@@ -198,19 +201,22 @@ export class AdminManager {
   private checkBrokerLimits(newTopics: number, newPartitions: number): void {
     const topics = this.store.topics();
     if (topics.length + newTopics > TOPICS_MAX) {
-      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `This broker holds at most ${TOPICS_MAX} topics.`);
+      throw new KafkaError(ErrorCode.POLICY_VIOLATION,
+        `This broker holds at most ${TOPICS_MAX} topics.`);
     }
     const partitions = topics.reduce((sum, t) => sum + t.assignment.length, 0);
     if (partitions + newPartitions > PARTITIONS_PER_BROKER_MAX) {
-      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `This broker holds at most ` +
-        `${PARTITIONS_PER_BROKER_MAX} partitions; it has ${partitions}, the request adds ${newPartitions}.`);
+      throw new KafkaError(ErrorCode.POLICY_VIOLATION,
+        `This broker holds at most ${PARTITIONS_PER_BROKER_MAX} partitions; it has ` +
+        `${partitions}, the request adds ${newPartitions}.`);
     }
   }
 
   private existingTopic(name: string): TopicRecord {
     const record = this.store.topic(name);
     if (record === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `The topic '${name}' does not exist.`);
+      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        `The topic '${name}' does not exist.`);
     }
     return record;
   }
@@ -225,7 +231,12 @@ export class AdminManager {
     }
   }
 
-  private createLocalLogs(name: string, from: number, to: number, configs: TopicConfigOverrides): void {
+  private createLocalLogs(
+    name: string,
+    from: number,
+    to: number,
+    configs: TopicConfigOverrides,
+  ): void {
     const logConfig = logConfigFor(configs, this.config);
     for (let p = from; p < to; p++) this.logs.getOrCreateLog(name, p, logConfig);
   }
@@ -233,18 +244,22 @@ export class AdminManager {
   /** Round-robin placement, or null when the request assigns replicas itself. */
   private automaticAssignment(topic: NewTopic): number[][] | null {
     const explicit = topic.assignments.length > 0;
-    if (explicit && (topic.numPartitions !== USE_DEFAULT || topic.replicationFactor !== USE_DEFAULT)) {
+    const sized = topic.numPartitions !== USE_DEFAULT || topic.replicationFactor !== USE_DEFAULT;
+    if (explicit && sized) {
       throw new KafkaError(ErrorCode.INVALID_REQUEST,
         "Both numPartitions or replicationFactor and replicasAssignments were set. " +
         "Both cannot be used at the same time.");
     }
     if (explicit) return null;
-    const count = topic.numPartitions === USE_DEFAULT ? this.config["num.partitions"] : topic.numPartitions;
+    const count = topic.numPartitions === USE_DEFAULT
+      ? this.config["num.partitions"]
+      : topic.numPartitions;
     const replicationFactor = topic.replicationFactor === USE_DEFAULT
       ? this.config["default.replication.factor"]
       : topic.replicationFactor;
     if (count <= 0) {
-      throw new KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.");
+      throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
+        "Number of partitions must be larger than 0.");
     }
     checkPartitionCount(count);
     return this.autoAssign(0, count, replicationFactor);
@@ -292,12 +307,16 @@ export class AdminManager {
     }
     const ids = assignments.map((a) => [...a]);
     this.checkReplicas(ids, current);
-    const bad = ids.map((r, i) => [current + i, r.length]).filter(([, n]) => n !== replicationFactor);
+    const bad = ids
+      .map((replicas, i) => [current + i, replicas.length])
+      .filter(([, n]) => n !== replicationFactor);
     if (bad.length > 0) {
+      const partitions = bad.map(([p]) => p).join(", ");
+      const factors = bad.map(([, n]) => n).join(", ");
       throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-        `Inconsistent replication factor between partitions, partition 0 has ${replicationFactor} ` +
-        `while partitions [${bad.map(([p]) => p).join(", ")}] have replication factors ` +
-        `[${bad.map(([, n]) => n).join(", ")}], respectively.`);
+        "Inconsistent replication factor between partitions, " +
+        `partition 0 has ${replicationFactor} while partitions [${partitions}] have ` +
+        `replication factors [${factors}], respectively.`);
     }
     return ids;
   }
@@ -331,8 +350,9 @@ export class AdminManager {
     const unified = unifyCollisionChars(name);
     const colliding = this.store.topics().filter((t) => unifyCollisionChars(t.name) === unified);
     if (colliding.length > 0) {
+      const names = colliding.map((t) => t.name).join(", ");
       throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-        `Topic '${name}' collides with existing topics: ${colliding.map((t) => t.name).join(", ")}`);
+        `Topic '${name}' collides with existing topics: ${names}`);
     }
   }
 
@@ -345,10 +365,12 @@ export class AdminManager {
     }
     if (replicationFactor > brokers.length) {
       throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-        `Replication factor: ${replicationFactor} larger than available brokers: ${brokers.length}.`);
+        `Replication factor: ${replicationFactor} larger than available brokers: ` +
+        `${brokers.length}.`);
     }
+    const brokerAt = (i: number) => brokers[i % brokers.length]!;
     return Array.from({ length: count }, (_, i) =>
-      Array.from({ length: replicationFactor }, (_, r) => brokers[(firstPartition + i + r) % brokers.length]!));
+      Array.from({ length: replicationFactor }, (_, r) => brokerAt(firstPartition + i + r)));
   }
 }
 
@@ -376,8 +398,9 @@ function checkPartitionCount(count: number): void {
   }
 }
 
-function assignmentText(sorted: NewTopic["assignments"]): string {
-  return `Map(${sorted.map((a) => `${a.partitionIndex} -> [${a.brokerIds.join(", ")}]`).join(", ")})`;
+function assignmentText(sorted: readonly ReplicaAssignment[]): string {
+  const entries = sorted.map((a) => `${a.partitionIndex} -> [${a.brokerIds.join(", ")}]`);
+  return `Map(${entries.join(", ")})`;
 }
 
 /** CreateTopics: an unknown key or a bad value is INVALID_CONFIG, as Kafka answers both. */
@@ -404,8 +427,9 @@ function parseAlterConfigs(topic: string, configs: readonly ConfigEntry[]): Topi
     return parseTopicConfigs(configs);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
+    const resource = `ConfigResource(type=TOPIC, name='${topic}')`;
     throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Invalid config value for resource ConfigResource(type=TOPIC, name='${topic}'): ${e.message}`);
+      `Invalid config value for resource ${resource}: ${e.message}`);
   }
 }
 
