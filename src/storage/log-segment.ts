@@ -18,6 +18,7 @@ import type { FileRange } from "../protocol/records.ts";
 import { decodeRecords, readBatchHeader, timestampType } from "../protocol/record-batch.ts";
 import { TimestampType } from "../protocol/record-batch.ts";
 import { assert } from "../util/assert.ts";
+import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import { storageError, writeFully } from "./durable-file.ts";
 import { OffsetIndex } from "./offset-index.ts";
@@ -181,7 +182,10 @@ export class LogSegment {
   append(records: Uint8Array, batches: readonly AppendedBatch[], indexIntervalBytes: number): void {
     assert(batches.length > 0, "append of no batches");
     const first = batches[0];
-    assert(first.lastOffset >= this.nextOffset, `offset ${first.lastOffset} below segment end`);
+    // Per-append checks build their message only when they fail.
+    if (first.lastOffset < this.nextOffset) {
+      assert(false, `offset ${first.lastOffset} below segment end ${this.nextOffset}`);
+    }
     const fd = this.file.writeFd();
     const position = this.sizeBytesValue;
     try {
@@ -199,7 +203,7 @@ export class LogSegment {
 
   private indexBatch(batch: AppendedBatch, appendPosition: number, intervalBytes: number): void {
     const position = appendPosition + batch.relativePosition;
-    assert(position + batch.sizeBytes <= appendPosition + 0x7fffffff, "batch past 2 GiB");
+    assert(position + batch.sizeBytes <= SEGMENT_BYTES_MAX, "batch past the int32 position range");
     if (this.rollingBasedTimestamp === null) this.rollingBasedTimestamp = batch.maxTimestamp;
     if (batch.maxTimestamp > this.maxTimestampSoFar) {
       this.maxTimestampSoFar = batch.maxTimestamp;
@@ -458,13 +462,15 @@ export class LogSegment {
   lazyIndexLoader: (() => void) | null = null;
 
   offsetIndex(): OffsetIndex {
-    if (this.offsetIndexValue === null) this.lazyIndexLoader?.();
+    if (this.offsetIndexValue !== null) return this.offsetIndexValue;
+    this.lazyIndexLoader?.();
     assert(this.offsetIndexValue !== null, `offset index of ${this.file.filePath} not loaded`);
     return this.offsetIndexValue;
   }
 
   timeIndex(): TimeIndex {
-    if (this.timeIndexValue === null) this.lazyIndexLoader?.();
+    if (this.timeIndexValue !== null) return this.timeIndexValue;
+    this.lazyIndexLoader?.();
     assert(this.timeIndexValue !== null, `time index of ${this.file.filePath} not loaded`);
     return this.timeIndexValue;
   }

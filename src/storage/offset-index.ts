@@ -59,12 +59,16 @@ export class OffsetIndex {
   }
 
   append(offset: bigint, position: number): void {
-    assert(!this.isFull(), `append to full index ${this.filePath}`);
+    // Called for every indexed batch: messages are only built when a check fails.
+    if (this.isFull()) assert(false, `append to full index ${this.filePath}`);
     const relative = offset - this.baseOffset;
-    assert(relative >= 0n && relative <= 0x7fffffffn, `offset ${offset} outside ${this.filePath}`);
-    if (this.entryCount > 0) {
-      assert(offset > this.lastOffset(), `offset ${offset} <= last ${this.lastOffset()} in index`);
-      assert(position > this.lastPosition(), `position ${position} <= last in ${this.filePath}`);
+    if (relative < 0n) assert(false, `offset ${offset} below the base of ${this.filePath}`);
+    if (relative > 0x7fffffffn) assert(false, `offset ${offset} beyond int32 of ${this.filePath}`);
+    if (this.entryCount > 0 && offset <= this.lastOffset()) {
+      assert(false, `offset ${offset} <= last ${this.lastOffset()} in ${this.filePath}`);
+    }
+    if (this.entryCount > 0 && position <= this.lastPosition()) {
+      assert(false, `position ${position} <= last ${this.lastPosition()} in ${this.filePath}`);
     }
     if (this.entryCount === this.relativeOffsets.length) this.grow();
     this.relativeOffsets[this.entryCount] = Number(relative);

@@ -57,8 +57,9 @@ export class SegmentFile {
 
   /** The fd of a pinned file, for appends. */
   writeFd(): number {
-    assert(this.pinned, `write to unpinned segment file ${this.filePath}`);
-    assert(this.fd >= 0, `pinned segment file ${this.filePath} has no fd`);
+    // Called on every append: the messages are only built when a check fails.
+    if (!this.pinned) assert(false, `write to unpinned segment file ${this.filePath}`);
+    if (this.fd < 0) assert(false, `pinned segment file ${this.filePath} has no fd`);
     return this.fd;
   }
 

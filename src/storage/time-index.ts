@@ -63,11 +63,15 @@ export class TimeIndex {
     const last = this.lastEntry();
     if (last !== null && timestamp <= last.timestamp) return;
     if (timestamp < 0n) return;
-    assert(this.entryCount < this.maxEntries, `time index ${this.filePath} overflow`);
-    assert(sealing || !this.isFull(), `append to full time index ${this.filePath}`);
+    // Called for every indexed batch: messages are only built when a check fails.
+    if (this.entryCount >= this.maxEntries) assert(false, `${this.filePath} overflow`);
+    if (!sealing && this.isFull()) assert(false, `append to full time index ${this.filePath}`);
     const relative = offset - this.baseOffset;
-    assert(relative >= 0n && relative <= 0x7fffffffn, `offset ${offset} outside ${this.filePath}`);
-    assert(last === null || offset >= last.offset, `time index offset ${offset} goes backwards`);
+    if (relative < 0n) assert(false, `offset ${offset} below the base of ${this.filePath}`);
+    if (relative > 0x7fffffffn) assert(false, `offset ${offset} beyond int32 of ${this.filePath}`);
+    if (last !== null && offset < last.offset) {
+      assert(false, `time index offset ${offset} goes back from ${last.offset}`);
+    }
     if (this.entryCount === this.timestamps.length) this.grow();
     this.timestamps[this.entryCount] = timestamp;
     this.relativeOffsets[this.entryCount] = Number(relative);
