@@ -1,0 +1,138 @@
+/**
+ * Consumer-group benchmark (not a timed test).
+ *
+ * 1. Offset commits per second with the local offset store, for 1, 10 and 100 partitions per
+ *    OffsetCommit, through GroupCoordinator.offsetCommit (what the OffsetCommit handler calls),
+ *    with one commit in flight (a consumer committing after each batch) and with IN_FLIGHT
+ *    concurrent commits (many groups; they share fdatasyncs). Also the fdatasyncs per second
+ *    and commits per fdatasync, so the grouping is visible. Same method as
+ *    scripts/bench-zookeeper-offsets.ts, which gives the ZooKeeper column.
+ * 2. Time for a 10-member group to rebalance when an 11th member joins: from the newcomer's
+ *    JoinGroup to the last SyncGroup answer, with members that rejoin as soon as a heartbeat
+ *    says REBALANCE_IN_PROGRESS (domain level: no network, no client heartbeat interval).
+ *
+ * Run: bun scripts/bench-groups.ts [durationMs=2000]
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { GroupCoordinator } from "../src/coordinator/group-coordinator.ts";
+import type { JoinGroupRequest, JoinGroupResult } from "../src/coordinator/group-operations.ts";
+import { LocalOffsetStore } from "../src/coordinator/local-offset-store.ts";
+import { ErrorCode } from "../src/protocol/errors.ts";
+
+const DURATION_MS = Number(process.argv[2] ?? 2_000);
+const REPEATS = 3;
+const IN_FLIGHT = 32;
+const PARTITION_COUNTS = [1, 10, 100];
+const REBALANCE_RUNS = 20;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function rate(inFlight: number, op: (worker: number, i: number) => Promise<unknown>): Promise<number> {
+  const startedMs = performance.now();
+  const endMs = startedMs + DURATION_MS;
+  let done = 0;
+  await Promise.all(Array.from({ length: inFlight }, async (_, worker) => {
+    for (let i = 0; performance.now() < endMs; i++) {
+      await op(worker, i);
+      done++;
+    }
+  }));
+  return done / ((performance.now() - startedMs) / 1000);
+}
+
+async function commitRates(partitions: number, inFlight: number) {
+  const rates: number[] = [];
+  const perSync: number[] = [];
+  for (let run = 0; run < REPEATS; run++) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
+    const store = LocalOffsetStore.open(dir);
+    const coordinator = new GroupCoordinator(store, { offsetsPerCommitMax: 1_000 });
+    await coordinator.start();
+    const r = await rate(inFlight, (worker, i) => coordinator.offsetCommit({
+      groupId: `bench-${worker}`, generationId: -1, memberId: "", groupInstanceId: null,
+      topics: [{ name: "bench-topic", partitions: Array.from({ length: partitions }, (_, p) => ({
+        partitionIndex: p, committedOffset: BigInt(i), committedLeaderEpoch: 0, committedMetadata: "",
+      })) }],
+    }).then((res) => {
+      if (res.topics[0]!.partitions[0]!.errorCode !== ErrorCode.NONE) throw new Error("commit failed");
+    }));
+    rates.push(r);
+    perSync.push(store.stats.recordsWritten / store.stats.fsyncs);
+    coordinator.close();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return { commitsPerSecond: median(rates), commitsPerFsync: median(perSync) };
+}
+
+function joinRequest(groupId: string, memberId: string): JoinGroupRequest {
+  return {
+    groupId, memberId, groupInstanceId: null, protocolType: "consumer",
+    protocols: [{ name: "range", metadata: new Uint8Array(32) }],
+    sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, reason: null, apiVersion: 9,
+    clientId: "bench", clientHost: "/127.0.0.1",
+  };
+}
+
+async function join(c: GroupCoordinator, groupId: string, memberId = ""): Promise<JoinGroupResult> {
+  const first = await c.joinGroup(joinRequest(groupId, memberId));
+  if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) return first;
+  return c.joinGroup(joinRequest(groupId, first.memberId));
+}
+
+async function syncAll(c: GroupCoordinator, groupId: string, joins: readonly JoinGroupResult[]) {
+  return Promise.all(joins.map((j) => c.syncGroup({
+    groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
+    protocolType: "consumer", protocolName: "range",
+    assignments: j.leader === j.memberId ? j.members.map((m) => ({ memberId: m.memberId, assignment: new Uint8Array(64) })) : [],
+  })));
+}
+
+/** ms from an 11th member's JoinGroup until all 11 members have their new assignment. */
+async function rebalanceMs(c: GroupCoordinator, groupId: string): Promise<number> {
+  const initial = await Promise.all(Array.from({ length: 10 }, () => join(c, groupId)));
+  await syncAll(c, groupId, initial);
+  const started = performance.now();
+  const newcomer = join(c, groupId);
+  // Each member learns of the rebalance from its next heartbeat, and rejoins at once.
+  const rejoins = initial.map(async (m) => {
+    while (c.heartbeat({ groupId, generationId: m.generationId, memberId: m.memberId, groupInstanceId: null })
+      !== ErrorCode.REBALANCE_IN_PROGRESS) await new Promise((resolve) => setImmediate(resolve));
+    return c.joinGroup(joinRequest(groupId, m.memberId));
+  });
+  const joins = await Promise.all([newcomer, ...rejoins]);
+  const syncs = await syncAll(c, groupId, joins);
+  const elapsed = performance.now() - started;
+  if (syncs.some((s) => s.errorCode !== ErrorCode.NONE) || new Set(joins.map((j) => j.generationId)).size !== 1) {
+    throw new Error("the rebalance did not complete in one generation");
+  }
+  return elapsed;
+}
+
+async function main(): Promise<void> {
+  console.log(`Offset commits/s, local store (median of ${REPEATS} runs of ${DURATION_MS} ms; ${os.cpus().length} CPUs)`);
+  console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | commits/fsync | offsets/s at 32 |");
+  console.log("|---|---|---|---|---|---|");
+  for (const partitions of PARTITION_COUNTS) {
+    const one = await commitRates(partitions, 1);
+    const many = await commitRates(partitions, IN_FLIGHT);
+    console.log(`| ${partitions} | ${one.commitsPerSecond.toFixed(0)} | ${one.commitsPerFsync.toFixed(1)} | ` +
+      `${many.commitsPerSecond.toFixed(0)} | ${many.commitsPerFsync.toFixed(1)} | ${(many.commitsPerSecond * partitions).toFixed(0)} |`);
+  }
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
+  const store = LocalOffsetStore.open(dir);
+  const coordinator = new GroupCoordinator(store, { initialRebalanceDelayMs: 0 });
+  await coordinator.start();
+  const times: number[] = [];
+  for (let run = 0; run < REBALANCE_RUNS; run++) times.push(await rebalanceMs(coordinator, `rebalance-${run}`));
+  console.log(`\n10-member group, one member joins: rebalance in ${median(times).toFixed(2)} ms median, ` +
+    `${Math.max(...times).toFixed(2)} ms max over ${REBALANCE_RUNS} runs (domain level)`);
+  coordinator.close();
+  await store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+await main();
