@@ -4,7 +4,9 @@ import * as path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { KafkaClient, requestOnce, startTestBroker, type TestBroker } from "../support/kafka-client.ts";
+import {
+  KafkaClient, requestOnce, startTestBroker, type TestBroker,
+} from "../support/kafka-client.ts";
 
 let b: TestBroker;
 let client: KafkaClient;
@@ -50,7 +52,9 @@ test("kafkajs deletes a topic: metadata, logs and directories are gone", async (
 
 test("v1 (lowest): by name, unknown names answer UNKNOWN_TOPIC_OR_PARTITION", async () => {
   await createTopic("del-v1");
-  const res = await client.request(ApiKey.DeleteTopics, 1, { topicNames: ["del-v1", "nope"], timeoutMs: 5000 });
+  const res = await client.request(ApiKey.DeleteTopics, 1, {
+    topicNames: ["del-v1", "nope"], timeoutMs: 5000,
+  });
   expect(res.responses.map((r) => [r.name, r.errorCode])).toEqual([
     ["del-v1", ErrorCode.NONE], ["nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
   ]);
@@ -62,11 +66,15 @@ test("v6 (highest): by topic id and by name; unknown id is UNKNOWN_TOPIC_ID", as
   await createTopic("del-by-name");
   const unknownId = new Uint8Array(16).fill(7);
   const res = await client.request(ApiKey.DeleteTopics, 6, {
-    topics: [{ name: null, topicId: id }, { name: "del-by-name" }, { name: null, topicId: unknownId }],
+    topics: [
+      { name: null, topicId: id }, { name: "del-by-name" }, { name: null, topicId: unknownId },
+    ],
     timeoutMs: 5000,
   });
   expect(res.responses.map((r) => [r.name, r.errorCode])).toEqual([
-    ["del-by-id", ErrorCode.NONE], ["del-by-name", ErrorCode.NONE], [null, ErrorCode.UNKNOWN_TOPIC_ID],
+    ["del-by-id", ErrorCode.NONE],
+    ["del-by-name", ErrorCode.NONE],
+    [null, ErrorCode.UNKNOWN_TOPIC_ID],
   ]);
   expect(Buffer.from(res.responses[0]!.topicId).equals(Buffer.from(id))).toBe(true);
   expect(res.responses[2]!.errorMessage).toContain("topic ID");
@@ -74,7 +82,7 @@ test("v6 (highest): by topic id and by name; unknown id is UNKNOWN_TOPIC_ID", as
   expect(b.broker.services.metadataCache.topic("del-by-name")).toBeUndefined();
 });
 
-test("v6 with both a name and an id in one entry is INVALID_REQUEST for the whole request", async () => {
+test("v6: a name and an id in one entry make the whole request INVALID_REQUEST", async () => {
   const id = await createTopic("del-both");
   const res = await client.request(ApiKey.DeleteTopics, 6, {
     topics: [{ name: "del-both", topicId: id }], timeoutMs: 5000,
@@ -104,7 +112,9 @@ test("a deleted topic can be created again, empty", async () => {
 
 test("deletion survives a restart", async () => {
   await createTopic("gone-after-restart");
-  await client.request(ApiKey.DeleteTopics, 4, { topicNames: ["gone-after-restart"], timeoutMs: 5000 });
+  await client.request(ApiKey.DeleteTopics, 4, {
+    topicNames: ["gone-after-restart"], timeoutMs: 5000,
+  });
   client.close();
   b = await b.restart();
   client = await KafkaClient.connect(b.port);
@@ -112,17 +122,18 @@ test("deletion survives a restart", async () => {
   expect(fs.existsSync(partitionDir("gone-after-restart", 0))).toBe(false);
 }, 20_000);
 
-test("delete.topic.enable=false: TOPIC_DELETION_DISABLED from v3, INVALID_REQUEST before", async () => {
+test("deletion disabled: TOPIC_DELETION_DISABLED from v3, INVALID_REQUEST before", async () => {
   const locked = await startTestBroker({ "delete.topic.enable": "false" });
   try {
     const created = await requestOnce(locked.port, ApiKey.CreateTopics, 7, {
       topics: [{ name: "kept", numPartitions: 1, replicationFactor: 1 }],
     });
     expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-    const v3 = await requestOnce(locked.port, ApiKey.DeleteTopics, 5, { topicNames: ["kept"], timeoutMs: 1 });
+    const kept = { topicNames: ["kept"], timeoutMs: 1 };
+    const v3 = await requestOnce(locked.port, ApiKey.DeleteTopics, 5, kept);
     expect(v3.responses[0]!.errorCode).toBe(ErrorCode.TOPIC_DELETION_DISABLED);
     expect(v3.responses[0]!.errorMessage).toBe("Topic deletion is disabled.");
-    const v2 = await requestOnce(locked.port, ApiKey.DeleteTopics, 2, { topicNames: ["kept"], timeoutMs: 1 });
+    const v2 = await requestOnce(locked.port, ApiKey.DeleteTopics, 2, kept);
     expect(v2.responses[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
     expect(locked.broker.services.metadataCache.topic("kept")).toBeDefined();
   } finally {

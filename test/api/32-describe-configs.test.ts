@@ -29,10 +29,15 @@ afterAll(async () => {
   await b.stop();
 });
 
-const describe = (version: number, resources: object[], includeSynonyms = false, includeDocumentation = false) =>
-  client.request(ApiKey.DescribeConfigs, version, { resources, includeSynonyms, includeDocumentation });
+const describe = (version: number, resources: object[], synonyms = false, documentation = false) =>
+  client.request(ApiKey.DescribeConfigs, version, {
+    resources, includeSynonyms: synonyms, includeDocumentation: documentation,
+  });
+/** The topic "described", with only `keys` (null: all). */
+const described = (keys: string[] | null) =>
+  ({ resourceType: TOPIC, resourceName: "described", configurationKeys: keys });
 
-test("kafkajs describes a topic: override, broker-set and default values with their sources", async () => {
+test("kafkajs describes a topic: override, broker and default values with sources", async () => {
   const kafka = new Kafka({ brokers: [`127.0.0.1:${b.port}`], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
@@ -48,7 +53,8 @@ test("kafkajs describes a topic: override, broker-set and default values with th
       configValue: "60000", configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG, readOnly: false,
     });
     expect(byName.get("retention.ms")!.configSynonyms[0]).toMatchObject({
-      configName: "retention.ms", configValue: "60000", configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+      configName: "retention.ms", configValue: "60000",
+      configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     });
     expect(byName.get("segment.bytes")).toMatchObject({
       configValue: "1048576", configSource: ConfigSource.STATIC_BROKER_CONFIG,
@@ -62,13 +68,11 @@ test("kafkajs describes a topic: override, broker-set and default values with th
 });
 
 test("v1 (lowest): synonyms only when asked for, no type or documentation", async () => {
-  const plain = await describe(1, [{ resourceType: TOPIC, resourceName: "described", configurationKeys: null }]);
+  const plain = await describe(1, [described(null)]);
   const r = plain.results[0]!;
   expect(r.errorCode).toBe(ErrorCode.NONE);
   expect(r.configs.every((c) => c.synonyms.length === 0)).toBe(true);
-  const withSynonyms = await describe(1, [
-    { resourceType: TOPIC, resourceName: "described", configurationKeys: ["segment.bytes"] },
-  ], true);
+  const withSynonyms = await describe(1, [described(["segment.bytes"])], true);
   const segment = withSynonyms.results[0]!.configs;
   expect(segment.map((c) => c.name)).toEqual(["segment.bytes"]);
   expect(segment[0]!.synonyms).toEqual([
@@ -80,21 +84,22 @@ test("v1 (lowest): synonyms only when asked for, no type or documentation", asyn
 });
 
 test("v4 (highest): config types, documentation when asked for, key filter", async () => {
-  const res = await describe(4, [
-    { resourceType: TOPIC, resourceName: "described", configurationKeys: ["retention.ms", "cleanup.policy", "nope"] },
-  ], false, true);
+  const keys = ["retention.ms", "cleanup.policy", "nope"];
+  const res = await describe(4, [described(keys)], false, true);
   const configs = res.results[0]!.configs;
   expect(configs.map((c) => c.name).sort()).toEqual(["cleanup.policy", "retention.ms"]);
   const retention = configs.find((c) => c.name === "retention.ms")!;
-  expect(retention).toMatchObject({ value: "60000", configType: ConfigType.LONG, isSensitive: false });
+  expect(retention).toMatchObject({
+    value: "60000", configType: ConfigType.LONG, isSensitive: false,
+  });
   expect(retention.documentation).toContain("older than");
   expect(configs.find((c) => c.name === "cleanup.policy")!.configType).toBe(ConfigType.LIST);
-  const noDocs = await describe(4, [{ resourceType: TOPIC, resourceName: "described", configurationKeys: [] }]);
+  const noDocs = await describe(4, [described([])]);
   expect(noDocs.results[0]!.configs.length).toBe(Object.keys(TOPIC_CONFIG_KEYS).length);
   expect(noDocs.results[0]!.configs.every((c) => c.documentation === null)).toBe(true);
 });
 
-test("broker resource: every broker key, read-only; the empty name lists no dynamic defaults", async () => {
+test("broker: every broker key, read-only; the empty name lists no dynamic defaults", async () => {
   const res = await describe(4, [
     { resourceType: BROKER, resourceName: "0", configurationKeys: null },
     { resourceType: BROKER, resourceName: "", configurationKeys: null },
@@ -104,20 +109,22 @@ test("broker resource: every broker key, read-only; the empty name lists no dyna
   expect(own!.configs.length).toBe(Object.keys(BROKER_CONFIG_KEYS).length);
   expect(own!.configs.every((c) => c.readOnly)).toBe(true);
   const segment = own!.configs.find((c) => c.name === "log.segment.bytes")!;
-  expect(segment).toMatchObject({ value: "1048576", configSource: ConfigSource.STATIC_BROKER_CONFIG });
+  expect(segment).toMatchObject({
+    value: "1048576", configSource: ConfigSource.STATIC_BROKER_CONFIG,
+  });
   const listeners = own!.configs.find((c) => c.name === "listeners")!;
   expect(listeners.value).toBe("PLAINTEXT://127.0.0.1:0");
   expect(defaults).toMatchObject({ errorCode: ErrorCode.NONE, configs: [] });
 });
 
-test("errors are per resource: unknown topic, illegal name, other broker, unsupported type", async () => {
+test("errors per resource: missing topic, illegal name, other broker, other type", async () => {
   const res = await describe(4, [
     { resourceType: TOPIC, resourceName: "missing", configurationKeys: null },
     { resourceType: TOPIC, resourceName: "bad name", configurationKeys: null },
     { resourceType: BROKER, resourceName: "3", configurationKeys: null },
     { resourceType: BROKER, resourceName: "zero", configurationKeys: null },
     { resourceType: 8, resourceName: "0", configurationKeys: null },
-    { resourceType: TOPIC, resourceName: "described", configurationKeys: ["retention.ms"] },
+    described(["retention.ms"]),
   ]);
   expect(res.results.map((r) => [r.resourceType, r.resourceName, r.errorCode])).toEqual([
     [TOPIC, "missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
@@ -127,7 +134,8 @@ test("errors are per resource: unknown topic, illegal name, other broker, unsupp
     [8, "0", ErrorCode.INVALID_REQUEST],
     [TOPIC, "described", ErrorCode.NONE],
   ]);
-  expect(res.results[2]!.errorMessage).toBe("Unexpected broker id, expected 0 or empty string, but received 3");
+  expect(res.results[2]!.errorMessage)
+    .toBe("Unexpected broker id, expected 0 or empty string, but received 3");
   expect(res.results[3]!.errorMessage).toBe("Broker id must be an integer, but it is: zero");
   expect(res.results[4]!.errorMessage).toBe("Unsupported resource type: BROKER_LOGGER");
   expect(res.results.slice(0, 5).every((r) => r.configs.length === 0)).toBe(true);

@@ -14,7 +14,8 @@ beforeAll(async () => {
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: ["altered", "validated", "kjs-altered"].map((name) => ({
-      name, numPartitions: 2, replicationFactor: 1, configs: [{ name: "retention.ms", value: "1000" }],
+      name, numPartitions: 2, replicationFactor: 1,
+      configs: [{ name: "retention.ms", value: "1000" }],
     })),
   });
   expect(res.topics.map((t) => t.errorCode)).toEqual([0, 0, 0]);
@@ -27,6 +28,11 @@ afterAll(async () => {
 const overrides = (topic: string) => b.broker.services.metadataCache.topic(topic)!.configs;
 const alter = (version: number, resources: object[], validateOnly = false) =>
   client.request(ApiKey.AlterConfigs, version, { resources, validateOnly });
+/** A topic resource setting `configs` ([name, value] pairs). */
+const topicResource = (name: string, ...configs: [string, string | null][]) => ({
+  resourceType: TOPIC, resourceName: name,
+  configs: configs.map(([key, value]) => ({ name: key, value })),
+});
 
 test("kafkajs alterConfigs replaces the overrides, and describeConfigs shows them", async () => {
   const kafka = new Kafka({ brokers: [`127.0.0.1:${b.port}`], logLevel: logLevel.NOTHING });
@@ -42,9 +48,13 @@ test("kafkajs alterConfigs replaces the overrides, and describeConfigs shows the
     });
     const described = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name: "kjs-altered", configNames: ["max.message.bytes", "retention.ms"] }],
+      resources: [{
+        type: ConfigResourceTypes.TOPIC, name: "kjs-altered",
+        configNames: ["max.message.bytes", "retention.ms"],
+      }],
     });
-    const values = Object.fromEntries(described.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]));
+    const entries = described.resources[0]!.configEntries;
+    const values = Object.fromEntries(entries.map((e) => [e.configName, e.configValue]));
     // AlterConfigs replaces: retention.ms, not named, is back to the broker default.
     expect(values).toEqual({ "max.message.bytes": "2048", "retention.ms": "604800000" });
   } finally {
@@ -53,21 +63,23 @@ test("kafkajs alterConfigs replaces the overrides, and describeConfigs shows the
 });
 
 test("v0 (lowest) and v2 (highest) replace the topic's overrides", async () => {
-  const v0 = await alter(0, [{ resourceType: TOPIC, resourceName: "altered", configs: [{ name: "segment.bytes", value: "100000" }] }]);
-  expect(v0.responses).toEqual([{ errorCode: 0, errorMessage: null, resourceType: TOPIC, resourceName: "altered" }]);
+  const v0 = await alter(0, [topicResource("altered", ["segment.bytes", "100000"])]);
+  expect(v0.responses).toEqual([
+    { errorCode: 0, errorMessage: null, resourceType: TOPIC, resourceName: "altered" },
+  ]);
   expect(overrides("altered")).toEqual({ "segment.bytes": 100000 });
-  const v2 = await alter(2, [{
-    resourceType: TOPIC, resourceName: "altered",
-    configs: [{ name: "cleanup.policy", value: "compact,delete" }, { name: "retention.ms", value: "-1" }],
-  }]);
+  const v2 = await alter(2, [
+    topicResource("altered", ["cleanup.policy", "compact,delete"], ["retention.ms", "-1"]),
+  ]);
   expect(v2.responses[0]!.errorCode).toBe(0);
-  expect(overrides("altered")).toEqual({ "cleanup.policy": ["compact", "delete"], "retention.ms": -1 });
+  expect(overrides("altered"))
+    .toEqual({ "cleanup.policy": ["compact", "delete"], "retention.ms": -1 });
 });
 
 test("validate_only checks and changes nothing", async () => {
-  const ok = await alter(2, [{ resourceType: TOPIC, resourceName: "validated", configs: [{ name: "retention.ms", value: "5" }] }], true);
+  const ok = await alter(2, [topicResource("validated", ["retention.ms", "5"])], true);
   expect(ok.responses[0]!.errorCode).toBe(0);
-  const bad = await alter(2, [{ resourceType: TOPIC, resourceName: "validated", configs: [{ name: "retention.ms", value: "x" }] }], true);
+  const bad = await alter(2, [topicResource("validated", ["retention.ms", "x"])], true);
   expect(bad.responses[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
   expect(overrides("validated")).toEqual({ "retention.ms": 1000 });
 });
@@ -75,8 +87,8 @@ test("validate_only checks and changes nothing", async () => {
 test("error paths: per resource, with Kafka's codes and messages", async () => {
   const res = await alter(1, [
     { resourceType: TOPIC, resourceName: "missing", configs: [] },
-    { resourceType: TOPIC, resourceName: "validated", configs: [{ name: "no.such", value: "1" }] },
-    { resourceType: TOPIC, resourceName: "kjs-altered", configs: [{ name: "segment.bytes", value: "1" }] },
+    topicResource("validated", ["no.such", "1"]),
+    topicResource("kjs-altered", ["segment.bytes", "1"]),
     { resourceType: BROKER, resourceName: "0", configs: [{ name: "num.partitions", value: "3" }] },
     { resourceType: BROKER, resourceName: "9", configs: [] },
     { resourceType: 3, resourceName: "group", configs: [] },
@@ -96,39 +108,42 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
   const messages = res.responses.map((r) => r.errorMessage);
   expect(messages[0]).toBe("The topic 'missing' does not exist.");
   expect(messages[1]).toBe("Unknown topic config name: no.such");
-  expect(messages[2]).toStartWith("Invalid config value for resource ConfigResource(type=TOPIC, name='kjs-altered'):");
+  const resource = "ConfigResource(type=TOPIC, name='kjs-altered')";
+  expect(messages[2]).toStartWith(`Invalid config value for resource ${resource}:`);
   expect(messages[3]).toContain("static");
   expect(messages[4]).toBe("Unexpected broker id, expected 0, but received 9");
-  expect(messages[5]).toBe("AlterConfigs is only supported for topics and brokers, but resource type is GROUP");
+  expect(messages[5])
+    .toBe("AlterConfigs is only supported for topics and brokers, but resource type is GROUP");
   expect(messages[6]).toBe("Each resource must appear at most once.");
   expect(overrides("validated")).toEqual({ "retention.ms": 1000 });
   expect(b.broker.services.config["num.partitions"]).toBe(1);
 });
 
 test("null values and duplicate keys are INVALID_REQUEST", async () => {
-  const res = await alter(2, [
-    { resourceType: TOPIC, resourceName: "validated", configs: [{ name: "retention.ms", value: null }] },
-  ]);
+  const res = await alter(2, [topicResource("validated", ["retention.ms", null])]);
   expect(res.responses[0]).toMatchObject({
-    errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Null value not supported for : retention.ms",
+    errorCode: ErrorCode.INVALID_REQUEST,
+    errorMessage: "Null value not supported for : retention.ms",
   });
-  const dup = await alter(2, [{
-    resourceType: TOPIC, resourceName: "validated",
-    configs: [{ name: "retention.ms", value: "1" }, { name: "retention.ms", value: "2" }],
-  }]);
+  const dup = await alter(2, [
+    topicResource("validated", ["retention.ms", "1"], ["retention.ms", "2"]),
+  ]);
   expect(dup.responses[0]).toMatchObject({
     errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Error due to duplicate config keys",
   });
 });
 
 test("altered configs persist across a restart", async () => {
-  await alter(2, [{ resourceType: TOPIC, resourceName: "altered", configs: [{ name: "retention.bytes", value: "123456" }] }]);
+  await alter(2, [topicResource("altered", ["retention.bytes", "123456"])]);
   client.close();
   b = await b.restart();
   client = await KafkaClient.connect(b.port);
   expect(overrides("altered")).toEqual({ "retention.bytes": 123456 });
   const described = await client.request(ApiKey.DescribeConfigs, 4, {
-    resources: [{ resourceType: TOPIC, resourceName: "altered", configurationKeys: ["retention.bytes"] }],
+    resources: [
+      { resourceType: TOPIC, resourceName: "altered", configurationKeys: ["retention.bytes"] },
+    ],
   });
-  expect(described.results[0]!.configs[0]).toMatchObject({ name: "retention.bytes", value: "123456" });
+  expect(described.results[0]!.configs[0])
+    .toMatchObject({ name: "retention.bytes", value: "123456" });
 }, 20_000);

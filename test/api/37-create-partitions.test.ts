@@ -13,7 +13,8 @@ beforeAll(async () => {
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: ["kjs-grow", "grow-v0", "grow-v3", "dry", "errors"].map((name) => ({
-      name, numPartitions: 1, replicationFactor: 1, configs: [{ name: "retention.ms", value: "77777" }],
+      name, numPartitions: 1, replicationFactor: 1,
+      configs: [{ name: "retention.ms", value: "77777" }],
     })),
   });
   expect(res.topics.map((t) => t.errorCode)).toEqual([0, 0, 0, 0, 0]);
@@ -23,7 +24,8 @@ afterAll(async () => {
   await b.stop();
 });
 
-const partitionCount = (topic: string) => b.broker.services.metadataCache.topic(topic)!.partitions.length;
+const partitionCount = (topic: string) =>
+  b.broker.services.metadataCache.topic(topic)!.partitions.length;
 const grow = (version: number, topics: object[], validateOnly = false) =>
   client.request(ApiKey.CreatePartitions, version, { topics, timeoutMs: 5000, validateOnly });
 
@@ -36,7 +38,9 @@ test("kafkajs createPartitions grows a topic; producing to a new partition works
     await admin.createPartitions({ topicPartitions: [{ topic: "kjs-grow", count: 3 }] });
     const meta = await admin.fetchTopicMetadata({ topics: ["kjs-grow"] });
     expect(meta.topics[0]!.partitions.map((p) => p.partitionId).sort()).toEqual([0, 1, 2]);
-    const [sent] = await producer.send({ topic: "kjs-grow", messages: [{ value: "v", partition: 2 }] });
+    const [sent] = await producer.send({
+      topic: "kjs-grow", messages: [{ value: "v", partition: 2 }],
+    });
     expect(sent).toMatchObject({ partition: 2, errorCode: 0 });
   } finally {
     await Promise.all([admin.disconnect(), producer.disconnect()]);
@@ -55,7 +59,8 @@ test("v0 (lowest): automatic placement, new partition directories, configs kept"
 });
 
 test("v3 (highest): explicit assignments for the new partitions", async () => {
-  const res = await grow(3, [{ name: "grow-v3", count: 3, assignments: [{ brokerIds: [0] }, { brokerIds: [0] }] }]);
+  const assignments = [{ brokerIds: [0] }, { brokerIds: [0] }];
+  const res = await grow(3, [{ name: "grow-v3", count: 3, assignments }]);
   expect(res.results[0]!.errorCode).toBe(0);
   const t = b.broker.services.metadataCache.topic("grow-v3")!;
   expect(t.partitions.map((p) => p.replicas)).toEqual([[0], [0], [0]]);
@@ -71,6 +76,8 @@ test("validate_only checks and creates nothing", async () => {
 
 test("error paths, each with Kafka's code and message", async () => {
   await grow(3, [{ name: "errors", count: 2, assignments: null }]);
+  const placing = (count: number, ...brokerIds: number[][]) =>
+    ({ name: "errors", count, assignments: brokerIds.map((ids) => ({ brokerIds: ids })) });
   const cases: [object, number, string][] = [
     [{ name: "missing", count: 2, assignments: null }, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
       "The topic 'missing' does not exist."],
@@ -78,20 +85,21 @@ test("error paths, each with Kafka's code and message", async () => {
       "Topic currently has 2 partitions, which is higher than the requested 1."],
     [{ name: "errors", count: 2, assignments: null }, ErrorCode.INVALID_PARTITIONS,
       "Topic already has 2 partitions."],
-    [{ name: "errors", count: 4, assignments: [{ brokerIds: [0] }] }, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    [placing(4, [0]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
       "Increasing the number of partitions by 2 but 1 assignments provided."],
-    [{ name: "errors", count: 3, assignments: [{ brokerIds: [5] }] }, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    [placing(3, [5]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
       "Unknown broker(s) in replica assignment: 5."],
-    [{ name: "errors", count: 3, assignments: [{ brokerIds: [0, 0] }] }, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    [placing(3, [0, 0]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
       "Duplicate brokers not allowed in replica assignment: 0, 0 for partition id 2."],
-    [{ name: "errors", count: 3, assignments: [{ brokerIds: [] }] }, ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    [placing(3, []), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
       "Cannot have replication factor of 0 for partition id 2."],
     [{ name: "errors", count: 20_000, assignments: null }, ErrorCode.INVALID_PARTITIONS,
       "Number of partitions must be between 1 and 10000, got 20000."],
   ];
   for (const [t, code, message] of cases) {
     const res = await grow(1, [t]);
-    expect(res.results[0]).toEqual({ name: (t as { name: string }).name, errorCode: code, errorMessage: message });
+    const name = (t as { name: string }).name;
+    expect(res.results[0]).toEqual({ name, errorCode: code, errorMessage: message });
   }
   expect(partitionCount("errors")).toBe(2);
 });
@@ -102,7 +110,10 @@ test("a topic named twice gets one INVALID_REQUEST result and does not grow", as
     { name: "errors", count: 6, assignments: null },
   ]);
   expect(res.results).toEqual([
-    { name: "errors", errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Duplicate topic in request." },
+    {
+      name: "errors", errorCode: ErrorCode.INVALID_REQUEST,
+      errorMessage: "Duplicate topic in request.",
+    },
   ]);
   expect(partitionCount("errors")).toBe(2);
 });

@@ -28,15 +28,18 @@ test("kafkajs describeCluster: this broker, the cluster id and the controller", 
   }
 });
 
-test("v0 (lowest): brokers with rack, cluster id, controller; operations only when asked", async () => {
-  const res = await requestOnce(b.port, ApiKey.DescribeCluster, 0, { includeClusterAuthorizedOperations: false });
+test("v0 (lowest): brokers, cluster id, controller; operations only when asked", async () => {
+  const describe = (includeClusterAuthorizedOperations: boolean) =>
+    requestOnce(b.port, ApiKey.DescribeCluster, 0, { includeClusterAuthorizedOperations });
+  const res = await describe(false);
   expect(res).toMatchObject({
-    errorCode: ErrorCode.NONE, errorMessage: null, clusterId: b.broker.services.clusterId, controllerId: 3,
+    errorCode: ErrorCode.NONE, errorMessage: null,
+    clusterId: b.broker.services.clusterId, controllerId: 3,
     brokers: [{ brokerId: 3, host: "127.0.0.1", port: b.port, rack: "r1" }],
     clusterAuthorizedOperations: NOT_REQUESTED,
   });
   expect(res.clusterId).toHaveLength(22);
-  const asked = await requestOnce(b.port, ApiKey.DescribeCluster, 0, { includeClusterAuthorizedOperations: true });
+  const asked = await describe(true);
   // CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
   expect(asked.clusterAuthorizedOperations).toBe(0b1_1111_1010_0000);
 });
@@ -49,12 +52,18 @@ test("v1 (highest): endpoint type BROKER; controllers or unknown types are refus
   expect(controllers.errorCode).toBe(ErrorCode.MISMATCHED_ENDPOINT_TYPE);
   expect(controllers.brokers).toEqual([]);
   const unknown = await requestOnce(b.port, ApiKey.DescribeCluster, 1, { endpointType: 9 });
-  expect(unknown).toMatchObject({ errorCode: ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, errorMessage: "Unsupported endpoint type 9" });
+  expect(unknown).toMatchObject({
+    errorCode: ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, errorMessage: "Unsupported endpoint type 9",
+  });
 });
 
 test("ApiVersions advertises exactly the admin ranges", async () => {
-  const res = await requestOnce(b.port, ApiKey.ApiVersions, 3, { clientSoftwareName: "t", clientSoftwareVersion: "1" });
-  const ranges = Object.fromEntries(res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
+  const res = await requestOnce(b.port, ApiKey.ApiVersions, 3, {
+    clientSoftwareName: "t", clientSoftwareVersion: "1",
+  });
+  const ranges = Object.fromEntries(
+    res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]),
+  );
   expect(ranges).toMatchObject({
     19: [2, 7], 20: [1, 6], 32: [1, 4], 33: [0, 2], 37: [0, 3], 44: [0, 1], 60: [0, 1],
   });
