@@ -61,7 +61,7 @@ describe("ZooKeeper killed and restarted", () => {
     await server.kill();
     const { result, elapsedMs } = await timed(client.setData("/survivor", text("y")));
     expect(result).toBeInstanceOf(ZooKeeperUnavailableError);
-    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 500);
+    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 1_000);
     expect(events).toContain("disconnected");
     const many = await Promise.all(Array.from({ length: 20 }, () => timed(client.exists("/"))));
     for (const call of many) expect(call.result).toBeInstanceOf(ZooKeeperUnavailableError);
@@ -89,9 +89,9 @@ describe("network that drops every byte", () => {
     const blackholedAtMs = Date.now();
     const { result, elapsedMs } = await timed(client.getData("/blackhole"));
     expect(result).toBeInstanceOf(ZooKeeperUnavailableError);
-    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 500);
+    expect(elapsedMs).toBeLessThan(OPTIONS.requestTimeoutMs + 1_000);
     await until(() => events.includes("disconnected"), 4_000);
-    expect(Date.now() - blackholedAtMs).toBeLessThan(3_500);
+    expect(Date.now() - blackholedAtMs).toBeLessThan(4_500);
     proxy.setMode("forward");
     await until(() => client.isConnected, 2_000);
     expect((await client.getData("/blackhole")).data).toEqual(text("x"));
