@@ -140,3 +140,38 @@ test("deletion disabled: TOPIC_DELETION_DISABLED from v3, INVALID_REQUEST before
     await locked.stop();
   }
 });
+
+/** kafka-python's admin client (v3 DeleteTopics, v2 DescribeConfigs, v1 AlterConfigs). */
+const KAFKA_PYTHON_ADMIN = `
+import json, sys
+from kafka.admin import (ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions,
+                         NewTopic)
+a = KafkaAdminClient(bootstrap_servers=sys.argv[1])
+out = {"created": a.create_topics([NewTopic("kp", 2, 1)]).topic_errors[0][1]}
+a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp", configs={"retention.ms": "6000"})])
+res = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp")])[0].resources[0]
+out["retention"] = [e[1] for e in res[4] if e[0] == "retention.ms"][0]
+out["grown"] = a.create_partitions({"kp": NewPartitions(3)}).topic_errors[0][1]
+out["deleted"] = a.delete_topics(["kp"]).topic_error_codes[0][1]
+try:
+    a.delete_topics(["kp"])
+except Exception as e:
+    out["missing"] = type(e).__name__
+print(json.dumps(out))
+`;
+
+test("kafka-python's admin client creates, alters, describes, grows and deletes", async () => {
+  // Asynchronous spawn: the broker runs in this process and must keep serving meanwhile.
+  const child = Bun.spawn(["/usr/bin/python3", "-c", KAFKA_PYTHON_ADMIN, `127.0.0.1:${b.port}`], {
+    stdout: "pipe", stderr: "pipe",
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([
+    new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited,
+  ]);
+  expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: "" });
+  expect(JSON.parse(stdout)).toEqual({
+    created: 0, retention: "6000", grown: 0, deleted: 0,
+    missing: "UnknownTopicOrPartitionError",
+  });
+  expect(b.broker.services.metadataCache.topic("kp")).toBeUndefined();
+}, 30_000);
