@@ -150,6 +150,7 @@ class JvmNode implements ZooKeeperServer {
   readonly connectString: string;
   readonly dataDir: string;
   private child: ChildProcess | null = null;
+  private spawnError: Error | null = null;
   private exited: Promise<void> = Promise.resolve();
   private readonly configPath: string;
   private readonly logPath: string;
@@ -213,10 +214,16 @@ class JvmNode implements ZooKeeperServer {
     this.child = child;
     liveProcesses.add(child);
     this.exited = new Promise((resolve) => {
-      child.once("exit", () => {
+      const gone = () => {
         liveProcesses.delete(child);
         if (this.child === child) this.child = null;
         resolve();
+      };
+      child.once("exit", gone);
+      // Without a JRE, spawn fails with ENOENT and emits "error" instead of "exit".
+      child.once("error", (error) => {
+        this.spawnError = error;
+        gone();
       });
     });
     startWatchdog(child);
@@ -231,7 +238,8 @@ class JvmNode implements ZooKeeperServer {
       if (/^Mode: /m.test(answer)) return;
       await Bun.sleep(50);
     }
-    throw new Error(`ZooKeeper on port ${this.port} did not start; see ${this.logPath}`);
+    const reason = this.spawnError === null ? `see ${this.logPath}` : String(this.spawnError);
+    throw new Error(`ZooKeeper on port ${this.port} did not start: ${reason}`);
   }
 }
 
