@@ -97,6 +97,9 @@ export class AdminManager {
     const assignment = automatic ?? this.checkedAssignment(topic);
     const configs = parseCreateConfigs(topic.configs);
     this.checkBrokerLimits(1, assignment.length);
+    assert(assignment.length >= 1, `topic ${topic.name} would have no partitions`);
+    assert(assignment.every((r) => r.length === assignment[0]!.length),
+      `topic ${topic.name} would have unequal replication factors`);
     const created = {
       topicId: validateOnly ? ZERO_TOPIC_ID : new Uint8Array(randomBytes(16)),
       numPartitions: assignment.length,
@@ -112,6 +115,7 @@ export class AdminManager {
     };
     await this.store.createTopic(record);
     this.cache.reload();
+    assert(this.cache.topic(topic.name) !== undefined, `created topic ${topic.name} not cached`);
     this.createLocalLogs(topic.name, 0, assignment.length, configs);
     return created;
   }
@@ -127,6 +131,7 @@ export class AdminManager {
     }
     await this.store.deleteTopic(name);
     this.cache.reload();
+    assert(this.cache.topic(name) === undefined, `deleted topic ${name} still cached`);
     await Promise.all(topic.partitions.map((p) => this.logs.deleteLog(name, p.partition)));
     return topic.topicId;
   }
@@ -157,6 +162,7 @@ export class AdminManager {
       ? this.autoAssign(current, count - current, replicationFactor)
       : this.checkedNewPartitions(assignments, current, count, replicationFactor);
     this.checkBrokerLimits(0, added.length);
+    assert(current + added.length === count, `topic ${name} would have ${current}+${added.length}`);
     if (validateOnly) return;
     await this.store.updateTopic({ ...record, assignment: [...record.assignment, ...added] });
     this.cache.reload();
