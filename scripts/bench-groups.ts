@@ -29,7 +29,9 @@ const REBALANCE_RUNS = 20;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function rate(inFlight: number, op: (worker: number, i: number) => Promise<unknown>): Promise<number> {
+async function rate(
+  inFlight: number, op: (worker: number, i: number) => Promise<unknown>,
+): Promise<number> {
   const startedMs = performance.now();
   const endMs = startedMs + DURATION_MS;
   let done = 0;
@@ -50,14 +52,23 @@ async function commitRates(partitions: number, inFlight: number) {
     const store = LocalOffsetStore.open(dir);
     const coordinator = new GroupCoordinator(store, { offsetsPerCommitMax: 1_000 });
     await coordinator.start();
-    const r = await rate(inFlight, (worker, i) => coordinator.offsetCommit({
+    const commitOf = (worker: number, i: number) => ({
       groupId: `bench-${worker}`, generationId: -1, memberId: "", groupInstanceId: null,
-      topics: [{ name: "bench-topic", partitions: Array.from({ length: partitions }, (_, p) => ({
-        partitionIndex: p, committedOffset: BigInt(i), committedLeaderEpoch: 0, committedMetadata: "",
-      })) }],
-    }).then((res) => {
-      if (res.topics[0]!.partitions[0]!.errorCode !== ErrorCode.NONE) throw new Error("commit failed");
-    }));
+      topics: [{
+        name: "bench-topic",
+        partitions: Array.from({ length: partitions }, (_, p) => ({
+          partitionIndex: p,
+          committedOffset: BigInt(i),
+          committedLeaderEpoch: 0,
+          committedMetadata: "",
+        })),
+      }],
+    });
+    const r = await rate(inFlight, async (worker, i) => {
+      const res = await coordinator.offsetCommit(commitOf(worker, i));
+      const errorCode = res.topics[0]!.partitions[0]!.errorCode;
+      if (errorCode !== ErrorCode.NONE) throw new Error(`commit failed with ${errorCode}`);
+    });
     rates.push(r);
     perSync.push(store.stats.recordsWritten / store.stats.fsyncs);
     coordinator.close();
@@ -86,7 +97,9 @@ async function syncAll(c: GroupCoordinator, groupId: string, joins: readonly Joi
   return Promise.all(joins.map((j) => c.syncGroup({
     groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
     protocolType: "consumer", protocolName: "range",
-    assignments: j.leader === j.memberId ? j.members.map((m) => ({ memberId: m.memberId, assignment: new Uint8Array(64) })) : [],
+    assignments: j.leader !== j.memberId
+      ? []
+      : j.members.map((m) => ({ memberId: m.memberId, assignment: new Uint8Array(64) })),
   })));
 }
 
@@ -98,28 +111,39 @@ async function rebalanceMs(c: GroupCoordinator, groupId: string): Promise<number
   const newcomer = join(c, groupId);
   // Each member learns of the rebalance from its next heartbeat, and rejoins at once.
   const rejoins = initial.map(async (m) => {
-    while (c.heartbeat({ groupId, generationId: m.generationId, memberId: m.memberId, groupInstanceId: null })
-      !== ErrorCode.REBALANCE_IN_PROGRESS) await new Promise((resolve) => setImmediate(resolve));
+    const { generationId, memberId } = m;
+    const heartbeat = { groupId, generationId, memberId, groupInstanceId: null };
+    while (c.heartbeat(heartbeat) !== ErrorCode.REBALANCE_IN_PROGRESS) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     return c.joinGroup(joinRequest(groupId, m.memberId));
   });
   const joins = await Promise.all([newcomer, ...rejoins]);
   const syncs = await syncAll(c, groupId, joins);
   const elapsed = performance.now() - started;
-  if (syncs.some((s) => s.errorCode !== ErrorCode.NONE) || new Set(joins.map((j) => j.generationId)).size !== 1) {
+  const generations = new Set(joins.map((j) => j.generationId));
+  if (syncs.some((s) => s.errorCode !== ErrorCode.NONE) || generations.size !== 1) {
     throw new Error("the rebalance did not complete in one generation");
   }
   return elapsed;
 }
 
 async function main(): Promise<void> {
-  console.log(`Offset commits/s, local store (median of ${REPEATS} runs of ${DURATION_MS} ms; ${os.cpus().length} CPUs)`);
-  console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | commits/fsync | offsets/s at 32 |");
+  const cpus = os.cpus().length;
+  console.log(`Offset commits/s, local store ` +
+    `(median of ${REPEATS} runs of ${DURATION_MS} ms; ${cpus} CPUs)`);
+  console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | commits/fsync |" +
+    " offsets/s at 32 |");
   console.log("|---|---|---|---|---|---|");
   for (const partitions of PARTITION_COUNTS) {
     const one = await commitRates(partitions, 1);
     const many = await commitRates(partitions, IN_FLIGHT);
-    console.log(`| ${partitions} | ${one.commitsPerSecond.toFixed(0)} | ${one.commitsPerFsync.toFixed(1)} | ` +
-      `${many.commitsPerSecond.toFixed(0)} | ${many.commitsPerFsync.toFixed(1)} | ${(many.commitsPerSecond * partitions).toFixed(0)} |`);
+    const cells = [
+      partitions, one.commitsPerSecond.toFixed(0), one.commitsPerFsync.toFixed(1),
+      many.commitsPerSecond.toFixed(0), many.commitsPerFsync.toFixed(1),
+      (many.commitsPerSecond * partitions).toFixed(0),
+    ];
+    console.log(`| ${cells.join(" | ")} |`);
   }
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
@@ -127,8 +151,11 @@ async function main(): Promise<void> {
   const coordinator = new GroupCoordinator(store, { initialRebalanceDelayMs: 0 });
   await coordinator.start();
   const times: number[] = [];
-  for (let run = 0; run < REBALANCE_RUNS; run++) times.push(await rebalanceMs(coordinator, `rebalance-${run}`));
-  console.log(`\n10-member group, one member joins: rebalance in ${median(times).toFixed(2)} ms median, ` +
+  for (let run = 0; run < REBALANCE_RUNS; run++) {
+    times.push(await rebalanceMs(coordinator, `rebalance-${run}`));
+  }
+  console.log(`\n10-member group, one member joins: rebalance in ` +
+    `${median(times).toFixed(2)} ms median, ` +
     `${Math.max(...times).toFixed(2)} ms max over ${REBALANCE_RUNS} runs (domain level)`);
   coordinator.close();
   await store.close();

@@ -12,6 +12,7 @@ import { ApiKey, type OffsetCommitRequest } from "../protocol/generated/index.ts
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 type RequestTopic = OffsetCommitRequest["topics"][number];
+type TopicErrors = { name: string; partitions: { partitionIndex: number; errorCode: number }[] };
 
 export const offsetCommitHandler = defineHandler({
   apiKey: ApiKey.OffsetCommit,
@@ -19,7 +20,7 @@ export const offsetCommitHandler = defineHandler({
   maxVersion: 9,
   async handle(request, ctx) {
     const known: RequestTopic[] = [];
-    const unknown: { name: string; partitions: { partitionIndex: number; errorCode: number }[] }[] = [];
+    const unknown: TopicErrors[] = [];
     for (const topic of request.topics) {
       const exists = partitionChecker(topic.name, ctx);
       const ok = topic.partitions.filter((p) => exists(p.partitionIndex));

@@ -8,7 +8,7 @@
 //   groups; classic groups ignore them.
 // * Before v2 there is no top-level error: a group error is reported on every partition.
 import { ApiKey } from "../protocol/generated/index.ts";
-import type { OffsetFetchResult } from "../coordinator/group-operations.ts";
+import type { OffsetFetchResult, OffsetFetchTopic } from "../coordinator/group-operations.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const GROUPS_MIN_VERSION = 8;
@@ -16,7 +16,7 @@ const TOP_LEVEL_ERROR_MIN_VERSION = 2;
 /** Groups one request may ask about; Kafka has no limit, but every list needs one. */
 const GROUPS_MAX = 10_000;
 
-type Topics = readonly { readonly name: string; readonly partitionIndexes: readonly number[] }[] | null;
+type Topics = readonly OffsetFetchTopic[] | null;
 
 export const offsetFetchHandler = defineHandler({
   apiKey: ApiKey.OffsetFetch,
@@ -48,7 +48,11 @@ function withGroupErrorOnPartitions(result: OffsetFetchResult, requested: NonNul
   return requested.map((t) => ({
     name: t.name,
     partitions: t.partitionIndexes.map((partitionIndex) => ({
-      partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: "", errorCode: result.errorCode,
+      partitionIndex,
+      committedOffset: -1n,
+      committedLeaderEpoch: -1,
+      metadata: "",
+      errorCode: result.errorCode,
     })),
   }));
 }

@@ -66,7 +66,7 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
         errorMessage: null,
       };
     case KeyType.TRANSACTION:
-      return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "Quill has no transaction coordinator.");
+      return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator.");
     default:
       return failure(key, ErrorCode.INVALID_REQUEST, `Unknown coordinator key type ${keyType}.`);
   }

@@ -20,8 +20,11 @@ export const describeGroupsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 5,
   handle(request, ctx) {
-    const described = ctx.broker.groupCoordinator.describeGroups(request.groups.slice(0, GROUPS_MAX), ctx.apiVersion);
-    const authorizedOperations = request.includeAuthorizedOperations ? GROUP_OPERATIONS : OPERATIONS_NOT_REQUESTED;
+    const groupIds = request.groups.slice(0, GROUPS_MAX);
+    const described = ctx.broker.groupCoordinator.describeGroups(groupIds, ctx.apiVersion);
+    const authorizedOperations = request.includeAuthorizedOperations
+      ? GROUP_OPERATIONS
+      : OPERATIONS_NOT_REQUESTED;
     return {
       throttleTimeMs: 0,
       groups: described.map((g) => ({

@@ -13,7 +13,10 @@ export const offsetDeleteHandler = defineHandler({
   async handle(request, ctx) {
     const result = await ctx.broker.groupCoordinator.offsetDelete({
       groupId: request.groupId,
-      topics: request.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => p.partitionIndex) })),
+      topics: request.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => p.partitionIndex),
+      })),
     });
     return { throttleTimeMs: 0, errorCode: result.errorCode, topics: result.topics };
   },

@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { CONSUMER_PROTOCOL_TYPE, subscribedTopics } from "./consumer-protocol.ts";
-import type { JoinGroupMember, JoinGroupProtocol, JoinGroupResult, SyncGroupResult } from "./group-operations.ts";
+import type {
+  JoinGroupMember, JoinGroupProtocol, JoinGroupResult, SyncGroupResult,
+} from "./group-operations.ts";
 import { assertTransition, canTransition, GroupState } from "./group-state.ts";
 import { EMPTY_BYTES, type MemberMetadata } from "./member-metadata.ts";
 import type { CommittedOffset } from "./offset-store.ts";
@@ -97,12 +99,14 @@ export class ClassicGroup {
   }
 
   add(member: MemberMetadata, callback: ((result: JoinGroupResult) => void) | null): void {
-    assert(!this.members.has(member.memberId), `member ${member.memberId} is already in ${this.groupId}`);
+    assert(!this.members.has(member.memberId), `${member.memberId} is already in ${this.groupId}`);
     if (this.members.size === 0) this.protocolType = member.protocolType;
     assert(this.protocolType === member.protocolType, `protocol type mismatch in ${this.groupId}`);
     if (this.leaderId === null) this.leaderId = member.memberId;
     this.members.set(member.memberId, member);
-    if (member.groupInstanceId !== null) this.staticMembers.set(member.groupInstanceId, member.memberId);
+    if (member.groupInstanceId !== null) {
+      this.staticMembers.set(member.groupInstanceId, member.memberId);
+    }
     this.countProtocols(member.supportedProtocols, 1);
     this.removePendingMember(member.memberId);
     this.setAwaitingJoin(member, callback);
@@ -117,8 +121,9 @@ export class ClassicGroup {
     this.members.delete(memberId);
     this.countProtocols(member.supportedProtocols, -1);
     if (member.isAwaitingJoin) this.awaitingJoinCount--;
-    if (member.groupInstanceId !== null && this.staticMembers.get(member.groupInstanceId) === memberId) {
-      this.staticMembers.delete(member.groupInstanceId);
+    const instanceId = member.groupInstanceId;
+    if (instanceId !== null && this.staticMembers.get(instanceId) === memberId) {
+      this.staticMembers.delete(instanceId);
     }
     if (this.leaderId === memberId) {
       this.leaderId = this.members.keys().next().value ?? null;
@@ -145,9 +150,11 @@ export class ClassicGroup {
    * Gives a static member's entry a new member id (KIP-345). A request still parked under the
    * old id belongs to a duplicate instance, which is fenced.
    */
-  replaceStaticMember(groupInstanceId: string, oldMemberId: string, newMemberId: string): MemberMetadata {
+  replaceStaticMember(
+    groupInstanceId: string, oldMemberId: string, newMemberId: string,
+  ): MemberMetadata {
     const member = this.get(oldMemberId);
-    assert(member.groupInstanceId === groupInstanceId, `${oldMemberId} is not instance ${groupInstanceId}`);
+    assert(member.groupInstanceId === groupInstanceId, `${oldMemberId} is not ${groupInstanceId}`);
     this.answerJoin(member, joinError(oldMemberId, ErrorCode.FENCED_INSTANCE_ID));
     this.answerSync(member, syncError(ErrorCode.FENCED_INSTANCE_ID));
     this.members.delete(oldMemberId);
@@ -212,7 +219,7 @@ export class ClassicGroup {
     return true;
   }
 
-  /** Whether a member may join: an empty group takes anything, else a common protocol must exist. */
+  /** Whether a member may join: an Empty group takes any, else a common protocol must exist. */
   supportsProtocols(protocolType: string, protocolNames: readonly string[]): boolean {
     if (this.is(GroupState.Empty)) return protocolType.length > 0 && protocolNames.length > 0;
     if (this.protocolType !== protocolType) return false;
@@ -223,7 +230,9 @@ export class ClassicGroup {
   selectProtocol(): string {
     assert(this.members.size > 0, `cannot select a protocol for empty group ${this.groupId}`);
     const candidates = new Set<string>();
-    for (const [name, count] of this.protocolCounts) if (count === this.members.size) candidates.add(name);
+    for (const [name, count] of this.protocolCounts) {
+      if (count === this.members.size) candidates.add(name);
+    }
     const votes = new Map<string, number>();
     for (const m of this.members.values()) {
       const choice = m.vote(candidates);
@@ -252,7 +261,7 @@ export class ClassicGroup {
     }
   }
 
-  /** Member metadata for the chosen protocol, as the leader receives it in its JoinGroup response. */
+  /** Member metadata for the chosen protocol, as the leader gets it in its JoinGroup response. */
   currentMemberMetadata(): JoinGroupMember[] {
     assert(this.protocolName !== null, `group ${this.groupId} has no protocol in ${this.state}`);
     const protocolName = this.protocolName;
@@ -287,12 +296,14 @@ export class ClassicGroup {
     return topics;
   }
 
-  private setAwaitingJoin(member: MemberMetadata, callback: ((r: JoinGroupResult) => void) | null): void {
+  private setAwaitingJoin(
+    member: MemberMetadata, callback: ((r: JoinGroupResult) => void) | null,
+  ): void {
     if (callback !== null && !member.isAwaitingJoin) this.awaitingJoinCount++;
     if (callback === null && member.isAwaitingJoin) this.awaitingJoinCount--;
     member.awaitingJoin = callback;
     assert(this.awaitingJoinCount >= 0, `negative awaiting-join count in ${this.groupId}`);
-    assert(this.awaitingJoinCount <= this.members.size, `awaiting-join count above size in ${this.groupId}`);
+    assert(this.awaitingJoinCount <= this.members.size, `awaiting > members in ${this.groupId}`);
   }
 
   private countProtocols(protocols: readonly JoinGroupProtocol[], delta: 1 | -1): void {

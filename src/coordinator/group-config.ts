@@ -18,11 +18,11 @@ export interface GroupConfig {
   readonly offsetMetadataMaxBytes: number;
   /** Groups this coordinator keeps in memory; a new group beyond it is refused. */
   readonly groupsMax: number;
-  /** Committed partitions per group; a commit that would exceed it gets INVALID_COMMIT_OFFSET_SIZE. */
+  /** Committed partitions per group; a commit going past it gets INVALID_COMMIT_OFFSET_SIZE. */
   readonly offsetsPerGroupMax: number;
   /** Partitions in one OffsetCommit; a larger commit gets INVALID_COMMIT_OFFSET_SIZE. */
   readonly offsetsPerCommitMax: number;
-  /** Protocol metadata bytes of one member, summed over its protocols; more gets INVALID_REQUEST. */
+  /** Protocol metadata bytes of one member, over all its protocols; more gets INVALID_REQUEST. */
   readonly memberMetadataBytesMax: number;
   /** Protocols one member may offer in a JoinGroup; more gets INVALID_REQUEST. */
   readonly protocolsPerMemberMax: number;

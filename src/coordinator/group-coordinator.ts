@@ -1,18 +1,24 @@
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
-import { ClassicGroup, joinError, syncError } from "./classic-group.ts";
-import { DEFAULT_GROUP_CONFIG, type GroupConfig, NEW_MEMBER_JOIN_TIMEOUT_MS } from "./group-config.ts";
+import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
 import {
-  commitError, countCommitPartitions, deleteOffsets, ensureOffsetsLoaded, fetchOffsets, partitionErrors,
-  storeOffsets,
+  DEFAULT_GROUP_CONFIG, type GroupConfig, NEW_MEMBER_JOIN_TIMEOUT_MS,
+} from "./group-config.ts";
+import { describedError, describeGroup } from "./group-description.ts";
+import {
+  commitError, countCommitPartitions, deleteOffsets, ensureOffsetsLoaded, fetchOffsets,
+  partitionErrors, storeOffsets,
 } from "./group-offsets.ts";
 import type {
-  DeleteGroupResult, DescribedGroup, HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, JoinGroupResult,
+  DeleteGroupResult, DescribedGroup, HeartbeatRequest, JoinGroupRequest, JoinGroupResult,
   LeaveGroupRequest, LeaveGroupResult, LeavingMember, ListGroupsRequest, ListGroupsResult,
-  OffsetCommitRequest, OffsetCommitResult, OffsetDeleteRequest, OffsetDeleteResult, OffsetFetchRequest,
-  OffsetFetchResult, SyncGroupRequest, SyncGroupResult,
+  OffsetCommitRequest, OffsetCommitResult, OffsetDeleteRequest, OffsetDeleteResult,
+  OffsetFetchRequest, OffsetFetchResult, SyncGroupRequest, SyncGroupResult,
 } from "./group-operations.ts";
 import { GroupState } from "./group-state.ts";
+import {
+  uniqueProtocols, validateCurrentMember, validateOffsetCommit, validateSync,
+} from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
 import type { OffsetStore } from "./offset-store.ts";
 
@@ -49,22 +55,27 @@ export class GroupCoordinator {
     private readonly nowMs: () => number = Date.now,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
-    assert(this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs, "min session timeout > max");
+    assert(
+      this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
+      `group.min.session.timeout.ms ${this.config.minSessionTimeoutMs} exceeds the max ` +
+        `${this.config.maxSessionTimeoutMs}`,
+    );
     assert(this.config.maxSize > 0, `group.max.size must be positive, not ${this.config.maxSize}`);
   }
 
-  /** Makes the groups that have committed offsets visible (as Empty groups), then serves requests. */
+  /** Makes groups with committed offsets visible (as Empty groups), then serves requests. */
   async start(): Promise<void> {
     assert(!this.active, "the group coordinator is already started");
     for (const groupId of await this.store.listGroups()) {
       if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId));
     }
     this.active = true;
-    this.cleanupTimer = setInterval(() => this.removeIdleGroups(), this.config.emptyGroupCleanupIntervalMs);
+    const cleanupIntervalMs = this.config.emptyGroupCleanupIntervalMs;
+    this.cleanupTimer = setInterval(() => this.removeIdleGroups(), cleanupIntervalMs);
     this.cleanupTimer.unref();
   }
 
-  /** Answers every parked request with NOT_COORDINATOR and stops all timers. The store stays open. */
+  /** Answers parked requests with NOT_COORDINATOR and stops all timers; the store stays open. */
   close(): void {
     this.active = false;
     if (this.cleanupTimer !== null) clearInterval(this.cleanupTimer);
@@ -90,7 +101,9 @@ export class GroupCoordinator {
     const isUnknownMember = req.memberId === "";
     let group = this.groups.get(req.groupId);
     if (group === undefined) {
-      if (!isUnknownMember) return Promise.resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      if (!isUnknownMember) {
+        return Promise.resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      }
       group = this.createGroup(req.groupId) ?? undefined;
       if (group === undefined) {
         return Promise.resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
@@ -112,8 +125,9 @@ export class GroupCoordinator {
   }
 
   private validateJoin(req: JoinGroupRequest): number | null {
-    if (req.sessionTimeoutMs < this.config.minSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
-    if (req.sessionTimeoutMs > this.config.maxSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
+    const { minSessionTimeoutMs, maxSessionTimeoutMs } = this.config;
+    if (req.sessionTimeoutMs < minSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
+    if (req.sessionTimeoutMs > maxSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
     if (req.protocols.length > this.config.protocolsPerMemberMax) return ErrorCode.INVALID_REQUEST;
     let metadataBytes = 0;
     for (const p of req.protocols) metadataBytes += p.metadata.length;
@@ -139,7 +153,9 @@ export class GroupCoordinator {
   }
 
   private newMemberJoin(group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback): void {
-    if (group.is(GroupState.Dead)) return resolve(joinError("", ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    if (group.is(GroupState.Dead)) {
+      return resolve(joinError("", ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
     if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
       return resolve(joinError("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     }
@@ -147,7 +163,7 @@ export class GroupCoordinator {
     if (req.groupInstanceId !== null) {
       const oldMemberId = group.staticMemberId(req.groupInstanceId);
       if (oldMemberId !== undefined) {
-        return this.replaceStaticMemberAndMaybeRebalance(group, oldMemberId, newMemberId, req, resolve);
+        return this.replaceStaticMember(group, oldMemberId, newMemberId, req, resolve);
       }
       return this.addMemberAndRebalance(group, newMemberId, req, resolve);
     }
@@ -159,20 +175,27 @@ export class GroupCoordinator {
     if (group.pendingMembers.size >= this.config.pendingMembersMax) {
       return resolve(joinError("", ErrorCode.GROUP_MAX_SIZE_REACHED));
     }
-    const timer = setTimeout(() => this.expirePendingMember(group, newMemberId), req.sessionTimeoutMs);
+    const expire = () => this.expirePendingMember(group, newMemberId);
+    const timer = setTimeout(expire, req.sessionTimeoutMs);
     timer.unref();
     group.pendingMembers.set(newMemberId, timer);
     resolve(joinError(newMemberId, ErrorCode.MEMBER_ID_REQUIRED));
   }
 
-  private currentMemberJoin(group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback): void {
-    if (group.is(GroupState.Dead)) return resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+  private currentMemberJoin(
+    group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback,
+  ): void {
+    if (group.is(GroupState.Dead)) {
+      return resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
+    }
     if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
       return resolve(joinError(req.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     }
     if (group.pendingMembers.has(req.memberId)) {
       // Pending ids are only handed to dynamic members; a static one reusing it is confused.
-      if (req.groupInstanceId !== null) return resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      if (req.groupInstanceId !== null) {
+        return resolve(joinError(req.memberId, ErrorCode.UNKNOWN_MEMBER_ID));
+      }
       return this.addMemberAndRebalance(group, req.memberId, req, resolve);
     }
     const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
@@ -183,7 +206,9 @@ export class GroupCoordinator {
         return this.updateMemberAndRebalance(group, member, req, resolve);
       case GroupState.CompletingRebalance:
         // The same metadata means the member missed its JoinGroup response: send it again.
-        if (member.matches(req.protocols)) return resolve(this.currentGeneration(group, member.memberId));
+        if (member.matches(req.protocols)) {
+          return resolve(this.currentGeneration(group, member.memberId));
+        }
         return this.updateMemberAndRebalance(group, member, req, resolve);
       case GroupState.Stable:
         // A rejoining leader forces a rebalance: that is how it reacts to metadata changes
@@ -199,7 +224,9 @@ export class GroupCoordinator {
   }
 
   /** The current generation's JoinGroup answer, with the member list for the leader only. */
-  private currentGeneration(group: ClassicGroup, memberId: string, skipAssignment = false): JoinGroupResult {
+  private currentGeneration(
+    group: ClassicGroup, memberId: string, skipAssignment = false,
+  ): JoinGroupResult {
     const isLeader = group.isLeader(memberId);
     return {
       errorCode: ErrorCode.NONE,
@@ -217,12 +244,14 @@ export class GroupCoordinator {
     group: ClassicGroup, memberId: string, req: JoinGroupRequest, resolve: JoinCallback,
   ): void {
     const member = new MemberMetadata(
-      memberId, req.groupInstanceId, req.clientId, req.clientHost, Math.max(0, req.rebalanceTimeoutMs),
-      req.sessionTimeoutMs, req.protocolType, req.protocols,
+      memberId, req.groupInstanceId, req.clientId, req.clientHost,
+      Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, req.protocolType, req.protocols,
     );
     member.isNew = true;
     // A member joining during the initial delay extends it, up to the rebalance timeout.
-    if (group.is(GroupState.PreparingRebalance) && group.generationId === 0) group.newMemberAdded = true;
+    if (group.is(GroupState.PreparingRebalance) && group.generationId === 0) {
+      group.newMemberAdded = true;
+    }
     group.add(member, resolve);
     // A new member cannot heartbeat while its JoinGroup is parked, so its session timeout does
     // not apply yet; this longer timeout drops it if it vanishes during a long rebalance.
@@ -236,8 +265,16 @@ export class GroupCoordinator {
     // A JoinGroup already parked for this member was given up by its client; answer it so
     // its connection's response queue does not stall.
     group.answerJoin(member, joinError(member.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
-    group.updateMember(member, req.protocols, Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, resolve);
+    this.updateMember(group, member, req, resolve);
     this.maybePrepareRebalance(group);
+  }
+
+  /** Records a rejoining member's protocols and timeouts and parks its JoinGroup. */
+  private updateMember(
+    group: ClassicGroup, member: MemberMetadata, req: JoinGroupRequest, resolve: JoinCallback,
+  ): void {
+    const rebalanceTimeoutMs = Math.max(0, req.rebalanceTimeoutMs);
+    group.updateMember(member, req.protocols, rebalanceTimeoutMs, req.sessionTimeoutMs, resolve);
   }
 
   /**
@@ -245,14 +282,15 @@ export class GroupCoordinator {
    * entry under a new id. In Stable, when the group's protocol would not change, there is no
    * rebalance: the member gets the current generation and keeps its assignment.
    */
-  private replaceStaticMemberAndMaybeRebalance(
-    group: ClassicGroup, oldMemberId: string, newMemberId: string, req: JoinGroupRequest, resolve: JoinCallback,
+  private replaceStaticMember(
+    group: ClassicGroup, oldMemberId: string, newMemberId: string, req: JoinGroupRequest,
+    resolve: JoinCallback,
   ): void {
     assert(req.groupInstanceId !== null, "only static members are replaced");
     const previousLeader = group.leaderId ?? "";
     const member = group.replaceStaticMember(req.groupInstanceId, oldMemberId, newMemberId);
     this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
-    group.updateMember(member, req.protocols, Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, resolve);
+    this.updateMember(group, member, req, resolve);
     switch (group.state) {
       case GroupState.Stable:
         if (group.protocolName !== group.selectProtocol()) return this.maybePrepareRebalance(group);
@@ -263,7 +301,8 @@ export class GroupCoordinator {
         } else {
           // Older clients would run a trivial assignment that a Stable group ignores; naming
           // the old leader id keeps the restarted member a follower.
-          group.answerJoin(member, { ...this.currentGeneration(group, newMemberId), leader: previousLeader, members: [] });
+          const current = this.currentGeneration(group, newMemberId);
+          group.answerJoin(member, { ...current, leader: previousLeader, members: [] });
         }
         return;
       case GroupState.CompletingRebalance:
@@ -273,7 +312,7 @@ export class GroupCoordinator {
         return;
       case GroupState.Empty:
       case GroupState.Dead:
-        assert(false, `group ${group.groupId} has static member ${req.groupInstanceId} in state ${group.state}`);
+        assert(false, `${group.groupId} has a static member in state ${group.state}`);
     }
   }
 
@@ -304,15 +343,20 @@ export class GroupCoordinator {
     }
   }
 
-  private scheduleJoin(group: ClassicGroup, wait: ClassicGroup["joinWait"], delayMs: number, remainingMs: number): void {
+  private scheduleJoin(
+    group: ClassicGroup, wait: JoinWait, delayMs: number, remainingMs: number,
+  ): void {
     if (group.joinTimer !== null) clearTimeout(group.joinTimer);
     group.joinWait = wait;
-    group.joinTimer = setTimeout(() => this.onJoinTimer(group, wait, delayMs, remainingMs), delayMs);
+    const expire = () => this.onJoinTimer(group, wait, delayMs, remainingMs);
+    group.joinTimer = setTimeout(expire, delayMs);
     group.joinTimer.unref();
   }
 
   /** Kafka's InitialDelayedJoin and DelayedJoin expiry. */
-  private onJoinTimer(group: ClassicGroup, wait: ClassicGroup["joinWait"], delayMs: number, remainingMs: number): void {
+  private onJoinTimer(
+    group: ClassicGroup, wait: JoinWait, delayMs: number, remainingMs: number,
+  ): void {
     group.joinTimer = null;
     if (!group.is(GroupState.PreparingRebalance)) return;
     if (wait === "initial" && group.newMemberAdded && remainingMs !== 0) {
@@ -323,7 +367,7 @@ export class GroupCoordinator {
     this.completeJoin(group);
   }
 
-  /** Completes the join phase early once every member has rejoined (not during the initial delay). */
+  /** Ends the join phase early once every member has rejoined (never during the initial delay). */
   private tryCompleteJoin(group: ClassicGroup): void {
     if (!group.is(GroupState.PreparingRebalance)) return;
     if (group.joinWait !== "members" || !group.hasAllMembersJoined) return;
@@ -332,9 +376,9 @@ export class GroupCoordinator {
     this.completeJoin(group);
   }
 
-  /** Kafka's onCompleteJoin: drop dynamic members that did not rejoin, start the next generation. */
+  /** Kafka's onCompleteJoin: drops dynamic members that did not rejoin, starts a generation. */
   private completeJoin(group: ClassicGroup): void {
-    assert(group.is(GroupState.PreparingRebalance), `join completes in ${group.state} for ${group.groupId}`);
+    assert(group.is(GroupState.PreparingRebalance), `${group.groupId} joins in ${group.state}`);
     for (const m of group.notYetRejoinedMembers()) if (!m.isStatic) this.removeMember(group, m);
     if (!group.maybeElectNewJoinedLeader() && group.size > 0) {
       // Only static members remain and none rejoined: wait until they do or their sessions end.
@@ -349,7 +393,8 @@ export class GroupCoordinator {
       group.pendingSyncMembers.add(m.memberId);
     }
     const generationId = group.generationId;
-    group.syncTimer = setTimeout(() => this.expirePendingSync(group, generationId), group.rebalanceTimeoutMs);
+    const expire = () => this.expirePendingSync(group, generationId);
+    group.syncTimer = setTimeout(expire, group.rebalanceTimeoutMs);
     group.syncTimer.unref();
   }
 
@@ -358,7 +403,9 @@ export class GroupCoordinator {
     group.syncTimer = null;
     if (generationId !== group.generationId || group.pendingSyncMembers.size === 0) return;
     if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
-    for (const memberId of [...group.pendingSyncMembers]) this.dropMember(group, group.get(memberId));
+    for (const memberId of [...group.pendingSyncMembers]) {
+      this.dropMember(group, group.get(memberId));
+    }
     this.prepareRebalance(group);
   }
 
@@ -374,7 +421,9 @@ export class GroupCoordinator {
   }
 
   /** Arms the member's session deadline; a heartbeat (or any proof of life) re-arms it. */
-  private scheduleSessionTimeout(group: ClassicGroup, member: MemberMetadata, timeoutMs: number): void {
+  private scheduleSessionTimeout(
+    group: ClassicGroup, member: MemberMetadata, timeoutMs: number,
+  ): void {
     member.heartbeatSatisfied = false;
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
     member.sessionTimer = setTimeout(() => this.onSessionTimeout(group, member), timeoutMs);
@@ -441,10 +490,7 @@ export class GroupCoordinator {
         const member = group.get(req.memberId);
         this.removePendingSyncMember(group, member.memberId);
         this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
-        return Promise.resolve({
-          errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName,
-          assignment: member.assignment,
-        });
+        return Promise.resolve(assigned(group, member.assignment));
       }
       case GroupState.Dead:
         return Promise.resolve(syncError(ErrorCode.COORDINATOR_NOT_AVAILABLE));
@@ -453,13 +499,17 @@ export class GroupCoordinator {
 
   private validateAssignments(req: SyncGroupRequest): number | null {
     for (const a of req.assignments) {
-      if (a.assignment.length > this.config.memberAssignmentBytesMax) return ErrorCode.INVALID_REQUEST;
+      if (a.assignment.length > this.config.memberAssignmentBytesMax) {
+        return ErrorCode.INVALID_REQUEST;
+      }
     }
     return null;
   }
 
   /** Parks a SyncGroup until the leader's assignment arrives; the leader's own sync delivers it. */
-  private parkSync(group: ClassicGroup, req: SyncGroupRequest, resolve: (r: SyncGroupResult) => void): void {
+  private parkSync(
+    group: ClassicGroup, req: SyncGroupRequest, resolve: (r: SyncGroupResult) => void,
+  ): void {
     const member = group.get(req.memberId);
     group.answerSync(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
     member.awaitingSync = resolve;
@@ -469,10 +519,7 @@ export class GroupCoordinator {
     // Members the leader left out get an empty assignment, as in Kafka.
     for (const m of group.allMembers()) {
       m.assignment = assignments.get(m.memberId) ?? EMPTY_BYTES;
-      const answered = group.answerSync(m, {
-        errorCode: ErrorCode.NONE, protocolType: group.protocolType, protocolName: group.protocolName,
-        assignment: m.assignment,
-      });
+      const answered = group.answerSync(m, assigned(group, m.assignment));
       // A member whose session ran out while it waited for the assignment starts afresh.
       if (answered) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
     }
@@ -491,7 +538,8 @@ export class GroupCoordinator {
     if (group.is(GroupState.Empty)) return ErrorCode.UNKNOWN_MEMBER_ID;
     const member = group.get(req.memberId);
     this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
-    return group.is(GroupState.PreparingRebalance) ? ErrorCode.REBALANCE_IN_PROGRESS : ErrorCode.NONE;
+    if (group.is(GroupState.PreparingRebalance)) return ErrorCode.REBALANCE_IN_PROGRESS;
+    return ErrorCode.NONE;
   }
 
   /** LeaveGroup for one or more members (batched since v3, KIP-345). */
@@ -503,16 +551,21 @@ export class GroupCoordinator {
       memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode,
     });
     if (group === undefined) {
-      return { errorCode: ErrorCode.NONE, members: req.members.map((m) => answer(m, ErrorCode.UNKNOWN_MEMBER_ID)) };
+      const members = req.members.map((m) => answer(m, ErrorCode.UNKNOWN_MEMBER_ID));
+      return { errorCode: ErrorCode.NONE, members };
     }
-    if (group.is(GroupState.Dead)) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
-    return { errorCode: ErrorCode.NONE, members: req.members.map((m) => answer(m, this.leaveOne(group, m))) };
+    if (group.is(GroupState.Dead)) {
+      return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, members: [] };
+    }
+    const members = req.members.map((m) => answer(m, this.leaveOne(group, m)));
+    return { errorCode: ErrorCode.NONE, members };
   }
 
   private leaveOne(group: ClassicGroup, leaving: LeavingMember): number {
     if (leaving.memberId === "") {
       // Admin removal of a static member by instance id alone (kafka-consumer-groups --delete ...).
-      const memberId = leaving.groupInstanceId === null ? undefined : group.staticMemberId(leaving.groupInstanceId);
+      const instanceId = leaving.groupInstanceId;
+      const memberId = instanceId === null ? undefined : group.staticMemberId(instanceId);
       if (memberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
       this.removeMemberAndUpdateGroup(group, group.get(memberId));
       return ErrorCode.NONE;
@@ -535,11 +588,12 @@ export class GroupCoordinator {
       if (!this.active) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
       if (group === undefined || group.is(GroupState.Dead)) {
         if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
-          return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+          const message = `Group ${groupId} not found.`;
+          return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, message);
         }
         return describedError(groupId, ErrorCode.NONE, null);
       }
-      return describe(group);
+      return describeGroup(group);
     });
   }
 
@@ -547,11 +601,17 @@ export class GroupCoordinator {
     if (!this.active) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, groups: [] };
     const states = new Set(req.statesFilter.map((s) => s.toLowerCase()));
     const types = new Set(req.typesFilter.map((t) => t.toLowerCase()));
-    if (types.size > 0 && !types.has(CLASSIC_GROUP_TYPE)) return { errorCode: ErrorCode.NONE, groups: [] };
+    if (types.size > 0 && !types.has(CLASSIC_GROUP_TYPE)) {
+      return { errorCode: ErrorCode.NONE, groups: [] };
+    }
+    const wanted = (g: ClassicGroup) => states.size === 0 || states.has(g.state.toLowerCase());
     const groups = [...this.groups.values()]
-      .filter((g) => !g.is(GroupState.Dead) && (states.size === 0 || states.has(g.state.toLowerCase())))
+      .filter((g) => !g.is(GroupState.Dead) && wanted(g))
       .map((g) => ({
-        groupId: g.groupId, protocolType: g.protocolType ?? "", groupState: g.state, groupType: CLASSIC_GROUP_TYPE,
+        groupId: g.groupId,
+        protocolType: g.protocolType ?? "",
+        groupState: g.state,
+        groupType: CLASSIC_GROUP_TYPE,
       }));
     return { errorCode: ErrorCode.NONE, groups };
   }
@@ -563,7 +623,9 @@ export class GroupCoordinator {
     for (const groupId of new Set(groupIds)) {
       const group = this.groups.get(groupId);
       if (!this.active) results.set(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE);
-      else if (group === undefined || group.is(GroupState.Dead)) results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
+      else if (group === undefined || group.is(GroupState.Dead)) {
+        results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
+      }
       else if (!group.is(GroupState.Empty)) results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
       else eligible.push(group);
     }
@@ -584,7 +646,9 @@ export class GroupCoordinator {
     } catch (error) {
       if (!(error instanceof KafkaError)) throw error;
       // The offsets are still stored: bring the group back (offsets reloaded on next use).
-      if (!this.groups.has(group.groupId)) this.groups.set(group.groupId, new ClassicGroup(group.groupId));
+      if (!this.groups.has(group.groupId)) {
+        this.groups.set(group.groupId, new ClassicGroup(group.groupId));
+      }
       return error.code;
     }
   }
@@ -608,7 +672,9 @@ export class GroupCoordinator {
     if (loadError !== null) return commitError(req, loadError);
     const errorCode = validateOffsetCommit(group, req);
     if (errorCode !== null) return commitError(req, errorCode);
-    if (group.is(GroupState.CompletingRebalance)) return commitError(req, ErrorCode.REBALANCE_IN_PROGRESS);
+    if (group.is(GroupState.CompletingRebalance)) {
+      return commitError(req, ErrorCode.REBALANCE_IN_PROGRESS);
+    }
     if (group.has(req.memberId)) {
       const member = group.get(req.memberId);
       this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
@@ -631,18 +697,24 @@ export class GroupCoordinator {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return { errorCode: invalidId, topics: [] };
     const group = this.groups.get(req.groupId);
-    if (group === undefined || group.is(GroupState.Dead)) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+    if (group === undefined || group.is(GroupState.Dead)) {
+      return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
+    }
     const loadError = await this.loadOffsets(group);
     if (loadError !== null) return { errorCode: loadError, topics: [] };
     if (group.is(GroupState.Dead)) return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
-    if (!group.is(GroupState.Empty) && !group.isConsumerGroup) return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+    if (!group.is(GroupState.Empty) && !group.isConsumerGroup) {
+      return { errorCode: ErrorCode.NON_EMPTY_GROUP, topics: [] };
+    }
     // An Empty group loses any offset; a live consumer group keeps those of subscribed topics.
-    const subscribed = (topic: string) => !group.is(GroupState.Empty) && group.isSubscribedToTopic(topic);
+    const subscribed = (topic: string) =>
+      !group.is(GroupState.Empty) && group.isSubscribedToTopic(topic);
     const eligible = req.topics
       .filter((t) => !subscribed(t.name))
       .flatMap((t) => t.partitions.map((partition) => ({ topic: t.name, partition })));
     const deleteError = await deleteOffsets(this.store, group, eligible);
-    const topics = partitionErrors(req.topics, (topic) => (subscribed(topic) ? ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC : deleteError));
+    const topics = partitionErrors(req.topics, (topic) =>
+      (subscribed(topic) ? ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC : deleteError));
     return { errorCode: ErrorCode.NONE, topics };
   }
 
@@ -682,7 +754,9 @@ export class GroupCoordinator {
   private removeIdleGroups(): void {
     for (const [groupId, group] of this.groups) {
       if (!group.is(GroupState.Empty) || group.pendingMembers.size > 0) continue;
-      if (group.offsets === null || group.offsets.size > 0 || group.offsetsLoading !== null) continue;
+      // Groups whose offsets were never loaded may have some in the store: keep them.
+      if (group.offsets === null || group.offsetsLoading !== null) continue;
+      if (group.offsets.size > 0) continue;
       group.transitionTo(GroupState.Dead);
       this.groups.delete(groupId);
     }
@@ -702,70 +776,12 @@ export class GroupCoordinator {
   }
 }
 
-/** If an instance id is given it must map to this member id; else the member id must exist. */
-function validateCurrentMember(group: ClassicGroup, memberId: string, groupInstanceId: string | null): number | null {
-  if (groupInstanceId !== null) {
-    const currentMemberId = group.staticMemberId(groupInstanceId);
-    if (currentMemberId === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
-    if (currentMemberId !== memberId) return ErrorCode.FENCED_INSTANCE_ID;
-    return null;
-  }
-  return group.has(memberId) ? null : ErrorCode.UNKNOWN_MEMBER_ID;
-}
-
-function validateSync(group: ClassicGroup, req: SyncGroupRequest): number | null {
-  if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-  const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
-  if (errorCode !== null) return errorCode;
-  if (req.generationId !== group.generationId) return ErrorCode.ILLEGAL_GENERATION;
-  if (req.protocolType !== null && req.protocolType !== group.protocolType) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
-  if (req.protocolName !== null && req.protocolName !== group.protocolName) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
-  return null;
-}
-
-/** Kafka's validateOffsetCommit (non-transactional). */
-function validateOffsetCommit(group: ClassicGroup, req: OffsetCommitRequest): number | null {
-  if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
-  // Generation -1 comes from the admin client or a consumer without group management; it may
-  // commit only while no member owns the partitions.
-  if (req.generationId < 0 && group.is(GroupState.Empty)) return null;
-  if (req.generationId >= 0 || req.memberId !== "" || req.groupInstanceId !== null) {
-    const errorCode = validateCurrentMember(group, req.memberId, req.groupInstanceId);
-    if (errorCode !== null) return errorCode;
-    return req.generationId === group.generationId ? null : ErrorCode.ILLEGAL_GENERATION;
-  }
-  return group.is(GroupState.Empty) ? null : ErrorCode.UNKNOWN_MEMBER_ID;
-}
-
-/** Keeps the first of each protocol name, as Kafka's keyed JoinGroup protocol collection does. */
-function uniqueProtocols(protocols: readonly JoinGroupProtocol[]): JoinGroupProtocol[] {
-  const seen = new Set<string>();
-  return protocols.filter((p) => !seen.has(p.name) && seen.add(p.name));
-}
-
-/** What DescribeGroups shows: metadata and assignments only once the group is Stable. */
-function describe(group: ClassicGroup): DescribedGroup {
-  const stable = group.is(GroupState.Stable);
+/** A SyncGroup answer carrying the member's assignment of the current generation. */
+function assigned(group: ClassicGroup, assignment: Uint8Array): SyncGroupResult {
   return {
     errorCode: ErrorCode.NONE,
-    errorMessage: null,
-    groupId: group.groupId,
-    groupState: group.state,
-    protocolType: group.protocolType ?? "",
-    protocolData: stable ? (group.protocolName ?? "") : "",
-    members: group.allMembers().map((m) => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      clientId: m.clientId,
-      clientHost: m.clientHost,
-      memberMetadata: stable && group.protocolName !== null ? m.metadata(group.protocolName) : EMPTY_BYTES,
-      memberAssignment: stable ? m.assignment : EMPTY_BYTES,
-    })),
-  };
-}
-
-function describedError(groupId: string, errorCode: number, errorMessage: string | null): DescribedGroup {
-  return {
-    errorCode, errorMessage, groupId, groupState: GroupState.Dead, protocolType: "", protocolData: "", members: [],
+    protocolType: group.protocolType,
+    protocolName: group.protocolName,
+    assignment,
   };
 }

@@ -56,7 +56,8 @@ export function countCommitPartitions(req: OffsetCommitRequest): number {
 
 /** Writes the valid partitions of an already-authorized commit to the store, then to the cache. */
 export async function storeOffsets(
-  store: OffsetStore, config: GroupConfig, group: ClassicGroup, req: OffsetCommitRequest, nowMs: number,
+  store: OffsetStore, config: GroupConfig, group: ClassicGroup, req: OffsetCommitRequest,
+  nowMs: number,
 ): Promise<OffsetCommitResult> {
   const offsets = group.offsets;
   assert(offsets !== null, `offsets of ${group.groupId} are committed before they are loaded`);
@@ -70,7 +71,10 @@ export async function storeOffsets(
         continue;
       }
       const committed = {
-        offset: p.committedOffset, leaderEpoch: p.committedLeaderEpoch, metadata, commitTimestampMs: nowMs,
+        offset: p.committedOffset,
+        leaderEpoch: p.committedLeaderEpoch,
+        metadata,
+        commitTimestampMs: nowMs,
       };
       accepted.push({ topic: t.name, partition: p.partitionIndex, committed });
     }
@@ -88,7 +92,8 @@ export async function storeOffsets(
 }
 
 async function persist(
-  store: OffsetStore, config: GroupConfig, group: ClassicGroup, offsets: Map<string, CommittedOffset>,
+  store: OffsetStore, config: GroupConfig, group: ClassicGroup,
+  offsets: Map<string, CommittedOffset>,
   accepted: readonly { topic: string; partition: number; committed: CommittedOffset }[],
 ): Promise<number> {
   if (accepted.length === 0) return ErrorCode.NONE;
@@ -118,7 +123,8 @@ export function fetchOffsets(
       name: t.name,
       partitions: t.partitionIndexes.map((partitionIndex) => {
         const committed = offsets.get(offsetKey(t.name, partitionIndex));
-        return committed === undefined ? { partitionIndex, ...NO_OFFSET } : fetched(partitionIndex, committed);
+        if (committed === undefined) return { partitionIndex, ...NO_OFFSET };
+        return fetched(partitionIndex, committed);
       }),
     })),
   };
@@ -151,7 +157,8 @@ function fetched(partitionIndex: number, committed: CommittedOffset): FetchedOff
 
 /** Removes offsets from the store and then from the cache; every partition gets `errorCode`. */
 export async function deleteOffsets(
-  store: OffsetStore, group: ClassicGroup, partitions: readonly { topic: string; partition: number }[],
+  store: OffsetStore, group: ClassicGroup,
+  partitions: readonly { topic: string; partition: number }[],
 ): Promise<number> {
   if (partitions.length === 0) return ErrorCode.NONE;
   try {

@@ -168,10 +168,15 @@ export interface OffsetCommitResult {
   readonly topics: readonly TopicPartitionErrors[];
 }
 
+export interface OffsetFetchTopic {
+  readonly name: string;
+  readonly partitionIndexes: readonly number[];
+}
+
 export interface OffsetFetchRequest {
   readonly groupId: string;
   /** null asks for every partition the group has committed. */
-  readonly topics: readonly { readonly name: string; readonly partitionIndexes: readonly number[] }[] | null;
+  readonly topics: readonly OffsetFetchTopic[] | null;
   /** Only meaningful with transactions, which Quill does not have: answered like a plain fetch. */
   readonly requireStable: boolean;
 }
@@ -187,7 +192,10 @@ export interface FetchedOffset {
 
 export interface OffsetFetchResult {
   readonly errorCode: number;
-  readonly topics: readonly { readonly name: string; readonly partitions: readonly FetchedOffset[] }[];
+  readonly topics: readonly {
+    readonly name: string;
+    readonly partitions: readonly FetchedOffset[];
+  }[];
 }
 
 export interface OffsetDeleteRequest {

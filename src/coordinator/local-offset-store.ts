@@ -2,7 +2,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
-import { encodeRecord, type OffsetLogRecord, type PartitionRef, readRecords, type StoredOffset } from "./offset-log-record.ts";
+import {
+  encodeRecord, type OffsetLogRecord, type PartitionRef, readRecords, type StoredOffset,
+} from "./offset-log-record.ts";
 import { type CommittedOffset, offsetKey, type OffsetStore } from "./offset-store.ts";
 
 export const OFFSETS_DIR_NAME = "__consumer_offsets";
@@ -67,11 +69,15 @@ export class LocalOffsetStore implements OffsetStore {
   private readonly compactLogBytes: number;
   private readonly pendingBytesMax: number;
 
-  private constructor(private readonly dir: string, private readonly logFd: number, options: LocalOffsetStoreOptions) {
+  private constructor(
+    private readonly dir: string,
+    private readonly logFd: number,
+    options: LocalOffsetStoreOptions,
+  ) {
     this.logSizeBytes = fs.fstatSync(logFd).size;
     this.compactLogBytes = options.compactLogBytes ?? DEFAULT_COMPACT_LOG_BYTES;
     this.pendingBytesMax = options.pendingBytesMax ?? DEFAULT_PENDING_BYTES_MAX;
-    assert(this.compactLogBytes > 0, `compactLogBytes must be positive, not ${this.compactLogBytes}`);
+    assert(this.compactLogBytes > 0, `compactLogBytes ${this.compactLogBytes} is not positive`);
     this.compactAtBytes = this.compactLogBytes;
   }
 
@@ -90,7 +96,8 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   get stats(): LocalOffsetStoreStats {
-    return { fsyncs: this.fsyncs, recordsWritten: this.recordsWritten, compactions: this.compactions };
+    const { fsyncs, recordsWritten, compactions } = this;
+    return { fsyncs, recordsWritten, compactions };
   }
 
   async loadGroup(groupId: string): Promise<Map<string, CommittedOffset>> {
@@ -115,7 +122,7 @@ export class LocalOffsetStore implements OffsetStore {
     return [...this.groups.keys()];
   }
 
-  /** Writes what is pending, then closes the log. Later calls fail with COORDINATOR_NOT_AVAILABLE. */
+  /** Writes what is pending, then closes the log; later calls get COORDINATOR_NOT_AVAILABLE. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -124,17 +131,21 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the offset store is closed");
+    if (this.closed) {
+      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the offset store is closed");
+    }
   }
 
   private append(record: OffsetLogRecord): Promise<void> {
     this.assertOpen();
     const frame = encodeRecord(record);
     if (frame === null) {
-      return Promise.reject(new KafkaError(ErrorCode.INVALID_COMMIT_OFFSET_SIZE, "offset commit too large to store"));
+      const message = "offset commit too large to store";
+      return Promise.reject(new KafkaError(ErrorCode.INVALID_COMMIT_OFFSET_SIZE, message));
     }
     if (this.pendingBytes + frame.length > this.pendingBytesMax) {
-      return Promise.reject(new KafkaError(ErrorCode.REQUEST_TIMED_OUT, "offset store is behind on fsyncs"));
+      const message = "offset store is behind on fsyncs";
+      return Promise.reject(new KafkaError(ErrorCode.REQUEST_TIMED_OUT, message));
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ frame, record, resolve, reject });
@@ -190,7 +201,8 @@ export class LocalOffsetStore implements OffsetStore {
         // The truncate failing too leaves a tail that replay may or may not accept; still no
         // acknowledged commit is lost, which is the promise made to clients.
       }
-      const error = new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "offset store write failed", { cause });
+      const message = `offset store write to ${this.dir} failed`;
+      const error = new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, message, { cause });
       for (const w of batch) w.reject(error);
       return;
     }
@@ -229,7 +241,7 @@ export class LocalOffsetStore implements OffsetStore {
       const bytes = fs.readFileSync(snapshotPath);
       const { records, validBytes } = readRecords(bytes, snapshotPath);
       // The snapshot is renamed into place only after its fsync, so it is never torn.
-      assert(validBytes === bytes.length, `snapshot ${snapshotPath} is corrupt at byte ${validBytes}`);
+      assert(validBytes === bytes.length, `snapshot ${snapshotPath} corrupt at byte ${validBytes}`);
       for (const r of records) this.apply(r);
     }
     const logPath = path.join(this.dir, LOG_FILE);
@@ -264,7 +276,8 @@ export class LocalOffsetStore implements OffsetStore {
     for (const [groupId, offsets] of this.groups) {
       const stored = [...offsets].map(([key, committed]) => {
         const separator = key.lastIndexOf("\u0000");
-        return { topic: key.slice(0, separator), partition: Number(key.slice(separator + 1)), committed };
+        const partition = Number(key.slice(separator + 1));
+        return { topic: key.slice(0, separator), partition, committed };
       });
       const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
       assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
@@ -300,15 +313,19 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** fs.writeSync may write less than asked; loop until all is written (never Bun.write: see notes §7). */
+/** fs.writeSync may write less than asked, so loop (never Bun.write to append: notes §7). */
 function writeFully(fd: number, bytes: Uint8Array): void {
   let written = 0;
-  while (written < bytes.length) written += fs.writeSync(fd, bytes, written, bytes.length - written);
+  while (written < bytes.length) {
+    written += fs.writeSync(fd, bytes, written, bytes.length - written);
+  }
 }
 
 /** fdatasync on libuv's thread pool, so the event loop keeps taking commits meanwhile. */
 function fdatasync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+  return new Promise((resolve, reject) => {
+    fs.fdatasync(fd, (error) => (error ? reject(error) : resolve()));
+  });
 }
 
 function fsyncDir(dir: string): void {

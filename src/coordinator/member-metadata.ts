@@ -67,7 +67,7 @@ export class MemberMetadata {
   /** The metadata this member sent for one protocol; the protocol must be one it offered. */
   metadata(protocolName: string): Uint8Array {
     const protocol = this.supportedProtocols.find((p) => p.name === protocolName);
-    assert(protocol !== undefined, `member ${this.memberId} does not support protocol ${protocolName}`);
+    assert(protocol !== undefined, `member ${this.memberId} does not support ${protocolName}`);
     return protocol.metadata;
   }
 

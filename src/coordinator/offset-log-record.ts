@@ -13,7 +13,11 @@ import type { CommittedOffset } from "./offset-store.ts";
  */
 export type OffsetLogRecord =
   | { readonly type: "commit"; readonly groupId: string; readonly offsets: readonly StoredOffset[] }
-  | { readonly type: "deleteOffsets"; readonly groupId: string; readonly partitions: readonly PartitionRef[] }
+  | {
+    readonly type: "deleteOffsets";
+    readonly groupId: string;
+    readonly partitions: readonly PartitionRef[];
+  }
   | { readonly type: "deleteGroup"; readonly groupId: string };
 
 export interface PartitionRef {
@@ -74,7 +78,9 @@ function toPayload(record: OffsetLogRecord): Payload {
  * A record whose CRC matches but whose JSON is not a record is not a torn write but a bug or
  * foreign data, and fails an assertion naming the file.
  */
-export function readRecords(buf: Uint8Array, filePath: string): { records: OffsetLogRecord[]; validBytes: number } {
+export function readRecords(
+  buf: Uint8Array, filePath: string,
+): { records: OffsetLogRecord[]; validBytes: number } {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const records: OffsetLogRecord[] = [];
   let position = 0;
@@ -92,12 +98,14 @@ export function readRecords(buf: Uint8Array, filePath: string): { records: Offse
 }
 
 function fromPayload(json: string, where: string): OffsetLogRecord {
-  const p = JSON.parse(json) as Partial<Record<"c" | "d" | "x", unknown>> & { o?: unknown; p?: unknown };
+  const p = JSON.parse(json) as Partial<Record<"c" | "d" | "x" | "o" | "p", unknown>>;
   if (typeof p.c === "string" && Array.isArray(p.o)) {
-    return { type: "commit", groupId: p.c, offsets: (p.o as OffsetTuple[]).map((t) => fromTuple(t, where)) };
+    const offsets = (p.o as OffsetTuple[]).map((t) => fromTuple(t, where));
+    return { type: "commit", groupId: p.c, offsets };
   }
   if (typeof p.d === "string" && Array.isArray(p.p)) {
-    const partitions = (p.p as [string, number][]).map(([topic, partition]) => ({ topic, partition }));
+    const tuples = p.p as [string, number][];
+    const partitions = tuples.map(([topic, partition]) => ({ topic, partition }));
     return { type: "deleteOffsets", groupId: p.d, partitions };
   }
   assert(typeof p.x === "string", `offset log record is neither commit nor delete: ${where}`);
@@ -106,7 +114,9 @@ function fromPayload(json: string, where: string): OffsetLogRecord {
 
 function fromTuple(t: OffsetTuple, where: string): StoredOffset {
   assert(t.length === 6, `offset tuple has ${t.length} fields instead of 6: ${where}`);
-  assert(typeof t[0] === "string" && Number.isInteger(t[1]), `bad topic-partition in offset tuple: ${where}`);
+  assert(typeof t[0] === "string", `offset tuple without a topic name: ${where}`);
+  assert(Number.isInteger(t[1]), `offset tuple without a partition number: ${where}`);
   const [topic, partition, offset, leaderEpoch, metadata, commitTimestampMs] = t;
-  return { topic, partition, committed: { offset: BigInt(offset), leaderEpoch, metadata, commitTimestampMs } };
+  const committed = { offset: BigInt(offset), leaderEpoch, metadata, commitTimestampMs };
+  return { topic, partition, committed };
 }

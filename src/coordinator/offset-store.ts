@@ -11,14 +11,24 @@ export interface CommittedOffset {
 }
 
 export interface OffsetStore {
-  /** Loads every committed offset of a group (called when this broker becomes its coordinator, and on first use). */
-  loadGroup(groupId: string): Promise<Map<string /* `${topic}\u0000${partition}` */, CommittedOffset>>;
-  /** Persists all offsets of one OffsetCommit atomically in one round trip; throws KafkaError(COORDINATOR_NOT_AVAILABLE | REQUEST_TIMED_OUT) on store unavailability (retriable). */
+  /**
+   * Loads every committed offset of a group, keyed `${topic}\u0000${partition}` (called when
+   * this broker becomes its coordinator, and on first use).
+   */
+  loadGroup(groupId: string): Promise<Map<string, CommittedOffset>>;
+  /**
+   * Persists all offsets of one OffsetCommit atomically in one round trip; throws
+   * KafkaError(COORDINATOR_NOT_AVAILABLE | REQUEST_TIMED_OUT) on store unavailability
+   * (retriable).
+   */
   commit(
     groupId: string,
     offsets: readonly { topic: string; partition: number; committed: CommittedOffset }[],
   ): Promise<void>;
-  deleteOffsets(groupId: string, partitions: readonly { topic: string; partition: number }[]): Promise<void>;
+  deleteOffsets(
+    groupId: string,
+    partitions: readonly { topic: string; partition: number }[],
+  ): Promise<void>;
   deleteGroup(groupId: string): Promise<void>;
   /** Groups that have committed offsets (for ListGroups after restart). */
   listGroups(): Promise<string[]>;
