@@ -1,4 +1,4 @@
-// `bun scripts/bench-e2e.ts [--records N] [--batch1-records N] [--broker binary|source]`
+// `bun scripts/bench-e2e.ts [--records N] [--batch1-records N] [--broker binary|source] [--load c|kcat]`
 //
 // End-to-end benchmark of the single broker on loopback, with librdkafka as the load: the small C
 // program in scripts/bench-e2e/rdkafka-load.c (compiled here with cc into ~/.cache/quill-bench),
@@ -32,6 +32,7 @@ interface Options {
   records: number;
   batch1Records: number;
   broker: "binary" | "source";
+  load: "c" | "kcat";
 }
 
 interface Workload {
@@ -70,13 +71,14 @@ interface Row {
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { records: 10_000_000, batch1Records: -1, broker: "binary" };
+  const options: Options = { records: 10_000_000, batch1Records: -1, broker: "binary", load: "c" };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = argv[i + 1];
     if (flag === "--records") options.records = positiveInteger(flag, value);
     else if (flag === "--batch1-records") options.batch1Records = positiveInteger(flag, value);
     else if (flag === "--broker" && (value === "binary" || value === "source")) options.broker = value;
+    else if (flag === "--load" && (value === "c" || value === "kcat")) options.load = value;
     else throw new Error(`unknown or incomplete option ${flag} (see the header of scripts/bench-e2e.ts)`);
     i++;
   }
@@ -316,7 +318,7 @@ function table(rows: readonly Row[]): string {
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  const tool = loadTool();
+  const tool: LoadTool = options.load === "kcat" ? { kind: "kcat" } : loadTool();
   const command = brokerCommand(options.broker);
   const loopback = await loopbackMegabytesPerSecond();
   const rows: Row[] = [];
