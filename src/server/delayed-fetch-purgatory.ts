@@ -54,6 +54,17 @@ export class DelayedFetchPurgatory {
     for (const op of [...set]) op.addBytes(appendedBytes);
   }
 
+  /**
+   * Wakes the fetches watching any partition the predicate picks, e.g. partitions of a topic
+   * that was just deleted: their answer (an error) is ready now, not at the end of the wait.
+   */
+  wakeWhere(pick: (partitionKey: string) => boolean): void {
+    for (const [key, set] of [...this.watchersByPartition]) {
+      if (!pick(key)) continue;
+      for (const op of [...set]) op.complete("data");
+    }
+  }
+
   /** Completes every parked fetch, e.g. on shutdown, so no request waits out its timer. */
   completeAll(): void {
     for (const set of [...this.watchersByPartition.values()]) {

@@ -34,6 +34,7 @@ export interface BrokerEndpoint {
 export class MetadataCache {
   private byName = new Map<string, TopicMetadata>();
   private byIdHex = new Map<string, TopicMetadata>();
+  private readonly reloadListeners = new Set<() => void>();
 
   constructor(
     private readonly store: MetadataStore,
@@ -84,6 +85,13 @@ export class MetadataCache {
     }
     this.byName = byName;
     this.byIdHex = byIdHex;
+    for (const listener of this.reloadListeners) listener();
+  }
+
+  /** Calls `listener` after every reload (topics created, deleted or changed); returns an unsubscribe. */
+  onReload(listener: () => void): () => void {
+    this.reloadListeners.add(listener);
+    return () => this.reloadListeners.delete(listener);
   }
 
   private toMetadata(record: TopicRecord): TopicMetadata {

@@ -69,6 +69,14 @@ export class ReplicaManager {
     private readonly cache: MetadataCache,
   ) {
     for (const log of logs.allLogs()) log.highWatermark = log.logEndOffset;
+    // A fetch parked on a partition that stops existing can be answered (with an error) now.
+    cache.onReload(() => this.purgatory.wakeWhere((key) => !this.isHosted(key)));
+  }
+
+  private isHosted(key: string): boolean {
+    const sep = key.lastIndexOf(PARTITION_KEY_SEPARATOR);
+    const topic = this.cache.topic(key.slice(0, sep));
+    return topic !== undefined && Number(key.slice(sep + 1)) < topic.partitions.length;
   }
 
   /** `produceVersion` decides which record formats and codecs the request may carry. */
@@ -198,7 +206,9 @@ const EMPTY_OUTCOME: FetchOutcome = Object.freeze({
   errorCode: ErrorCode.NONE, highWatermark: -1n, logStartOffset: -1n, records: [],
 });
 
-export const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+const PARTITION_KEY_SEPARATOR = "\u0000";
+export const partitionKey = (topic: string, partition: number): string =>
+  `${topic}${PARTITION_KEY_SEPARATOR}${partition}`;
 
 function rangesBytes(ranges: readonly FileRange[]): number {
   let n = 0;

@@ -137,3 +137,17 @@ test("a deleted topic's partitions are no longer served", async () => {
   const [o] = rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
   expect(o.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
 });
+
+test("a fetch parked on a topic that gets deleted is answered at once, not at max wait", async () => {
+  const { rm, admin } = await setUp();
+  const started = performance.now();
+  const pending = rm.fetchMessages({
+    maxWaitMs: 10_000, minBytes: 1, maxBytes: 1 << 20, onCancel: neverCancel,
+    entries: [{ topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }],
+  });
+  await Bun.sleep(20);
+  await admin.deleteTopic("t");
+  const [o] = await pending;
+  expect(o.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  expect(performance.now() - started).toBeLessThan(5_000);
+});
