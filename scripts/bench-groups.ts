@@ -10,6 +10,10 @@
  * 2. Time for a 10-member group to rebalance when an 11th member joins: from the newcomer's
  *    JoinGroup to the last SyncGroup answer, with members that rejoin as soon as a heartbeat
  *    says REBALANCE_IN_PROGRESS (domain level: no network, no client heartbeat interval).
+ * 3. The same with eleven kafkajs consumers against a broker in this process
+ *    (heartbeat interval and fetch max wait 100 ms, initial rebalance delay 0): from the
+ *    newcomer's run() until every member has joined the new generation. Dominated by how soon
+ *    clients notice (kafkajs heartbeats between fetches).
  *
  * Run: bun scripts/bench-groups.ts [durationMs=2000]
  */
@@ -20,6 +24,9 @@ import { GroupCoordinator } from "../src/coordinator/group-coordinator.ts";
 import type { JoinGroupRequest, JoinGroupResult } from "../src/coordinator/group-operations.ts";
 import { LocalOffsetStore } from "../src/coordinator/local-offset-store.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
+import { loadConfig } from "../src/config/load-config.ts";
+import { startBroker } from "../src/server/broker.ts";
+import { type Consumer, Kafka, logLevel } from "kafkajs";
 
 const DURATION_MS = Number(process.argv[2] ?? 2_000);
 const REPEATS = 3;
@@ -162,4 +169,65 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
+/** ms until eleven kafkajs consumers have all joined after the 11th starts; median of runs. */
+async function kafkajsRebalanceMs(): Promise<number[]> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
+  const flags = [
+    { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
+    { key: "log.dirs", value: dataDir, flag: "--data-dir" },
+    { key: "group.initial.rebalance.delay.ms", value: "0", flag: "--set" },
+  ];
+  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
+  const broker = await startBroker(loadConfig({ flags }).config, quiet);
+  const kafka = new Kafka({ brokers: [`127.0.0.1:${broker.port}`], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: "bench", numPartitions: 22 }] });
+  const times: number[] = [];
+  try {
+    for (let run = 0; run < 3; run++) times.push(await kafkajsRun(kafka, `kafkajs-${run}`));
+  } finally {
+    await admin.disconnect();
+    await broker.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  return times;
+}
+
+async function kafkajsRun(kafka: Kafka, groupId: string): Promise<number> {
+  const joinedAt = new Map<Consumer, number>();
+  const start = async () => {
+    // kafkajs heartbeats between fetches, so an idle consumer learns of a rebalance only when
+    // its long poll returns: a short max wait keeps that out of the figure.
+    const consumer = kafka.consumer({
+      groupId, heartbeatInterval: 100, sessionTimeout: 10_000, maxWaitTimeInMs: 100,
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => joinedAt.set(consumer, performance.now()));
+    await consumer.connect();
+    await consumer.subscribe({ topic: "bench" });
+    await consumer.run({ eachMessage: async () => {} });
+    return consumer;
+  };
+  const waitUntil = async (condition: () => boolean) => {
+    const deadlineMs = performance.now() + 30_000;
+    while (!condition()) {
+      if (performance.now() > deadlineMs) throw new Error("kafkajs group did not settle");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  };
+  const members = await Promise.all(Array.from({ length: 10 }, start));
+  await waitUntil(() => joinedAt.size === 10);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const startedMs = performance.now();
+  members.push(await start());
+  await waitUntil(() => members.every((m) => (joinedAt.get(m) ?? 0) > startedMs));
+  const elapsed = Math.max(...joinedAt.values()) - startedMs;
+  await Promise.all(members.map((m) => m.disconnect()));
+  return elapsed;
+}
+
 await main();
+const kafkajsTimes = await kafkajsRebalanceMs();
+console.log(`eleven kafkajs consumers (heartbeat, max wait 100 ms): rebalance in ` +
+  `${median(kafkajsTimes).toFixed(0)} ms median of ${kafkajsTimes.length} runs ` +
+  `(${kafkajsTimes.map((t) => t.toFixed(0)).join(", ")})`);
