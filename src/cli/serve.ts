@@ -1,7 +1,7 @@
 import {
   BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey,
 } from "../config/broker-config.ts";
-import { ConfigError } from "../config/config-error.ts";
+import { ClusterStartupError } from "../cluster/zookeeper-connection.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
 import { parseFlags, UsageError } from "./args.ts";
@@ -9,7 +9,9 @@ import { parseFlags, UsageError } from "./args.ts";
 export const SERVE_HELP = `Usage: quill serve [options]
 
 Starts a Kafka-compatible broker. Without --zookeeper it is one self-contained
-broker that keeps its topics, logs and metadata under --data-dir.
+broker that keeps its topics, logs and metadata under --data-dir. With
+--zookeeper it keeps topic metadata in ZooKeeper in Kafka's znode layout and
+registers itself at /brokers/ids/<broker id>.
 
 Options:
   --listen HOST:PORT     Where clients connect (default 127.0.0.1:9092).
@@ -21,8 +23,8 @@ Options:
   --broker-id N          This broker's id (default 0). Sets broker.id.
   --config FILE          A Java .properties file; a Kafka server.properties works.
   --set KEY=VALUE        Sets any config key; repeatable.
-  --zookeeper CONNECT    ZooKeeper connect string for cluster mode (not
-                         implemented yet). Sets zookeeper.connect.
+  --zookeeper CONNECT    host:port[,host:port...][/chroot] of a ZooKeeper
+                         ensemble. Sets zookeeper.connect.
   --print-config         Prints the resolved configuration as properties, exits.
   -h, --help             Shows this help.
 
@@ -99,12 +101,14 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     process.stdout.write(propertiesText(config));
     return 0;
   }
-  const zookeeper = config["zookeeper.connect"];
-  if (zookeeper !== null) {
-    throw new ConfigError(`cluster mode (zookeeper.connect=${zookeeper}) is not implemented ` +
-      "yet; run without --zookeeper for the embedded single broker");
+  try {
+    return await runUntilSignal(() => start(config));
+  } catch (error) {
+    // ZooKeeper unreachable, or the broker id taken: the operator's to fix, not a Quill bug.
+    if (!(error instanceof ClusterStartupError)) throw error;
+    console.error(`quill: ${error.message}`);
+    return 1;
   }
-  return await runUntilSignal(() => start(config));
 }
 
 /** The effective configuration in .properties form, so it can be read back with --config. */

@@ -1,14 +1,13 @@
-import * as path from "node:path";
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
-import { LocalMetadataStore } from "../cluster/local-metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { SocketServer } from "../network/socket-server.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { AdminManager } from "./admin-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import { MetadataCache } from "./metadata-cache.ts";
+import { followMetadataChanges, openMetadataStores, registerBroker } from "./metadata-stores.ts";
 import { ReplicaManager } from "./replica-manager.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
@@ -37,7 +36,8 @@ export interface BrokerLogger {
 export async function startBroker(config: BrokerConfig, log: BrokerLogger = consoleLogger): Promise<RunningBroker> {
   const brokerId = config["broker.id"];
   const logDirs = config["log.dirs"];
-  const store = LocalMetadataStore.open(path.resolve(logDirs[0]));
+  const stores = await openMetadataStores(config, log);
+  const store = stores.metadataStore;
   const listen = config.listeners;
   const advertised = config["advertised.listeners"];
   // The advertised port follows the bound one when the operator asked for port 0 (tests).
@@ -53,6 +53,7 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
     for (const p of t.partitions) logs.getOrCreateLog(t.name, p.partition, logConfigFor(t.configs, config));
   }
   logs.startBackgroundTasks();
+  const unfollow = followMetadataChanges(stores, cache, logs, config, log);
   const replicaManager = new ReplicaManager(logs, cache);
   const adminManager = new AdminManager(config, () => [brokerId], store, cache, logs);
   let services: BrokerServices | null = null;
@@ -71,6 +72,14 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   });
   const bound = await server.start();
   if (advertised.port === 0 || listen.port === 0) Object.assign(self, { port: bound.port });
+  const registration = stores.zooKeeper === null ? null
+    : await registerBroker(stores.zooKeeper, config, self, log).catch(async (error: unknown) => {
+      unfollow();
+      await server.drainAndClose(0);
+      logs.close();
+      await stores.close();
+      throw error;
+    });
   services = {
     config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
     metadataCache: cache, replicaManager, adminManager, handlers: API_HANDLERS,
@@ -80,10 +89,12 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   let stopping: Promise<void> | null = null;
   const stop = () => (stopping ??= (async () => {
     server.stopAccepting();
+    await registration?.deregister();
+    unfollow();
     replicaManager.completeDelayedFetches();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
     logs.close();
-    await store.close();
+    await stores.close();
     log.info(`quill: broker ${brokerId} stopped cleanly`);
   })());
   return { host: bound.host, port: bound.port, services, stop };

@@ -57,11 +57,11 @@ describe("quill (source, as a process)", () => {
     expect(quill(["serve", "--listne", "1.2.3.4:1"])).toMatchObject({ code: 2, stderr: "quill: unknown flag --listne\n" });
   });
 
-  test("--zookeeper (cluster mode) is refused with exit 2 for now", () => {
-    const { code, stderr } = quill(["serve", "--zookeeper", "127.0.0.1:2181"]);
-    expect(code).toBe(2);
-    expect(stderr).toContain("cluster mode");
-    expect(stderr).toContain("not implemented");
+  test("--zookeeper with no ZooKeeper there exits 1 naming it, after the connection timeout", () => {
+    const { code, stderr } = quill(["serve", "--listen", "127.0.0.1:0", "--zookeeper", "127.0.0.1:1",
+      "--set", "zookeeper.connection.timeout.ms=500"]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("quill: cannot reach ZooKeeper at 127.0.0.1:1 within 500 ms");
   });
 
   test("--print-config shows flag > env > file > default, and warns about unknown keys", () => {

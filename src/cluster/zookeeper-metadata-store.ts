@@ -1,0 +1,524 @@
+/**
+ * Topic metadata kept in ZooKeeper in Kafka's layout (see kafka-znodes.ts), for cluster mode.
+ *
+ * Reads come from an in-memory copy, because MetadataStore's reads are synchronous and Metadata
+ * requests must not wait for ZooKeeper. The copy follows ZooKeeper through watches on
+ * `/brokers/topics` (children), on each topic's znode and on each `/config/topics/<topic>`, so
+ * topics created, changed or deleted by another process (another broker, an operator's tool, a
+ * test writing znodes) appear here; `onChange` listeners hear about those outside changes.
+ *
+ * Writes are multis conditional on the znode versions last read, so two writers cannot both
+ * win. Deletion follows Kafka's protocol: a marker `/admin/delete_topics/<topic>` asks for it.
+ * Kafka's controller would then delete the topic; Quill has no controller yet, so the broker
+ * that is asked deletes the topic's znodes itself, and every broker also acts on markers that
+ * others write (`kafka-topics.sh --zookeeper ... --delete`, or a deletion cut short by a crash).
+ *
+ * Concurrency: all ZooKeeper work of this store, writes and watch-triggered reloads alike, runs
+ * one task at a time in arrival order, so a reload never interleaves with a write.
+ */
+import { randomBytes } from "node:crypto";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import type { ZnodeStat, ZooKeeperOp } from "../zookeeper/znode.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import {
+  BadVersionError,
+  NodeExistsError,
+  NoNodeError,
+  ZooKeeperError,
+  ZooKeeperUnavailableError,
+} from "../zookeeper/zookeeper-errors.ts";
+import {
+  CLUSTER_ID_PATH,
+  decodeClusterId,
+  decodeTopicAssignment,
+  decodeTopicConfig,
+  DELETE_TOPICS_PATH,
+  deleteTopicPath,
+  encodeClusterId,
+  encodeTopicAssignment,
+  isLegalTopicName,
+  MalformedZnodeError,
+  PERSISTENT_PATHS,
+  topicConfigPath,
+  topicIdFromBase64,
+  topicIdToBase64,
+  topicPath,
+  TOPICS_PATH,
+} from "./kafka-znodes.ts";
+import { TOPICS_MAX } from "./local-metadata-store.ts";
+import type { MetadataStore, TopicRecord } from "./metadata-store.ts";
+import {
+  chunkOps,
+  createTopicOps,
+  deleteTopicOps,
+  updateTopicOps,
+  type TopicZnodeVersions,
+} from "./topic-znode-ops.ts";
+
+export interface MetadataStoreLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface ZooKeeperMetadataStoreOptions {
+  /** Deadline of one write (a CreateTopics, say), waiting for a connection included. */
+  readonly requestTimeoutMs: number;
+  /** Kafka's delete.topic.enable: whether deletion markers written by others are acted on. */
+  readonly deleteTopicEnable: boolean;
+  readonly log: MetadataStoreLogger;
+}
+
+interface CachedTopic extends TopicZnodeVersions {
+  readonly record: TopicRecord;
+}
+
+/** Pause before retrying a reload that failed because ZooKeeper was unavailable. */
+const RETRY_DELAY_MS = 500;
+/** Topics are read this many at a time when the whole tree is loaded. */
+const READ_CONCURRENCY = 256;
+
+export class ZooKeeperMetadataStore implements MetadataStore {
+  private cached = new Map<string, CachedTopic>();
+  /** Watches currently registered ("children:/path", "data:/path"), so none is set twice. */
+  private readonly armed = new Set<string>();
+  /** Reload tasks waiting in the queue, by key, so a burst of events queues one reload. */
+  private readonly queuedKeys = new Set<string>();
+  private readonly retryTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly listeners = new Set<() => void>();
+  private queue: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly unsubscribe: () => void;
+
+  private constructor(
+    private readonly zk: ZooKeeperClient,
+    readonly clusterId: string,
+    private readonly options: ZooKeeperMetadataStoreOptions,
+  ) {
+    assert(options.requestTimeoutMs > 0, `requestTimeoutMs ${options.requestTimeoutMs} must be > 0`);
+    this.unsubscribe = zk.onSessionEvent((event) => {
+      if (event !== "session-recreated") return;
+      // A new session has none of the old watches: read everything again and watch anew.
+      this.armed.clear();
+      this.schedule("all", () => this.loadAll());
+    });
+  }
+
+  /**
+   * Creates Kafka's top-level paths, reads or creates `/cluster/id`, loads every topic and
+   * starts watching. Rejects with ZooKeeperUnavailableError when ZooKeeper does not answer.
+   */
+  static async open(
+    zk: ZooKeeperClient,
+    options: ZooKeeperMetadataStoreOptions,
+  ): Promise<ZooKeeperMetadataStore> {
+    await Promise.all(PERSISTENT_PATHS.map((path) => zk.mkdirp(path)));
+    const store = new ZooKeeperMetadataStore(zk, await getOrCreateClusterId(zk), options);
+    try {
+      await store.exclusive(() => store.loadAll());
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
+  }
+
+  topics(): readonly TopicRecord[] {
+    return [...this.cached.values()].map((t) => t.record);
+  }
+
+  topic(name: string): TopicRecord | undefined {
+    return this.cached.get(name)?.record;
+  }
+
+  /**
+   * Calls `listener` after topics changed in ZooKeeper through someone else (not through this
+   * store's own writes). Returns the unsubscribe function.
+   */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async createTopic(topic: TopicRecord): Promise<void> {
+    await this.write(topic.name, async (deadlineMs) => {
+      assert(!this.cached.has(topic.name), `topic ${topic.name} already exists`);
+      assert(this.cached.size < TOPICS_MAX, `topic limit ${TOPICS_MAX} reached`);
+      // A config left by an earlier topic of this name (Kafka deletes it, others may not).
+      const config = await this.zk.exists(topicConfigPath(topic.name), { timeoutMs: deadlineMs - Date.now() });
+      const stats = await this.runOps(createTopicOps(topic, config?.version ?? null), deadlineMs);
+      const configVersion = stats.get(topicConfigPath(topic.name))?.version ?? 0;
+      this.cached.set(topic.name, { record: topic, topicVersion: 0, configVersion });
+    });
+    // Reading the new znodes back sets the watches that report others' changes to them.
+    this.schedule(`topic:${topic.name}`, () => this.reloadTopic(topic.name));
+  }
+
+  async updateTopic(topic: TopicRecord): Promise<void> {
+    await this.write(topic.name, async (deadlineMs) => {
+      const current = this.cached.get(topic.name);
+      assert(current !== undefined, `topic ${topic.name} does not exist`);
+      const ops = updateTopicOps(current.record, topic, current);
+      const stats = await this.runOps(ops, deadlineMs);
+      const configWritten = ops.some((op) => op.path === topicConfigPath(topic.name));
+      this.cached.set(topic.name, {
+        record: topic,
+        topicVersion: stats.get(topicPath(topic.name))?.version ?? current.topicVersion,
+        // A config znode created by this write has version 0 and no setData stat.
+        configVersion: configWritten
+          ? (stats.get(topicConfigPath(topic.name))?.version ?? 0)
+          : current.configVersion,
+      });
+    });
+  }
+
+  /**
+   * Marks the topic for deletion (`/admin/delete_topics/<topic>`), then deletes its znodes,
+   * its config and the marker. If this broker dies half-way, the marker remains and any broker
+   * finishes the deletion.
+   */
+  async deleteTopic(name: string): Promise<void> {
+    await this.write(name, async (deadlineMs) => {
+      try {
+        await this.zk.create(deleteTopicPath(name), undefined, { timeoutMs: deadlineMs - Date.now() });
+      } catch (error) {
+        if (!(error instanceof NodeExistsError)) throw error;
+      }
+      await this.deleteTopicZnodes(name, deadlineMs);
+      this.cached.delete(name);
+    });
+  }
+
+  /** Stops watching; the ZooKeeper client belongs to the caller and stays open. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe();
+    for (const timer of this.retryTimers.values()) clearTimeout(timer);
+    this.retryTimers.clear();
+    this.listeners.clear();
+    await this.queue;
+  }
+
+  // ---- writes --------------------------------------------------------------------------------
+
+  /**
+   * Runs one write in the queue and turns ZooKeeper's answers into Kafka errors a client can
+   * act on. After a failure the topic is read again, since its znodes may differ from the copy.
+   */
+  private async write(name: string, body: (deadlineMs: number) => Promise<void>): Promise<void> {
+    assert(!this.closed, "metadata store is closed");
+    try {
+      await this.exclusive(() => body(Date.now() + this.options.requestTimeoutMs));
+    } catch (error) {
+      if (!(error instanceof ZooKeeperError)) throw error;
+      this.schedule(`topic:${name}`, () => this.reloadTopic(name));
+      throw toKafkaError(name, error);
+    }
+  }
+
+  /** Runs the operations as multis in order; returns the stats of the setData operations. */
+  private async runOps(ops: readonly ZooKeeperOp[], deadlineMs: number): Promise<Map<string, ZnodeStat>> {
+    const stats = new Map<string, ZnodeStat>();
+    for (const chunk of chunkOps(ops)) {
+      const results = await this.zk.multi(chunk, { timeoutMs: deadlineMs - Date.now() });
+      results.forEach((result, i) => {
+        if (result.type === "setData") stats.set(chunk[i]!.path, result.stat);
+      });
+    }
+    return stats;
+  }
+
+  private async deleteTopicZnodes(name: string, deadlineMs: number): Promise<void> {
+    const timeoutMs = () => deadlineMs - Date.now();
+    const subtree = await this.zk.listSubtree(topicPath(name), { timeoutMs: timeoutMs() })
+      .catch((error) => {
+        if (error instanceof NoNodeError) return [];
+        throw error;
+      });
+    const [config, marker] = await Promise.all([
+      this.zk.exists(topicConfigPath(name), { timeoutMs: timeoutMs() }),
+      this.zk.exists(deleteTopicPath(name), { timeoutMs: timeoutMs() }),
+    ]);
+    await this.runOps(deleteTopicOps(name, subtree, config !== null, marker !== null), deadlineMs);
+  }
+
+  // ---- reading and watching ------------------------------------------------------------------
+
+  /** Reads every topic, replacing the copy; also (re)starts watching the deletion markers. */
+  private async loadAll(): Promise<void> {
+    const names = await this.topicNames();
+    const loaded = await mapLimit(names, READ_CONCURRENCY, (name) => this.readTopic(name));
+    const next = new Map<string, CachedTopic>();
+    for (const topic of loaded) if (topic !== null) next.set(topic.record.name, topic);
+    const changed = !sameTopics(this.cached, next);
+    this.cached = next;
+    if (changed) this.emitChange();
+    await this.processDeletionMarkers();
+  }
+
+  /** The legal topic names under `/brokers/topics`, watching for children to come and go. */
+  private async topicNames(): Promise<string[]> {
+    const children = await this.watched(`children:${TOPICS_PATH}`, () => {
+      this.schedule("topics", () => this.reloadTopicList());
+    }, (watch) => this.zk.getChildren(TOPICS_PATH, { watch }));
+    const legal = children.filter((name) => isLegalTopicName(name)).sort();
+    if (legal.length !== children.length) {
+      this.options.log.warn(`quill: ignoring znodes under ${TOPICS_PATH} that are not legal ` +
+        `topic names: ${children.filter((name) => !isLegalTopicName(name)).join(", ")}`);
+    }
+    if (legal.length > TOPICS_MAX) {
+      this.options.log.warn(`quill: ${legal.length} topics in ZooKeeper; this broker follows ` +
+        `only the first ${TOPICS_MAX}`);
+    }
+    return legal.slice(0, TOPICS_MAX);
+  }
+
+  /** Children of `/brokers/topics` changed: read topics that appeared, drop those gone. */
+  private async reloadTopicList(): Promise<void> {
+    const names = new Set(await this.topicNames());
+    let changed = false;
+    for (const name of [...this.cached.keys()]) {
+      if (!names.has(name)) changed = this.cached.delete(name) || changed;
+    }
+    const added = [...names].filter((name) => !this.cached.has(name));
+    for (const topic of await mapLimit(added, READ_CONCURRENCY, (n) => this.readTopic(n))) {
+      if (topic === null) continue;
+      this.cached.set(topic.record.name, topic);
+      changed = true;
+    }
+    if (changed) this.emitChange();
+  }
+
+  /** A topic's znode or config changed: read both again. */
+  private async reloadTopic(name: string): Promise<void> {
+    const before = this.cached.get(name);
+    const after = await this.readTopic(name);
+    if (after === null) this.cached.delete(name);
+    else this.cached.set(name, after);
+    if (JSON.stringify(before?.record) !== JSON.stringify(after?.record)) this.emitChange();
+  }
+
+  /**
+   * Reads a topic's assignment and config, watching both; null when it does not exist. The
+   * config is read only for a topic that exists, so deleted topics leave no watches behind.
+   */
+  private async readTopic(name: string): Promise<CachedTopic | null> {
+    const topic = await this.readAssignment(name);
+    if (topic === null) return null;
+    const config = await this.readConfig(name);
+    return {
+      record: { name, topicIdHex: topic.topicIdHex, assignment: topic.assignment, configs: config.configs },
+      topicVersion: topic.version,
+      configVersion: config.version,
+    };
+  }
+
+  private async readAssignment(name: string) {
+    const path = topicPath(name);
+    try {
+      const { data, stat } = await this.watched(`data:${path}`, () => {
+        this.schedule(`topic:${name}`, () => this.reloadTopic(name));
+      }, (watch) => this.zk.getData(path, { watch }));
+      const znode = decodeTopicAssignment(name, data);
+      if (znode.topicIdBase64 === null) {
+        return await this.assignTopicId(name, znode.assignment, stat.version);
+      }
+      // decodeTopicAssignment has checked that the id holds 16 bytes.
+      const topicIdHex = topicIdFromBase64(znode.topicIdBase64)!;
+      return { topicIdHex, assignment: znode.assignment, version: stat.version };
+    } catch (error) {
+      if (error instanceof NoNodeError) return null;
+      if (!(error instanceof MalformedZnodeError)) throw error;
+      this.options.log.warn(`quill: ignoring topic ${name}: ${error.message}`);
+      return null;
+    }
+  }
+
+  /**
+   * A topic written without an id (by an old tool, or by hand) gets one, as Kafka's controller
+   * gives it, conditionally so that brokers racing to do it agree on one id. Returns null when
+   * another writer won; the data watch then brings its version.
+   */
+  private async assignTopicId(
+    name: string,
+    assignment: TopicRecord["assignment"],
+    version: number,
+  ) {
+    const topicIdHex = randomBytes(16).toString("hex");
+    const data = encodeTopicAssignment({ topicIdBase64: topicIdToBase64(topicIdHex), assignment });
+    try {
+      const stat = await this.zk.setData(topicPath(name), data, { version });
+      this.options.log.info(`quill: gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
+      return { topicIdHex, assignment, version: stat.version };
+    } catch (error) {
+      if (error instanceof BadVersionError || error instanceof NoNodeError) return null;
+      throw error;
+    }
+  }
+
+  /** The topic's overrides; a missing config znode is watched for its creation. */
+  private async readConfig(name: string): Promise<{ configs: Record<string, string>; version: number | null }> {
+    const path = topicConfigPath(name);
+    const onEvent = () => this.schedule(`topic:${name}`, () => this.reloadTopic(name));
+    const stat = await this.watched(`exists:${path}`, onEvent, (watch) => this.zk.exists(path, { watch }));
+    if (stat === null) return { configs: {}, version: null };
+    try {
+      const { data, stat: current } = await this.zk.getData(path);
+      return { configs: decodeTopicConfig(name, data), version: current.version };
+    } catch (error) {
+      if (error instanceof NoNodeError) return { configs: {}, version: null };
+      if (!(error instanceof MalformedZnodeError)) throw error;
+      this.options.log.warn(`quill: ignoring the config of topic ${name}: ${error.message}`);
+      return { configs: {}, version: stat.version };
+    }
+  }
+
+  /**
+   * Acts on `/admin/delete_topics/<topic>` markers: deletes each topic (or, with
+   * delete.topic.enable=false, only the marker, as Kafka's controller does) and keeps watching.
+   */
+  private async processDeletionMarkers(): Promise<void> {
+    const markers = await this.watched(`children:${DELETE_TOPICS_PATH}`, () => {
+      this.schedule("markers", () => this.processDeletionMarkers());
+    }, (watch) => this.zk.getChildren(DELETE_TOPICS_PATH, { watch }));
+    for (const name of markers.filter((m) => isLegalTopicName(m))) {
+      const deadlineMs = Date.now() + this.options.requestTimeoutMs;
+      if (!this.options.deleteTopicEnable) {
+        this.options.log.warn(`quill: ignoring the deletion of topic ${name} requested in ` +
+          `${DELETE_TOPICS_PATH}: delete.topic.enable is false`);
+        await this.zk.delete(deleteTopicPath(name)).catch(ignoreNoNode);
+        continue;
+      }
+      this.options.log.info(`quill: deleting topic ${name} as ${deleteTopicPath(name)} asks`);
+      await this.deleteTopicZnodes(name, deadlineMs).catch(ignoreNoNode);
+      if (this.cached.delete(name)) this.emitChange();
+    }
+  }
+
+  /**
+   * Issues a read with a watch unless the same watch is already registered (ZooKeeper would
+   * fire both, and every reload would add another). A failed read registered no watch.
+   */
+  private async watched<T>(
+    key: string,
+    onFire: () => void,
+    read: (watch: (() => void) | undefined) => Promise<T>,
+  ): Promise<T> {
+    const watch = this.armed.has(key) ? undefined : () => {
+      this.armed.delete(key);
+      if (!this.closed) onFire();
+    };
+    if (watch !== undefined) this.armed.add(key);
+    try {
+      return await read(watch);
+    } catch (error) {
+      if (watch !== undefined) this.armed.delete(key);
+      throw error;
+    }
+  }
+
+  // ---- the task queue ------------------------------------------------------------------------
+
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(task);
+    this.queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  /**
+   * Queues a reload unless one with the same key is already waiting; one that fails because
+   * ZooKeeper is unavailable is retried after a pause (the watch that asked for it has fired
+   * and will not fire again).
+   */
+  private schedule(key: string, task: () => Promise<void>): void {
+    if (this.closed || this.queuedKeys.has(key)) return;
+    this.queuedKeys.add(key);
+    this.exclusive(() => {
+      this.queuedKeys.delete(key);
+      return this.closed ? Promise.resolve() : task();
+    }).catch((error: unknown) => {
+      if (this.closed) return;
+      if (!(error instanceof ZooKeeperUnavailableError)) {
+        this.options.log.warn(`quill: reading topic metadata (${key}) failed: ${String(error)}`);
+      }
+      if (this.retryTimers.has(key)) return;
+      const timer = setTimeout(() => {
+        this.retryTimers.delete(key);
+        this.schedule(key, task);
+      }, RETRY_DELAY_MS);
+      timer.unref();
+      this.retryTimers.set(key, timer);
+    });
+  }
+
+  private emitChange(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+/**
+ * Kafka's `getOrGenerateClusterId`: read `/cluster/id`, or create it with a new id; when two
+ * brokers race, the create of one fails and it reads the winner's id.
+ */
+async function getOrCreateClusterId(zk: ZooKeeperClient): Promise<string> {
+  try {
+    return decodeClusterId((await zk.getData(CLUSTER_ID_PATH)).data);
+  } catch (error) {
+    if (!(error instanceof NoNodeError)) throw error;
+  }
+  const clusterId = randomBytes(16).toString("base64url");
+  try {
+    await zk.create(CLUSTER_ID_PATH, encodeClusterId(clusterId), { createParents: true });
+    return clusterId;
+  } catch (error) {
+    if (!(error instanceof NodeExistsError)) throw error;
+    return decodeClusterId((await zk.getData(CLUSTER_ID_PATH)).data);
+  }
+}
+
+/** What a client can do about a failed write: retry later, or learn that the topic exists. */
+function toKafkaError(topic: string, error: ZooKeeperError): KafkaError {
+  if (error instanceof ZooKeeperUnavailableError) {
+    return new KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+      `ZooKeeper did not answer in time while changing topic '${topic}'.`, { cause: error });
+  }
+  if (error instanceof NodeExistsError && error.path === topicPath(topic)) {
+    return new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${topic}' already exists.`,
+      { cause: error });
+  }
+  // NOT_CONTROLLER is retriable: clients refresh metadata and send the request again.
+  return new KafkaError(ErrorCode.NOT_CONTROLLER,
+    `Topic '${topic}' changed in ZooKeeper while this broker changed it (${error.message}); ` +
+    "retry.", { cause: error });
+}
+
+function ignoreNoNode(error: unknown): void {
+  if (!(error instanceof NoNodeError)) throw error;
+}
+
+function sameTopics(a: Map<string, CachedTopic>, b: Map<string, CachedTopic>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [name, topic] of a) {
+    if (JSON.stringify(topic.record) !== JSON.stringify(b.get(name)?.record)) return false;
+  }
+  return true;
+}
+
+async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next;
+      next += 1;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,145 @@
+/**
+ * Where the broker keeps its metadata, picked by config: the local file store for the embedded
+ * default, or ZooKeeper (Kafka's znode layout) when `zookeeper.connect` is set. In ZooKeeper
+ * mode the broker also registers itself under `/brokers/ids/<id>` and follows topic changes
+ * that other processes make.
+ */
+import * as path from "node:path";
+import { BrokerRegistration } from "../cluster/broker-registration.ts";
+import { LocalMetadataStore } from "../cluster/local-metadata-store.ts";
+import type { MetadataStore } from "../cluster/metadata-store.ts";
+import { ClusterStartupError, connectZooKeeper } from "../cluster/zookeeper-connection.ts";
+import { ZooKeeperMetadataStore } from "../cluster/zookeeper-metadata-store.ts";
+import type { BrokerConfig } from "../config/broker-config.ts";
+import type { LogManager } from "../storage/log-manager.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
+import { logConfigFor } from "./log-config-for-topic.ts";
+import type { MetadataCache, TopicMetadata } from "./metadata-cache.ts";
+
+export interface StoreLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export interface MetadataStores {
+  readonly metadataStore: MetadataStore;
+  /** The broker's ZooKeeper session in cluster mode (for the offset store too); else null. */
+  readonly zooKeeper: ZooKeeperClient | null;
+  /** Closes the store, then the ZooKeeper session (which removes the broker's registration). */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the metadata store the config asks for. In ZooKeeper mode a ZooKeeper that cannot be
+ * reached fails the start with ClusterStartupError after zookeeper.connection.timeout.ms.
+ */
+export async function openMetadataStores(
+  config: BrokerConfig,
+  log: StoreLogger,
+): Promise<MetadataStores> {
+  if (config["zookeeper.connect"] === null) {
+    const metadataStore = LocalMetadataStore.open(path.resolve(config["log.dirs"][0]!));
+    return { metadataStore, zooKeeper: null, close: () => metadataStore.close() };
+  }
+  const zooKeeper = await connectZooKeeper(config);
+  try {
+    const metadataStore = await ZooKeeperMetadataStore.open(zooKeeper, {
+      requestTimeoutMs: zooKeeper.sessionTimeoutMs,
+      deleteTopicEnable: config["delete.topic.enable"],
+      log,
+    });
+    log.info(`quill: metadata in ZooKeeper at ${config["zookeeper.connect"]} ` +
+      `(cluster id ${metadataStore.clusterId}, ${metadataStore.topics().length} topics)`);
+    const close = async () => {
+      await metadataStore.close();
+      await zooKeeper.close();
+    };
+    return { metadataStore, zooKeeper, close };
+  } catch (error) {
+    await zooKeeper.close();
+    if (!(error instanceof ZooKeeperUnavailableError)) throw error;
+    throw new ClusterStartupError(`ZooKeeper at ${config["zookeeper.connect"]} stopped ` +
+      `answering while the broker read its metadata: ${error.message}`, { cause: error });
+  }
+}
+
+/**
+ * Registers the broker at `/brokers/ids/<id>` with its advertised endpoint (known once the
+ * listener is bound). A crashed predecessor's registration is waited out for up to twice the
+ * session timeout plus a margin; a live broker holding the id fails the start.
+ */
+export async function registerBroker(
+  zooKeeper: ZooKeeperClient,
+  config: BrokerConfig,
+  advertised: { host: string; port: number },
+  log: StoreLogger,
+): Promise<BrokerRegistration> {
+  try {
+    return await BrokerRegistration.register(zooKeeper, {
+      brokerId: config["broker.id"],
+      host: advertised.host,
+      port: advertised.port,
+      rack: config["broker.rack"],
+      expiryWaitMs: 2 * zooKeeper.sessionTimeoutMs + 5_000,
+      log,
+    });
+  } catch (error) {
+    if (!(error instanceof ZooKeeperUnavailableError)) throw error;
+    throw new ClusterStartupError(`ZooKeeper stopped answering while broker ` +
+      `${config["broker.id"]} registered: ${error.message}`, { cause: error });
+  }
+}
+
+/**
+ * Keeps the cache and the local logs in line with topic changes other processes make in
+ * ZooKeeper: new partitions hosted here get logs, deleted topics lose theirs, changed configs
+ * reach the running logs. Changes made through this broker's AdminManager are not reported by
+ * the store, so nothing here repeats that work. Returns the unsubscribe function.
+ */
+export function followMetadataChanges(
+  stores: MetadataStores,
+  cache: MetadataCache,
+  logs: LogManager,
+  config: BrokerConfig,
+  log: StoreLogger,
+): () => void {
+  const store = stores.metadataStore;
+  if (!(store instanceof ZooKeeperMetadataStore)) return () => {};
+  let applying: Promise<void> = Promise.resolve();
+  return store.onChange(() => {
+    const before = new Map([...cache.topics()].map((t) => [t.name, t]));
+    cache.reload();
+    // Deletions are asynchronous; running each change after the previous one keeps a topic
+    // deleted and created again from losing its new logs to the old deletion.
+    applying = applying.then(() => applyChange(before, cache, logs, config)).catch((error) => {
+      log.error(`quill: applying a topic change from ZooKeeper failed: ${String(error)}`);
+    });
+  });
+}
+
+async function applyChange(
+  before: ReadonlyMap<string, TopicMetadata>,
+  cache: MetadataCache,
+  logs: LogManager,
+  config: BrokerConfig,
+): Promise<void> {
+  const brokerId = config["broker.id"];
+  for (const [name, old] of before) {
+    const now = cache.topic(name);
+    if (now !== undefined && Buffer.compare(now.topicId, old.topicId) === 0) continue;
+    await Promise.all(old.partitions.map((p) => logs.deleteLog(name, p.partition)));
+  }
+  for (const topic of cache.topics()) {
+    const logConfig = logConfigFor(topic.configs, config);
+    const configChanged =
+      JSON.stringify(before.get(topic.name)?.configs) !== JSON.stringify(topic.configs);
+    for (const p of topic.partitions) {
+      if (!p.replicas.includes(brokerId)) continue;
+      const existing = logs.getLog(topic.name, p.partition);
+      if (existing === undefined) logs.getOrCreateLog(topic.name, p.partition, logConfig);
+      else if (configChanged) existing.updateConfig(logConfig);
+    }
+  }
+}
