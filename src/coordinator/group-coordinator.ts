@@ -404,7 +404,7 @@ export class GroupCoordinator {
     if (generationId !== group.generationId || group.pendingSyncMembers.size === 0) return;
     if (!group.is(GroupState.CompletingRebalance) && !group.is(GroupState.Stable)) return;
     for (const memberId of [...group.pendingSyncMembers]) {
-      this.dropMember(group, group.get(memberId));
+      this.removeMember(group, group.get(memberId));
     }
     this.prepareRebalance(group);
   }

@@ -313,6 +313,46 @@ describe("sessions and leaving", () => {
   });
 });
 
+describe("leaders and duplicate requests", () => {
+  test("when the leader leaves, a remaining member leads the next generation", async () => {
+    const c = await open({ initialRebalanceDelayMs: 50 });
+    const joins = await Promise.all([joinWithId(c, "g"), joinWithId(c, "g")]);
+    await syncAll(c, "g", joins);
+    const leader = joins.find((j) => j.leader === j.memberId)!;
+    const follower = joins.find((j) => j.leader !== j.memberId)!;
+    c.leaveGroup({ groupId: "g", members: [{ memberId: leader.memberId, groupInstanceId: null, reason: null }] });
+    const rejoined = await c.joinGroup(joinRequest("g", { memberId: follower.memberId }));
+    expect(rejoined.generationId).toBe(2);
+    expect(rejoined.leader).toBe(follower.memberId);
+    expect(rejoined.members.map((m) => m.memberId)).toEqual([follower.memberId]);
+  });
+
+  test("a second JoinGroup from a parked member answers the first, so no request is left hanging", async () => {
+    const c = await open({ initialRebalanceDelayMs: 50 });
+    const [x, y] = await Promise.all([joinWithId(c, "g"), joinWithId(c, "g")]);
+    await syncAll(c, "g", [x!, y!]);
+    const newcomer = joinWithId(c, "g");
+    await sleep(5);
+    // x rejoins twice while y has not rejoined yet: the first JoinGroup is superseded.
+    const first = c.joinGroup(joinRequest("g", { memberId: x!.memberId }));
+    const second = c.joinGroup(joinRequest("g", { memberId: x!.memberId }));
+    expect((await first).errorCode).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    const yRejoin = c.joinGroup(joinRequest("g", { memberId: y!.memberId }));
+    const [x2, y2, n] = await Promise.all([second, yRejoin, newcomer]);
+    expect([x2.errorCode, y2.errorCode, n.errorCode]).toEqual([0, 0, 0]);
+    expect(new Set([x2.generationId, y2.generationId, n.generationId])).toEqual(new Set([2]));
+  });
+
+  test("a lowered group.max.size sheds the members that rejoin last", async () => {
+    const c = await open({ maxSize: 1, initialRebalanceDelayMs: 0 });
+    const a = await joinWithId(c, "g");
+    await syncAll(c, "g", [a]);
+    // A second member cannot get in while the group is full.
+    expect((await joinWithId(c, "g")).errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    expect(c.describeGroups(["g"], 5)[0]!.members).toHaveLength(1);
+  });
+});
+
 describe("static membership (KIP-345)", () => {
   test("a static member restarting within its session keeps its assignment without a rebalance", async () => {
     const c = await open({ initialRebalanceDelayMs: 50 });
