@@ -1,0 +1,396 @@
+/**
+ * Client compatibility matrix (issue 9): starts its own Quill broker (fresh data dir, free port),
+ * runs the same scenario with each client library in its own runtime (test/compat/<client>/),
+ * prints a client × step table, writes it to .compat/results.md and .compat/results.json and
+ * exits non-zero if any cell failed or any client could not run.
+ *
+ *   bun scripts/compat.ts [--binary dist/quill] [CLIENT...]
+ *
+ * Each client program prints one JSON line per step (see test/compat/support/scenario.ts). A
+ * client whose toolchain is missing is reported as `skipped (no java)` and fails the run, since a
+ * matrix that did not run is no proof. Dependencies are cached outside the repository: Maven's
+ * ~/.m2, the Go module and build caches, and Python virtual environments (with pip's cache)
+ * under $XDG_CACHE_HOME/quill-compat (default ~/.cache/quill-compat).
+ */
+import { createHash } from "node:crypto";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { STEPS, type Step } from "../test/compat/support/scenario-steps.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const COMPAT_DIR = join(ROOT, "test", "compat");
+const OUT_DIR = join(ROOT, ".compat");
+const CACHE_DIR = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "quill-compat");
+/** A first run downloads Maven, Go and pip dependencies; later runs build from the caches. */
+const PREPARE_TIMEOUT_MS = 600_000;
+/** One client's whole scenario; the programs bound each of their own waits well below this. */
+const RUN_TIMEOUT_MS = 240_000;
+const BROKER_START_TIMEOUT_MS = 30_000;
+/** Broker log lines kept per client in the results, for reproductions. */
+const BROKER_LOG_LINES_MAX = 40;
+
+interface ClientSpec {
+  readonly name: string;
+  /** Executables that must be on PATH; the first one missing names the skip. */
+  readonly needs: readonly string[];
+  /** Build or install steps, run in the client's folder. */
+  readonly prepare: ReadonlyArray<() => readonly string[] | undefined>;
+  readonly run: () => readonly string[];
+}
+
+type Cell =
+  | { readonly status: "ok"; readonly detail?: string; readonly ms?: number }
+  | { readonly status: "fail"; readonly error: string; readonly ms?: number }
+  | { readonly status: "skipped"; readonly reason: string }
+  | { readonly status: "n/a"; readonly reason: string };
+
+interface ClientResult {
+  readonly client: string;
+  version: string;
+  readonly cells: Partial<Record<Step, Cell>>;
+  /** Set when the client did not run at all (toolchain missing, build failed). */
+  problem?: string;
+  brokerLog: string[];
+  durationMs: number;
+}
+
+const bun = process.execPath;
+const venvPython = (client: string) => join(CACHE_DIR, `venv-${client}`, "bin", "python");
+
+const CLIENTS: readonly ClientSpec[] = [
+  {
+    name: "java",
+    needs: ["java", "mvn"],
+    prepare: [
+      () => [
+        "mvn", "-B", "-q", "package", "dependency:build-classpath",
+        "-Dmdep.outputFile=target/classpath.txt",
+      ],
+    ],
+    run: () => {
+      const classpath = readFileSync(join(COMPAT_DIR, "java", "target", "classpath.txt"), "utf8");
+      const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
+      return ["java", logLevel, "-cp", `target/classes:${classpath.trim()}`, "quill.compat.Main"];
+    },
+  },
+  {
+    name: "franz-go",
+    needs: ["go"],
+    prepare: [() => ["go", "build", "-o", join(CACHE_DIR, "bin", "compat-franz-go"), "."]],
+    run: () => [join(CACHE_DIR, "bin", "compat-franz-go")],
+  },
+  pythonClient("confluent-kafka-python"),
+  {
+    name: "kcat",
+    needs: ["kcat"],
+    prepare: [],
+    run: () => [bun, "main.ts"],
+  },
+  {
+    name: "kafkajs",
+    needs: [],
+    prepare: [],
+    run: () => [bun, "main.ts"],
+  },
+  {
+    name: "platformatic-kafka",
+    needs: [],
+    prepare: [],
+    run: () => [bun, "main.ts"],
+  },
+  pythonClient("kafka-python"),
+];
+
+/** A Python client in its own virtual environment, rebuilt when requirements.txt changes. */
+function pythonClient(name: string): ClientSpec {
+  const venv = join(CACHE_DIR, `venv-${name}`);
+  const requirements = join(COMPAT_DIR, name, "requirements.txt");
+  const stamp = join(venv, "requirements.sha256");
+  const wanted = () => createHash("sha256").update(readFileSync(requirements)).digest("hex");
+  const current = () => (existsSync(stamp) ? readFileSync(stamp, "utf8") : "");
+  return {
+    name,
+    needs: ["python3"],
+    prepare: [
+      () => (current() === wanted() ? undefined : ["python3", "-m", "venv", "--clear", venv]),
+      () => (current() === wanted() ? undefined : [venvPython(name), "-m", "pip", "install", "-q", "-r", requirements]),
+      () => {
+        writeFileSync(stamp, wanted());
+        return undefined;
+      },
+    ],
+    run: () => [venvPython(name), "main.py"],
+  };
+}
+
+// ---- The broker ----------------------------------------------------------------------------
+
+interface Broker {
+  readonly process: Subprocess;
+  readonly bootstrap: string;
+  readonly logPath: string;
+}
+
+async function startBroker(binary: string | undefined): Promise<Broker> {
+  const dataDir = join(OUT_DIR, "data");
+  rmSync(dataDir, { recursive: true, force: true });
+  const logPath = join(OUT_DIR, "broker.log");
+  writeFileSync(logPath, "");
+  const command = binary ? [binary] : [bun, join(ROOT, "src", "main.ts")];
+  // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
+  // auto-creation; the other clients create their topic explicitly.
+  const brokerProcess = Bun.spawn(
+    [...command, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--set", "num.partitions=3"],
+    { cwd: OUT_DIR, stdout: "pipe", stderr: "pipe" },
+  );
+  const bootstrap = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the broker printed no listening line")), BROKER_START_TIMEOUT_MS);
+    const onLine = (line: string) => {
+      appendFileSync(logPath, `${line}\n`);
+      const match = /listening on ([^\s:]+):(\d+)/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        resolve(`${match[1]}:${match[2]}`);
+      }
+    };
+    void pumpLines(brokerProcess.stdout, onLine);
+    void pumpLines(brokerProcess.stderr, onLine);
+    void brokerProcess.exited.then((code) => reject(new Error(`the broker exited with code ${code}`)));
+  });
+  return { process: brokerProcess, bootstrap, logPath };
+}
+
+async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let pending = "";
+  for await (const chunk of stream) {
+    pending += decoder.decode(chunk, { stream: true });
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) onLine(line);
+  }
+  if (pending) onLine(pending);
+}
+
+// ---- Running one client --------------------------------------------------------------------
+
+function missingTool(tools: readonly string[]): string | undefined {
+  return tools.find((tool) => !Bun.which(tool));
+}
+
+/** Runs a command with a deadline; returns its exit code, output and whether it timed out. */
+async function runCommand(
+  command: readonly string[],
+  options: { cwd: string; env?: Record<string, string>; timeoutMs: number; logPrefix: string },
+): Promise<{ code: number; stdout: string; stderr: string; timedOut: boolean }> {
+  const child = Bun.spawn([...command], {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, options.timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  clearTimeout(timer);
+  writeFileSync(`${options.logPrefix}.stdout`, stdout);
+  writeFileSync(`${options.logPrefix}.stderr`, stderr);
+  return { code, stdout, stderr, timedOut };
+}
+
+function lastLines(text: string, count: number): string {
+  return text.trim().split("\n").slice(-count).join(" | ");
+}
+
+async function prepareClient(spec: ClientSpec, cwd: string): Promise<string | undefined> {
+  for (const [index, step] of spec.prepare.entries()) {
+    const command = step();
+    if (!command) continue;
+    console.log(`::: ${spec.name}: ${command.join(" ")}`);
+    const result = await runCommand(command, {
+      cwd,
+      timeoutMs: PREPARE_TIMEOUT_MS,
+      logPrefix: join(OUT_DIR, `${spec.name}.prepare-${index}`),
+    });
+    if (result.code !== 0 || result.timedOut) {
+      const why = result.timedOut ? "timed out" : `exit code ${result.code}`;
+      return `build failed (${command[0]}: ${why}): ${lastLines(result.stderr || result.stdout, 3)}`;
+    }
+  }
+  return undefined;
+}
+
+async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult> {
+  const startedMs = Date.now();
+  const result: ClientResult = { client: spec.name, version: "?", cells: {}, brokerLog: [], durationMs: 0 };
+  const missing = missingTool(spec.needs);
+  if (missing) {
+    result.problem = `skipped (no ${missing})`;
+    console.log(`!!! ${spec.name}: ${result.problem} — this client was NOT tested`);
+    return result;
+  }
+  const cwd = join(COMPAT_DIR, spec.name);
+  const prepareProblem = await prepareClient(spec, cwd);
+  if (prepareProblem) {
+    result.problem = prepareProblem;
+    console.log(`!!! ${spec.name}: ${prepareProblem}`);
+    return result;
+  }
+  const brokerLogBefore = readFileSync(broker.logPath, "utf8").length;
+  console.log(`::: ${spec.name}: running the scenario`);
+  const run = await runCommand(spec.run(), {
+    cwd,
+    env: { BOOTSTRAP: broker.bootstrap, TOPIC: `compat-${spec.name}`, GROUP: `compat-${spec.name}-group` },
+    timeoutMs: RUN_TIMEOUT_MS,
+    logPrefix: join(OUT_DIR, spec.name),
+  });
+  parseClientOutput(run.stdout, result);
+  fillMissingCells(result, run);
+  result.brokerLog = readFileSync(broker.logPath, "utf8").slice(brokerLogBefore).trim().split("\n")
+    .filter(Boolean).slice(-BROKER_LOG_LINES_MAX);
+  result.durationMs = Date.now() - startedMs;
+  return result;
+}
+
+function parseClientOutput(stdout: string, result: ClientResult): void {
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof parsed.client === "string" && typeof parsed.version === "string") {
+      result.version = parsed.version;
+    }
+    const step = parsed.step as Step;
+    if (!STEPS.includes(step)) continue;
+    result.cells[step] = toCell(parsed);
+  }
+}
+
+function toCell(line: Record<string, unknown>): Cell {
+  const ms = typeof line.ms === "number" ? line.ms : undefined;
+  if (typeof line.skipped === "string") {
+    return line.skipped.startsWith("n/a")
+      ? { status: "n/a", reason: line.skipped }
+      : { status: "skipped", reason: line.skipped };
+  }
+  if (line.ok === true) return { status: "ok", detail: line.detail as string | undefined, ms };
+  return { status: "fail", error: String(line.error ?? "failed without an error message"), ms };
+}
+
+/** A step with no line failed: the program crashed, hung or skipped it by mistake. */
+function fillMissingCells(
+  result: ClientResult,
+  run: { code: number; stderr: string; timedOut: boolean },
+): void {
+  const why = run.timedOut
+    ? `the program was killed after ${RUN_TIMEOUT_MS / 1000} s`
+    : `the program exited with code ${run.code} before this step: ${lastLines(run.stderr, 2)}`;
+  let first = true;
+  for (const step of STEPS) {
+    if (result.cells[step]) continue;
+    result.cells[step] = first ? { status: "fail", error: why } : { status: "fail", error: "no result (see above)" };
+    first = false;
+  }
+}
+
+// ---- The table -----------------------------------------------------------------------------
+
+function cellText(cell: Cell | undefined, notes: string[], client: string, step: Step): string {
+  if (!cell) return "—";
+  switch (cell.status) {
+    case "ok":
+      return "ok";
+    case "skipped":
+      return cell.reason;
+    case "n/a":
+      notes.push(`${client} / ${step}: ${cell.reason}`);
+      return `n/a [${notes.length}]`;
+    case "fail":
+      notes.push(`${client} / ${step}: ${cell.error}`);
+      return `**FAIL** [${notes.length}]`;
+  }
+}
+
+function markdown(results: readonly ClientResult[], broker: string): string {
+  const notes: string[] = [];
+  const header = `| client | version | ${STEPS.join(" | ")} |`;
+  const rule = `|${" --- |".repeat(STEPS.length + 2)}`;
+  const rows = results.map((result) => {
+    const cells = result.problem
+      ? STEPS.map(() => (result.problem?.startsWith("skipped") ? result.problem : "**FAIL**"))
+      : STEPS.map((step) => cellText(result.cells[step], notes, result.client, step));
+    if (result.problem && !result.problem.startsWith("skipped")) notes.push(`${result.client}: ${result.problem}`);
+    return `| ${result.client} | ${result.version} | ${cells.join(" | ")} |`;
+  });
+  const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
+  return [
+    `Quill client compatibility matrix, ${new Date().toISOString()}, broker ${broker}`,
+    "",
+    header,
+    rule,
+    ...rows,
+    "",
+    ...noteLines,
+    "",
+  ].join("\n");
+}
+
+function failed(result: ClientResult): boolean {
+  return result.problem !== undefined || Object.values(result.cells).some((cell) => cell.status === "fail");
+}
+
+// ---- Main ----------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const binaryIndex = args.indexOf("--binary");
+  const binary = binaryIndex >= 0 ? args.splice(binaryIndex, 2)[1] : undefined;
+  const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
+  if (unknown.length > 0) {
+    console.error(`unknown client(s) ${unknown.join(", ")}; known: ${CLIENTS.map((c) => c.name).join(", ")}`);
+    return 2;
+  }
+  const selected = args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS;
+  mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
+  mkdirSync(OUT_DIR, { recursive: true });
+  const broker = await startBroker(binary);
+  console.log(`::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), log in .compat/broker.log`);
+  const results: ClientResult[] = [];
+  try {
+    for (const spec of selected) {
+      const result = await runClient(spec, broker);
+      console.log(`::: ${spec.name}: ${failed(result) ? "FAILED" : "passed"} in ${result.durationMs} ms`);
+      results.push(result);
+    }
+  } finally {
+    broker.process.kill("SIGTERM");
+    await broker.process.exited;
+  }
+  const table = markdown(results, binary ?? "bun src/main.ts");
+  writeFileSync(join(OUT_DIR, "results.md"), table);
+  writeFileSync(join(OUT_DIR, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\n${table}`);
+  const failedClients = results.filter(failed).map((result) => result.client);
+  console.log(
+    failedClients.length === 0
+      ? `compat: all ${results.length} clients passed every step`
+      : `compat: FAILED for ${failedClients.join(", ")} (details in .compat/results.md and .compat/<client>.stderr)`,
+  );
+  return failedClients.length === 0 ? 0 : 1;
+}
+
+process.exit(await main());

@@ -1,0 +1,178 @@
+"""The compatibility scenario with kafka-python (pure Python), as an ordinary user writes it:
+KafkaAdminClient for topics and groups, a KafkaProducer per codec with default settings,
+KafkaConsumers polled in a loop."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+
+import kafka  # noqa: E402
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
+
+from scenario import (  # noqa: E402
+    BOOTSTRAP, CONSUME_TIMEOUT_S, GROUP, PARTITION_COUNT, RECORDS_PER_CODEC, RESTART_TIMEOUT_S,
+    SENTINEL_COUNT, TOPIC, Consumed, StepRunner, check, decode, is_sentinel, records_for,
+    verify_consumed, wait_for,
+)
+
+PARTITIONS = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
+
+
+class Member:
+    def __init__(self, index):
+        self.index = index
+        self.records = []
+        self.consumer = KafkaConsumer(
+            TOPIC, bootstrap_servers=BOOTSTRAP, group_id=GROUP, auto_offset_reset="earliest",
+            enable_auto_commit=False)
+
+    def poll(self):
+        for partition, batch in self.consumer.poll(timeout_ms=50).items():
+            for message in batch:
+                headers = [(name, decode(value)) for name, value in message.headers]
+                self.records.append(Consumed(self.index, partition.partition, decode(message.key),
+                                             decode(message.value), headers))
+
+    def assigned(self):
+        return len(self.consumer.assignment()) > 0
+
+
+def poll_until(members, what, timeout_s, done):
+    def probe():
+        for member in members:
+            member.poll()
+        return done()
+
+    wait_for(what, timeout_s, probe, step_s=0)
+
+
+def poll_for(members, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for member in members:
+            member.poll()
+
+
+def produce(codec):
+    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, compression_type=codec)
+    futures = [
+        producer.send(TOPIC, key=key.encode(), value=value.encode(),
+                      headers=[(name, text.encode()) for name, text in headers])
+        for _, key, value, headers in records_for(codec)
+    ]
+    producer.flush(60)
+    failures = [future.exception for future in futures if future.failed()]
+    check(all(future.is_done for future in futures), "records not delivered after 60 s")
+    check(not failures, f"{len(failures)} records failed: {failures[0] if failures else ''}")
+    producer.close()
+    return f"{RECORDS_PER_CODEC} records"
+
+
+def main():
+    steps = StepRunner("kafka-python", kafka.__version__)
+    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    state = {"produced": 0, "members": []}
+
+    def create_topic():
+        admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT, replication_factor=1)])
+        described = admin.describe_topics([TOPIC])
+        partitions = len(described[0]["partitions"])
+        check(partitions == PARTITION_COUNT, f"topic has {partitions} partitions")
+
+    def produce_codec(codec):
+        def body():
+            detail = produce(codec)
+            state["produced"] += RECORDS_PER_CODEC
+            return detail
+        return body
+
+    def consume_group():
+        members = state["members"] = [Member(0), Member(1)]
+        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
+                   lambda: all(m.assigned() for m in members))
+        expected = 2 * RECORDS_PER_CODEC
+        poll_until(members, f"{expected} records", CONSUME_TIMEOUT_S,
+                   lambda: sum(len(m.records) for m in members) >= expected)
+        poll_for(members, 0.5)  # Anything delivered twice arrives now, and the check sees it.
+        problems = verify_consumed([r for m in members for r in m.records], ["gzip", "zstd"])
+        check(not problems, "; ".join(problems))
+        return ", ".join(f"member {m.index}: {len(m.records)}" for m in members)
+
+    def commit():
+        for member in state["members"]:
+            member.consumer.commit()
+        probe = state["members"][0].consumer
+        ends = probe.end_offsets(PARTITIONS)
+        for partition in PARTITIONS:
+            committed = probe.committed(partition)
+            check(committed == ends[partition],
+                  f"partition {partition.partition}: committed {committed}, end {ends[partition]}")
+
+    def restart():
+        members = state["members"] = [Member(0), Member(1)]
+        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
+                   lambda: all(m.assigned() for m in members))
+        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
+        for partition in range(SENTINEL_COUNT):
+            producer.send(TOPIC, key=f"sentinel-{partition}".encode(), value=b"sentinel", partition=partition)
+        producer.flush(30)
+        producer.close()
+        state["produced"] += SENTINEL_COUNT
+        everything = lambda: [r for m in members for r in m.records]  # noqa: E731
+        poll_until(members, "the sentinels", RESTART_TIMEOUT_S,
+                   lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT)
+        again = [r for r in everything() if not is_sentinel(r)]
+        check(not again, f"{len(again)} records delivered again after the restart")
+
+    def describe_group():
+        poll_for(state["members"], 0.1)
+        group = admin.describe_groups([GROUP])[GROUP]
+        check(group["group_state"] == "Stable", f"group state {group['group_state']}")
+        check(len(group["members"]) == 2, f"{len(group['members'])} members")
+        check(group["protocol_type"] == "consumer", f"protocol type {group['protocol_type']}")
+        listed = admin.list_groups()
+        check(any(g["group_id"] == GROUP for g in listed), "list_groups does not show the group")
+        return f"{group['group_state']}, {len(group['members'])} members, protocol {group['protocol_data']}"
+
+    def list_offsets():
+        consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP)
+        earliest = consumer.beginning_offsets(PARTITIONS)
+        latest = consumer.end_offsets(PARTITIONS)
+        consumer.close()
+        lows = [earliest[tp] for tp in PARTITIONS]
+        highs = [latest[tp] for tp in PARTITIONS]
+        check(lows == [0] * PARTITION_COUNT, f"earliest {lows}")
+        check(sum(highs) == state["produced"], f"latest offsets add up to {sum(highs)}, produced {state['produced']}")
+        return f"earliest 0, latest {'/'.join(map(str, highs))}"
+
+    def delete_topic():
+        admin.delete_topics([TOPIC])
+        wait_for("the topic to go", 10, lambda: TOPIC not in admin.list_topics(), step_s=0.2)
+
+    steps.run("create-topic", create_topic)
+    steps.run("produce-gzip", produce_codec("gzip"))
+    steps.run("produce-zstd", produce_codec("zstd"))
+    steps.run("consume-group", consume_group)
+    steps.run("commit", commit)
+    close_members(state["members"])
+    steps.run("restart-no-redelivery", restart)
+    steps.run("describe-group", describe_group)
+    close_members(state["members"])
+    steps.run("list-offsets", list_offsets)
+    steps.run("delete-topic", delete_topic)
+    admin.close()
+
+
+def close_members(members):
+    for member in members:
+        try:
+            member.consumer.close()
+        except Exception as error:  # The steps already say what broke; closing must not hide it.
+            print(f"close: {error}", file=sys.stderr)
+    members.clear()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+/**
+ * The compatibility scenario with kafkajs, written as an ordinary kafkajs user would: default
+ * producer, consumer.run with eachMessage, admin for topics, groups and offsets. kafkajs has no
+ * zstd codec built in (it needs a third-party plugin), so that step is not applicable.
+ */
+import {
+  type Admin,
+  CompressionTypes,
+  type Consumer,
+  Kafka,
+  type KafkaMessage,
+  logLevel,
+  type Producer,
+} from "kafkajs";
+import {
+  CONSUME_TIMEOUT_MS,
+  type ConsumedRecord,
+  check,
+  describeError,
+  env,
+  isSentinel,
+  PARTITION_COUNT,
+  RECORDS_PER_CODEC,
+  RESTART_TIMEOUT_MS,
+  recordsFor,
+  SENTINEL_COUNT,
+  StepRunner,
+  verifyConsumed,
+  waitFor,
+} from "../support/scenario.ts";
+
+const SEND_CHUNK_RECORDS = 1000;
+const VERSION = (await import("kafkajs/package.json", { with: { type: "json" } })).default.version;
+
+const kafka = new Kafka({
+  clientId: "quill-compat-kafkajs",
+  brokers: [env.bootstrap],
+  logLevel: logLevel.WARN,
+  // kafkajs logs to stdout by default; stdout carries the step lines, so logs go to stderr.
+  logCreator: () => (entry) => console.error(JSON.stringify(entry.log)),
+});
+
+interface Member {
+  readonly consumer: Consumer;
+  readonly records: ConsumedRecord[];
+  /** Next offset to commit per partition, from the last record this member processed. */
+  readonly nextOffsets: Map<number, string>;
+  joined: boolean;
+  /** Set when kafkajs reports the consumer crashed, so a wait fails at once with the reason. */
+  crash?: string;
+}
+
+function toConsumed(member: number, partition: number, message: KafkaMessage): ConsumedRecord {
+  const headers = Object.entries(message.headers ?? {}).map(
+    ([name, value]) => [name, String(value)] as const,
+  );
+  return {
+    member,
+    partition,
+    key: message.key?.toString() ?? null,
+    value: message.value?.toString() ?? null,
+    headers,
+  };
+}
+
+async function startMember(index: number): Promise<Member> {
+  const consumer = kafka.consumer({ groupId: env.group });
+  const member: Member = { consumer, records: [], nextOffsets: new Map(), joined: false };
+  consumer.on(consumer.events.GROUP_JOIN, () => {
+    member.joined = true;
+  });
+  consumer.on(consumer.events.CRASH, (event) => {
+    member.crash ??= describeError(event.payload.error);
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic: env.topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      member.records.push(toConsumed(index, partition, message));
+      member.nextOffsets.set(partition, (BigInt(message.offset) + 1n).toString());
+    },
+  });
+  return member;
+}
+
+async function produce(producer: Producer, codec: "gzip"): Promise<string> {
+  const records = recordsFor(codec);
+  for (let first = 0; first < records.length; first += SEND_CHUNK_RECORDS) {
+    await producer.send({
+      topic: env.topic,
+      compression: CompressionTypes.GZIP,
+      messages: records.slice(first, first + SEND_CHUNK_RECORDS).map((record) => ({
+        key: record.key,
+        value: record.value,
+        headers: Object.fromEntries(record.headers),
+      })),
+    });
+  }
+  return `${records.length} records`;
+}
+
+/** Throws the first consumer crash, so waits on a crashed group end with its reason. */
+function throwIfCrashed(members: readonly Member[]): void {
+  const crashed = members.find((member) => member.crash);
+  if (crashed) throw new Error(`consumer crashed: ${crashed.crash}`);
+}
+
+async function highWatermarks(admin: Admin): Promise<Map<number, string>> {
+  const offsets = await admin.fetchTopicOffsets(env.topic);
+  return new Map(offsets.map((offset) => [offset.partition, offset.high]));
+}
+
+/** Disconnects consumers; a failure here is logged, since the steps already say what broke. */
+async function stopMembers(members: readonly Member[]): Promise<void> {
+  for (const member of members) {
+    await member.consumer.disconnect().catch((error) => console.error(`disconnect: ${error}`));
+  }
+}
+
+async function main(): Promise<void> {
+  const steps = new StepRunner("kafkajs", VERSION);
+  const admin = kafka.admin();
+  const producer = kafka.producer();
+  await admin.connect();
+  await producer.connect();
+  let producedCount = 0;
+  let members: Member[] = [];
+
+  await steps.run("create-topic", async () => {
+    const created = await admin.createTopics({
+      topics: [{ topic: env.topic, numPartitions: PARTITION_COUNT, replicationFactor: 1 }],
+      waitForLeaders: true,
+    });
+    check(created, "createTopics returned false");
+    const metadata = await admin.fetchTopicMetadata({ topics: [env.topic] });
+    const partitions = metadata.topics[0]?.partitions.length;
+    check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);
+  });
+  await steps.run("produce-gzip", async () => {
+    const detail = await produce(producer, "gzip");
+    producedCount += RECORDS_PER_CODEC;
+    return detail;
+  });
+  steps.markNotApplicable("produce-zstd", "kafkajs has no zstd codec built in");
+
+  await steps.run("consume-group", async () => {
+    members = await Promise.all([startMember(0), startMember(1)]);
+    const all = () => members.flatMap((member) => member.records);
+    await waitFor("10,000 records", CONSUME_TIMEOUT_MS, () => {
+      throwIfCrashed(members);
+      return all().length >= RECORDS_PER_CODEC;
+    });
+    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
+    const problems = verifyConsumed(all(), ["gzip"]);
+    check(problems.length === 0, problems.join("; "));
+    return members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
+  });
+  await steps.run("commit", async () => {
+    for (const member of members) {
+      await member.consumer.commitOffsets(
+        [...member.nextOffsets].map(([partition, offset]) => ({ topic: env.topic, partition, offset })),
+      );
+    }
+    const [committed] = await admin.fetchOffsets({ groupId: env.group, topics: [env.topic] });
+    const high = await highWatermarks(admin);
+    for (const { partition, offset } of committed?.partitions ?? []) {
+      check(offset === high.get(partition), `partition ${partition}: committed ${offset}, end ${high.get(partition)}`);
+    }
+    check(committed?.partitions.length === PARTITION_COUNT, "not every partition has a commit");
+  });
+  await stopMembers(members);
+
+  await steps.run("restart-no-redelivery", async () => {
+    members = await Promise.all([startMember(0), startMember(1)]);
+    await waitFor("both members to join", RESTART_TIMEOUT_MS, () => {
+      throwIfCrashed(members);
+      return members.every((member) => member.joined);
+    });
+    await producer.send({
+      topic: env.topic,
+      messages: Array.from({ length: SENTINEL_COUNT }, (_, partition) => ({
+        key: `sentinel-${partition}`,
+        value: "sentinel",
+        partition,
+      })),
+    });
+    producedCount += SENTINEL_COUNT;
+    const all = () => members.flatMap((member) => member.records);
+    await waitFor("the sentinels", RESTART_TIMEOUT_MS, () => all().filter(isSentinel).length >= SENTINEL_COUNT);
+    const redelivered = all().filter((record) => !isSentinel(record));
+    check(redelivered.length === 0, `${redelivered.length} records delivered again after the restart`);
+  });
+  await steps.run("describe-group", async () => {
+    const { groups } = await admin.describeGroups([env.group]);
+    const group = groups[0];
+    check(group?.state === "Stable", `group state ${group?.state}`);
+    check(group.members.length === 2, `${group.members.length} members`);
+    check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
+    const listed = await admin.listGroups();
+    check(listed.groups.some((g) => g.groupId === env.group), "listGroups does not show the group");
+    return `${group.state}, ${group.members.length} members, protocol ${group.protocol}`;
+  });
+  await stopMembers(members);
+
+  await steps.run("list-offsets", async () => {
+    const offsets = await admin.fetchTopicOffsets(env.topic);
+    check(offsets.length === PARTITION_COUNT, `${offsets.length} partitions`);
+    check(offsets.every((o) => o.low === "0"), `earliest ${offsets.map((o) => o.low)}`);
+    const latest = offsets.reduce((sum, o) => sum + Number(o.high), 0);
+    check(latest === producedCount, `latest offsets add up to ${latest}, produced ${producedCount}`);
+    return `earliest 0, latest ${offsets.map((o) => o.high).join("/")}`;
+  });
+  await steps.run("delete-topic", async () => {
+    await admin.deleteTopics({ topics: [env.topic] });
+    await waitFor("the topic to go", 10_000, async () => !(await admin.listTopics()).includes(env.topic));
+  });
+  await producer.disconnect();
+  await admin.disconnect();
+}
+
+await main();
+process.exit(0);

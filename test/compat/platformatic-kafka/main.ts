@@ -1,0 +1,229 @@
+/**
+ * The compatibility scenario with @platformatic/kafka (a pure TypeScript client that speaks the
+ * newer flexible protocol versions), as an ordinary user writes it: string serialisers, a
+ * Producer per codec, consumer.consume() streams with manual message.commit(), Admin for topics,
+ * groups and offsets.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import {
+  Admin,
+  Consumer,
+  type Message,
+  type MessagesStream,
+  Producer,
+  stringDeserializers,
+  stringSerializers,
+} from "@platformatic/kafka";
+import {
+  CONSUME_TIMEOUT_MS,
+  type Codec,
+  type ConsumedRecord,
+  check,
+  describeError,
+  env,
+  isSentinel,
+  PARTITION_COUNT,
+  RECORDS_PER_CODEC,
+  RESTART_TIMEOUT_MS,
+  recordsFor,
+  SENTINEL_COUNT,
+  StepRunner,
+  verifyConsumed,
+  waitFor,
+} from "../support/scenario.ts";
+
+type StringMessage = Message<string, string, string, string>;
+
+const SEND_CHUNK_RECORDS = 1000;
+// The package exports no version and no package.json, so read it beside the resolved entry point.
+const ENTRY = Bun.resolveSync("@platformatic/kafka", import.meta.dir);
+const VERSION: string = JSON.parse(readFileSync(join(dirname(ENTRY), "..", "package.json"), "utf8")).version;
+const clientOptions = { clientId: "quill-compat-platformatic", bootstrapBrokers: [env.bootstrap] };
+const PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, partition) => partition);
+
+interface Member {
+  readonly consumer: Consumer<string, string, string, string>;
+  readonly records: ConsumedRecord[];
+  /** The last message per partition, whose commit() commits everything before it. */
+  readonly lastMessages: Map<number, StringMessage>;
+  stream?: MessagesStream<string, string, string, string>;
+  joined: boolean;
+  error?: string;
+}
+
+function startMember(index: number): Member {
+  const consumer = new Consumer({ ...clientOptions, groupId: env.group, deserializers: stringDeserializers });
+  const member: Member = { consumer, records: [], lastMessages: new Map(), joined: false };
+  consumer.on("consumer:group:join", () => {
+    member.joined = true;
+  });
+  consumer
+    .consume({ topics: [env.topic], mode: "committed", fallbackMode: "earliest", autocommit: false })
+    .then((stream) => {
+      member.stream = stream;
+      stream.on("data", (message: StringMessage) => {
+        member.records.push({
+          member: index,
+          partition: message.partition,
+          key: message.key ?? null,
+          value: message.value ?? null,
+          headers: [...message.headers],
+        });
+        member.lastMessages.set(message.partition, message);
+      });
+      stream.on("error", (error: unknown) => {
+        member.error ??= describeError(error);
+      });
+    })
+    .catch((error: unknown) => {
+      member.error ??= describeError(error);
+    });
+  return member;
+}
+
+async function stopMembers(members: readonly Member[]): Promise<void> {
+  for (const member of members) {
+    try {
+      await member.stream?.close();
+      await member.consumer.close(true);
+    } catch (error) {
+      console.error(`close: ${describeError(error)}`);
+    }
+  }
+}
+
+async function waitForMembers(members: readonly Member[], what: string, timeoutMs: number, done: () => boolean) {
+  await waitFor(what, timeoutMs, () => {
+    const failed = members.find((member) => member.error);
+    if (failed) throw new Error(`consumer failed: ${failed.error}`);
+    return done();
+  });
+}
+
+async function produce(codec: Codec): Promise<string> {
+  const producer = new Producer({ ...clientOptions, serializers: stringSerializers, compression: codec });
+  try {
+    const records = recordsFor(codec);
+    for (let first = 0; first < records.length; first += SEND_CHUNK_RECORDS) {
+      await producer.send({
+        messages: records.slice(first, first + SEND_CHUNK_RECORDS).map((record) => ({
+          topic: env.topic,
+          key: record.key,
+          value: record.value,
+          headers: new Map(record.headers),
+        })),
+      });
+    }
+    return `${records.length} records`;
+  } finally {
+    await producer.close();
+  }
+}
+
+async function listOffsets(admin: Admin, timestamp: bigint): Promise<bigint[]> {
+  const [topic] = await admin.listOffsets({
+    topics: [{ name: env.topic, partitions: PARTITIONS.map((partitionIndex) => ({ partitionIndex, timestamp })) }],
+  });
+  const partitions = [...(topic?.partitions ?? [])].sort((a, b) => a.partitionIndex - b.partitionIndex);
+  check(partitions.length === PARTITION_COUNT, `${partitions.length} partitions listed`);
+  return partitions.map((partition) => partition.offset);
+}
+
+async function main(): Promise<void> {
+  const steps = new StepRunner("platformatic-kafka", VERSION);
+  const admin = new Admin(clientOptions);
+  let producedCount = 0;
+  let members: Member[] = [];
+
+  await steps.run("create-topic", async () => {
+    await admin.createTopics({ topics: [env.topic], partitions: PARTITION_COUNT, replicas: 1 });
+    const metadata = await admin.metadata({ topics: [env.topic] });
+    const partitions = metadata.topics.get(env.topic)?.partitionsCount;
+    check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);
+  });
+  for (const codec of ["gzip", "zstd"] as const) {
+    await steps.run(`produce-${codec}`, async () => {
+      const detail = await produce(codec);
+      producedCount += RECORDS_PER_CODEC;
+      return detail;
+    });
+  }
+
+  await steps.run("consume-group", async () => {
+    members = [startMember(0), startMember(1)];
+    const all = () => members.flatMap((member) => member.records);
+    await waitForMembers(members, "both members to join", RESTART_TIMEOUT_MS, () => members.every((m) => m.joined));
+    const expected = 2 * RECORDS_PER_CODEC;
+    await waitForMembers(members, `${expected} records`, CONSUME_TIMEOUT_MS, () => all().length >= expected);
+    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
+    const problems = verifyConsumed(all(), ["gzip", "zstd"]);
+    check(problems.length === 0, problems.join("; "));
+    return members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
+  });
+  await steps.run("commit", async () => {
+    for (const member of members) {
+      for (const message of member.lastMessages.values()) await message.commit();
+    }
+    const [group] = await admin.listConsumerGroupOffsets({ groups: [env.group] });
+    const committed = new Map(
+      (group?.topics.find((t) => t.name === env.topic)?.partitions ?? []).map((p) => [p.partitionIndex, p.committedOffset]),
+    );
+    const latest = await listOffsets(admin, -1n);
+    for (const partition of PARTITIONS) {
+      const offset = committed.get(partition);
+      check(offset === latest[partition], `partition ${partition}: committed ${offset}, end ${latest[partition]}`);
+    }
+  });
+  await stopMembers(members);
+
+  await steps.run("restart-no-redelivery", async () => {
+    members = [startMember(0), startMember(1)];
+    await waitForMembers(members, "both members to join", RESTART_TIMEOUT_MS, () => members.every((m) => m.joined));
+    const producer = new Producer({ ...clientOptions, serializers: stringSerializers });
+    try {
+      await producer.send({
+        messages: PARTITIONS.slice(0, SENTINEL_COUNT).map((partition) => ({
+          topic: env.topic,
+          key: `sentinel-${partition}`,
+          value: "sentinel",
+          partition,
+        })),
+      });
+    } finally {
+      await producer.close();
+    }
+    producedCount += SENTINEL_COUNT;
+    const all = () => members.flatMap((member) => member.records);
+    await waitForMembers(members, "the sentinels", RESTART_TIMEOUT_MS, () => all().filter(isSentinel).length >= SENTINEL_COUNT);
+    const again = all().filter((record) => !isSentinel(record));
+    check(again.length === 0, `${again.length} records delivered again after the restart`);
+  });
+  await steps.run("describe-group", async () => {
+    const group = (await admin.describeGroups({ groups: [env.group] })).get(env.group);
+    check(group?.state === "STABLE", `group state ${group?.state}`);
+    check(group.members.size === 2, `${group.members.size} members`);
+    check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
+    const listed = await admin.listGroups();
+    check(listed.has(env.group), "listGroups does not show the group");
+    return `${group.state}, ${group.members.size} members, protocol ${group.protocol}`;
+  });
+  await stopMembers(members);
+
+  await steps.run("list-offsets", async () => {
+    const earliest = await listOffsets(admin, -2n);
+    const latest = await listOffsets(admin, -1n);
+    check(earliest.every((offset) => offset === 0n), `earliest ${earliest}`);
+    const total = latest.reduce((sum, offset) => sum + Number(offset), 0);
+    check(total === producedCount, `latest offsets add up to ${total}, produced ${producedCount}`);
+    return `earliest 0, latest ${latest.join("/")}`;
+  });
+  await steps.run("delete-topic", async () => {
+    await admin.deleteTopics({ topics: [env.topic] });
+    await waitFor("the topic to go", 10_000, async () => !(await admin.listTopics()).includes(env.topic));
+  });
+  await admin.close();
+}
+
+await main();
+process.exit(0);

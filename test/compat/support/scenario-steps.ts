@@ -1,0 +1,29 @@
+/**
+ * The scenario's steps, in order, and which steps each one needs; shared by scripts/compat.ts
+ * (which builds the table) and the TypeScript client programs (which run them).
+ */
+export const STEPS = [
+  "create-topic",
+  "produce-gzip",
+  "produce-zstd",
+  "consume-group",
+  "commit",
+  "restart-no-redelivery",
+  "describe-group",
+  "list-offsets",
+  "delete-topic",
+] as const;
+export type Step = (typeof STEPS)[number];
+
+/** The steps whose failure makes a step meaningless, so it is reported as skipped. */
+export const DEPENDS_ON: Readonly<Record<Step, readonly Step[]>> = {
+  "create-topic": [],
+  "produce-gzip": ["create-topic"],
+  "produce-zstd": ["create-topic"],
+  "consume-group": ["produce-gzip", "produce-zstd"],
+  commit: ["consume-group"],
+  "restart-no-redelivery": ["consume-group", "commit"],
+  "describe-group": ["restart-no-redelivery"],
+  "list-offsets": ["produce-gzip", "produce-zstd"],
+  "delete-topic": ["create-topic"],
+};
