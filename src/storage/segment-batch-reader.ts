@@ -15,7 +15,7 @@
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, verifyBatchCrc } from "../protocol/record-batch.ts";
-import { assert } from "../util/assert.ts";
+import { crc32cRange } from "../protocol/crc32c.ts";
 
 /** Where a batch is and what it covers; enough for indexes, reads and time lookups. */
 export interface BatchEntry {
@@ -37,7 +37,11 @@ const MAGIC_V2 = 2;
 
 const headerChunk = new Uint8Array(HEADER_CHUNK_BYTES);
 const headerView = new DataView(headerChunk.buffer);
-let recoveryChunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+const recoveryChunk = new Uint8Array(RECOVERY_CHUNK_BYTES);
+const recoveryView = new DataView(recoveryChunk.buffer);
+/** The v2 header's CRC field, and the first byte it covers (attributes). */
+const CRC_AT = 17;
+const CRC_COVERED_FROM = 21;
 
 /** Fills `buf[0, want)` from `fd` at `position`; returns the count actually read (less at EOF). */
 function readAt(fd: number, buf: Uint8Array, want: number, position: number): number {
@@ -117,7 +121,9 @@ export interface RecoveryScan {
  * Reads the file from position 0 to `fileSizeBytes`, validating each batch: a whole header,
  * a length that fits the file, magic 2, a matching CRC, offsets strictly increasing from
  * `baseOffset` with a relative offset that fits int32. Calls `visit` for each valid batch and
- * returns where the valid prefix ends.
+ * returns where the valid prefix ends. Memory stays at one RECOVERY_CHUNK_BYTES buffer: a batch
+ * larger than that has its CRC computed piece by piece, so a corrupt length cannot force a
+ * large allocation.
  */
 export function scanValidBatches(
   fd: number,
@@ -125,68 +131,101 @@ export function scanValidBatches(
   baseOffset: bigint,
   visit: (entry: BatchEntry) => void,
 ): RecoveryScan {
-  let chunkStart = 0;
-  let chunkEnd = 0;
+  const chunk = { start: 0, end: 0 };
   let position = 0;
   let nextOffset = baseOffset;
   // Every pass advances by a whole batch or returns.
   while (position < fileSizeBytes) {
     const remaining = fileSizeBytes - position;
     if (remaining < RECORD_BATCH_OVERHEAD) return invalid(position, `${remaining} trailing bytes`);
-    if (position + RECORD_BATCH_OVERHEAD > chunkEnd) {
-      [chunkStart, chunkEnd] = fillRecoveryChunk(fd, position, RECORD_BATCH_OVERHEAD, remaining);
-      if (position + RECORD_BATCH_OVERHEAD > chunkEnd) return invalid(position, "short read");
+    if (position + RECORD_BATCH_OVERHEAD > chunk.end) {
+      fillRecoveryChunk(fd, position, chunk, remaining);
+      if (position + RECORD_BATCH_OVERHEAD > chunk.end) return invalid(position, "short read");
     }
-    const view = new DataView(recoveryChunk.buffer, 0, chunkEnd - chunkStart);
-    const sizeBytes = LOG_OVERHEAD + view.getInt32(position - chunkStart + 8);
-    if (sizeBytes < RECORD_BATCH_OVERHEAD || sizeBytes > remaining) {
-      return invalid(position, `batch size ${sizeBytes} with ${remaining} bytes left`);
+    const at = position - chunk.start;
+    const entry = batchEntryAt(recoveryView, at, position);
+    if (entry.sizeBytes < RECORD_BATCH_OVERHEAD || entry.sizeBytes > remaining) {
+      return invalid(position, `batch size ${entry.sizeBytes} with ${remaining} bytes left`);
     }
-    if (position + sizeBytes > chunkEnd) {
-      [chunkStart, chunkEnd] = fillRecoveryChunk(fd, position, sizeBytes, remaining);
-      if (position + sizeBytes > chunkEnd) return invalid(position, "short read");
-    }
-    const at = position - chunkStart;
-    const batch = recoveryChunk.subarray(at, at + sizeBytes);
-    const problem = checkBatch(batch, nextOffset, baseOffset);
+    const problem =
+      checkHeader(recoveryChunk[at + 16], entry, nextOffset, baseOffset) ??
+      checkCrc(fd, position, entry.sizeBytes, chunk, remaining);
     if (problem !== null) return invalid(position, problem);
-    const entry = batchEntryAt(new DataView(recoveryChunk.buffer), at, position);
     visit(entry);
     nextOffset = entry.lastOffset + 1n;
-    position += sizeBytes;
+    position += entry.sizeBytes;
   }
   return { validBytes: position, problem: null };
 }
 
-/** Reads at least `needBytes` (at most the rest of the file) starting at `position`. */
+/** The file range [start, end) currently held in recoveryChunk. */
+interface ChunkWindow {
+  start: number;
+  end: number;
+}
+
+/** Reads as much of the file from `position` as the chunk holds. */
 function fillRecoveryChunk(
   fd: number,
   position: number,
-  needBytes: number,
+  chunk: ChunkWindow,
   remaining: number,
-): [number, number] {
-  assert(needBytes <= remaining, `recovery read of ${needBytes} past the file end`);
-  // Grow only to what the file holds, so a corrupt length cannot force a huge allocation.
-  if (needBytes > recoveryChunk.length) recoveryChunk = new Uint8Array(needBytes);
-  const got = readAt(fd, recoveryChunk, Math.min(recoveryChunk.length, remaining), position);
-  return [position, position + got];
+): void {
+  const want = Math.min(RECOVERY_CHUNK_BYTES, remaining);
+  chunk.start = position;
+  chunk.end = position + readAt(fd, recoveryChunk, want, position);
 }
 
-function checkBatch(
-  batch: Uint8Array,
+function checkHeader(
+  magic: number | undefined,
+  entry: BatchEntry,
   nextOffset: bigint,
   segmentBaseOffset: bigint,
 ): string | null {
-  if (batch[16] !== MAGIC_V2) return `magic ${batch[16]}`;
-  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
-  const baseOffset = view.getBigInt64(0);
-  const lastOffsetDelta = view.getInt32(23);
-  if (baseOffset < nextOffset) return `base offset ${baseOffset} below expected ${nextOffset}`;
-  if (lastOffsetDelta < 0) return `negative last offset delta ${lastOffsetDelta}`;
-  const lastRelative = baseOffset + BigInt(lastOffsetDelta) - segmentBaseOffset;
-  if (lastRelative > 0x7fffffffn) return `offset ${baseOffset} too far above the segment base`;
-  if (!verifyBatchCrc(batch)) return "CRC mismatch";
+  if (magic !== MAGIC_V2) return `magic ${magic}`;
+  if (entry.baseOffset < nextOffset) {
+    return `base offset ${entry.baseOffset} below expected ${nextOffset}`;
+  }
+  if (entry.lastOffset < entry.baseOffset) return `last offset ${entry.lastOffset} below base`;
+  if (entry.lastOffset - segmentBaseOffset > 0x7fffffffn) {
+    return `offset ${entry.lastOffset} too far above the segment base`;
+  }
   return null;
+}
+
+/**
+ * Checks the CRC of the batch at `position`: in the chunk when it fits there (reading it in if
+ * needed), else by streaming it through the chunk. Leaves the chunk holding the batch's start
+ * or, after streaming, nothing useful (the caller refills it).
+ */
+function checkCrc(
+  fd: number,
+  position: number,
+  sizeBytes: number,
+  chunk: ChunkWindow,
+  remaining: number,
+): string | null {
+  if (position + sizeBytes > chunk.end && sizeBytes <= RECOVERY_CHUNK_BYTES) {
+    fillRecoveryChunk(fd, position, chunk, remaining);
+    if (position + sizeBytes > chunk.end) return "short read";
+  }
+  if (position + sizeBytes <= chunk.end) {
+    const at = position - chunk.start;
+    return verifyBatchCrc(recoveryChunk.subarray(at, at + sizeBytes)) ? null : "CRC mismatch";
+  }
+  const storedCrc = recoveryView.getUint32(position - chunk.start + CRC_AT);
+  let crc = 0;
+  let from = position + CRC_COVERED_FROM;
+  const end = position + sizeBytes;
+  // Each pass hashes at least one byte read from the file, or stops at a short read.
+  while (from < end) {
+    const got = readAt(fd, recoveryChunk, Math.min(RECOVERY_CHUNK_BYTES, end - from), from);
+    if (got === 0) return "short read";
+    crc = crc32cRange(recoveryChunk, 0, got, crc);
+    from += got;
+  }
+  chunk.end = chunk.start; // The chunk now holds the batch's tail, not the window it claims.
+  return crc === storedCrc ? null : "CRC mismatch";
 }
 
 function invalid(position: number, problem: string): RecoveryScan {

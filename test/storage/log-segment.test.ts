@@ -80,6 +80,36 @@ describe("LogSegment", () => {
     segment.close();
   });
 
+  test("recover checks batches larger than its 1 MiB buffer piece by piece", () => {
+    const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
+    const big = buildRecordBatch([{ value: new Uint8Array(3 * 1024 * 1024 + 5).fill(9) }]);
+    for (let i = 0; i < 2; i++) {
+      const bytes = big.slice();
+      const validated = validateAndAssignOffsets(bytes, {
+        assignOffsets: true,
+        nextOffset: segment.nextOffset,
+        maxMessageBytes: 1 << 30,
+        segmentBytes: 1 << 30,
+        logAppendTimeMs: null,
+      });
+      segment.append(bytes, validated.batches, settings.indexIntervalBytes);
+    }
+    segment.close();
+    const file = `${dir}/${segmentFileStem(0n)}.log`;
+    const intact = LogSegment.open(dir, 0n, 1n << 62n, new OpenFilePool(10));
+    expect(intact.recover(settings)).toEqual({ truncatedBytes: 0, problem: null });
+    expect(intact.nextOffset).toBe(2n);
+    intact.close();
+    const fd = fs.openSync(file, "r+");
+    fs.writeSync(fd, new Uint8Array([0]), 0, 1, big.length * 2 - 10);
+    fs.closeSync(fd);
+    const flipped = LogSegment.open(dir, 0n, 1n << 62n, new OpenFilePool(10));
+    const result = flipped.recover(settings);
+    expect(result).toEqual({ truncatedBytes: big.length, problem: "CRC mismatch" });
+    expect(fs.statSync(file).size).toBe(big.length);
+    flipped.close();
+  });
+
   test("recover truncates at the first invalid byte and rebuilds the indexes", () => {
     const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
     appendBatches(segment, 10);
