@@ -1,0 +1,52 @@
+// The compatibility programs are written in four languages; scripts/compat.ts builds its table
+// from their step lines. This keeps the step names and the "skipped (after X failed)" rules of
+// scenario.py, Steps.java and main.go identical to scenario-steps.ts, and the record shape (what
+// the checks compare) identical too, so a cell means the same thing in every column.
+import { expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DEPENDS_ON, STEPS } from "./support/scenario-steps.ts";
+
+const dir = import.meta.dir;
+const SOURCES = {
+  python: join(dir, "support", "scenario.py"),
+  java: join(dir, "java", "src", "main", "java", "quill", "compat", "Steps.java"),
+  go: join(dir, "franz-go", "main.go"),
+};
+
+/** Reads `"step": [deps]`, `"step", List.of(deps)` and `"step": {deps}` lines into a map. */
+function dependencyTable(source: string): Record<string, string[]> {
+  const table: Record<string, string[]> = {};
+  for (const line of source.split("\n")) {
+    const match = /^\s*"([a-z-]+)"\s*[:,]\s*(?:\[|\{|List\.of\()(.*)$/.exec(line);
+    if (!match?.[1] || !match[2]) continue;
+    table[match[1]] = [...match[2].matchAll(/"([a-z-]+)"/g)].map((m) => m[1] ?? "");
+  }
+  return table;
+}
+
+for (const [language, path] of Object.entries(SOURCES)) {
+  test(`${language} skips the same steps after the same failures as scenario-steps.ts`, () => {
+    const table = dependencyTable(readFileSync(path, "utf8"));
+    for (const step of STEPS) {
+      expect({ step, dependsOn: table[step] ?? [] }).toEqual({ step, dependsOn: [...DEPENDS_ON[step]] });
+    }
+  });
+}
+
+test("every program builds records the same way: 100 keys, 10,000 per codec, the same value text", () => {
+  const programs = [
+    join(dir, "support", "scenario.ts"),
+    join(dir, "support", "scenario.py"),
+    join(dir, "java", "src", "main", "java", "quill", "compat", "Records.java"),
+    join(dir, "java", "src", "main", "java", "quill", "compat", "Main.java"),
+    join(dir, "franz-go", "main.go"),
+  ].map((path) => readFileSync(path, "utf8"));
+  const all = programs.join("\n");
+  // One definition of each constant per language: TypeScript, Python, Java, Go.
+  expect(all.match(/KEY_COUNT = 100\b|keyCount\s+= 100\b/g)?.length).toBe(4);
+  expect(all.match(/RECORDS_PER_CODEC = 10_000\b|recordsPerCodec\s+= 10_000\b/g)?.length).toBe(4);
+  for (const source of programs.filter((text) => /abcdefghij/.test(text))) {
+    expect(source).toMatch(/value .*of .*abcdefghij/);
+  }
+});
