@@ -62,9 +62,11 @@ function configOp(topic: string, configs: TopicRecord["configs"], version: numbe
 }
 
 /**
- * Creates a topic as Kafka's AdminZkClient and controller together would: the config first
- * (so whoever sees the topic also finds its config), then the assignment, then partition states.
- * `configVersion` is that of a config znode left by an earlier topic of this name, or null.
+ * Creates a topic as Kafka's AdminZkClient and controller together would: assignment, config,
+ * partition states, in one multi when it fits, so whoever sees the topic also finds its config.
+ * The topic znode comes first so that, of two brokers creating one topic, the loser's multi
+ * fails on it (NodeExists there means TOPIC_ALREADY_EXISTS). `configVersion` is that of a
+ * config znode left by an earlier topic of this name, or null.
  */
 export function createTopicOps(record: TopicRecord, configVersion: number | null): ZooKeeperOp[] {
   const assignment = encodeTopicAssignment({
@@ -72,8 +74,8 @@ export function createTopicOps(record: TopicRecord, configVersion: number | null
     assignment: record.assignment,
   });
   return [
-    configOp(record.name, record.configs, configVersion),
     { type: "create", path: topicPath(record.name), data: assignment },
+    configOp(record.name, record.configs, configVersion),
     { type: "create", path: partitionsPath(record.name) },
     ...partitionOps(record.name, record.assignment, 0),
   ];
@@ -109,8 +111,9 @@ export function updateTopicOps(
 
 /**
  * Deletes a topic's subtree (`subtree` lists it parents first, as listSubtree returns it),
- * its config and its deletion marker. Children go before parents, the topic znode last but one
- * chunk, so a deletion cut short by a crash leaves the marker for the next broker to finish.
+ * its config and its deletion marker. Children go before parents and the marker goes last, so
+ * a deletion split into several multis and cut short by a crash leaves the marker behind for
+ * the next broker to finish.
  */
 export function deleteTopicOps(
   topic: string,

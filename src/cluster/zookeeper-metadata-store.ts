@@ -62,7 +62,10 @@ export interface MetadataStoreLogger {
 }
 
 export interface ZooKeeperMetadataStoreOptions {
-  /** Deadline of one write (a CreateTopics, say), waiting for a connection included. */
+  /**
+   * Deadline of one write (a CreateTopics, say), its wait for earlier store work and for a
+   * connection included; also the deadline of each read.
+   */
   readonly requestTimeoutMs: number;
   /** Kafka's delete.topic.enable: whether deletion markers written by others are acted on. */
   readonly deleteTopicEnable: boolean;
@@ -208,8 +211,16 @@ export class ZooKeeperMetadataStore implements MetadataStore {
    */
   private async write(name: string, body: (deadlineMs: number) => Promise<void>): Promise<void> {
     assert(!this.closed, "metadata store is closed");
+    const deadlineMs = Date.now() + this.options.requestTimeoutMs;
     try {
-      await this.exclusive(() => body(Date.now() + this.options.requestTimeoutMs));
+      await this.exclusive(() => {
+        // Starting now, a write could be applied and still be reported as timed out.
+        if (Date.now() >= deadlineMs) {
+          throw new ZooKeeperUnavailableError("earlier ZooKeeper work took the whole deadline",
+            { op: "write", path: topicPath(name) });
+        }
+        return body(deadlineMs);
+      });
     } catch (error) {
       if (!(error instanceof ZooKeeperError)) throw error;
       this.schedule(`topic:${name}`, () => this.reloadTopic(name));
@@ -261,7 +272,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   private async topicNames(): Promise<string[]> {
     const children = await this.watched(`children:${TOPICS_PATH}`, () => {
       this.schedule("topics", () => this.reloadTopicList());
-    }, (watch) => this.zk.getChildren(TOPICS_PATH, { watch }));
+    }, (watch) => this.zk.getChildren(TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs }));
     const legal = children.filter((name) => isLegalTopicName(name)).sort();
     if (legal.length !== children.length) {
       this.options.log.warn(`quill: ignoring znodes under ${TOPICS_PATH} that are not legal ` +
@@ -319,7 +330,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     try {
       const { data, stat } = await this.watched(`data:${path}`, () => {
         this.schedule(`topic:${name}`, () => this.reloadTopic(name));
-      }, (watch) => this.zk.getData(path, { watch }));
+      }, (watch) => this.zk.getData(path, { watch, timeoutMs: this.readTimeoutMs }));
       const znode = decodeTopicAssignment(name, data);
       if (znode.topicIdBase64 === null) {
         return await this.assignTopicId(name, znode.assignment, stat.version);
@@ -348,7 +359,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const topicIdHex = randomBytes(16).toString("hex");
     const data = encodeTopicAssignment({ topicIdBase64: topicIdToBase64(topicIdHex), assignment });
     try {
-      const stat = await this.zk.setData(topicPath(name), data, { version });
+      const stat = await this.zk.setData(topicPath(name), data, {
+        version, timeoutMs: this.readTimeoutMs,
+      });
       this.options.log.info(`quill: gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
       return { topicIdHex, assignment, version: stat.version };
     } catch (error) {
@@ -361,10 +374,12 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   private async readConfig(name: string): Promise<{ configs: Record<string, string>; version: number | null }> {
     const path = topicConfigPath(name);
     const onEvent = () => this.schedule(`topic:${name}`, () => this.reloadTopic(name));
-    const stat = await this.watched(`exists:${path}`, onEvent, (watch) => this.zk.exists(path, { watch }));
+    const stat = await this.watched(`exists:${path}`, onEvent, (watch) => {
+      return this.zk.exists(path, { watch, timeoutMs: this.readTimeoutMs });
+    });
     if (stat === null) return { configs: {}, version: null };
     try {
-      const { data, stat: current } = await this.zk.getData(path);
+      const { data, stat: current } = await this.zk.getData(path, { timeoutMs: this.readTimeoutMs });
       return { configs: decodeTopicConfig(name, data), version: current.version };
     } catch (error) {
       if (error instanceof NoNodeError) return { configs: {}, version: null };
@@ -381,13 +396,16 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   private async processDeletionMarkers(): Promise<void> {
     const markers = await this.watched(`children:${DELETE_TOPICS_PATH}`, () => {
       this.schedule("markers", () => this.processDeletionMarkers());
-    }, (watch) => this.zk.getChildren(DELETE_TOPICS_PATH, { watch }));
+    }, (watch) => {
+      return this.zk.getChildren(DELETE_TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs });
+    });
     for (const name of markers.filter((m) => isLegalTopicName(m))) {
       const deadlineMs = Date.now() + this.options.requestTimeoutMs;
       if (!this.options.deleteTopicEnable) {
         this.options.log.warn(`quill: ignoring the deletion of topic ${name} requested in ` +
           `${DELETE_TOPICS_PATH}: delete.topic.enable is false`);
-        await this.zk.delete(deleteTopicPath(name)).catch(ignoreNoNode);
+        await this.zk.delete(deleteTopicPath(name), { timeoutMs: this.readTimeoutMs })
+          .catch(ignoreNoNode);
         continue;
       }
       this.options.log.info(`quill: deleting topic ${name} as ${deleteTopicPath(name)} asks`);
@@ -450,6 +468,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       timer.unref();
       this.retryTimers.set(key, timer);
     });
+  }
+
+  private get readTimeoutMs(): number {
+    return this.options.requestTimeoutMs;
   }
 
   private emitChange(): void {
