@@ -2,9 +2,9 @@
  * Per-partition log settings: the topic-level keys Kafka lets an operator override per topic
  * (`segment.bytes`, `retention.ms`, ...), with Kafka's defaults. A UnifiedLog holds one of these
  * and reads it on every append, roll and retention pass, so a new object takes effect at once.
+ * Parsing Kafka's config names and resolving broker defaults is the config layer's job
+ * (src/server/log-config-for-topic.ts builds these objects).
  */
-import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-
 /**
  * "Never" for settings whose Kafka default is Long.MAX_VALUE (flush.messages, flush.ms). A
  * JavaScript number cannot hold Long.MAX_VALUE exactly, and any value this large never fires.
@@ -54,75 +54,3 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   flushMessages: NEVER,
   flushMs: NEVER,
 });
-
-type NumericKey = Exclude<keyof LogConfig, "messageTimestampType" | "cleanupPolicy">;
-
-interface NumericKeySpec {
-  readonly field: NumericKey;
-  readonly min: number;
-  readonly max: number;
-}
-
-/** Kafka's topic-level config names for the numeric settings, with their legal range. */
-const NUMERIC_TOPIC_KEYS: Readonly<Record<string, NumericKeySpec>> = {
-  "segment.bytes": { field: "segmentBytes", min: 14, max: SEGMENT_BYTES_MAX },
-  "segment.ms": { field: "segmentMs", min: 1, max: NEVER },
-  "segment.index.bytes": { field: "segmentIndexBytes", min: 12, max: SEGMENT_BYTES_MAX },
-  "index.interval.bytes": { field: "indexIntervalBytes", min: 0, max: SEGMENT_BYTES_MAX },
-  "retention.ms": { field: "retentionMs", min: -1, max: NEVER },
-  "retention.bytes": { field: "retentionBytes", min: -1, max: NEVER },
-  "max.message.bytes": { field: "maxMessageBytes", min: 0, max: SEGMENT_BYTES_MAX },
-  "flush.messages": { field: "flushMessages", min: 1, max: NEVER },
-  "flush.ms": { field: "flushMs", min: 0, max: NEVER },
-};
-
-/** The topic-level keys this module understands, for describe/alter configs. */
-export const TOPIC_CONFIG_KEYS: readonly string[] = [
-  ...Object.keys(NUMERIC_TOPIC_KEYS),
-  "message.timestamp.type",
-  "cleanup.policy",
-];
-
-/**
- * Returns `base` with Kafka-named topic overrides applied, e.g.
- * `withTopicOverrides(DEFAULT_LOG_CONFIG, { "retention.ms": "60000" })`. Unknown keys are
- * ignored (they belong to other layers); a bad value throws KafkaError(INVALID_CONFIG).
- */
-export function withTopicOverrides(
-  base: LogConfig,
-  overrides: Readonly<Record<string, string>>,
-): LogConfig {
-  const result: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(overrides)) {
-    const numeric = NUMERIC_TOPIC_KEYS[key];
-    if (numeric) result[numeric.field] = parseBounded(key, value, numeric.min, numeric.max);
-    else if (key === "message.timestamp.type") result.messageTimestampType = parseType(value);
-    else if (key === "cleanup.policy") result.cleanupPolicy = parsePolicy(value);
-  }
-  return Object.freeze(result as unknown as LogConfig);
-}
-
-function parseBounded(key: string, value: string, min: number, max: number): number {
-  if (!/^-?\d+$/.test(value.trim())) invalid(key, value);
-  // Long.MAX_VALUE and other values beyond 2^53 mean "never" in practice; clamp them to NEVER.
-  const parsed = Math.min(Number(value), NEVER);
-  if (parsed < min) invalid(key, value);
-  return Math.min(parsed, max);
-}
-
-function parseType(value: string): TimestampTypeName {
-  if (value === "CreateTime" || value === "LogAppendTime") return value;
-  return invalid("message.timestamp.type", value);
-}
-
-function parsePolicy(value: string): string {
-  const parts = value.split(",").map((p) => p.trim());
-  if (parts.length === 0 || parts.some((p) => p !== "delete" && p !== "compact")) {
-    invalid("cleanup.policy", value);
-  }
-  return parts.join(",");
-}
-
-function invalid(key: string, value: string): never {
-  throw new KafkaError(ErrorCode.INVALID_CONFIG, `Invalid value ${value} for configuration ${key}`);
-}

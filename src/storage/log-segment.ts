@@ -135,10 +135,6 @@ export class LogSegment {
     return this.sizeBytesValue;
   }
 
-  get hasUnflushedData(): boolean {
-    return this.unflushedBytes > 0;
-  }
-
   /** Newest timestamp for retention: the largest batch timestamp, else the file's mtime. */
   largestTimestampMs(): number {
     if (this.maxTimestampSoFar >= 0n) return Number(this.maxTimestampSoFar);

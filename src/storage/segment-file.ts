@@ -33,10 +33,6 @@ export class SegmentFile {
     return this.fd >= 0;
   }
 
-  get references(): number {
-    return this.refCount;
-  }
-
   get isPinned(): boolean {
     return this.pinned;
   }

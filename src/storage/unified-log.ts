@@ -17,7 +17,6 @@
  * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
  */
 import * as fs from "node:fs";
-import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogConfig } from "./log-config.ts";
@@ -507,10 +506,6 @@ export class UnifiedLog {
     await fs.promises.rm(deletedDir, { recursive: true, force: true });
   }
 
-  get isClosed(): boolean {
-    return this.closed;
-  }
-
   private ensureOpen(): void {
     if (this.closed) {
       throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `log ${this.name} is closed`);
@@ -529,6 +524,3 @@ export function settingsOf(config: LogConfig): SegmentSettings {
 export function partitionDirName(topic: string, partition: number): string {
   return `${topic}-${partition}`;
 }
-
-export const joinPartitionDir = (logDir: string, topic: string, partition: number): string =>
-  path.join(logDir, partitionDirName(topic, partition));

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
-import { DEFAULT_LOG_CONFIG, withTopicOverrides } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { LOG_START_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
@@ -117,7 +117,7 @@ describe("retention", () => {
     const log = open().getOrCreateLog("t", 0);
     fill(log, 30);
     expect(manager.cleanupLogs()).toBe(0);
-    log.updateConfig(withTopicOverrides(log.config, { "retention.bytes": "1000" }));
+    log.updateConfig({ ...log.config, retentionBytes: 1000 });
     expect(manager.cleanupLogs()).toBeGreaterThan(0);
   });
 });
@@ -175,28 +175,5 @@ describe("log management", () => {
     for (const [topic, partition] of [["../x", 0], ["a/b", 0], ["..", 0], ["ok", -1]] as const) {
       expect(() => manager.getOrCreateLog(topic, partition)).toThrow(KafkaError);
     }
-  });
-
-  test("topic overrides parse Kafka's names and refuse bad values", () => {
-    const config = withTopicOverrides(DEFAULT_LOG_CONFIG, {
-      "retention.ms": "-1",
-      "segment.bytes": "1048576",
-      "flush.messages": "9223372036854775807",
-      "message.timestamp.type": "LogAppendTime",
-      "unrelated.key": "x",
-    });
-    expect(config.retentionMs).toBe(-1);
-    expect(config.segmentBytes).toBe(1048576);
-    expect(config.flushMessages).toBe(Number.MAX_SAFE_INTEGER);
-    expect(config.messageTimestampType).toBe("LogAppendTime");
-    const bads: Record<string, string>[] = [
-      { "segment.bytes": "10" },
-      { "retention.ms": "soon" },
-      { "cleanup.policy": "x" },
-    ];
-    for (const bad of bads) {
-      expect(() => withTopicOverrides(DEFAULT_LOG_CONFIG, bad)).toThrow(KafkaError);
-    }
-    open();
   });
 });
