@@ -42,9 +42,9 @@ export class OpenFilePool {
 
   private evictIdle(): void {
     if (this.lru.size <= this.maxOpenFiles) return;
-    // Snapshot the candidates: evictIfIdle removes entries from the map while we iterate.
-    const candidates = [...this.lru.keys()];
-    for (const file of candidates) {
+    // Oldest first. evictIfIdle deletes the current entry through closed(), which a Map
+    // iteration tolerates; busy files are skipped, so one pass visits each file at most once.
+    for (const file of this.lru.keys()) {
       if (this.lru.size <= this.maxOpenFiles) return;
       file.evictIfIdle();
     }
