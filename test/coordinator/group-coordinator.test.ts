@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { GroupState } from "../../src/coordinator/group-state.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import {
-  type Fixture, joinRequest, joinWithId, openFixture, sleep, subscription, syncAll, text,
+  type Fixture, joinRequest, joinWithId, openFixture, sleep, subscription, waitFor, syncAll, text,
 } from "./group-test-support.ts";
 
 let fixture: Fixture | null = null;
@@ -176,8 +176,7 @@ describe("JoinGroup and SyncGroup", () => {
     const leader = joins.find((j) => j.leader === j.memberId)!;
     await syncAll(c, "g", [leader]);
     expect(c.groupState("g")).toBe(GroupState.Stable);
-    await sleep(250);
-    expect(c.groupState("g")).not.toBe(GroupState.Stable);
+    await waitFor("the sync timeout", () => c.groupState("g") !== GroupState.Stable);
     const described = c.describeGroups(["g"], 5)[0]!;
     expect(described.members.map((m) => m.memberId)).toEqual([leader.memberId]);
   });
@@ -259,18 +258,17 @@ describe("validation and limits", () => {
 describe("sessions and leaving", () => {
   test("a member that stops heartbeating is removed after its session timeout", async () => {
     const c = await open();
-    const a = await joinWithId(c, "g", { sessionTimeoutMs: 100 });
+    const a = await joinWithId(c, "g", { sessionTimeoutMs: 400 });
     await syncAll(c, "g", [a]);
-    for (let i = 0; i < 4; i++) {
-      await sleep(40);
-      expect(c.heartbeat({ groupId: "g", generationId: 1, memberId: a.memberId, groupInstanceId: null }))
-        .toBe(ErrorCode.NONE);
+    const heartbeat = { groupId: "g", generationId: 1, memberId: a.memberId, groupInstanceId: null };
+    // Heartbeats every 50 ms keep the member for well past its 400 ms session.
+    for (let i = 0; i < 12; i++) {
+      await sleep(50);
+      expect(c.heartbeat(heartbeat)).toBe(ErrorCode.NONE);
     }
-    await sleep(200);
-    expect(c.heartbeat({ groupId: "g", generationId: 1, memberId: a.memberId, groupInstanceId: null }))
-      .toBe(ErrorCode.UNKNOWN_MEMBER_ID);
-    await sleep(20);
-    expect(c.groupState("g")).toBe(GroupState.Empty);
+    // Polling with describe, not heartbeat, which would keep the member alive.
+    await waitFor("the group to empty", () => c.groupState("g") === GroupState.Empty);
+    expect(c.heartbeat(heartbeat)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 
   test("a pending member that never rejoins expires and does not hold up the rebalance", async () => {
@@ -308,8 +306,7 @@ describe("sessions and leaving", () => {
     const a = await joinWithId(c, "g");
     await syncAll(c, "g", [a]);
     c.leaveGroup({ groupId: "g", members: [{ memberId: a.memberId, groupInstanceId: null, reason: null }] });
-    await sleep(10);
-    expect(c.groupState("g")).toBe(GroupState.Empty);
+    await waitFor("the group to empty", () => c.groupState("g") === GroupState.Empty);
   });
 });
 
@@ -415,8 +412,7 @@ describe("static membership (KIP-345)", () => {
     await syncAll(c, "g", [a]);
     const left = c.leaveGroup({ groupId: "g", members: [{ memberId: "", groupInstanceId: "pod-9", reason: null }] });
     expect(left.members[0]!.errorCode).toBe(ErrorCode.NONE);
-    await sleep(10);
-    expect(c.groupState("g")).toBe(GroupState.Empty);
+    await waitFor("the group to empty", () => c.groupState("g") === GroupState.Empty);
   });
 });
 

@@ -99,4 +99,13 @@ export function syncAll(
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Polls until `condition` holds; timer-driven outcomes may come late on a loaded machine. */
+export async function waitFor(what: string, condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
 export const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
