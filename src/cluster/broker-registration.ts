@@ -146,7 +146,8 @@ export class BrokerRegistration {
   private async readHolder(): Promise<{ owner: bigint; info: BrokerRegistrationInfo } | null> {
     try {
       const { data, stat } = await this.zk.getData(this.path);
-      return { owner: stat.ephemeralOwner, info: decodeBrokerRegistration(this.options.brokerId, data) };
+      const info = decodeBrokerRegistration(this.options.brokerId, data);
+      return { owner: stat.ephemeralOwner, info };
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       throw error;

@@ -3,12 +3,12 @@
  * Kafka's own tools and anyone who knows the layout can read what Quill writes:
  *
  * ```
- * /cluster/id                                   {"version":"1","id":"<22-char base64url>"}
- * /brokers/ids/<id>                 ephemeral   {"version":5,"host":..,"port":..,"endpoints":[..],..}
- * /brokers/topics/<topic>                       {"version":3,"partitions":{"0":[1,2]},"topic_id":..}
- * /brokers/topics/<topic>/partitions/<p>/state  {"version":1,"leader":1,"leader_epoch":0,..}
- * /config/topics/<topic>                        {"version":1,"config":{"retention.ms":"1000"}}
- * /admin/delete_topics/<topic>                  (empty: a request to delete the topic)
+ * /cluster/id                               {"version":"1","id":"<22-char base64url>"}
+ * /brokers/ids/<id>             (ephemeral) {"version":5,"host":..,"port":..,"endpoints":[..]}
+ * /brokers/topics/<topic>                   {"version":3,"partitions":{"0":[1,2]},"topic_id":..}
+ * /brokers/topics/<topic>/partitions/<p>/state   {"version":1,"leader":1,"leader_epoch":0,..}
+ * /config/topics/<topic>                    {"version":1,"config":{"retention.ms":"1000"}}
+ * /admin/delete_topics/<topic>              (empty: a request to delete the topic)
  * ```
  *
  * Decoders check shapes with zod: these znodes may be written by other processes (another
@@ -165,7 +165,10 @@ export function encodeBrokerRegistration(info: BrokerRegistrationInfo): Uint8Arr
  * Reads a registration of any version Kafka has written: the top-level host and port when set,
  * else the first endpoint (version 4+ brokers whose listeners are not PLAINTEXT leave them unset).
  */
-export function decodeBrokerRegistration(brokerId: number, data: Uint8Array): BrokerRegistrationInfo {
+export function decodeBrokerRegistration(
+  brokerId: number,
+  data: Uint8Array,
+): BrokerRegistrationInfo {
   const path = brokerIdPath(brokerId);
   const json = decodeJson(path, data, BrokerRegistrationJson);
   let host = json.host ?? null;

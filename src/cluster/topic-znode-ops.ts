@@ -47,7 +47,8 @@ function partitionOps(topic: string, assignment: TopicRecord["assignment"], from
       controllerEpoch: STANDIN_CONTROLLER_EPOCH,
     };
     ops.push({ type: "create", path: partitionPath(topic, p) });
-    ops.push({ type: "create", path: partitionStatePath(topic, p), data: encodePartitionState(state) });
+    const data = encodePartitionState(state);
+    ops.push({ type: "create", path: partitionStatePath(topic, p), data });
   }
   return ops;
 }

@@ -98,7 +98,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     readonly clusterId: string,
     private readonly options: ZooKeeperMetadataStoreOptions,
   ) {
-    assert(options.requestTimeoutMs > 0, `requestTimeoutMs ${options.requestTimeoutMs} must be > 0`);
+    assert(options.requestTimeoutMs > 0,
+      `requestTimeoutMs ${options.requestTimeoutMs} must be > 0`);
     this.unsubscribe = zk.onSessionEvent((event) => {
       if (event !== "session-recreated") return;
       // A new session has none of the old watches: read everything again and watch anew.
@@ -148,7 +149,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       assert(!this.cached.has(topic.name), `topic ${topic.name} already exists`);
       assert(this.cached.size < TOPICS_MAX, `topic limit ${TOPICS_MAX} reached`);
       // A config left by an earlier topic of this name (Kafka deletes it, others may not).
-      const config = await this.zk.exists(topicConfigPath(topic.name), { timeoutMs: deadlineMs - Date.now() });
+      const config = await this.zk.exists(topicConfigPath(topic.name), {
+        timeoutMs: deadlineMs - Date.now(),
+      });
       const stats = await this.runOps(createTopicOps(topic, config?.version ?? null), deadlineMs);
       const configVersion = stats.get(topicConfigPath(topic.name))?.version ?? 0;
       this.cached.set(topic.name, { record: topic, topicVersion: 0, configVersion });
@@ -183,7 +186,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   async deleteTopic(name: string): Promise<void> {
     await this.write(name, async (deadlineMs) => {
       try {
-        await this.zk.create(deleteTopicPath(name), undefined, { timeoutMs: deadlineMs - Date.now() });
+        const timeoutMs = deadlineMs - Date.now();
+        await this.zk.create(deleteTopicPath(name), undefined, { timeoutMs });
       } catch (error) {
         if (!(error instanceof NodeExistsError)) throw error;
       }
@@ -229,7 +233,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   }
 
   /** Runs the operations as multis in order; returns the stats of the setData operations. */
-  private async runOps(ops: readonly ZooKeeperOp[], deadlineMs: number): Promise<Map<string, ZnodeStat>> {
+  private async runOps(
+    ops: readonly ZooKeeperOp[],
+    deadlineMs: number,
+  ): Promise<Map<string, ZnodeStat>> {
     const stats = new Map<string, ZnodeStat>();
     for (const chunk of chunkOps(ops)) {
       const results = await this.zk.multi(chunk, { timeoutMs: deadlineMs - Date.now() });
@@ -319,7 +326,12 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     if (topic === null) return null;
     const config = await this.readConfig(name);
     return {
-      record: { name, topicIdHex: topic.topicIdHex, assignment: topic.assignment, configs: config.configs },
+      record: {
+        name,
+        topicIdHex: topic.topicIdHex,
+        assignment: topic.assignment,
+        configs: config.configs,
+      },
       topicVersion: topic.version,
       configVersion: config.version,
     };
@@ -371,7 +383,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   }
 
   /** The topic's overrides; a missing config znode is watched for its creation. */
-  private async readConfig(name: string): Promise<{ configs: Record<string, string>; version: number | null }> {
+  private async readConfig(
+    name: string,
+  ): Promise<{ configs: Record<string, string>; version: number | null }> {
     const path = topicConfigPath(name);
     const onEvent = () => this.schedule(`topic:${name}`, () => this.reloadTopic(name));
     const stat = await this.watched(`exists:${path}`, onEvent, (watch) => {
@@ -379,7 +393,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     });
     if (stat === null) return { configs: {}, version: null };
     try {
-      const { data, stat: current } = await this.zk.getData(path, { timeoutMs: this.readTimeoutMs });
+      const { data, stat: current } = await this.zk.getData(path, {
+        timeoutMs: this.readTimeoutMs,
+      });
       return { configs: decodeTopicConfig(name, data), version: current.version };
     } catch (error) {
       if (error instanceof NoNodeError) return { configs: {}, version: null };

@@ -68,7 +68,8 @@ function options(port: number, lines: string[], extra: Partial<BrokerRegistratio
 async function holder(connectString: string, port: number): Promise<ZooKeeperClient> {
   const zk = await client(connectString);
   await zk.mkdirp("/brokers/ids");
-  const data = encodeBrokerRegistration({ brokerId: 1, host: "127.0.0.1", port, rack: null, timestampMs: 1 });
+  const info = { brokerId: 1, host: "127.0.0.1", port, rack: null, timestampMs: 1 };
+  const data = encodeBrokerRegistration(info);
   await zk.create("/brokers/ids/1", data, { mode: "ephemeral" });
   return zk;
 }
@@ -79,7 +80,10 @@ async function register(zk: ZooKeeperClient, opts: BrokerRegistrationOptions) {
   return registration;
 }
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
@@ -88,7 +92,7 @@ async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_
 }
 
 describe("registering", () => {
-  test("an ephemeral znode owned by the session, with Kafka's JSON; deregister removes it", async () => {
+  test("an ephemeral znode of the session, in Kafka's JSON; deregister removes it", async () => {
     const connectString = `${server.connectString}${freshChroot()}`;
     const zk = await client(connectString);
     await zk.mkdirp("/brokers/ids");
@@ -106,7 +110,7 @@ describe("registering", () => {
     expect(await zk.exists("/brokers/ids/1")).toBeNull();
   }, 20_000);
 
-  test("an id held by a live broker elsewhere is refused at once, naming where it lives", async () => {
+  test("an id held by a live broker elsewhere is refused at once, naming it", async () => {
     const connectString = `${server.connectString}${freshChroot()}`;
     const live = await listener();
     await holder(connectString, live.port);
@@ -138,7 +142,7 @@ describe("waiting for a crashed predecessor", () => {
     expect(lines.some((l) => l.includes("released /brokers/ids/1"))).toBe(true);
   }, 20_000);
 
-  test("a holder advertising this broker's own endpoint is waited for even though it answers", async () => {
+  test("a holder at this broker's own endpoint is waited for, though it answers", async () => {
     const connectString = `${server.connectString}${freshChroot()}`;
     // This broker already listens on its port, so the probe would reach itself.
     const own = await listener();

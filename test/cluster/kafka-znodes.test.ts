@@ -57,7 +57,9 @@ describe("/cluster/id", () => {
 
 describe("/brokers/ids/<id>", () => {
   test("version 5 with Kafka's keys, the timestamp a decimal string, rack only when set", () => {
-    const info = { brokerId: 2, host: "10.0.0.5", port: 9093, rack: null, timestampMs: 1_700_000_000_123 };
+    const info = {
+      brokerId: 2, host: "10.0.0.5", port: 9093, rack: null, timestampMs: 1_700_000_000_123,
+    };
     expect(JSON.parse(text(encodeBrokerRegistration(info)))).toEqual({
       features: {},
       listener_security_protocol_map: { PLAINTEXT: "PLAINTEXT" },
@@ -102,12 +104,14 @@ describe("/brokers/topics/<topic>", () => {
     const data = encodeTopicAssignment({ topicIdBase64, assignment: [[1, 2], [2, 1]] });
     expect(text(data)).toBe('{"partitions":{"0":[1,2],"1":[2,1]},"adding_replicas":{},' +
       '"removing_replicas":{},"version":3,"topic_id":"FdpeypFPmbmcBRf85YxqqA"}');
-    expect(decodeTopicAssignment("t", data)).toEqual({ topicIdBase64, assignment: [[1, 2], [2, 1]] });
+    expect(decodeTopicAssignment("t", data))
+      .toEqual({ topicIdBase64, assignment: [[1, 2], [2, 1]] });
   });
 
   test("reads a version 1 znode without a topic id (older Kafka, hand-written)", () => {
     const v1 = '{"version":1,"partitions":{"1":[0],"0":[0]}}';
-    expect(decodeTopicAssignment("t", bytes(v1))).toEqual({ topicIdBase64: null, assignment: [[0], [0]] });
+    expect(decodeTopicAssignment("t", bytes(v1)))
+      .toEqual({ topicIdBase64: null, assignment: [[0], [0]] });
   });
 
   test("refuses gaps, empty replica lists and bad ids, naming the znode", () => {
@@ -120,7 +124,8 @@ describe("/brokers/topics/<topic>", () => {
       "not json",
     ];
     for (const json of cases) {
-      expect(() => decodeTopicAssignment("t", bytes(json))).toThrow("malformed znode /brokers/topics/t");
+      expect(() => decodeTopicAssignment("t", bytes(json)))
+        .toThrow("malformed znode /brokers/topics/t");
     }
     expect(topicIdFromBase64("AAAA")).toBeNull();
   });
@@ -130,7 +135,8 @@ describe("partition state and topic config", () => {
   test("partition state is Kafka's version 1 JSON", () => {
     const state = { leader: 0, leaderEpoch: 0, isr: [0], controllerEpoch: 1 };
     const data = encodePartitionState(state);
-    expect(text(data)).toBe('{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0]}');
+    expect(text(data))
+      .toBe('{"controller_epoch":1,"leader":0,"version":1,"leader_epoch":0,"isr":[0]}');
     expect(decodePartitionState("/p", data)).toEqual(state);
   });
 
@@ -141,8 +147,10 @@ describe("partition state and topic config", () => {
 
   test("topic config values are strings; an empty znode means no overrides", () => {
     const data = encodeTopicConfig({ "retention.ms": "1000", "cleanup.policy": "compact" });
-    expect(text(data)).toBe('{"version":1,"config":{"retention.ms":"1000","cleanup.policy":"compact"}}');
-    expect(decodeTopicConfig("t", data)).toEqual({ "retention.ms": "1000", "cleanup.policy": "compact" });
+    expect(text(data))
+      .toBe('{"version":1,"config":{"retention.ms":"1000","cleanup.policy":"compact"}}');
+    expect(decodeTopicConfig("t", data))
+      .toEqual({ "retention.ms": "1000", "cleanup.policy": "compact" });
     expect(decodeTopicConfig("t", new Uint8Array(0))).toEqual({});
     expect(() => decodeTopicConfig("t", bytes('{"version":1,"config":{"retention.ms":1000}}')))
       .toThrow("malformed znode /config/topics/t");

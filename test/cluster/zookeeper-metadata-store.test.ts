@@ -74,7 +74,10 @@ function record(name: string, extra: Partial<TopicRecord> = {}): TopicRecord {
   };
 }
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5_000,
+): Promise<void> {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
@@ -115,9 +118,11 @@ describe("opening", () => {
 });
 
 describe("writes", () => {
-  test("createTopic writes the assignment, partition states and config in Kafka's JSON", async () => {
+  test("createTopic writes assignment, partition states and config in Kafka's JSON", async () => {
     const { store, zk, changes } = await openStore(freshConnectString());
-    const topic = record("orders", { assignment: [[0], [0], [0]], configs: { "cleanup.policy": "compact" } });
+    const topic = record("orders", {
+      assignment: [[0], [0], [0]], configs: { "cleanup.policy": "compact" },
+    });
     await store.createTopic(topic);
     expect(store.topic("orders")).toEqual(topic);
     expect(await json(zk, "/brokers/topics/orders")).toEqual({
@@ -143,13 +148,14 @@ describe("writes", () => {
     await store.updateTopic(record("grow", { assignment: [[0], [0], [0]] }));
     expect(await zk.exists("/brokers/topics/grow/partitions/2/state")).not.toBeNull();
     expect((await zk.exists("/brokers/topics/grow"))?.version).toBe(1);
-    await store.updateTopic(record("grow", { assignment: [[0], [0], [0]], configs: { "retention.ms": "7" } }));
-    expect(await json(zk, "/config/topics/grow")).toEqual({ version: 1, config: { "retention.ms": "7" } });
+    const configs = { "retention.ms": "7" };
+    await store.updateTopic(record("grow", { assignment: [[0], [0], [0]], configs }));
+    expect(await json(zk, "/config/topics/grow")).toEqual({ version: 1, config: configs });
     expect((await zk.exists("/config/topics/grow"))?.version).toBe(1);
     expect(store.topic("grow")?.configs).toEqual({ "retention.ms": "7" });
   }, 20_000);
 
-  test("of two brokers changing one topic at once, one wins; the other gets a retriable error", async () => {
+  test("two brokers change one topic at once: one wins, one gets a retriable error", async () => {
     const connectString = freshConnectString();
     const a = await openStore(connectString);
     const b = await openStore(connectString);
@@ -174,7 +180,7 @@ describe("writes", () => {
     await until(() => b.store.topic("raced")?.configs["retention.ms"] === winner);
   }, 20_000);
 
-  test("creating a topic another process created meanwhile gives TOPIC_ALREADY_EXISTS", async () => {
+  test("creating a topic another process created meanwhile: TOPIC_ALREADY_EXISTS", async () => {
     const connectString = freshConnectString();
     const a = await openStore(connectString);
     const b = await openStore(connectString);
@@ -191,7 +197,8 @@ describe("writes", () => {
 
   test("deleteTopic removes the topic's znodes, its config and the marker", async () => {
     const { store, zk } = await openStore(freshConnectString());
-    await store.createTopic(record("gone", { assignment: [[0], [0], [0], [0]], configs: { "retention.ms": "1" } }));
+    const assignment = [[0], [0], [0], [0]];
+    await store.createTopic(record("gone", { assignment, configs: { "retention.ms": "1" } }));
     await store.deleteTopic("gone");
     expect(store.topic("gone")).toBeUndefined();
     expect(await zk.exists("/brokers/topics/gone")).toBeNull();
@@ -202,7 +209,7 @@ describe("writes", () => {
     expect(store.topic("gone")?.assignment).toEqual([[0], [0]]);
   }, 20_000);
 
-  test("ZooKeeper unreachable: writes fail with REQUEST_TIMED_OUT, reads still answer", async () => {
+  test("ZooKeeper unreachable: writes fail with REQUEST_TIMED_OUT, reads answer", async () => {
     const proxy = await TcpProxy.start(server.port);
     cleanups.push(() => proxy.close());
     const chroot = freshConnectString().slice(server.connectString.length);
@@ -227,13 +234,15 @@ describe("changes made by others", () => {
     await until(() => b.store.topic("shared") !== undefined);
     expect(b.store.topic("shared")).toEqual(record("shared", { configs: { "retention.ms": "9" } }));
     expect(b.changes()).toBeGreaterThan(0);
-    await b.store.updateTopic(record("shared", { assignment: [[0], [0], [0]], configs: { "retention.ms": "9" } }));
+    const configs = { "retention.ms": "9" };
+    await b.store.updateTopic(record("shared", { assignment: [[0], [0], [0]], configs }));
     await until(() => a.store.topic("shared")?.assignment.length === 3);
   }, 20_000);
 
-  test("znodes written by hand (no topic id, old version) become a topic with a new id", async () => {
+  test("znodes written by hand (no topic id, old version) become a topic with an id", async () => {
     const { store, zk, changes, logLines } = await openStore(freshConnectString());
-    await zk.create("/brokers/topics/manual", bytes('{"version":1,"partitions":{"0":[0],"1":[0]}}'));
+    const v1 = '{"version":1,"partitions":{"0":[0],"1":[0]}}';
+    await zk.create("/brokers/topics/manual", bytes(v1));
     await until(() => store.topic("manual") !== undefined);
     const topic = store.topic("manual")!;
     expect(topic.assignment).toEqual([[0], [0]]);
@@ -247,11 +256,13 @@ describe("changes made by others", () => {
   test("config znodes created, changed and removed by others are followed", async () => {
     const { store, zk } = await openStore(freshConnectString());
     await store.createTopic(record("configured"));
-    await zk.setData("/config/topics/configured", bytes('{"version":1,"config":{"segment.bytes":"4096"}}'));
+    const segmentBytes = '{"version":1,"config":{"segment.bytes":"4096"}}';
+    await zk.setData("/config/topics/configured", bytes(segmentBytes));
     await until(() => store.topic("configured")?.configs["segment.bytes"] === "4096");
     await zk.delete("/config/topics/configured");
     await until(() => Object.keys(store.topic("configured")!.configs).length === 0);
-    await zk.create("/config/topics/configured", bytes('{"version":1,"config":{"retention.ms":"5"}}'));
+    const retention = '{"version":1,"config":{"retention.ms":"5"}}';
+    await zk.create("/config/topics/configured", bytes(retention));
     await until(() => store.topic("configured")?.configs["retention.ms"] === "5");
   }, 20_000);
 
@@ -299,13 +310,14 @@ describe("changes made by others", () => {
     const oldSession = zk.sessionId;
     proxy.setMode("refuse");
     // While the store is cut off, another process creates a topic.
-    await observer.create("/brokers/topics/while-away", bytes('{"version":1,"partitions":{"0":[0]}}'));
+    const topic = bytes('{"version":1,"partitions":{"0":[0]}}');
+    await observer.create("/brokers/topics/while-away", topic);
     await Bun.sleep(3_000);
     proxy.setMode("forward");
     await until(() => zk.sessionId !== oldSession, 10_000);
     await until(() => store.topic("while-away") !== undefined, 10_000);
     // The new session's watches work: a later change is seen too.
-    await observer.create("/brokers/topics/after", bytes('{"version":1,"partitions":{"0":[0]}}'));
+    await observer.create("/brokers/topics/after", topic);
     await until(() => store.topic("after") !== undefined);
   }, 30_000);
 });
