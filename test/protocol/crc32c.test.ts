@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { crc32c, crc32cRange } from "../../src/protocol/crc32c.ts";
+import { crc32c, crc32cRange, tableCrc32cRange } from "../../src/protocol/crc32c.ts";
 
 const ascii = (s: string) => new TextEncoder().encode(s);
 
@@ -51,4 +51,16 @@ describe("crc32c", () => {
     expect(() => crc32cRange(data, -1, 5)).toThrow(RangeError);
     expect(() => crc32cRange(data, 6, 5)).toThrow(RangeError);
   });
+});
+
+test("the native path (large inputs) agrees with the table path at every size around the switch", () => {
+  const data = new Uint8Array(70_000);
+  for (let i = 0; i < data.length; i++) data[i] = (i * 2654435761) >>> 24;
+  for (const sizeBytes of [1023, 1024, 1025, 4099, 65_536, 69_990]) {
+    for (const start of [0, 1, 7]) {
+      const end = start + sizeBytes;
+      expect(crc32cRange(data, start, end)).toBe(tableCrc32cRange(data, start, end));
+      expect(crc32cRange(data, start, end, 0x1234_5678)).toBe(tableCrc32cRange(data, start, end, 0x1234_5678));
+    }
+  }
 });
