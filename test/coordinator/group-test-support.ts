@@ -3,7 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type { GroupConfig } from "../../src/coordinator/group-config.ts";
-import type { JoinGroupRequest, JoinGroupResult, SyncGroupResult } from "../../src/coordinator/group-operations.ts";
+import type {
+  JoinGroupRequest, JoinGroupResult, LeaveGroupResult, OffsetCommitPartition, OffsetCommitResult,
+  SyncGroupResult,
+} from "../../src/coordinator/group-operations.ts";
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 
@@ -20,7 +23,9 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
-export async function openFixture(config: Partial<GroupConfig> = {}, dir?: string): Promise<Fixture> {
+export async function openFixture(
+  config: Partial<GroupConfig> = {}, dir?: string,
+): Promise<Fixture> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), "quill-coordinator-"));
   const store = LocalOffsetStore.open(dataDir);
   const coordinator = new GroupCoordinator(store, { ...TEST_CONFIG, ...config });
@@ -59,7 +64,9 @@ export function subscription(topics: readonly string[], userData = ""): Uint8Arr
   return out;
 }
 
-export function joinRequest(groupId: string, overrides: Partial<JoinGroupRequest> = {}): JoinGroupRequest {
+export function joinRequest(
+  groupId: string, overrides: Partial<JoinGroupRequest> = {},
+): JoinGroupRequest {
   return {
     groupId,
     memberId: "",
@@ -76,6 +83,10 @@ export function joinRequest(groupId: string, overrides: Partial<JoinGroupRequest
   };
 }
 
+/** One protocol offer: an assignor name with a subscription to `topics`. */
+export const protocols = (name: string, topics: string[] = ["orders"]) =>
+  [{ name, metadata: subscription(topics) }];
+
 /** JoinGroup v4+ the way clients do it: first get a member id, then join with it. */
 export async function joinWithId(
   coordinator: GroupCoordinator, groupId: string, overrides: Partial<JoinGroupRequest> = {},
@@ -85,22 +96,79 @@ export async function joinWithId(
   return coordinator.joinGroup(joinRequest(groupId, { ...overrides, memberId: first.memberId }));
 }
 
+/** A rejoin of a known member (no MEMBER_ID_REQUIRED step). */
+export function rejoin(
+  coordinator: GroupCoordinator, groupId: string, memberId: string,
+  overrides: Partial<JoinGroupRequest> = {},
+): Promise<JoinGroupResult> {
+  return coordinator.joinGroup(joinRequest(groupId, { ...overrides, memberId }));
+}
+
 /** Leader syncs with one assignment per member; followers sync with none. */
 export function syncAll(
   coordinator: GroupCoordinator, groupId: string, joins: readonly JoinGroupResult[],
-  assignmentOf: (memberId: string) => Uint8Array = (id) => new TextEncoder().encode(`assigned:${id}`),
 ): Promise<SyncGroupResult[]> {
+  const assignmentOf = (id: string) => new TextEncoder().encode(`assigned:${id}`);
   return Promise.all(joins.map((j) => coordinator.syncGroup({
     groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
     protocolType: j.protocolType, protocolName: j.protocolName,
-    assignments: j.leader === j.memberId ? j.members.map((m) => ({ memberId: m.memberId, assignment: assignmentOf(m.memberId) })) : [],
+    assignments: j.leader !== j.memberId
+      ? []
+      : j.members.map((m) => ({ memberId: m.memberId, assignment: assignmentOf(m.memberId) })),
   })));
 }
+
+export function heartbeat(
+  coordinator: GroupCoordinator, groupId: string, generationId: number, memberId: string,
+  groupInstanceId: string | null = null,
+): number {
+  return coordinator.heartbeat({ groupId, generationId, memberId, groupInstanceId });
+}
+
+export function leave(
+  coordinator: GroupCoordinator, groupId: string, memberId: string,
+  groupInstanceId: string | null = null,
+): LeaveGroupResult {
+  const members = [{ memberId, groupInstanceId, reason: null }];
+  return coordinator.leaveGroup({ groupId, members });
+}
+
+/**
+ * An OffsetCommit of `offsets` keyed "topic:partition", with leader epoch 3 and metadata
+ * "m<offset>"; generation -1 and no member (a simple consumer) unless `member` says otherwise.
+ */
+export function commit(
+  coordinator: GroupCoordinator, groupId: string, offsets: Record<string, bigint>,
+  member: { generationId: number; memberId: string } = { generationId: -1, memberId: "" },
+): Promise<OffsetCommitResult> {
+  const byTopic = new Map<string, OffsetCommitPartition[]>();
+  for (const [tp, offset] of Object.entries(offsets)) {
+    const [topic, partition] = tp.split(":") as [string, string];
+    const list = byTopic.get(topic) ?? [];
+    list.push({
+      partitionIndex: Number(partition),
+      committedOffset: offset,
+      committedLeaderEpoch: 3,
+      committedMetadata: `m${offset}`,
+    });
+    byTopic.set(topic, list);
+  }
+  return coordinator.offsetCommit({
+    groupId, ...member, groupInstanceId: null,
+    topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
+  });
+}
+
+/** The error code of every partition of a commit, in request order. */
+export const commitCodes = (result: OffsetCommitResult) =>
+  result.topics.flatMap((t) => t.partitions.map((p) => p.errorCode));
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls until `condition` holds; timer-driven outcomes may come late on a loaded machine. */
-export async function waitFor(what: string, condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+export async function waitFor(
+  what: string, condition: () => boolean, timeoutMs = 5_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
