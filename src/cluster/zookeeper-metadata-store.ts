@@ -7,6 +7,11 @@
  * topics created, changed or deleted by another process (another broker, an operator's tool, a
  * test writing znodes) appear here; `onChange` listeners hear about those outside changes.
  *
+ * A topic counts as deleted only when its deletion is seen happen (a watch fires, a marker is
+ * processed) or its id changes. Topics merely missing after a new session (ZooKeeper restored
+ * from an old snapshot, or wiped) leave the copy but are not reported as deleted, so a broker
+ * keeps their data, as Kafka's brokers keep logs the controller never told them to delete.
+ *
  * Writes are multis conditional on the znode versions last read, so two writers cannot both
  * win. Deletion follows Kafka's protocol: a marker `/admin/delete_topics/<topic>` asks for it.
  * Kafka's controller would then delete the topic; Quill has no controller yet, so the broker
@@ -76,6 +81,12 @@ interface CachedTopic extends TopicZnodeVersions {
   readonly record: TopicRecord;
 }
 
+/** What an outside change did; the new state is in `topics()`. */
+export interface MetadataChange {
+  /** Topics seen deleted (or replaced by a topic of the same name with another id). */
+  readonly deletedTopics: readonly string[];
+}
+
 /** Pause before retrying a reload that failed because ZooKeeper was unavailable. */
 const RETRY_DELAY_MS = 500;
 /** Topics are read this many at a time when the whole tree is loaded. */
@@ -88,9 +99,11 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   /** Reload tasks waiting in the queue, by key, so a burst of events queues one reload. */
   private readonly queuedKeys = new Set<string>();
   private readonly retryTimers = new Map<string, ReturnType<typeof setTimeout>>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(change: MetadataChange) => void>();
   private queue: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Counts new sessions, so work begun in an earlier session can be recognised. */
+  private sessionEpoch = 0;
   private readonly unsubscribe: () => void;
 
   private constructor(
@@ -103,7 +116,12 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     this.unsubscribe = zk.onSessionEvent((event) => {
       if (event !== "session-recreated") return;
       // A new session has none of the old watches: read everything again and watch anew.
+      // Reloads queued in the old session are dropped: what they would find missing was not
+      // seen deleted, and loadAll reads it all anyway.
+      this.sessionEpoch++;
       this.armed.clear();
+      for (const timer of this.retryTimers.values()) clearTimeout(timer);
+      this.retryTimers.clear();
       this.schedule("all", () => this.loadAll());
     });
   }
@@ -139,7 +157,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
    * Calls `listener` after topics changed in ZooKeeper through someone else (not through this
    * store's own writes). Returns the unsubscribe function.
    */
-  onChange(listener: () => void): () => void {
+  onChange(listener: (change: MetadataChange) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -270,8 +288,17 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const next = new Map<string, CachedTopic>();
     for (const topic of loaded) if (topic !== null) next.set(topic.record.name, topic);
     const changed = !sameTopics(this.cached, next);
+    const missing = [...this.cached.keys()].filter((name) => !next.has(name));
+    if (missing.length > 0) {
+      this.options.log.warn(`quill: topics no longer in ZooKeeper after a new session, kept ` +
+        `on disk but no longer served: ${missing.join(", ")}`);
+    }
+    const replaced = [...next.values()].filter((t) => {
+      const old = this.cached.get(t.record.name);
+      return old !== undefined && old.record.topicIdHex !== t.record.topicIdHex;
+    });
     this.cached = next;
-    if (changed) this.emitChange();
+    if (changed) this.emitChange(replaced.map((t) => t.record.name));
     await this.processDeletionMarkers();
   }
 
@@ -294,27 +321,34 @@ export class ZooKeeperMetadataStore implements MetadataStore {
 
   /** Children of `/brokers/topics` changed: read topics that appeared, drop those gone. */
   private async reloadTopicList(): Promise<void> {
+    const epoch = this.sessionEpoch;
     const names = new Set(await this.topicNames());
-    let changed = false;
-    for (const name of [...this.cached.keys()]) {
-      if (!names.has(name)) changed = this.cached.delete(name) || changed;
-    }
+    if (epoch !== this.sessionEpoch) return;
+    const deleted = [...this.cached.keys()].filter((name) => !names.has(name));
+    for (const name of deleted) this.cached.delete(name);
     const added = [...names].filter((name) => !this.cached.has(name));
-    for (const topic of await mapLimit(added, READ_CONCURRENCY, (n) => this.readTopic(n))) {
+    let changed = deleted.length > 0;
+    const loaded = await mapLimit(added, READ_CONCURRENCY, (n) => this.readTopic(n));
+    for (const topic of loaded) {
       if (topic === null) continue;
       this.cached.set(topic.record.name, topic);
       changed = true;
     }
-    if (changed) this.emitChange();
+    if (changed) this.emitChange(deleted);
   }
 
   /** A topic's znode or config changed: read both again. */
   private async reloadTopic(name: string): Promise<void> {
-    const before = this.cached.get(name);
+    const epoch = this.sessionEpoch;
+    const before = this.cached.get(name)?.record;
     const after = await this.readTopic(name);
+    // Begun in an earlier session: a topic missing now was not seen deleted (loadAll follows).
+    if (epoch !== this.sessionEpoch) return;
     if (after === null) this.cached.delete(name);
     else this.cached.set(name, after);
-    if (JSON.stringify(before?.record) !== JSON.stringify(after?.record)) this.emitChange();
+    if (JSON.stringify(before) === JSON.stringify(after?.record)) return;
+    const gone = before !== undefined && before.topicIdHex !== after?.record.topicIdHex;
+    this.emitChange(gone ? [name] : []);
   }
 
   /**
@@ -426,7 +460,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       }
       this.options.log.info(`quill: deleting topic ${name} as ${deleteTopicPath(name)} asks`);
       await this.deleteTopicZnodes(name, deadlineMs).catch(ignoreNoNode);
-      if (this.cached.delete(name)) this.emitChange();
+      if (this.cached.delete(name)) this.emitChange([name]);
     }
   }
 
@@ -468,11 +502,13 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   private schedule(key: string, task: () => Promise<void>): void {
     if (this.closed || this.queuedKeys.has(key)) return;
     this.queuedKeys.add(key);
+    const epoch = this.sessionEpoch;
+    const current = () => !this.closed && (epoch === this.sessionEpoch || key === "all");
     this.exclusive(() => {
       this.queuedKeys.delete(key);
-      return this.closed ? Promise.resolve() : task();
+      return current() ? task() : Promise.resolve();
     }).catch((error: unknown) => {
-      if (this.closed) return;
+      if (!current()) return;
       if (!(error instanceof ZooKeeperUnavailableError)) {
         this.options.log.warn(`quill: reading topic metadata (${key}) failed: ${String(error)}`);
       }
@@ -490,8 +526,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     return this.options.requestTimeoutMs;
   }
 
-  private emitChange(): void {
-    for (const listener of [...this.listeners]) listener();
+  private emitChange(deletedTopics: readonly string[]): void {
+    for (const listener of [...this.listeners]) listener({ deletedTopics });
   }
 }
 

@@ -94,9 +94,9 @@ export async function registerBroker(
 
 /**
  * Keeps the cache and the local logs in line with topic changes other processes make in
- * ZooKeeper: new partitions hosted here get logs, deleted topics lose theirs, changed configs
- * reach the running logs. Changes made through this broker's AdminManager are not reported by
- * the store, so nothing here repeats that work. Returns the unsubscribe function.
+ * ZooKeeper: new partitions hosted here get logs, topics seen deleted lose theirs, changed
+ * configs reach the running logs. Changes made through this broker's AdminManager are not
+ * reported by the store, so nothing here repeats that work. Returns the unsubscribe function.
  */
 export function followMetadataChanges(
   stores: MetadataStores,
@@ -108,28 +108,29 @@ export function followMetadataChanges(
   const store = stores.metadataStore;
   if (!(store instanceof ZooKeeperMetadataStore)) return () => {};
   let applying: Promise<void> = Promise.resolve();
-  return store.onChange(() => {
+  return store.onChange((change) => {
     const before = new Map([...cache.topics()].map((t) => [t.name, t]));
     cache.reload();
+    const deleted = change.deletedTopics.flatMap((name) => before.get(name) ?? []);
     // Deletions are asynchronous; running each change after the previous one keeps a topic
     // deleted and created again from losing its new logs to the old deletion.
-    applying = applying.then(() => applyChange(before, cache, logs, config)).catch((error) => {
-      log.error(`quill: applying a topic change from ZooKeeper failed: ${String(error)}`);
-    });
+    applying = applying.then(() => applyChange(before, deleted, cache, logs, config))
+      .catch((error) => {
+        log.error(`quill: applying a topic change from ZooKeeper failed: ${String(error)}`);
+      });
   });
 }
 
 async function applyChange(
   before: ReadonlyMap<string, TopicMetadata>,
+  deleted: readonly TopicMetadata[],
   cache: MetadataCache,
   logs: LogManager,
   config: BrokerConfig,
 ): Promise<void> {
   const brokerId = config["broker.id"];
-  for (const [name, old] of before) {
-    const now = cache.topic(name);
-    if (now !== undefined && Buffer.compare(now.topicId, old.topicId) === 0) continue;
-    await Promise.all(old.partitions.map((p) => logs.deleteLog(name, p.partition)));
+  for (const topic of deleted) {
+    await Promise.all(topic.partitions.map((p) => logs.deleteLog(topic.name, p.partition)));
   }
   for (const topic of cache.topics()) {
     const logConfig = logConfigFor(topic.configs, config);

@@ -49,6 +49,8 @@ interface OpenedStore {
   readonly logLines: string[];
   /** How many times onChange fired. */
   changes(): number;
+  /** Every topic onChange reported deleted, in order. */
+  readonly deleted: string[];
 }
 
 async function openStore(connectString: string, deleteTopicEnable = true): Promise<OpenedStore> {
@@ -60,8 +62,12 @@ async function openStore(connectString: string, deleteTopicEnable = true): Promi
   });
   cleanups.push(() => store.close());
   let changeCount = 0;
-  store.onChange(() => changeCount++);
-  return { store, zk, logLines, changes: () => changeCount };
+  const deleted: string[] = [];
+  store.onChange((change) => {
+    changeCount++;
+    deleted.push(...change.deletedTopics);
+  });
+  return { store, zk, logLines, changes: () => changeCount, deleted };
 }
 
 function record(name: string, extra: Partial<TopicRecord> = {}): TopicRecord {
@@ -267,7 +273,7 @@ describe("changes made by others", () => {
   }, 20_000);
 
   test("a deletion marker written by another process deletes the topic", async () => {
-    const { store, zk, changes } = await openStore(freshConnectString());
+    const { store, zk, changes, deleted } = await openStore(freshConnectString());
     await store.createTopic(record("marked", { configs: { "retention.ms": "3" } }));
     const before = changes();
     await zk.create("/admin/delete_topics/marked");
@@ -276,6 +282,21 @@ describe("changes made by others", () => {
     expect(await zk.exists("/brokers/topics/marked")).toBeNull();
     expect(await zk.exists("/config/topics/marked")).toBeNull();
     expect(changes()).toBe(before + 1);
+    expect(deleted).toEqual(["marked"]);
+  }, 20_000);
+
+  test("topic znodes removed by hand or replaced by another id are reported deleted", async () => {
+    const { store, zk, deleted } = await openStore(freshConnectString());
+    await store.createTopic(record("removed"));
+    await store.createTopic(record("replaced"));
+    for (const path of await zk.listSubtree("/brokers/topics/removed").then((p) => p.reverse())) {
+      await zk.delete(path);
+    }
+    await until(() => store.topic("removed") === undefined);
+    const otherId = '{"version":3,"partitions":{"0":[0]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAQ"}';
+    await zk.setData("/brokers/topics/replaced", bytes(otherId));
+    await until(() => store.topic("replaced")?.topicIdHex === `${"00".repeat(15)}01`);
+    expect(deleted).toEqual(["removed", "replaced"]);
   }, 20_000);
 
   test("with delete.topic.enable=false a marker is removed and the topic kept", async () => {
@@ -305,10 +326,14 @@ describe("changes made by others", () => {
     cleanups.push(() => proxy.close());
     const connectString = freshConnectString();
     const chroot = connectString.slice(server.connectString.length);
-    const { store, zk } = await openStore(`${proxy.connectString}${chroot}`);
+    const { store, zk, deleted, logLines } = await openStore(`${proxy.connectString}${chroot}`);
     const observer = await client(connectString);
+    await store.createTopic(record("vanishes"));
     const oldSession = zk.sessionId;
     proxy.setMode("refuse");
+    // Gone while nobody watched: as after a ZooKeeper restored from an old snapshot.
+    const vanishing = await observer.listSubtree("/brokers/topics/vanishes");
+    for (const path of vanishing.reverse()) await observer.delete(path);
     // While the store is cut off, another process creates a topic.
     const topic = bytes('{"version":1,"partitions":{"0":[0]}}');
     await observer.create("/brokers/topics/while-away", topic);
@@ -316,6 +341,10 @@ describe("changes made by others", () => {
     proxy.setMode("forward");
     await until(() => zk.sessionId !== oldSession, 10_000);
     await until(() => store.topic("while-away") !== undefined, 10_000);
+    expect(store.topic("vanishes")).toBeUndefined();
+    expect(deleted).toEqual([]);
+    const warning = "kept on disk but no longer served: vanishes";
+    expect(logLines.some((l) => l.includes(warning))).toBe(true);
     // The new session's watches work: a later change is seen too.
     await observer.create("/brokers/topics/after", topic);
     await until(() => store.topic("after") !== undefined);
