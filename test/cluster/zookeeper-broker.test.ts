@@ -133,6 +133,16 @@ describe("in-process broker with zookeeper.connect", () => {
       .toEqual({ version: 1, config: { "retention.ms": "3600000" } });
     const described = await admin.describeCluster();
     expect(described.clusterId).toBe(broker.broker.services.clusterId);
+    await admin.createPartitions({ topicPartitions: [{ topic: "made", count: 5 }] });
+    expect(Object.keys((await json(zk, "/brokers/topics/made")).partitions as object))
+      .toEqual(["0", "1", "2", "3", "4"]);
+    expect(await json(zk, "/brokers/topics/made/partitions/4/state")).toMatchObject({ leader: 0 });
+    const retention = { name: "retention.ms", value: "60000" };
+    await admin.alterConfigs({
+      validateOnly: false, resources: [{ type: 2, name: "made", configEntries: [retention] }],
+    });
+    expect(await json(zk, "/config/topics/made"))
+      .toEqual({ version: 1, config: { "retention.ms": "60000" } });
     await admin.deleteTopics({ topics: ["made"] });
     expect(await zk.exists("/brokers/topics/made")).toBeNull();
     expect(await zk.exists("/config/topics/made")).toBeNull();
