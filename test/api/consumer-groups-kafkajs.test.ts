@@ -32,7 +32,8 @@ class TrackedConsumer {
   readonly consumer: Consumer;
 
   constructor(kafka: Kafka, readonly name: string, private readonly seen: Map<string, string[]>) {
-    this.consumer = kafka.consumer({ groupId: GROUP, heartbeatInterval: 300, sessionTimeout: 10_000 });
+    const options = { groupId: GROUP, heartbeatInterval: 300, sessionTimeout: 10_000 };
+    this.consumer = kafka.consumer(options);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
       this.assignment = [...(e.payload.memberAssignment[TOPIC] ?? [])].sort();
     });
@@ -51,12 +52,16 @@ class TrackedConsumer {
         }
         // The commit is the end of processing: what it covers is never delivered again.
         const next = (BigInt(batch.lastOffset()) + 1n).toString();
-        await this.consumer.commitOffsets([{ topic: TOPIC, partition: batch.partition, offset: next }]);
+        const { partition } = batch;
+        await this.consumer.commitOffsets([{ topic: TOPIC, partition, offset: next }]);
         await heartbeat();
       },
     });
   }
 }
+
+const partitionOf = (key: string) => Number(key.split(":")[0]);
+const offsetOf = (key: string) => Number(key.split(":")[1]);
 
 async function waitFor(what: string, condition: () => boolean | Promise<boolean>): Promise<void> {
   const deadline = Date.now() + WAIT_MS;
@@ -97,7 +102,8 @@ describe("a kafkajs consumer group", () => {
     const kafka = client(broker.bootstrap);
     const admin = kafka.admin();
     await admin.connect();
-    expect(await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] })).toBe(true);
+    const topics = [{ topic: TOPIC, numPartitions: PARTITIONS }];
+    expect(await admin.createTopics({ topics })).toBe(true);
 
     const seen = new Map<string, string[]>();
     const consumers = ["a", "b", "c"].map((name) => new TrackedConsumer(kafka, name, seen));
@@ -114,7 +120,8 @@ describe("a kafkajs consumer group", () => {
     expect([...seen.values()].filter((by) => by.length > 1)).toEqual([]);
     // Each consumer read exactly the partitions it was assigned.
     for (const c of consumers) {
-      const read = new Set([...seen].filter(([, by]) => by[0] === c.name).map(([key]) => Number(key.split(":")[0])));
+      const readBy = [...seen].filter(([, by]) => by[0] === c.name);
+      const read = new Set(readBy.map(([key]) => partitionOf(key)));
       expect([...read].sort()).toEqual(c.assignment);
     }
     await waitFor("commits of the last batches", async () =>
@@ -129,8 +136,9 @@ describe("a kafkajs consumer group", () => {
     await produce(kafka, RECORDS, 6_000);
     await waitFor("6,000 more records consumed", () => seen.size === RECORDS + 6_000);
     expect([...seen.values()].filter((by) => by.length > 1)).toEqual([]);
-    const movedTo = new Set([...seen].filter(([key]) => leftPartitions.includes(Number(key.split(":")[0])))
-      .filter(([key]) => Number(key.split(":")[1]) >= RECORDS / PARTITIONS).map(([, by]) => by[0]));
+    const afterMove = [...seen].filter(([key]) =>
+      leftPartitions.includes(partitionOf(key)) && offsetOf(key) >= RECORDS / PARTITIONS);
+    const movedTo = new Set(afterMove.map(([, by]) => by[0]));
     expect(movedTo.has("c")).toBe(false);
     expect(movedTo.size).toBeGreaterThan(0);
     await waitFor("commits after the move", async () =>
@@ -143,18 +151,20 @@ describe("a kafkajs consumer group", () => {
     await broker.kill9();
     broker = await broker.restart();
     const restarted = client(broker.bootstrap);
-    expect(await committedOffsets(restarted)).toEqual(Array(PARTITIONS).fill((RECORDS + 6_000) / PARTITIONS));
+    const perPartition = (RECORDS + 6_000) / PARTITIONS;
+    expect(await committedOffsets(restarted)).toEqual(Array(PARTITIONS).fill(perPartition));
 
     const resumedSeen = new Map<string, string[]>();
     const resumed = new TrackedConsumer(restarted, "d", resumedSeen);
     await resumed.start();
-    await waitFor("the resumed consumer to own every partition", () => resumed.assignment.length === PARTITIONS);
+    await waitFor("the resumed consumer to own all", () =>
+      resumed.assignment.length === PARTITIONS);
     await produce(restarted, RECORDS + 6_000, 600);
     await waitFor("600 new records", () => resumedSeen.size === 600);
     await Bun.sleep(500);
     // Nothing committed before the crash is read again.
     expect(resumedSeen.size).toBe(600);
-    expect([...resumedSeen.keys()].every((key) => Number(key.split(":")[1]) >= (RECORDS + 6_000) / PARTITIONS)).toBe(true);
+    expect([...resumedSeen.keys()].every((key) => offsetOf(key) >= perPartition)).toBe(true);
     await resumed.consumer.disconnect();
   }, 180_000);
 });

@@ -4,7 +4,9 @@
 // exactly one member, and 600 records are consumed exactly once in total.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { AssignerProtocol, Kafka, logLevel, PartitionAssigners, type PartitionAssigner } from "kafkajs";
+import {
+  AssignerProtocol, Kafka, logLevel, type PartitionAssigner, PartitionAssigners,
+} from "kafkajs";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 
 const TOPIC = "mixed";
@@ -22,12 +24,14 @@ afterAll(async () => {
 });
 
 /** kafkajs's round robin, announced as librdkafka's "roundrobin". */
-const librdkafkaRoundRobin: PartitionAssigner = (config) => ({ ...PartitionAssigners.roundRobin(config), name: "roundrobin" });
+const librdkafkaRoundRobin: PartitionAssigner = (config) =>
+  ({ ...PartitionAssigners.roundRobin(config), name: "roundrobin" });
 
 function startKcat(name: string): { proc: Subprocess<"ignore", "pipe", "pipe">; lines: string[] } {
   const proc = Bun.spawn(["kcat", "-b", broker.bootstrap, "-G", GROUP, TOPIC,
     "-X", "partition.assignment.strategy=roundrobin", "-X", "auto.offset.reset=earliest",
-    "-X", "heartbeat.interval.ms=300", "-X", "fetch.wait.max.ms=100", "-q", "-u", "-f", `${name} %p %o\n`],
+    "-X", "heartbeat.interval.ms=300", "-X", "fetch.wait.max.ms=100",
+    "-q", "-u", "-f", `${name} %p %o\n`],
   { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const lines: string[] = [];
   void (async () => {
@@ -42,7 +46,9 @@ function startKcat(name: string): { proc: Subprocess<"ignore", "pipe", "pipe">; 
   return { proc, lines };
 }
 
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 45_000) {
+async function waitFor(
+  what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 45_000,
+) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -52,13 +58,16 @@ async function waitFor(what: string, condition: () => boolean | Promise<boolean>
 
 describe("kafkajs and librdkafka in one group", () => {
   test("partitions split between both implementations, every record consumed once", async () => {
-    const kafka = new Kafka({ clientId: "mixed", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    const brokers = [broker.bootstrap];
+    const kafka = new Kafka({ clientId: "mixed", brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
 
     const seen: string[] = [];
-    const consumer = kafka.consumer({ groupId: GROUP, partitionAssigners: [librdkafkaRoundRobin], heartbeatInterval: 300 });
+    const consumer = kafka.consumer({
+      groupId: GROUP, partitionAssigners: [librdkafkaRoundRobin], heartbeatInterval: 300,
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
     await consumer.run({ eachMessage: async ({ partition, message }) => {
@@ -70,8 +79,11 @@ describe("kafkajs and librdkafka in one group", () => {
       await waitFor("a stable group of three that covers every partition once", async () => {
         const [group] = (await admin.describeGroups([GROUP])).groups;
         if (group!.state !== "Stable" || group!.members.length !== 3) return false;
-        owners = group!.members.map((m) => AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[TOPIC] ?? []);
-        return owners.flat().sort().join() === [...Array(PARTITIONS).keys()].join() && owners.every((o) => o.length > 0);
+        owners = group!.members.map((m) =>
+          AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[TOPIC] ?? []);
+        const all = [...Array(PARTITIONS).keys()].join();
+        const everyPartitionOnce = owners.flat().sort().join() === all;
+        return everyPartitionOnce && owners.every((o) => o.length > 0);
       });
       const [group] = (await admin.describeGroups([GROUP])).groups;
       expect(group!.protocol).toBe("roundrobin");
@@ -79,7 +91,10 @@ describe("kafkajs and librdkafka in one group", () => {
 
       const producer = kafka.producer();
       await producer.connect();
-      await producer.send({ topic: TOPIC, messages: Array.from({ length: RECORDS }, (_, i) => ({ partition: i % PARTITIONS, value: `${i}` })) });
+      const messages = Array.from({ length: RECORDS }, (_, i) => ({
+        partition: i % PARTITIONS, value: `${i}`,
+      }));
+      await producer.send({ topic: TOPIC, messages });
       await producer.disconnect();
       const all = () => [...seen, ...kcats.flatMap((k) => k.lines)];
       await waitFor("600 records", () => all().length >= RECORDS);

@@ -61,7 +61,9 @@ class StaticMember {
   }
 }
 
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
+async function waitFor(
+  what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000,
+) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -71,7 +73,8 @@ async function waitFor(what: string, condition: () => boolean | Promise<boolean>
 
 describe("static membership with librdkafka", () => {
   test("a static member restarted within its session timeout causes no rebalance", async () => {
-    const kafka = new Kafka({ clientId: "static-e2e", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    const brokers = [broker.bootstrap];
+    const kafka = new Kafka({ clientId: "static-e2e", brokers, logLevel: logLevel.NOTHING });
     const admin = kafka.admin();
     await admin.connect();
     await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 4 }] });
@@ -109,7 +112,8 @@ describe("static membership with librdkafka", () => {
       // Both still consume: records sent to every partition arrive at one of them.
       const producer = kafka.producer();
       await producer.connect();
-      await producer.send({ topic: TOPIC, messages: [0, 1, 2, 3].map((partition) => ({ partition, value: "v" })) });
+      const messages = [0, 1, 2, 3].map((partition) => ({ partition, value: "v" }));
+      await producer.send({ topic: TOPIC, messages });
       await producer.disconnect();
       await waitFor("four records", () =>
         [...x.lines, ...y.lines].filter((l) => l.startsWith("record ")).length === 4);

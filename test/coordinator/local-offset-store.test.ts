@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
@@ -81,7 +83,8 @@ describe("LocalOffsetStore", () => {
     await store.commit("g", [{ topic: "t", partition: 0, committed: committed(2n) }]);
     await store.close();
     const validBytes = statSync(logPath(dir)).size;
-    const next = encodeRecord({ type: "commit", groupId: "g", offsets: [{ topic: "t", partition: 0, committed: committed(3n) }] })!;
+    const offsets = [{ topic: "t", partition: 0, committed: committed(3n) }];
+    const next = encodeRecord({ type: "commit", groupId: "g", offsets })!;
     appendFileSync(logPath(dir), next.subarray(0, next.length - 3));
 
     const reopened = LocalOffsetStore.open(dir);
@@ -108,11 +111,12 @@ describe("LocalOffsetStore", () => {
     await reopened.close();
   });
 
-  test("the log is compacted into a snapshot past compactLogBytes, and the state is unchanged", async () => {
+  test("past compactLogBytes the log becomes a snapshot; the state is unchanged", async () => {
     const dir = tempDir();
     const store = LocalOffsetStore.open(dir, { compactLogBytes: 4096 });
     for (let i = 0; i < 300; i++) {
-      await store.commit(`g${i % 3}`, [{ topic: "t", partition: i % 10, committed: committed(BigInt(i)) }]);
+      const offset = { topic: "t", partition: i % 10, committed: committed(BigInt(i)) };
+      await store.commit(`g${i % 3}`, [offset]);
     }
     await store.deleteGroup("g2");
     expect(store.stats.compactions).toBeGreaterThan(3);
@@ -142,8 +146,11 @@ describe("LocalOffsetStore under kill -9", () => {
   const CHILD = join(import.meta.dir, "offset-writer-child.ts");
 
   /** Runs the writer until it has acknowledged at least `acksMin` commits, then SIGKILLs it. */
-  async function runAndKill(dir: string, acksMin: number, compactLogBytes: number): Promise<Map<number, bigint>> {
-    const child = Bun.spawn([process.execPath, CHILD, dir, String(compactLogBytes)], { stdout: "pipe", stderr: "inherit" });
+  async function runAndKill(
+    dir: string, acksMin: number, compactLogBytes: number,
+  ): Promise<Map<number, bigint>> {
+    const argv = [process.execPath, CHILD, dir, String(compactLogBytes)];
+    const child = Bun.spawn(argv, { stdout: "pipe", stderr: "inherit" });
     const acked = new Map<number, bigint>();
     let count = 0;
     let buffered = "";
@@ -168,7 +175,7 @@ describe("LocalOffsetStore under kill -9", () => {
     return acked;
   }
 
-  test("every acknowledged commit is present after SIGKILL, across repeated crashes and compactions", async () => {
+  test("every acknowledged commit survives SIGKILL, across crashes and compactions", async () => {
     const dir = tempDir();
     for (let trial = 0; trial < 5; trial++) {
       const acksMin = 500 + Math.floor(Math.random() * 3000);

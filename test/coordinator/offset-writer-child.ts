@@ -20,7 +20,8 @@ for (;;) {
   for (let i = 0; i < 4; i++) {
     const offset = next++;
     const partition = Number(offset % BigInt(PARTITIONS));
-    const committed = { offset, leaderEpoch: 0, metadata: `m${offset}`, commitTimestampMs: Date.now() };
+    const commitTimestampMs = Date.now();
+    const committed = { offset, leaderEpoch: 0, metadata: `m${offset}`, commitTimestampMs };
     commits.push(store.commit("g", [{ topic: "t", partition, committed }]).then(() => {
       process.stdout.write(`ack ${partition} ${offset}\n`);
     }));
