@@ -515,7 +515,8 @@ export class GroupCoordinator {
     member.awaitingSync = resolve;
     this.removePendingSyncMember(group, member.memberId);
     if (!group.isLeader(member.memberId)) return;
-    const assignments = new Map(req.assignments.map((a) => [a.memberId, a.assignment]));
+    // Copied: the decoded bytes are views into the request's network buffer.
+    const assignments = new Map(req.assignments.map((a) => [a.memberId, a.assignment.slice()]));
     // Members the leader left out get an empty assignment, as in Kafka.
     for (const m of group.allMembers()) {
       m.assignment = assignments.get(m.memberId) ?? EMPTY_BYTES;

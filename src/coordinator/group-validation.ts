@@ -51,8 +51,14 @@ export function validateOffsetCommit(group: ClassicGroup, req: OffsetCommitReque
   return group.is(GroupState.Empty) ? null : ErrorCode.UNKNOWN_MEMBER_ID;
 }
 
-/** Keeps the first of each protocol name, as Kafka's keyed JoinGroup protocol collection does. */
+/**
+ * Keeps the first of each protocol name, as Kafka's keyed JoinGroup protocol collection does,
+ * with the metadata copied: the decoded bytes are views into the request's network buffer,
+ * which a member kept for the group's lifetime would otherwise pin whole.
+ */
 export function uniqueProtocols(protocols: readonly JoinGroupProtocol[]): JoinGroupProtocol[] {
   const seen = new Set<string>();
-  return protocols.filter((p) => !seen.has(p.name) && seen.add(p.name));
+  return protocols
+    .filter((p) => !seen.has(p.name) && seen.add(p.name))
+    .map((p) => ({ name: p.name, metadata: p.metadata.slice() }));
 }
