@@ -164,7 +164,11 @@ export class ZooKeeperMetadataStore implements MetadataStore {
 
   async createTopic(topic: TopicRecord): Promise<void> {
     await this.write(topic.name, async (deadlineMs) => {
-      assert(!this.cached.has(topic.name), `topic ${topic.name} already exists`);
+      // The caller checked; another process may have created it since.
+      if (this.cached.has(topic.name)) {
+        throw new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
+          `Topic '${topic.name}' already exists.`);
+      }
       assert(this.cached.size < TOPICS_MAX, `topic limit ${TOPICS_MAX} reached`);
       // A config left by an earlier topic of this name (Kafka deletes it, others may not).
       const config = await this.zk.exists(topicConfigPath(topic.name), {
@@ -181,7 +185,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   async updateTopic(topic: TopicRecord): Promise<void> {
     await this.write(topic.name, async (deadlineMs) => {
       const current = this.cached.get(topic.name);
-      assert(current !== undefined, `topic ${topic.name} does not exist`);
+      checkStillUpdatable(topic, current);
       const ops = updateTopicOps(current.record, topic, current);
       const stats = await this.runOps(ops, deadlineMs);
       const configWritten = ops.some((op) => op.path === topicConfigPath(topic.name));
@@ -565,6 +569,25 @@ function toKafkaError(topic: string, error: ZooKeeperError): KafkaError {
   return new KafkaError(ErrorCode.NOT_CONTROLLER,
     `Topic '${topic}' changed in ZooKeeper while this broker changed it (${error.message}); ` +
     "retry.", { cause: error });
+}
+
+/**
+ * The caller built `next` from the topic as it was; another process may have deleted the topic
+ * since, or replaced it, or grown it: then this update no longer applies.
+ */
+function checkStillUpdatable(
+  next: TopicRecord,
+  current: CachedTopic | undefined,
+): asserts current is CachedTopic {
+  if (current === undefined) {
+    throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      `The topic '${next.name}' does not exist.`);
+  }
+  const replaced = current.record.topicIdHex !== next.topicIdHex;
+  if (replaced || current.record.assignment.length > next.assignment.length) {
+    throw new KafkaError(ErrorCode.NOT_CONTROLLER,
+      `Topic '${next.name}' changed in ZooKeeper while this broker changed it; retry.`);
+  }
 }
 
 function ignoreNoNode(error: unknown): void {

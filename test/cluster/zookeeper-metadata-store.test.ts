@@ -201,6 +201,26 @@ describe("writes", () => {
     expect(reason.code).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
   }, 20_000);
 
+  test("updating a topic another process deleted or replaced is a Kafka error", async () => {
+    const connectString = freshConnectString();
+    const a = await openStore(connectString);
+    const b = await openStore(connectString);
+    await a.store.createTopic(record("moving"));
+    await until(() => b.store.topic("moving") !== undefined);
+    const stale = b.store.topic("moving")!;
+    await a.store.deleteTopic("moving");
+    await until(() => b.store.topic("moving") === undefined);
+    const update = { ...stale, configs: { "retention.ms": "1" } };
+    const missing = await kafkaErrorOf(b.store.updateTopic(update));
+    expect(missing.code).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+    await a.store.createTopic(record("moving", { topicIdHex: "cd".repeat(16) }));
+    await until(() => b.store.topic("moving") !== undefined);
+    const replaced = await kafkaErrorOf(b.store.updateTopic(update));
+    expect(replaced.code).toBe(ErrorCode.NOT_CONTROLLER);
+    const exists = await kafkaErrorOf(b.store.createTopic(record("moving")));
+    expect(exists.code).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
+  }, 20_000);
+
   test("deleteTopic removes the topic's znodes, its config and the marker", async () => {
     const { store, zk } = await openStore(freshConnectString());
     const assignment = [[0], [0], [0], [0]];
