@@ -11,6 +11,9 @@ import type { MetadataStore } from "../cluster/metadata-store.ts";
 import { ClusterStartupError, connectZooKeeper } from "../cluster/zookeeper-connection.ts";
 import { ZooKeeperMetadataStore } from "../cluster/zookeeper-metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
+import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
+import type { OffsetStore } from "../coordinator/offset-store.ts";
+import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
@@ -63,6 +66,19 @@ export async function openMetadataStores(
     throw new ClusterStartupError(`ZooKeeper at ${config["zookeeper.connect"]} stopped ` +
       `answering while the broker read its metadata: ${error.message}`, { cause: error });
   }
+}
+
+/**
+ * The group coordinator's committed-offset store, picked like the metadata store: Kafka's
+ * `/consumers/<group>/offsets/<topic>/<partition>` through the broker's own ZooKeeper session
+ * in cluster mode (closing the offset store leaves the session to `MetadataStores.close`), or
+ * the local file store under the first log dir in the embedded default.
+ */
+export function openOffsetStore(stores: MetadataStores, config: BrokerConfig): OffsetStore {
+  if (stores.zooKeeper === null) {
+    return LocalOffsetStore.open(path.resolve(config["log.dirs"][0]!));
+  }
+  return new ZooKeeperOffsetStore(stores.zooKeeper);
 }
 
 /**
