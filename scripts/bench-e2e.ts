@@ -1,4 +1,5 @@
-// `bun scripts/bench-e2e.ts [--records N] [--batch1-records N] [--broker binary|source] [--load c|kcat]`
+// `bun scripts/bench-e2e.ts [--records N] [--batch1-records N] [--broker binary|source]
+//                           [--load c|kcat]`
 //
 // End-to-end benchmark of the single broker on loopback, with librdkafka as the load: the small C
 // program in scripts/bench-e2e/rdkafka-load.c (compiled here with cc into ~/.cache/quill-bench),
@@ -12,9 +13,10 @@
 // broker CPU seconds (utime+stime from /proc/PID/stat) and peak RSS (VmHWM), next to the loopback
 // iperf3 throughput measured in the same run. Prints a Markdown table. Not a test.
 //
-// Batches of 1 make one request per record, so they run far slower than the rest; they get their
-// own record count (--batch1-records, default min(N, 1,000,000)) so the default run of 10 million
-// records elsewhere finishes in minutes. The table states the count every row used.
+// Batches of 1 make one request per record, so they run several times slower than the rest; a
+// quick run can give them fewer records with --batch1-records (default: the same N). The default
+// 10 million records per row took under 10 minutes on the 2-core development machine. The table
+// states the count every row used.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,18 +79,22 @@ function parseOptions(argv: readonly string[]): Options {
     const value = argv[i + 1];
     if (flag === "--records") options.records = positiveInteger(flag, value);
     else if (flag === "--batch1-records") options.batch1Records = positiveInteger(flag, value);
-    else if (flag === "--broker" && (value === "binary" || value === "source")) options.broker = value;
+    else if (flag === "--broker" && (value === "binary" || value === "source")) {
+      options.broker = value;
+    }
     else if (flag === "--load" && (value === "c" || value === "kcat")) options.load = value;
-    else throw new Error(`unknown or incomplete option ${flag} (see the header of scripts/bench-e2e.ts)`);
+    else throw new Error(`unknown or incomplete option ${flag} (see scripts/bench-e2e.ts)`);
     i++;
   }
-  if (options.batch1Records < 0) options.batch1Records = Math.min(options.records, 1_000_000);
+  if (options.batch1Records < 0) options.batch1Records = options.records;
   return options;
 }
 
 function positiveInteger(flag: string, value: string | undefined): number {
   const n = Number(value?.replaceAll("_", ""));
-  if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${flag} expects a positive integer, got ${value}`);
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new Error(`${flag} expects a positive integer, got ${value}`);
+  }
   return n;
 }
 
@@ -133,8 +139,8 @@ async function run(argv: string[], stdinPath?: string): Promise<string> {
 async function produce(tool: LoadTool, bootstrap: string, topic: string, partitions: number,
   records: number, w: Workload): Promise<RunResult> {
   if (tool.kind === "c") {
-    const out = await run([tool.path, "produce", bootstrap, topic, String(partitions), String(records),
-      String(w.recordBytes), "1", ...w.settings]);
+    const out = await run([tool.path, "produce", bootstrap, topic, String(partitions),
+      String(records), String(w.recordBytes), "1", ...w.settings]);
     return JSON.parse(out) as RunResult;
   }
   const file = join(tmpdir(), `quill-bench-input-${w.recordBytes}.txt`);
@@ -144,8 +150,8 @@ async function produce(tool: LoadTool, bootstrap: string, topic: string, partiti
   const partitionFlag = partitions === 1 ? "0" : "-1";
   const settings = w.settings.flatMap((s) => ["-X", s]);
   const startedMs = performance.now();
-  await run(["kcat", "-b", bootstrap, "-P", "-t", topic, "-p", partitionFlag, "-X", "acks=1", ...settings,
-    "-l", file]);
+  await run(["kcat", "-b", bootstrap, "-P", "-t", topic, "-p", partitionFlag, "-X", "acks=1",
+    ...settings, "-l", file]);
   const seconds = (performance.now() - startedMs) / 1000;
   return { records, bytes: records * (w.recordBytes - 1), seconds, failed: 0 };
 }
@@ -153,7 +159,8 @@ async function produce(tool: LoadTool, bootstrap: string, topic: string, partiti
 async function consume(tool: LoadTool, bootstrap: string, topic: string, partitions: number,
   records: number): Promise<RunResult> {
   if (tool.kind === "c") {
-    return JSON.parse(await run([tool.path, "consume", bootstrap, topic, String(partitions), String(records)]));
+    const argv = [tool.path, "consume", bootstrap, topic, String(partitions), String(records)];
+    return JSON.parse(await run(argv)) as RunResult;
   }
   const startedMs = performance.now();
   const out = await run(["kcat", "-b", bootstrap, "-C", "-e", "-q", "-t", topic, "-o", "beginning",
@@ -174,15 +181,18 @@ interface Broker {
 
 function brokerCommand(kind: Options["broker"]): string[] {
   if (kind === "source") return [process.execPath, join(ROOT, "src", "main.ts")];
-  const build = Bun.spawnSync([process.execPath, "run", "build"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const build = Bun.spawnSync([process.execPath, "run", "build"], {
+    cwd: ROOT, stdout: "pipe", stderr: "pipe",
+  });
   if (build.exitCode !== 0) throw new Error(`bun run build failed:\n${build.stderr}`);
   return [join(ROOT, "dist", "quill")];
 }
 
 async function startBroker(command: string[], partitions: number): Promise<Broker> {
   const dataDir = mkdtempSync(join(tmpdir(), "quill-bench-"));
-  const proc = Bun.spawn([...command, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
-    "--set", `num.partitions=${partitions}`], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const argv = [...command, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
+    "--set", `num.partitions=${partitions}`];
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -202,7 +212,9 @@ async function startBroker(command: string[], partitions: number): Promise<Broke
 }
 
 /** Keeps reading the broker's stderr so it never blocks on a full pipe; echoes warnings. */
-async function drain(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }): Promise<void> {
+async function drain(
+  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
+): Promise<void> {
   const decoder = new TextDecoder();
   for (;;) {
     const { value, done } = await reader.read();
@@ -257,14 +269,18 @@ async function measure(tool: LoadTool, command: string[], w: Workload, partition
 
 async function loopbackMegabytesPerSecond(): Promise<{ tool: string; mbPerSecond: number }> {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const server = Bun.spawn(["iperf3", "-s", "-1", "-p", String(port)], { stdout: "ignore", stderr: "ignore" });
+  const server = Bun.spawn(["iperf3", "-s", "-1", "-p", String(port)], {
+    stdout: "ignore", stderr: "ignore",
+  });
   try {
     await Bun.sleep(300);
-    const out = await run(["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS), "-J"]);
+    const out = await run(
+      ["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS), "-J"]);
     const report = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
     return { tool: "iperf3", mbPerSecond: report.end.sum_received.bits_per_second / 8 / 1e6 };
   } catch (error) {
-    console.error(`note: iperf3 unavailable (${(error as Error).message.split("\n")[0]}); using a Bun pump`);
+    const reason = (error as Error).message.split("\n")[0];
+    console.error(`note: iperf3 unavailable (${reason}); using a Bun socket pump`);
     return { tool: "Bun socket pump", mbPerSecond: await bunPumpMegabytesPerSecond() };
   } finally {
     server.kill();
@@ -273,7 +289,9 @@ async function loopbackMegabytesPerSecond(): Promise<{ tool: string; mbPerSecond
 
 async function bunPumpMegabytesPerSecond(): Promise<number> {
   let received = 0;
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data(_s, d) { received += d.length; } } });
+  const listener = Bun.listen({
+    hostname: "127.0.0.1", port: 0, socket: { data(_s, d) { received += d.length; } },
+  });
   const chunk = new Uint8Array(1 << 20);
   let pending: Uint8Array | null = null;
   const endMs = performance.now() + IPERF_SECONDS * 1000;
@@ -285,7 +303,9 @@ async function bunPumpMegabytesPerSecond(): Promise<number> {
       if (pending !== null) return;
     }
   };
-  const client = await Bun.connect({ hostname: "127.0.0.1", port: listener.port, socket: { drain: pump, data() {} } });
+  const client = await Bun.connect({
+    hostname: "127.0.0.1", port: listener.port, socket: { drain: pump, data() {} },
+  });
   const startMs = performance.now();
   pump(client);
   while (performance.now() < endMs) await Bun.sleep(50);
@@ -307,11 +327,15 @@ function table(rows: readonly Row[]): string {
   const rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
   const lines = rows.map((r) => {
     const cpu = r.produceCpuSeconds + r.consumeCpuSeconds;
-    return `| ${r.workload.name} | ${r.partitions} | ${integer(r.produce.records)} | ` +
-      `${integer(r.produce.records / r.produce.seconds)} | ${fixed(r.produce.bytes / r.produce.seconds / 1e6)} | ` +
-      `${integer(r.consume.records / r.consume.seconds)} | ${fixed(r.consume.bytes / r.consume.seconds / 1e6)} | ` +
-      `${fixed(r.produceCpuSeconds)} + ${fixed(r.consumeCpuSeconds)} | ` +
-      `${fixed((cpu * 1e6) / (r.produce.records * 2))} | ${integer(r.peakRssBytes / 1e6)} | ${r.workload.reference} |`;
+    const { produce: p, consume: c } = r;
+    const cells = [
+      r.workload.name, String(r.partitions), integer(p.records),
+      integer(p.records / p.seconds), fixed(p.bytes / p.seconds / 1e6),
+      integer(c.records / c.seconds), fixed(c.bytes / c.seconds / 1e6),
+      `${fixed(r.produceCpuSeconds)} + ${fixed(r.consumeCpuSeconds)}`,
+      fixed((cpu * 1e6) / (p.records * 2)), integer(r.peakRssBytes / 1e6), r.workload.reference,
+    ];
+    return `| ${cells.join(" | ")} |`;
   });
   return [header, rule, ...lines].join("\n");
 }
@@ -328,20 +352,24 @@ async function main(): Promise<void> {
       console.error(`running: ${w.name}, ${partitions} partition(s), ${integer(records)} records`);
       const row = await measure(tool, command, w, partitions, records);
       if (row.produce.failed > 0 || row.consume.records !== row.produce.records) {
-        throw new Error(`${w.name}/${partitions}: produced ${row.produce.records} (failed ${row.produce.failed}), ` +
-          `consumed ${row.consume.records}`);
+        throw new Error(`${w.name}/${partitions}: produced ${row.produce.records} ` +
+          `(failed ${row.produce.failed}), consumed ${row.consume.records}`);
       }
       rows.push(row);
     }
   }
-  const load = tool.kind === "c" ? "librdkafka C client (scripts/bench-e2e/rdkafka-load.c)" : "kcat";
-  console.log(`Quill ${options.broker === "binary" ? "dist/quill" : "bun src/main.ts"}, one broker on ` +
-    `127.0.0.1, load: ${load}, ${navigator.hardwareConcurrency} cores.\n`);
+  const load = tool.kind === "c"
+    ? "librdkafka C client (scripts/bench-e2e/rdkafka-load.c)"
+    : "kcat";
+  const broker = options.broker === "binary" ? "dist/quill" : "bun src/main.ts";
+  console.log(`Quill ${broker}, one broker on 127.0.0.1, load: ${load}, ` +
+    `${navigator.hardwareConcurrency} cores.\n`);
   console.log(table(rows));
-  console.log(`\nLoopback ceiling (${loopback.tool}, same run): ${integer(loopback.mbPerSecond)} MB/s ` +
-    `(${fixed((loopback.mbPerSecond * 8) / 1000, 1)} Gbit/s).`);
+  const gbits = fixed((loopback.mbPerSecond * 8) / 1000, 1);
+  console.log(`\nLoopback ceiling (${loopback.tool}, same run): ` +
+    `${integer(loopback.mbPerSecond)} MB/s (${gbits} Gbit/s).`);
   console.log("Broker CPU µs/record counts produce and consume: CPU seconds / (2 × records).");
-  console.log("References: the 2011 Kafka paper's single producer (200 B records, batch 1 and 50);");
+  console.log("References: the 2011 Kafka paper's single producer (200 B, batch 1 and 50);");
   console.log("LinkedIn's 2014 benchmark (one producer thread, 100 B records, no replication).");
 }
 

@@ -52,7 +52,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
   (void)rk;
   (void)opaque;
   if (m->err) {
-    if (failed_count == 0) fprintf(stderr, "rdkafka-load: delivery failed: %s\n", rd_kafka_err2str(m->err));
+    if (failed_count == 0) {
+      fprintf(stderr, "rdkafka-load: delivery failed: %s\n", rd_kafka_err2str(m->err));
+    }
     failed_count++;
   } else {
     delivered_count++;
@@ -138,8 +140,8 @@ static int consume(char **argv, int extra_count, char **extra) {
   }
   double seconds = now_seconds() - started;
   for (int p = 0; p < partitions; p++) rd_kafka_consume_stop(topic, p);
-  printf("{\"records\":%lld,\"bytes\":%lld,\"seconds\":%.6f,\"failed\":%lld}\n", count, bytes, seconds,
-         records - count);
+  printf("{\"records\":%lld,\"bytes\":%lld,\"seconds\":%.6f,\"failed\":%lld}\n", count, bytes,
+         seconds, records - count);
   rd_kafka_queue_destroy(queue);
   rd_kafka_topic_destroy(topic);
   rd_kafka_destroy(rk);
@@ -150,7 +152,8 @@ int main(int argc, char **argv) {
   if (argc >= 8 && strcmp(argv[1], "produce") == 0) return produce(argv, argc - 8, argv + 8);
   if (argc >= 6 && strcmp(argv[1], "consume") == 0) return consume(argv, argc - 6, argv + 6);
   fprintf(stderr,
-          "usage: rdkafka-load produce BROKERS TOPIC PARTITIONS RECORDS RECORD_BYTES ACKS [K=V ...]\n"
+          "usage: rdkafka-load produce BROKERS TOPIC PARTITIONS RECORDS RECORD_BYTES ACKS "
+          "[K=V ...]\n"
           "       rdkafka-load consume BROKERS TOPIC PARTITIONS RECORDS [K=V ...]\n");
   return 2;
 }

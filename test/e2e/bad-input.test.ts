@@ -71,8 +71,11 @@ class RawClient {
         this.received = [all.subarray(4 + size)];
         return all.subarray(4, 4 + size);
       }
-      if (Date.now() > deadline) throw new Error(`no complete response frame; have ${all.length} bytes`);
-      await Promise.race([new Promise<void>((resolve) => (this.wakeReader = resolve)), Bun.sleep(50)]);
+      if (Date.now() > deadline) {
+        throw new Error(`no complete response frame; have ${all.length} bytes`);
+      }
+      const woken = new Promise<void>((resolve) => (this.wakeReader = resolve));
+      await Promise.race([woken, Bun.sleep(50)]);
     }
   }
 }
@@ -122,7 +125,8 @@ async function expectHealthyApiVersions(): Promise<void> {
   expect(response.apiKeys.get(API_VERSIONS)?.[0]).toBe(0);
 }
 
-const lineCount = (pattern: RegExp) => broker.stderrText.split("\n").filter((l) => pattern.test(l)).length;
+const lineCount = (pattern: RegExp) =>
+  broker.stderrText.split("\n").filter((line) => pattern.test(line)).length;
 const CLOSE_LINE = /closing connection/i;
 
 /** Sends `bytes` on a new socket, expects the broker to close it with exactly one new log line. */
@@ -145,7 +149,7 @@ const sizePrefix = (size: number) => {
 };
 
 describe("bad input on a raw socket", () => {
-  test("garbage bytes (an HTTP request) are a frame size above the limit: closed, one line", async () => {
+  test("garbage (an HTTP request) reads as a size above the limit: closed, one line", async () => {
     await expectClosedWithOneLine(Buffer.from("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), /1195725856/);
   }, 20_000);
 
@@ -155,7 +159,8 @@ describe("bad input on a raw socket", () => {
   }, 20_000);
 
   test("a 2 GiB length prefix is refused without allocating it", async () => {
-    await expectClosedWithOneLine(Buffer.concat([sizePrefix(0x7fffffff), Buffer.alloc(64)]), /2147483647/);
+    const bytes = Buffer.concat([sizePrefix(0x7fffffff), Buffer.alloc(64)]);
+    await expectClosedWithOneLine(bytes, /2147483647/);
   }, 20_000);
 
   test("one byte over socket.request.max.bytes (100 MiB) is refused", async () => {
@@ -174,10 +179,11 @@ describe("bad input on a raw socket", () => {
     await expectClosedWithOneLine(requestFrame(METADATA, 99, 1, true), /version 99/);
   }, 20_000);
 
-  test("a truncated frame, then the client disconnects: at most one line, nothing else breaks", async () => {
+  test("a truncated frame, then a disconnect: at most one line, nothing else breaks", async () => {
     const before = lineCount(CLOSE_LINE);
     const client = await RawClient.connect(broker.port);
-    client.write(Buffer.concat([sizePrefix(100), requestFrame(API_VERSIONS, 0, 7, false).subarray(4)]));
+    const partial = requestFrame(API_VERSIONS, 0, 7, false).subarray(4);
+    client.write(Buffer.concat([sizePrefix(100), partial]));
     await Bun.sleep(100);
     client.destroy();
     await Bun.sleep(100);
@@ -207,7 +213,8 @@ describe("bad input on a raw socket", () => {
   test("after all of that, kcat still lists metadata and round-trips a record", async () => {
     expect(broker.running).toBe(true);
     await kcatOk(broker.bootstrap, ["-P", "-t", "after-bad-input"], { stdin: "still here\n" });
-    const back = await kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-t", "after-bad-input", "-f", "%s\n"]);
+    const back = await kcatOk(broker.bootstrap,
+      ["-C", "-e", "-q", "-t", "after-bad-input", "-f", "%s\n"]);
     expect(stdoutText(back)).toBe("still here\n");
     expect(stdoutText(await kcatOk(broker.bootstrap, ["-L"]))).toContain("(controller)");
   }, 30_000);

@@ -19,8 +19,8 @@ afterAll(async () => {
   for (const b of incarnations.reverse()) await b.remove();
 });
 
-const payload = (codec: string) =>
-  Array.from({ length: 500 }, (_, i) => `k${i % 9}\t${codec} ${i} ${"abc".repeat(i % 40)}`).join("\n") + "\n";
+const payload = (codec: string) => Array.from({ length: 500 },
+  (_, i) => `k${i % 9}\t${codec} ${i} ${"abc".repeat(i % 40)}\n`).join("");
 
 async function consume(topic: string, format: string): Promise<string> {
   const result = await kcatOk(broker.bootstrap,
@@ -38,14 +38,16 @@ describe("dist/quill serve as the broker", () => {
   test("kcat with every codec: what goes in comes out, byte for byte", async () => {
     for (const codec of CODECS) {
       const input = payload(codec);
-      await kcatOk(broker.bootstrap, ["-P", "-t", `bin-${codec}`, "-p", "0", "-z", codec, "-K", "\t"],
-        { stdin: input });
+      const args = ["-P", "-t", `bin-${codec}`, "-p", "0", "-z", codec, "-K", "\t"];
+      await kcatOk(broker.bootstrap, args, { stdin: input });
       expect(await consume(`bin-${codec}`, "%k\t%s\n")).toBe(input);
     }
   }, 60_000);
 
   test("kafkajs produces keyed records; kcat reads them in order per key", async () => {
-    const kafka = new Kafka({ clientId: "binary-e2e", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({
+      clientId: "binary-e2e", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+    });
     const producer = kafka.producer();
     await producer.connect();
     const messages = Array.from({ length: 1000 }, (_, i) => ({ key: "same-key", value: `v${i}` }));

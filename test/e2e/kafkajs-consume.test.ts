@@ -20,7 +20,9 @@ let kafka: Kafka;
 
 beforeAll(async () => {
   broker = await startInProcessBroker();
-  kafka = new Kafka({ clientId: "kafkajs-consume-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  kafka = new Kafka({
+    clientId: "kafkajs-consume-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] });
@@ -57,7 +59,9 @@ async function consumeRecords(consumer: Consumer, count: number): Promise<KeyedR
 }
 
 /** DescribeGroups through kafkajs: the group state and each member's assigned partitions. */
-async function groupAssignment(groupId: string): Promise<{ state: string; partitionsByMember: number[][] }> {
+async function groupAssignment(
+  groupId: string,
+): Promise<{ state: string; partitionsByMember: number[][] }> {
   const admin = kafka.admin();
   await admin.connect();
   const { groups } = await admin.describeGroups([groupId]);
@@ -89,7 +93,9 @@ describe("kafkajs group consumers", () => {
     await admin.connect();
     const committed = await admin.fetchOffsets({ groupId: "readers", topics: [TOPIC] });
     await admin.disconnect();
-    const offsets = committed[0]!.partitions.sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset));
+    const offsets = committed[0]!.partitions
+      .sort((a, b) => a.partition - b.partition)
+      .map((p) => Number(p.offset));
     expect(offsets).toEqual(perPartition);
   }, 90_000);
 
@@ -107,7 +113,9 @@ describe("kafkajs group consumers", () => {
     const records = await consumeRecords(consumer, 600);
     await Bun.sleep(300); // Anything replayed from before the commit would arrive by now.
     await consumer.disconnect();
-    const firstOffsets = before.sort((a, b) => a.partition - b.partition).map((p) => Number(p.high));
+    const firstOffsets = before
+      .sort((a, b) => a.partition - b.partition)
+      .map((p) => Number(p.high));
     checkKeyedRecords(records, RECORDS, 600, KEYS, firstOffsets);
   }, 60_000);
 
@@ -127,8 +135,9 @@ describe("kafkajs group consumers", () => {
     const total = RECORDS + 600;
     const deadline = Date.now() + CONSUME_TIMEOUT_MS;
     let final = await groupAssignment("pair");
-    while ((values.size < total || final.partitionsByMember.length < 2 || final.state !== "Stable") &&
-      Date.now() < deadline) {
+    const settled = () =>
+      values.size === total && final.partitionsByMember.length === 2 && final.state === "Stable";
+    while (!settled() && Date.now() < deadline) {
       await Bun.sleep(200);
       final = await groupAssignment("pair");
     }

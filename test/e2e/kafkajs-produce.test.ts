@@ -18,7 +18,9 @@ let kafka: Kafka;
 
 beforeAll(async () => {
   broker = await startInProcessBroker();
-  kafka = new Kafka({ clientId: "kafkajs-produce-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  kafka = new Kafka({
+    clientId: "kafkajs-produce-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+  });
 });
 afterAll(async () => {
   await broker.stop();
@@ -28,7 +30,8 @@ describe("kafkajs producer, 100,000 keyed records over 6 partitions", () => {
   test("all arrive once; one key, one partition, in order; offsets dense", async () => {
     const admin = kafka.admin();
     await admin.connect();
-    expect(await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] })).toBe(true);
+    const topics = [{ topic: TOPIC, numPartitions: PARTITIONS }];
+    expect(await admin.createTopics({ topics })).toBe(true);
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
     await produceKeyed(producer, TOPIC, 0, RECORDS, KEYS, BATCH);

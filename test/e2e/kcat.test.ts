@@ -4,7 +4,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type InProcessBroker, removeDir, startInProcessBroker, tempDir } from "../support/broker-harness.ts";
+import {
+  type InProcessBroker, removeDir, startInProcessBroker, tempDir,
+} from "../support/broker-harness.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
 const PARTITIONS = 4;
@@ -20,7 +22,8 @@ afterAll(async () => {
   removeDir(files);
 });
 
-const produce = (args: string[], stdin?: string) => kcatOk(broker.bootstrap, ["-P", "-X", "acks=all", ...args], { stdin });
+const produce = (args: string[], stdin?: string) =>
+  kcatOk(broker.bootstrap, ["-P", "-X", "acks=all", ...args], { stdin });
 // A short fetch wait lets `-e` see the end of each partition sooner; the answers are the same.
 const consume = (args: string[]) =>
   kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-X", "fetch.wait.max.ms=100", ...args]);
@@ -46,7 +49,8 @@ function lengthPrefixed(bytes: Uint8Array): Uint8Array[] {
 
 /** The compression codec (attributes & 7) of every batch in a partition's first segment. */
 function storedCodecs(topic: string, partition: number): number[] {
-  const log = readFileSync(join(broker.dataDir, `${topic}-${partition}`, "00000000000000000000.log"));
+  const segment = join(broker.dataDir, `${topic}-${partition}`, "00000000000000000000.log");
+  const log = readFileSync(segment);
   const codecs: number[] = [];
   for (let at = 0; at + 61 <= log.length;) {
     const batchLength = log.readInt32BE(at + 8);
@@ -58,7 +62,7 @@ function storedCodecs(topic: string, partition: number): number[] {
 }
 
 describe("kcat metadata listing", () => {
-  test("-L and -L -J show this broker as controller and every topic with its partitions", async () => {
+  test("-L and -L -J show this broker as controller and each topic's partitions", async () => {
     await produce(["-t", "listed", "-p", "1"], "one\n");
     const plain = stdoutText(await kcatOk(broker.bootstrap, ["-L"]));
     expect(plain).toContain("1 brokers:");
@@ -68,19 +72,22 @@ describe("kcat metadata listing", () => {
     expect(json.controllerid).toBe(0);
     expect(json.brokers).toEqual([{ id: 0, name: broker.bootstrap }]);
     const listed = json.topics.find((t: { topic: string }) => t.topic === "listed");
-    expect(listed.partitions.map((p: { partition: number; leader: number }) => [p.partition, p.leader]))
+    const partitions: { partition: number; leader: number }[] = listed.partitions;
+    expect(partitions.map((p) => [p.partition, p.leader]))
       .toEqual([[0, 0], [1, 0], [2, 0], [3, 0]]);
   }, 30_000);
 });
 
 describe("kcat produce from a file and consume with -e, byte for byte", () => {
-  for (const [codec, id] of [["none", 0], ["gzip", 1], ["snappy", 2], ["lz4", 3], ["zstd", 4]] as const) {
+  const codecIds = [["none", 0], ["gzip", 1], ["snappy", 2], ["lz4", 3], ["zstd", 4]] as const;
+  for (const [codec, id] of codecIds) {
     test(`-z ${codec}: keyed text lines and binary values come back identical`, async () => {
       const text = keyedLines(3000, codec);
       const textFile = join(files, `${codec}.txt`);
       writeFileSync(textFile, text);
       await produce(["-t", `text-${codec}`, "-p", "0", "-z", codec, "-K", "\t", "-l", textFile]);
-      const back = await consume(["-t", `text-${codec}`, "-p", "0", "-o", "beginning", "-f", "%k\t%s\n"]);
+      const back = await consume(
+        ["-t", `text-${codec}`, "-p", "0", "-o", "beginning", "-f", "%k\t%s\n"]);
       expect(Buffer.from(back.stdout).equals(Buffer.from(text))).toBe(true);
       // The codec on disk proves the client compressed. librdkafka 2.0 enables lz4 only when the
       // broker lists FindCoordinator (its marker for Kafka >= 0.8.2), so lz4 needs that API.
@@ -93,10 +100,13 @@ describe("kcat produce from a file and consume with -e, byte for byte", () => {
       const paths = values.map((value, i) => join(files, `${codec}-${i}.bin`));
       values.forEach((value, i) => writeFileSync(paths[i]!, value));
       await produce(["-t", `binary-${codec}`, "-p", "0", "-z", codec, ...paths]);
-      const binary = await consume(["-t", `binary-${codec}`, "-p", "0", "-o", "beginning", "-f", "%R%s"]);
+      const binary = await consume(
+        ["-t", `binary-${codec}`, "-p", "0", "-o", "beginning", "-f", "%R%s"]);
       const got = lengthPrefixed(binary.stdout);
       expect(got.length).toBe(values.length);
-      got.forEach((value, i) => expect(Buffer.from(value).equals(Buffer.from(values[i]!))).toBe(true));
+      got.forEach((value, i) => {
+        expect(Buffer.from(value).equals(Buffer.from(values[i]!))).toBe(true);
+      });
     }, 30_000);
   }
 
@@ -120,10 +130,11 @@ function binaryValues(seed: string): Uint8Array[] {
 }
 
 describe("kcat with several partitions", () => {
-  test("keyed records spread over partitions; one key stays in one partition, in order", async () => {
+  test("keyed records spread over partitions; a key stays in one partition, in order", async () => {
     const lines = Array.from({ length: 2000 }, (_, i) => `k${i % 50}\t${i}`);
     await produce(["-t", "spread", "-K", "\t", "-z", "snappy"], lines.join("\n") + "\n");
-    const out = stdoutText(await consume(["-t", "spread", "-o", "beginning", "-f", "%p %o %k %s\n"]));
+    const args = ["-t", "spread", "-o", "beginning", "-f", "%p %o %k %s\n"];
+    const out = stdoutText(await consume(args));
     const rows = out.trimEnd().split("\n").map((line) => line.split(" "));
     expect(rows.length).toBe(2000);
     const partitionOfKey = new Map<string, string>();
@@ -142,7 +153,9 @@ describe("kcat with several partitions", () => {
   }, 30_000);
 
   test("-p N writes to and reads from exactly that partition", async () => {
-    for (let p = 0; p < PARTITIONS; p++) await produce(["-t", "pinned", "-p", String(p)], `p${p}-a\np${p}-b\n`);
+    for (let p = 0; p < PARTITIONS; p++) {
+      await produce(["-t", "pinned", "-p", String(p)], `p${p}-a\np${p}-b\n`);
+    }
     for (let p = 0; p < PARTITIONS; p++) {
       const out = stdoutText(await consume(["-t", "pinned", "-p", String(p), "-f", "%p:%o:%s\n"]));
       expect(out).toBe(`${p}:0:p${p}-a\n${p}:1:p${p}-b\n`);
@@ -156,7 +169,8 @@ describe("kcat start offsets and timestamp queries", () => {
     stdoutText(await consume(["-t", topic, "-p", "0", "-o", offset, "-f", "%o=%s "])).trim();
 
   test("-o beginning, end, an absolute offset and one relative to the end", async () => {
-    await produce(["-t", topic, "-p", "0"], Array.from({ length: 10 }, (_, i) => `m${i}`).join("\n") + "\n");
+    const input = Array.from({ length: 10 }, (_, i) => `m${i}\n`).join("");
+    await produce(["-t", topic, "-p", "0"], input);
     expect(await read("beginning")).toBe("0=m0 1=m1 2=m2 3=m3 4=m4 5=m5 6=m6 7=m7 8=m8 9=m9");
     expect(await read("end")).toBe("");
     expect(await read("7")).toBe("7=m7 8=m8 9=m9");
@@ -176,7 +190,8 @@ describe("kcat start offsets and timestamp queries", () => {
     expect(await query(Date.now() + 60_000)).toBe("times [0] offset -1");
     expect(await query(-1)).toBe("times [0] offset 5");
     expect(await query(-2)).toBe("times [0] offset 0");
-    const fromTime = await consume(["-t", "times", "-p", "0", "-o", `s@${splitMs}`, "-f", "%o=%s "]);
+    const fromTime = await consume(
+      ["-t", "times", "-p", "0", "-o", `s@${splitMs}`, "-f", "%o=%s "]);
     expect(stdoutText(fromTime).trim()).toBe("3=late-3 4=late-4");
   }, 30_000);
 });

@@ -9,9 +9,9 @@ import { kcatOk, stdoutText } from "./kcat-process.ts";
 const README_ADDRESS = "127.0.0.1:9092";
 const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
 const section = readme.slice(readme.indexOf("## Using kcat / kafkajs"));
+const sectionText = section.slice(0, section.indexOf("\n## ", 5));
 const blocks = (lang: string) =>
-  [...section.slice(0, section.indexOf("\n## ", 5)).matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))]
-    .map((m) => m[1]!);
+  [...sectionText.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)```", "g"))].map((m) => m[1]!);
 
 let broker: ChildBroker;
 let workDir: string;
@@ -31,8 +31,12 @@ afterAll(async () => {
 describe("the README's client commands", () => {
   test("the kcat block runs as written and reads back what it wrote", async () => {
     const script = blocks("sh")[1]!.replaceAll(README_ADDRESS, broker.bootstrap);
-    const proc = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], { cwd: workDir, stdout: "pipe", stderr: "pipe" });
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    const proc = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], {
+      cwd: workDir, stdout: "pipe", stderr: "pipe",
+    });
+    const [out, err, code] = await Promise.all([
+      new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited,
+    ]);
     expect({ code, err: code === 0 ? "" : err }).toEqual({ code: 0, err: "" });
     expect(out).toContain(`broker 0 at ${broker.bootstrap} (controller)`);
     expect(out).toMatch(/^user-1 \d 0 logged in$/m);
@@ -54,7 +58,8 @@ describe("the README's client commands", () => {
     } finally {
       rmSync(file, { force: true });
     }
-    const back = await kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-t", "demo", "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
+    const back = await kcatOk(broker.bootstrap,
+      ["-C", "-e", "-q", "-t", "demo", "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
     expect(stdoutText(back)).toContain("user-1=hello\n");
   }, 30_000);
 });

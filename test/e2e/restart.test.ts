@@ -13,7 +13,8 @@ const PARTITIONS = 3;
 const started: ChildBroker[] = [];
 
 async function startBroker(dataDir?: string): Promise<ChildBroker> {
-  const broker = await ChildBroker.start({ dataDir, settings: { "num.partitions": String(PARTITIONS) } });
+  const settings = { "num.partitions": String(PARTITIONS) };
+  const broker = await ChildBroker.start({ dataDir, settings });
   started.push(broker);
   return broker;
 }
@@ -30,25 +31,30 @@ afterEach(async () => {
 });
 
 const lines = (from: number, count: number, tag: string) =>
-  Array.from({ length: count }, (_, i) => `key-${(from + i) % 11}\t${tag}-${from + i}`).join("\n") + "\n";
+  Array.from({ length: count }, (_, i) => `key-${(from + i) % 11}\t${tag}-${from + i}\n`).join("");
 
-async function produce(broker: ChildBroker, topic: string, input: string, acks: string): Promise<void> {
-  await kcatOk(broker.bootstrap, ["-P", "-t", topic, "-K", "\t", "-z", "zstd", "-X", `acks=${acks}`], { stdin: input });
+async function produce(broker: ChildBroker, topic: string, input: string, acks: string) {
+  const args = ["-P", "-t", topic, "-K", "\t", "-z", "zstd", "-X", `acks=${acks}`];
+  await kcatOk(broker.bootstrap, args, { stdin: input });
 }
 
 /** Every record of the topic as `partition offset key value` rows, sorted by value. */
 async function consumeAll(broker: ChildBroker, topic: string): Promise<string[]> {
   const result = await kcatOk(broker.bootstrap,
-    ["-C", "-e", "-q", "-t", topic, "-o", "beginning", "-X", "fetch.wait.max.ms=100", "-f", "%p %o %k %s\n"]);
+    ["-C", "-e", "-q", "-t", topic, "-o", "beginning", "-X", "fetch.wait.max.ms=100",
+      "-f", "%p %o %k %s\n"]);
   return stdoutText(result).split("\n").filter((row) => row !== "");
 }
 
+/** The offsets of partition `p`'s rows, in the order they were read. */
+const offsetsOf = (rows: string[], p: number) =>
+  rows.filter((row) => row.startsWith(`${p} `)).map((row) => Number(row.split(" ")[1]));
 const values = (rows: string[]) => rows.map((row) => row.split(" ")[3]!).sort();
 const expectedValues = (count: number, tag: string) =>
   Array.from({ length: count }, (_, i) => `${tag}-${i}`).sort();
 
 describe("restart on the same data dir", () => {
-  test("SIGTERM: exit 0, clean-shutdown marker, then every record and offset comes back", async () => {
+  test("SIGTERM: exit 0, clean-shutdown marker, then every record and offset is back", async () => {
     const first = await startBroker();
     await produce(first, "durable", lines(0, 3000, "v"), "all");
     const before = await consumeAll(first, "durable");
@@ -71,8 +77,7 @@ describe("restart on the same data dir", () => {
     const all = await consumeAll(second, "durable");
     expect(values(all)).toEqual(expectedValues(3300, "v"));
     for (let p = 0; p < PARTITIONS; p++) {
-      const offsets = all.filter((row) => row.startsWith(`${p} `)).map((row) => Number(row.split(" ")[1]));
-      expect(offsets).toEqual(offsets.map((_, i) => i));
+      expect(offsetsOf(all, p)).toEqual(offsetsOf(all, p).map((_, i) => i));
     }
     expect(await second.terminate()).toBe(0);
   }, 60_000);
@@ -87,7 +92,7 @@ describe("restart on the same data dir", () => {
     expect(await second.terminate()).toBe(0);
   }, 60_000);
 
-  test("kill -9 while kafkajs produces with acks=-1: acknowledged sends survive, offsets stay dense", async () => {
+  test("kill -9 amid kafkajs acks=-1 sends: acknowledged ones survive, offsets dense", async () => {
     const first = await startBroker();
     const acknowledged = await produceUntilKilled(first, "midstream");
     expect(acknowledged.length).toBeGreaterThan(0);
@@ -97,8 +102,7 @@ describe("restart on the same data dir", () => {
     const lost = acknowledged.filter((value) => !stored.has(value));
     expect(lost).toEqual([]);
     for (let p = 0; p < PARTITIONS; p++) {
-      const offsets = rows.filter((row) => row.startsWith(`${p} `)).map((row) => Number(row.split(" ")[1]));
-      expect(offsets).toEqual(offsets.map((_, i) => i));
+      expect(offsetsOf(rows, p)).toEqual(offsetsOf(rows, p).map((_, i) => i));
     }
     expect(await second.terminate()).toBe(0);
   }, 60_000);
@@ -121,7 +125,8 @@ async function produceUntilKilled(broker: ChildBroker, topic: string): Promise<s
   const sendOne = async () => {
     const values = Array.from({ length: 200 }, (_, i) => `m-${batchIndex}-${i}`);
     batchIndex++;
-    await producer.send({ topic, acks: -1, messages: values.map((value, i) => ({ key: `k${i % 7}`, value })) });
+    const messages = values.map((value, i) => ({ key: `k${i % 7}`, value }));
+    await producer.send({ topic, acks: -1, messages });
     acknowledged.push(...values);
   };
   await sendOne(); // Creates the topic (with retries while it appears), before the kill is armed.

@@ -14,7 +14,7 @@ import { type BrokerLogger, type RunningBroker, startBroker } from "../../src/se
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
 export const BUILT_BINARY = join(REPO_ROOT, "dist", "quill");
 
-/** How long a child broker may take to print its listening line (a cold compiled start is ~0.1 s). */
+/** How long a child broker may take to print its listening line (a cold start takes ~0.1 s). */
 const START_TIMEOUT_MS = 20_000;
 /** How long a clean stop may take before the test calls it hung. */
 const STOP_TIMEOUT_MS = 20_000;
@@ -66,7 +66,8 @@ export async function startInProcessBroker(
   const flags = [
     { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
     { key: "log.dirs", value: dataDir, flag: "--data-dir" },
-    ...Object.entries(options.settings ?? {}).map(([key, value]) => ({ key, value, flag: "--set" })),
+    ...Object.entries(options.settings ?? {})
+      .map(([key, value]) => ({ key, value, flag: "--set" })),
   ];
   const { config } = loadConfig({ flags });
   const logger = new LineLogger();
@@ -129,14 +130,19 @@ export class ChildBroker {
     return await ChildBroker.launch(resolved, options.dataDir === undefined);
   }
 
-  private static async launch(options: Required<ChildBrokerOptions>, ownsDataDir: boolean): Promise<ChildBroker> {
+  private static async launch(
+    options: Required<ChildBrokerOptions>,
+    ownsDataDir: boolean,
+  ): Promise<ChildBroker> {
     const argv = [
       ...commandPrefix(options.command), "serve",
       "--listen", `127.0.0.1:${options.port}`, "--data-dir", options.dataDir,
       ...Object.entries(options.settings).flatMap(([k, v]) => ["--set", `${k}=${v}`]),
     ];
     // The data dir as working directory: a compiled binary must not need the repo around it.
-    const proc = Bun.spawn(argv, { cwd: options.dataDir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(argv, {
+      cwd: options.dataDir, stdin: "ignore", stdout: "pipe", stderr: "pipe",
+    });
     const stderr = new StderrText(proc.stderr);
     let match: RegExpMatchArray;
     try {
@@ -177,7 +183,8 @@ export class ChildBroker {
   /** Sends SIGTERM and resolves with the exit code once the process and its stderr are done. */
   async terminate(): Promise<number> {
     this.proc.kill("SIGTERM");
-    const code = await withTimeout(this.exited, STOP_TIMEOUT_MS, `broker ${this.pid} to stop on SIGTERM`);
+    const what = `broker ${this.pid} to stop on SIGTERM`;
+    const code = await withTimeout(this.exited, STOP_TIMEOUT_MS, what);
     await this.stderrDone;
     return code;
   }
@@ -191,7 +198,9 @@ export class ChildBroker {
 
   /** Starts a new broker process on the same data dir and port (this one must have exited). */
   async restart(): Promise<ChildBroker> {
-    if (this.running) throw new Error(`broker ${this.pid} is still running; stop it before restarting`);
+    if (this.running) {
+      throw new Error(`broker ${this.pid} is still running; stop it before restarting`);
+    }
     return await ChildBroker.launch({ ...this.options, port: this.port }, this.ownsDataDir);
   }
 
@@ -227,8 +236,8 @@ class StderrText {
       if (match !== null) return match;
       if (ended) throw new Error(`broker exited before printing ${pattern}; stderr:\n${this.text}`);
       const changed = new Promise<void>((resolve) => this.waiters.add(resolve));
-      await withTimeout(Promise.race([changed, this.done]), deadline - Date.now(), `${pattern} on stderr`,
-        this.text);
+      const what = `${pattern} on stderr`;
+      await withTimeout(Promise.race([changed, this.done]), deadline - Date.now(), what, this.text);
     }
   }
 
@@ -242,11 +251,16 @@ class StderrText {
   }
 }
 
-async function withTimeout<T>(promise: Promise<T>, timeoutMs: number, what: string, context = ""): Promise<T> {
+async function withTimeout<T>(
+  promise: Promise<T>,
+  timeoutMs: number,
+  what: string,
+  context = "",
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${context}`)),
-      Math.max(0, timeoutMs));
+    const message = `timed out after ${timeoutMs} ms waiting for ${what}\n${context}`;
+    timer = setTimeout(() => reject(new Error(message)), Math.max(0, timeoutMs));
   });
   try {
     return await Promise.race([promise, timeout]);
@@ -266,8 +280,11 @@ function newestMtimeMs(path: string): number {
  * older than any source it is built from (CI builds before testing, so there it is reused).
  */
 export function ensureBuiltBinary(): string {
-  const inputsMs = Math.max(newestMtimeMs(join(REPO_ROOT, "src")),
-    newestMtimeMs(join(REPO_ROOT, "package.json")), newestMtimeMs(join(REPO_ROOT, "scripts", "build.ts")));
+  const inputsMs = Math.max(
+    newestMtimeMs(join(REPO_ROOT, "src")),
+    newestMtimeMs(join(REPO_ROOT, "package.json")),
+    newestMtimeMs(join(REPO_ROOT, "scripts", "build.ts")),
+  );
   let builtMs = 0;
   try {
     builtMs = statSync(BUILT_BINARY).mtimeMs;
@@ -275,7 +292,11 @@ export function ensureBuiltBinary(): string {
     // Not built yet.
   }
   if (builtMs > inputsMs) return BUILT_BINARY;
-  const result = Bun.spawnSync([process.execPath, "run", "build"], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
+  const result = Bun.spawnSync([process.execPath, "run", "build"], {
+    cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe",
+  });
+  if (result.exitCode !== 0) {
+    throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
+  }
   return BUILT_BINARY;
 }
