@@ -171,11 +171,6 @@ export class ChildBroker {
     return this.stderr.text;
   }
 
-  /** Waits until the broker's stderr matches `pattern` (e.g. a log line a test provoked). */
-  async waitForStderr(pattern: RegExp, timeoutMs = 5_000): Promise<RegExpMatchArray> {
-    return await this.stderr.waitFor(pattern, timeoutMs);
-  }
-
   get running(): boolean {
     return this.proc.exitCode === null && this.proc.signalCode === null;
   }
