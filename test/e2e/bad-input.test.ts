@@ -170,7 +170,8 @@ describe("bad input on a raw socket", () => {
   }, 20_000);
 
   test("a negative length prefix is refused", async () => {
-    await expectClosedWithOneLine(Buffer.concat([sizePrefix(-1), Buffer.alloc(16)]), /request size -1 /);
+    const bytes = Buffer.concat([sizePrefix(-1), Buffer.alloc(16)]);
+    await expectClosedWithOneLine(bytes, /request size -1 /);
   }, 20_000);
 
   test("an unknown API key closes the connection", async () => {
