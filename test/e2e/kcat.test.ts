@@ -163,6 +163,20 @@ describe("kcat with several partitions", () => {
   }, 30_000);
 });
 
+describe("kcat acknowledgement levels", () => {
+  test("acks=0 (no response), acks=1 and acks=all are all stored", async () => {
+    for (const acks of ["0", "1", "all"]) {
+      const input = Array.from({ length: 300 }, (_, i) => `acks-${acks}-${i}\n`).join("");
+      await kcatOk(broker.bootstrap, ["-P", "-t", `acks-${acks}`, "-p", "0", "-X", `acks=${acks}`],
+        { stdin: input });
+      // -c rather than -e: an acks=0 producer may exit before the broker has appended.
+      const back = await kcatOk(broker.bootstrap,
+        ["-C", "-q", "-c", "300", "-t", `acks-${acks}`, "-p", "0", "-f", "%s\n"]);
+      expect(stdoutText(back)).toBe(input);
+    }
+  }, 30_000);
+});
+
 describe("kcat start offsets and timestamp queries", () => {
   const topic = "offsets";
   const read = async (offset: string) =>
