@@ -46,15 +46,15 @@ class Member:
         self.assigned = True
 
     def poll(self):
-        message = self.consumer.poll(0.05)
-        if message is None:
-            return
-        if message.error():
-            client_errors.append(str(message.error()))
-            return
-        headers = [(name, decode(value)) for name, value in (message.headers() or [])]
-        self.records.append(Consumed(self.index, message.partition(), decode(message.key()),
-                                     decode(message.value()), headers))
+        # A batch per call: the two members share this thread, so one message per poll would
+        # leave each waiting out the other's timeout between records.
+        for message in self.consumer.consume(num_messages=1000, timeout=0.05):
+            if message.error():
+                client_errors.append(str(message.error()))
+                continue
+            headers = [(name, decode(value)) for name, value in (message.headers() or [])]
+            self.records.append(Consumed(self.index, message.partition(), decode(message.key()),
+                                         decode(message.value()), headers))
 
 
 def poll_until(members, what, timeout_s, done):
@@ -66,7 +66,8 @@ def poll_until(members, what, timeout_s, done):
     try:
         wait_for(what, timeout_s, probe, step_s=0)
     except TimeoutError as error:
-        raise TimeoutError(f"{error}{last_error()}") from None
+        received = sum(len(member.records) for member in members)
+        raise TimeoutError(f"{error} ({received} records received){last_error()}") from None
 
 
 def poll_for(members, seconds):

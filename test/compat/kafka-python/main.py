@@ -2,8 +2,11 @@
 KafkaAdminClient for topics and groups, a KafkaProducer per codec with default settings,
 KafkaConsumers polled in a loop."""
 import os
+import queue
 import sys
+import threading
 import time
+from concurrent.futures import Future
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
@@ -21,38 +24,69 @@ PARTITIONS = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
 
 
 class Member:
+    """One group member: a KafkaConsumer polling in its own thread, as kafka-python expects (a
+    consumer is not thread-safe, so commits and close run on that thread too)."""
+
     def __init__(self, index):
         self.index = index
         self.records = []
+        self.calls = queue.Queue()
+        self.error = None
+        self.stopping = False
         self.consumer = KafkaConsumer(
             TOPIC, bootstrap_servers=BOOTSTRAP, group_id=GROUP, auto_offset_reset="earliest",
             enable_auto_commit=False)
+        self.thread = threading.Thread(target=self.loop, name=f"member-{index}", daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        try:
+            while not self.stopping:
+                self.poll()
+                while not self.calls.empty():
+                    call, result = self.calls.get()
+                    try:
+                        result.set_result(call(self.consumer))
+                    except Exception as error:  # Handed to the caller through the future.
+                        result.set_exception(error)
+        except Exception as error:  # The waits report it as the member's failure.
+            self.error = error
+        finally:
+            self.consumer.close()
 
     def poll(self):
-        for partition, batch in self.consumer.poll(timeout_ms=50).items():
+        for partition, batch in self.consumer.poll(timeout_ms=100).items():
             for message in batch:
                 headers = [(name, decode(value)) for name, value in message.headers]
                 self.records.append(Consumed(self.index, partition.partition, decode(message.key),
                                              decode(message.value), headers))
 
+    def call(self, function, timeout_s=60):
+        """Runs function(consumer) on the member's thread and returns its result."""
+        result = Future()
+        self.calls.put((function, result))
+        return result.result(timeout_s)
+
     def assigned(self):
-        return len(self.consumer.assignment()) > 0
+        return self.call(lambda consumer: len(consumer.assignment()) > 0)
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(60)
 
 
-def poll_until(members, what, timeout_s, done):
+def wait_members(members, what, timeout_s, done):
     def probe():
-        for member in members:
-            member.poll()
+        failed = next((m for m in members if m.error is not None), None)
+        if failed:
+            raise RuntimeError(f"member {failed.index} failed: {type(failed.error).__name__}: {failed.error}")
         return done()
 
-    wait_for(what, timeout_s, probe, step_s=0)
-
-
-def poll_for(members, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for member in members:
-            member.poll()
+    try:
+        wait_for(what, timeout_s, probe)
+    except TimeoutError as error:
+        received = sum(len(member.records) for member in members)
+        raise TimeoutError(f"{error} ({received} records received)") from None
 
 
 def produce(codec):
@@ -90,29 +124,29 @@ def main():
 
     def consume_group():
         members = state["members"] = [Member(0), Member(1)]
-        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
+        wait_members(members, "both members to be assigned", RESTART_TIMEOUT_S,
                    lambda: all(m.assigned() for m in members))
         expected = 2 * RECORDS_PER_CODEC
-        poll_until(members, f"{expected} records", CONSUME_TIMEOUT_S,
+        wait_members(members, f"{expected} records", CONSUME_TIMEOUT_S,
                    lambda: sum(len(m.records) for m in members) >= expected)
-        poll_for(members, 0.5)  # Anything delivered twice arrives now, and the check sees it.
+        time.sleep(0.5)  # Anything delivered twice arrives now, and the check sees it.
         problems = verify_consumed([r for m in members for r in m.records], ["gzip", "zstd"])
         check(not problems, "; ".join(problems))
         return ", ".join(f"member {m.index}: {len(m.records)}" for m in members)
 
     def commit():
         for member in state["members"]:
-            member.consumer.commit()
-        probe = state["members"][0].consumer
-        ends = probe.end_offsets(PARTITIONS)
+            member.call(lambda consumer: consumer.commit())
+        probe = state["members"][0]
+        ends = probe.call(lambda consumer: consumer.end_offsets(PARTITIONS))
         for partition in PARTITIONS:
-            committed = probe.committed(partition)
+            committed = probe.call(lambda consumer: consumer.committed(partition))
             check(committed == ends[partition],
                   f"partition {partition.partition}: committed {committed}, end {ends[partition]}")
 
     def restart():
         members = state["members"] = [Member(0), Member(1)]
-        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
+        wait_members(members, "both members to be assigned", RESTART_TIMEOUT_S,
                    lambda: all(m.assigned() for m in members))
         producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
         for partition in range(SENTINEL_COUNT):
@@ -121,13 +155,12 @@ def main():
         producer.close()
         state["produced"] += SENTINEL_COUNT
         everything = lambda: [r for m in members for r in m.records]  # noqa: E731
-        poll_until(members, "the sentinels", RESTART_TIMEOUT_S,
+        wait_members(members, "the sentinels", RESTART_TIMEOUT_S,
                    lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT)
         again = [r for r in everything() if not is_sentinel(r)]
         check(not again, f"{len(again)} records delivered again after the restart")
 
     def describe_group():
-        poll_for(state["members"], 0.1)
         group = admin.describe_groups([GROUP])[GROUP]
         check(group["group_state"] == "Stable", f"group state {group['group_state']}")
         check(len(group["members"]) == 2, f"{len(group['members'])} members")
@@ -167,10 +200,7 @@ def main():
 
 def close_members(members):
     for member in members:
-        try:
-            member.consumer.close()
-        except Exception as error:  # The steps already say what broke; closing must not hide it.
-            print(f"close: {error}", file=sys.stderr)
+        member.close()
     members.clear()
 
 

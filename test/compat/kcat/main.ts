@@ -68,7 +68,8 @@ class Member {
     readonly index: number,
     exitAtEnd: boolean,
   ) {
-    const args = ["-b", env.bootstrap, "-G", env.group, "-X", "auto.offset.reset=earliest", "-f", FORMAT];
+    // -u: unbuffered output, or records sit in stdio's buffer until kcat exits.
+    const args = ["-b", env.bootstrap, "-G", env.group, "-X", "auto.offset.reset=earliest", "-u", "-f", FORMAT];
     this.child = Bun.spawn([KCAT, ...args, ...(exitAtEnd ? ["-e"] : []), env.topic], {
       stdin: "ignore",
       stdout: "pipe",
