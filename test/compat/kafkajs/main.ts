@@ -113,9 +113,9 @@ async function highWatermarks(admin: Admin): Promise<Map<number, string>> {
 
 /** Disconnects consumers; a failure here is logged, since the steps already say what broke. */
 async function stopMembers(members: readonly Member[]): Promise<void> {
-  for (const member of members) {
-    await member.consumer.disconnect().catch((error) => console.error(`disconnect: ${error}`));
-  }
+  await Promise.all(
+    members.map((member) => member.consumer.disconnect().catch((error) => console.error(`disconnect: ${error}`))),
+  );
 }
 
 async function main(): Promise<void> {
