@@ -1,5 +1,6 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { ApiHandler } from "./handler.ts";
+import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
@@ -15,6 +16,8 @@ export interface BrokerServices {
   readonly metadataCache: MetadataCache;
   readonly replicaManager: ReplicaManager;
   readonly adminManager: AdminManager;
+  /** Consumer groups and their committed offsets (classic protocol). */
+  readonly groupCoordinator: GroupCoordinator;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
   readonly handlers: readonly ApiHandler[];
 }

@@ -2,13 +2,24 @@ import { produceHandler } from "./00-produce.ts";
 import { fetchHandler } from "./01-fetch.ts";
 import { listOffsetsHandler } from "./02-list-offsets.ts";
 import { metadataHandler } from "./03-metadata.ts";
+import { offsetCommitHandler } from "./08-offset-commit.ts";
+import { offsetFetchHandler } from "./09-offset-fetch.ts";
+import { findCoordinatorHandler } from "./10-find-coordinator.ts";
+import { joinGroupHandler } from "./11-join-group.ts";
+import { heartbeatHandler } from "./12-heartbeat.ts";
+import { leaveGroupHandler } from "./13-leave-group.ts";
+import { syncGroupHandler } from "./14-sync-group.ts";
+import { describeGroupsHandler } from "./15-describe-groups.ts";
+import { listGroupsHandler } from "./16-list-groups.ts";
 import { apiVersionsHandler } from "./18-api-versions.ts";
 import { createTopicsHandler } from "./19-create-topics.ts";
 import { deleteTopicsHandler } from "./20-delete-topics.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
+import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
+import { offsetDeleteHandler } from "./47-offset-delete.ts";
 import { describeClusterHandler } from "./60-describe-cluster.ts";
 import type { ApiHandler } from "./handler.ts";
 
@@ -26,4 +37,15 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   createPartitionsHandler,
   incrementalAlterConfigsHandler,
   describeClusterHandler,
+  offsetCommitHandler,
+  offsetFetchHandler,
+  findCoordinatorHandler,
+  joinGroupHandler,
+  heartbeatHandler,
+  leaveGroupHandler,
+  syncGroupHandler,
+  describeGroupsHandler,
+  listGroupsHandler,
+  deleteGroupsHandler,
+  offsetDeleteHandler,
 ] as readonly ApiHandler[];

@@ -1,6 +1,12 @@
+import * as path from "node:path";
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
+import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
+import { groupConfigFrom } from "../coordinator/group-config.ts";
+import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
+import type { OffsetStore } from "../coordinator/offset-store.ts";
+import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { SocketServer } from "../network/socket-server.ts";
 import { LogManager } from "../storage/log-manager.ts";
@@ -55,6 +61,12 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   logs.startBackgroundTasks();
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
   const replicaManager = new ReplicaManager(logs, cache);
+  // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
+  const offsetStore: OffsetStore = stores.zooKeeper === null
+    ? LocalOffsetStore.open(path.resolve(logDirs[0]!))
+    : new ZooKeeperOffsetStore(stores.zooKeeper);
+  const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config));
+  await groupCoordinator.start();
   const adminManager = new AdminManager(config, () => [brokerId], store, cache, logs);
   let services: BrokerServices | null = null;
   const dispatcher = new RequestDispatcher(() => services!, API_HANDLERS, log);
@@ -75,14 +87,16 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   const registration = stores.zooKeeper === null ? null
     : await registerBroker(stores.zooKeeper, config, self, log).catch(async (error: unknown) => {
       unfollow();
+      groupCoordinator.close();
       await server.drainAndClose(0);
       logs.close();
+      await offsetStore.close();
       await stores.close();
       throw error;
     });
   services = {
     config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
-    metadataCache: cache, replicaManager, adminManager, handlers: API_HANDLERS,
+    metadataCache: cache, replicaManager, adminManager, groupCoordinator, handlers: API_HANDLERS,
   };
   log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
     `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);
@@ -92,8 +106,11 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
     await registration?.deregister();
     unfollow();
     replicaManager.completeDelayedFetches();
+    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
+    groupCoordinator.close();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
     logs.close();
+    await offsetStore.close();
     await stores.close();
     log.info(`quill: broker ${brokerId} stopped cleanly`);
   })());
