@@ -349,8 +349,37 @@ function markdown(results: readonly ClientResult[], broker: string): string {
   ].join("\n");
 }
 
+function untested(result: ClientResult): boolean {
+  return result.problem?.startsWith("skipped") ?? false;
+}
+
+function verdict(result: ClientResult): string {
+  if (untested(result)) return `NOT TESTED, ${result.problem}`;
+  return failed(result) ? "FAILED" : "passed";
+}
+
 function failed(result: ClientResult): boolean {
   return result.problem !== undefined || Object.values(result.cells).some((cell) => cell.status === "fail");
+}
+
+/** The closing line CI reads: every cell counted, n/a and skipped cells as skipped. */
+function cellCounts(results: readonly ClientResult[]): string {
+  let passed = 0;
+  let failedCount = 0;
+  let skipped = 0;
+  for (const result of results) {
+    if (result.problem) {
+      if (untested(result)) skipped += STEPS.length;
+      else failedCount += STEPS.length;
+      continue;
+    }
+    for (const cell of Object.values(result.cells)) {
+      if (cell.status === "ok") passed += 1;
+      else if (cell.status === "fail") failedCount += 1;
+      else skipped += 1;
+    }
+  }
+  return `compat: ${passed} passed, ${failedCount} failed, ${skipped} skipped`;
 }
 
 // ---- Main ----------------------------------------------------------------------------------
@@ -373,7 +402,7 @@ async function main(): Promise<number> {
   try {
     for (const spec of selected) {
       const result = await runClient(spec, broker);
-      console.log(`::: ${spec.name}: ${failed(result) ? "FAILED" : "passed"} in ${result.durationMs} ms`);
+      console.log(`::: ${spec.name}: ${verdict(result)} in ${result.durationMs} ms`);
       results.push(result);
     }
   } finally {
@@ -384,13 +413,17 @@ async function main(): Promise<number> {
   writeFileSync(join(OUT_DIR, "results.md"), table);
   writeFileSync(join(OUT_DIR, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\n${table}`);
-  const failedClients = results.filter(failed).map((result) => result.client);
-  console.log(
-    failedClients.length === 0
-      ? `compat: all ${results.length} clients passed every step`
-      : `compat: FAILED for ${failedClients.join(", ")} (details in .compat/results.md and .compat/<client>.stderr)`,
-  );
-  return failedClients.length === 0 ? 0 : 1;
+  const failedClients = results.filter((result) => failed(result) && !untested(result)).map((r) => r.client);
+  const untestedClients = results.filter(untested).map((result) => `${result.client} (${result.problem})`);
+  if (failedClients.length > 0) {
+    console.log(`compat: FAILED for ${failedClients.join(", ")} (see .compat/results.md, .compat/<client>.stderr)`);
+  }
+  if (untestedClients.length > 0) console.log(`compat: NOT TESTED: ${untestedClients.join(", ")}`);
+  if (failedClients.length + untestedClients.length === 0) {
+    console.log(`compat: all ${results.length} clients passed every step`);
+  }
+  console.log(cellCounts(results));
+  return failedClients.length + untestedClients.length === 0 ? 0 : 1;
 }
 
 process.exit(await main());
