@@ -91,9 +91,11 @@ describe("kcat produce from a file and consume with -e, byte for byte", () => {
       expect(Buffer.from(back.stdout).equals(Buffer.from(text))).toBe(true);
       // The codec on disk proves the client compressed. librdkafka 2.0 enables lz4 only when the
       // broker lists FindCoordinator (its marker for Kafka >= 0.8.2), so lz4 needs that API.
+      // librdkafka sends a batch uncompressed when compression would not shrink it (small tail
+      // batches, depending on timing), so "none" may appear beside the codec, nothing else may.
       const codecs = storedCodecs(`text-${codec}`, 0);
-      expect(codecs.length).toBeGreaterThan(0);
-      expect(new Set(codecs)).toEqual(new Set([id]));
+      expect(codecs).toContain(id);
+      expect(codecs.every((c) => c === id || c === 0)).toBe(true);
 
       // Whole files as single messages: every byte value, NULs and newlines included.
       const values = binaryValues(codec);
