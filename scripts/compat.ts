@@ -15,7 +15,7 @@
 import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { STEPS, type Step } from "../test/compat/support/scenario-steps.ts";
 
@@ -387,7 +387,9 @@ function cellCounts(results: readonly ClientResult[]): string {
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const binaryIndex = args.indexOf("--binary");
-  const binary = binaryIndex >= 0 ? args.splice(binaryIndex, 2)[1] : undefined;
+  const binaryArg = binaryIndex >= 0 ? args.splice(binaryIndex, 2)[1] : undefined;
+  // The broker runs in .compat/, so a relative path is resolved against where we were started.
+  const binary = binaryArg === undefined ? undefined : resolve(binaryArg);
   const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
   if (unknown.length > 0) {
     console.error(`unknown client(s) ${unknown.join(", ")}; known: ${CLIENTS.map((c) => c.name).join(", ")}`);
