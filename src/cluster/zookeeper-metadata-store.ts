@@ -30,6 +30,7 @@ import {
   BadVersionError,
   NodeExistsError,
   NoNodeError,
+  NotEmptyError,
   ZooKeeperError,
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
@@ -89,6 +90,8 @@ export interface MetadataChange {
 
 /** Pause before retrying a reload that failed because ZooKeeper was unavailable. */
 const RETRY_DELAY_MS = 500;
+/** Deleting a topic that other brokers delete at the same time converges within a few tries. */
+const DELETE_ATTEMPTS_MAX = 5;
 /** Topics are read this many at a time when the whole tree is loaded. */
 const READ_CONCURRENCY = 256;
 
@@ -269,7 +272,24 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     return stats;
   }
 
+  /**
+   * Deletes what is left of a topic. Every broker acts on a deletion marker, so another may be
+   * deleting the same znodes at once: a multi that fails because a znode vanished or gained a
+   * child is retried against a fresh listing, and nothing left to delete is success.
+   */
   private async deleteTopicZnodes(name: string, deadlineMs: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.runOps(await this.deleteTopicOps(name, deadlineMs), deadlineMs);
+        return;
+      } catch (error) {
+        const raced = error instanceof NoNodeError || error instanceof NotEmptyError;
+        if (!raced || attempt === DELETE_ATTEMPTS_MAX) throw error;
+      }
+    }
+  }
+
+  private async deleteTopicOps(name: string, deadlineMs: number): Promise<ZooKeeperOp[]> {
     const timeoutMs = () => deadlineMs - Date.now();
     const subtree = await this.zk.listSubtree(topicPath(name), { timeoutMs: timeoutMs() })
       .catch((error) => {
@@ -280,8 +300,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       this.zk.exists(topicConfigPath(name), { timeoutMs: timeoutMs() }),
       this.zk.exists(deleteTopicPath(name), { timeoutMs: timeoutMs() }),
     ]);
-    await this.runOps(deleteTopicOps(name, subtree, config !== null, marker !== null), deadlineMs);
+    return deleteTopicOps(name, subtree, config !== null, marker !== null);
   }
+
 
   // ---- reading and watching ------------------------------------------------------------------
 

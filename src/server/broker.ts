@@ -1,19 +1,17 @@
-import * as path from "node:path";
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
-import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
-import type { OffsetStore } from "../coordinator/offset-store.ts";
-import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { SocketServer } from "../network/socket-server.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { AdminManager } from "./admin-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import { MetadataCache } from "./metadata-cache.ts";
-import { followMetadataChanges, openMetadataStores, registerBroker } from "./metadata-stores.ts";
+import {
+  followMetadataChanges, openMetadataStores, openOffsetStore, registerBroker,
+} from "./metadata-stores.ts";
 import { ReplicaManager } from "./replica-manager.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
@@ -62,9 +60,7 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
   const replicaManager = new ReplicaManager(logs, cache);
   // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
-  const offsetStore: OffsetStore = stores.zooKeeper === null
-    ? LocalOffsetStore.open(path.resolve(logDirs[0]!))
-    : new ZooKeeperOffsetStore(stores.zooKeeper);
+  const offsetStore = openOffsetStore(stores, config);
   const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config));
   await groupCoordinator.start();
   const adminManager = new AdminManager(config, () => [brokerId], store, cache, logs);

@@ -172,6 +172,21 @@ describe("in-process broker with zookeeper.connect", () => {
     expect(await zk.exists("/brokers/topics/external")).toBeNull();
   }, 60_000);
 
+  test("a kcat -G group commits to /consumers/<group>/offsets and resumes from there", async () => {
+    const chroot = freshChroot();
+    const broker = await inProcess(`${server.connectString}${chroot}`,
+      { "group.initial.rebalance.delay.ms": "0" });
+    const zk = await client(`${server.connectString}${chroot}`);
+    await kcatOk(broker.bootstrap, ["-P", "-t", "grouped", "-p", "0"], { stdin: "a\nb\nc\n" });
+    const consume = () => kcatOk(broker.bootstrap,
+      ["-G", "readers", "-X", "auto.offset.reset=earliest", "-e", "-f", "%s\n", "grouped"]);
+    expect(stdoutText(await consume())).toBe("a\nb\nc\n");
+    expect(text((await zk.getData("/consumers/readers/offsets/grouped/0")).data)).toBe("3");
+    await kcatOk(broker.bootstrap, ["-P", "-t", "grouped", "-p", "0"], { stdin: "d\n" });
+    expect(stdoutText(await consume())).toBe("d\n");
+    expect(text((await zk.getData("/consumers/readers/offsets/grouped/0")).data)).toBe("4");
+  }, 60_000);
+
   test("a chroot keeps everything under it", async () => {
     const chroot = `${freshChroot()}/nested/kafka`;
     await inProcess(`${server.connectString}${chroot}`);

@@ -235,6 +235,21 @@ describe("writes", () => {
     expect(store.topic("gone")?.assignment).toEqual([[0], [0]]);
   }, 20_000);
 
+  test("two brokers deleting one topic at once both succeed, and nothing is left", async () => {
+    const connectString = freshConnectString();
+    const a = await openStore(connectString);
+    const b = await openStore(connectString);
+    const assignment = Array.from({ length: 50 }, () => [0]);
+    await a.store.createTopic(record("doubly", { assignment, configs: { "retention.ms": "1" } }));
+    await until(() => b.store.topic("doubly") !== undefined);
+    await Promise.all([a.store.deleteTopic("doubly"), b.store.deleteTopic("doubly")]);
+    expect(await a.zk.exists("/brokers/topics/doubly")).toBeNull();
+    expect(await a.zk.exists("/config/topics/doubly")).toBeNull();
+    expect(await a.zk.getChildren("/admin/delete_topics")).toEqual([]);
+    expect(a.store.topic("doubly")).toBeUndefined();
+    expect(b.store.topic("doubly")).toBeUndefined();
+  }, 20_000);
+
   test("ZooKeeper unreachable: writes fail with REQUEST_TIMED_OUT, reads answer", async () => {
     const proxy = await TcpProxy.start(server.port);
     cleanups.push(() => proxy.close());
