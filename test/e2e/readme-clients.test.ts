@@ -44,22 +44,50 @@ describe("the README's client commands", () => {
     expect(out).toMatch(/^demo \[0\] offset -?\d+$/m);
   }, 30_000);
 
-  test("the kafkajs block runs as written", async () => {
-    const code = blocks("js")[0]!.replaceAll(README_ADDRESS, broker.bootstrap);
-    // Inside the repo's node_modules so that `import "kafkajs"` resolves.
-    const dir = join(REPO_ROOT, "node_modules", ".cache", "quill-readme-test");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `readme-${process.pid}.mjs`);
-    writeFileSync(file, code);
-    try {
-      const proc = Bun.spawn([process.execPath, file], { stdout: "pipe", stderr: "pipe" });
-      const [err, exitCode] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-      expect({ exitCode, err: exitCode === 0 ? "" : err }).toEqual({ exitCode: 0, err: "" });
-    } finally {
-      rmSync(file, { force: true });
-    }
+  test("the kafkajs producer block runs as written", async () => {
+    const proc = spawnReadmeScript(blocks("js")[0]!, "producer");
+    const [err, exitCode] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect({ exitCode, err: exitCode === 0 ? "" : err }).toEqual({ exitCode: 0, err: "" });
     const back = await kcatOk(broker.bootstrap,
       ["-C", "-e", "-q", "-t", "demo", "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
     expect(stdoutText(back)).toContain("user-1=hello\n");
   }, 30_000);
+
+  test("the kafkajs consumer block joins its group and prints the records", async () => {
+    const proc = spawnReadmeScript(blocks("js")[1]!, "consumer");
+    const printed = await readUntil(proc.stdout, /^\d+ \d+ user-1 hello$/m, 20_000);
+    proc.kill();
+    await proc.exited;
+    expect(printed).toMatch(/^\d+ 0 user-1 logged in$/m);
+    expect(printed).toMatch(/^\d+ \d+ user-1 hello$/m);
+  }, 30_000);
 });
+
+/**
+ * Runs a README block as an ES module with the broker's address. The file goes under the repo's
+ * node_modules so that `import "kafkajs"` resolves, and is removed once the process exits.
+ */
+function spawnReadmeScript(code: string, name: string) {
+  const dir = join(REPO_ROOT, "node_modules", ".cache", "quill-readme-test");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `readme-${name}-${process.pid}.mjs`);
+  writeFileSync(file, code.replaceAll(README_ADDRESS, broker.bootstrap));
+  const proc = Bun.spawn([process.execPath, file], { stdout: "pipe", stderr: "pipe" });
+  void proc.exited.then(() => rmSync(file, { force: true }));
+  return proc;
+}
+
+/** Reads a child's stdout until `pattern` matches or the deadline passes; returns the text. */
+async function readUntil(stream: ReadableStream<Uint8Array>, pattern: RegExp, timeoutMs: number) {
+  const reader = stream.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(text) && Date.now() < deadline) {
+    const next = await Promise.race([reader.read(), Bun.sleep(deadline - Date.now())]);
+    if (next === undefined || next.done) break;
+    text += decoder.decode(next.value);
+  }
+  reader.releaseLock();
+  return text;
+}
