@@ -20,6 +20,7 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
     cleanupPolicy: t["cleanup.policy"].join(","),
     flushMessages: clampNever(t["flush.messages"]),
     flushMs: clampNever(t["flush.ms"]),
+    compressionType: t["compression.type"],
   });
 }
 

@@ -5,6 +5,8 @@
  * Parsing Kafka's config names and resolving broker defaults is the config layer's job
  * (src/server/log-config-for-topic.ts builds these objects).
  */
+import type { CompressionPolicy } from "./compression-policy.ts";
+
 /**
  * "Never" for settings whose Kafka default is Long.MAX_VALUE (flush.messages, flush.ms). A
  * JavaScript number cannot hold Long.MAX_VALUE exactly, and any value this large never fires.
@@ -37,6 +39,8 @@ export interface LogConfig {
   readonly cleanupPolicy: string;
   /** flush.messages: fdatasync after this many appended records (NEVER by default). */
   readonly flushMessages: number;
+  /** compression.type: `producer` stores batches as sent; a codec name recompresses to it. */
+  readonly compressionType: CompressionPolicy;
   /** flush.ms: fdatasync when the oldest unflushed append is this old (NEVER by default). */
   readonly flushMs: number;
 }
@@ -53,4 +57,5 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   cleanupPolicy: "delete",
   flushMessages: NEVER,
   flushMs: NEVER,
+  compressionType: "producer",
 });

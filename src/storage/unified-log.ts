@@ -14,6 +14,11 @@
  * - flushedOffset (Kafka's recovery point): everything below it has been fdatasynced; after a
  *   crash only the segments from it onwards need to be validated.
  *
+ * Idempotent producers: every batch carrying a producer id is checked against the partition's
+ * ProducerStateManager before it is written (a retried batch is answered with its first offsets
+ * and not written again), and the state is snapshotted at each roll and at close, then rebuilt
+ * from the log after the newest snapshot on load (producer-state-manager.ts).
+ *
  * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
  */
 import * as fs from "node:fs";
@@ -28,6 +33,16 @@ import type { ValidatedAppend } from "./log-validator.ts";
 import { storageError } from "./durable-file.ts";
 import { installIndexLoader, loadSegments } from "./log-loader.ts";
 import type { LogEnvironment } from "./log-environment.ts";
+import { applyCompressionPolicy } from "./compression-policy.ts";
+import {
+  PRODUCERS_PER_PARTITION_MAX,
+  PRODUCER_ID_EXPIRATION_MS,
+  ProducerStateManager,
+} from "./producer-state-manager.ts";
+import type { ProducerBatch } from "./producer-state-manager.ts";
+import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
+import { firstOffsetOf } from "./producer-state-entry.ts";
+import type { BatchMetadata } from "./producer-state-entry.ts";
 
 export interface AppendOptions {
   /** True on the leader (offsets are assigned here); false for a follower copying batches. */
@@ -85,6 +100,8 @@ export interface LoadParams {
   readonly logStartOffset: bigint;
   readonly cleanShutdown: boolean;
   readonly env: LogEnvironment;
+  /** producer.id.expiration.ms; defaults to Kafka's one day. */
+  readonly producerIdExpirationMs?: number;
 }
 
 export class UnifiedLog {
@@ -106,6 +123,7 @@ export class UnifiedLog {
     private readonly segments: LogSegment[],
     logStartOffset: bigint,
     private readonly env: LogEnvironment,
+    readonly producerState: ProducerStateManager,
   ) {
     assert(segments.length > 0, `log ${dir} has no segment`);
     this.dir = dir;
@@ -127,6 +145,7 @@ export class UnifiedLog {
     const segments = loadSegments(params, settingsOf(params.config));
     const first = segments[0].baseOffset;
     const logStartOffset = params.logStartOffset > first ? params.logStartOffset : first;
+    const producerState = loadProducerState(params, segments, logStartOffset);
     return new UnifiedLog(
       params.topic,
       params.partition,
@@ -135,6 +154,7 @@ export class UnifiedLog {
       segments,
       logStartOffset,
       params.env,
+      producerState,
     );
   }
 
@@ -198,9 +218,13 @@ export class UnifiedLog {
    * on the leader offsets are assigned by patching each base offset in place. The bytes go to
    * the active segment in one write; LEO moves only after it succeeded.
    */
-  append(records: Uint8Array, opts: AppendOptions): AppendResult {
+  append(sentRecords: Uint8Array, opts: AppendOptions): AppendResult {
     this.ensureOpen();
     const nowMs = opts.logAppendTimeMs ?? Date.now();
+    // Only the leader applies compression.type; a follower stores the leader's bytes.
+    const records = opts.assignOffsets
+      ? applyCompressionPolicy(sentRecords, this.configValue.compressionType)
+      : sentRecords;
     const validated = validateAndAssignOffsets(records, {
       assignOffsets: opts.assignOffsets,
       nextOffset: this.logEndOffset,
@@ -209,9 +233,15 @@ export class UnifiedLog {
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
+    const prepared = this.producerState.prepareAppend(
+      producerBatchesOf(records, validated.batches),
+      opts.assignOffsets ? "client" : "replication",
+    );
+    if (prepared.duplicate !== null) return this.duplicateAppendResult(prepared.duplicate);
     const segment = this.maybeRoll(records.length, validated, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
+    this.producerState.commit(prepared, this.logEndOffset);
     this.unflushedMessages += validated.recordCount;
     this.maybeFlushAfterAppend();
     this.notifyAppend();
@@ -221,6 +251,17 @@ export class UnifiedLog {
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : -1,
       logStartOffset: this.logStartOffsetValue,
       recordCount: validated.recordCount,
+    };
+  }
+
+  /** A retried batch already in the log: its first append's offsets, nothing written (KIP-98). */
+  private duplicateAppendResult(duplicate: BatchMetadata): AppendResult {
+    return {
+      baseOffset: firstOffsetOf(duplicate),
+      lastOffset: duplicate.lastOffset,
+      logAppendTimeMs: -1,
+      logStartOffset: this.logStartOffsetValue,
+      recordCount: 0,
     };
   }
 
@@ -275,10 +316,22 @@ export class UnifiedLog {
     }
     this.installIndexLoader(segment);
     this.segments.push(segment);
+    this.snapshotProducerState("roll");
     void this.flushAsync().catch((error: unknown) =>
       this.env.logger(`[storage] ${this.name}: flush after roll failed: ${String(error)}`),
     );
     return segment;
+  }
+
+  /** Producer state at the LEO, so a restart replays only what follows (Kafka does the same). */
+  private snapshotProducerState(reason: string): void {
+    this.producerState.advanceMapEndOffset(this.logEndOffset);
+    try {
+      this.producerState.takeSnapshot();
+    } catch (error) {
+      // A missing snapshot only lengthens the replay at the next start.
+      this.env.logger(`[storage] ${this.name}: producer snapshot at ${reason} failed: ${error}`);
+    }
   }
 
   private maybeFlushAfterAppend(): void {
@@ -451,6 +504,8 @@ export class UnifiedLog {
       (_s, next) => next.baseOffset <= this.logStartOffsetValue,
       "below the log start offset",
     );
+    this.producerState.deleteSnapshotsBelow(this.logStartOffsetValue);
+    this.producerState.removeExpiredProducers(nowMs);
     return deleted;
   }
 
@@ -482,6 +537,7 @@ export class UnifiedLog {
   close(): void {
     if (this.closed) return;
     this.flush();
+    this.snapshotProducerState("close");
     this.activeSegment.onBecomeInactive();
     this.activeSegment.flush();
     for (const segment of this.segments) segment.close();
@@ -511,6 +567,47 @@ export class UnifiedLog {
       throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `log ${this.name} is closed`);
     }
   }
+}
+
+/** The producer state of a log being loaded: newest snapshot, then the batches after it. */
+function loadProducerState(
+  params: LoadParams,
+  segments: readonly LogSegment[],
+  logStartOffset: bigint,
+): ProducerStateManager {
+  const state = new ProducerStateManager({
+    dir: params.dir,
+    name: partitionDirName(params.topic, params.partition),
+    expirationMs: params.producerIdExpirationMs ?? PRODUCER_ID_EXPIRATION_MS,
+    maxProducers: PRODUCERS_PER_PARTITION_MAX,
+    logger: params.env.logger,
+  });
+  const logEndOffset = segments[segments.length - 1].nextOffset;
+  const nowMs = Date.now();
+  const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs);
+  const replayed = replayProducerState(state, segments, from);
+  state.advanceMapEndOffset(logEndOffset);
+  state.removeExpiredProducers(nowMs);
+  if (replayed > 0) {
+    params.env.logger(`[storage] ${state.name}: producer state rebuilt from ${replayed} ` +
+      `batches after offset ${from} (${state.producerCount} producers)`);
+  }
+  return state;
+}
+
+/** The producer fields of each validated batch of `records` (only idempotent ones matter). */
+function producerBatchesOf(
+  records: Uint8Array,
+  batches: readonly { readonly relativePosition: number }[],
+): ProducerBatch[] {
+  const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+  const out: ProducerBatch[] = [];
+  for (const b of batches) {
+    // Plain batches (producer id -1) are skipped without building anything.
+    if (view.getBigInt64(b.relativePosition + 43) === -1n) continue;
+    out.push(producerBatchAt(view, b.relativePosition));
+  }
+  return out;
 }
 
 export function settingsOf(config: LogConfig): SegmentSettings {

@@ -1,0 +1,306 @@
+/**
+ * The idempotent producers of one partition (Kafka's ProducerStateManager, KIP-98/KIP-360): for
+ * each producer id its epoch and last five batches. The leader checks every batch carrying a
+ * producer id against it before the batch is written:
+ *
+ * - the exact sequence range of a retained batch under the same epoch is a duplicate: nothing
+ *   is written and the client gets the original offsets;
+ * - an epoch below the producer's is INVALID_PRODUCER_EPOCH (since Kafka 2.7 the produce path
+ *   answers this rather than PRODUCER_FENCED, which stays the coordinator's answer);
+ * - a sequence that does not follow the last one is OUT_OF_ORDER_SEQUENCE_NUMBER, except for a
+ *   producer this partition does not know (new, or expired): any sequence is accepted then, as
+ *   Kafka 3.9's ProducerAppendInfo.checkSequence does, so the broker never answers
+ *   UNKNOWN_PRODUCER_ID on produce;
+ * - a new epoch must start at sequence 0.
+ *
+ * Replicated batches (a follower) only update the state. State is kept in snapshot files
+ * (producer-state-snapshot.ts) and rebuilt from the log after them on load. Producers expire
+ * producer.id.expiration.ms after their last batch's timestamp (Kafka's default, one day);
+ * retention moving the log start does not remove them, as in Kafka 3.9.
+ *
+ * Not thread-safe: used by one UnifiedLog on the event loop.
+ */
+import * as fs from "node:fs";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import type { StorageLogger } from "./log-environment.ts";
+import {
+  type BatchMetadata,
+  NO_PRODUCER_EPOCH,
+  NO_PRODUCER_ID,
+  ProducerStateEntry,
+  incrementSequence,
+} from "./producer-state-entry.ts";
+import {
+  CorruptSnapshotError,
+  decodeSnapshot,
+  encodeSnapshot,
+  listSnapshotOffsets,
+  snapshotPath,
+  writeSnapshotFile,
+} from "./producer-state-snapshot.ts";
+
+/** Kafka's producer.id.expiration.ms default: one day. */
+export const PRODUCER_ID_EXPIRATION_MS = 24 * 60 * 60 * 1000;
+/**
+ * Producers remembered per partition. Kafka has no such cap; Quill needs one so that clients
+ * creating producers in a loop cannot grow a partition's memory without bound. Past it the
+ * least recently appending producer is forgotten (its next batch is accepted as a new one).
+ */
+export const PRODUCERS_PER_PARTITION_MAX = 10_000;
+
+export type AppendOrigin = "client" | "replication";
+
+/** The producer fields of one batch header and the offsets the batch got. */
+export interface ProducerBatch {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly baseSequence: number;
+  readonly firstOffset: bigint;
+  readonly lastOffset: bigint;
+  readonly maxTimestampMs: bigint;
+}
+
+interface StagedProducer {
+  readonly producerId: bigint;
+  readonly known: boolean;
+  epoch: number;
+  lastSeq: number;
+  readonly batches: BatchMetadata[];
+}
+
+/** The outcome of checking an append: a duplicate to answer with, or updates to commit. */
+export interface PreparedAppend {
+  readonly duplicate: BatchMetadata | null;
+  readonly staged: readonly StagedProducer[];
+}
+
+const NOTHING_STAGED: PreparedAppend = Object.freeze({ duplicate: null, staged: [] });
+
+export interface ProducerStateOptions {
+  readonly dir: string;
+  readonly name: string;
+  readonly expirationMs: number;
+  readonly maxProducers: number;
+  readonly logger: StorageLogger;
+}
+
+export class ProducerStateManager {
+  /** Iteration order is least recently updated first (entries are re-inserted on update). */
+  private readonly producers = new Map<bigint, ProducerStateEntry>();
+  /** The state reflects every batch below this offset. */
+  private mapEndOffsetValue = 0n;
+  private snapshotOffsets: bigint[] = [];
+
+  constructor(private readonly options: ProducerStateOptions) {
+    assert(options.maxProducers > 0, `maxProducers ${options.maxProducers}`);
+    assert(options.expirationMs > 0, `expirationMs ${options.expirationMs}`);
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get mapEndOffset(): bigint {
+    return this.mapEndOffsetValue;
+  }
+
+  get producerCount(): number {
+    return this.producers.size;
+  }
+
+  /** The entry of a producer, for DescribeProducers and tests. */
+  entry(producerId: bigint): ProducerStateEntry | undefined {
+    return this.producers.get(producerId);
+  }
+
+  activeProducers(): IterableIterator<ProducerStateEntry> {
+    return this.producers.values();
+  }
+
+  /**
+   * Checks the batches of one append in order (each against the state the earlier ones leave).
+   * Returns the duplicate if the client resent a retained batch; throws KafkaError otherwise.
+   */
+  prepareAppend(batches: readonly ProducerBatch[], origin: AppendOrigin): PreparedAppend {
+    let staged: Map<bigint, StagedProducer> | null = null;
+    for (const batch of batches) {
+      if (batch.producerId === NO_PRODUCER_ID) continue;
+      const current = this.producers.get(batch.producerId);
+      const offsetDelta = Number(batch.lastOffset - batch.firstOffset);
+      const lastSeq = incrementSequence(batch.baseSequence, offsetDelta);
+      if (origin === "client") {
+        checkSequencePresent(batch);
+        const duplicate = current?.findDuplicate(batch.producerEpoch, batch.baseSequence, lastSeq);
+        if (duplicate !== undefined && duplicate !== null) return { duplicate, staged: [] };
+      }
+      staged ??= new Map();
+      let s = staged.get(batch.producerId);
+      if (s === undefined) {
+        s = {
+          producerId: batch.producerId,
+          known: current !== undefined && current.producerEpoch !== NO_PRODUCER_EPOCH,
+          epoch: current?.producerEpoch ?? NO_PRODUCER_EPOCH,
+          lastSeq: current?.lastSeq ?? -1,
+          batches: [],
+        };
+        staged.set(batch.producerId, s);
+      }
+      if (origin === "client") this.checkBatch(s, batch);
+      s.epoch = batch.producerEpoch;
+      s.lastSeq = lastSeq;
+      s.batches.push({ lastSeq, lastOffset: batch.lastOffset, offsetDelta,
+        timestampMs: batch.maxTimestampMs });
+    }
+    return staged === null ? NOTHING_STAGED : { duplicate: null, staged: [...staged.values()] };
+  }
+
+  private checkBatch(s: StagedProducer, batch: ProducerBatch): void {
+    const where = `producer ${batch.producerId} at offset ${batch.firstOffset} in ` +
+      this.options.name;
+    if (batch.producerEpoch < s.epoch) {
+      throw new KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+        `Epoch of ${where} is ${batch.producerEpoch}, which is smaller than the last seen ` +
+        `epoch ${s.epoch}`);
+    }
+    if (batch.producerEpoch !== s.epoch) {
+      if (batch.baseSequence !== 0 && s.epoch !== NO_PRODUCER_EPOCH) {
+        throw new KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+          `Invalid sequence number for new epoch of ${where}: ${batch.producerEpoch} (request ` +
+          `epoch), ${batch.baseSequence} (seq. number), ${s.epoch} (current producer epoch)`);
+      }
+      return;
+    }
+    // A producer this partition has no state for may start anywhere (KIP-360).
+    if (!s.known && s.batches.length === 0) return;
+    if (!inSequence(s.lastSeq, batch.baseSequence)) {
+      throw new KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        `Out of order sequence number for ${where}: ${batch.baseSequence} (incoming seq. ` +
+        `number), ${s.lastSeq} (current end sequence number)`);
+    }
+  }
+
+  /** Applies a prepared append once its bytes are in the log; `endOffset` is the new LEO. */
+  commit(prepared: PreparedAppend, endOffset: bigint): void {
+    assert(prepared.duplicate === null, "a duplicate append must not be committed");
+    assert(endOffset >= this.mapEndOffsetValue,
+      `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`);
+    for (const s of prepared.staged) {
+      let entry = this.producers.get(s.producerId);
+      if (entry === undefined) {
+        this.evictIfFull();
+        entry = new ProducerStateEntry(s.producerId, s.epoch);
+      } else {
+        this.producers.delete(s.producerId);
+      }
+      for (const b of s.batches) entry.addBatch(s.epoch, b);
+      this.producers.set(s.producerId, entry);
+    }
+    this.mapEndOffsetValue = endOffset;
+  }
+
+  /** Moves the end without a producer batch (an append of plain batches). */
+  advanceMapEndOffset(endOffset: bigint): void {
+    if (endOffset > this.mapEndOffsetValue) this.mapEndOffsetValue = endOffset;
+  }
+
+  private evictIfFull(): void {
+    if (this.producers.size < this.options.maxProducers) return;
+    const oldest = this.producers.keys().next();
+    assert(oldest.done !== true, "a full producer map has a first key");
+    this.producers.delete(oldest.value);
+    this.options.logger(`[storage] ${this.options.name}: forgot producer ${oldest.value}, ` +
+      `the least recent of ${this.options.maxProducers}`);
+  }
+
+  /** Forgets producers whose last batch is older than the expiration (Kafka's check). */
+  removeExpiredProducers(nowMs: number): number {
+    let removed = 0;
+    const cutoffMs = BigInt(nowMs - this.options.expirationMs);
+    for (const [producerId, entry] of this.producers) {
+      if (entry.lastTimestampMs > cutoffMs) continue;
+      this.producers.delete(producerId);
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * Loads the newest usable snapshot at or below `logEndOffset` (deleting those above it, left
+   * by a log that lost its tail, and corrupt ones) and returns the offset replay starts at.
+   */
+  loadSnapshot(logStartOffset: bigint, logEndOffset: bigint, nowMs: number): bigint {
+    this.producers.clear();
+    const { dir, logger, name } = this.options;
+    const offsets = listSnapshotOffsets(dir);
+    for (const offset of offsets) {
+      if (offset > logEndOffset || offset < logStartOffset) this.deleteSnapshotFile(offset);
+    }
+    this.snapshotOffsets = offsets.filter((o) => o >= logStartOffset && o <= logEndOffset);
+    while (this.snapshotOffsets.length > 0) {
+      const offset = this.snapshotOffsets[this.snapshotOffsets.length - 1];
+      try {
+        for (const entry of decodeSnapshot(fs.readFileSync(snapshotPath(dir, offset)))) {
+          this.producers.set(entry.producerId, entry);
+        }
+        this.removeExpiredProducers(nowMs);
+        this.mapEndOffsetValue = offset;
+        return offset;
+      } catch (error) {
+        if (!(error instanceof CorruptSnapshotError)) throw error;
+        logger(`[storage] ${name}: skipping producer snapshot ${offset}: ${error.message}`);
+        this.producers.clear();
+        this.snapshotOffsets.pop();
+        this.deleteSnapshotFile(offset);
+      }
+    }
+    this.mapEndOffsetValue = logStartOffset;
+    return logStartOffset;
+  }
+
+  /** Replays one batch read back from the log (no checks: it was checked when appended). */
+  replay(batch: ProducerBatch): void {
+    if (batch.producerId !== NO_PRODUCER_ID) {
+      this.commit(this.prepareAppend([batch], "replication"), batch.lastOffset + 1n);
+    }
+    this.advanceMapEndOffset(batch.lastOffset + 1n);
+  }
+
+  /** Writes a snapshot at the map end offset unless one exists there already. */
+  takeSnapshot(): void {
+    const offset = this.mapEndOffsetValue;
+    const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1];
+    if (latest !== undefined && latest >= offset) return;
+    const bytes = encodeSnapshot(this.producers.values(), this.producers.size);
+    writeSnapshotFile(snapshotPath(this.options.dir, offset), bytes);
+    this.snapshotOffsets.push(offset);
+  }
+
+  /** Retention moved the log start: snapshots below it can no longer be replayed from. */
+  deleteSnapshotsBelow(logStartOffset: bigint): void {
+    while (this.snapshotOffsets.length > 0 && this.snapshotOffsets[0] < logStartOffset) {
+      this.deleteSnapshotFile(this.snapshotOffsets.shift()!);
+    }
+  }
+
+  snapshotOffsetsOnDisk(): readonly bigint[] {
+    return this.snapshotOffsets;
+  }
+
+  private deleteSnapshotFile(offset: bigint): void {
+    fs.rmSync(snapshotPath(this.options.dir, offset), { force: true });
+  }
+}
+
+function inSequence(lastSeq: number, nextSeq: number): boolean {
+  return nextSeq === lastSeq + 1 || (nextSeq === 0 && lastSeq === 0x7fffffff);
+}
+
+/** Kafka's LogValidator: a batch with a producer id must carry a sequence. */
+function checkSequencePresent(batch: ProducerBatch): void {
+  if (batch.baseSequence < 0) {
+    throw new KafkaError(ErrorCode.INVALID_RECORD,
+      `Invalid sequence number ${batch.baseSequence} in record batch with producerId ` +
+      `${batch.producerId}`);
+  }
+}
