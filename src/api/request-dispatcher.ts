@@ -81,7 +81,7 @@ export class RequestDispatcher implements RequestHandler {
   }
 
   private refuse(conn: ConnectionContext, reason: string): Response {
-    this.log.warn(`closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`);
+    this.log.warn(`Closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`);
     return "close";
   }
 }
