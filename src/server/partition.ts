@@ -1,0 +1,318 @@
+/**
+ * The replica state of one partition on this broker (Kafka's Partition): who leads and in which
+ * leader epoch, the replicas and the in-sync replicas (ISR), and, while this broker leads, each
+ * follower's log end offset (LEO) as its fetches report it.
+ *
+ * The high watermark (HW) is the smallest LEO over the ISR: every record below it is on every
+ * in-sync replica, so it survives the loss of any of them. Consumers read only below it (the
+ * read bound in ReplicaManager), and it never moves backwards while this broker leads, since a
+ * consumer may already have seen everything below it.
+ *
+ * An ISR change is proposed to the controller (AlterIsr) and applies only once committed. While
+ * one is in flight the HW and acks=-1 use the "maximal ISR" (the current ISR plus any replica
+ * being added, as Kafka does), so a shrink cannot advance the HW before it is committed.
+ *
+ * Not thread-safe: one event loop.
+ */
+import { ErrorCode } from "../protocol/errors.ts";
+import type { UnifiedLog } from "../storage/unified-log.ts";
+import { assert } from "../util/assert.ts";
+
+/** What the controller decided for a partition (LeaderAndIsr), and what A's handler passes. */
+export interface PartitionLeadership {
+  readonly topic: string;
+  readonly partition: number;
+  readonly topicId: Uint8Array;
+  readonly leader: number;
+  readonly leaderEpoch: number;
+  /** The znode version of the partition's state: every committed ISR change bumps it. */
+  readonly partitionEpoch: number;
+  readonly isr: readonly number[];
+  readonly replicas: readonly number[];
+}
+
+export interface AlterIsrResult {
+  readonly errorCode: number;
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly isr: readonly number[];
+}
+
+/** Proposes a new ISR to the controller; resolves with the committed state or an error. */
+export type AlterIsr = (
+  topic: string, partition: number, leaderEpoch: number, partitionEpoch: number,
+  newIsr: readonly number[],
+) => Promise<AlterIsrResult>;
+
+/** Kafka's LEO of a follower that has not fetched since this broker became leader. */
+export const UNKNOWN_OFFSET = -1n;
+
+/** A follower as its leader sees it (Kafka's Replica state). */
+export interface FollowerState {
+  logEndOffset: bigint;
+  /** The last time the follower had fetched up to the leader's LEO of that moment. */
+  lastCaughtUpTimeMs: number;
+  lastFetchLeaderLogEndOffset: bigint;
+  lastFetchTimeMs: number;
+}
+
+export type AcksOutcome = "waiting" | "done";
+
+export class Partition {
+  private leaderIdValue: number;
+  private leaderEpochValue: number;
+  private partitionEpochValue: number;
+  private replicasValue: readonly number[];
+  private isrValue: readonly number[];
+  /** The ISR proposed to the controller and not yet answered; null when none is in flight. */
+  private pendingIsrValue: readonly number[] | null = null;
+  /** The LEO when this broker became leader of the current epoch (Kafka's leaderEpochStartOffset). */
+  private leaderEpochStartOffsetValue: bigint;
+  private readonly followers = new Map<number, FollowerState>();
+  topicId: Uint8Array;
+
+  private constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly log: UnifiedLog,
+    readonly localBrokerId: number,
+    state: PartitionLeadership,
+  ) {
+    this.topicId = state.topicId;
+    this.leaderIdValue = state.leader;
+    this.leaderEpochValue = state.leaderEpoch;
+    this.partitionEpochValue = state.partitionEpoch;
+    this.replicasValue = [...state.replicas];
+    this.isrValue = [...state.isr];
+    this.leaderEpochStartOffsetValue = log.logEndOffset;
+  }
+
+  /**
+   * The embedded default and any partition no controller has spoken about yet: this broker
+   * leads in epoch 0 and is its own ISR, so the HW follows the LEO after every append.
+   */
+  static soleReplica(log: UnifiedLog, localBrokerId: number, topicId: Uint8Array): Partition {
+    const p = new Partition(log.topic, log.partition, log, localBrokerId, {
+      topic: log.topic, partition: log.partition, topicId, leader: localBrokerId, leaderEpoch: 0,
+      partitionEpoch: 0, isr: [localBrokerId], replicas: [localBrokerId],
+    });
+    p.maybeIncrementHighWatermark();
+    return p;
+  }
+
+  /** A partition as the controller described it; call makeLeader or makeFollower next. */
+  static fromLeadership(log: UnifiedLog, localBrokerId: number, state: PartitionLeadership): Partition {
+    const p = new Partition(state.topic, state.partition, log, localBrokerId, state);
+    p.leaderIdValue = -1;
+    p.leaderEpochValue = -1;
+    p.partitionEpochValue = -1;
+    return p;
+  }
+
+  get leaderId(): number {
+    return this.leaderIdValue;
+  }
+
+  get leaderEpoch(): number {
+    return this.leaderEpochValue;
+  }
+
+  get partitionEpoch(): number {
+    return this.partitionEpochValue;
+  }
+
+  get replicas(): readonly number[] {
+    return this.replicasValue;
+  }
+
+  get isr(): readonly number[] {
+    return this.isrValue;
+  }
+
+  get pendingIsr(): readonly number[] | null {
+    return this.pendingIsrValue;
+  }
+
+  get isLeader(): boolean {
+    return this.leaderIdValue === this.localBrokerId;
+  }
+
+  get leaderEpochStartOffset(): bigint {
+    return this.leaderEpochStartOffsetValue;
+  }
+
+  /** The ISR the HW and acks=-1 count: the committed one plus replicas being added. */
+  get maximalIsr(): readonly number[] {
+    const pending = this.pendingIsrValue;
+    if (pending === null) return this.isrValue;
+    return [...new Set([...this.isrValue, ...pending])];
+  }
+
+  follower(brokerId: number): Readonly<FollowerState> | undefined {
+    return this.followers.get(brokerId);
+  }
+
+  /**
+   * Kafka's rule for accepting a controller decision: a newer leader epoch always wins; the same
+   * epoch only with a newer partition epoch (an ISR change); anything older is fenced.
+   */
+  isNewerThanCurrent(state: PartitionLeadership): boolean {
+    if (state.leaderEpoch !== this.leaderEpochValue) return state.leaderEpoch > this.leaderEpochValue;
+    return state.partitionEpoch > this.partitionEpochValue;
+  }
+
+  /**
+   * Becomes (or stays) leader. Followers' positions are forgotten on a new epoch: each must
+   * fetch again before it counts towards the HW, and ISR members are treated as caught up now,
+   * so none is dropped before it had `replica.lag.time.max.ms` to fetch.
+   */
+  makeLeader(state: PartitionLeadership, nowMs: number): void {
+    assert(state.leader === this.localBrokerId, `makeLeader for leader ${state.leader}`);
+    assert(state.replicas.includes(this.localBrokerId), `leader ${state.leader} not a replica`);
+    const newEpoch = state.leaderEpoch !== this.leaderEpochValue || !this.isLeader;
+    this.applyState(state);
+    if (newEpoch) {
+      this.leaderEpochStartOffsetValue = this.log.logEndOffset;
+      this.followers.clear();
+    }
+    for (const id of this.replicasValue) {
+      if (id === this.localBrokerId || this.followers.has(id)) continue;
+      this.followers.set(id, {
+        logEndOffset: UNKNOWN_OFFSET,
+        lastCaughtUpTimeMs: this.isrValue.includes(id) ? nowMs : 0,
+        lastFetchLeaderLogEndOffset: UNKNOWN_OFFSET,
+        lastFetchTimeMs: 0,
+      });
+    }
+    for (const id of [...this.followers.keys()]) {
+      if (!this.replicasValue.includes(id)) this.followers.delete(id);
+    }
+    this.maybeIncrementHighWatermark();
+  }
+
+  /** Follows `state.leader`: the fetcher copies its log; the HW comes from its responses. */
+  makeFollower(state: PartitionLeadership): void {
+    assert(state.leader !== this.localBrokerId, "makeFollower for this broker");
+    this.applyState(state);
+    this.followers.clear();
+  }
+
+  private applyState(state: PartitionLeadership): void {
+    this.topicId = state.topicId;
+    this.leaderIdValue = state.leader;
+    this.leaderEpochValue = state.leaderEpoch;
+    this.partitionEpochValue = state.partitionEpoch;
+    this.replicasValue = [...state.replicas];
+    this.isrValue = [...state.isr];
+    this.pendingIsrValue = null;
+  }
+
+  /**
+   * Records a follower's fetch at `fetchOffset` (its LEO, since it asks for the next offset it
+   * lacks). The follower was caught up at this fetch if it asked for the leader's LEO, or at its
+   * previous fetch if it has now reached what the leader had then (Kafka's rule: a follower that
+   * keeps up with a busy leader is never exactly at the LEO). False for an unknown replica.
+   */
+  updateFollowerFetchState(brokerId: number, fetchOffset: bigint, nowMs: number): boolean {
+    assert(this.isLeader, `${this.topic}-${this.partition}: follower fetch on a non-leader`);
+    const f = this.followers.get(brokerId);
+    if (f === undefined) return false;
+    const leaderEnd = this.log.logEndOffset;
+    if (fetchOffset >= leaderEnd) f.lastCaughtUpTimeMs = Math.max(f.lastCaughtUpTimeMs, nowMs);
+    else if (fetchOffset >= f.lastFetchLeaderLogEndOffset && f.lastFetchLeaderLogEndOffset >= 0n) {
+      f.lastCaughtUpTimeMs = Math.max(f.lastCaughtUpTimeMs, f.lastFetchTimeMs);
+    }
+    f.logEndOffset = fetchOffset;
+    f.lastFetchLeaderLogEndOffset = leaderEnd;
+    f.lastFetchTimeMs = nowMs;
+    return true;
+  }
+
+  /**
+   * HW := min LEO over the maximal ISR, if that is higher than now. A follower that has not
+   * fetched in this epoch (LEO unknown) holds it where it is. True when it moved.
+   */
+  maybeIncrementHighWatermark(): boolean {
+    if (!this.isLeader) return false;
+    let candidate = this.log.logEndOffset;
+    for (const id of this.maximalIsr) {
+      if (id === this.localBrokerId) continue;
+      const f = this.followers.get(id);
+      const end = f === undefined ? UNKNOWN_OFFSET : f.logEndOffset;
+      if (end < candidate) candidate = end;
+    }
+    if (candidate <= this.log.highWatermark) return false;
+    this.log.highWatermark = candidate;
+    return true;
+  }
+
+  /** A follower's view of the HW: the leader's, capped at what this replica holds. */
+  updateFollowerHighWatermark(leaderHighWatermark: bigint): void {
+    assert(!this.isLeader, "updateFollowerHighWatermark on the leader");
+    const end = this.log.logEndOffset;
+    this.log.highWatermark = leaderHighWatermark < end ? leaderHighWatermark : end;
+  }
+
+  /**
+   * ISR members (other than this leader) that have not been caught up for more than
+   * `lagTimeMaxMs`: Kafka's replica.lag.time.max.ms rule, covering both stuck and slow ones.
+   */
+  outOfSyncReplicas(nowMs: number, lagTimeMaxMs: number): number[] {
+    if (!this.isLeader) return [];
+    return this.isrValue.filter((id) => {
+      if (id === this.localBrokerId) return false;
+      const f = this.followers.get(id);
+      return f === undefined || nowMs - f.lastCaughtUpTimeMs > lagTimeMaxMs;
+    });
+  }
+
+  /**
+   * Replicas outside the ISR that may join it: they hold everything below the HW and have
+   * reached this epoch's start, so they cannot be missing a committed record.
+   */
+  catchingUpReplicas(): number[] {
+    if (!this.isLeader) return [];
+    return this.replicasValue.filter((id) => {
+      if (id === this.localBrokerId || this.isrValue.includes(id)) return false;
+      const f = this.followers.get(id);
+      if (f === undefined || f.logEndOffset === UNKNOWN_OFFSET) return false;
+      return f.logEndOffset >= this.log.highWatermark &&
+        f.logEndOffset >= this.leaderEpochStartOffsetValue;
+    });
+  }
+
+  /** Marks an ISR change as sent to the controller; only one may be in flight. */
+  beginIsrChange(newIsr: readonly number[]): void {
+    assert(this.pendingIsrValue === null, "an ISR change is already in flight");
+    assert(newIsr.includes(this.localBrokerId), "the leader must stay in its ISR");
+    this.pendingIsrValue = [...newIsr];
+  }
+
+  /**
+   * The controller's answer. A success installs the committed ISR and partition epoch (only if
+   * this broker still leads the same epoch); any answer ends the in-flight change.
+   */
+  completeIsrChange(result: AlterIsrResult): boolean {
+    this.pendingIsrValue = null;
+    if (result.errorCode !== ErrorCode.NONE) return false;
+    if (!this.isLeader || result.leaderEpoch !== this.leaderEpochValue) return false;
+    if (result.partitionEpoch <= this.partitionEpochValue) return false;
+    this.isrValue = [...result.isr];
+    this.partitionEpochValue = result.partitionEpoch;
+    return true;
+  }
+
+  /**
+   * acks=-1: done once the HW passes `requiredOffset` (one past the batch's last offset). Kafka
+   * still answers NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas
+   * meanwhile, since the record is then not as durable as the producer asked.
+   */
+  checkEnoughReplicasReachOffset(requiredOffset: bigint, minInsyncReplicas: number):
+    { readonly outcome: AcksOutcome; readonly errorCode: number } {
+    if (!this.isLeader) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
+    if (this.log.highWatermark < requiredOffset) return { outcome: "waiting", errorCode: ErrorCode.NONE };
+    const errorCode = this.isrValue.length < minInsyncReplicas
+      ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND : ErrorCode.NONE;
+    return { outcome: "done", errorCode };
+  }
+}
