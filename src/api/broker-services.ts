@@ -3,6 +3,7 @@ import type { ApiHandler } from "./handler.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 
 /** Everything API handlers may call: the broker's services, wired in `server/broker.ts`. */
@@ -18,6 +19,8 @@ export interface BrokerServices {
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */
   readonly groupCoordinator: GroupCoordinator;
+  /** Producer ids for InitProducerId, unique across restarts (and brokers, in ZooKeeper mode). */
+  readonly producerIdManager: ProducerIdManager;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
   readonly handlers: readonly ApiHandler[];
 }

@@ -14,6 +14,7 @@ import { listGroupsHandler } from "./16-list-groups.ts";
 import { apiVersionsHandler } from "./18-api-versions.ts";
 import { createTopicsHandler } from "./19-create-topics.ts";
 import { deleteTopicsHandler } from "./20-delete-topics.ts";
+import { initProducerIdHandler } from "./22-init-producer-id.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
@@ -21,6 +22,7 @@ import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
 import { offsetDeleteHandler } from "./47-offset-delete.ts";
 import { describeClusterHandler } from "./60-describe-cluster.ts";
+import { describeProducersHandler } from "./61-describe-producers.ts";
 import type { ApiHandler } from "./handler.ts";
 
 /** Every API Quill answers; ApiVersions advertises exactly these, with these version ranges. */
@@ -48,4 +50,6 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   listGroupsHandler,
   deleteGroupsHandler,
   offsetDeleteHandler,
+  initProducerIdHandler,
+  describeProducersHandler,
 ] as readonly ApiHandler[];

@@ -12,6 +12,7 @@ import { MetadataCache } from "./metadata-cache.ts";
 import {
   followMetadataChanges, openMetadataStores, openOffsetStore, registerBroker,
 } from "./metadata-stores.ts";
+import { openProducerIdManager } from "./producer-id-manager.ts";
 import { ReplicaManager } from "./replica-manager.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
@@ -93,6 +94,7 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   services = {
     config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
     metadataCache: cache, replicaManager, adminManager, groupCoordinator, handlers: API_HANDLERS,
+    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, logDirs[0]!),
   };
   log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
     `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);

@@ -2,6 +2,7 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
+import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError } from "../util/assert.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
@@ -52,6 +53,13 @@ export interface OffsetLookup {
   readonly errorCode: number;
   readonly timestamp: bigint;
   readonly offset: bigint;
+}
+
+/** The idempotent producers a partition remembers (DescribeProducers). */
+export interface ActiveProducers {
+  readonly errorCode: number;
+  readonly errorMessage: string | null;
+  readonly producers: readonly ProducerStateEntry[];
 }
 
 /**
@@ -184,6 +192,18 @@ export class ReplicaManager {
       return { errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset };
     } catch (e) {
       return { errorCode: asKafkaError(e).code, timestamp: -1n, offset: -1n };
+    }
+  }
+
+  /** The producer state of a partition this broker leads. */
+  activeProducers(topic: string, partition: number): ActiveProducers {
+    try {
+      const log = this.hostedLog(topic, partition);
+      const producers = [...log.producerState.activeProducers()];
+      return { errorCode: ErrorCode.NONE, errorMessage: null, producers };
+    } catch (e) {
+      const error = asKafkaError(e);
+      return { errorCode: error.code, errorMessage: error.message, producers: [] };
     }
   }
 

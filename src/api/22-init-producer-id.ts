@@ -1,0 +1,53 @@
+// InitProducerId: v0-5
+//
+// Version notes:
+// * v1: same as v0. v2: flexible. v3: ProducerId and ProducerEpoch in the request (KIP-360),
+//   for a transactional producer to bump its epoch. v4: PRODUCER_FENCED may be returned
+//   (KIP-588). v5: TRANSACTION_ABORTABLE may be returned (KIP-890).
+// * Idempotent producers (null transactional id) get a new producer id with epoch 0 every time,
+//   whatever id and epoch they send: Kafka's TransactionCoordinator.handleInitProducerId
+//   "always blindly accept[s] the request and return[s] a new producerId". An idempotent
+//   producer bumps its own epoch after an out-of-order or unknown-producer error (KIP-360).
+// * Quill has no transaction coordinator: a transactional id gets COORDINATOR_NOT_AVAILABLE,
+//   as FindCoordinator answers for it (what Kafka answers while its transaction log is
+//   unavailable); an empty one gets INVALID_REQUEST, as in Kafka.
+// * A producer id or epoch of -1 without the other is INVALID_REQUEST (KafkaApis).
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { defineHandler } from "./handler.ts";
+
+const NO_PRODUCER_ID = -1n;
+const NO_PRODUCER_EPOCH = -1;
+
+export const initProducerIdHandler = defineHandler({
+  apiKey: ApiKey.InitProducerId,
+  minVersion: 0,
+  maxVersion: 5,
+  async handle(request, ctx) {
+    const refusal = refusalOf(request.transactionalId, request.producerId, request.producerEpoch);
+    if (refusal !== ErrorCode.NONE) return failure(refusal);
+    try {
+      const producerId = await ctx.broker.producerIdManager.generateProducerId();
+      return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, producerId, producerEpoch: 0 };
+    } catch (error) {
+      if (error instanceof KafkaError) return failure(error.code);
+      throw error;
+    }
+  },
+});
+
+function refusalOf(transactionalId: string | null, producerId: bigint, epoch: number): number {
+  if (transactionalId === "") return ErrorCode.INVALID_REQUEST;
+  if (transactionalId !== null) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+  if ((producerId === NO_PRODUCER_ID) !== (epoch === NO_PRODUCER_EPOCH)) {
+    return ErrorCode.INVALID_REQUEST;
+  }
+  return ErrorCode.NONE;
+}
+
+const failure = (errorCode: number) => ({
+  throttleTimeMs: 0,
+  errorCode,
+  producerId: NO_PRODUCER_ID,
+  producerEpoch: NO_PRODUCER_EPOCH,
+});
