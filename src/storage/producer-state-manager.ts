@@ -271,7 +271,7 @@ export class ProducerStateManager {
     const offset = this.mapEndOffsetValue;
     const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1];
     if (latest !== undefined && latest >= offset) return;
-    const bytes = encodeSnapshot(this.producers.values(), this.producers.size);
+    const bytes = encodeSnapshot([...this.producers.values()]);
     writeSnapshotFile(snapshotPath(this.options.dir, offset), bytes);
     this.snapshotOffsets.push(offset);
   }
