@@ -1,0 +1,140 @@
+// The two brokers under test, started as child processes with matched settings on a fresh data dir
+// each, on the same disk, and stopped by PID. Apache Kafka runs in ZooKeeper mode (kafka.Kafka with
+// a generated server.properties, the JVM options of kafka-server-start.sh) against a real
+// ZooKeeper; each Kafka start gets its own chroot so no state from an earlier start is seen.
+import { closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePorts } from "../../test/support/zookeeper-server.ts";
+import { waitForFirstProduce } from "./broker-probe.ts";
+
+export type BrokerKind = "kafka" | "quill";
+
+export interface BrokerProcess {
+  readonly kind: BrokerKind;
+  readonly pid: number;
+  readonly port: number;
+  readonly bootstrap: string;
+  /** From just before the process was spawned to the first produce that succeeded. */
+  readonly startupMs: number;
+  /** SIGTERM, then SIGKILL if the process has not exited within the stop timeout. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Settings both brokers get, written out even where they are the default: no forced flush (no
+ * flush keys; both leave it to the OS), one partition for auto-created topics, the same segment
+ * size, retention and index interval, and no initial rebalance delay so consumer groups start at
+ * once on both.
+ */
+export const MATCHED_SETTINGS: Readonly<Record<string, string>> = {
+  "num.partitions": "1",
+  "default.replication.factor": "1",
+  "min.insync.replicas": "1",
+  "auto.create.topics.enable": "true",
+  "delete.topic.enable": "true",
+  "log.segment.bytes": "1073741824",
+  "log.retention.hours": "168",
+  "log.retention.bytes": "-1",
+  "log.index.interval.bytes": "4096",
+  "message.max.bytes": "1048588",
+  "group.initial.rebalance.delay.ms": "0",
+};
+
+/**
+ * Kafka-only keys a single ZooKeeper-mode broker needs: internal topics with one replica. One
+ * __consumer_offsets partition instead of 50 makes Kafka's first consumer group start faster; Quill
+ * has no offsets topic, so this only helps Kafka.
+ */
+const KAFKA_ONLY_SETTINGS: Readonly<Record<string, string>> = {
+  "broker.id": "0",
+  "offsets.topic.replication.factor": "1",
+  "offsets.topic.num.partitions": "1",
+  "transaction.state.log.replication.factor": "1",
+  "transaction.state.log.min.isr": "1",
+  "zookeeper.session.timeout.ms": "18000",
+};
+
+/** kafka-server-start.sh's heap and kafka-run-class.sh's JVM performance options. */
+const KAFKA_JVM_OPTIONS = [
+  "-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+  "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+  "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+];
+const START_TIMEOUT_MS = 120_000;
+const STOP_TIMEOUT_MS = 60_000;
+
+export interface KafkaSetup {
+  readonly classpath: string;
+  readonly zookeeperConnect: string;
+}
+
+/** Starts kafka.Kafka in `dir` (data in dir/data) under ZooKeeper chroot `/<chroot>`. */
+export async function startKafka(setup: KafkaSetup, dir: string, chroot: string)
+  : Promise<BrokerProcess> {
+  const [port] = await freePorts(1);
+  const listener = `PLAINTEXT://127.0.0.1:${port}`;
+  const settings = {
+    ...MATCHED_SETTINGS, ...KAFKA_ONLY_SETTINGS,
+    "zookeeper.connect": `${setup.zookeeperConnect}/${chroot}`,
+    "listeners": listener, "advertised.listeners": listener, "log.dirs": join(dir, "data"),
+  };
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "server.properties"), properties(settings));
+  writeFileSync(join(dir, "log4j.properties"), fileLog4j(join(dir, "kafka.log")));
+  const argv = ["java", ...KAFKA_JVM_OPTIONS, `-Dlog4j.configuration=file:${dir}/log4j.properties`,
+    "-cp", setup.classpath, "kafka.Kafka", join(dir, "server.properties")];
+  return spawnBroker("kafka", argv, port, join(dir, "kafka.out"));
+}
+
+/** Starts `quill serve` in `dir` (data in dir/data) with the matched settings as a config file. */
+export async function startQuill(binary: string, dir: string): Promise<BrokerProcess> {
+  const [port] = await freePorts(1);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "quill.properties"), properties(MATCHED_SETTINGS));
+  const argv = [binary, "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", join(dir, "data"),
+    "--config", join(dir, "quill.properties")];
+  return spawnBroker("quill", argv, port, join(dir, "quill.out"));
+}
+
+async function spawnBroker(kind: BrokerKind, argv: string[], port: number, logPath: string)
+  : Promise<BrokerProcess> {
+  const logFd = openSync(logPath, "a");
+  const startedMs = performance.now();
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: logFd, stderr: logFd });
+  closeSync(logFd);
+  const stop = async () => {
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    await proc.exited;
+    clearTimeout(timer);
+  };
+  try {
+    await Promise.race([
+      waitForFirstProduce(port, startedMs + START_TIMEOUT_MS),
+      proc.exited.then((code) => {
+        throw new Error(`${kind} exited with ${code} while starting; see ${logPath}`);
+      }),
+    ]);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const startupMs = performance.now() - startedMs;
+  return { kind, pid: proc.pid, port, bootstrap: `127.0.0.1:${port}`, startupMs, stop };
+}
+
+function properties(settings: Readonly<Record<string, string>>): string {
+  return Object.entries(settings).map(([key, value]) => `${key}=${value}`).join("\n") + "\n";
+}
+
+/** INFO and above to one file, as Kafka's own config/log4j.properties does by default. */
+function fileLog4j(path: string): string {
+  return [
+    "log4j.rootLogger=INFO, file",
+    "log4j.appender.file=org.apache.log4j.FileAppender",
+    `log4j.appender.file.File=${path}`,
+    "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+    "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
+    "",
+  ].join("\n");
+}
