@@ -13,7 +13,14 @@
  * under $XDG_CACHE_HOME/quill-compat (default ~/.cache/quill-compat).
  */
 import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
@@ -65,7 +72,11 @@ const CLIENTS: readonly ClientSpec[] = [
     needs: ["java", "mvn"],
     prepare: [
       () => [
-        "mvn", "-B", "-q", "package", "dependency:build-classpath",
+        "mvn",
+        "-B",
+        "-q",
+        "package",
+        "dependency:build-classpath",
         "-Dmdep.outputFile=target/classpath.txt",
       ],
     ],
@@ -115,7 +126,10 @@ function pythonClient(name: string): ClientSpec {
     needs: ["python3"],
     prepare: [
       () => (current() === wanted() ? undefined : ["python3", "-m", "venv", "--clear", venv]),
-      () => (current() === wanted() ? undefined : [venvPython(name), "-m", "pip", "install", "-q", "-r", requirements]),
+      () =>
+        current() === wanted()
+          ? undefined
+          : [venvPython(name), "-m", "pip", "install", "-q", "-r", requirements],
       () => {
         writeFileSync(stamp, wanted());
         return undefined;
@@ -142,11 +156,23 @@ async function startBroker(binary: string | undefined): Promise<Broker> {
   // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
   // auto-creation; the other clients create their topic explicitly.
   const brokerProcess = Bun.spawn(
-    [...command, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--set", "num.partitions=3"],
+    [
+      ...command,
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+      "--set",
+      "num.partitions=3",
+    ],
     { cwd: OUT_DIR, stdout: "pipe", stderr: "pipe" },
   );
   const bootstrap = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the broker printed no listening line")), BROKER_START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error("the broker printed no listening line")),
+      BROKER_START_TIMEOUT_MS,
+    );
     const onLine = (line: string) => {
       appendFileSync(logPath, `${line}\n`);
       const match = /listening on ([^\s:]+):(\d+)/.exec(line);
@@ -157,12 +183,17 @@ async function startBroker(binary: string | undefined): Promise<Broker> {
     };
     void pumpLines(brokerProcess.stdout, onLine);
     void pumpLines(brokerProcess.stderr, onLine);
-    void brokerProcess.exited.then((code) => reject(new Error(`the broker exited with code ${code}`)));
+    void brokerProcess.exited.then((code) =>
+      reject(new Error(`the broker exited with code ${code}`)),
+    );
   });
   return { process: brokerProcess, bootstrap, logPath };
 }
 
-async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+async function pumpLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
   const decoder = new TextDecoder();
   let pending = "";
   for await (const chunk of stream) {
@@ -224,7 +255,8 @@ async function prepareClient(spec: ClientSpec, cwd: string): Promise<string | un
     });
     if (result.code !== 0 || result.timedOut) {
       const why = result.timedOut ? "timed out" : `exit code ${result.code}`;
-      return `build failed (${command[0]}: ${why}): ${lastLines(result.stderr || result.stdout, 3)}`;
+      const output = lastLines(result.stderr || result.stdout, 3);
+      return `build failed (${command[0]}: ${why}): ${output}`;
     }
   }
   return undefined;
@@ -232,7 +264,13 @@ async function prepareClient(spec: ClientSpec, cwd: string): Promise<string | un
 
 async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult> {
   const startedMs = Date.now();
-  const result: ClientResult = { client: spec.name, version: "?", cells: {}, brokerLog: [], durationMs: 0 };
+  const result: ClientResult = {
+    client: spec.name,
+    version: "?",
+    cells: {},
+    brokerLog: [],
+    durationMs: 0,
+  };
   const missing = missingTool(spec.needs);
   if (missing) {
     result.problem = `skipped (no ${missing})`;
@@ -250,14 +288,22 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
   console.log(`::: ${spec.name}: running the scenario`);
   const run = await runCommand(spec.run(), {
     cwd,
-    env: { BOOTSTRAP: broker.bootstrap, TOPIC: `compat-${spec.name}`, GROUP: `compat-${spec.name}-group` },
+    env: {
+      BOOTSTRAP: broker.bootstrap,
+      TOPIC: `compat-${spec.name}`,
+      GROUP: `compat-${spec.name}-group`,
+    },
     timeoutMs: RUN_TIMEOUT_MS,
     logPrefix: join(OUT_DIR, spec.name),
   });
   parseClientOutput(run.stdout, result);
   fillMissingCells(result, run);
-  result.brokerLog = readFileSync(broker.logPath, "utf8").slice(brokerLogBefore).trim().split("\n")
-    .filter(Boolean).slice(-BROKER_LOG_LINES_MAX);
+  result.brokerLog = readFileSync(broker.logPath, "utf8")
+    .slice(brokerLogBefore)
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .slice(-BROKER_LOG_LINES_MAX);
   result.durationMs = Date.now() - startedMs;
   return result;
 }
@@ -302,7 +348,9 @@ function fillMissingCells(
   let first = true;
   for (const step of STEPS) {
     if (result.cells[step]) continue;
-    result.cells[step] = first ? { status: "fail", error: why } : { status: "fail", error: "no result (see above)" };
+    result.cells[step] = first
+      ? { status: "fail", error: why }
+      : { status: "fail", error: "no result (see above)" };
     first = false;
   }
 }
@@ -333,7 +381,8 @@ function markdown(results: readonly ClientResult[], broker: string): string {
     const cells = result.problem
       ? STEPS.map(() => (result.problem?.startsWith("skipped") ? result.problem : "**FAIL**"))
       : STEPS.map((step) => cellText(result.cells[step], notes, result.client, step));
-    if (result.problem && !result.problem.startsWith("skipped")) notes.push(`${result.client}: ${result.problem}`);
+    if (result.problem && !result.problem.startsWith("skipped"))
+      notes.push(`${result.client}: ${result.problem}`);
     return `| ${result.client} | ${result.version} | ${cells.join(" | ")} |`;
   });
   const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
@@ -359,7 +408,10 @@ function verdict(result: ClientResult): string {
 }
 
 function failed(result: ClientResult): boolean {
-  return result.problem !== undefined || Object.values(result.cells).some((cell) => cell.status === "fail");
+  return (
+    result.problem !== undefined ||
+    Object.values(result.cells).some((cell) => cell.status === "fail")
+  );
 }
 
 /** The closing line CI reads: every cell counted, n/a and skipped cells as skipped. */
@@ -392,14 +444,19 @@ async function main(): Promise<number> {
   const binary = binaryArg === undefined ? undefined : resolve(binaryArg);
   const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
   if (unknown.length > 0) {
-    console.error(`unknown client(s) ${unknown.join(", ")}; known: ${CLIENTS.map((c) => c.name).join(", ")}`);
+    console.error(
+      `unknown client(s) ${unknown.join(", ")}; known: ${CLIENTS.map((c) => c.name).join(", ")}`,
+    );
     return 2;
   }
-  const selected = args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS;
+  const selected =
+    args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS;
   mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
   mkdirSync(OUT_DIR, { recursive: true });
   const broker = await startBroker(binary);
-  console.log(`::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), log in .compat/broker.log`);
+  console.log(
+    `::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), log in .compat/broker.log`,
+  );
   const results: ClientResult[] = [];
   try {
     for (const spec of selected) {
@@ -415,10 +472,17 @@ async function main(): Promise<number> {
   writeFileSync(join(OUT_DIR, "results.md"), table);
   writeFileSync(join(OUT_DIR, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\n${table}`);
-  const failedClients = results.filter((result) => failed(result) && !untested(result)).map((r) => r.client);
-  const untestedClients = results.filter(untested).map((result) => `${result.client} (${result.problem})`);
+  const failedClients = results
+    .filter((result) => failed(result) && !untested(result))
+    .map((r) => r.client);
+  const untestedClients = results
+    .filter(untested)
+    .map((result) => `${result.client} (${result.problem})`);
   if (failedClients.length > 0) {
-    console.log(`compat: FAILED for ${failedClients.join(", ")} (see .compat/results.md, .compat/<client>.stderr)`);
+    console.log(
+      `compat: FAILED for ${failedClients.join(", ")} ` +
+        "(see .compat/results.md and .compat/<client>.stderr)",
+    );
   }
   if (untestedClients.length > 0) console.log(`compat: NOT TESTED: ${untestedClients.join(", ")}`);
   if (failedClients.length + untestedClients.length === 0) {

@@ -29,12 +29,15 @@ for (const [language, path] of Object.entries(SOURCES)) {
   test(`${language} skips the same steps after the same failures as scenario-steps.ts`, () => {
     const table = dependencyTable(readFileSync(path, "utf8"));
     for (const step of STEPS) {
-      expect({ step, dependsOn: table[step] ?? [] }).toEqual({ step, dependsOn: [...DEPENDS_ON[step]] });
+      expect({ step, dependsOn: table[step] ?? [] }).toEqual({
+        step,
+        dependsOn: [...DEPENDS_ON[step]],
+      });
     }
   });
 }
 
-test("every program builds records the same way: 100 keys, 10,000 per codec, the same value text", () => {
+test("every program builds the same records: 100 keys, 10,000 per codec, one value text", () => {
   const programs = [
     join(dir, "support", "scenario.ts"),
     join(dir, "support", "scenario.py"),

@@ -1,5 +1,6 @@
 """The compatibility scenario with confluent-kafka (librdkafka), as an ordinary user writes it:
 AdminClient for topics, groups and offsets, a Producer per codec, Consumers polled in a loop."""
+
 import os
 import sys
 import time
@@ -11,9 +12,22 @@ from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 from scenario import (  # noqa: E402
-    BOOTSTRAP, CONSUME_TIMEOUT_S, GROUP, PARTITION_COUNT, RECORDS_PER_CODEC, RESTART_TIMEOUT_S,
-    SENTINEL_COUNT, TOPIC, Consumed, StepRunner, check, decode, is_sentinel, records_for,
-    verify_consumed, wait_for,
+    BOOTSTRAP,
+    CONSUME_TIMEOUT_S,
+    GROUP,
+    PARTITION_COUNT,
+    RECORDS_PER_CODEC,
+    RESTART_TIMEOUT_S,
+    SENTINEL_COUNT,
+    TOPIC,
+    Consumed,
+    StepRunner,
+    check,
+    decode,
+    is_sentinel,
+    records_for,
+    verify_consumed,
+    wait_for,
 )
 
 # Errors librdkafka reports through error_cb, so a wait that times out can say why.
@@ -33,13 +47,15 @@ class Member:
         self.index = index
         self.records = []
         self.assigned = False
-        self.consumer = Consumer({
-            "bootstrap.servers": BOOTSTRAP,
-            "group.id": GROUP,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "error_cb": on_error,
-        })
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": BOOTSTRAP,
+                "group.id": GROUP,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "error_cb": on_error,
+            }
+        )
         self.consumer.subscribe([TOPIC], on_assign=self.on_assign)
 
     def on_assign(self, consumer, partitions):
@@ -53,8 +69,15 @@ class Member:
                 client_errors.append(str(message.error()))
                 continue
             headers = [(name, decode(value)) for name, value in (message.headers() or [])]
-            self.records.append(Consumed(self.index, message.partition(), decode(message.key()),
-                                         decode(message.value()), headers))
+            self.records.append(
+                Consumed(
+                    self.index,
+                    message.partition(),
+                    decode(message.key()),
+                    decode(message.value()),
+                    headers,
+                )
+            )
 
 
 def poll_until(members, what, timeout_s, done):
@@ -78,7 +101,9 @@ def poll_for(members, seconds):
 
 
 def produce(codec):
-    producer = Producer({"bootstrap.servers": BOOTSTRAP, "compression.type": codec, "error_cb": on_error})
+    producer = Producer(
+        {"bootstrap.servers": BOOTSTRAP, "compression.type": codec, "error_cb": on_error}
+    )
     failures = []
 
     def on_delivery(error, message):
@@ -88,7 +113,9 @@ def produce(codec):
     for _, key, value, headers in records_for(codec):
         while True:
             try:
-                producer.produce(TOPIC, key=key, value=value, headers=headers, on_delivery=on_delivery)
+                producer.produce(
+                    TOPIC, key=key, value=value, headers=headers, on_delivery=on_delivery
+                )
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -100,31 +127,47 @@ def produce(codec):
 
 
 def main():
-    steps = StepRunner("confluent-kafka-python",
-                       f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})")
+    steps = StepRunner(
+        "confluent-kafka-python",
+        f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})",
+    )
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP, "error_cb": on_error})
     state = {"produced": 0, "members": []}
 
     def create_topic():
-        futures = admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT, replication_factor=1)])
+        futures = admin.create_topics(
+            [NewTopic(TOPIC, num_partitions=PARTITION_COUNT, replication_factor=1)]
+        )
         futures[TOPIC].result(30)
         topic = admin.list_topics(TOPIC, timeout=10).topics[TOPIC]
-        check(len(topic.partitions) == PARTITION_COUNT, f"topic has {len(topic.partitions)} partitions")
+        check(
+            len(topic.partitions) == PARTITION_COUNT,
+            f"topic has {len(topic.partitions)} partitions",
+        )
 
     def produce_codec(codec):
         def body():
             detail = produce(codec)
             state["produced"] += RECORDS_PER_CODEC
             return detail
+
         return body
 
     def consume_group():
         members = state["members"] = [Member(0), Member(1)]
-        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
-                   lambda: all(m.assigned for m in members))
+        poll_until(
+            members,
+            "both members to be assigned",
+            RESTART_TIMEOUT_S,
+            lambda: all(m.assigned for m in members),
+        )
         expected = 2 * RECORDS_PER_CODEC
-        poll_until(members, f"{expected} records", CONSUME_TIMEOUT_S,
-                   lambda: sum(len(m.records) for m in members) >= expected)
+        poll_until(
+            members,
+            f"{expected} records",
+            CONSUME_TIMEOUT_S,
+            lambda: sum(len(m.records) for m in members) >= expected,
+        )
         poll_for(members, 0.5)  # Anything delivered twice arrives now, and the check sees it.
         problems = verify_consumed([r for m in members for r in m.records], ["gzip", "zstd"])
         check(not problems, "; ".join(problems))
@@ -137,21 +180,33 @@ def main():
         partitions = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
         for committed in probe.committed(partitions, timeout=10):
             _, high = probe.get_watermark_offsets(committed, timeout=10)
-            check(committed.offset == high,
-                  f"partition {committed.partition}: committed {committed.offset}, end {high}")
+            check(
+                committed.offset == high,
+                f"partition {committed.partition}: committed {committed.offset}, end {high}",
+            )
 
     def restart():
         members = state["members"] = [Member(0), Member(1)]
-        poll_until(members, "both members to be assigned", RESTART_TIMEOUT_S,
-                   lambda: all(m.assigned for m in members))
+        poll_until(
+            members,
+            "both members to be assigned",
+            RESTART_TIMEOUT_S,
+            lambda: all(m.assigned for m in members),
+        )
         producer = Producer({"bootstrap.servers": BOOTSTRAP, "error_cb": on_error})
         for partition in range(SENTINEL_COUNT):
-            producer.produce(TOPIC, key=f"sentinel-{partition}", value="sentinel", partition=partition)
+            producer.produce(
+                TOPIC, key=f"sentinel-{partition}", value="sentinel", partition=partition
+            )
         check(producer.flush(30) == 0, "sentinels not delivered")
         state["produced"] += SENTINEL_COUNT
         everything = lambda: [r for m in members for r in m.records]  # noqa: E731
-        poll_until(members, "the sentinels", RESTART_TIMEOUT_S,
-                   lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT)
+        poll_until(
+            members,
+            "the sentinels",
+            RESTART_TIMEOUT_S,
+            lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT,
+        )
         again = [r for r in everything() if not is_sentinel(r)]
         check(not again, f"{len(again)} records delivered again after the restart")
 
@@ -163,8 +218,13 @@ def main():
         check(group.state == ConsumerGroupState.STABLE, f"group state {group.state}")
         check(len(group.members) == 2, f"{len(group.members)} members")
         listed = admin.list_consumer_groups().result(30)
-        check(any(g.group_id == GROUP for g in listed.valid), "list_consumer_groups does not show the group")
-        return f"{group.state.name}, {len(group.members)} members, assignor {group.partition_assignor}"
+        check(
+            any(g.group_id == GROUP for g in listed.valid),
+            "list_consumer_groups does not show the group",
+        )
+        return (
+            f"{group.state.name}, {len(group.members)} members, assignor {group.partition_assignor}"
+        )
 
     def list_offsets():
         partitions = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
@@ -173,7 +233,10 @@ def main():
         lows = [earliest[tp].result(30).offset for tp in earliest]
         highs = [latest[tp].result(30).offset for tp in latest]
         check(lows == [0] * PARTITION_COUNT, f"earliest {lows}")
-        check(sum(highs) == state["produced"], f"latest offsets add up to {sum(highs)}, produced {state['produced']}")
+        check(
+            sum(highs) == state["produced"],
+            f"latest offsets add up to {sum(highs)}, produced {state['produced']}",
+        )
         return f"earliest 0, latest {'/'.join(map(str, highs))}"
 
     def delete_topic():

@@ -77,8 +77,10 @@ func run(step string, body func() (string, error)) {
 	emit(line)
 }
 
-func keyFor(seq int) string   { return fmt.Sprintf("key-%d", seq%keyCount) }
-func valueFor(seq int) string { return fmt.Sprintf("value %d of %s %s", seq, keyFor(seq), strings.Repeat("abcdefghij", 8)) }
+func keyFor(seq int) string { return fmt.Sprintf("key-%d", seq%keyCount) }
+func valueFor(seq int) string {
+	return fmt.Sprintf("value %d of %s %s", seq, keyFor(seq), strings.Repeat("abcdefghij", 8))
+}
 func codecFor(seq int) string {
 	if seq < recordsPerCodec {
 		return "gzip"
@@ -148,7 +150,8 @@ func verifyConsumed(records []consumed) []string {
 		}
 		lastSeq[memberKey] = seq
 		if partition, ok := partitionOfKey[record.key]; ok && partition != record.partition {
-			problems = append(problems, fmt.Sprintf("key %s in partitions %d and %d", record.key, partition, record.partition))
+			problems = append(problems,
+				fmt.Sprintf("key %s in partitions %d and %d", record.key, partition, record.partition))
 		}
 		partitionOfKey[record.key] = record.partition
 	}
@@ -217,7 +220,8 @@ func (m *member) poll(ctx context.Context) {
 			for _, header := range record.Headers {
 				headers = append(headers, [2]string{header.Key, string(header.Value)})
 			}
-			m.records = append(m.records, consumed{m.index, record.Partition, string(record.Key), string(record.Value), headers})
+			m.records = append(m.records,
+				consumed{m.index, record.Partition, string(record.Key), string(record.Value), headers})
 		})
 		m.mu.Unlock()
 	}
@@ -250,7 +254,8 @@ func waitFor(what string, timeout time.Duration, members []*member, done func() 
 		if time.Now().After(deadline) {
 			_, _, lastErr := snapshot(members)
 			if lastErr != nil {
-				return fmt.Errorf("timed out after %v waiting for %s; last client error: %w", timeout, what, lastErr)
+				return fmt.Errorf("timed out after %v waiting for %s; last client error: %w",
+					timeout, what, lastErr)
 			}
 			return fmt.Errorf("timed out after %v waiting for %s", timeout, what)
 		}

@@ -52,7 +52,8 @@ func (s *scenario) createTopic() (string, error) {
 }
 
 func (s *scenario) produce(codec string, compression kgo.CompressionCodec) (string, error) {
-	producer, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(compression))
+	producer, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(compression))
 	if err != nil {
 		return "", err
 	}
@@ -169,7 +170,8 @@ func (s *scenario) restart() (string, error) {
 
 // produceSentinels writes one record to each partition, chosen explicitly.
 func produceSentinels(ctx context.Context) error {
-	producer, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
 	}
@@ -177,7 +179,10 @@ func produceSentinels(ctx context.Context) error {
 	records := make([]*kgo.Record, 0, sentinelCount)
 	for partition := int32(0); partition < sentinelCount; partition++ {
 		records = append(records, &kgo.Record{
-			Topic: topic, Partition: partition, Key: []byte(fmt.Sprintf("sentinel-%d", partition)), Value: []byte("sentinel"),
+			Topic:     topic,
+			Partition: partition,
+			Key:       []byte(fmt.Sprintf("sentinel-%d", partition)),
+			Value:     []byte("sentinel"),
 		})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -1,6 +1,7 @@
 """The compatibility scenario with kafka-python (pure Python), as an ordinary user writes it:
 KafkaAdminClient for topics and groups, a KafkaProducer per codec with default settings,
 KafkaConsumers polled in a loop."""
+
 import os
 import queue
 import sys
@@ -15,9 +16,22 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic  # noqa: E402
 
 from scenario import (  # noqa: E402
-    BOOTSTRAP, CONSUME_TIMEOUT_S, GROUP, PARTITION_COUNT, RECORDS_PER_CODEC, RESTART_TIMEOUT_S,
-    SENTINEL_COUNT, TOPIC, Consumed, StepRunner, check, decode, is_sentinel, records_for,
-    verify_consumed, wait_for,
+    BOOTSTRAP,
+    CONSUME_TIMEOUT_S,
+    GROUP,
+    PARTITION_COUNT,
+    RECORDS_PER_CODEC,
+    RESTART_TIMEOUT_S,
+    SENTINEL_COUNT,
+    TOPIC,
+    Consumed,
+    StepRunner,
+    check,
+    decode,
+    is_sentinel,
+    records_for,
+    verify_consumed,
+    wait_for,
 )
 
 PARTITIONS = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
@@ -34,8 +48,12 @@ class Member:
         self.error = None
         self.stopping = False
         self.consumer = KafkaConsumer(
-            TOPIC, bootstrap_servers=BOOTSTRAP, group_id=GROUP, auto_offset_reset="earliest",
-            enable_auto_commit=False)
+            TOPIC,
+            bootstrap_servers=BOOTSTRAP,
+            group_id=GROUP,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         self.thread = threading.Thread(target=self.loop, name=f"member-{index}", daemon=True)
         self.thread.start()
 
@@ -58,8 +76,15 @@ class Member:
         for partition, batch in self.consumer.poll(timeout_ms=100).items():
             for message in batch:
                 headers = [(name, decode(value)) for name, value in message.headers]
-                self.records.append(Consumed(self.index, partition.partition, decode(message.key),
-                                             decode(message.value), headers))
+                self.records.append(
+                    Consumed(
+                        self.index,
+                        partition.partition,
+                        decode(message.key),
+                        decode(message.value),
+                        headers,
+                    )
+                )
 
     def call(self, function, timeout_s=60):
         """Runs function(consumer) on the member's thread and returns its result."""
@@ -79,7 +104,9 @@ def wait_members(members, what, timeout_s, done):
     def probe():
         failed = next((m for m in members if m.error is not None), None)
         if failed:
-            raise RuntimeError(f"member {failed.index} failed: {type(failed.error).__name__}: {failed.error}")
+            raise RuntimeError(
+                f"member {failed.index} failed: {type(failed.error).__name__}: {failed.error}"
+            )
         return done()
 
     try:
@@ -92,8 +119,12 @@ def wait_members(members, what, timeout_s, done):
 def produce(codec):
     producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, compression_type=codec)
     futures = [
-        producer.send(TOPIC, key=key.encode(), value=value.encode(),
-                      headers=[(name, text.encode()) for name, text in headers])
+        producer.send(
+            TOPIC,
+            key=key.encode(),
+            value=value.encode(),
+            headers=[(name, text.encode()) for name, text in headers],
+        )
         for _, key, value, headers in records_for(codec)
     ]
     producer.flush(60)
@@ -120,15 +151,24 @@ def main():
             detail = produce(codec)
             state["produced"] += RECORDS_PER_CODEC
             return detail
+
         return body
 
     def consume_group():
         members = state["members"] = [Member(0), Member(1)]
-        wait_members(members, "both members to be assigned", RESTART_TIMEOUT_S,
-                   lambda: all(m.assigned() for m in members))
+        wait_members(
+            members,
+            "both members to be assigned",
+            RESTART_TIMEOUT_S,
+            lambda: all(m.assigned() for m in members),
+        )
         expected = 2 * RECORDS_PER_CODEC
-        wait_members(members, f"{expected} records", CONSUME_TIMEOUT_S,
-                   lambda: sum(len(m.records) for m in members) >= expected)
+        wait_members(
+            members,
+            f"{expected} records",
+            CONSUME_TIMEOUT_S,
+            lambda: sum(len(m.records) for m in members) >= expected,
+        )
         time.sleep(0.5)  # Anything delivered twice arrives now, and the check sees it.
         problems = verify_consumed([r for m in members for r in m.records], ["gzip", "zstd"])
         check(not problems, "; ".join(problems))
@@ -141,22 +181,34 @@ def main():
         ends = probe.call(lambda consumer: consumer.end_offsets(PARTITIONS))
         for partition in PARTITIONS:
             committed = probe.call(lambda consumer: consumer.committed(partition))
-            check(committed == ends[partition],
-                  f"partition {partition.partition}: committed {committed}, end {ends[partition]}")
+            check(
+                committed == ends[partition],
+                f"partition {partition.partition}: committed {committed}, end {ends[partition]}",
+            )
 
     def restart():
         members = state["members"] = [Member(0), Member(1)]
-        wait_members(members, "both members to be assigned", RESTART_TIMEOUT_S,
-                   lambda: all(m.assigned() for m in members))
+        wait_members(
+            members,
+            "both members to be assigned",
+            RESTART_TIMEOUT_S,
+            lambda: all(m.assigned() for m in members),
+        )
         producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
         for partition in range(SENTINEL_COUNT):
-            producer.send(TOPIC, key=f"sentinel-{partition}".encode(), value=b"sentinel", partition=partition)
+            producer.send(
+                TOPIC, key=f"sentinel-{partition}".encode(), value=b"sentinel", partition=partition
+            )
         producer.flush(30)
         producer.close()
         state["produced"] += SENTINEL_COUNT
         everything = lambda: [r for m in members for r in m.records]  # noqa: E731
-        wait_members(members, "the sentinels", RESTART_TIMEOUT_S,
-                   lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT)
+        wait_members(
+            members,
+            "the sentinels",
+            RESTART_TIMEOUT_S,
+            lambda: sum(1 for r in everything() if is_sentinel(r)) >= SENTINEL_COUNT,
+        )
         again = [r for r in everything() if not is_sentinel(r)]
         check(not again, f"{len(again)} records delivered again after the restart")
 
@@ -167,7 +219,8 @@ def main():
         check(group["protocol_type"] == "consumer", f"protocol type {group['protocol_type']}")
         listed = admin.list_groups()
         check(any(g["group_id"] == GROUP for g in listed), "list_groups does not show the group")
-        return f"{group['group_state']}, {len(group['members'])} members, protocol {group['protocol_data']}"
+        members = len(group["members"])
+        return f"{group['group_state']}, {members} members, protocol {group['protocol_data']}"
 
     def list_offsets():
         consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP)
@@ -177,7 +230,10 @@ def main():
         lows = [earliest[tp] for tp in PARTITIONS]
         highs = [latest[tp] for tp in PARTITIONS]
         check(lows == [0] * PARTITION_COUNT, f"earliest {lows}")
-        check(sum(highs) == state["produced"], f"latest offsets add up to {sum(highs)}, produced {state['produced']}")
+        check(
+            sum(highs) == state["produced"],
+            f"latest offsets add up to {sum(highs)}, produced {state['produced']}",
+        )
         return f"earliest 0, latest {'/'.join(map(str, highs))}"
 
     def delete_topic():

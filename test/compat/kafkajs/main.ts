@@ -111,11 +111,129 @@ async function highWatermarks(admin: Admin): Promise<Map<number, string>> {
   return new Map(offsets.map((offset) => [offset.partition, offset.high]));
 }
 
-/** Disconnects consumers; a failure here is logged, since the steps already say what broke. */
-async function stopMembers(members: readonly Member[]): Promise<void> {
-  await Promise.all(
-    members.map((member) => member.consumer.disconnect().catch((error) => console.error(`disconnect: ${error}`))),
-  );
+/** The scenario's steps; each method is one step and throws to fail it. */
+class Scenario {
+  private producedCount = 0;
+  private members: Member[] = [];
+
+  constructor(
+    private readonly admin: Admin,
+    private readonly producer: Producer,
+  ) {}
+
+  private records(): ConsumedRecord[] {
+    return this.members.flatMap((member) => member.records);
+  }
+
+  async createTopic(): Promise<void> {
+    const created = await this.admin.createTopics({
+      topics: [{ topic: env.topic, numPartitions: PARTITION_COUNT, replicationFactor: 1 }],
+      waitForLeaders: true,
+    });
+    check(created, "createTopics returned false");
+    const metadata = await this.admin.fetchTopicMetadata({ topics: [env.topic] });
+    const partitions = metadata.topics[0]?.partitions.length;
+    check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);
+  }
+
+  async produceGzip(): Promise<string> {
+    const detail = await produce(this.producer, "gzip");
+    this.producedCount += RECORDS_PER_CODEC;
+    return detail;
+  }
+
+  async consumeGroup(): Promise<string> {
+    this.members = await Promise.all([startMember(0), startMember(1)]);
+    await waitFor("10,000 records", CONSUME_TIMEOUT_MS, () => {
+      throwIfCrashed(this.members);
+      return this.records().length >= RECORDS_PER_CODEC;
+    });
+    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
+    const problems = verifyConsumed(this.records(), ["gzip"]);
+    check(problems.length === 0, problems.join("; "));
+    return this.members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
+  }
+
+  async commit(): Promise<void> {
+    for (const { consumer, nextOffsets } of this.members) {
+      const offsets = [...nextOffsets].map(([partition, offset]) => ({
+        topic: env.topic,
+        partition,
+        offset,
+      }));
+      await consumer.commitOffsets(offsets);
+    }
+    const [committed] = await this.admin.fetchOffsets({ groupId: env.group, topics: [env.topic] });
+    const high = await highWatermarks(this.admin);
+    for (const { partition, offset } of committed?.partitions ?? []) {
+      const end = high.get(partition);
+      check(offset === end, `partition ${partition}: committed ${offset}, end ${end}`);
+    }
+    check(committed?.partitions.length === PARTITION_COUNT, "not every partition has a commit");
+  }
+
+  async restart(): Promise<void> {
+    await this.stopMembers();
+    this.members = await Promise.all([startMember(0), startMember(1)]);
+    await waitFor("both members to join", RESTART_TIMEOUT_MS, () => {
+      throwIfCrashed(this.members);
+      return this.members.every((member) => member.joined);
+    });
+    await this.producer.send({
+      topic: env.topic,
+      messages: Array.from({ length: SENTINEL_COUNT }, (_, partition) => ({
+        key: `sentinel-${partition}`,
+        value: "sentinel",
+        partition,
+      })),
+    });
+    this.producedCount += SENTINEL_COUNT;
+    const sentinels = () => this.records().filter(isSentinel).length;
+    await waitFor("the sentinels", RESTART_TIMEOUT_MS, () => sentinels() >= SENTINEL_COUNT);
+    const again = this.records().filter((record) => !isSentinel(record)).length;
+    check(again === 0, `${again} records delivered again after the restart`);
+  }
+
+  async describeGroup(): Promise<string> {
+    const { groups } = await this.admin.describeGroups([env.group]);
+    const group = groups[0];
+    check(group?.state === "Stable", `group state ${group?.state}`);
+    check(group.members.length === 2, `${group.members.length} members`);
+    check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
+    const listed = await this.admin.listGroups();
+    const found = listed.groups.some((g) => g.groupId === env.group);
+    check(found, "listGroups does not show the group");
+    return `${group.state}, ${group.members.length} members, protocol ${group.protocol}`;
+  }
+
+  async listOffsets(): Promise<string> {
+    const offsets = await this.admin.fetchTopicOffsets(env.topic);
+    check(offsets.length === PARTITION_COUNT, `${offsets.length} partitions`);
+    check(
+      offsets.every((o) => o.low === "0"),
+      `earliest ${offsets.map((o) => o.low)}`,
+    );
+    const latest = offsets.reduce((sum, o) => sum + Number(o.high), 0);
+    const produced = this.producedCount;
+    check(latest === produced, `latest offsets add up to ${latest}, produced ${produced}`);
+    return `earliest 0, latest ${offsets.map((o) => o.high).join("/")}`;
+  }
+
+  async deleteTopic(): Promise<void> {
+    await this.admin.deleteTopics({ topics: [env.topic] });
+    const gone = async () => !(await this.admin.listTopics()).includes(env.topic);
+    await waitFor("the topic to go", 10_000, gone);
+  }
+
+  /** Disconnects the members; a failure here is logged, since the steps say what broke. */
+  async stopMembers(): Promise<void> {
+    await Promise.all(
+      this.members.map((member) =>
+        member.consumer.disconnect().catch((error) => console.error(`disconnect: ${error}`)),
+      ),
+    );
+    this.members = [];
+  }
 }
 
 async function main(): Promise<void> {
@@ -124,97 +242,17 @@ async function main(): Promise<void> {
   const producer = kafka.producer();
   await admin.connect();
   await producer.connect();
-  let producedCount = 0;
-  let members: Member[] = [];
-
-  await steps.run("create-topic", async () => {
-    const created = await admin.createTopics({
-      topics: [{ topic: env.topic, numPartitions: PARTITION_COUNT, replicationFactor: 1 }],
-      waitForLeaders: true,
-    });
-    check(created, "createTopics returned false");
-    const metadata = await admin.fetchTopicMetadata({ topics: [env.topic] });
-    const partitions = metadata.topics[0]?.partitions.length;
-    check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);
-  });
-  await steps.run("produce-gzip", async () => {
-    const detail = await produce(producer, "gzip");
-    producedCount += RECORDS_PER_CODEC;
-    return detail;
-  });
+  const scenario = new Scenario(admin, producer);
+  await steps.run("create-topic", () => scenario.createTopic());
+  await steps.run("produce-gzip", () => scenario.produceGzip());
   steps.markNotApplicable("produce-zstd", "kafkajs has no zstd codec built in");
-
-  await steps.run("consume-group", async () => {
-    members = await Promise.all([startMember(0), startMember(1)]);
-    const all = () => members.flatMap((member) => member.records);
-    await waitFor("10,000 records", CONSUME_TIMEOUT_MS, () => {
-      throwIfCrashed(members);
-      return all().length >= RECORDS_PER_CODEC;
-    });
-    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
-    const problems = verifyConsumed(all(), ["gzip"]);
-    check(problems.length === 0, problems.join("; "));
-    return members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
-  });
-  await steps.run("commit", async () => {
-    for (const member of members) {
-      await member.consumer.commitOffsets(
-        [...member.nextOffsets].map(([partition, offset]) => ({ topic: env.topic, partition, offset })),
-      );
-    }
-    const [committed] = await admin.fetchOffsets({ groupId: env.group, topics: [env.topic] });
-    const high = await highWatermarks(admin);
-    for (const { partition, offset } of committed?.partitions ?? []) {
-      check(offset === high.get(partition), `partition ${partition}: committed ${offset}, end ${high.get(partition)}`);
-    }
-    check(committed?.partitions.length === PARTITION_COUNT, "not every partition has a commit");
-  });
-  await stopMembers(members);
-
-  await steps.run("restart-no-redelivery", async () => {
-    members = await Promise.all([startMember(0), startMember(1)]);
-    await waitFor("both members to join", RESTART_TIMEOUT_MS, () => {
-      throwIfCrashed(members);
-      return members.every((member) => member.joined);
-    });
-    await producer.send({
-      topic: env.topic,
-      messages: Array.from({ length: SENTINEL_COUNT }, (_, partition) => ({
-        key: `sentinel-${partition}`,
-        value: "sentinel",
-        partition,
-      })),
-    });
-    producedCount += SENTINEL_COUNT;
-    const all = () => members.flatMap((member) => member.records);
-    await waitFor("the sentinels", RESTART_TIMEOUT_MS, () => all().filter(isSentinel).length >= SENTINEL_COUNT);
-    const redelivered = all().filter((record) => !isSentinel(record));
-    check(redelivered.length === 0, `${redelivered.length} records delivered again after the restart`);
-  });
-  await steps.run("describe-group", async () => {
-    const { groups } = await admin.describeGroups([env.group]);
-    const group = groups[0];
-    check(group?.state === "Stable", `group state ${group?.state}`);
-    check(group.members.length === 2, `${group.members.length} members`);
-    check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
-    const listed = await admin.listGroups();
-    check(listed.groups.some((g) => g.groupId === env.group), "listGroups does not show the group");
-    return `${group.state}, ${group.members.length} members, protocol ${group.protocol}`;
-  });
-  await stopMembers(members);
-
-  await steps.run("list-offsets", async () => {
-    const offsets = await admin.fetchTopicOffsets(env.topic);
-    check(offsets.length === PARTITION_COUNT, `${offsets.length} partitions`);
-    check(offsets.every((o) => o.low === "0"), `earliest ${offsets.map((o) => o.low)}`);
-    const latest = offsets.reduce((sum, o) => sum + Number(o.high), 0);
-    check(latest === producedCount, `latest offsets add up to ${latest}, produced ${producedCount}`);
-    return `earliest 0, latest ${offsets.map((o) => o.high).join("/")}`;
-  });
-  await steps.run("delete-topic", async () => {
-    await admin.deleteTopics({ topics: [env.topic] });
-    await waitFor("the topic to go", 10_000, async () => !(await admin.listTopics()).includes(env.topic));
-  });
+  await steps.run("consume-group", () => scenario.consumeGroup());
+  await steps.run("commit", () => scenario.commit());
+  await steps.run("restart-no-redelivery", () => scenario.restart());
+  await steps.run("describe-group", () => scenario.describeGroup());
+  await scenario.stopMembers();
+  await steps.run("list-offsets", () => scenario.listOffsets());
+  await steps.run("delete-topic", () => scenario.deleteTopic());
   await producer.disconnect();
   await admin.disconnect();
 }

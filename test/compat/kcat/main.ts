@@ -37,7 +37,11 @@ function kcatVersion(): string {
 
 /** Runs kcat to completion with `input` on stdin; throws with its stderr when it fails. */
 async function kcat(args: string[], input = ""): Promise<string> {
-  const child = Bun.spawn([KCAT, "-b", env.bootstrap, ...args], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([KCAT, "-b", env.bootstrap, ...args], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   child.stdin.write(input);
   await child.stdin.end();
   const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
@@ -47,12 +51,15 @@ async function kcat(args: string[], input = ""): Promise<string> {
     child.exited,
   ]);
   clearTimeout(timer);
-  if (code !== 0) throw new Error(`kcat ${args.join(" ")} exited with ${code}: ${stderr.trim().slice(-300)}`);
+  if (code !== 0)
+    throw new Error(`kcat ${args.join(" ")} exited with ${code}: ${stderr.trim().slice(-300)}`);
   return stdout;
 }
 
 async function produce(codec: Codec): Promise<string> {
-  const lines = recordsFor(codec).map((record) => `${record.key}\t${record.value}\n`).join("");
+  const lines = recordsFor(codec)
+    .map((record) => `${record.key}\t${record.value}\n`)
+    .join("");
   await kcat(["-P", "-t", env.topic, "-K", "\t", "-z", codec, "-H", `codec=${codec}`], lines);
   return `${RECORDS_PER_CODEC} records`;
 }
@@ -69,7 +76,17 @@ class Member {
     exitAtEnd: boolean,
   ) {
     // -u: unbuffered output, or records sit in stdio's buffer until kcat exits.
-    const args = ["-b", env.bootstrap, "-G", env.group, "-X", "auto.offset.reset=earliest", "-u", "-f", FORMAT];
+    const args = [
+      "-b",
+      env.bootstrap,
+      "-G",
+      env.group,
+      "-X",
+      "auto.offset.reset=earliest",
+      "-u",
+      "-f",
+      FORMAT,
+    ];
     this.child = Bun.spawn([KCAT, ...args, ...(exitAtEnd ? ["-e"] : []), env.topic], {
       stdin: "ignore",
       stdout: "pipe",
@@ -104,11 +121,20 @@ class Member {
 
   private parse(line: string): ConsumedRecord {
     const [partition, key, value, headers] = line.split("\t");
-    const pairs = (headers ?? "").split(",").filter(Boolean).map((pair) => {
-      const at = pair.indexOf("=");
-      return [pair.slice(0, at), pair.slice(at + 1)] as const;
-    });
-    return { member: this.index, partition: Number(partition), key: key ?? null, value: value ?? null, headers: pairs };
+    const pairs = (headers ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((pair) => {
+        const at = pair.indexOf("=");
+        return [pair.slice(0, at), pair.slice(at + 1)] as const;
+      });
+    return {
+      member: this.index,
+      partition: Number(partition),
+      key: key ?? null,
+      value: value ?? null,
+      headers: pairs,
+    };
   }
 
   /** SIGTERM makes kcat leave the group cleanly, committing what it consumed. */
@@ -118,16 +144,30 @@ class Member {
   }
 
   lastError(): string {
-    return this.stderr.trim().split("\n").filter((line) => /ERROR|error/i.test(line)).pop() ?? "";
+    return (
+      this.stderr
+        .trim()
+        .split("\n")
+        .filter((line) => /ERROR|error/i.test(line))
+        .pop() ?? ""
+    );
   }
 }
 
 function failIfExited(members: readonly Member[], what: string): void {
   const crashed = members.find((member) => member.exitCode !== null && member.exitCode !== 0);
-  if (crashed) throw new Error(`kcat -G exited with ${crashed.exitCode} waiting for ${what}: ${crashed.lastError()}`);
+  if (crashed)
+    throw new Error(
+      `kcat -G exited with ${crashed.exitCode} waiting for ${what}: ${crashed.lastError()}`,
+    );
 }
 
-async function waitForMembers(members: readonly Member[], what: string, timeoutMs: number, done: () => boolean) {
+async function waitForMembers(
+  members: readonly Member[],
+  what: string,
+  timeoutMs: number,
+  done: () => boolean,
+) {
   try {
     await waitFor(what, timeoutMs, () => {
       failIfExited(members, what);
@@ -140,9 +180,15 @@ async function waitForMembers(members: readonly Member[], what: string, timeoutM
 }
 
 async function listOffsets(at: -1 | -2): Promise<number[]> {
-  const partitions = Array.from({ length: PARTITION_COUNT }, (_, p) => ["-t", `${env.topic}:${p}:${at}`]).flat();
+  const partitions = Array.from({ length: PARTITION_COUNT }, (_, p) => [
+    "-t",
+    `${env.topic}:${p}:${at}`,
+  ]).flat();
   const output = await kcat(["-Q", ...partitions]);
-  const offsets = [...output.matchAll(/\[(\d+)\]\s+offset (-?\d+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+  const offsets = [...output.matchAll(/\[(\d+)\]\s+offset (-?\d+)/g)].map((m) => [
+    Number(m[1]),
+    Number(m[2]),
+  ]);
   check(offsets.length === PARTITION_COUNT, `kcat -Q printed: ${output.trim()}`);
   return offsets.sort((a, b) => (a[0] ?? 0) - (b[0] ?? 0)).map(([, offset]) => offset ?? -1);
 }
@@ -150,7 +196,10 @@ async function listOffsets(at: -1 | -2): Promise<number[]> {
 async function main(): Promise<void> {
   const steps = new StepRunner("kcat", kcatVersion());
   let producedCount = 0;
-  steps.markNotApplicable("create-topic", "kcat has no admin commands; the topic is auto-created with num.partitions=3");
+  steps.markNotApplicable(
+    "create-topic",
+    "kcat has no admin commands; the topic is auto-created with num.partitions=3",
+  );
   await steps.run("produce-gzip", async () => {
     const detail = await produce("gzip");
     producedCount += RECORDS_PER_CODEC;
@@ -181,7 +230,10 @@ async function main(): Promise<void> {
     check(problems.length === 0, problems.join("; "));
     return members.map((member) => `member ${member.index}: ${member.records.length}`).join(", ");
   });
-  steps.markNotApplicable("commit", "kcat -G commits by itself when it exits; restart-no-redelivery checks it");
+  steps.markNotApplicable(
+    "commit",
+    "kcat -G commits by itself when it exits; restart-no-redelivery checks it",
+  );
 
   await steps.run("restart-no-redelivery", async () => {
     const members = [new Member(0, false), new Member(1, false)];
@@ -190,12 +242,18 @@ async function main(): Promise<void> {
         members.every((member) => member.assigned),
       );
       for (let partition = 0; partition < SENTINEL_COUNT; partition++) {
-        await kcat(["-P", "-t", env.topic, "-p", String(partition), "-K", "\t"], `sentinel-${partition}\tsentinel\n`);
+        await kcat(
+          ["-P", "-t", env.topic, "-p", String(partition), "-K", "\t"],
+          `sentinel-${partition}\tsentinel\n`,
+        );
       }
       producedCount += SENTINEL_COUNT;
       const all = () => members.flatMap((member) => member.records);
-      await waitForMembers(members, "the sentinels", RESTART_TIMEOUT_MS, () =>
-        all().filter(isSentinel).length >= SENTINEL_COUNT,
+      await waitForMembers(
+        members,
+        "the sentinels",
+        RESTART_TIMEOUT_MS,
+        () => all().filter(isSentinel).length >= SENTINEL_COUNT,
       );
       const again = all().filter((record) => !isSentinel(record));
       check(again.length === 0, `${again.length} records delivered again after the restart`);
@@ -208,7 +266,10 @@ async function main(): Promise<void> {
   await steps.run("list-offsets", async () => {
     const earliest = await listOffsets(-2);
     const latest = await listOffsets(-1);
-    check(earliest.every((offset) => offset === 0), `earliest ${earliest}`);
+    check(
+      earliest.every((offset) => offset === 0),
+      `earliest ${earliest}`,
+    );
     const total = latest.reduce((sum, offset) => sum + offset, 0);
     check(total === producedCount, `latest offsets add up to ${total}, produced ${producedCount}`);
     return `earliest 0, latest ${latest.join("/")}`;

@@ -38,7 +38,9 @@ type StringMessage = Message<string, string, string, string>;
 const SEND_CHUNK_RECORDS = 1000;
 // The package exports no version and no package.json, so read it beside the resolved entry point.
 const ENTRY = Bun.resolveSync("@platformatic/kafka", import.meta.dir);
-const VERSION: string = JSON.parse(readFileSync(join(dirname(ENTRY), "..", "package.json"), "utf8")).version;
+const VERSION: string = JSON.parse(
+  readFileSync(join(dirname(ENTRY), "..", "package.json"), "utf8"),
+).version;
 const clientOptions = { clientId: "quill-compat-platformatic", bootstrapBrokers: [env.bootstrap] };
 const PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, partition) => partition);
 
@@ -53,13 +55,22 @@ interface Member {
 }
 
 function startMember(index: number): Member {
-  const consumer = new Consumer({ ...clientOptions, groupId: env.group, deserializers: stringDeserializers });
+  const consumer = new Consumer({
+    ...clientOptions,
+    groupId: env.group,
+    deserializers: stringDeserializers,
+  });
   const member: Member = { consumer, records: [], lastMessages: new Map(), joined: false };
   consumer.on("consumer:group:join", () => {
     member.joined = true;
   });
   consumer
-    .consume({ topics: [env.topic], mode: "committed", fallbackMode: "earliest", autocommit: false })
+    .consume({
+      topics: [env.topic],
+      mode: "committed",
+      fallbackMode: "earliest",
+      autocommit: false,
+    })
     .then((stream) => {
       member.stream = stream;
       stream.on("data", (message: StringMessage) => {
@@ -93,7 +104,12 @@ async function stopMembers(members: readonly Member[]): Promise<void> {
   }
 }
 
-async function waitForMembers(members: readonly Member[], what: string, timeoutMs: number, done: () => boolean) {
+async function waitForMembers(
+  members: readonly Member[],
+  what: string,
+  timeoutMs: number,
+  done: () => boolean,
+) {
   await waitFor(what, timeoutMs, () => {
     const failed = members.find((member) => member.error);
     if (failed) throw new Error(`consumer failed: ${failed.error}`);
@@ -102,7 +118,11 @@ async function waitForMembers(members: readonly Member[], what: string, timeoutM
 }
 
 async function produce(codec: Codec): Promise<string> {
-  const producer = new Producer({ ...clientOptions, serializers: stringSerializers, compression: codec });
+  const producer = new Producer({
+    ...clientOptions,
+    serializers: stringSerializers,
+    compression: codec,
+  });
   try {
     const records = recordsFor(codec);
     for (let first = 0; first < records.length; first += SEND_CHUNK_RECORDS) {
@@ -123,63 +143,81 @@ async function produce(codec: Codec): Promise<string> {
 
 async function listOffsets(admin: Admin, timestamp: bigint): Promise<bigint[]> {
   const [topic] = await admin.listOffsets({
-    topics: [{ name: env.topic, partitions: PARTITIONS.map((partitionIndex) => ({ partitionIndex, timestamp })) }],
+    topics: [
+      {
+        name: env.topic,
+        partitions: PARTITIONS.map((partitionIndex) => ({ partitionIndex, timestamp })),
+      },
+    ],
   });
-  const partitions = [...(topic?.partitions ?? [])].sort((a, b) => a.partitionIndex - b.partitionIndex);
+  const partitions = [...(topic?.partitions ?? [])].sort(
+    (a, b) => a.partitionIndex - b.partitionIndex,
+  );
   check(partitions.length === PARTITION_COUNT, `${partitions.length} partitions listed`);
   return partitions.map((partition) => partition.offset);
 }
 
-async function main(): Promise<void> {
-  const steps = new StepRunner("platformatic-kafka", VERSION);
-  const admin = new Admin(clientOptions);
-  let producedCount = 0;
-  let members: Member[] = [];
+/** The scenario's steps; each method is one step and throws to fail it. */
+class Scenario {
+  private producedCount = 0;
+  private members: Member[] = [];
 
-  await steps.run("create-topic", async () => {
+  constructor(private readonly admin: Admin) {}
+
+  private records(): ConsumedRecord[] {
+    return this.members.flatMap((member) => member.records);
+  }
+
+  async createTopic(): Promise<void> {
+    const { admin } = this;
     await admin.createTopics({ topics: [env.topic], partitions: PARTITION_COUNT, replicas: 1 });
     const metadata = await admin.metadata({ topics: [env.topic] });
     const partitions = metadata.topics.get(env.topic)?.partitionsCount;
     check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);
-  });
-  for (const codec of ["gzip", "zstd"] as const) {
-    await steps.run(`produce-${codec}`, async () => {
-      const detail = await produce(codec);
-      producedCount += RECORDS_PER_CODEC;
-      return detail;
-    });
   }
 
-  await steps.run("consume-group", async () => {
-    members = [startMember(0), startMember(1)];
-    const all = () => members.flatMap((member) => member.records);
-    await waitForMembers(members, "both members to join", RESTART_TIMEOUT_MS, () => members.every((m) => m.joined));
+  async produce(codec: Codec): Promise<string> {
+    const detail = await produce(codec);
+    this.producedCount += RECORDS_PER_CODEC;
+    return detail;
+  }
+
+  /** Starts two members and waits until both have joined the group. */
+  private async startMembers(): Promise<void> {
+    this.members = [startMember(0), startMember(1)];
+    const joined = () => this.members.every((member) => member.joined);
+    await waitForMembers(this.members, "both members to join", RESTART_TIMEOUT_MS, joined);
+  }
+
+  async consumeGroup(): Promise<string> {
+    await this.startMembers();
     const expected = 2 * RECORDS_PER_CODEC;
-    await waitForMembers(members, `${expected} records`, CONSUME_TIMEOUT_MS, () => all().length >= expected);
+    const done = () => this.records().length >= expected;
+    await waitForMembers(this.members, `${expected} records`, CONSUME_TIMEOUT_MS, done);
     await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
-    const problems = verifyConsumed(all(), ["gzip", "zstd"]);
+    const problems = verifyConsumed(this.records(), ["gzip", "zstd"]);
     check(problems.length === 0, problems.join("; "));
-    return members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
-  });
-  await steps.run("commit", async () => {
-    for (const member of members) {
+    return this.members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
+  }
+
+  async commit(): Promise<void> {
+    for (const member of this.members) {
       for (const message of member.lastMessages.values()) await message.commit();
     }
-    const [group] = await admin.listConsumerGroupOffsets({ groups: [env.group] });
-    const committed = new Map(
-      (group?.topics.find((t) => t.name === env.topic)?.partitions ?? []).map((p) => [p.partitionIndex, p.committedOffset]),
-    );
-    const latest = await listOffsets(admin, -1n);
+    const [group] = await this.admin.listConsumerGroupOffsets({ groups: [env.group] });
+    const partitions = group?.topics.find((topic) => topic.name === env.topic)?.partitions ?? [];
+    const committed = new Map(partitions.map((p) => [p.partitionIndex, p.committedOffset]));
+    const latest = await listOffsets(this.admin, -1n);
     for (const partition of PARTITIONS) {
       const offset = committed.get(partition);
-      check(offset === latest[partition], `partition ${partition}: committed ${offset}, end ${latest[partition]}`);
+      const end = latest[partition];
+      check(offset === end, `partition ${partition}: committed ${offset}, end ${end}`);
     }
-  });
-  await stopMembers(members);
+  }
 
-  await steps.run("restart-no-redelivery", async () => {
-    members = [startMember(0), startMember(1)];
-    await waitForMembers(members, "both members to join", RESTART_TIMEOUT_MS, () => members.every((m) => m.joined));
+  async restart(): Promise<void> {
+    await this.stopMembers();
+    await this.startMembers();
     const producer = new Producer({ ...clientOptions, serializers: stringSerializers });
     try {
       await producer.send({
@@ -193,35 +231,63 @@ async function main(): Promise<void> {
     } finally {
       await producer.close();
     }
-    producedCount += SENTINEL_COUNT;
-    const all = () => members.flatMap((member) => member.records);
-    await waitForMembers(members, "the sentinels", RESTART_TIMEOUT_MS, () => all().filter(isSentinel).length >= SENTINEL_COUNT);
-    const again = all().filter((record) => !isSentinel(record));
-    check(again.length === 0, `${again.length} records delivered again after the restart`);
-  });
-  await steps.run("describe-group", async () => {
-    const group = (await admin.describeGroups({ groups: [env.group] })).get(env.group);
+    this.producedCount += SENTINEL_COUNT;
+    const sentinels = () => this.records().filter(isSentinel).length;
+    const done = () => sentinels() >= SENTINEL_COUNT;
+    await waitForMembers(this.members, "the sentinels", RESTART_TIMEOUT_MS, done);
+    const again = this.records().filter((record) => !isSentinel(record)).length;
+    check(again === 0, `${again} records delivered again after the restart`);
+  }
+
+  async describeGroup(): Promise<string> {
+    const group = (await this.admin.describeGroups({ groups: [env.group] })).get(env.group);
     check(group?.state === "STABLE", `group state ${group?.state}`);
     check(group.members.size === 2, `${group.members.size} members`);
     check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
-    const listed = await admin.listGroups();
+    const listed = await this.admin.listGroups();
     check(listed.has(env.group), "listGroups does not show the group");
     return `${group.state}, ${group.members.size} members, protocol ${group.protocol}`;
-  });
-  await stopMembers(members);
+  }
 
-  await steps.run("list-offsets", async () => {
-    const earliest = await listOffsets(admin, -2n);
-    const latest = await listOffsets(admin, -1n);
-    check(earliest.every((offset) => offset === 0n), `earliest ${earliest}`);
+  async listOffsets(): Promise<string> {
+    const earliest = await listOffsets(this.admin, -2n);
+    const latest = await listOffsets(this.admin, -1n);
+    check(
+      earliest.every((offset) => offset === 0n),
+      `earliest ${earliest}`,
+    );
     const total = latest.reduce((sum, offset) => sum + Number(offset), 0);
-    check(total === producedCount, `latest offsets add up to ${total}, produced ${producedCount}`);
+    const produced = this.producedCount;
+    check(total === produced, `latest offsets add up to ${total}, produced ${produced}`);
     return `earliest 0, latest ${latest.join("/")}`;
-  });
-  await steps.run("delete-topic", async () => {
-    await admin.deleteTopics({ topics: [env.topic] });
-    await waitFor("the topic to go", 10_000, async () => !(await admin.listTopics()).includes(env.topic));
-  });
+  }
+
+  async deleteTopic(): Promise<void> {
+    await this.admin.deleteTopics({ topics: [env.topic] });
+    const gone = async () => !(await this.admin.listTopics()).includes(env.topic);
+    await waitFor("the topic to go", 10_000, gone);
+  }
+
+  async stopMembers(): Promise<void> {
+    await stopMembers(this.members);
+    this.members = [];
+  }
+}
+
+async function main(): Promise<void> {
+  const steps = new StepRunner("platformatic-kafka", VERSION);
+  const admin = new Admin(clientOptions);
+  const scenario = new Scenario(admin);
+  await steps.run("create-topic", () => scenario.createTopic());
+  await steps.run("produce-gzip", () => scenario.produce("gzip"));
+  await steps.run("produce-zstd", () => scenario.produce("zstd"));
+  await steps.run("consume-group", () => scenario.consumeGroup());
+  await steps.run("commit", () => scenario.commit());
+  await steps.run("restart-no-redelivery", () => scenario.restart());
+  await steps.run("describe-group", () => scenario.describeGroup());
+  await scenario.stopMembers();
+  await steps.run("list-offsets", () => scenario.listOffsets());
+  await steps.run("delete-topic", () => scenario.deleteTopic());
   await admin.close();
 }
 

@@ -3,6 +3,7 @@
 The same contract as scenario.ts (read it for the line format): the records every client
 produces, the checks on what it consumed, and a step runner printing one JSON line per step.
 """
+
 import json
 import os
 import re

@@ -127,7 +127,8 @@ export function verifyConsumed(
     partitionByKey.set(record.key ?? "", record.partition);
   }
   const expected = codecs.length * RECORDS_PER_CODEC;
-  if (seen.size !== expected) problems.push(`${expected - seen.size} of ${expected} records missing`);
+  if (seen.size !== expected)
+    problems.push(`${expected - seen.size} of ${expected} records missing`);
   for (const member of [0, 1]) {
     if (!countByMember.get(member)) problems.push(`member ${member} received no records`);
   }
@@ -139,7 +140,10 @@ function checkRecord(record: ConsumedRecord, seq: number, headersPerRecord: bool
   if (record.key !== keyFor(seq)) problems.push(`record ${seq}: key ${record.key}`);
   if (record.value !== valueFor(seq)) problems.push(`record ${seq}: value differs`);
   const expectedHeaders = headersPerRecord
-    ? [["seq", String(seq)], ["codec", codecFor(seq)]]
+    ? [
+        ["seq", String(seq)],
+        ["codec", codecFor(seq)],
+      ]
     : [["codec", codecFor(seq)]];
   const got = JSON.stringify(record.headers);
   if (got !== JSON.stringify(expectedHeaders)) problems.push(`record ${seq}: headers ${got}`);
@@ -216,7 +220,8 @@ export async function waitFor(
 ): Promise<void> {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await probe())) {
-    if (Date.now() > deadlineMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadlineMs)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -80,7 +80,8 @@ public final class Main {
 
   private String createTopic() throws Exception {
     admin.createTopics(List.of(new NewTopic(TOPIC, PARTITION_COUNT, (short) 1))).all().get();
-    TopicDescription description = admin.describeTopics(List.of(TOPIC)).allTopicNames().get().get(TOPIC);
+    TopicDescription description =
+        admin.describeTopics(List.of(TOPIC)).allTopicNames().get().get(TOPIC);
     Steps.check(description.partitions().size() == PARTITION_COUNT,
         "topic has " + description.partitions().size() + " partitions");
     ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, TOPIC);
@@ -106,7 +107,9 @@ public final class Main {
         RecordHeaders headers = new RecordHeaders();
         headers.add("seq", Integer.toString(seq).getBytes(StandardCharsets.UTF_8));
         headers.add("codec", codec.getBytes(StandardCharsets.UTF_8));
-        sent.add(producer.send(new ProducerRecord<>(TOPIC, null, Records.keyFor(seq), Records.valueFor(seq), headers)));
+        String key = Records.keyFor(seq);
+        String value = Records.valueFor(seq);
+        sent.add(producer.send(new ProducerRecord<>(TOPIC, null, key, value, headers)));
       }
       producer.flush();
       for (Future<RecordMetadata> future : sent) future.get(60, TimeUnit.SECONDS);
@@ -117,13 +120,17 @@ public final class Main {
 
   private String consumeGroup() throws Exception {
     members = Member.startTwo();
-    Member.waitFor("both members to be assigned", RESTART_TIMEOUT_MS, members, () -> Member.allAssigned(members));
+    Member.waitFor("both members to be assigned", RESTART_TIMEOUT_MS, members,
+        () -> Member.allAssigned(members));
     int expected = 2 * RECORDS_PER_CODEC;
-    Member.waitFor(expected + " records", CONSUME_TIMEOUT_MS, members, () -> Member.all(members).size() >= expected);
+    Member.waitFor(expected + " records", CONSUME_TIMEOUT_MS, members,
+        () -> Member.all(members).size() >= expected);
     Thread.sleep(500); // Anything delivered twice arrives now, and the check sees it.
     List<String> problems = Records.verify(Member.all(members));
     Steps.check(problems.isEmpty(), String.join("; ", problems));
-    return members.stream().map(m -> "member " + m.index + ": " + m.count()).collect(Collectors.joining(", "));
+    return members.stream()
+        .map(m -> "member " + m.index + ": " + m.count())
+        .collect(Collectors.joining(", "));
   }
 
   private Map<TopicPartition, Long> offsets(OffsetSpec spec) throws Exception {
@@ -150,7 +157,8 @@ public final class Main {
 
   private String restart() throws Exception {
     members = Member.startTwo();
-    Member.waitFor("both members to be assigned", RESTART_TIMEOUT_MS, members, () -> Member.allAssigned(members));
+    Member.waitFor("both members to be assigned", RESTART_TIMEOUT_MS, members,
+        () -> Member.allAssigned(members));
     try (KafkaProducer<String, String> producer = producer("none")) {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       for (int p = 0; p < SENTINEL_COUNT; p++) {
@@ -167,12 +175,15 @@ public final class Main {
   }
 
   private String describeGroup() throws Exception {
-    ConsumerGroupDescription group = admin.describeConsumerGroups(List.of(GROUP)).all().get().get(GROUP);
+    ConsumerGroupDescription group =
+        admin.describeConsumerGroups(List.of(GROUP)).all().get().get(GROUP);
     Steps.check(group.state() == ConsumerGroupState.STABLE, "group state " + group.state());
     Steps.check(group.members().size() == 2, group.members().size() + " members");
-    boolean listed = admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals(GROUP));
+    boolean listed =
+        admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals(GROUP));
     Steps.check(listed, "listConsumerGroups does not show the group");
-    return group.state() + ", " + group.members().size() + " members, assignor " + group.partitionAssignor();
+    return group.state() + ", " + group.members().size() + " members, assignor "
+        + group.partitionAssignor();
   }
 
   private String listOffsets() throws Exception {
@@ -181,14 +192,16 @@ public final class Main {
     Steps.check(earliest.values().stream().allMatch(o -> o == 0), "earliest " + earliest);
     long total = latest.values().stream().mapToLong(Long::longValue).sum();
     Steps.check(total == produced, "latest offsets add up to " + total + ", produced " + produced);
-    return "earliest 0, latest " + latest.values().stream().map(String::valueOf).collect(Collectors.joining("/"));
+    return "earliest 0, latest "
+        + latest.values().stream().map(String::valueOf).collect(Collectors.joining("/"));
   }
 
   private String deleteTopic() throws Exception {
     admin.deleteTopics(List.of(TOPIC)).all().get();
     long deadline = System.currentTimeMillis() + 10_000;
     while (admin.listTopics().names().get().contains(TOPIC)) {
-      Steps.check(System.currentTimeMillis() < deadline, "topic still listed 10 s after deleteTopics");
+      boolean inTime = System.currentTimeMillis() < deadline;
+      Steps.check(inTime, "topic still listed 10 s after deleteTopics");
       Thread.sleep(100);
     }
     return null;
@@ -196,12 +209,18 @@ public final class Main {
 
   /** An exception and its causes, skipping the ExecutionException wrapper futures throw. */
   static String describe(Throwable error) {
-    Throwable current = error instanceof ExecutionException && error.getCause() != null ? error.getCause() : error;
-    StringBuilder text = new StringBuilder(current.getClass().getSimpleName() + ": " + current.getMessage());
-    for (Throwable cause = current.getCause(); cause != null && cause != current; cause = cause.getCause()) {
-      text.append(" (cause: ").append(cause.getClass().getSimpleName()).append(": ").append(cause.getMessage()).append(')');
+    boolean wrapped = error instanceof ExecutionException && error.getCause() != null;
+    Throwable current = wrapped ? error.getCause() : error;
+    StringBuilder text = new StringBuilder(name(current));
+    for (Throwable cause = current.getCause(); cause != null && cause != current; ) {
+      text.append(" (cause: ").append(name(cause)).append(')');
       current = cause;
+      cause = cause.getCause();
     }
     return text.toString();
+  }
+
+  private static String name(Throwable error) {
+    return error.getClass().getSimpleName() + ": " + error.getMessage();
   }
 }

@@ -82,10 +82,12 @@ final class Member implements Runnable {
       for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(100))) {
         List<String[]> headers = new ArrayList<>();
         for (Header header : record.headers()) {
-          headers.add(new String[] {header.key(), new String(header.value(), StandardCharsets.UTF_8)});
+          String value = new String(header.value(), StandardCharsets.UTF_8);
+          headers.add(new String[] {header.key(), value});
         }
         synchronized (records) {
-          records.add(new Records.Consumed(index, record.partition(), record.key(), record.value(), headers));
+          records.add(new Records.Consumed(
+              index, record.partition(), record.key(), record.value(), headers));
         }
       }
     } catch (RuntimeException error) {
@@ -121,7 +123,8 @@ final class Member implements Runnable {
   }
 
   /** Waits for `done`, failing at once with a member's error or after the timeout. */
-  static void waitFor(String what, long timeoutMs, List<Member> members, BooleanSupplier done) throws Exception {
+  static void waitFor(String what, long timeoutMs, List<Member> members, BooleanSupplier done)
+      throws Exception {
     long deadline = System.currentTimeMillis() + timeoutMs;
     while (!done.getAsBoolean()) {
       for (Member member : members) {
@@ -130,9 +133,13 @@ final class Member implements Runnable {
         }
       }
       if (System.currentTimeMillis() > deadline) {
-        String last = members.stream().filter(m -> m.lastError != null).map(m -> "; last client error: "
-            + Main.describe(m.lastError)).findFirst().orElse("");
-        throw new IllegalStateException("timed out after " + timeoutMs + " ms waiting for " + what + last);
+        String last = members.stream()
+            .filter(m -> m.lastError != null)
+            .map(m -> "; last client error: " + Main.describe(m.lastError))
+            .findFirst()
+            .orElse("");
+        throw new IllegalStateException(
+            "timed out after " + timeoutMs + " ms waiting for " + what + last);
       }
       Thread.sleep(50);
     }

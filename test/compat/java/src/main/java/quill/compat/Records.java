@@ -46,21 +46,30 @@ final class Records {
         continue;
       }
       int seq = Integer.parseInt(match.group(1));
-      if (!keyFor(seq).equals(record.key())) problems.add("record " + seq + ": key " + record.key());
+      if (!keyFor(seq).equals(record.key())) {
+        problems.add("record " + seq + ": key " + record.key());
+      }
       if (!valueFor(seq).equals(record.value())) problems.add("record " + seq + ": value differs");
       String headers = headerText(record.headers());
-      if (!headers.equals("seq=" + seq + ",codec=" + codecFor(seq))) problems.add("record " + seq + ": headers " + headers);
+      if (!headers.equals("seq=" + seq + ",codec=" + codecFor(seq))) {
+        problems.add("record " + seq + ": headers " + headers);
+      }
       if (!seen.add(seq)) problems.add("record " + seq + " delivered twice");
       String memberKey = record.member() + "/" + record.key();
       Integer last = lastSeq.put(memberKey, seq);
-      if (last != null && seq <= last) problems.add("key " + record.key() + ": record " + seq + " after " + last);
+      if (last != null && seq <= last) {
+        problems.add("key " + record.key() + ": record " + seq + " after " + last);
+      }
       Integer partition = partitionOfKey.put(record.key(), record.partition());
       if (partition != null && partition != record.partition()) {
-        problems.add("key " + record.key() + " in partitions " + partition + " and " + record.partition());
+        problems.add(
+            "key " + record.key() + " in partitions " + partition + " and " + record.partition());
       }
     }
     int expected = 2 * Main.RECORDS_PER_CODEC;
-    if (seen.size() != expected) problems.add((expected - seen.size()) + " of " + expected + " records missing");
+    if (seen.size() != expected) {
+      problems.add((expected - seen.size()) + " of " + expected + " records missing");
+    }
     for (int member = 0; member < 2; member++) {
       if (perMember[member] == 0) problems.add("member " + member + " received no records");
     }
