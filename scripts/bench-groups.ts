@@ -1,12 +1,12 @@
 /**
  * Consumer-group benchmark (not a timed test).
  *
- * 1. Offset commits per second with the local offset store, for 1, 10 and 100 partitions per
+ * 1. Offset commits per second with the local and the ZooKeeper offset store (a real ZooKeeper
+ *    started for the run), side by side, for 1, 10 and 100 partitions per
  *    OffsetCommit, through GroupCoordinator.offsetCommit (what the OffsetCommit handler calls),
  *    with one commit in flight (a consumer committing after each batch) and with IN_FLIGHT
- *    concurrent commits (many groups; they share fdatasyncs). Also the fdatasyncs per second
- *    and commits per fdatasync, so the grouping is visible. Same method as
- *    scripts/bench-zookeeper-offsets.ts, which gives the ZooKeeper column.
+ *    concurrent commits (many groups; the local store shares fdatasyncs between them, and
+ *    shows commits per fdatasync so the grouping is visible).
  * 2. Time for a 10-member group to rebalance when an 11th member joins: from the newcomer's
  *    JoinGroup to the last SyncGroup answer, with members that rejoin as soon as a heartbeat
  *    says REBALANCE_IN_PROGRESS (domain level: no network, no client heartbeat interval).
@@ -23,6 +23,9 @@ import * as path from "node:path";
 import { GroupCoordinator } from "../src/coordinator/group-coordinator.ts";
 import type { JoinGroupRequest, JoinGroupResult } from "../src/coordinator/group-operations.ts";
 import { LocalOffsetStore } from "../src/coordinator/local-offset-store.ts";
+import type { OffsetStore } from "../src/coordinator/offset-store.ts";
+import { ZooKeeperOffsetStore } from "../src/coordinator/zookeeper-offset-store.ts";
+import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { loadConfig } from "../src/config/load-config.ts";
 import { startBroker } from "../src/server/broker.ts";
@@ -51,16 +54,43 @@ async function rate(
   return done / ((performance.now() - startedMs) / 1000);
 }
 
-async function commitRates(partitions: number, inFlight: number) {
+/** An offset store to measure, and what it can say about fsync grouping (local store only). */
+interface StoreUnderTest {
+  readonly store: OffsetStore;
+  commitsPerFsync(): number | null;
+  close(): Promise<void>;
+}
+
+async function openLocalStore(): Promise<StoreUnderTest> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
+  const store = LocalOffsetStore.open(dir);
+  return {
+    store,
+    commitsPerFsync: () => store.stats.recordsWritten / store.stats.fsyncs,
+    close: async () => {
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function openZooKeeperStore(connectString: string): Promise<StoreUnderTest> {
+  const options = { sessionTimeoutMs: 10_000, connectTimeoutMs: 5_000 };
+  const store = await ZooKeeperOffsetStore.connect(connectString, options);
+  return { store, commitsPerFsync: () => null, close: () => store.close() };
+}
+
+async function commitRates(
+  open: () => Promise<StoreUnderTest>, partitions: number, inFlight: number,
+) {
   const rates: number[] = [];
   const perSync: number[] = [];
   for (let run = 0; run < REPEATS; run++) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
-    const store = LocalOffsetStore.open(dir);
-    const coordinator = new GroupCoordinator(store, { offsetsPerCommitMax: 1_000 });
+    const underTest = await open();
+    const coordinator = new GroupCoordinator(underTest.store, { offsetsPerCommitMax: 1_000 });
     await coordinator.start();
     const commitOf = (worker: number, i: number) => ({
-      groupId: `bench-${worker}`, generationId: -1, memberId: "", groupInstanceId: null,
+      groupId: `bench-${run}-${worker}`, generationId: -1, memberId: "", groupInstanceId: null,
       topics: [{
         name: "bench-topic",
         partitions: Array.from({ length: partitions }, (_, p) => ({
@@ -77,10 +107,9 @@ async function commitRates(partitions: number, inFlight: number) {
       if (errorCode !== ErrorCode.NONE) throw new Error(`commit failed with ${errorCode}`);
     });
     rates.push(r);
-    perSync.push(store.stats.recordsWritten / store.stats.fsyncs);
+    perSync.push(underTest.commitsPerFsync() ?? NaN);
     coordinator.close();
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await underTest.close();
   }
   return { commitsPerSecond: median(rates), commitsPerFsync: median(perSync) };
 }
@@ -137,20 +166,31 @@ async function rebalanceMs(c: GroupCoordinator, groupId: string): Promise<number
 
 async function main(): Promise<void> {
   const cpus = os.cpus().length;
-  console.log(`Offset commits/s, local store ` +
-    `(median of ${REPEATS} runs of ${DURATION_MS} ms; ${cpus} CPUs)`);
-  console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | commits/fsync |" +
-    " offsets/s at 32 |");
-  console.log("|---|---|---|---|---|---|");
-  for (const partitions of PARTITION_COUNTS) {
-    const one = await commitRates(partitions, 1);
-    const many = await commitRates(partitions, IN_FLIGHT);
-    const cells = [
-      partitions, one.commitsPerSecond.toFixed(0), one.commitsPerFsync.toFixed(1),
-      many.commitsPerSecond.toFixed(0), many.commitsPerFsync.toFixed(1),
-      (many.commitsPerSecond * partitions).toFixed(0),
+  const zooKeeper = await startZooKeeper();
+  try {
+    const stores: [string, () => Promise<StoreUnderTest>][] = [
+      ["local", openLocalStore],
+      ["ZooKeeper", () => openZooKeeperStore(zooKeeper.connectString)],
     ];
-    console.log(`| ${cells.join(" | ")} |`);
+    for (const [name, open] of stores) {
+      console.log(`\nOffset commits/s through GroupCoordinator.offsetCommit, ${name} store ` +
+        `(median of ${REPEATS} runs of ${DURATION_MS} ms; ${cpus} CPUs)`);
+      console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | " +
+        "commits/fsync | offsets/s at 32 |");
+      console.log("|---|---|---|---|---|---|");
+      for (const partitions of PARTITION_COUNTS) {
+        const one = await commitRates(open, partitions, 1);
+        const many = await commitRates(open, partitions, IN_FLIGHT);
+        const cells = [
+          partitions, one.commitsPerSecond.toFixed(0), one.commitsPerFsync.toFixed(1),
+          many.commitsPerSecond.toFixed(0), many.commitsPerFsync.toFixed(1),
+          (many.commitsPerSecond * partitions).toFixed(0),
+        ];
+        console.log(`| ${cells.join(" | ").replaceAll("NaN", "n/a")} |`);
+      }
+    }
+  } finally {
+    await zooKeeper.stop();
   }
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-groups-"));
