@@ -69,6 +69,8 @@ export class Partition {
   /** The LEO when this broker became leader of the current epoch (Kafka's leaderEpochStartOffset). */
   private leaderEpochStartOffsetValue: bigint;
   private readonly followers = new Map<number, FollowerState>();
+  /** False for the sole-replica default, which any controller decision replaces. */
+  private controllerStatedValue = false;
   topicId: Uint8Array;
 
   private constructor(
@@ -106,6 +108,7 @@ export class Partition {
     p.leaderIdValue = -1;
     p.leaderEpochValue = -1;
     p.partitionEpochValue = -1;
+    p.controllerStatedValue = true;
     return p;
   }
 
@@ -131,6 +134,10 @@ export class Partition {
 
   get pendingIsr(): readonly number[] | null {
     return this.pendingIsrValue;
+  }
+
+  get isControllerStated(): boolean {
+    return this.controllerStatedValue;
   }
 
   get isLeader(): boolean {

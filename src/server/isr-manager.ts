@@ -1,0 +1,73 @@
+import { ErrorCode } from "../protocol/errors.ts";
+import type { AlterIsr, Partition } from "./partition.ts";
+
+export interface IsrManagerOptions {
+  readonly alterIsr: AlterIsr;
+  /** replica.lag.time.max.ms */
+  readonly lagTimeMaxMs: number;
+  /** The partitions this broker holds; the ones it leads are checked. */
+  readonly partitions: () => Iterable<Partition>;
+  /** Called after a committed ISR change: the HW may move and acks=-1 waits may end. */
+  readonly onIsrChanged: (partition: Partition) => void;
+  readonly warn: (message: string) => void;
+}
+
+/**
+ * Keeps each led partition's ISR honest (Kafka's Partition.maybeShrinkIsr / maybeExpandIsr):
+ * a follower that has not caught up for replica.lag.time.max.ms is proposed for removal (checked
+ * every half of that time, as Kafka schedules it), and a follower outside the ISR that reached
+ * the high watermark is proposed for addition after its fetch. Proposals go to the controller
+ * through AlterIsr, one in flight per partition; the partition applies only what was committed.
+ */
+export class IsrManager {
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(private readonly options: IsrManagerOptions) {
+    this.timer = setInterval(() => this.maybeShrinkAll(Date.now()), Math.max(1, options.lagTimeMaxMs / 2));
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Proposes removing the out-of-sync followers of every partition led here. */
+  maybeShrinkAll(nowMs: number): void {
+    for (const p of this.options.partitions()) {
+      if (!p.isLeader || p.pendingIsr !== null) continue;
+      const out = p.outOfSyncReplicas(nowMs, this.options.lagTimeMaxMs);
+      if (out.length === 0) continue;
+      this.options.warn(`[isr] ${p.topic}-${p.partition}: shrinking ISR [${p.isr.join(",")}] ` +
+        `without [${out.join(",")}], not caught up for ${this.options.lagTimeMaxMs} ms`);
+      this.propose(p, p.isr.filter((id) => !out.includes(id)));
+    }
+  }
+
+  /** After a follower's fetch: proposes adding the followers that caught up. */
+  maybeExpand(p: Partition): void {
+    if (!p.isLeader || p.pendingIsr !== null) return;
+    const joining = p.catchingUpReplicas();
+    if (joining.length === 0) return;
+    this.propose(p, [...p.isr, ...joining].sort((a, b) => a - b));
+  }
+
+  private propose(p: Partition, newIsr: readonly number[]): void {
+    p.beginIsrChange(newIsr);
+    const { topic, partition } = p;
+    this.options.alterIsr(topic, partition, p.leaderEpoch, p.partitionEpoch, newIsr).then(
+      (result) => {
+        const applied = p.completeIsrChange(result);
+        if (!applied && result.errorCode !== ErrorCode.NONE) {
+          this.options.warn(`[isr] ${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
+            `refused with error ${result.errorCode}`);
+        }
+        this.options.onIsrChanged(p);
+      },
+      (error: unknown) => {
+        p.completeIsrChange({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, leaderEpoch: -1,
+          partitionEpoch: -1, isr: [] });
+        this.options.warn(`[isr] ${topic}-${partition}: ISR change failed: ${String(error)}`);
+      },
+    );
+  }
+}
