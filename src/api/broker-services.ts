@@ -1,3 +1,4 @@
+import type { KafkaController } from "../cluster/controller.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { ApiHandler } from "./handler.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
@@ -21,6 +22,8 @@ export interface BrokerServices {
   readonly groupCoordinator: GroupCoordinator;
   /** Producer ids for InitProducerId, unique across restarts (and brokers, in ZooKeeper mode). */
   readonly producerIdManager: ProducerIdManager;
+  /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */
+  readonly controller: KafkaController | null;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
   readonly handlers: readonly ApiHandler[];
 }

@@ -2,6 +2,10 @@ import { produceHandler } from "./00-produce.ts";
 import { fetchHandler } from "./01-fetch.ts";
 import { listOffsetsHandler } from "./02-list-offsets.ts";
 import { metadataHandler } from "./03-metadata.ts";
+import { leaderAndIsrHandler } from "./04-leader-and-isr.ts";
+import { stopReplicaHandler } from "./05-stop-replica.ts";
+import { updateMetadataHandler } from "./06-update-metadata.ts";
+import { controlledShutdownHandler } from "./07-controlled-shutdown.ts";
 import { offsetCommitHandler } from "./08-offset-commit.ts";
 import { offsetFetchHandler } from "./09-offset-fetch.ts";
 import { findCoordinatorHandler } from "./10-find-coordinator.ts";
@@ -21,6 +25,7 @@ import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
 import { offsetDeleteHandler } from "./47-offset-delete.ts";
+import { alterPartitionHandler } from "./56-alter-partition.ts";
 import { describeClusterHandler } from "./60-describe-cluster.ts";
 import { describeProducersHandler } from "./61-describe-producers.ts";
 import type { ApiHandler } from "./handler.ts";
@@ -52,4 +57,9 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   offsetDeleteHandler,
   initProducerIdHandler,
   describeProducersHandler,
+  leaderAndIsrHandler,
+  stopReplicaHandler,
+  updateMetadataHandler,
+  controlledShutdownHandler,
+  alterPartitionHandler,
 ] as readonly ApiHandler[];

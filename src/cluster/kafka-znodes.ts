@@ -309,3 +309,37 @@ export function decodeTopicConfig(topic: string, data: Uint8Array): Record<strin
   if (data.byteLength === 0) return {};
   return decodeJson(topicConfigPath(topic), data, ConfigJson).config;
 }
+
+// ---- /controller and /controller_epoch ------------------------------------------------------
+
+export const CONTROLLER_PATH = "/controller";
+export const CONTROLLER_EPOCH_PATH = "/controller_epoch";
+
+/**
+ * Kafka 3.9's `ControllerZNode.encode`: version 2, with kraftControllerEpoch -1 for a ZooKeeper
+ * controller (a KRaft controller in migration writes its epoch there).
+ */
+export function encodeController(brokerId: number, timestampMs: number): Uint8Array {
+  assert(brokerId >= 0, `controller broker id ${brokerId} must be >= 0`);
+  return encodeJson({
+    version: 2, brokerid: brokerId, timestamp: String(timestampMs), kraftControllerEpoch: -1,
+  });
+}
+
+const ControllerJson = z.object({ brokerid: z.number().int() });
+
+export function decodeController(data: Uint8Array): number {
+  return decodeJson(CONTROLLER_PATH, data, ControllerJson).brokerid;
+}
+
+/** `/controller_epoch` holds the epoch as a plain decimal string, not JSON. */
+export function encodeControllerEpoch(epoch: number): Uint8Array {
+  assert(Number.isInteger(epoch) && epoch >= 0, `controller epoch ${epoch} must be >= 0`);
+  return new TextEncoder().encode(String(epoch));
+}
+
+export function decodeControllerEpoch(data: Uint8Array): number {
+  const text = new TextDecoder().decode(data).trim();
+  if (!/^\d+$/.test(text)) throw new MalformedZnodeError(CONTROLLER_EPOCH_PATH, `"${text}"`);
+  return Number(text);
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { TOPICS_MAX } from "../cluster/local-metadata-store.ts";
+import { assignReplicasToBrokers } from "../cluster/replica-assignment.ts";
 import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
@@ -159,7 +160,7 @@ export class AdminManager {
     checkPartitionCount(count);
     const replicationFactor = record.assignment[0]!.length;
     const added = assignments === null
-      ? this.autoAssign(current, count - current, replicationFactor)
+      ? this.autoAssign(current, count - current, replicationFactor, record.assignment)
       : this.checkedNewPartitions(assignments, current, count, replicationFactor);
     this.checkBrokerLimits(0, added.length);
     assert(current + added.length === count, `topic ${name} would have ${current}+${added.length}`);
@@ -244,7 +245,12 @@ export class AdminManager {
     configs: TopicConfigOverrides,
   ): void {
     const logConfig = logConfigFor(configs, this.config);
-    for (let p = from; p < to; p++) this.logs.getOrCreateLog(name, p, logConfig);
+    const brokerId = this.config["broker.id"];
+    const assignment = this.store.topic(name)?.assignment ?? [];
+    for (let p = from; p < to; p++) {
+      // In a cluster only the partition's replicas keep a log of it.
+      if (assignment[p]?.includes(brokerId) ?? true) this.logs.getOrCreateLog(name, p, logConfig);
+    }
   }
 
   /** Round-robin placement, or null when the request assigns replicas itself. */
@@ -362,21 +368,24 @@ export class AdminManager {
     }
   }
 
-  /** Kafka's round-robin placement, starting each partition's replicas one broker further on. */
-  private autoAssign(firstPartition: number, count: number, replicationFactor: number): number[][] {
-    const brokers = [...this.brokerIds()].sort((a, b) => a - b);
-    if (replicationFactor <= 0) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-        "Replication factor must be larger than 0.");
-    }
-    if (replicationFactor > brokers.length) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-        `Replication factor: ${replicationFactor} larger than available brokers: ` +
-        `${brokers.length}.`);
-    }
-    const brokerAt = (i: number) => brokers[i % brokers.length]!;
-    return Array.from({ length: count }, (_, i) =>
-      Array.from({ length: replicationFactor }, (_, r) => brokerAt(firstPartition + i + r)));
+  /**
+   * Kafka's placement over the live brokers (rack-aware when every broker has a rack). New
+   * partitions of an existing topic continue the round robin from its first partition's leader.
+   */
+  private autoAssign(
+    firstPartition: number,
+    count: number,
+    replicationFactor: number,
+    existing: readonly (readonly number[])[] = [],
+  ): number[][] {
+    const brokers = this.brokerIds().map((id) => ({ id, rack: this.cache.broker(id)?.rack ?? null }));
+    const sortedIds = brokers.map((b) => b.id).sort((a, b) => a - b);
+    const firstLeader = existing[0]?.[0];
+    const fixedStartIndex = firstLeader === undefined
+      ? undefined
+      : Math.max(0, sortedIds.findIndex((id) => id >= firstLeader));
+    return assignReplicasToBrokers(brokers, count, replicationFactor,
+      { startPartition: firstPartition, fixedStartIndex });
   }
 }
 

@@ -14,6 +14,7 @@ import {
 } from "./metadata-stores.ts";
 import { openProducerIdManager } from "./producer-id-manager.ts";
 import { ReplicaManager } from "./replica-manager.ts";
+import { seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -54,8 +55,13 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
     logger: (line) => log.warn(line),
   });
+  if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
   for (const t of cache.topics()) {
-    for (const p of t.partitions) logs.getOrCreateLog(t.name, p.partition, logConfigFor(t.configs, config));
+    for (const p of t.partitions) {
+      // In a cluster a broker keeps logs only of the partitions it is a replica of.
+      if (stores.zooKeeper !== null && !p.replicas.includes(brokerId)) continue;
+      logs.getOrCreateLog(t.name, p.partition, logConfigFor(t.configs, config));
+    }
   }
   logs.startBackgroundTasks();
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
@@ -64,7 +70,8 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   const offsetStore = openOffsetStore(stores, config);
   const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config));
   await groupCoordinator.start();
-  const adminManager = new AdminManager(config, () => [brokerId], store, cache, logs);
+  const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
+  const adminManager = new AdminManager(config, liveBrokerIds, store, cache, logs);
   let services: BrokerServices | null = null;
   const dispatcher = new RequestDispatcher(() => services!, API_HANDLERS, log);
   const server = new SocketServer({
@@ -81,6 +88,13 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   });
   const bound = await server.start();
   if (advertised.port === 0 || listen.port === 0) Object.assign(self, { port: bound.port });
+  // Set before registering: once registered, the controller may send requests at once.
+  services = {
+    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
+    metadataCache: cache, replicaManager, adminManager, groupCoordinator, handlers: API_HANDLERS,
+    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, logDirs[0]!),
+    controller: null,
+  };
   const registration = stores.zooKeeper === null ? null
     : await registerBroker(stores.zooKeeper, config, self, log).catch(async (error: unknown) => {
       unfollow();
@@ -91,15 +105,15 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
       await stores.close();
       throw error;
     });
-  services = {
-    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
-    metadataCache: cache, replicaManager, adminManager, groupCoordinator, handlers: API_HANDLERS,
-    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, logDirs[0]!),
-  };
+  const clusterRole = stores.zooKeeper === null ? null
+    : startClusterRole(stores.zooKeeper, brokerId, cache, log);
+  services = { ...services, controller: clusterRole?.controller ?? null };
   log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
     `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);
   let stopping: Promise<void> | null = null;
   const stop = () => (stopping ??= (async () => {
+    // Still serving: the controller tells this broker and the new leaders over the network.
+    await clusterRole?.shutDown();
     server.stopAccepting();
     await registration?.deregister();
     unfollow();

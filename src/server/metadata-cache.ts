@@ -1,14 +1,30 @@
 import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
+import { assert } from "../util/assert.ts";
 
 /** One partition as Metadata describes it. */
 export interface PartitionState {
   readonly partition: number;
   readonly leaderId: number;
   readonly leaderEpoch: number;
+  /** The version of the partition's state znode (0 until the controller first changes it). */
+  readonly partitionEpoch: number;
   readonly replicas: readonly number[];
   readonly isr: readonly number[];
+}
+
+/** A partition's leadership as the controller states it (LeaderAndIsr, UpdateMetadata). */
+export interface PartitionLeaderState {
+  readonly topic: string;
+  /** The topic's id, or all zeros when the request did not carry it. */
+  readonly topicId: Uint8Array;
+  readonly partition: number;
+  readonly leader: number;
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly isr: readonly number[];
+  readonly replicas: readonly number[];
 }
 
 export interface TopicMetadata {
@@ -25,22 +41,37 @@ export interface BrokerEndpoint {
   readonly rack: string | null;
 }
 
+/** Partition states one broker keeps from the controller; a cluster's partitions are bounded by it. */
+export const PARTITION_STATES_MAX = 1_000_000;
+/** Live brokers one cache tracks. */
+export const LIVE_BROKERS_MAX = 10_000;
+
 /**
  * What Metadata, Produce and Fetch consult about topics: names, ids, partitions, leaders, and
  * each topic's config overrides, rebuilt from the MetadataStore whenever a topic changes. In the
- * embedded default this broker leads every partition with an ISR of itself; in cluster mode the
- * controller's LeaderAndIsr/UpdateMetadata requests will feed the same cache.
+ * embedded default this broker leads every partition with an ISR of itself. In cluster mode the
+ * controller's UpdateMetadata and LeaderAndIsr requests say which brokers live, who controls the
+ * cluster, and each partition's leader, epochs and ISR; those states overlay the assignment the
+ * store holds (which only knows each partition's replicas, the first being the leader a new topic
+ * starts with, exactly what its first state znode says).
  */
 export class MetadataCache {
   private byName = new Map<string, TopicMetadata>();
   private byIdHex = new Map<string, TopicMetadata>();
   private readonly reloadListeners = new Set<() => void>();
+  /** Controller-stated partition states by topic name, each with the topic id it was stated for. */
+  private readonly leaderStates = new Map<string, Map<number, PartitionLeaderState>>();
+  private leaderStateCount = 0;
+  private live = new Map<number, BrokerEndpoint>();
+  private controller = { id: -1, epoch: -1 };
 
   constructor(
     private readonly store: MetadataStore,
     private readonly self: BrokerEndpoint,
     private readonly config: BrokerConfig,
   ) {
+    // The embedded broker is its own controller; a cluster broker learns the controller's id.
+    if (config["zookeeper.connect"] === null) this.controller = { id: self.nodeId, epoch: 0 };
     this.reload();
   }
 
@@ -48,13 +79,82 @@ export class MetadataCache {
     return this.store.clusterId;
   }
 
+  /** Live brokers by id; this broker is always among them (it answers, so it lives). */
   get brokers(): readonly BrokerEndpoint[] {
-    return [this.self];
+    const all = new Map(this.live);
+    all.set(this.self.nodeId, this.self);
+    return [...all.values()].sort((a, b) => a.nodeId - b.nodeId);
   }
 
-  /** The controller is this broker in the embedded default. */
+  /** A live broker's endpoint (followers fetch from it, requests to the controller go there). */
+  broker(id: number): BrokerEndpoint | undefined {
+    return id === this.self.nodeId ? this.self : this.live.get(id);
+  }
+
+  /** The active controller, or -1 while none is known. */
   get controllerId(): number {
-    return this.self.nodeId;
+    return this.controller.id;
+  }
+
+  /** The epoch of the newest controller heard from; older controllers' requests are stale. */
+  get controllerEpoch(): number {
+    return this.controller.epoch;
+  }
+
+  /** Records the controller, unless a newer one was heard from already; returns whether it did. */
+  setController(id: number, epoch: number): boolean {
+    if (epoch < this.controller.epoch) return false;
+    this.controller = { id, epoch };
+    return true;
+  }
+
+  /** Replaces the live brokers (UpdateMetadata lists them all). */
+  setLiveBrokers(brokers: readonly BrokerEndpoint[]): void {
+    assert(brokers.length <= LIVE_BROKERS_MAX, `${brokers.length} live brokers`);
+    this.live = new Map(brokers.map((b) => [b.nodeId, b]));
+  }
+
+  /**
+   * Applies controller-stated partition states; a state older than the one held (lower leader
+   * epoch, or the same leader epoch and a lower partition epoch) is ignored. Returns the states
+   * applied.
+   */
+  applyLeaderStates(states: readonly PartitionLeaderState[]): PartitionLeaderState[] {
+    const applied: PartitionLeaderState[] = [];
+    for (const state of states) {
+      let byPartition = this.leaderStates.get(state.topic);
+      const held = byPartition?.get(state.partition);
+      if (held !== undefined && sameTopicId(held.topicId, state.topicId) && isOlder(state, held)) {
+        continue;
+      }
+      if (byPartition === undefined) {
+        byPartition = new Map();
+        this.leaderStates.set(state.topic, byPartition);
+      }
+      if (held === undefined) {
+        assert(this.leaderStateCount < PARTITION_STATES_MAX,
+          `more than ${PARTITION_STATES_MAX} partition states`);
+        this.leaderStateCount++;
+      }
+      byPartition.set(state.partition, state);
+      applied.push(state);
+    }
+    if (applied.length > 0) this.reload();
+    return applied;
+  }
+
+  /** Forgets the stated leadership of a topic's partitions (StopReplica with deletion). */
+  forgetLeaderStates(topic: string): void {
+    const byPartition = this.leaderStates.get(topic);
+    if (byPartition === undefined) return;
+    this.leaderStateCount -= byPartition.size;
+    this.leaderStates.delete(topic);
+    this.reload();
+  }
+
+  /** One partition's state, or undefined for an unknown topic or partition. */
+  partitionState(topic: string, partition: number): PartitionState | undefined {
+    return this.byName.get(topic)?.partitions[partition];
   }
 
   topics(): IterableIterator<TopicMetadata> {
@@ -95,16 +195,33 @@ export class MetadataCache {
   }
 
   private toMetadata(record: TopicRecord): TopicMetadata {
-    const partitions = record.assignment.map((replicas, partition) => ({
-      partition,
-      leaderId: replicas[0] ?? -1,
-      leaderEpoch: 0,
-      replicas,
-      isr: replicas,
-    }));
+    const topicId = Buffer.from(record.topicIdHex, "hex");
+    const stated = this.leaderStates.get(record.name);
+    const partitions = record.assignment.map((replicas, partition) => {
+      const s = stated?.get(partition);
+      if (s !== undefined && sameTopicId(s.topicId, topicId)) {
+        return {
+          partition, leaderId: s.leader, leaderEpoch: s.leaderEpoch,
+          partitionEpoch: s.partitionEpoch, replicas: s.replicas, isr: s.isr,
+        };
+      }
+      return { partition, leaderId: replicas[0] ?? -1, leaderEpoch: 0, partitionEpoch: 0, replicas, isr: replicas };
+    });
     const configs = parseTopicConfigs(
       Object.entries(record.configs).map(([name, value]) => ({ name, value })),
     );
-    return { name: record.name, topicId: Buffer.from(record.topicIdHex, "hex"), partitions, configs };
+    return { name: record.name, topicId, partitions, configs };
   }
+}
+
+const ZERO_ID = new Uint8Array(16);
+
+/** A state stated without a topic id applies to whatever topic has the name. */
+function sameTopicId(stated: Uint8Array, topicId: Uint8Array): boolean {
+  return Buffer.compare(stated, ZERO_ID) === 0 || Buffer.compare(stated, topicId) === 0;
+}
+
+function isOlder(state: PartitionLeaderState, held: PartitionLeaderState): boolean {
+  if (state.leaderEpoch !== held.leaderEpoch) return state.leaderEpoch < held.leaderEpoch;
+  return state.partitionEpoch < held.partitionEpoch;
 }

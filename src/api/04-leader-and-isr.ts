@@ -1,0 +1,78 @@
+// LeaderAndIsr: v0-7 (controller to broker, ZooKeeper mode)
+//
+// Version notes:
+// * v0-1: partition states ungrouped, each naming its topic. v1: IsNew. v2: grouped by topic,
+//   broker epoch. v3: adding/removing replicas. v4: flexible. v5: topic ids, Type, and the
+//   response lists errors by topic id. v6: LeaderRecoveryState. v7: IsKRaftController.
+// * The states update the MetadataCache (what Metadata answers and where clients are sent),
+//   then the ReplicaManager makes this broker leader or follower of each partition.
+// * Broker epochs are not checked (Quill's controller sends -1); controller epochs are.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey, type LeaderAndIsrRequest } from "../protocol/generated/index.ts";
+import type { PartitionLeaderState } from "../server/metadata-cache.ts";
+import { partitionKey } from "../server/replica-manager.ts";
+import { acceptControllerRequest } from "./controller-epoch.ts";
+import { defineHandler } from "./handler.ts";
+
+const ZERO_ID = new Uint8Array(16);
+
+/** What the ReplicaManager offers once replication is wired (helper B's side of the seam). */
+interface LeadershipTarget {
+  becomeLeaderOrFollower?(
+    controllerEpoch: number,
+    states: readonly PartitionLeaderState[],
+  ): Map<string, number>;
+}
+
+export const leaderAndIsrHandler = defineHandler({
+  apiKey: ApiKey.LeaderAndIsr,
+  minVersion: 0,
+  maxVersion: 7,
+  handle(request, ctx) {
+    const v5 = ctx.apiVersion >= 5;
+    const states = statesOf(request, ctx.apiVersion);
+    const cache = ctx.broker.metadataCache;
+    const stale = !acceptControllerRequest(cache, request.controllerId, request.controllerEpoch);
+    let errors = new Map<string, number>();
+    if (!stale) {
+      cache.applyLeaderStates(states);
+      const target: LeadershipTarget = ctx.broker.replicaManager;
+      errors = target.becomeLeaderOrFollower?.(request.controllerEpoch, states) ?? errors;
+    }
+    // TopicName is in v0-4 partition errors only (v5 groups them under topic ids).
+    const partitionError = (s: PartitionLeaderState) => ({
+      ...(v5 ? {} : { topicName: s.topic }),
+      partitionIndex: s.partition,
+      errorCode: errors.get(partitionKey(s.topic, s.partition)) ?? ErrorCode.NONE,
+    });
+    const errorCode = stale ? ErrorCode.STALE_CONTROLLER_EPOCH : ErrorCode.NONE;
+    if (!v5) return { errorCode, partitionErrors: stale ? [] : states.map(partitionError) };
+    const byTopic = new Map<string, PartitionLeaderState[]>();
+    for (const s of stale ? [] : states) byTopic.set(s.topic, [...(byTopic.get(s.topic) ?? []), s]);
+    return {
+      errorCode,
+      topics: [...byTopic.values()].map((list) => ({
+        topicId: list[0]!.topicId,
+        partitionErrors: list.map(partitionError),
+      })),
+    };
+  },
+});
+
+function statesOf(request: LeaderAndIsrRequest, version: number): PartitionLeaderState[] {
+  const grouped = version >= 2
+    ? request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
+      ...p, topicName: t.topicName, topicId: t.topicId,
+    })))
+    : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
+  return grouped.map((p) => ({
+    topic: p.topicName,
+    topicId: p.topicId,
+    partition: p.partitionIndex,
+    leader: p.leader,
+    leaderEpoch: p.leaderEpoch,
+    partitionEpoch: p.partitionEpoch,
+    isr: p.isr,
+    replicas: p.replicas,
+  }));
+}

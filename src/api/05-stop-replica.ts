@@ -1,0 +1,69 @@
+// StopReplica: v0-4 (controller to broker, ZooKeeper mode)
+//
+// Version notes:
+// * v0: partitions ungrouped. v1: grouped by topic, broker epoch. v2: flexible. v3: a leader
+//   epoch and a delete flag per partition (the request-level flag is gone). v4:
+//   IsKRaftController.
+// * The controller sends it with deletion for the replicas of deleted topics: the broker
+//   forgets their leadership and the ReplicaManager stops and deletes them. (The broker's
+//   metadata store also sees the deletion in ZooKeeper and removes the logs; whichever comes
+//   first does the work.)
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey, type StopReplicaRequest } from "../protocol/generated/index.ts";
+import { acceptControllerRequest } from "./controller-epoch.ts";
+import { defineHandler } from "./handler.ts";
+
+interface StoppedPartition {
+  readonly topic: string;
+  readonly partition: number;
+  readonly deletePartition: boolean;
+}
+
+/** What the ReplicaManager offers once replication is wired (helper B's side of the seam). */
+interface StopTarget {
+  stopReplicas?(
+    partitions: readonly { topic: string; partition: number }[],
+    deletePartitions: boolean,
+  ): Promise<void>;
+}
+
+export const stopReplicaHandler = defineHandler({
+  apiKey: ApiKey.StopReplica,
+  minVersion: 0,
+  maxVersion: 4,
+  async handle(request, ctx) {
+    const cache = ctx.broker.metadataCache;
+    if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
+      return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH, partitionErrors: [] };
+    }
+    const partitions = partitionsOf(request, ctx.apiVersion);
+    const deleted = partitions.filter((p) => p.deletePartition);
+    for (const topic of new Set(deleted.map((p) => p.topic))) cache.forgetLeaderStates(topic);
+    const target: StopTarget = ctx.broker.replicaManager;
+    await target.stopReplicas?.(deleted, true);
+    await target.stopReplicas?.(partitions.filter((p) => !p.deletePartition), false);
+    return {
+      errorCode: ErrorCode.NONE,
+      partitionErrors: partitions.map((p) => ({
+        topicName: p.topic, partitionIndex: p.partition, errorCode: ErrorCode.NONE,
+      })),
+    };
+  },
+});
+
+function partitionsOf(request: StopReplicaRequest, version: number): StoppedPartition[] {
+  if (version >= 3) {
+    return request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
+      topic: t.topicName, partition: p.partitionIndex, deletePartition: p.deletePartition,
+    })));
+  }
+  const deletePartition = request.deletePartitions;
+  if (version >= 1) {
+    return request.topics.flatMap((t) => t.partitionIndexes.map((partition) => ({
+      topic: t.name, partition, deletePartition,
+    })));
+  }
+  return request.ungroupedPartitions.map((p) => ({
+    topic: p.topicName, partition: p.partitionIndex, deletePartition,
+  }));
+}

@@ -1,0 +1,58 @@
+// UpdateMetadata: v0-8 (controller to broker, ZooKeeper mode)
+//
+// Version notes:
+// * v0: one host and port per broker. v1: endpoints. v2: rack. v3: listener names. v4:
+//   offline replicas. v5: grouped by topic, broker epoch. v6: flexible. v7: topic ids.
+//   v8: IsKRaftController.
+// * Every broker answers Metadata from its own cache; this is how the controller keeps the
+//   caches equal: the live brokers replace the cache's, the partition states overlay it.
+// * The PLAINTEXT endpoint of each broker is the one kept (Quill has one listener).
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey, type UpdateMetadataRequest } from "../protocol/generated/index.ts";
+import type { BrokerEndpoint, PartitionLeaderState } from "../server/metadata-cache.ts";
+import { acceptControllerRequest } from "./controller-epoch.ts";
+import { defineHandler } from "./handler.ts";
+
+const ZERO_ID = new Uint8Array(16);
+
+export const updateMetadataHandler = defineHandler({
+  apiKey: ApiKey.UpdateMetadata,
+  minVersion: 0,
+  maxVersion: 8,
+  handle(request, ctx) {
+    const cache = ctx.broker.metadataCache;
+    if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
+      return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH };
+    }
+    cache.setLiveBrokers(brokersOf(request, ctx.apiVersion));
+    cache.applyLeaderStates(statesOf(request, ctx.apiVersion));
+    return { errorCode: ErrorCode.NONE };
+  },
+});
+
+function brokersOf(request: UpdateMetadataRequest, version: number): BrokerEndpoint[] {
+  return request.liveBrokers.flatMap((b) => {
+    if (version === 0) return [{ nodeId: b.id, host: b.v0Host, port: b.v0Port, rack: null }];
+    const endpoint = b.endpoints.find((e) => e.listener === "PLAINTEXT") ?? b.endpoints[0];
+    if (endpoint === undefined) return [];
+    return [{ nodeId: b.id, host: endpoint.host, port: endpoint.port, rack: b.rack }];
+  });
+}
+
+function statesOf(request: UpdateMetadataRequest, version: number): PartitionLeaderState[] {
+  const flat = version >= 5
+    ? request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
+      ...p, topicName: t.topicName, topicId: t.topicId,
+    })))
+    : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
+  return flat.map((p) => ({
+    topic: p.topicName,
+    topicId: p.topicId,
+    partition: p.partitionIndex,
+    leader: p.leader,
+    leaderEpoch: p.leaderEpoch,
+    partitionEpoch: p.zkVersion,
+    isr: p.isr,
+    replicas: p.replicas,
+  }));
+}

@@ -1,0 +1,30 @@
+// ControlledShutdown: v0-3 (broker to controller, ZooKeeper mode)
+//
+// Version notes:
+// * v0 uses request header v0 (no client id). v2: broker epoch. v3: flexible.
+// * A broker about to stop asks the controller to move its leaderships to other ISR members
+//   and take it out of ISRs; the answer lists partitions it still leads (no other live ISR
+//   member), and the broker retries before stopping anyway. A broker that is not the active
+//   controller answers NOT_CONTROLLER, and the asker looks for the controller again.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { defineHandler } from "./handler.ts";
+
+export const controlledShutdownHandler = defineHandler({
+  apiKey: ApiKey.ControlledShutdown,
+  minVersion: 0,
+  maxVersion: 3,
+  async handle(request, ctx) {
+    const controller = ctx.broker.controller;
+    if (controller === null || !controller.isActive) {
+      return { errorCode: ErrorCode.NOT_CONTROLLER, remainingPartitions: [] };
+    }
+    const outcome = await controller.controlledShutdown(request.brokerId);
+    return {
+      errorCode: outcome.errorCode,
+      remainingPartitions: outcome.remaining.map((p) => ({
+        topicName: p.topic, partitionIndex: p.partition,
+      })),
+    };
+  },
+});

@@ -1,0 +1,81 @@
+/**
+ * The controller's partition state decisions, as Kafka's ZooKeeper-mode state machines make
+ * them, kept pure so they can be checked without ZooKeeper:
+ *
+ * - A partition without a live leader gets the first replica (in assignment order) that is
+ *   alive and in the ISR. With unclean.leader.election.enable=false (Kafka's default, and the
+ *   only mode Quill has) a partition whose ISR has no live member gets leader -1 and keeps its
+ *   last ISR member, who alone is known to hold every committed record; when that broker
+ *   returns it leads again.
+ * - Dead followers leave the ISR (Kafka's OfflineReplica transition), so the high watermark
+ *   does not wait for them.
+ * - Every change of leader or ISR made here bumps the leader epoch, which fences the old
+ *   leader's requests and tells followers to truncate.
+ */
+import type { PartitionStateZnode } from "./kafka-znodes.ts";
+
+/** Kafka's LeaderAndIsr.NoLeader. */
+export const NO_LEADER = -1;
+
+/** The first replica that can lead: alive, in the ISR, not excluded. */
+function leaderCandidate(
+  replicas: readonly number[],
+  isr: readonly number[],
+  canLead: (id: number) => boolean,
+): number | undefined {
+  return replicas.find((r) => isr.includes(r) && canLead(r));
+}
+
+/**
+ * The state a partition should have with these brokers alive, or null when it needs no change.
+ * `state` null means the partition has no state znode yet (a new partition): it starts led by
+ * its first live replica with the live replicas as ISR (leader -1 if none lives).
+ */
+export function electLeader(
+  state: PartitionStateZnode | null,
+  replicas: readonly number[],
+  live: ReadonlySet<number>,
+  controllerEpoch: number,
+): PartitionStateZnode | null {
+  if (state === null) {
+    const isr = replicas.filter((r) => live.has(r));
+    return { leader: isr[0] ?? NO_LEADER, leaderEpoch: 0, isr: isr.length > 0 ? isr : [...replicas],
+      controllerEpoch };
+  }
+  const liveIsr = state.isr.filter((r) => live.has(r));
+  if (state.leader !== NO_LEADER && live.has(state.leader)) {
+    if (liveIsr.length === state.isr.length) return null;
+    return { leader: state.leader, leaderEpoch: state.leaderEpoch + 1, isr: liveIsr, controllerEpoch };
+  }
+  const candidate = leaderCandidate(replicas, state.isr, (id) => live.has(id));
+  if (candidate !== undefined) {
+    return { leader: candidate, leaderEpoch: state.leaderEpoch + 1, isr: liveIsr, controllerEpoch };
+  }
+  if (state.leader === NO_LEADER) return null;
+  // Nobody in the ISR lives: keep the last leader as the ISR, waiting for it to return.
+  return { leader: NO_LEADER, leaderEpoch: state.leaderEpoch + 1, isr: [state.leader],
+    controllerEpoch };
+}
+
+/**
+ * Controlled shutdown of `brokerId`: leadership moves to another live ISR member, and the broker
+ * leaves the ISR of partitions it follows (unless it is the last member). Null: no change.
+ */
+export function electForShutdown(
+  state: PartitionStateZnode,
+  replicas: readonly number[],
+  brokerId: number,
+  live: ReadonlySet<number>,
+  controllerEpoch: number,
+): PartitionStateZnode | null {
+  if (!state.isr.includes(brokerId)) return null;
+  const others = state.isr.filter((r) => r !== brokerId);
+  if (state.leader !== brokerId) {
+    if (others.length === 0) return null;
+    return { leader: state.leader, leaderEpoch: state.leaderEpoch + 1, isr: others, controllerEpoch };
+  }
+  const candidate = leaderCandidate(replicas, others, (id) => live.has(id) && id !== brokerId);
+  if (candidate === undefined) return null;
+  return { leader: candidate, leaderEpoch: state.leaderEpoch + 1,
+    isr: others.filter((r) => live.has(r)), controllerEpoch };
+}

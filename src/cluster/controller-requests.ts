@@ -1,0 +1,137 @@
+/**
+ * The bodies of the controller's requests to brokers, built from what the controller read from
+ * ZooKeeper, and the versions it sends them at (Kafka 3.9's for a ZooKeeper-mode cluster).
+ */
+import type {
+  Init, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
+} from "../protocol/generated/index.ts";
+import type { BrokerRegistrationInfo, PartitionStateZnode } from "./kafka-znodes.ts";
+
+export const LEADER_AND_ISR_VERSION = 7;
+export const UPDATE_METADATA_VERSION = 8;
+export const STOP_REPLICA_VERSION = 4;
+export const CONTROLLED_SHUTDOWN_VERSION = 3;
+/** v1 names topics (v2+ uses ids), which is what callers of alterPartition have. */
+export const ALTER_PARTITION_VERSION = 1;
+/** Kafka's SecurityProtocol.PLAINTEXT id. */
+const PLAINTEXT = 0;
+
+export interface StatedPartition {
+  readonly topic: string;
+  readonly topicIdHex: string | null;
+  readonly partition: number;
+  readonly replicas: readonly number[];
+  readonly state: PartitionStateZnode;
+  /** The state znode's version. */
+  readonly version: number;
+}
+
+export interface ControllerIdentity {
+  readonly controllerId: number;
+  readonly controllerEpoch: number;
+}
+
+const ZERO_ID = new Uint8Array(16);
+
+function topicIdBytes(topicIdHex: string | null): Uint8Array {
+  return topicIdHex === null ? ZERO_ID : new Uint8Array(Buffer.from(topicIdHex, "hex"));
+}
+
+function byTopic(partitions: readonly StatedPartition[]): Map<string, StatedPartition[]> {
+  const grouped = new Map<string, StatedPartition[]>();
+  for (const p of partitions) {
+    const list = grouped.get(p.topic) ?? [];
+    list.push(p);
+    grouped.set(p.topic, list);
+  }
+  return grouped;
+}
+
+export function leaderAndIsrRequest(
+  controller: ControllerIdentity,
+  partitions: readonly StatedPartition[],
+  liveBrokers: ReadonlyMap<number, BrokerRegistrationInfo>,
+  isNew: boolean,
+): Init<LeaderAndIsrRequest> {
+  const leaders = new Set(partitions.map((p) => p.state.leader));
+  return {
+    controllerId: controller.controllerId,
+    controllerEpoch: controller.controllerEpoch,
+    brokerEpoch: -1n,
+    type: 0,
+    topicStates: [...byTopic(partitions)].map(([topicName, list]) => ({
+      topicName,
+      topicId: topicIdBytes(list[0]!.topicIdHex),
+      // Partition states name their topic only in the versions without topic groups.
+      partitionStates: list.map((p) => ({
+        partitionIndex: p.partition,
+        controllerEpoch: p.state.controllerEpoch,
+        leader: p.state.leader,
+        leaderEpoch: p.state.leaderEpoch,
+        isr: [...p.state.isr],
+        partitionEpoch: p.version,
+        replicas: [...p.replicas],
+        addingReplicas: [],
+        removingReplicas: [],
+        isNew,
+        leaderRecoveryState: 0,
+      })),
+    })),
+    liveLeaders: [...liveBrokers.values()]
+      .filter((b) => leaders.has(b.brokerId))
+      .map((b) => ({ brokerId: b.brokerId, hostName: b.host, port: b.port })),
+  };
+}
+
+export function updateMetadataRequest(
+  controller: ControllerIdentity,
+  partitions: readonly StatedPartition[],
+  liveBrokers: ReadonlyMap<number, BrokerRegistrationInfo>,
+): Init<UpdateMetadataRequest> {
+  return {
+    controllerId: controller.controllerId,
+    controllerEpoch: controller.controllerEpoch,
+    brokerEpoch: -1n,
+    topicStates: [...byTopic(partitions)].map(([topicName, list]) => ({
+      topicName,
+      topicId: topicIdBytes(list[0]!.topicIdHex),
+      // Partition states name their topic only in the versions without topic groups.
+      partitionStates: list.map((p) => ({
+        partitionIndex: p.partition,
+        controllerEpoch: p.state.controllerEpoch,
+        leader: p.state.leader,
+        leaderEpoch: p.state.leaderEpoch,
+        isr: [...p.state.isr],
+        zkVersion: p.version,
+        replicas: [...p.replicas],
+        offlineReplicas: p.replicas.filter((r) => !liveBrokers.has(r)),
+      })),
+    })),
+    liveBrokers: [...liveBrokers.values()].map((b) => ({
+      id: b.brokerId,
+      endpoints: [{ port: b.port, host: b.host, listener: "PLAINTEXT", securityProtocol: PLAINTEXT }],
+      rack: b.rack,
+    })),
+  };
+}
+
+export function stopReplicaRequest(
+  controller: ControllerIdentity,
+  partitions: readonly { topic: string; partition: number }[],
+  deletePartitions: boolean,
+): Init<StopReplicaRequest> {
+  const grouped = new Map<string, number[]>();
+  for (const p of partitions) grouped.set(p.topic, [...(grouped.get(p.topic) ?? []), p.partition]);
+  return {
+    controllerId: controller.controllerId,
+    controllerEpoch: controller.controllerEpoch,
+    brokerEpoch: -1n,
+    topicStates: [...grouped].map(([topicName, indexes]) => ({
+      topicName,
+      partitionStates: indexes.map((partitionIndex) => ({
+        // -2: Kafka's EpochDuringDelete, accepted whatever epoch the broker holds.
+        partitionIndex, leaderEpoch: deletePartitions ? -2 : -1, deletePartition: deletePartitions,
+      })),
+    })),
+  };
+}

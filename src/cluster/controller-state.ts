@@ -1,0 +1,169 @@
+/**
+ * The cluster as ZooKeeper holds it: live brokers (`/brokers/ids`), topics with their replica
+ * assignment (`/brokers/topics/<topic>`) and each partition's state znode with its version.
+ * A new controller builds everything it knows from this alone, and a starting broker reads it
+ * to answer Metadata correctly before the controller first speaks to it.
+ */
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
+import {
+  BROKER_IDS_PATH,
+  brokerIdPath,
+  decodeBrokerRegistration,
+  decodePartitionState,
+  decodeTopicAssignment,
+  isLegalTopicName,
+  MalformedZnodeError,
+  partitionStatePath,
+  topicIdFromBase64,
+  topicPath,
+  TOPICS_PATH,
+  type BrokerRegistrationInfo,
+  type PartitionStateZnode,
+} from "./kafka-znodes.ts";
+
+/** One partition as the controller tracks it. */
+export interface ControllerPartition {
+  readonly topic: string;
+  /** Hex, as TopicRecord keeps it; null for a topic whose znode has no id yet. */
+  readonly topicIdHex: string | null;
+  readonly partition: number;
+  readonly replicas: readonly number[];
+  /** null: the state znode does not exist (yet). */
+  readonly state: PartitionStateZnode | null;
+  /** The state znode's version, the partition epoch; -1 while it does not exist. */
+  readonly version: number;
+}
+
+export interface ClusterSnapshot {
+  readonly brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
+  /** By partitionKey(topic, partition). */
+  readonly partitions: ReadonlyMap<string, ControllerPartition>;
+}
+
+/** Watches to set while reading (a watcher already registered is passed as undefined). */
+export interface SnapshotWatches {
+  readonly brokers?: () => void;
+  readonly topics?: () => void;
+  /** A watch on one topic's znode (its assignment grows with CreatePartitions). */
+  readonly topic?: (topic: string) => (() => void) | undefined;
+}
+
+export interface SnapshotLogger {
+  warn(message: string): void;
+}
+
+/** Reads run this many at a time. */
+const READ_CONCURRENCY = 128;
+
+export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+/** Reads brokers, topics and partition states; znodes deleted meanwhile are left out. */
+export async function readClusterSnapshot(
+  zk: ZooKeeperClient,
+  log: SnapshotLogger,
+  watches: SnapshotWatches = {},
+): Promise<ClusterSnapshot> {
+  const [brokers, partitions] = await Promise.all([
+    readBrokers(zk, log, watches.brokers),
+    readPartitions(zk, log, watches),
+  ]);
+  return { brokers, partitions };
+}
+
+export async function readBrokers(
+  zk: ZooKeeperClient,
+  log: SnapshotLogger,
+  watch?: () => void,
+): Promise<Map<number, BrokerRegistrationInfo>> {
+  const children = await zk.getChildren(BROKER_IDS_PATH, { watch: watch && (() => watch()) });
+  const ids = children.filter((c) => /^\d+$/.test(c)).map(Number);
+  const infos = await mapLimit(ids, async (id) => {
+    try {
+      return decodeBrokerRegistration(id, (await zk.getData(brokerIdPath(id))).data);
+    } catch (error) {
+      if (error instanceof NoNodeError) return null;
+      if (!(error instanceof MalformedZnodeError)) throw error;
+      log.warn(`quill: ignoring broker ${id}: ${error.message}`);
+      return null;
+    }
+  });
+  return new Map(infos.flatMap((info) => (info === null ? [] : [[info.brokerId, info]])));
+}
+
+async function readPartitions(
+  zk: ZooKeeperClient,
+  log: SnapshotLogger,
+  watches: SnapshotWatches,
+): Promise<Map<string, ControllerPartition>> {
+  const watch = watches.topics;
+  const children = await zk.getChildren(TOPICS_PATH, { watch: watch && (() => watch()) });
+  const topics = await mapLimit(children.filter(isLegalTopicName), (topic) => {
+    return readTopic(zk, log, topic, watches.topic?.(topic));
+  });
+  const result = new Map<string, ControllerPartition>();
+  for (const p of topics.flat()) result.set(partitionKey(p.topic, p.partition), p);
+  return result;
+}
+
+/** One topic's partitions with their states; none when the topic vanished or is malformed. */
+export async function readTopic(
+  zk: ZooKeeperClient,
+  log: SnapshotLogger,
+  topic: string,
+  watch?: () => void,
+): Promise<ControllerPartition[]> {
+  let assignment: readonly (readonly number[])[];
+  let topicIdHex: string | null;
+  try {
+    const read = await zk.getData(topicPath(topic), { watch: watch && (() => watch()) });
+    const decoded = decodeTopicAssignment(topic, read.data);
+    assignment = decoded.assignment;
+    topicIdHex = decoded.topicIdBase64 === null ? null : topicIdFromBase64(decoded.topicIdBase64);
+  } catch (error) {
+    if (error instanceof NoNodeError) return [];
+    if (!(error instanceof MalformedZnodeError)) throw error;
+    log.warn(`quill: controller ignores topic ${topic}: ${error.message}`);
+    return [];
+  }
+  return await Promise.all(assignment.map(async (replicas, partition) => {
+    const { state, version } = await readPartitionState(zk, log, topic, partition);
+    return { topic, topicIdHex, partition, replicas, state, version };
+  }));
+}
+
+export async function readPartitionState(
+  zk: ZooKeeperClient,
+  log: SnapshotLogger,
+  topic: string,
+  partition: number,
+): Promise<{ state: PartitionStateZnode | null; version: number }> {
+  const path = partitionStatePath(topic, partition);
+  let read: Awaited<ReturnType<ZooKeeperClient["getData"]>>;
+  try {
+    read = await zk.getData(path);
+  } catch (error) {
+    if (error instanceof NoNodeError) return { state: null, version: -1 };
+    throw error;
+  }
+  try {
+    return { state: decodePartitionState(path, read.data), version: read.stat.version };
+  } catch (error) {
+    if (!(error instanceof MalformedZnodeError)) throw error;
+    log.warn(`quill: ${error.message}; the controller will write it anew`);
+    return { state: null, version: read.stat.version };
+  }
+}
+
+async function mapLimit<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, items.length) }, worker));
+  return results;
+}

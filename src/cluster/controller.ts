@@ -1,0 +1,550 @@
+/**
+ * The cluster controller of ZooKeeper mode (Kafka's KafkaController), one per broker, of which
+ * one at a time is active:
+ *
+ * - Election: the broker that creates the ephemeral `/controller` wins, in the same multi that
+ *   increments `/controller_epoch` conditionally on its version. Every broker watches
+ *   `/controller`; when it disappears (the controller's session ended) all try again.
+ * - The active controller builds its whole state from ZooKeeper (brokers, topics, partition
+ *   states), watches `/brokers/ids`, `/brokers/topics` and each topic, and on every change
+ *   reads the cluster again and reconciles: partitions whose leader died get a new one from
+ *   the ISR, dead followers leave ISRs, new partitions get a state. Each state write is a multi
+ *   that checks the controller epoch's znode version (a deposed controller's writes fail) and
+ *   the state's version (no other writer changed it since it was read).
+ * - Brokers hear the outcome: LeaderAndIsr to the replicas of changed partitions, UpdateMetadata
+ *   to every live broker, the full state to brokers that (re)joined, StopReplica to the
+ *   replicas of deleted topics.
+ * - Leaders' ISR changes (AlterPartition) and brokers' controlled shutdowns are decided here.
+ *
+ * Everything runs one task at a time in arrival order. Reading the whole cluster on each change
+ * costs one read per partition; that bounds the clusters this suits to some tens of thousands
+ * of partitions, which PARTITION_STATES_MAX in MetadataCache bounds anyway.
+ */
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import type { ZooKeeperOp } from "../zookeeper/znode.ts";
+import {
+  BadVersionError, NodeExistsError, NoNodeError, ZooKeeperError,
+} from "../zookeeper/zookeeper-errors.ts";
+import { ControllerChannelManager } from "./controller-channel-manager.ts";
+import { electForShutdown, electLeader } from "./controller-leader-election.ts";
+import {
+  leaderAndIsrRequest, LEADER_AND_ISR_VERSION, stopReplicaRequest, STOP_REPLICA_VERSION,
+  updateMetadataRequest, UPDATE_METADATA_VERSION, type StatedPartition,
+} from "./controller-requests.ts";
+import {
+  partitionKey, readClusterSnapshot, readPartitionState, type ClusterSnapshot,
+  type ControllerPartition,
+} from "./controller-state.ts";
+import {
+  CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, decodeController, decodeControllerEpoch,
+  encodeController, encodeControllerEpoch, encodePartitionState, partitionPath,
+  partitionStatePath, type BrokerRegistrationInfo, type PartitionStateZnode,
+} from "./kafka-znodes.ts";
+
+export interface ControllerLogger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export interface ControllerOptions {
+  readonly brokerId: number;
+  /** Deadline of one request to a broker. */
+  readonly requestTimeoutMs: number;
+  readonly log: ControllerLogger;
+}
+
+/** What AlterPartition answers for one partition. */
+export interface AlterPartitionOutcome {
+  readonly errorCode: number;
+  readonly leader: number;
+  readonly leaderEpoch: number;
+  readonly partitionEpoch: number;
+  readonly isr: readonly number[];
+}
+
+export interface ShutdownOutcome {
+  readonly errorCode: number;
+  /** Partitions the broker still leads (no other live ISR member could take them). */
+  readonly remaining: readonly { topic: string; partition: number }[];
+}
+
+interface ActiveState {
+  readonly epoch: number;
+  /** `/controller_epoch`'s version after this controller's increment. */
+  readonly epochZkVersion: number;
+  readonly channels: ControllerChannelManager;
+  /** What brokers were last told about each partition. */
+  readonly partitions: Map<string, StatedPartition>;
+  brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
+}
+
+/** Pause before a failed election or reconciliation is tried again. */
+const RETRY_DELAY_MS = 500;
+/** State writes in flight at once while reconciling. */
+const WRITE_CONCURRENCY = 64;
+
+export class KafkaController {
+  private active: ActiveState | null = null;
+  private current = { id: -1, epoch: -1 };
+  private queue: Promise<void> = Promise.resolve();
+  private readonly queued = new Set<string>();
+  private readonly armed = new Set<string>();
+  private readonly listeners = new Set<(controllerId: number, epoch: number) => void>();
+  private closed = false;
+  /** Live brokers at the last reconciliation, to notice a broker leaving. */
+  private lastBrokerCount = 0;
+  private readonly unsubscribe: () => void;
+
+  private constructor(
+    private readonly zk: ZooKeeperClient,
+    private readonly options: ControllerOptions,
+  ) {
+    this.unsubscribe = zk.onSessionEvent((event) => {
+      // An expired session lost `/controller` already: stop acting at once, not after the queue.
+      if (event === "expired") this.resign("session expired");
+      if (event !== "session-recreated") return;
+      this.armed.clear();
+      this.schedule("elect", () => this.elect());
+    });
+  }
+
+  /** Starts taking part in elections; the first attempt runs at once. */
+  static start(zk: ZooKeeperClient, options: ControllerOptions): KafkaController {
+    const controller = new KafkaController(zk, options);
+    controller.schedule("elect", () => controller.elect());
+    return controller;
+  }
+
+  get isActive(): boolean {
+    return this.active !== null;
+  }
+
+  /** The active controller as last seen in ZooKeeper (-1: none). */
+  get controllerId(): number {
+    return this.current.id;
+  }
+
+  get epoch(): number {
+    return this.current.epoch;
+  }
+
+  /** Calls `listener` whenever another controller is seen; returns the unsubscribe. */
+  onControllerChange(listener: (controllerId: number, epoch: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Waits for the work queued so far (tests, and shutdown). */
+  async idle(): Promise<void> {
+    await this.queue;
+  }
+
+  /** Stops; an active controller resigns (the session's end removes `/controller`). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.unsubscribe();
+    await this.queue;
+    this.resign("broker stopping");
+  }
+
+  // ---- requests from brokers -----------------------------------------------------------------
+
+  /** Moves `brokerId`'s leaderships to other ISR members and takes it out of ISRs. */
+  controlledShutdown(brokerId: number): Promise<ShutdownOutcome> {
+    return this.exclusive(async () => {
+      const active = this.active;
+      if (active === null) return { errorCode: ErrorCode.NOT_CONTROLLER, remaining: [] };
+      this.options.log.info(`quill: controller moves leaderships away from broker ${brokerId} ` +
+        "for its controlled shutdown");
+      const live = new Set(active.brokers.keys());
+      const changed: StatedPartition[] = [];
+      const remaining: { topic: string; partition: number }[] = [];
+      for (const p of [...active.partitions.values()]) {
+        if (!p.replicas.includes(brokerId)) continue;
+        const fresh = await this.freshPartition(p);
+        if (fresh === null) continue;
+        const next = electForShutdown(fresh.state, fresh.replicas, brokerId, live, active.epoch);
+        const written = next === null ? fresh : await this.writeState(active, fresh, next);
+        if (written === null) continue;
+        if (written !== fresh) changed.push(written);
+        if (written.state.leader === brokerId && written.replicas.length > 1) {
+          remaining.push({ topic: p.topic, partition: p.partition });
+        }
+      }
+      await this.announce(active, changed, false);
+      return { errorCode: ErrorCode.NONE, remaining };
+    });
+  }
+
+  /** A leader's ISR change, accepted only against the current leader epoch and state version. */
+  alterPartition(
+    brokerId: number,
+    topic: string,
+    partition: number,
+    leaderEpoch: number,
+    partitionEpoch: number,
+    newIsr: readonly number[],
+  ): Promise<AlterPartitionOutcome> {
+    return this.exclusive(async () => {
+      const active = this.active;
+      const failed = (errorCode: number) => ({
+        errorCode, leader: -1, leaderEpoch: -1, partitionEpoch: -1, isr: [],
+      });
+      if (active === null) return failed(ErrorCode.NOT_CONTROLLER);
+      const known = active.partitions.get(partitionKey(topic, partition));
+      const fresh = known === undefined ? null : await this.freshPartition(known);
+      if (fresh === null) return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+      const outcome = (p: StatedPartition) => ({
+        errorCode: ErrorCode.NONE, leader: p.state.leader, leaderEpoch: p.state.leaderEpoch,
+        partitionEpoch: p.version, isr: p.state.isr,
+      });
+      const { state } = fresh;
+      if (state.leader !== brokerId) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+      if (leaderEpoch !== state.leaderEpoch) return failed(ErrorCode.FENCED_LEADER_EPOCH);
+      if (partitionEpoch !== fresh.version) return failed(ErrorCode.INVALID_UPDATE_VERSION);
+      if (!newIsr.includes(brokerId)) return failed(ErrorCode.INVALID_REQUEST);
+      const eligible = (r: number) => fresh.replicas.includes(r) && active.brokers.has(r);
+      if (!newIsr.every(eligible)) return failed(ErrorCode.INELIGIBLE_REPLICA);
+      if (sameMembers(newIsr, state.isr)) return outcome(fresh);
+      const next = { ...state, isr: [...newIsr], controllerEpoch: active.epoch };
+      const written = await this.writeState(active, fresh, next);
+      if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);
+      this.options.log.info(`quill: controller changed the ISR of ${topic}-${partition} from ` +
+        `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`);
+      for (const id of active.brokers.keys()) {
+        void active.channels.send(id, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
+          updateMetadataRequest(this.identity(active), [written], active.brokers));
+      }
+      return outcome(written);
+    });
+  }
+
+  // ---- election ------------------------------------------------------------------------------
+
+  private async elect(): Promise<void> {
+    if (this.closed || this.active !== null) return;
+    const watch = this.arm("controller", () => this.schedule("elect", () => this.elect()));
+    const stat = await this.zk.exists(CONTROLLER_PATH, { watch });
+    if (stat !== null) {
+      await this.learnController();
+      return;
+    }
+    const { epoch, version } = await this.readControllerEpoch();
+    const ops: ZooKeeperOp[] = [
+      { type: "create", path: CONTROLLER_PATH, mode: "ephemeral",
+        data: encodeController(this.options.brokerId, Date.now()) },
+      { type: "setData", path: CONTROLLER_EPOCH_PATH, data: encodeControllerEpoch(epoch + 1),
+        version },
+    ];
+    try {
+      const results = await this.zk.multi(ops);
+      const epochResult = results[1];
+      const epochZkVersion = epochResult?.type === "setData" ? epochResult.stat.version : -1;
+      this.becomeActive(epoch + 1, epochZkVersion);
+    } catch (error) {
+      if (!(error instanceof NodeExistsError) && !(error instanceof BadVersionError)) throw error;
+      // Another broker won this round; the watch set above reports it.
+      await this.learnController();
+    }
+  }
+
+  /** Reads `/controller_epoch`, creating it with Kafka's initial epoch 0 when missing. */
+  private async readControllerEpoch(): Promise<{ epoch: number; version: number }> {
+    for (;;) {
+      try {
+        const { data, stat } = await this.zk.getData(CONTROLLER_EPOCH_PATH);
+        return { epoch: decodeControllerEpoch(data), version: stat.version };
+      } catch (error) {
+        if (!(error instanceof NoNodeError)) throw error;
+      }
+      await this.zk.create(CONTROLLER_EPOCH_PATH, encodeControllerEpoch(0)).catch((error) => {
+        if (!(error instanceof NodeExistsError)) throw error;
+      });
+    }
+  }
+
+  private async learnController(): Promise<void> {
+    try {
+      const [{ data }, epoch] = await Promise.all([
+        this.zk.getData(CONTROLLER_PATH),
+        this.readControllerEpoch(),
+      ]);
+      this.setCurrent(decodeController(data), epoch.epoch);
+    } catch (error) {
+      // Gone again already: the watch brings the next election.
+      if (!(error instanceof NoNodeError)) throw error;
+    }
+  }
+
+  private becomeActive(epoch: number, epochZkVersion: number): void {
+    const { brokerId, requestTimeoutMs, log } = this.options;
+    log.info(`quill: broker ${brokerId} is the controller (epoch ${epoch})`);
+    this.active = {
+      epoch, epochZkVersion,
+      channels: new ControllerChannelManager(brokerId, requestTimeoutMs, log),
+      partitions: new Map(),
+      brokers: new Map(),
+    };
+    this.setCurrent(brokerId, epoch);
+    this.schedule("reconcile", () => this.reconcile());
+  }
+
+  private resign(why: string): void {
+    if (this.active === null) return;
+    this.options.log.info(`quill: broker ${this.options.brokerId} stops being the controller ` +
+      `(${why})`);
+    this.active.channels.close();
+    this.active = null;
+    this.armed.delete("brokers");
+    this.armed.delete("topics");
+    for (const key of [...this.armed]) if (key.startsWith("topic:")) this.armed.delete(key);
+  }
+
+  private setCurrent(id: number, epoch: number): void {
+    if (this.current.id === id && this.current.epoch === epoch) return;
+    this.current = { id, epoch };
+    for (const listener of [...this.listeners]) listener(id, epoch);
+  }
+
+  // ---- reconciliation ------------------------------------------------------------------------
+
+  /** Reads the cluster, elects and writes what needs it, and tells the brokers. */
+  private async reconcile(): Promise<void> {
+    const active = this.active;
+    if (active === null) return;
+    const again = () => this.schedule("reconcile", () => this.reconcile());
+    const snapshot = await readClusterSnapshot(this.zk, this.options.log, {
+      brokers: this.arm("brokers", again),
+      topics: this.arm("topics", again),
+      topic: (topic) => this.arm(`topic:${topic}`, again),
+    });
+    if (this.active !== active) return;
+    const joined = this.updateBrokers(active, snapshot);
+    const live = new Set(snapshot.brokers.keys());
+    const changed: StatedPartition[] = [];
+    const added: StatedPartition[] = [];
+    const results = await mapLimit([...snapshot.partitions.values()], async (p) => {
+      const next = electLeader(p.state, p.replicas, live, active.epoch);
+      if (next === null) return p as StatedPartition;
+      return await this.writeState(active, p, next);
+    });
+    if (this.active !== active) return;
+    for (const stated of results) {
+      if (stated === null) {
+        again();
+        continue;
+      }
+      const key = partitionKey(stated.topic, stated.partition);
+      const before = active.partitions.get(key);
+      if (before === undefined) added.push(stated);
+      else if (before.version !== stated.version || before.topicIdHex !== stated.topicIdHex) {
+        changed.push(stated);
+      }
+      active.partitions.set(key, stated);
+    }
+    this.forgetDeleted(active, snapshot);
+    for (const id of joined) this.sendFullState(active, id);
+    const brokersChanged = joined.length > 0 || this.lastBrokerCount !== snapshot.brokers.size;
+    this.lastBrokerCount = snapshot.brokers.size;
+    await this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
+  }
+
+  /** Registers brokers with the channel manager; returns those that (re)joined. */
+  private updateBrokers(active: ActiveState, snapshot: ClusterSnapshot): number[] {
+    const joined: number[] = [];
+    for (const [id, info] of snapshot.brokers) {
+      const before = active.brokers.get(id);
+      if (before === undefined || before.timestampMs !== info.timestampMs ||
+        before.port !== info.port || before.host !== info.host) {
+        active.channels.removeBroker(id);
+        active.channels.addBroker(id, info.host, info.port);
+        joined.push(id);
+      }
+    }
+    for (const id of active.brokers.keys()) {
+      if (!snapshot.brokers.has(id)) {
+        this.options.log.info(`quill: controller saw broker ${id} leave the cluster`);
+        active.channels.removeBroker(id);
+      }
+    }
+    if (joined.length > 0) {
+      this.options.log.info(`quill: controller sees brokers [${joined.join(",")}] join ` +
+        `(live: [${[...snapshot.brokers.keys()].join(",")}])`);
+    }
+    active.brokers = snapshot.brokers;
+    return joined;
+  }
+
+  /** Topics gone from ZooKeeper: their replicas stop and delete them. */
+  private forgetDeleted(active: ActiveState, snapshot: ClusterSnapshot): void {
+    const gone = [...active.partitions.values()]
+      .filter((p) => !snapshot.partitions.has(partitionKey(p.topic, p.partition)));
+    for (const p of gone) active.partitions.delete(partitionKey(p.topic, p.partition));
+    for (const id of active.brokers.keys()) {
+      const hosted = gone.filter((p) => p.replicas.includes(id));
+      if (hosted.length === 0) continue;
+      void active.channels.send(id, ApiKey.StopReplica, STOP_REPLICA_VERSION,
+        stopReplicaRequest(this.identity(active), hosted, true));
+    }
+  }
+
+  /** A broker that (re)joined learns everything: all partitions and its own replicas' states. */
+  private sendFullState(active: ActiveState, brokerId: number): void {
+    const all = [...active.partitions.values()];
+    const identity = this.identity(active);
+    void active.channels.send(brokerId, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
+      updateMetadataRequest(identity, all, active.brokers));
+    const hosted = all.filter((p) => p.replicas.includes(brokerId));
+    if (hosted.length === 0) return;
+    void active.channels.send(brokerId, ApiKey.LeaderAndIsr, LEADER_AND_ISR_VERSION,
+      leaderAndIsrRequest(identity, hosted, active.brokers, false));
+  }
+
+  /**
+   * LeaderAndIsr to the live replicas of changed partitions, UpdateMetadata to every live broker
+   * (skipping brokers in `told`, which got the full state already). Resolves once the replicas
+   * answered the LeaderAndIsr or gave up.
+   */
+  private async announce(
+    active: ActiveState,
+    changed: readonly StatedPartition[],
+    brokersChanged: boolean,
+    told: ReadonlySet<number> = new Set(),
+  ): Promise<void> {
+    if (changed.length === 0 && !brokersChanged) return;
+    const identity = this.identity(active);
+    const sends: Promise<void>[] = [];
+    for (const id of active.brokers.keys()) {
+      if (told.has(id)) continue;
+      const hosted = changed.filter((p) => p.replicas.includes(id));
+      if (hosted.length > 0) {
+        sends.push(active.channels.send(id, ApiKey.LeaderAndIsr, LEADER_AND_ISR_VERSION,
+          leaderAndIsrRequest(identity, hosted, active.brokers, false)));
+      }
+      sends.push(active.channels.send(id, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
+        updateMetadataRequest(identity, changed, active.brokers)));
+    }
+    await withTimeout(Promise.all(sends), this.options.requestTimeoutMs);
+  }
+
+  // ---- state znodes --------------------------------------------------------------------------
+
+  /** The partition's state as ZooKeeper has it now; null when the partition is gone. */
+  private async freshPartition(p: ControllerPartition | StatedPartition): Promise<StatedPartition | null> {
+    const { state, version } = await readPartitionState(this.zk, this.options.log, p.topic,
+      p.partition);
+    return state === null ? null : { ...p, state, version };
+  }
+
+  /**
+   * Writes a partition's new state if this is still the controller and nobody changed the
+   * state since it was read. Returns the written state, or null when another writer won.
+   */
+  private async writeState(
+    active: ActiveState,
+    p: ControllerPartition | StatedPartition,
+    next: PartitionStateZnode,
+  ): Promise<StatedPartition | null> {
+    const path = partitionStatePath(p.topic, p.partition);
+    const data = encodePartitionState(next);
+    const epochCheck: ZooKeeperOp =
+      { type: "check", path: CONTROLLER_EPOCH_PATH, version: active.epochZkVersion };
+    try {
+      if (p.version < 0) {
+        await this.zk.mkdirp(partitionPath(p.topic, p.partition));
+        await this.zk.multi([epochCheck, { type: "create", path, data }]);
+        return { ...p, state: next, version: 0 };
+      }
+      const results = await this.zk.multi([
+        epochCheck, { type: "setData", path, data, version: p.version },
+      ]);
+      const result = results[1];
+      const version = result?.type === "setData" ? result.stat.version : p.version + 1;
+      this.logChange(p, next);
+      return { ...p, state: next, version };
+    } catch (error) {
+      if (!(error instanceof ZooKeeperError)) throw error;
+      if (error instanceof BadVersionError && error.path === CONTROLLER_EPOCH_PATH) {
+        this.resign("another controller has a newer epoch");
+        return null;
+      }
+      const raced = error instanceof BadVersionError || error instanceof NoNodeError ||
+        error instanceof NodeExistsError;
+      if (!raced) throw error;
+      return null;
+    }
+  }
+
+  private logChange(p: ControllerPartition | StatedPartition, next: PartitionStateZnode): void {
+    const before = p.state;
+    if (before === null || before.leader === next.leader) return;
+    this.options.log.info(`quill: controller moved the leader of ${p.topic}-${p.partition} ` +
+      `from ${before.leader} to ${next.leader} (leader epoch ${next.leaderEpoch}, ISR ` +
+      `[${next.isr.join(",")}])`);
+  }
+
+  private identity(active: ActiveState) {
+    return { controllerId: this.options.brokerId, controllerEpoch: active.epoch };
+  }
+
+  // ---- the task queue and watches ------------------------------------------------------------
+
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(task);
+    this.queue = result.then(() => undefined, () => undefined);
+    return result;
+  }
+
+  /** Queues a task unless one with the same key waits already; failures retry after a pause. */
+  private schedule(key: string, task: () => Promise<void>): void {
+    if (this.closed || this.queued.has(key)) return;
+    this.queued.add(key);
+    this.exclusive(() => {
+      this.queued.delete(key);
+      return this.closed ? Promise.resolve() : task();
+    }).catch((error: unknown) => {
+      this.options.log.warn(`quill: controller task ${key} failed, retrying: ${String(error)}`);
+      setTimeout(() => this.schedule(key, task), RETRY_DELAY_MS).unref();
+    });
+  }
+
+  /** A one-shot watcher for `key`, or undefined while one is registered already. */
+  private arm(key: string, onFire: () => void): (() => void) | undefined {
+    if (this.armed.has(key)) return undefined;
+    this.armed.add(key);
+    return () => {
+      this.armed.delete(key);
+      if (!this.closed) onFire();
+    };
+  }
+}
+
+function sameMembers(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x) => b.includes(x));
+}
+
+async function withTimeout(promise: Promise<unknown>, timeoutMs: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
+  });
+  await Promise.race([promise, timeout]);
+  clearTimeout(timer);
+}
+
+async function mapLimit<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(WRITE_CONCURRENCY, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,222 @@
+/**
+ * A small Kafka client for broker-to-broker traffic: the controller's LeaderAndIsr,
+ * UpdateMetadata and StopReplica, a broker's ControlledShutdown and AlterPartition, and
+ * followers' fetches. One TCP connection (Bun.connect), requests encoded with the generated
+ * codecs, pipelined, and answered in order, as Kafka's protocol guarantees per connection.
+ *
+ * Bun's socket.write sends what it can and returns the count without buffering the rest
+ * (notes/bun-1.4.4.md §3), so unsent bytes wait here and go out on `drain`. A request that
+ * times out closes the connection: later responses could no longer be matched to requests
+ * without reading the skipped one, and the peer may be gone.
+ */
+import type { Socket } from "bun";
+import {
+  type ApiKeyNumber, type ApiMessages, decodeResponse, decodeResponseHeader, encodeRequest,
+  encodeRequestHeader, type Init,
+} from "../protocol/generated/index.ts";
+import { Reader } from "../protocol/reader.ts";
+import { Writer } from "../protocol/writer.ts";
+
+/** Largest response accepted (a follower's fetch answer is bounded by replica.fetch.max.bytes). */
+export const RESPONSE_BYTES_MAX = 256 * 1024 * 1024;
+/** Requests in flight on one connection. */
+export const IN_FLIGHT_MAX = 1_000;
+
+/** The connection failed or closed, or a request timed out; the caller may reconnect and retry. */
+export class InterBrokerError extends Error {
+  override readonly name = "InterBrokerError";
+}
+
+export interface InterBrokerClientOptions {
+  /** The client id in request headers, e.g. "quill-controller-3". */
+  readonly clientId: string;
+  readonly connectTimeoutMs: number;
+}
+
+interface Pending {
+  readonly apiKey: number;
+  readonly apiVersion: number;
+  readonly correlationId: number;
+  readonly resolve: (body: unknown) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+export class InterBrokerClient {
+  private readonly pending: Pending[] = [];
+  private readonly unsent: Uint8Array[] = [];
+  private chunks: Uint8Array[] = [];
+  private bufferedBytes = 0;
+  private nextCorrelationId = 1;
+  private closedError: InterBrokerError | null = null;
+  private socket: Socket<undefined> | null = null;
+
+  private constructor(
+    readonly host: string,
+    readonly port: number,
+    private readonly options: InterBrokerClientOptions,
+  ) {}
+
+  /** Connects; rejects with InterBrokerError when the broker does not accept in time. */
+  static async connect(
+    host: string,
+    port: number,
+    options: InterBrokerClientOptions,
+  ): Promise<InterBrokerClient> {
+    const client = new InterBrokerClient(host, port, options);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new InterBrokerError(
+        `connecting to ${host}:${port} took over ${options.connectTimeoutMs} ms`)),
+      options.connectTimeoutMs);
+    });
+    const connecting = Bun.connect<undefined>({
+      hostname: host,
+      port,
+      socket: {
+        data: (_socket, data) => client.onData(data),
+        drain: () => client.flush(),
+        close: () => client.fail(new InterBrokerError(`${host}:${port} closed the connection`)),
+        error: (_socket, error) => {
+          client.fail(new InterBrokerError(`connection to ${host}:${port} failed: ${error.message}`));
+        },
+      },
+    });
+    try {
+      client.socket = await Promise.race([connecting, timeout]);
+    } catch (error) {
+      void connecting.then((s) => s.end(), () => {});
+      if (error instanceof InterBrokerError) throw error;
+      throw new InterBrokerError(`cannot connect to ${host}:${port}: ${String(error)}`,
+        { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+    client.socket.setNoDelay(true);
+    return client;
+  }
+
+  get isClosed(): boolean {
+    return this.closedError !== null;
+  }
+
+  /** Sends one request and resolves with the decoded response body. */
+  request<K extends ApiKeyNumber>(
+    apiKey: K,
+    apiVersion: number,
+    body: Init<ApiMessages[K]["request"]>,
+    timeoutMs: number,
+  ): Promise<ApiMessages[K]["response"]> {
+    if (this.closedError !== null) return Promise.reject(this.closedError);
+    if (this.pending.length >= IN_FLIGHT_MAX) {
+      return Promise.reject(new InterBrokerError(`${IN_FLIGHT_MAX} requests already in flight`));
+    }
+    const correlationId = this.nextCorrelationId;
+    this.nextCorrelationId = (this.nextCorrelationId + 1) & 0x7fffffff;
+    const w = new Writer();
+    w.int32(0);
+    encodeRequestHeader(w, {
+      requestApiKey: apiKey, requestApiVersion: apiVersion, correlationId,
+      clientId: this.options.clientId,
+    });
+    encodeRequest(apiKey, apiVersion, w, body);
+    const frame = w.toBytes();
+    new DataView(frame.buffer, frame.byteOffset, 4).setInt32(0, frame.byteLength - 4);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.fail(new InterBrokerError(`no answer from ${this.host}:${this.port} to API key ` +
+          `${apiKey} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.push({
+        apiKey, apiVersion, correlationId, reject, timer,
+        resolve: resolve as (body: unknown) => void,
+      });
+      this.unsent.push(frame);
+      this.flush();
+    });
+  }
+
+  /** Closes the connection; requests in flight fail. */
+  close(): void {
+    this.fail(new InterBrokerError(`connection to ${this.host}:${this.port} closed`));
+  }
+
+  private flush(): void {
+    const socket = this.socket;
+    if (socket === null || this.closedError !== null) return;
+    while (this.unsent.length > 0) {
+      const next = this.unsent[0]!;
+      const written = socket.write(next);
+      if (written < next.byteLength) {
+        this.unsent[0] = next.subarray(Math.max(0, written));
+        return;
+      }
+      this.unsent.shift();
+    }
+  }
+
+  private onData(data: Uint8Array): void {
+    this.chunks.push(data);
+    this.bufferedBytes += data.byteLength;
+    while (this.bufferedBytes >= 4) {
+      const buffered = this.contiguous();
+      const sizeBytes = new DataView(buffered.buffer, buffered.byteOffset, 4).getInt32(0);
+      if (sizeBytes < 0 || sizeBytes > RESPONSE_BYTES_MAX) {
+        this.fail(new InterBrokerError(`${this.host}:${this.port} sent a ${sizeBytes}-byte frame`));
+        return;
+      }
+      if (buffered.byteLength < 4 + sizeBytes) return;
+      const frame = buffered.subarray(4, 4 + sizeBytes);
+      const rest = buffered.subarray(4 + sizeBytes);
+      this.chunks = rest.byteLength > 0 ? [rest] : [];
+      this.bufferedBytes = rest.byteLength;
+      this.deliver(frame);
+    }
+  }
+
+  /** Joins the buffered chunks into one view (only when a frame spans several reads). */
+  private contiguous(): Uint8Array {
+    if (this.chunks.length === 1) return this.chunks[0]!;
+    const joined = new Uint8Array(this.bufferedBytes);
+    let at = 0;
+    for (const chunk of this.chunks) {
+      joined.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    this.chunks = [joined];
+    return joined;
+  }
+
+  private deliver(frame: Uint8Array): void {
+    const p = this.pending.shift();
+    if (p === undefined) {
+      this.fail(new InterBrokerError(`${this.host}:${this.port} answered an unsent request`));
+      return;
+    }
+    clearTimeout(p.timer);
+    try {
+      const r = new Reader(frame);
+      const correlationId = decodeResponseHeader(r, p.apiKey, p.apiVersion);
+      if (correlationId !== p.correlationId) {
+        throw new InterBrokerError(`correlation id ${correlationId}, expected ${p.correlationId}`);
+      }
+      p.resolve(decodeResponse(p.apiKey as ApiKeyNumber, p.apiVersion, r));
+    } catch (error) {
+      p.reject(error instanceof Error ? error : new Error(String(error)));
+      this.fail(new InterBrokerError(`undecodable response from ${this.host}:${this.port}`));
+    }
+  }
+
+  private fail(error: InterBrokerError): void {
+    if (this.closedError !== null) return;
+    this.closedError = error;
+    this.socket?.end();
+    for (const p of this.pending.splice(0)) {
+      clearTimeout(p.timer);
+      p.reject(error);
+    }
+    this.unsent.length = 0;
+    this.chunks = [];
+    this.bufferedBytes = 0;
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * A broker's part in a ZooKeeper-mode cluster beyond its registration: its metadata cache
+ * seeded from ZooKeeper at startup (so Metadata is right before the controller first speaks),
+ * its candidacy for controller, its client to the active controller (AlterPartition for the
+ * ReplicaManager, ControlledShutdown before it stops).
+ */
+import { KafkaController } from "../cluster/controller.ts";
+import { ControllerClient } from "../cluster/controller-client.ts";
+import { readClusterSnapshot } from "../cluster/controller-state.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import type { MetadataCache } from "./metadata-cache.ts";
+import type { StoreLogger } from "./metadata-stores.ts";
+
+/** Controlled shutdown asks the controller this many times before the broker stops anyway. */
+const CONTROLLED_SHUTDOWN_ATTEMPTS = 3;
+const CONTROLLED_SHUTDOWN_RETRY_MS = 500;
+
+export interface ClusterRole {
+  readonly controller: KafkaController;
+  readonly controllerClient: ControllerClient;
+  /** Moves this broker's leaderships away (retrying), then leaves the controller election. */
+  shutDown(): Promise<void>;
+}
+
+/** Reads live brokers and partition states from ZooKeeper into the cache. */
+export async function seedFromZooKeeper(
+  zk: ZooKeeperClient,
+  cache: MetadataCache,
+  log: StoreLogger,
+): Promise<void> {
+  const snapshot = await readClusterSnapshot(zk, log);
+  cache.setLiveBrokers([...snapshot.brokers.values()].map((b) => ({
+    nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack,
+  })));
+  cache.applyLeaderStates([...snapshot.partitions.values()].flatMap((p) => {
+    if (p.state === null) return [];
+    return [{
+      topic: p.topic,
+      topicId: p.topicIdHex === null ? new Uint8Array(16) : Buffer.from(p.topicIdHex, "hex"),
+      partition: p.partition,
+      leader: p.state.leader,
+      leaderEpoch: p.state.leaderEpoch,
+      partitionEpoch: p.version,
+      isr: p.state.isr,
+      replicas: p.replicas,
+    }];
+  }));
+}
+
+/** Joins the controller election; call once the broker is registered and serving. */
+export function startClusterRole(
+  zk: ZooKeeperClient,
+  brokerId: number,
+  cache: MetadataCache,
+  log: StoreLogger,
+): ClusterRole {
+  const requestTimeoutMs = zk.sessionTimeoutMs;
+  const controller = KafkaController.start(zk, { brokerId, requestTimeoutMs, log });
+  controller.onControllerChange((id, epoch) => cache.setController(id, epoch));
+  const controllerClient = new ControllerClient(brokerId, () => {
+    const id = cache.controllerId;
+    const endpoint = id < 0 ? undefined : cache.broker(id);
+    return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
+  }, requestTimeoutMs);
+  const shutDown = async () => {
+    for (let attempt = 1; attempt <= CONTROLLED_SHUTDOWN_ATTEMPTS; attempt++) {
+      const remaining = await controllerClient.controlledShutdown();
+      if (remaining === 0) {
+        log.info(`quill: controlled shutdown of broker ${brokerId}: leaderships moved away`);
+        break;
+      }
+      log.warn(`quill: controlled shutdown of broker ${brokerId}, attempt ${attempt}: ` +
+        (remaining < 0 ? "no controller answered" : `${remaining} partitions still led here`));
+      if (attempt < CONTROLLED_SHUTDOWN_ATTEMPTS) await Bun.sleep(CONTROLLED_SHUTDOWN_RETRY_MS);
+    }
+    controllerClient.close();
+    await controller.close();
+  };
+  return { controller, controllerClient, shutDown };
+}

@@ -1,0 +1,214 @@
+/**
+ * Three `quill serve --zookeeper` processes and one real ZooKeeper on loopback: every broker
+ * answers Metadata with the same brokers, controller and leaders; replicas spread over the
+ * brokers; the controller is elected through /controller and /controller_epoch; kill -9 of a
+ * partition leader moves leadership within the session timeout and kafkajs produces again;
+ * kill -9 of the controller elects another; SIGTERM moves a broker's leaderships away first.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
+import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { ChildBroker } from "../support/broker-harness.ts";
+import { requestOnce } from "../support/kafka-client.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+
+const SESSION_TIMEOUT_MS = 4_000;
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+
+let zkServer: ZooKeeperServer;
+let chrootCount = 0;
+
+beforeAll(async () => {
+  zkServer = await startZooKeeper();
+}, 60_000);
+
+afterAll(async () => {
+  await zkServer.stop();
+});
+
+interface Cluster {
+  readonly connect: string;
+  readonly brokers: Map<number, ChildBroker>;
+  readonly zk: ZooKeeperClient;
+  close(): Promise<void>;
+}
+
+async function startCluster(): Promise<Cluster> {
+  chrootCount++;
+  const connect = `${zkServer.connectString}/three-${chrootCount}`;
+  const brokers = new Map<number, ChildBroker>();
+  const started = await Promise.all([1, 2, 3].map((id) => ChildBroker.start({
+    settings: {
+      "zookeeper.connect": connect,
+      "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
+      "broker.id": String(id),
+      "default.replication.factor": "3",
+      "num.partitions": "3",
+    },
+  })));
+  started.forEach((b, i) => brokers.set(i + 1, b));
+  const zk = await ZooKeeperClient.connect(connect, { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 });
+  return {
+    connect, brokers, zk,
+    close: async () => {
+      await zk.close();
+      await Promise.all([...brokers.values()].map((b) => b.remove()));
+    },
+  };
+}
+
+function metadata(broker: ChildBroker): Promise<MetadataResponse> {
+  return requestOnce(broker.port, ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+}
+
+/** Brokers, controller and partition leaders, as one comparable string. */
+function summary(m: MetadataResponse): string {
+  const brokers = m.brokers.map((b) => `${b.nodeId}@${b.port}`).sort().join(",");
+  const topics = [...m.topics].sort((a, b) => (a.name ?? "").localeCompare(b.name ?? ""))
+    .map((t) => `${t.name}:` + t.partitions.map((p) =>
+      `${p.partitionIndex}=${p.leaderId}/${p.leaderEpoch}[${p.isrNodes.join(",")}]`).join(" "));
+  return `controller ${m.controllerId}; brokers ${brokers}; ${topics.join("; ")}`;
+}
+
+async function until<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadlineMs = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadlineMs) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+/** Waits until every running broker answers the same metadata listing `brokerCount` brokers. */
+async function consistentMetadata(cluster: Cluster, brokerCount: number, timeoutMs = 15_000) {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  return await until(async () => {
+    const answers = await Promise.all(running.map(metadata));
+    const summaries = new Set(answers.map(summary));
+    const first = answers[0]!;
+    const settled = first.brokers.length === brokerCount && first.controllerId >= 0 &&
+      first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
+    return summaries.size === 1 && settled ? first : undefined;
+  }, timeoutMs, `consistent metadata over ${brokerCount} brokers`);
+}
+
+async function createTopic(broker: ChildBroker, name: string, partitions: number) {
+  const response = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
+    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
+    timeoutMs: 10_000, validateOnly: false,
+  });
+  expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+}
+
+async function produceWithKafkajs(cluster: Cluster, topic: string, values: string[]) {
+  const bootstrap = [...cluster.brokers.values()].filter((b) => b.running).map((b) => b.bootstrap);
+  const kafka = new Kafka({
+    clientId: "three-brokers", brokers: bootstrap, logLevel: logLevel.NOTHING,
+    retry: { retries: 8, initialRetryTime: 200 },
+  });
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    return await producer.send({ topic, acks: 1, messages: values.map((value) => ({ value })) });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+describe("three brokers on one ZooKeeper", () => {
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    cluster = await startCluster();
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster.close();
+  });
+
+  test("one controller in /controller and /controller_epoch; every broker answers the same", async () => {
+    await createTopic(cluster.brokers.get(2)!, "spread", 6);
+    const m = await consistentMetadata(cluster, 3);
+    const controller = JSON.parse(text((await cluster.zk.getData("/controller")).data));
+    expect(controller).toMatchObject({ version: 2, brokerid: m.controllerId, kraftControllerEpoch: -1 });
+    expect(typeof controller.timestamp).toBe("string");
+    expect(Number(text((await cluster.zk.getData("/controller_epoch")).data))).toBeGreaterThanOrEqual(1);
+    const spread = m.topics.find((t) => t.name === "spread")!;
+    expect(spread.partitions).toHaveLength(6);
+    for (const p of spread.partitions) expect([...p.replicaNodes].sort()).toEqual([1, 2, 3]);
+    // Kafka's round robin gives each broker two of the six leaderships.
+    const leaders = spread.partitions.map((p) => p.leaderId);
+    for (const id of [1, 2, 3]) expect(leaders.filter((l) => l === id)).toHaveLength(2);
+    const cluster0 = await requestOnce(cluster.brokers.get(3)!.port, ApiKey.DescribeCluster, 0, {
+      includeClusterAuthorizedOperations: false,
+    });
+    expect(cluster0.controllerId).toBe(m.controllerId);
+    expect(cluster0.brokers.map((b) => b.brokerId).sort()).toEqual([1, 2, 3]);
+  }, 60_000);
+
+  test("kill -9 of a partition leader: a new leader from the ISR, and kafkajs produces again", async () => {
+    await createTopic(cluster.brokers.get(1)!, "failover", 1);
+    const before = await consistentMetadata(cluster, 3);
+    const p0 = before.topics.find((t) => t.name === "failover")!.partitions[0]!;
+    await produceWithKafkajs(cluster, "failover", ["before"]);
+    const victim = p0.leaderId;
+    const killedAtMs = Date.now();
+    await cluster.brokers.get(victim)!.kill9();
+    const after = await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
+    const moved = after.topics.find((t) => t.name === "failover")!.partitions[0]!;
+    expect(moved.leaderId).not.toBe(victim);
+    expect(moved.leaderEpoch).toBeGreaterThan(p0.leaderEpoch);
+    expect(moved.isrNodes).not.toContain(victim);
+    const state = JSON.parse(text((await cluster.zk.getData(
+      "/brokers/topics/failover/partitions/0/state")).data));
+    expect(state.leader).toBe(moved.leaderId);
+    const sent = await produceWithKafkajs(cluster, "failover", ["after"]);
+    expect(sent[0]!.errorCode).toBe(0);
+    console.error(`failover: new leader ${moved.leaderId} in ${Date.now() - killedAtMs} ms`);
+    cluster.brokers.set(victim, await cluster.brokers.get(victim)!.restart());
+    await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+  }, 90_000);
+
+  test("kill -9 of the controller: another broker becomes controller with a higher epoch", async () => {
+    const before = await consistentMetadata(cluster, 3);
+    const epochBefore = Number(text((await cluster.zk.getData("/controller_epoch")).data));
+    const old = before.controllerId;
+    await cluster.brokers.get(old)!.kill9();
+    const after = await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
+    expect(after.controllerId).not.toBe(old);
+    expect(Number(text((await cluster.zk.getData("/controller_epoch")).data)))
+      .toBeGreaterThan(epochBefore);
+    cluster.brokers.set(old, await cluster.brokers.get(old)!.restart());
+    await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+  }, 90_000);
+
+  test("SIGTERM: a broker's leaderships move away before it exits", async () => {
+    // A fresh topic: every replica is in its ISR, so each leadership has somewhere to go.
+    await createTopic(cluster.brokers.get(1)!, "handover", 3);
+    const before = await consistentMetadata(cluster, 3);
+    const handover = (m: MetadataResponse) => m.topics.find((t) => t.name === "handover")!;
+    const leaving = handover(before).partitions[0]!.leaderId;
+    const broker = cluster.brokers.get(leaving)!;
+    const stopped = broker.terminate();
+    const other = [...cluster.brokers.values()].find((b) => b !== broker)!;
+    const moved = await until(async () => {
+      const m = await metadata(other);
+      return handover(m).partitions.every((p) => p.leaderId !== leaving) ? m : undefined;
+    }, 15_000, `leaderships to move off broker ${leaving}`);
+    // Seen moved while the broker was still shutting down, not because it died.
+    expect(broker.running).toBe(true);
+    expect(await stopped).toBe(0);
+    for (const p of handover(moved).partitions) {
+      expect(p.leaderId).toBeGreaterThanOrEqual(0);
+      expect(p.isrNodes).not.toContain(leaving);
+    }
+    expect(broker.stderrText).toContain(`controlled shutdown of broker ${leaving}`);
+  }, 60_000);
+});
