@@ -86,7 +86,9 @@ test("produce with the id: a retry returns the first offset; DescribeProducers l
     expect((await produce(producerId, 0, 9)).errorCode)
       .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
     const described = await client.request(ApiKey.DescribeProducers, 0, {
-      topics: [{ name: "idem", partitionIndexes: [0, 1, 7] }, { name: "nope", partitionIndexes: [0] }],
+      topics: [
+        { name: "idem", partitionIndexes: [0, 1, 7] }, { name: "nope", partitionIndexes: [0] },
+      ],
     });
     const [p0, p1, p7] = described.topics[0].partitions;
     expect(p0.errorCode).toBe(ErrorCode.NONE);

@@ -13,7 +13,9 @@ const CODEC_IDS = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
 type Codec = keyof typeof CODEC_IDS;
 const CODECS = Object.keys(CODEC_IDS) as Codec[];
 const POLICIES = ["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] as const;
-const POLICY_CODEC: Record<string, number> = { uncompressed: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 };
+const POLICY_CODEC: Record<string, number> = {
+  uncompressed: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4,
+};
 const KAFKAJS_TYPES: Record<Codec, number> = {
   none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy,
   lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD,
@@ -116,7 +118,9 @@ describe.each(POLICIES)("compression.type=%s", (policy) => {
     const out = await kcatOk(broker.bootstrap,
       ["-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%s\n"]);
     expect(stdoutText(out).split("\n").filter((l) => l !== "")).toEqual(sent);
-    const expected = policy === "producer" ? [0, 1, 2, 3, 4] : CODECS.map(() => POLICY_CODEC[policy]);
+    const expected = policy === "producer"
+      ? [0, 1, 2, 3, 4]
+      : CODECS.map(() => POLICY_CODEC[policy]);
     expect(storedCodecs(broker.dataDir, topic)).toEqual(expected);
   }, 60_000);
 });

@@ -101,7 +101,8 @@ describe("compression.type on the leader", () => {
 
   test("producer: batches are stored byte for byte as sent (after the base offset)", () => {
     const log = open("producer");
-    const sent = [CompressionType.Snappy, CompressionType.Zstd].map((c, i) => sample(c, i * 20).batch);
+    const codecs = [CompressionType.Snappy, CompressionType.Zstd];
+    const sent = codecs.map((c, i) => sample(c, i * 20).batch);
     const copies = sent.map((b) => b.slice());
     for (const b of sent) log.append(b, { assignOffsets: true });
     const stored = storedBatches();

@@ -205,7 +205,7 @@ describe("state across restarts", () => {
     log.close();
   });
 
-  test("producers expire after producer.id.expiration.ms, not when retention moves the start", () => {
+  test("producers expire by producer.id.expiration.ms, not when retention moves the start", () => {
     const log = open({ config: { segmentBytes: 300, retentionBytes: 1 }, expirationMs: 60_000 });
     const oldMs = Date.now() - 120_000;
     log.append(idem(1n, 0, 0, 5, oldMs), client);
