@@ -17,18 +17,26 @@ import {
   appendFileSync,
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { STEPS, type Step } from "../test/compat/support/scenario-steps.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
 const OUT_DIR = join(ROOT, ".compat");
+/**
+ * This run's broker data and logs. Each run has its own, so two runs in one checkout (two
+ * terminals, or CI beside a developer) never share a data dir; only the newest RUNS_KEPT stay.
+ */
+const RUNS_DIR = join(OUT_DIR, "runs");
+const RUN_DIR = join(RUNS_DIR, `${new Date().toISOString().replaceAll(":", "-")}-${process.pid}`);
+const RUNS_KEPT = 10;
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "quill-compat");
 /** A first run downloads Maven, Go and pip dependencies; later runs build from the caches. */
 const PREPARE_TIMEOUT_MS = 600_000;
@@ -148,9 +156,8 @@ interface Broker {
 }
 
 async function startBroker(binary: string | undefined): Promise<Broker> {
-  const dataDir = join(OUT_DIR, "data");
-  rmSync(dataDir, { recursive: true, force: true });
-  const logPath = join(OUT_DIR, "broker.log");
+  const dataDir = join(RUN_DIR, "data");
+  const logPath = join(RUN_DIR, "broker.log");
   writeFileSync(logPath, "");
   const command = binary ? [binary] : [bun, join(ROOT, "src", "main.ts")];
   // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
@@ -166,7 +173,7 @@ async function startBroker(binary: string | undefined): Promise<Broker> {
       "--set",
       "num.partitions=3",
     ],
-    { cwd: OUT_DIR, stdout: "pipe", stderr: "pipe" },
+    { cwd: RUN_DIR, stdout: "pipe", stderr: "pipe" },
   );
   const bootstrap = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
@@ -251,7 +258,7 @@ async function prepareClient(spec: ClientSpec, cwd: string): Promise<string | un
     const result = await runCommand(command, {
       cwd,
       timeoutMs: PREPARE_TIMEOUT_MS,
-      logPrefix: join(OUT_DIR, `${spec.name}.prepare-${index}`),
+      logPrefix: join(RUN_DIR, `${spec.name}.prepare-${index}`),
     });
     if (result.code !== 0 || result.timedOut) {
       const why = result.timedOut ? "timed out" : `exit code ${result.code}`;
@@ -294,7 +301,7 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
       GROUP: `compat-${spec.name}-group`,
     },
     timeoutMs: RUN_TIMEOUT_MS,
-    logPrefix: join(OUT_DIR, spec.name),
+    logPrefix: join(RUN_DIR, spec.name),
   });
   parseClientOutput(run.stdout, result);
   fillMissingCells(result, run);
@@ -387,7 +394,8 @@ function markdown(results: readonly ClientResult[], broker: string): string {
   });
   const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
   return [
-    `Quill client compatibility matrix, ${new Date().toISOString()}, broker ${broker}`,
+    `Quill client compatibility matrix, ${new Date().toISOString()}, broker ${broker}, ` +
+      `logs in ${relative(ROOT, RUN_DIR)}`,
     "",
     header,
     rule,
@@ -434,6 +442,14 @@ function cellCounts(results: readonly ClientResult[]): string {
   return `compat: ${passed} passed, ${failedCount} failed, ${skipped} skipped`;
 }
 
+/** Removes all but the newest RUNS_KEPT run dirs (their names start with the start time). */
+function pruneOldRuns(): void {
+  const runs = readdirSync(RUNS_DIR).sort();
+  for (const run of runs.slice(0, Math.max(0, runs.length - RUNS_KEPT))) {
+    rmSync(join(RUNS_DIR, run), { recursive: true, force: true });
+  }
+}
+
 // ---- Main ----------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -452,10 +468,12 @@ async function main(): Promise<number> {
   const selected =
     args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS;
   mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
-  mkdirSync(OUT_DIR, { recursive: true });
+  mkdirSync(RUN_DIR, { recursive: true });
+  pruneOldRuns();
   const broker = await startBroker(binary);
   console.log(
-    `::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), log in .compat/broker.log`,
+    `::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), ` +
+      `log in ${relative(ROOT, broker.logPath)}`,
   );
   const results: ClientResult[] = [];
   try {
@@ -467,6 +485,8 @@ async function main(): Promise<number> {
   } finally {
     broker.process.kill("SIGTERM");
     await broker.process.exited;
+    // The logs stay for a look after a failure; the records are only test data.
+    rmSync(join(RUN_DIR, "data"), { recursive: true, force: true });
   }
   const table = markdown(results, binary ?? "bun src/main.ts");
   writeFileSync(join(OUT_DIR, "results.md"), table);
@@ -481,7 +501,7 @@ async function main(): Promise<number> {
   if (failedClients.length > 0) {
     console.log(
       `compat: FAILED for ${failedClients.join(", ")} ` +
-        "(see .compat/results.md and .compat/<client>.stderr)",
+        `(see .compat/results.md and ${relative(ROOT, RUN_DIR)}/<client>.stderr)`,
     );
   }
   if (untestedClients.length > 0) console.log(`compat: NOT TESTED: ${untestedClients.join(", ")}`);
