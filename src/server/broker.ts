@@ -14,7 +14,7 @@ import {
 } from "./metadata-stores.ts";
 import { openProducerIdManager } from "./producer-id-manager.ts";
 import { ReplicaManager } from "./replica-manager.ts";
-import { seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
+import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -65,6 +65,8 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   }
   logs.startBackgroundTasks();
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
+  const controllerClient = stores.zooKeeper === null ? null
+    : controllerClientFor(stores.zooKeeper, brokerId, cache);
   const replicaManager = new ReplicaManager(logs, cache);
   // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
   const offsetStore = openOffsetStore(stores, config);
@@ -106,7 +108,7 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
       throw error;
     });
   const clusterRole = stores.zooKeeper === null ? null
-    : startClusterRole(stores.zooKeeper, brokerId, cache, log);
+    : startClusterRole(stores.zooKeeper, brokerId, cache, controllerClient!, log);
   services = { ...services, controller: clusterRole?.controller ?? null };
   log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
     `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);

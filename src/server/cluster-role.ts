@@ -47,21 +47,33 @@ export async function seedFromZooKeeper(
   }));
 }
 
+/**
+ * The broker's client to whichever broker the cache names as controller; the ReplicaManager
+ * needs it (AlterPartition) before the broker serves, so it exists before the election starts.
+ */
+export function controllerClientFor(
+  zk: ZooKeeperClient,
+  brokerId: number,
+  cache: MetadataCache,
+): ControllerClient {
+  return new ControllerClient(brokerId, () => {
+    const id = cache.controllerId;
+    const endpoint = id < 0 ? undefined : cache.broker(id);
+    return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
+  }, zk.sessionTimeoutMs);
+}
+
 /** Joins the controller election; call once the broker is registered and serving. */
 export function startClusterRole(
   zk: ZooKeeperClient,
   brokerId: number,
   cache: MetadataCache,
+  controllerClient: ControllerClient,
   log: StoreLogger,
 ): ClusterRole {
   const requestTimeoutMs = zk.sessionTimeoutMs;
   const controller = KafkaController.start(zk, { brokerId, requestTimeoutMs, log });
   controller.onControllerChange((id, epoch) => cache.setController(id, epoch));
-  const controllerClient = new ControllerClient(brokerId, () => {
-    const id = cache.controllerId;
-    const endpoint = id < 0 ? undefined : cache.broker(id);
-    return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
-  }, requestTimeoutMs);
   const shutDown = async () => {
     for (let attempt = 1; attempt <= CONTROLLED_SHUTDOWN_ATTEMPTS; attempt++) {
       const remaining = await controllerClient.controlledShutdown();
