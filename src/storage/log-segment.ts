@@ -377,6 +377,22 @@ export class LogSegment {
   }
 
   /**
+   * Follower truncation: drops the batch holding `offset` (if any) and every batch after it,
+   * then rebuilds the indexes from what is left (recover). The file is cut by path, which works
+   * whether this segment's fd is open for writing or only for reading; nothing is mmapped, so a
+   * shorter file cannot fault a reader. Returns the bytes dropped.
+   */
+  truncateTo(offset: bigint, settings: SegmentSettings): number {
+    const entry = this.translateOffset(offset);
+    if (entry === null) return 0;
+    const droppedBytes = this.sizeBytesValue - entry.position;
+    fs.truncateSync(this.file.filePath, entry.position);
+    this.recover(settings);
+    assert(this.nextOffset <= offset, `${this.file.filePath} ends at ${this.nextOffset} > ${offset}`);
+    return droppedBytes;
+  }
+
+  /**
    * For a segment that was closed cleanly: finds the exact next offset by scanning headers from
    * the last index entry, and restores the in-memory timestamps. Throws CorruptIndexError if the
    * indexes do not match the log (the caller then recovers the segment).

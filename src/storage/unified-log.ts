@@ -19,6 +19,11 @@
  * and not written again), and the state is snapshotted at each roll and at close, then rebuilt
  * from the log after the newest snapshot on load (producer-state-manager.ts).
  *
+ * Leader epochs: every batch carries the epoch of the leader that appended it; the first batch
+ * of each new epoch is recorded in the log's LeaderEpochFileCache (`leader-epoch-checkpoint`),
+ * which replication uses to find where a follower's log diverges, and truncateTo cuts the log
+ * (and that cache, and the producer state) back to where it agrees with the leader.
+ *
  * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
  */
 import * as fs from "node:fs";
@@ -30,6 +35,7 @@ import type { SegmentSettings } from "./log-segment.ts";
 import { assert } from "../util/assert.ts";
 import { validateAndAssignOffsets } from "./log-validator.ts";
 import type { ValidatedAppend } from "./log-validator.ts";
+import type { AppendedBatch } from "./log-segment.ts";
 import { storageError } from "./durable-file.ts";
 import { installIndexLoader, loadSegments } from "./log-loader.ts";
 import type { LogEnvironment } from "./log-environment.ts";
@@ -43,6 +49,7 @@ import type { ProducerBatch } from "./producer-state-manager.ts";
 import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
 import { firstOffsetOf } from "./producer-state-entry.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
+import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 
 export interface AppendOptions {
   /** True on the leader (offsets are assigned here); false for a follower copying batches. */
@@ -85,6 +92,8 @@ export const EARLIEST_TIMESTAMP = -2n;
 export const LATEST_TIMESTAMP = -1n;
 export const MAX_TIMESTAMP = -3n;
 
+/** Where a record batch header keeps its partition leader epoch (after baseOffset and length). */
+const PARTITION_LEADER_EPOCH_AT = 12;
 /** Append listeners per log; one per interested component (e.g. the delayed-fetch purgatory). */
 const APPEND_LISTENERS_MAX = 64;
 const EMPTY_READ: ReadResult = Object.freeze({ ranges: [], sizeBytes: 0 }) as ReadResult;
@@ -123,7 +132,9 @@ export class UnifiedLog {
     private readonly segments: LogSegment[],
     logStartOffset: bigint,
     private readonly env: LogEnvironment,
-    readonly producerState: ProducerStateManager,
+    private producerStateValue: ProducerStateManager,
+    readonly leaderEpochCache: LeaderEpochFileCache,
+    private readonly producerIdExpirationMs: number | undefined,
   ) {
     assert(segments.length > 0, `log ${dir} has no segment`);
     this.dir = dir;
@@ -146,6 +157,9 @@ export class UnifiedLog {
     const first = segments[0].baseOffset;
     const logStartOffset = params.logStartOffset > first ? params.logStartOffset : first;
     const producerState = loadProducerState(params, segments, logStartOffset);
+    const leaderEpochCache = LeaderEpochFileCache.load(params.dir, params.env.logger);
+    // Recovery may have cut the log below epochs the checkpoint still names.
+    leaderEpochCache.truncateFromEnd(segments[segments.length - 1].nextOffset);
     return new UnifiedLog(
       params.topic,
       params.partition,
@@ -155,6 +169,8 @@ export class UnifiedLog {
       logStartOffset,
       params.env,
       producerState,
+      leaderEpochCache,
+      params.producerIdExpirationMs,
     );
   }
 
@@ -164,6 +180,11 @@ export class UnifiedLog {
 
   get config(): LogConfig {
     return this.configValue;
+  }
+
+  /** Idempotent producers' state; rebuilt (a new object) when the log is truncated. */
+  get producerState(): ProducerStateManager {
+    return this.producerStateValue;
   }
 
   /** Applies new topic-level settings; they take effect at the next append/roll/retention. */
@@ -241,6 +262,7 @@ export class UnifiedLog {
     const segment = this.maybeRoll(records.length, validated, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
+    this.recordLeaderEpochs(records, validated.batches);
     this.producerState.commit(prepared, this.logEndOffset);
     this.unflushedMessages += validated.recordCount;
     this.maybeFlushAfterAppend();
@@ -252,6 +274,46 @@ export class UnifiedLog {
       logStartOffset: this.logStartOffsetValue,
       recordCount: validated.recordCount,
     };
+  }
+
+  /** The first batch of each epoch newer than the cache's latest starts that epoch. */
+  private recordLeaderEpochs(records: Uint8Array, batches: readonly AppendedBatch[]): void {
+    const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+    for (const b of batches) {
+      const epoch = view.getInt32(b.relativePosition + PARTITION_LEADER_EPOCH_AT);
+      if (epoch <= this.leaderEpochCache.latestEpoch) continue;
+      this.leaderEpochCache.assign(epoch, view.getBigInt64(b.relativePosition));
+    }
+  }
+
+  /**
+   * Follower truncation: removes every batch at or above `offset` (the whole batch holding it,
+   * if it falls inside one) so fetching from the new LEO makes this log a copy of the leader's.
+   * Later segments are deleted, the one holding `offset` is cut and re-indexed; the leader-epoch
+   * cache, the producer state, the high watermark and the recovery point follow the new end.
+   */
+  truncateTo(offset: bigint): void {
+    this.ensureOpen();
+    if (offset >= this.logEndOffset) return;
+    const target = offset > this.logStartOffsetValue ? offset : this.logStartOffsetValue;
+    while (this.segments.length > 1 && this.activeSegment.baseOffset >= target) {
+      const gone = this.segments.pop()!;
+      void gone.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+    }
+    const last = this.activeSegment;
+    const droppedBytes = last.truncateTo(target, settingsOf(this.configValue));
+    this.env.logger(`[storage] ${this.name}: truncated to offset ${this.logEndOffset} ` +
+      `(asked ${offset}; ${droppedBytes} bytes cut from segment ${last.baseOffset})`);
+    const end = this.logEndOffset;
+    if (this.highWatermarkValue > end) this.highWatermarkValue = end;
+    if (this.recoveryPoint > end) this.recoveryPoint = end;
+    this.leaderEpochCache.truncateFromEnd(end);
+    this.producerStateValue = loadProducerState({
+      dir: this.dir, topic: this.topic, partition: this.partition, env: this.env,
+      producerIdExpirationMs: this.producerIdExpirationMs,
+    }, this.segments, this.logStartOffsetValue);
+    // A sealed segment cut back is not writable: appends continue in a new active segment.
+    if (!last.file.isPinned) this.roll(end);
   }
 
   /** A retried batch already in the log: its first append's offsets, nothing written (KIP-98). */
@@ -571,7 +633,7 @@ export class UnifiedLog {
 
 /** The producer state of a log being loaded: newest snapshot, then the batches after it. */
 function loadProducerState(
-  params: LoadParams,
+  params: Pick<LoadParams, "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs">,
   segments: readonly LogSegment[],
   logStartOffset: bigint,
 ): ProducerStateManager {

@@ -1,0 +1,136 @@
+/**
+ * The leader epochs of one partition log and the first offset written in each (Kafka's
+ * LeaderEpochFileCache, KIP-101): what OffsetForLeaderEpoch answers and how a follower finds
+ * where its log diverges from the leader's. Kept in `<partition dir>/leader-epoch-checkpoint`
+ * in Kafka's text format:
+ *
+ *   0          <- format version
+ *   2          <- number of entries
+ *   0 0        <- epoch start offset
+ *   3 1200
+ *
+ * Epochs and start offsets both strictly increase. The file is rewritten atomically on every
+ * change, which happens once per leader change, not per append. Not thread-safe.
+ */
+import * as path from "node:path";
+import { assert } from "../util/assert.ts";
+import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
+import type { StorageLogger } from "./log-environment.ts";
+
+export const LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint";
+const CHECKPOINT_VERSION = 0;
+/** Epochs remembered per partition: one per leader change; the oldest go first beyond this. */
+export const LEADER_EPOCH_ENTRIES_MAX = 10_000;
+/** Kafka's answer for an epoch it cannot place (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET). */
+export const UNDEFINED_EPOCH = -1;
+export const UNDEFINED_EPOCH_OFFSET = -1n;
+
+export interface EpochEntry {
+  readonly epoch: number;
+  readonly startOffset: bigint;
+}
+
+export interface EpochEndOffset {
+  readonly epoch: number;
+  readonly endOffset: bigint;
+}
+
+export class LeaderEpochFileCache {
+  private entries: EpochEntry[];
+
+  private constructor(private filePath: string, entries: EpochEntry[]) {
+    this.entries = entries;
+  }
+
+  /** Loads the checkpoint of the log in `dir`; a missing or malformed file means no epochs. */
+  static load(dir: string, logger: StorageLogger): LeaderEpochFileCache {
+    const filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);
+    return new LeaderEpochFileCache(filePath, readEntries(filePath, logger));
+  }
+
+  /** The log directory moved (deletion renames it); later writes follow it. */
+  moveTo(dir: string): void {
+    this.filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);
+  }
+
+  get latestEpoch(): number {
+    return this.entries.at(-1)?.epoch ?? UNDEFINED_EPOCH;
+  }
+
+  all(): readonly EpochEntry[] {
+    return this.entries;
+  }
+
+  /**
+   * Records that `epoch` starts at `startOffset` (a leader taking over at its LEO, or the first
+   * batch of a new epoch appended). An older or equal epoch is ignored; entries that a new one
+   * contradicts (starting at or after it) are dropped, as Kafka does after a truncation.
+   */
+  assign(epoch: number, startOffset: bigint): void {
+    assert(epoch >= 0, `leader epoch ${epoch} must be >= 0`);
+    assert(startOffset >= 0n, `epoch start offset ${startOffset} must be >= 0`);
+    if (epoch <= this.latestEpoch) return;
+    const kept = this.entries.filter((e) => e.startOffset < startOffset);
+    kept.push({ epoch, startOffset });
+    if (kept.length > LEADER_EPOCH_ENTRIES_MAX) kept.splice(0, kept.length - LEADER_EPOCH_ENTRIES_MAX);
+    this.entries = kept;
+    this.flush();
+  }
+
+  /**
+   * The end of `requestedEpoch` in this log: the start of the next higher epoch, or the LEO for
+   * the latest epoch, together with the largest known epoch <= the requested one (Kafka's
+   * LeaderEpochFileCache.endOffsetFor). UNDEFINED when the epoch is unknown or above all.
+   */
+  endOffsetFor(requestedEpoch: number, logEndOffset: bigint): EpochEndOffset {
+    const undefinedAnswer = { epoch: UNDEFINED_EPOCH, endOffset: UNDEFINED_EPOCH_OFFSET };
+    if (requestedEpoch === UNDEFINED_EPOCH || this.entries.length === 0) return undefinedAnswer;
+    if (requestedEpoch === this.latestEpoch) return { epoch: requestedEpoch, endOffset: logEndOffset };
+    const higher = this.entries.findIndex((e) => e.epoch > requestedEpoch);
+    if (higher < 0) return undefinedAnswer;
+    const endOffset = this.entries[higher]!.startOffset;
+    if (higher === 0) return { epoch: requestedEpoch, endOffset };
+    return { epoch: this.entries[higher - 1]!.epoch, endOffset };
+  }
+
+  /** After a truncation to `endOffset`: epochs starting at or after it never happened here. */
+  truncateFromEnd(endOffset: bigint): void {
+    const kept = this.entries.filter((e) => e.startOffset < endOffset);
+    if (kept.length === this.entries.length) return;
+    this.entries = kept;
+    this.flush();
+  }
+
+  private flush(): void {
+    const lines = [String(CHECKPOINT_VERSION), String(this.entries.length)];
+    for (const e of this.entries) lines.push(`${e.epoch} ${e.startOffset}`);
+    writeFileAtomically(this.filePath, new TextEncoder().encode(lines.join("\n") + "\n"));
+  }
+}
+
+function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
+  const bytes = readFileIfExists(filePath);
+  if (bytes === null) return [];
+  const lines = new TextDecoder().decode(bytes).split("\n").filter((l) => l.length > 0);
+  const count = Number(lines[1]);
+  const malformed = (why: string) => {
+    logger(`[storage] ignoring malformed ${filePath}: ${why}`);
+    return [];
+  };
+  if (lines[0] !== String(CHECKPOINT_VERSION)) return malformed(`version "${lines[0]}"`);
+  if (!Number.isInteger(count) || count > LEADER_EPOCH_ENTRIES_MAX || lines.length !== count + 2) {
+    return malformed(`${lines.length - 2} entries, header says ${lines[1]}`);
+  }
+  const entries: EpochEntry[] = [];
+  for (const line of lines.slice(2)) {
+    const match = /^(\d+) (\d+)$/.exec(line);
+    if (match === null) return malformed(`line "${line}"`);
+    const entry = { epoch: Number(match[1]), startOffset: BigInt(match[2]!) };
+    const last = entries.at(-1);
+    if (last !== undefined && (entry.epoch <= last.epoch || entry.startOffset <= last.startOffset)) {
+      return malformed(`entries out of order at "${line}"`);
+    }
+    entries.push(entry);
+  }
+  return entries;
+}
