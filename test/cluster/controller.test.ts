@@ -1,0 +1,186 @@
+/**
+ * The controller with three in-process brokers on a real ZooKeeper: one active controller,
+ * a successor that rebuilds its state from ZooKeeper alone when the controller stops,
+ * AlterPartition accepted only against the current leader epoch and partition epoch,
+ * CreatePartitions and topic deletion through a broker that is not the controller.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
+import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { startInProcessBroker, type InProcessBroker } from "../support/broker-harness.ts";
+import { requestOnce } from "../support/kafka-client.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+
+const text = (b: Uint8Array) => new TextDecoder().decode(b);
+let zkServer: ZooKeeperServer;
+let connect: string;
+let zk: ZooKeeperClient;
+const brokers = new Map<number, InProcessBroker>();
+
+beforeAll(async () => {
+  zkServer = await startZooKeeper();
+  connect = `${zkServer.connectString}/controller-test`;
+  for (const id of [1, 2, 3]) brokers.set(id, await startBroker(id));
+  zk = await ZooKeeperClient.connect(connect, { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 });
+}, 60_000);
+
+afterAll(async () => {
+  await zk.close();
+  for (const b of brokers.values()) await b.stop();
+  await zkServer.stop();
+}, 60_000);
+
+function startBroker(id: number): Promise<InProcessBroker> {
+  return startInProcessBroker({ settings: {
+    "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000", "broker.id": String(id),
+    "default.replication.factor": "3",
+  } });
+}
+
+async function json(path: string) {
+  return JSON.parse(text((await zk.getData(path)).data));
+}
+
+function metadata(b: InProcessBroker): Promise<MetadataResponse> {
+  return requestOnce(b.port, ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadlineMs = Date.now() + 15_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadlineMs) throw new Error(`timed out: ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+const activeControllers = () => [...brokers.entries()]
+  .filter(([, b]) => b.broker.services.controller?.isActive === true).map(([id]) => id);
+
+async function createTopic(b: InProcessBroker, name: string, partitions: number) {
+  const res = await requestOnce(b.port, ApiKey.CreateTopics, 7, {
+    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
+    timeoutMs: 5_000, validateOnly: false,
+  });
+  expect(res.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+}
+
+describe("controller", () => {
+  test("exactly one broker is the active controller, the one /controller names", async () => {
+    const active = await until(async () => {
+      const ids = activeControllers();
+      return ids.length === 1 ? ids[0] : undefined;
+    }, "one active controller");
+    expect((await json("/controller")).brokerid).toBe(active);
+    for (const b of brokers.values()) {
+      await until(async () => ((await metadata(b)).controllerId === active ? true : undefined),
+        "every broker to name the controller");
+    }
+  });
+
+  test("AlterPartition: only the leader, at its leader epoch and partition epoch", async () => {
+    const via = brokers.get(activeControllers()[0]!)!;
+    await createTopic(via, "isr", 1);
+    const statePath = "/brokers/topics/isr/partitions/0/state";
+    const state = await json(statePath);
+    const version = (await zk.getData(statePath)).stat.version;
+    const follower = [1, 2, 3].find((id) => id !== state.leader)!;
+    const alter = (brokerId: number, leaderEpoch: number, partitionEpoch: number, newIsr: number[]) =>
+      requestOnce(via.port, ApiKey.AlterPartition, 1, {
+        brokerId, brokerEpoch: -1n,
+        topics: [{ topicName: "isr", partitions: [{ partitionIndex: 0, leaderEpoch, newIsr,
+          leaderRecoveryState: 0, partitionEpoch }] }],
+      });
+    const code = async (r: ReturnType<typeof alter>) => (await r).topics[0]!.partitions[0]!.errorCode;
+    const shrunk = [state.leader];
+    expect(await code(alter(follower, state.leader_epoch, version, shrunk)))
+      .toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(await code(alter(state.leader, state.leader_epoch - 1, version, shrunk)))
+      .toBe(ErrorCode.FENCED_LEADER_EPOCH);
+    expect(await code(alter(state.leader, state.leader_epoch, version + 1, shrunk)))
+      .toBe(ErrorCode.INVALID_UPDATE_VERSION);
+    expect(await code(alter(state.leader, state.leader_epoch, version, [state.leader, 42])))
+      .toBe(ErrorCode.INELIGIBLE_REPLICA);
+    const ok = (await alter(state.leader, state.leader_epoch, version, shrunk)).topics[0]!.partitions[0]!;
+    expect(ok).toMatchObject({ errorCode: ErrorCode.NONE, leaderId: state.leader,
+      leaderEpoch: state.leader_epoch, isr: shrunk, partitionEpoch: version + 1 });
+    expect(await json(statePath)).toMatchObject({ leader: state.leader, isr: shrunk });
+    // The controller tells every broker (the leader may expand the ISR again later).
+    for (const b of brokers.values()) {
+      await until(async () => {
+        const p = b.broker.services.metadataCache.partitionState("isr", 0);
+        return p !== undefined && p.partitionEpoch >= version + 1 ? true : undefined;
+      }, "the new partition epoch in every broker's cache");
+    }
+    // A broker that is not the controller refuses.
+    const other = [...brokers.values()].find((b) => b !== via)!;
+    const refused = await requestOnce(other.port, ApiKey.AlterPartition, 1, {
+      brokerId: state.leader, topics: [],
+    });
+    expect(refused.errorCode).toBe(ErrorCode.NOT_CONTROLLER);
+  });
+
+  test("CreatePartitions and deletion through a broker that is not the controller", async () => {
+    const controllerId = activeControllers()[0]!;
+    const via = [...brokers.entries()].find(([id]) => id !== controllerId)![1];
+    await createTopic(via, "grown", 2);
+    const grown = await requestOnce(via.port, ApiKey.CreatePartitions, 3, {
+      topics: [{ name: "grown", count: 5, assignments: null }], timeoutMs: 5_000,
+      validateOnly: false,
+    });
+    expect(grown.results[0]!.errorCode).toBe(ErrorCode.NONE);
+    for (const b of brokers.values()) {
+      await until(async () => {
+        const t = (await metadata(b)).topics.find((x) => x.name === "grown");
+        return t?.partitions.length === 5 ? true : undefined;
+      }, "five partitions everywhere");
+    }
+    const leaders = (await metadata(via)).topics.find((t) => t.name === "grown")!
+      .partitions.map((p) => p.leaderId);
+    expect(new Set(leaders).size).toBe(3);
+    // Replication factor 3: every broker holds a log of every partition.
+    for (const b of brokers.values()) expect(existsSync(join(b.dataDir, "grown-4"))).toBe(true);
+    const deleted = await requestOnce(via.port, ApiKey.DeleteTopics, 6, {
+      topics: [{ name: "grown" }], timeoutMs: 5_000,
+    });
+    expect(deleted.responses[0]!.errorCode).toBe(ErrorCode.NONE);
+    for (const b of brokers.values()) {
+      await until(async () => {
+        const gone = (await metadata(b)).topics.every((t) => t.name !== "grown");
+        const logsGone = [0, 1, 2, 3, 4].every((p) => !existsSync(join(b.dataDir, `grown-${p}`)));
+        return gone && logsGone ? true : undefined;
+      }, "the topic and its logs gone from every broker");
+    }
+  });
+
+  test("a stopped controller's successor rebuilds from ZooKeeper with a higher epoch", async () => {
+    const old = activeControllers()[0]!;
+    const epoch = Number(text((await zk.getData("/controller_epoch")).data));
+    await brokers.get(old)!.stop();
+    brokers.delete(old);
+    const next = await until(async () => {
+      const ids = activeControllers();
+      return ids.length === 1 ? ids[0] : undefined;
+    }, "a new controller");
+    expect(next).not.toBe(old);
+    expect(Number(text((await zk.getData("/controller_epoch")).data))).toBe(epoch + 1);
+    for (const b of brokers.values()) {
+      const m = await until(async () => {
+        const answer = await metadata(b);
+        return answer.controllerId === next && answer.brokers.length === 2 ? answer : undefined;
+      }, "the new controller and two brokers in Metadata");
+      for (const t of m.topics) {
+        for (const p of t.partitions) expect(p.leaderId === -1 || p.leaderId !== old).toBe(true);
+      }
+    }
+    brokers.set(old, await startBroker(old));
+    for (const b of brokers.values()) {
+      await until(async () => ((await metadata(b)).brokers.length === 3 ? true : undefined),
+        "the restarted broker in everyone's Metadata");
+    }
+  }, 60_000);
+});
