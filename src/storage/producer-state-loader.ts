@@ -76,9 +76,11 @@ function replaySegment(
 /** The producer fields of the v2 batch header at byte `at` (layout in record-batch.ts). */
 export function producerBatchAt(view: DataView, at: number): ProducerBatch {
   const firstOffset = view.getBigInt64(at);
+  const offsetDelta = view.getInt32(at + 23);
   return {
     firstOffset,
-    lastOffset: firstOffset + BigInt(view.getInt32(at + 23)),
+    lastOffset: firstOffset + BigInt(offsetDelta),
+    offsetDelta,
     maxTimestampMs: view.getBigInt64(at + 35),
     producerId: view.getBigInt64(at + 43),
     producerEpoch: view.getInt16(at + 51),

@@ -45,7 +45,7 @@ export const PRODUCER_ID_EXPIRATION_MS = 24 * 60 * 60 * 1000;
 /**
  * Producers remembered per partition. Kafka has no such cap; Quill needs one so that clients
  * creating producers in a loop cannot grow a partition's memory without bound. Past it the
- * least recently appending producer is forgotten (its next batch is accepted as a new one).
+ * producer with the oldest last batch is forgotten (its next batch is accepted as a new one).
  */
 export const PRODUCERS_PER_PARTITION_MAX = 10_000;
 
@@ -58,6 +58,8 @@ export interface ProducerBatch {
   readonly baseSequence: number;
   readonly firstOffset: bigint;
   readonly lastOffset: bigint;
+  /** lastOffset - firstOffset, the header's lastOffsetDelta. */
+  readonly offsetDelta: number;
   readonly maxTimestampMs: bigint;
 }
 
@@ -86,7 +88,6 @@ export interface ProducerStateOptions {
 }
 
 export class ProducerStateManager {
-  /** Iteration order is least recently updated first (entries are re-inserted on update). */
   private readonly producers = new Map<bigint, ProducerStateEntry>();
   /** The state reflects every batch below this offset. */
   private mapEndOffsetValue = 0n;
@@ -123,19 +124,21 @@ export class ProducerStateManager {
    * Returns the duplicate if the client resent a retained batch; throws KafkaError otherwise.
    */
   prepareAppend(batches: readonly ProducerBatch[], origin: AppendOrigin): PreparedAppend {
-    let staged: Map<bigint, StagedProducer> | null = null;
+    // An append holds one batch (produce) or a few (replication), from few producers, so a
+    // linear search of a small array beats a map on this per-batch path.
+    let staged: StagedProducer[] | null = null;
     for (const batch of batches) {
       if (batch.producerId === NO_PRODUCER_ID) continue;
       const current = this.producers.get(batch.producerId);
-      const offsetDelta = Number(batch.lastOffset - batch.firstOffset);
+      const offsetDelta = batch.offsetDelta;
       const lastSeq = incrementSequence(batch.baseSequence, offsetDelta);
       if (origin === "client") {
         checkSequencePresent(batch);
         const duplicate = current?.findDuplicate(batch.producerEpoch, batch.baseSequence, lastSeq);
         if (duplicate !== undefined && duplicate !== null) return { duplicate, staged: [] };
       }
-      staged ??= new Map();
-      let s = staged.get(batch.producerId);
+      staged ??= [];
+      let s = staged.find((candidate) => candidate.producerId === batch.producerId);
       if (s === undefined) {
         s = {
           producerId: batch.producerId,
@@ -144,7 +147,7 @@ export class ProducerStateManager {
           lastSeq: current?.lastSeq ?? -1,
           batches: [],
         };
-        staged.set(batch.producerId, s);
+        staged.push(s);
       }
       if (origin === "client") this.checkBatch(s, batch);
       s.epoch = batch.producerEpoch;
@@ -152,7 +155,7 @@ export class ProducerStateManager {
       s.batches.push({ lastSeq, lastOffset: batch.lastOffset, offsetDelta,
         timestampMs: batch.maxTimestampMs });
     }
-    return staged === null ? NOTHING_STAGED : { duplicate: null, staged: [...staged.values()] };
+    return staged === null ? NOTHING_STAGED : { duplicate: null, staged };
   }
 
   private checkBatch(s: StagedProducer, batch: ProducerBatch): void {
@@ -190,11 +193,9 @@ export class ProducerStateManager {
       if (entry === undefined) {
         this.evictIfFull();
         entry = new ProducerStateEntry(s.producerId, s.epoch);
-      } else {
-        this.producers.delete(s.producerId);
+        this.producers.set(s.producerId, entry);
       }
       for (const b of s.batches) entry.addBatch(s.epoch, b);
-      this.producers.set(s.producerId, entry);
     }
     this.mapEndOffsetValue = endOffset;
   }
@@ -204,12 +205,19 @@ export class ProducerStateManager {
     if (endOffset > this.mapEndOffsetValue) this.mapEndOffsetValue = endOffset;
   }
 
+  /**
+   * At the cap, forgets the producer whose last batch is oldest. The scan is linear, but only a
+   * new producer on a full partition pays it, which keeps the per-batch path free of reordering.
+   */
   private evictIfFull(): void {
     if (this.producers.size < this.options.maxProducers) return;
-    const oldest = this.producers.keys().next();
-    assert(oldest.done !== true, "a full producer map has a first key");
-    this.producers.delete(oldest.value);
-    this.options.logger(`[storage] ${this.options.name}: forgot producer ${oldest.value}, ` +
+    let oldest: ProducerStateEntry | null = null;
+    for (const entry of this.producers.values()) {
+      if (oldest === null || entry.lastTimestampMs < oldest.lastTimestampMs) oldest = entry;
+    }
+    assert(oldest !== null, "a full producer map has an oldest entry");
+    this.producers.delete(oldest.producerId);
+    this.options.logger(`[storage] ${this.options.name}: forgot producer ${oldest.producerId}, ` +
       `the least recent of ${this.options.maxProducers}`);
   }
 

@@ -25,7 +25,7 @@ const KAFKAJS_TYPES: Record<Codec, number> = {
 // same framing Java and librdkafka use: xerial snappy, LZ4 frames, zstd frames).
 for (const [codec, type] of [["snappy", 2], ["lz4", 3], ["zstd", 4]] as const) {
   const codecType = KAFKAJS_TYPES[codec];
-  CompressionCodecs[codecType as CompressionTypes] = () => ({
+  (CompressionCodecs as Record<number, unknown>)[codecType] = () => ({
     compress: async (encoder: { buffer: Buffer }) => Buffer.from(compress(type, encoder.buffer)),
     decompress: async (buffer: Buffer) => Buffer.from(decompress(type, buffer, 64 << 20)),
   });

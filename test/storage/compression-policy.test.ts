@@ -107,7 +107,7 @@ describe("compression.type on the leader", () => {
     for (const b of sent) log.append(b, { assignOffsets: true });
     const stored = storedBatches();
     for (const [i, { batch }] of stored.entries()) {
-      expect(batch.subarray(8)).toEqual(copies[i].subarray(8));
+      expect(new Uint8Array(batch.subarray(8))).toEqual(copies[i]!.subarray(8));
     }
     log.close();
   });
