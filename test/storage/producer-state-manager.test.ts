@@ -13,6 +13,7 @@ import {
   encodeSnapshot,
   listSnapshotOffsets,
 } from "../../src/storage/producer-state-snapshot.ts";
+import { ProducerStateManager } from "../../src/storage/producer-state-manager.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
@@ -219,6 +220,25 @@ describe("state across restarts", () => {
     expect(log.producerState.entry(2n)?.lastSeq).toBe(19);
     expect(listSnapshotOffsets(dirOf()).every((o) => o >= log.logStartOffset)).toBe(true);
     log.close();
+  });
+});
+
+describe("limits", () => {
+  test("past the producer cap, the producer with the oldest batch is forgotten", () => {
+    const state = new ProducerStateManager({
+      dir: root, name: "events-0", expirationMs: 1e12, maxProducers: 3,
+      logger: (l) => lines.push(l),
+    });
+    const batch = (producerId: bigint, offset: bigint, timestampMs: bigint) => ({
+      producerId, producerEpoch: 0, baseSequence: 0, firstOffset: offset, lastOffset: offset,
+      offsetDelta: 0, maxTimestampMs: timestampMs,
+    });
+    for (const [id, ts] of [[1n, 300n], [2n, 100n], [3n, 200n], [4n, 400n]] as const) {
+      state.commit(state.prepareAppend([batch(id, id, ts)], "client"), id + 1n);
+    }
+    expect(state.producerCount).toBe(3);
+    expect(state.entry(2n)).toBeUndefined();
+    expect(lines.some((l) => l.includes("forgot producer 2"))).toBe(true);
   });
 });
 
