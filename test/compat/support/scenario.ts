@@ -25,10 +25,17 @@ export const SENTINEL_COUNT = PARTITION_COUNT;
 export const CONSUME_TIMEOUT_MS = 90_000;
 export const RESTART_TIMEOUT_MS = 45_000;
 
+/** Read on use, so tests can import the checks without a broker. */
 export const env = {
-  bootstrap: requireEnv("BOOTSTRAP"),
-  topic: requireEnv("TOPIC"),
-  group: requireEnv("GROUP"),
+  get bootstrap(): string {
+    return requireEnv("BOOTSTRAP");
+  },
+  get topic(): string {
+    return requireEnv("TOPIC");
+  },
+  get group(): string {
+    return requireEnv("GROUP");
+  },
 };
 
 function requireEnv(name: string): string {
