@@ -22,9 +22,11 @@ export const metadataHandler = defineHandler({
   async handle(request, ctx) {
     const cache = ctx.broker.metadataCache;
     const all = request.topics === null || (ctx.apiVersion === 0 && request.topics.length === 0);
+    const live = new Set(cache.brokers.map((b) => b.nodeId));
+    const describe = (t: TopicMetadata) => describeWith(t, live, ctx.apiVersion);
     const topics = all
-      ? [...cache.topics()].map(describeTopic)
-      : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx)));
+      ? [...cache.topics()].map(describe)
+      : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx, describe)));
     return {
       throttleTimeMs: 0,
       brokers: cache.brokers.map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
@@ -37,14 +39,19 @@ export const metadataHandler = defineHandler({
 
 type RequestedTopic = NonNullable<MetadataRequest["topics"]>[number];
 
-async function lookUp(t: RequestedTopic, request: MetadataRequest, ctx: RequestContext) {
+async function lookUp(
+  t: RequestedTopic,
+  request: MetadataRequest,
+  ctx: RequestContext,
+  describe: (t: TopicMetadata) => ReturnType<typeof describeWith>,
+) {
   const cache = ctx.broker.metadataCache;
   if (t.name === null) {
     const byId = cache.topicById(t.topicId);
-    return byId === undefined ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID) : describeTopic(byId);
+    return byId === undefined ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID) : describe(byId);
   }
   const known = cache.topic(t.name);
-  if (known !== undefined) return describeTopic(known);
+  if (known !== undefined) return describe(known);
   const autoCreate = request.allowAutoTopicCreation && ctx.broker.config["auto.create.topics.enable"];
   if (!autoCreate) return missing(t.name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   try {
@@ -57,27 +64,35 @@ async function lookUp(t: RequestedTopic, request: MetadataRequest, ctx: RequestC
   const created = cache.topic(t.name);
   return created === undefined
     ? missing(t.name, NO_TOPIC_ID, ErrorCode.LEADER_NOT_AVAILABLE)
-    : describeTopic(created);
+    : describe(created);
 }
 
 function missing(name: string | null, topicId: Uint8Array, errorCode: number) {
   return { errorCode, name, topicId, isInternal: false, partitions: [] };
 }
 
-function describeTopic(t: TopicMetadata) {
+/**
+ * A partition whose leader is not a live broker (or which has none, -1) is LEADER_NOT_AVAILABLE
+ * with leader -1, as Kafka's MetadataCache answers; v5+ lists replicas on dead brokers as
+ * offline (the field does not exist before v5).
+ */
+function describeWith(t: TopicMetadata, live: ReadonlySet<number>, version: number) {
   return {
     errorCode: ErrorCode.NONE,
     name: t.name,
     topicId: t.topicId,
     isInternal: false,
-    partitions: t.partitions.map((p) => ({
-      errorCode: ErrorCode.NONE,
-      partitionIndex: p.partition,
-      leaderId: p.leaderId,
-      leaderEpoch: p.leaderEpoch,
-      replicaNodes: [...p.replicas],
-      isrNodes: [...p.isr],
-      offlineReplicas: [],
-    })),
+    partitions: t.partitions.map((p) => {
+      const leaderAlive = live.has(p.leaderId);
+      return {
+        errorCode: leaderAlive ? ErrorCode.NONE : ErrorCode.LEADER_NOT_AVAILABLE,
+        partitionIndex: p.partition,
+        leaderId: leaderAlive ? p.leaderId : -1,
+        leaderEpoch: p.leaderEpoch,
+        replicaNodes: [...p.replicas],
+        isrNodes: [...p.isr],
+        offlineReplicas: version >= 5 ? p.replicas.filter((r) => !live.has(r)) : [],
+      };
+    }),
   };
 }

@@ -229,6 +229,12 @@ export class KafkaController {
     if (this.closed || this.active !== null) return;
     const watch = this.arm("controller", () => this.schedule("elect", () => this.elect()));
     const stat = await this.zk.exists(CONTROLLER_PATH, { watch });
+    if (stat !== null && stat.ephemeralOwner === this.zk.sessionId) {
+      // This broker resigned (its epoch was overtaken) but still holds /controller: release it
+      // so that the election starts afresh; the watch brings this broker back here.
+      await this.zk.delete(CONTROLLER_PATH, { version: stat.version }).catch(() => {});
+      return;
+    }
     if (stat !== null) {
       await this.learnController();
       return;
@@ -350,7 +356,8 @@ export class KafkaController {
     for (const id of joined) this.sendFullState(active, id);
     const brokersChanged = joined.length > 0 || this.lastBrokerCount !== snapshot.brokers.size;
     this.lastBrokerCount = snapshot.brokers.size;
-    await this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
+    // Not awaited: a broker that died but is still registered must not hold up the next event.
+    void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
   }
 
   /** Registers brokers with the channel manager; returns those that (re)joined. */
@@ -470,6 +477,7 @@ export class KafkaController {
       if (!(error instanceof ZooKeeperError)) throw error;
       if (error instanceof BadVersionError && error.path === CONTROLLER_EPOCH_PATH) {
         this.resign("another controller has a newer epoch");
+        this.schedule("elect", () => this.elect());
         return null;
       }
       const raced = error instanceof BadVersionError || error instanceof NoNodeError ||

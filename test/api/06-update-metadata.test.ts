@@ -139,3 +139,23 @@ test("ControlledShutdown and AlterPartition: NOT_CONTROLLER on a broker without 
   });
   expect(alter).toMatchObject({ errorCode: ErrorCode.NOT_CONTROLLER, topics: [] });
 });
+
+test("a leader that is not a live broker: LEADER_NOT_AVAILABLE, leader -1, offline replicas", async () => {
+  const res = await requestOnce(b.port, ApiKey.UpdateMetadata, 8, {
+    controllerId: 9, controllerEpoch: 4, brokerEpoch: -1n,
+    topicStates: [{ topicName: "t", topicId, partitionStates: [{
+      partitionIndex: 1, controllerEpoch: 4, leader: 7, leaderEpoch: 20, isr: [7],
+      zkVersion: 9, replicas: [1, 7], offlineReplicas: [7],
+    }] }],
+    liveBrokers: [
+      { id: 1, endpoints: [{ host: "127.0.0.1", port: b.port, listener: "PLAINTEXT" }], rack: null },
+    ],
+  });
+  expect(res.errorCode).toBe(ErrorCode.NONE);
+  const p1 = (await metadata()).topics.find((t) => t.name === "t")!.partitions[1]!;
+  expect(p1).toMatchObject({ errorCode: ErrorCode.LEADER_NOT_AVAILABLE, leaderId: -1,
+    leaderEpoch: 20, isrNodes: [7], offlineReplicas: [7] });
+  const v4 = await requestOnce(b.port, ApiKey.Metadata, 4, { topics: [{ name: "t" }] });
+  expect(v4.topics[0]!.partitions[1]).toMatchObject({ errorCode: ErrorCode.LEADER_NOT_AVAILABLE,
+    leaderId: -1 });
+});

@@ -134,6 +134,8 @@ describe("three brokers on one ZooKeeper", () => {
   });
 
   test("one controller in /controller and /controller_epoch; every broker answers the same", async () => {
+    // A broker learns of the others from the controller's UpdateMetadata, a moment after start.
+    await consistentMetadata(cluster, 3);
     await createTopic(cluster.brokers.get(2)!, "spread", 6);
     const m = await consistentMetadata(cluster, 3);
     const controller = JSON.parse(text((await cluster.zk.getData("/controller")).data));
