@@ -7,6 +7,7 @@
 // * v3: transactional id; magic 2 record batches only.
 // * v5: LogStartOffset in the response. v8: per-batch RecordErrors and ErrorMessage (KIP-467).
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
+// * acks=-1 waits until the ISR holds every batch, at most timeoutMs (then REQUEST_TIMED_OUT).
 // * acks=0 gets no response. Transactions and idempotence arrive with their own issues; until
 //   InitProducerId is offered, clients send plain batches (producer id -1).
 import { ErrorCode } from "../protocol/errors.ts";
@@ -21,7 +22,7 @@ export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
   minVersion: 0,
   maxVersion: 11,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const acks = request.acks;
     const entries: AppendEntry[] = [];
     for (const topic of request.topicData) {
@@ -36,7 +37,7 @@ export const produceHandler = defineHandler({
     const outcomes = refusal !== ErrorCode.NONE
       ? entries.map(() => ({ errorCode: refusal, errorMessage: null,
           baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n }))
-      : ctx.broker.replicaManager.appendRecords(acks, entries, ctx.apiVersion);
+      : await ctx.broker.replicaManager.produceRecords(acks, request.timeoutMs, entries, ctx.apiVersion);
     if (acks === 0) return null;
     let i = 0;
     return {

@@ -6,7 +6,11 @@
 // * v5: LogStartOffset. v7: incremental fetch sessions (KIP-227), see below.
 // * v11: rack id (KIP-392); preferred read replica is always -1 (this broker).
 // * v12: flexible. v13: topic ids instead of names (KIP-516).
-// * v15: ReplicaState replaces ReplicaId (KIP-903). Follower fetching arrives with cluster mode.
+// * v15: ReplicaState replaces ReplicaId (KIP-903).
+//
+// Followers: a request with a replica id >= 0 (ReplicaId up to v14, ReplicaState.ReplicaId from
+// v15) is a follower's; it reads up to the log end offset instead of the high watermark, and its
+// fetch offset is recorded as that follower's LEO, which moves the high watermark.
 //
 // Fetch sessions: Quill does not create sessions. Kafka's answer when its session cache is full
 // is session id 0, which tells the client no session exists, so it keeps sending full fetches;
@@ -35,6 +39,7 @@ export const fetchHandler = defineHandler({
         entries.push({
           topic: names[i], partition: p.partition, fetchOffset: p.fetchOffset,
           partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
+          currentLeaderEpoch: p.currentLeaderEpoch,
         });
       }
     });
@@ -44,6 +49,7 @@ export const fetchHandler = defineHandler({
       maxBytes: Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]),
       entries,
       onCancel: (listener) => ctx.conn.onClose(listener),
+      replicaId: ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId,
     });
     return buildResponse(request, names, outcomes, usesTopicIds);
   },

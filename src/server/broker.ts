@@ -67,7 +67,9 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
   const controllerClient = stores.zooKeeper === null ? null
     : controllerClientFor(stores.zooKeeper, brokerId, cache);
-  const replicaManager = new ReplicaManager(logs, cache);
+  const replicaManager = new ReplicaManager(logs, cache, {
+    alterIsr: controllerClient?.alterIsr, logger: (line) => log.warn(line),
+  });
   // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
   const offsetStore = openOffsetStore(stores, config);
   const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config));

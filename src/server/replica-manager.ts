@@ -1,15 +1,34 @@
+import type { InterBrokerClient } from "../cluster/inter-broker-client.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import { validateProduceRecords } from "../protocol/record-batch.ts";
+import { iterateBatches, setPartitionLeaderEpoch, validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
-import { AssertionError } from "../util/assert.ts";
+import { AssertionError, assert } from "../util/assert.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
-import type { MetadataCache } from "./metadata-cache.ts";
+import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
+import { IsrManager } from "./isr-manager.ts";
+import { logConfigFor } from "./log-config-for-topic.ts";
+import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
+import { type AlterIsr, Partition, type PartitionLeadership } from "./partition.ts";
+import { ReplicaFetcherManager } from "./replica-fetcher-manager.ts";
+import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 
 /** Long-poll fetches parked at once, across all connections. */
 export const PARKED_FETCHES_MAX = 10_000;
+/** acks=-1 produces waiting for their ISR at once, across all connections. */
+export const PARKED_PRODUCES_MAX = 10_000;
+/** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
+const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
+
+export interface ReplicaManagerOptions {
+  /** Proposes ISR changes to the controller; without it (embedded default) the ISR never changes. */
+  readonly alterIsr?: AlterIsr;
+  /** A live broker's endpoint, for follower fetches; defaults to the metadata cache's brokers. */
+  readonly brokerEndpoint?: (brokerId: number) => BrokerEndpoint | undefined;
+  readonly logger?: (line: string) => void;
+}
 
 export interface AppendEntry {
   readonly topic: string;
@@ -30,6 +49,8 @@ export interface FetchEntry {
   readonly partition: number;
   readonly fetchOffset: bigint;
   readonly partitionMaxBytes: number;
+  /** The leader epoch the client believes in (v9+), or -1 to skip the check. */
+  readonly currentLeaderEpoch?: number;
 }
 
 export interface FetchOutcome {
@@ -47,6 +68,8 @@ export interface FetchParams {
   readonly entries: readonly FetchEntry[];
   /** Resolves when the requesting connection closes, so a parked fetch can give up. */
   readonly onCancel: (listener: () => void) => () => void;
+  /** The follower's broker id for a replica fetch; -1 (the default) for a consumer. */
+  readonly replicaId?: number;
 }
 
 export interface OffsetLookup {
@@ -62,23 +85,77 @@ export interface ActiveProducers {
   readonly producers: readonly ProducerStateEntry[];
 }
 
+interface AppendedOne {
+  readonly outcome: AppendOutcome;
+  /** One past the last offset written, which the HW must reach for acks=-1; null on error. */
+  readonly requiredOffset: bigint | null;
+}
+
 /**
- * Reads and writes partitions on behalf of clients (Kafka's ReplicaManager): checks that this
- * broker hosts the partition, appends, moves the high watermark, serves reads below it and parks
- * fetches that found too little. In the embedded default the broker is the only replica, so the
- * high watermark is the log end offset after every append and acks=-1 completes at once; cluster
- * mode will move it by the followers' fetch positions instead.
+ * Reads and writes partitions on behalf of clients and followers (Kafka's ReplicaManager):
+ * checks that this broker leads the partition (in the leader epoch the client expects), appends
+ * stamped with the leader epoch, serves consumers below the high watermark and followers up to
+ * the log end, and parks fetches that found too little and acks=-1 produces until the ISR has
+ * their batches.
+ *
+ * Roles come from the controller (becomeLeaderOrFollower, stopReplicas); a partition it has not
+ * spoken about, and every partition of the embedded default, is led here with an ISR of this
+ * broker alone, so its high watermark is the log end offset after each append.
  */
 export class ReplicaManager {
   private readonly purgatory = new DelayedFetchPurgatory(PARKED_FETCHES_MAX);
+  /** Follower fetches wait for appends; consumer fetches (above) for the high watermark. */
+  private readonly followerFetches = new DelayedFetchPurgatory(PARKED_FETCHES_MAX);
+  private readonly produces = new DelayedProducePurgatory(PARKED_PRODUCES_MAX);
+  /** Bounded by the logs this broker holds (LogManager's limit); pruned on topic changes. */
+  private readonly partitions = new Map<string, Partition>();
+  private readonly fetchers: ReplicaFetcherManager;
+  private readonly isrManager: IsrManager | null;
+  private readonly localBrokerId: number;
+  private readonly brokerEndpoint: (brokerId: number) => BrokerEndpoint | undefined;
+  private readonly log: (line: string) => void;
+  private controllerEpoch = -1;
+  /** ZooKeeper mode: roles come only from the controller. */
+  private readonly clusterMode: boolean;
 
   constructor(
     private readonly logs: LogManager,
     private readonly cache: MetadataCache,
+    options: ReplicaManagerOptions = {},
   ) {
+    const config = cache.brokerConfig;
+    this.localBrokerId = config["broker.id"];
+    this.clusterMode = config["zookeeper.connect"] !== null;
+    this.log = options.logger ?? ((line) => console.warn(line));
+    this.brokerEndpoint = options.brokerEndpoint ??
+      ((id) => cache.brokers.find((b) => b.nodeId === id));
     for (const log of logs.allLogs()) log.highWatermark = log.logEndOffset;
+    this.fetchers = new ReplicaFetcherManager({
+      localBrokerId: this.localBrokerId,
+      maxWaitMs: config["replica.fetch.wait.max.ms"],
+      minBytes: config["replica.fetch.min.bytes"],
+      maxBytes: REPLICA_FETCH_RESPONSE_MAX_BYTES,
+      partitionMaxBytes: config["replica.fetch.max.bytes"],
+      backoffMs: config["replica.fetch.backoff.ms"],
+      socketTimeoutMs: config["replica.socket.timeout.ms"],
+    }, this.fetcherHost());
+    this.isrManager = options.alterIsr === undefined ? null : new IsrManager({
+      alterIsr: options.alterIsr,
+      lagTimeMaxMs: config["replica.lag.time.max.ms"],
+      partitions: () => this.partitions.values(),
+      onIsrChanged: (p) => this.afterLeaderStateChange(p),
+      warn: this.log,
+    });
     // A fetch parked on a partition that stops existing can be answered (with an error) now.
-    cache.onReload(() => this.purgatory.wakeWhere((key) => !this.isHosted(key)));
+    cache.onReload(() => {
+      this.purgatory.wakeWhere((key) => !this.isHosted(key));
+      this.followerFetches.wakeWhere((key) => !this.isHosted(key));
+      for (const [key, p] of this.partitions) {
+        if (this.isHosted(key)) continue;
+        this.fetchers.removePartition(p.topic, p.partition);
+        this.partitions.delete(key);
+      }
+    });
   }
 
   private isHosted(key: string): boolean {
@@ -87,44 +164,100 @@ export class ReplicaManager {
     return topic !== undefined && Number(key.slice(sep + 1)) < topic.partitions.length;
   }
 
-  /** `produceVersion` decides which record formats and codecs the request may carry. */
+  /**
+   * Appends without waiting for replication (acks 0 and 1; acks=-1 callers that wait use
+   * produceRecords). `produceVersion` decides which record formats and codecs may be carried.
+   */
   appendRecords(acks: number, entries: readonly AppendEntry[], produceVersion: number): AppendOutcome[] {
-    return entries.map((e) => this.appendOne(acks, e, produceVersion));
+    return entries.map((e) => this.appendOne(acks, e, produceVersion).outcome);
   }
 
-  private appendOne(acks: number, entry: AppendEntry, produceVersion: number): AppendOutcome {
+  /**
+   * Produce: appends every partition, then for acks=-1 waits until the high watermark passes
+   * each batch (the whole ISR has it) or `timeoutMs` passes (REQUEST_TIMED_OUT).
+   */
+  async produceRecords(
+    acks: number, timeoutMs: number, entries: readonly AppendEntry[], produceVersion: number,
+  ): Promise<AppendOutcome[]> {
+    const appended = entries.map((e) => this.appendOne(acks, e, produceVersion));
+    const outcomes = appended.map((a) => a.outcome);
+    if (acks !== -1) return outcomes;
+    const waiting: { index: number; wait: ProduceWait }[] = [];
+    appended.forEach((a, index) => {
+      if (a.requiredOffset === null) return;
+      waiting.push({ index, wait: this.produceWait(entries[index]!, a.requiredOffset) });
+    });
+    if (waiting.length === 0) return outcomes;
+    const codes = await this.produces.park(waiting.map((w) => w.wait), timeoutMs);
+    waiting.forEach((w, i) => {
+      if (codes[i] === ErrorCode.NONE) return;
+      outcomes[w.index] = { ...outcomes[w.index]!, errorCode: codes[i]!, errorMessage: null };
+    });
+    return outcomes;
+  }
+
+  private produceWait(entry: AppendEntry, requiredOffset: bigint): ProduceWait {
+    const key = partitionKey(entry.topic, entry.partition);
+    const minIsr = this.minInsyncReplicas(entry.topic);
+    return {
+      partitionKey: key,
+      check: () => {
+        const p = this.partitions.get(key);
+        if (p === undefined) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
+        return p.checkEnoughReplicasReachOffset(requiredOffset, minIsr);
+      },
+    };
+  }
+
+  private appendOne(acks: number, entry: AppendEntry, produceVersion: number): AppendedOne {
     try {
-      const log = this.hostedLog(entry.topic, entry.partition);
-      if (acks === -1) this.checkMinInsyncReplicas(entry.topic);
+      const partition = this.leaderPartition(entry.topic, entry.partition, -1);
+      const log = partition.log;
+      if (acks === -1) this.checkMinInsyncReplicas(entry.topic, partition);
       if (entry.records === null) {
         throw new KafkaError(ErrorCode.INVALID_RECORD, "produce request without records");
       }
       validateProduceRecords(entry.records, produceVersion);
+      stampLeaderEpoch(entry.records, partition.leaderEpoch);
       const result = log.append(entry.records, { assignOffsets: true });
-      log.highWatermark = log.logEndOffset;
-      this.purgatory.onAppend(partitionKey(entry.topic, entry.partition), entry.records.length);
-      return {
+      const key = partitionKey(entry.topic, entry.partition);
+      this.followerFetches.onAppend(key, entry.records.length);
+      if (partition.maybeIncrementHighWatermark()) this.onHighWatermarkAdvanced(key, entry.records.length);
+      const outcome = {
         errorCode: ErrorCode.NONE,
         errorMessage: null,
         baseOffset: result.baseOffset,
         logAppendTimeMs: BigInt(result.logAppendTimeMs),
         logStartOffset: result.logStartOffset,
       };
+      return { outcome, requiredOffset: result.lastOffset < 0n ? null : result.lastOffset + 1n };
     } catch (e) {
       const error = asKafkaError(e);
-      return { errorCode: error.code, errorMessage: error.message, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n };
+      const outcome = { errorCode: error.code, errorMessage: error.message, baseOffset: -1n,
+        logAppendTimeMs: -1n, logStartOffset: -1n };
+      return { outcome, requiredOffset: null };
     }
   }
 
-  /** The ISR here is this broker alone; a topic asking for more in-sync replicas cannot take acks=-1. */
-  private checkMinInsyncReplicas(topic: string): void {
+  private minInsyncReplicas(topic: string): number {
     const t = this.cache.topic(topic);
-    const required = t?.configs["min.insync.replicas"] ?? this.cache.brokerConfig["min.insync.replicas"];
-    const isrSize = t?.partitions[0]?.isr.length ?? 1;
+    return t?.configs["min.insync.replicas"] ?? this.cache.brokerConfig["min.insync.replicas"];
+  }
+
+  /** acks=-1 is refused before anything is written when the ISR is below min.insync.replicas. */
+  private checkMinInsyncReplicas(topic: string, partition: Partition): void {
+    const required = this.minInsyncReplicas(topic);
+    const isrSize = partition.isr.length;
     if (isrSize < required) {
       throw new KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
         `The size of the current ISR ${isrSize} is insufficient to satisfy the min.isr requirement of ${required}`);
     }
+  }
+
+  /** The HW moved: consumers may now read more, and acks=-1 produces may be done. */
+  private onHighWatermarkAdvanced(key: string, appendedBytes: number): void {
+    this.purgatory.onAppend(key, appendedBytes);
+    this.produces.checkAndComplete(key);
   }
 
   /**
@@ -141,7 +274,8 @@ export class ReplicaManager {
     }
     for (const o of first) releaseAll(o.records);
     const keys = params.entries.map((e) => partitionKey(e.topic, e.partition));
-    const op = this.purgatory.park(keys, params.minBytes - sizeBytes, params.maxWaitMs);
+    const purgatory = (params.replicaId ?? -1) >= 0 ? this.followerFetches : this.purgatory;
+    const op = purgatory.park(keys, params.minBytes - sizeBytes, params.maxWaitMs);
     const unsubscribe = params.onCancel(() => op.complete("cancelled"));
     const outcome = await op.done;
     unsubscribe();
@@ -152,8 +286,10 @@ export class ReplicaManager {
   private readAll(params: FetchParams): FetchOutcome[] {
     let budgetBytes = params.maxBytes;
     let haveData = false;
+    const replicaId = params.replicaId ?? -1;
     return params.entries.map((entry) => {
-      const outcome = this.readOne(entry, Math.min(budgetBytes, entry.partitionMaxBytes), !haveData);
+      const maxBytes = Math.min(budgetBytes, entry.partitionMaxBytes);
+      const outcome = this.readOne(entry, maxBytes, !haveData, replicaId);
       const readBytes = rangesBytes(outcome.records);
       budgetBytes = Math.max(0, budgetBytes - readBytes);
       if (readBytes > 0) haveData = true;
@@ -161,20 +297,40 @@ export class ReplicaManager {
     });
   }
 
-  private readOne(entry: FetchEntry, maxBytes: number, minOneMessage: boolean): FetchOutcome {
-    let log: UnifiedLog;
+  /** Consumers read below the high watermark; a follower reads to the log end and reports its LEO. */
+  private readOne(entry: FetchEntry, maxBytes: number, minOneMessage: boolean, replicaId: number): FetchOutcome {
+    let partition: Partition;
     try {
-      log = this.hostedLog(entry.topic, entry.partition);
+      partition = this.leaderPartition(entry.topic, entry.partition, entry.currentLeaderEpoch ?? -1);
+      if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry.fetchOffset);
     } catch (e) {
       return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e).code };
     }
+    const log = partition.log;
     const base = { highWatermark: log.highWatermark, logStartOffset: log.logStartOffset };
+    const maxOffset = replicaId >= 0 ? log.logEndOffset : log.highWatermark;
     try {
-      const read = log.read(entry.fetchOffset, maxBytes, { maxOffset: log.highWatermark, minOneMessage });
+      const read = log.read(entry.fetchOffset, maxBytes, { maxOffset, minOneMessage });
       return { ...base, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
       return { ...base, errorCode: asKafkaError(e).code, records: [] };
     }
+  }
+
+  /**
+   * A follower asks for the first offset it lacks, so its fetch offset is its LEO. One above the
+   * leader's LEO means diverging logs; the read then answers OFFSET_OUT_OF_RANGE and nothing is
+   * recorded.
+   */
+  private recordFollowerFetch(partition: Partition, replicaId: number, fetchOffset: bigint): void {
+    if (fetchOffset > partition.log.logEndOffset) return;
+    if (!partition.updateFollowerFetchState(replicaId, fetchOffset, Date.now())) {
+      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`);
+    }
+    const key = partitionKey(partition.topic, partition.partition);
+    if (partition.maybeIncrementHighWatermark()) this.onHighWatermarkAdvanced(key, Number.MAX_SAFE_INTEGER);
+    this.isrManager?.maybeExpand(partition);
   }
 
   /**
@@ -183,7 +339,7 @@ export class ReplicaManager {
    */
   listOffset(topic: string, partition: number, timestamp: bigint): OffsetLookup {
     try {
-      const log = this.hostedLog(topic, partition);
+      const log = this.leaderPartition(topic, partition, -1).log;
       if (timestamp === LATEST_TIMESTAMP) {
         return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: log.highWatermark };
       }
@@ -207,9 +363,116 @@ export class ReplicaManager {
     }
   }
 
-  /** Answers every parked fetch at once (shutdown). */
+  /**
+   * LeaderAndIsr (called by its handler after the metadata cache took the states): becomes
+   * leader or follower of each partition, creating its log if needed. Per partition: NONE, or
+   * FENCED_LEADER_EPOCH for a state older than the one held, or UNKNOWN_TOPIC_OR_PARTITION when
+   * this broker is not among the replicas; every partition gets STALE_CONTROLLER_EPOCH when the
+   * request comes from an older controller than one already heard from.
+   */
+  becomeLeaderOrFollower(controllerEpoch: number, states: readonly PartitionLeadership[]): Map<string, number> {
+    const result = new Map<string, number>();
+    if (controllerEpoch < this.controllerEpoch) {
+      for (const s of states) result.set(partitionKey(s.topic, s.partition), ErrorCode.STALE_CONTROLLER_EPOCH);
+      return result;
+    }
+    this.controllerEpoch = controllerEpoch;
+    const nowMs = Date.now();
+    for (const state of states) {
+      result.set(partitionKey(state.topic, state.partition), this.applyLeadership(state, nowMs));
+    }
+    return result;
+  }
+
+  private applyLeadership(state: PartitionLeadership, nowMs: number): number {
+    if (!state.replicas.includes(this.localBrokerId)) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    const key = partitionKey(state.topic, state.partition);
+    const logConfig = logConfigFor(this.cache.topic(state.topic)?.configs ?? {}, this.cache.brokerConfig);
+    const log = this.logs.getOrCreateLog(state.topic, state.partition, logConfig);
+    let p = this.partitions.get(key);
+    if (p !== undefined && p.log === log && p.isControllerStated && !p.isNewerThanCurrent(state)) {
+      const same = state.leaderEpoch === p.leaderEpoch && state.partitionEpoch === p.partitionEpoch;
+      return same ? ErrorCode.NONE : ErrorCode.FENCED_LEADER_EPOCH;
+    }
+    if (p === undefined || p.log !== log || !p.isControllerStated) {
+      p = Partition.fromLeadership(log, this.localBrokerId, state);
+      this.partitions.set(key, p);
+    }
+    if (state.leader === this.localBrokerId) {
+      this.fetchers.removePartition(state.topic, state.partition);
+      p.makeLeader(state, nowMs);
+    } else {
+      const sameSource = !p.isLeader && p.leaderId === state.leader && p.leaderEpoch === state.leaderEpoch;
+      p.makeFollower(state);
+      if (!sameSource) this.fetchers.addPartition(p);
+    }
+    this.afterLeaderStateChange(p);
+    return ErrorCode.NONE;
+  }
+
+  /** Waiters on a partition whose role or ISR changed get their answer (or keep waiting). */
+  private afterLeaderStateChange(p: Partition): void {
+    const key = partitionKey(p.topic, p.partition);
+    p.maybeIncrementHighWatermark();
+    this.produces.checkAndComplete(key);
+    if (!p.isLeader) {
+      this.purgatory.wakeWhere((k) => k === key);
+      this.followerFetches.wakeWhere((k) => k === key);
+    } else {
+      this.purgatory.onAppend(key, Number.MAX_SAFE_INTEGER);
+    }
+  }
+
+  /**
+   * StopReplica: stops fetching and forgets the role of each partition; with deletion its log
+   * goes too. Waiters on them are answered at once (NOT_LEADER_OR_FOLLOWER or an empty read).
+   */
+  async stopReplicas(
+    partitions: readonly { topic: string; partition: number }[], deletePartitions: boolean,
+  ): Promise<void> {
+    for (const { topic, partition } of partitions) {
+      const key = partitionKey(topic, partition);
+      this.fetchers.removePartition(topic, partition);
+      this.partitions.delete(key);
+      this.produces.checkAndComplete(key);
+      this.purgatory.wakeWhere((k) => k === key);
+      this.followerFetches.wakeWhere((k) => k === key);
+    }
+    if (!deletePartitions) return;
+    await Promise.all(partitions.map(({ topic, partition }) => this.logs.deleteLog(topic, partition)));
+  }
+
+  /** The replica state of a partition (for the API layer, tests and tools). */
+  partitionState(topic: string, partition: number): Partition | undefined {
+    return this.partitions.get(partitionKey(topic, partition));
+  }
+
+  private fetcherHost(): ReplicaFetcherHost {
+    return {
+      appendAsFollower: (p, records, leaderHighWatermark) => {
+        assert(!p.isLeader, `${p.topic}-${p.partition}: follower append on the leader`);
+        if (records.length > 0) p.log.append(records, { assignOffsets: false });
+        p.updateFollowerHighWatermark(leaderHighWatermark);
+      },
+      truncateBeforeFetching: (_p: Partition, _client: InterBrokerClient) => Promise.resolve(),
+      endpoint: (id) => this.brokerEndpoint(id),
+      warn: this.log,
+    };
+  }
+
+  /** Answers every parked fetch and produce and stops fetching (shutdown). */
   completeDelayedFetches(): void {
     this.purgatory.completeAll();
+    this.followerFetches.completeAll();
+    this.produces.expireAll();
+    this.isrManager?.stop();
+    void this.fetchers.shutdown();
+  }
+
+  /** Like completeDelayedFetches, and resolves once every replica fetcher has stopped. */
+  async shutdown(): Promise<void> {
+    this.completeDelayedFetches();
+    await this.fetchers.shutdown();
   }
 
   private hostedLog(topic: string, partition: number): UnifiedLog {
@@ -220,6 +483,50 @@ export class ReplicaManager {
     }
     return log;
   }
+
+  /**
+   * The partition's replica state. In the embedded default one the controller never described
+   * is led here alone; in a cluster only the controller makes a leader, so until it has spoken
+   * (or after StopReplica) the partition is NOT_LEADER_OR_FOLLOWER and clients retry.
+   */
+  private partitionOf(topic: string, partition: number): Partition {
+    const log = this.hostedLog(topic, partition);
+    const key = partitionKey(topic, partition);
+    const existing = this.partitions.get(key);
+    if (existing !== undefined && existing.log === log) return existing;
+    if (this.clusterMode) {
+      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${this.localBrokerId} has no leadership of ${topic}-${partition} from the controller`);
+    }
+    const topicId = this.cache.topic(topic)!.topicId;
+    const p = Partition.soleReplica(log, this.localBrokerId, topicId);
+    this.partitions.set(key, p);
+    return p;
+  }
+
+  /**
+   * The partition, if this broker leads it in the epoch the client expects: an older epoch is
+   * FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (this broker has not heard yet).
+   */
+  private leaderPartition(topic: string, partition: number, currentLeaderEpoch: number): Partition {
+    const p = this.partitionOf(topic, partition);
+    if (currentLeaderEpoch >= 0 && currentLeaderEpoch !== p.leaderEpoch) {
+      const code = currentLeaderEpoch < p.leaderEpoch
+        ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH;
+      throw new KafkaError(code, `${topic}-${partition}: leader epoch ${currentLeaderEpoch} ` +
+        `in the request, ${p.leaderEpoch} here`);
+    }
+    if (!p.isLeader) {
+      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${this.localBrokerId} does not lead ${topic}-${partition} (leader ${p.leaderId})`);
+    }
+    return p;
+  }
+}
+
+/** Stamps every batch with the leader epoch it is appended under (the CRC does not cover it). */
+function stampLeaderEpoch(records: Uint8Array, leaderEpoch: number): void {
+  for (const b of iterateBatches(records)) setPartitionLeaderEpoch(records, b.position, leaderEpoch);
 }
 
 const EMPTY_OUTCOME: FetchOutcome = Object.freeze({

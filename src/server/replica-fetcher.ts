@@ -1,0 +1,246 @@
+/**
+ * A follower's copy loop for every partition it follows from one leader broker (Kafka's
+ * ReplicaFetcherThread): one connection to the leader, one Fetch at a time carrying this
+ * broker's id (ReplicaState in v15+), each partition asking from its own log end offset. The
+ * leader records that offset as the follower's LEO, which is how the high watermark moves; the
+ * answer's batches are appended with the leader's offsets and the leader's HW is adopted.
+ *
+ * A partition answering an error (a leader epoch mismatch while the controller's news travels,
+ * an offset out of range) is paused for replica.fetch.backoff.ms and retried; a connection
+ * failure pauses the whole fetcher as long and reconnects.
+ */
+import { InterBrokerClient } from "../cluster/inter-broker-client.ts";
+import { ErrorCode, errorName } from "../protocol/errors.ts";
+import type { FetchRequest, FetchResponse } from "../protocol/generated/fetch.ts";
+import { ApiKey, type Init } from "../protocol/generated/index.ts";
+import { assert } from "../util/assert.ts";
+import type { BrokerEndpoint } from "./metadata-cache.ts";
+import type { Partition } from "./partition.ts";
+
+/** Fetch with topic ids and ReplicaState (KIP-903); v12 when a topic id is unknown (all zeros). */
+const FETCH_VERSION_WITH_IDS = 15;
+const FETCH_VERSION_WITH_NAMES = 12;
+/** Partitions one fetcher follows; a broker's share of a cluster's partitions stays far below. */
+export const FETCHER_PARTITIONS_MAX = 100_000;
+
+export interface ReplicaFetcherSettings {
+  readonly localBrokerId: number;
+  readonly maxWaitMs: number;
+  readonly minBytes: number;
+  readonly maxBytes: number;
+  readonly partitionMaxBytes: number;
+  readonly backoffMs: number;
+  readonly socketTimeoutMs: number;
+}
+
+/** What the fetcher asks of the replica manager. */
+export interface ReplicaFetcherHost {
+  /** Appends batches fetched from the leader and adopts the leader's high watermark. */
+  appendAsFollower(partition: Partition, records: Uint8Array, leaderHighWatermark: bigint): void;
+  /**
+   * Called once per partition before its first fetch in a leader epoch: truncates whatever this
+   * replica holds beyond the leader's log (leader epochs). Resolves when the partition may fetch.
+   */
+  truncateBeforeFetching(partition: Partition, client: InterBrokerClient): Promise<void>;
+  endpoint(brokerId: number): BrokerEndpoint | undefined;
+  warn(message: string): void;
+}
+
+interface FetchTarget {
+  readonly partition: Partition;
+  readonly leaderEpoch: number;
+  truncated: boolean;
+  delayedUntilMs: number;
+}
+
+const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+export class ReplicaFetcher {
+  private readonly targets = new Map<string, FetchTarget>();
+  private client: InterBrokerClient | null = null;
+  private stopped = false;
+  private wake: (() => void) | null = null;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    readonly sourceBrokerId: number,
+    private readonly settings: ReplicaFetcherSettings,
+    private readonly host: ReplicaFetcherHost,
+  ) {
+    assert(sourceBrokerId !== settings.localBrokerId, "a broker never fetches from itself");
+    this.loop = this.run();
+  }
+
+  get partitionCount(): number {
+    return this.targets.size;
+  }
+
+  /** Starts (or restarts, for a new epoch) following `partition` from this fetcher's leader. */
+  addPartition(partition: Partition): void {
+    assert(partition.leaderId === this.sourceBrokerId, `${partition.topic} led by another broker`);
+    assert(this.targets.size < FETCHER_PARTITIONS_MAX, `fetcher holds ${this.targets.size}`);
+    this.targets.set(keyOf(partition.topic, partition.partition), {
+      partition, leaderEpoch: partition.leaderEpoch, truncated: false, delayedUntilMs: 0,
+    });
+    this.wakeUp();
+  }
+
+  removePartition(topic: string, partition: number): void {
+    this.targets.delete(keyOf(topic, partition));
+  }
+
+  /** Stops the loop and closes the connection; a fetch in flight is abandoned. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.client?.close();
+    this.wakeUp();
+    await this.loop;
+  }
+
+  private wakeUp(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const ready = this.readyTargets();
+      if (ready.length === 0) {
+        await this.sleep(this.targets.size === 0 ? 60_000 : this.untilNextReadyMs());
+        continue;
+      }
+      try {
+        const client = await this.connection();
+        for (const t of ready.filter((t) => !t.truncated)) await this.truncate(t, client);
+        await this.fetchOnce(client);
+      } catch (error) {
+        if (this.stopped) break;
+        this.host.warn(`[replica-fetcher] fetching from broker ${this.sourceBrokerId} failed: ` +
+          `${String(error)}; retrying in ${this.settings.backoffMs} ms`);
+        this.client?.close();
+        this.client = null;
+        await this.sleep(this.settings.backoffMs);
+      }
+    }
+    this.client?.close();
+  }
+
+  private readyTargets(): FetchTarget[] {
+    const nowMs = Date.now();
+    return [...this.targets.values()].filter((t) => t.delayedUntilMs <= nowMs);
+  }
+
+  private untilNextReadyMs(): number {
+    let soonest = Infinity;
+    for (const t of this.targets.values()) soonest = Math.min(soonest, t.delayedUntilMs);
+    return Math.max(1, soonest - Date.now());
+  }
+
+  private async connection(): Promise<InterBrokerClient> {
+    if (this.client !== null && !this.client.isClosed) return this.client;
+    const endpoint = this.host.endpoint(this.sourceBrokerId);
+    if (endpoint === undefined) throw new Error(`broker ${this.sourceBrokerId} is not known to be alive`);
+    this.client = await InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      clientId: `quill-replica-fetcher-${this.settings.localBrokerId}`,
+      connectTimeoutMs: this.settings.socketTimeoutMs,
+    });
+    return this.client;
+  }
+
+  private async truncate(target: FetchTarget, client: InterBrokerClient): Promise<void> {
+    await this.host.truncateBeforeFetching(target.partition, client);
+    // The partition may have been removed or re-added for a newer epoch meanwhile.
+    const current = this.targets.get(keyOf(target.partition.topic, target.partition.partition));
+    if (current === target) target.truncated = true;
+  }
+
+  private async fetchOnce(client: InterBrokerClient): Promise<void> {
+    const targets = this.readyTargets().filter((t) => t.truncated);
+    if (targets.length === 0) return;
+    const usesIds = targets.every((t) => t.partition.topicId.some((b) => b !== 0));
+    const version = usesIds ? FETCH_VERSION_WITH_IDS : FETCH_VERSION_WITH_NAMES;
+    const request = this.buildRequest(targets, version);
+    const response = await client.request(ApiKey.Fetch, version, request,
+      this.settings.maxWaitMs + this.settings.socketTimeoutMs);
+    if (response.errorCode !== ErrorCode.NONE) {
+      throw new Error(`Fetch answered ${errorName(response.errorCode)}`);
+    }
+    this.handleResponse(targets, response, usesIds);
+  }
+
+  private buildRequest(targets: readonly FetchTarget[], version: number): Init<FetchRequest> {
+    const byTopic = new Map<string, FetchTarget[]>();
+    for (const t of targets) {
+      const list = byTopic.get(t.partition.topic) ?? [];
+      list.push(t);
+      byTopic.set(t.partition.topic, list);
+    }
+    const s = this.settings;
+    const replica = version >= 15
+      ? { replicaState: { replicaId: s.localBrokerId, replicaEpoch: -1n } }
+      : { replicaId: s.localBrokerId };
+    return {
+      ...replica,
+      maxWaitMs: s.maxWaitMs,
+      minBytes: s.minBytes,
+      maxBytes: s.maxBytes,
+      topics: [...byTopic.values()].map((list) => ({
+        ...(version >= 13 ? { topicId: list[0]!.partition.topicId } : { topic: list[0]!.partition.topic }),
+        partitions: list.map((t) => ({
+          partition: t.partition.partition,
+          currentLeaderEpoch: t.leaderEpoch,
+          fetchOffset: t.partition.log.logEndOffset,
+          logStartOffset: t.partition.log.logStartOffset,
+          partitionMaxBytes: s.partitionMaxBytes,
+        })),
+      })),
+    };
+  }
+
+  private handleResponse(targets: readonly FetchTarget[], response: FetchResponse, usesIds: boolean): void {
+    const byKey = new Map(targets.map((t) => [this.responseKey(t, usesIds), t]));
+    for (const topic of response.responses) {
+      const name = usesIds ? Buffer.from(topic.topicId).toString("hex") : topic.topic;
+      for (const p of topic.partitions) {
+        const target = byKey.get(keyOf(name, p.partitionIndex));
+        if (target === undefined) continue;
+        // Dropped or re-added for another epoch while the fetch was in flight: ignore the answer.
+        if (this.targets.get(keyOf(target.partition.topic, target.partition.partition)) !== target) {
+          continue;
+        }
+        this.handlePartition(target, p);
+      }
+    }
+  }
+
+  private responseKey(t: FetchTarget, usesIds: boolean): string {
+    const name = usesIds ? Buffer.from(t.partition.topicId).toString("hex") : t.partition.topic;
+    return keyOf(name, t.partition.partition);
+  }
+
+  private handlePartition(target: FetchTarget, p: FetchResponse["responses"][number]["partitions"][number]): void {
+    const partition = target.partition;
+    if (p.errorCode !== ErrorCode.NONE) {
+      this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
+        `${this.sourceBrokerId}: ${errorName(p.errorCode)}; retrying in ${this.settings.backoffMs} ms`);
+      target.delayedUntilMs = Date.now() + this.settings.backoffMs;
+      return;
+    }
+    const records = p.records instanceof Uint8Array ? p.records : new Uint8Array(0);
+    this.host.appendAsFollower(partition, records, p.highWatermark);
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * Replication between real brokers: three in-process brokers on one real ZooKeeper, the
+ * controller electing leaders, followers fetching over TCP. Records produced with acks=all
+ * reach every replica byte for byte; the high watermark moves only as followers fetch; acks=all
+ * waits for the ISR; a stopped follower leaves the ISR after replica.lag.time.max.ms and
+ * rejoins when it is back.
+ */
+import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
+import {
+  type InProcessBroker, removeDir, startInProcessBroker, tempDir,
+} from "../support/broker-harness.ts";
+import { KafkaClient } from "../support/kafka-client.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+
+const LAG_TIME_MAX_MS = 2_000;
+
+let zooKeeper: ZooKeeperServer;
+let chrootCount = 0;
+const cleanups: (() => Promise<unknown> | void)[] = [];
+
+beforeAll(async () => {
+  zooKeeper = await startZooKeeper();
+}, 60_000);
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+afterAll(async () => {
+  await zooKeeper.stop();
+});
+
+interface Cluster {
+  readonly brokers: InProcessBroker[];
+  readonly dataDirs: string[];
+  readonly connect: string;
+  /** Starts broker `id` again on its data dir (after stopBroker). */
+  restart(id: number): Promise<InProcessBroker>;
+  stopBroker(id: number): Promise<void>;
+}
+
+async function startCluster(size: number): Promise<Cluster> {
+  chrootCount++;
+  const connect = `${zooKeeper.connectString}/replication-${chrootCount}`;
+  const dataDirs = Array.from({ length: size }, () => tempDir("quill-replication-"));
+  const start = (id: number) => startInProcessBroker({
+    dataDir: dataDirs[id],
+    settings: {
+      "broker.id": String(id), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000",
+      "replica.lag.time.max.ms": String(LAG_TIME_MAX_MS), "replica.fetch.wait.max.ms": "200",
+      "replica.fetch.backoff.ms": "100", "default.replication.factor": String(size),
+    },
+  });
+  const brokers: InProcessBroker[] = [];
+  for (let id = 0; id < size; id++) brokers.push(await start(id));
+  const stopped = new Set<number>();
+  cleanups.push(async () => {
+    for (const [id, b] of brokers.entries()) if (!stopped.has(id)) await b.stop();
+    for (const dir of dataDirs) removeDir(dir);
+  });
+  return {
+    brokers, dataDirs, connect,
+    async restart(id) {
+      brokers[id] = await start(id);
+      stopped.delete(id);
+      return brokers[id]!;
+    },
+    async stopBroker(id) {
+      stopped.add(id);
+      await brokers[id]!.stop();
+    },
+  };
+}
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = "condition") {
+  const deadlineMs = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadlineMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
+    await Bun.sleep(25);
+  }
+}
+
+const rm = (b: InProcessBroker) => b.broker.services.replicaManager;
+
+/** Creates a topic through broker 0 and waits until every replica knows its role. */
+async function createTopic(cluster: Cluster, topic: string, settings: Record<string, string> = {}) {
+  const size = cluster.brokers.length;
+  await until(() => cluster.brokers[0]!.broker.services.metadataCache.brokers.length === size,
+    15_000, "broker 0 sees every broker alive");
+  const client = await KafkaClient.connect(cluster.brokers[0]!.port);
+  cleanups.push(() => client.close());
+  const configs = Object.entries(settings).map(([name, value]) => ({ name, value }));
+  const created = await client.request(ApiKey.CreateTopics, 7, {
+    topics: [{ name: topic, numPartitions: 1, replicationFactor: cluster.brokers.length, configs }],
+    timeoutMs: 10_000,
+  });
+  expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+  await until(() => cluster.brokers.every((b) => rm(b).partitionState(topic, 0)?.isControllerStated === true),
+    15_000, "every replica told its role");
+  const leaderId = rm(cluster.brokers[0]!).partitionState(topic, 0)!.leaderId;
+  return cluster.brokers[leaderId]!;
+}
+
+let sequence = 0;
+const recordBatch = (count: number) => buildRecordBatch(Array.from({ length: count }, () => ({
+  key: null, value: new TextEncoder().encode(`record-${sequence++}`),
+})));
+
+async function produce(broker: InProcessBroker, topic: string, acks: number, count = 1, timeoutMs = 10_000) {
+  const client = await KafkaClient.connect(broker.port);
+  try {
+    const response = await client.request(ApiKey.Produce, 9, {
+      acks, timeoutMs,
+      topicData: [{ name: topic, partitionData: [{ index: 0, records: recordBatch(count) }] }],
+    });
+    return response.responses[0]!.partitionResponses[0]!;
+  } finally {
+    client.close();
+  }
+}
+
+const segmentBytes = (dataDir: string, topic: string) =>
+  readFileSync(join(dataDir, `${topic}-0`, "00000000000000000000.log"));
+const logOf = (b: InProcessBroker, topic: string) => rm(b).partitionState(topic, 0)!.log;
+
+test("acks=all records reach every replica byte for byte; the HW covers them all", async () => {
+  const cluster = await startCluster(3);
+  const leader = await createTopic(cluster, "copied");
+  for (let i = 0; i < 20; i++) {
+    const answer = await produce(leader, "copied", -1, 5);
+    expect(answer.errorCode).toBe(ErrorCode.NONE);
+    expect(answer.baseOffset).toBe(BigInt(i * 5));
+    // Answered only once every ISR member has the batch: the HW is past it.
+    expect(logOf(leader, "copied").highWatermark).toBeGreaterThanOrEqual(BigInt(i * 5 + 5));
+  }
+  for (const b of cluster.brokers) expect(logOf(b, "copied").logEndOffset).toBe(100n);
+  await until(() => cluster.brokers.every((b) => logOf(b, "copied").highWatermark === 100n),
+    5_000, "followers learn the HW");
+  const leaderBytes = segmentBytes(cluster.dataDirs[leader.broker.services.brokerId]!, "copied");
+  for (const dir of cluster.dataDirs) expect(segmentBytes(dir, "copied").equals(leaderBytes)).toBe(true);
+}, 60_000);
+
+test("the HW moves only as followers fetch: acks=all waits for a stuck ISR member until it leaves", async () => {
+  const cluster = await startCluster(3);
+  const leader = await createTopic(cluster, "lagging");
+  const leaderId = leader.broker.services.brokerId;
+  const followerId = [0, 1, 2].find((id) => id !== leaderId)!;
+  expect((await produce(leader, "lagging", -1)).errorCode).toBe(ErrorCode.NONE);
+  // The follower's fetcher stops, as if stuck; the controller is not told (its session lives).
+  const stuckAt = Date.now();
+  await rm(cluster.brokers[followerId]!).stopReplicas([{ topic: "lagging", partition: 0 }], false);
+  // acks=1 is answered at once, but the HW waits for the stuck follower while it is in the ISR.
+  expect((await produce(leader, "lagging", 1)).errorCode).toBe(ErrorCode.NONE);
+  await Bun.sleep(500);
+  expect(logOf(leader, "lagging").highWatermark).toBe(1n);
+  const answer = await produce(leader, "lagging", -1, 1, 20_000);
+  expect(answer.errorCode).toBe(ErrorCode.NONE);
+  // It could only complete by the ISR shrinking, which takes replica.lag.time.max.ms.
+  expect(Date.now() - stuckAt).toBeGreaterThanOrEqual(LAG_TIME_MAX_MS);
+  expect(rm(leader).partitionState("lagging", 0)!.isr).not.toContain(followerId);
+  expect(logOf(leader, "lagging").highWatermark).toBe(3n);
+  // Back from a restart, the follower catches up and the leader takes it into the ISR again.
+  await cluster.stopBroker(followerId);
+  await cluster.restart(followerId);
+  await until(() => rm(leader).partitionState("lagging", 0)!.isr.includes(followerId), 20_000,
+    "the restarted follower rejoins the ISR");
+  expect(logOf(cluster.brokers[followerId]!, "lagging").logEndOffset).toBe(3n);
+}, 90_000);
