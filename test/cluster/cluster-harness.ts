@@ -1,0 +1,107 @@
+/**
+ * Quill clusters for tests: broker processes (`quill serve --zookeeper`) on one ZooKeeper
+ * connect string, Metadata read raw from each broker, waits for every broker to answer the
+ * same, topics created raw and records produced with kafkajs.
+ */
+import { expect } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
+import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { ChildBroker } from "../support/broker-harness.ts";
+import { requestOnce } from "../support/kafka-client.ts";
+
+export const SESSION_TIMEOUT_MS = 4_000;
+
+export interface Cluster {
+  readonly connect: string;
+  readonly brokers: Map<number, ChildBroker>;
+  readonly zk: ZooKeeperClient;
+  close(): Promise<void>;
+}
+
+export async function startCluster(connect: string): Promise<Cluster> {
+  const brokers = new Map<number, ChildBroker>();
+  const started = await Promise.all([1, 2, 3].map((id) => ChildBroker.start({
+    settings: {
+      "zookeeper.connect": connect,
+      "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
+      "broker.id": String(id),
+      "default.replication.factor": "3",
+      "num.partitions": "3",
+    },
+  })));
+  started.forEach((b, i) => brokers.set(i + 1, b));
+  const zk = await ZooKeeperClient.connect(connect, { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 });
+  return {
+    connect, brokers, zk,
+    close: async () => {
+      await zk.close();
+      await Promise.all([...brokers.values()].map((b) => b.remove()));
+    },
+  };
+}
+
+export function metadata(broker: ChildBroker): Promise<MetadataResponse> {
+  return requestOnce(broker.port, ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+}
+
+/** Brokers, controller and partition leaders, as one comparable string. */
+export function summary(m: MetadataResponse): string {
+  const brokers = m.brokers.map((b) => `${b.nodeId}@${b.port}`).sort().join(",");
+  const topics = [...m.topics].sort((a, b) => (a.name ?? "").localeCompare(b.name ?? ""))
+    .map((t) => `${t.name}:` + t.partitions.map((p) =>
+      `${p.partitionIndex}=${p.leaderId}/${p.leaderEpoch}[${p.isrNodes.join(",")}]`).join(" "));
+  return `controller ${m.controllerId}; brokers ${brokers}; ${topics.join("; ")}`;
+}
+
+export async function until<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadlineMs = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadlineMs) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await Bun.sleep(100);
+  }
+}
+
+/** Waits until every running broker answers the same metadata listing `brokerCount` brokers. */
+export async function consistentMetadata(cluster: Cluster, brokerCount: number, timeoutMs = 15_000) {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  return await until(async () => {
+    const answers = await Promise.all(running.map(metadata));
+    const summaries = new Set(answers.map(summary));
+    const first = answers[0]!;
+    const settled = first.brokers.length === brokerCount && first.controllerId >= 0 &&
+      first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
+    return summaries.size === 1 && settled ? first : undefined;
+  }, timeoutMs, `consistent metadata over ${brokerCount} brokers`);
+}
+
+export async function createTopic(broker: ChildBroker, name: string, partitions: number) {
+  const response = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
+    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
+    timeoutMs: 10_000, validateOnly: false,
+  });
+  expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+}
+
+export async function produceWithKafkajs(cluster: Cluster, topic: string, values: string[]) {
+  const bootstrap = [...cluster.brokers.values()].filter((b) => b.running).map((b) => b.bootstrap);
+  const kafka = new Kafka({
+    clientId: "three-brokers", brokers: bootstrap, logLevel: logLevel.NOTHING,
+    retry: { retries: 8, initialRetryTime: 200 },
+  });
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    return await producer.send({ topic, acks: 1, messages: values.map((value) => ({ value })) });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
