@@ -1,10 +1,11 @@
-// `bun scripts/bench-idempotence.ts [--records N] [--rounds N]`
+// `bun scripts/bench-idempotence.ts [--records N] [--rounds N] [--batch1]`
 //
 // Produce throughput with idempotence off and on (issue 7), same client, same broker, same run:
 // librdkafka through scripts/bench-e2e/rdkafka-load (built by `bun scripts/bench-e2e.ts`, cached
 // in ~/.cache/quill-bench) with 100-byte records, acks=all and five requests in flight either
 // way, so enable.idempotence is the only difference. Rounds alternate off/on, each on a fresh
 // topic of one partition; the median records/s of each side is printed with the difference.
+// --batch1 sends one record per batch (linger.ms=0), where per-batch broker work shows most.
 // Not a test: the goal is under 5% difference.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -20,6 +21,9 @@ function flag(name: string, fallback: number): number {
 
 const records = flag("--records", 2_000_000);
 const rounds = flag("--rounds", 3);
+const batchSettings = process.argv.includes("--batch1")
+  ? ["batch.num.messages=1", "linger.ms=0"]
+  : [];
 if (!existsSync(LOAD)) throw new Error(`${LOAD} missing: run bun scripts/bench-e2e.ts once`);
 
 const dataDir = mkdtempSync(join(tmpdir(), "quill-bench-idem-"));
@@ -40,7 +44,8 @@ async function listeningPort(stderr: ReadableStream<Uint8Array>): Promise<number
 async function run(topic: string, idempotent: boolean): Promise<number> {
   const proc = Bun.spawn([LOAD, "produce", `127.0.0.1:${port}`, topic, "1", String(records),
     "100", "-1", `enable.idempotence=${idempotent}`,
-    "max.in.flight.requests.per.connection=5"], { stdout: "pipe", stderr: "pipe" });
+    "max.in.flight.requests.per.connection=5", ...batchSettings],
+  { stdout: "pipe", stderr: "pipe" });
   const out = await new Response(proc.stdout).text();
   if ((await proc.exited) !== 0) throw new Error(await new Response(proc.stderr).text());
   const result = JSON.parse(out) as { records: number; seconds: number; failed: number };
