@@ -16,14 +16,6 @@ import { defineHandler } from "./handler.ts";
 
 const ZERO_ID = new Uint8Array(16);
 
-/** What the ReplicaManager offers once replication is wired (helper B's side of the seam). */
-interface LeadershipTarget {
-  becomeLeaderOrFollower?(
-    controllerEpoch: number,
-    states: readonly PartitionLeaderState[],
-  ): Map<string, number>;
-}
-
 export const leaderAndIsrHandler = defineHandler({
   apiKey: ApiKey.LeaderAndIsr,
   minVersion: 0,
@@ -36,8 +28,7 @@ export const leaderAndIsrHandler = defineHandler({
     let errors = new Map<string, number>();
     if (!stale) {
       cache.applyLeaderStates(states);
-      const target: LeadershipTarget = ctx.broker.replicaManager;
-      errors = target.becomeLeaderOrFollower?.(request.controllerEpoch, states) ?? errors;
+      errors = ctx.broker.replicaManager.becomeLeaderOrFollower(request.controllerEpoch, states);
     }
     // TopicName is in v0-4 partition errors only (v5 groups them under topic ids).
     const partitionError = (s: PartitionLeaderState) => ({

@@ -19,14 +19,6 @@ interface StoppedPartition {
   readonly deletePartition: boolean;
 }
 
-/** What the ReplicaManager offers once replication is wired (helper B's side of the seam). */
-interface StopTarget {
-  stopReplicas?(
-    partitions: readonly { topic: string; partition: number }[],
-    deletePartitions: boolean,
-  ): Promise<void>;
-}
-
 export const stopReplicaHandler = defineHandler({
   apiKey: ApiKey.StopReplica,
   minVersion: 0,
@@ -39,9 +31,9 @@ export const stopReplicaHandler = defineHandler({
     const partitions = partitionsOf(request, ctx.apiVersion);
     const deleted = partitions.filter((p) => p.deletePartition);
     for (const topic of new Set(deleted.map((p) => p.topic))) cache.forgetLeaderStates(topic);
-    const target: StopTarget = ctx.broker.replicaManager;
-    await target.stopReplicas?.(deleted, true);
-    await target.stopReplicas?.(partitions.filter((p) => !p.deletePartition), false);
+    const replicaManager = ctx.broker.replicaManager;
+    await replicaManager.stopReplicas(deleted, true);
+    await replicaManager.stopReplicas(partitions.filter((p) => !p.deletePartition), false);
     return {
       errorCode: ErrorCode.NONE,
       partitionErrors: partitions.map((p) => ({
