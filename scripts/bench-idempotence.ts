@@ -72,7 +72,8 @@ try {
   for (let round = 0; round < rounds; round++) {
     off.push(await run(`plain-${round}`, false));
     on.push(await run(`idem-${round}`, true));
-    const show = (r: { rate: number; cpu: number }) => `${r.rate.toFixed(0)}/s ${r.cpu.toFixed(2)} s`;
+    const show = (r: { rate: number; cpu: number }) =>
+      `${r.rate.toFixed(0)}/s ${r.cpu.toFixed(2)} s`;
     console.log(`round ${round}: off ${show(off[round])}, on ${show(on[round])}`);
   }
   const [a, b] = [median(off.map((r) => r.rate)), median(on.map((r) => r.rate))];
