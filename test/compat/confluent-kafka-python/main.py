@@ -23,6 +23,7 @@ from scenario import (  # noqa: E402
     Consumed,
     StepRunner,
     check,
+    check_assignments,
     decode,
     is_sentinel,
     records_for,
@@ -222,9 +223,13 @@ def main():
             any(g.group_id == GROUP for g in listed.valid),
             "list_consumer_groups does not show the group",
         )
-        return (
-            f"{group.state.name}, {len(group.members)} members, assignor {group.partition_assignor}"
+        assigned = check_assignments(
+            [
+                [tp.partition for tp in member.assignment.topic_partitions if tp.topic == TOPIC]
+                for member in group.members
+            ]
         )
+        return f"{group.state.name}, {group.partition_assignor}, partitions {assigned}"
 
     def list_offsets():
         partitions = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,7 +216,23 @@ func (s *scenario) describeGroup() (string, error) {
 	if _, ok := listed[group]; !ok {
 		return "", fmt.Errorf("ListGroups does not show the group")
 	}
-	return fmt.Sprintf("%s, %d members, protocol %s", g.State, len(g.Members), g.Protocol), nil
+	assigned := make([][]int32, 0, len(g.Members))
+	for _, m := range g.Members {
+		var partitions []int32
+		if consumer, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range consumer.Topics {
+				if t.Topic == topic {
+					partitions = append(partitions, t.Partitions...)
+				}
+			}
+		}
+		assigned = append(assigned, partitions)
+	}
+	summary, err := checkAssignments(assigned)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s, %s, partitions %s", g.State, g.Protocol, summary), nil
 }
 
 func (s *scenario) listOffsets() (string, error) {
@@ -269,4 +286,35 @@ func (s *scenario) deleteTopic() (string, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// checkAssignments checks DescribeGroups' assignments, one list of the topic's partitions per
+// member: two members, each with some, every partition owned exactly once (see scenario.ts).
+func checkAssignments(assigned [][]int32) (string, error) {
+	if len(assigned) != 2 {
+		return "", fmt.Errorf("%d member assignments", len(assigned))
+	}
+	owned := map[int32]int{}
+	parts := make([]string, 0, len(assigned))
+	for _, partitions := range assigned {
+		if len(partitions) == 0 {
+			return "", fmt.Errorf("assignments %v", assigned)
+		}
+		sorted := slices.Sorted(slices.Values(partitions))
+		texts := make([]string, 0, len(sorted))
+		for _, partition := range sorted {
+			owned[partition]++
+			texts = append(texts, fmt.Sprint(partition))
+		}
+		parts = append(parts, strings.Join(texts, "+"))
+	}
+	for partition := int32(0); partition < partitionCount; partition++ {
+		if owned[partition] != 1 {
+			return "", fmt.Errorf("assignments %v", assigned)
+		}
+	}
+	if len(owned) != partitionCount {
+		return "", fmt.Errorf("assignments %v", assigned)
+	}
+	return strings.Join(parts, " / "), nil
 }

@@ -27,6 +27,7 @@ from scenario import (  # noqa: E402
     Consumed,
     StepRunner,
     check,
+    check_assignments,
     decode,
     is_sentinel,
     records_for,
@@ -219,8 +220,18 @@ def main():
         check(group["protocol_type"] == "consumer", f"protocol type {group['protocol_type']}")
         listed = admin.list_groups()
         check(any(g["group_id"] == GROUP for g in listed), "list_groups does not show the group")
-        members = len(group["members"])
-        return f"{group['group_state']}, {members} members, protocol {group['protocol_data']}"
+        assigned = check_assignments(
+            [
+                [
+                    p
+                    for t in m["member_assignment"]["assigned_partitions"]
+                    if t["topic"] == TOPIC
+                    for p in t["partitions"]
+                ]
+                for m in group["members"]
+            ]
+        )
+        return f"{group['group_state']}, {group['protocol_data']}, partitions {assigned}"
 
     def list_offsets():
         consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP)

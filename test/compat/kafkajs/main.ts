@@ -5,6 +5,7 @@
  */
 import {
   type Admin,
+  AssignerProtocol,
   CompressionTypes,
   type Consumer,
   Kafka,
@@ -16,6 +17,7 @@ import {
   CONSUME_TIMEOUT_MS,
   type ConsumedRecord,
   check,
+  checkAssignments,
   describeError,
   env,
   isSentinel,
@@ -203,7 +205,15 @@ class Scenario {
     const listed = await this.admin.listGroups();
     const found = listed.groups.some((g) => g.groupId === env.group);
     check(found, "listGroups does not show the group");
-    return `${group.state}, ${group.members.length} members, protocol ${group.protocol}`;
+    const assigned = checkAssignments(
+      group.members.map(
+        (member) =>
+          AssignerProtocol.MemberAssignment.decode(member.memberAssignment)?.assignment[
+            env.topic
+          ] ?? [],
+      ),
+    );
+    return `${group.state}, ${group.protocol}, partitions ${assigned}`;
   }
 
   async listOffsets(): Promise<string> {

@@ -20,6 +20,7 @@ import {
   type Codec,
   type ConsumedRecord,
   check,
+  checkAssignments,
   describeError,
   env,
   isSentinel,
@@ -246,7 +247,12 @@ class Scenario {
     check(group.protocolType === "consumer", `protocol type ${group.protocolType}`);
     const listed = await this.admin.listGroups();
     check(listed.has(env.group), "listGroups does not show the group");
-    return `${group.state}, ${group.members.size} members, protocol ${group.protocol}`;
+    const assigned = checkAssignments(
+      [...group.members.values()].map(
+        (member) => member.assignments?.get(env.topic)?.partitions ?? [],
+      ),
+    );
+    return `${group.state}, ${group.protocol}, partitions ${assigned}`;
   }
 
   async listOffsets(): Promise<string> {

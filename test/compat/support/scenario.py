@@ -126,6 +126,18 @@ def verify_consumed(records, codecs):
     return problems
 
 
+def check_assignments(assigned):
+    """Checks DescribeGroups' assignments, one list of the topic's partitions per member: two
+    members, each with some, every partition owned exactly once (see scenario.ts)."""
+    check(len(assigned) == 2, f"{len(assigned)} member assignments")
+    check(all(assigned), f"assignments {assigned}")
+    check(
+        sorted(p for ps in assigned for p in ps) == list(range(PARTITION_COUNT)),
+        f"assignments {assigned}",
+    )
+    return " / ".join("+".join(map(str, sorted(ps))) for ps in assigned)
+
+
 def emit(line):
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()

@@ -157,6 +157,22 @@ function checkRecord(record: ConsumedRecord, seq: number, headersPerRecord: bool
   return problems;
 }
 
+/**
+ * Checks the assignments DescribeGroups reported, one list of the topic's partitions per
+ * member: two members, each with some, every partition owned exactly once.
+ */
+export function checkAssignments(assigned: readonly (readonly number[])[]): string {
+  const owned = assigned.flat().sort((x, y) => x - y);
+  const all = Array.from({ length: PARTITION_COUNT }, (_, partition) => partition);
+  check(assigned.length === 2, `${assigned.length} member assignments`);
+  check(
+    assigned.every((partitions) => partitions.length > 0),
+    `assignments ${JSON.stringify(assigned)}`,
+  );
+  check(JSON.stringify(owned) === JSON.stringify(all), `assignments ${JSON.stringify(assigned)}`);
+  return assigned.map((partitions) => partitions.join("+")).join(" / ");
+}
+
 /** Keeps an error line readable: the first few problems and how many there were. */
 function summarize(problems: string[]): string[] {
   if (problems.length <= 5) return problems;

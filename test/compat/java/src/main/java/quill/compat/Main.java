@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -182,8 +183,16 @@ public final class Main {
     boolean listed =
         admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals(GROUP));
     Steps.check(listed, "listConsumerGroups does not show the group");
-    return group.state() + ", " + group.members().size() + " members, assignor "
-        + group.partitionAssignor();
+    List<List<Integer>> assigned = new ArrayList<>();
+    for (MemberDescription member : group.members()) {
+      assigned.add(member.assignment().topicPartitions().stream()
+          .filter(partition -> partition.topic().equals(TOPIC))
+          .map(TopicPartition::partition)
+          .sorted()
+          .toList());
+    }
+    return group.state() + ", " + group.partitionAssignor() + ", partitions "
+        + Records.checkAssignments(assigned);
   }
 
   private String listOffsets() throws Exception {

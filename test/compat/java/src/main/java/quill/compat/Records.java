@@ -81,6 +81,26 @@ final class Records {
     return problems;
   }
 
+  /**
+   * Checks DescribeGroups' assignments, one list of the topic's partitions per member: two
+   * members, each with some, every partition owned exactly once (see scenario.ts).
+   */
+  static String checkAssignments(List<List<Integer>> assigned) {
+    List<Integer> owned = new ArrayList<>();
+    assigned.forEach(owned::addAll);
+    owned.sort(null);
+    List<Integer> all = new ArrayList<>();
+    for (int partition = 0; partition < Main.PARTITION_COUNT; partition++) all.add(partition);
+    Steps.check(assigned.size() == 2, assigned.size() + " member assignments");
+    Steps.check(assigned.stream().noneMatch(List::isEmpty), "assignments " + assigned);
+    Steps.check(owned.equals(all), "assignments " + assigned);
+    List<String> parts = new ArrayList<>();
+    for (List<Integer> partitions : assigned) {
+      parts.add(String.join("+", partitions.stream().map(String::valueOf).toList()));
+    }
+    return String.join(" / ", parts);
+  }
+
   private static String headerText(List<String[]> headers) {
     List<String> parts = new ArrayList<>();
     for (String[] header : headers) parts.add(header[0] + "=" + header[1]);
