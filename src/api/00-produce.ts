@@ -8,8 +8,11 @@
 // * v5: LogStartOffset in the response. v8: per-batch RecordErrors and ErrorMessage (KIP-467).
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
 // * acks=-1 waits until the ISR holds every batch, at most timeoutMs (then REQUEST_TIMED_OUT).
-// * acks=0 gets no response. Transactions and idempotence arrive with their own issues; until
-//   InitProducerId is offered, clients send plain batches (producer id -1).
+// * acks=0 gets no response.
+// * Idempotent batches (producer id >= 0) are checked against the partition's producer state:
+//   a retried batch is answered with its original offsets and not written again; a sequence
+//   gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH (storage's
+//   producer-state-manager.ts). Transactions are not supported (no InitProducerId for them).
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { AppendEntry } from "../server/replica-manager.ts";
