@@ -647,7 +647,15 @@ function loadProducerState(
   const logEndOffset = segments[segments.length - 1].nextOffset;
   const nowMs = Date.now();
   const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs);
-  const replayed = replayProducerState(state, segments, from);
+  let replayed = 0;
+  try {
+    replayed = replayProducerState(state, segments, from);
+  } catch (error) {
+    // Bytes that changed on disk after recovery fail their reads too; the partition stays
+    // usable, with the producers seen so far (others count as new, as after expiry).
+    if (!(error instanceof KafkaError)) throw error;
+    params.env.logger(`[storage] ${state.name}: producer state rebuild stopped: ${error.message}`);
+  }
   state.advanceMapEndOffset(logEndOffset);
   state.removeExpiredProducers(nowMs);
   if (replayed > 0) {
