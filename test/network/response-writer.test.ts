@@ -36,13 +36,15 @@ afterAll(() => {
 
 /**
  * Response i: runs of 40000 empty (prefix only) or small responses, gathered into writes larger
- * than Linux takes whole, so cuts land inside prefixes and buffers; then 2000 with file ranges.
+ * than Linux takes whole, so cuts land inside prefixes and buffers; then 2000 with file ranges:
+ * small ones (read into the gathered writes) and, every fifth, ranges over 32 KiB (sendfile).
  */
 function responseChunks(i: number, onRelease: () => void): RecordsChunk[] {
   const small = new Uint8Array(i % 23).fill(i & 0xff);
   if (i % 42000 < 40000) return i % 3 === 0 ? [small] : [];
   const position = (i * 997) % 200000;
-  const range = { fd: fileFd, position, sizeBytes: (i * 31) % 5000, release: onRelease };
+  const sizeBytes = i % 5 === 0 ? 33000 + ((i * 31) % 20000) : (i * 31) % 5000;
+  const range = { fd: fileFd, position, sizeBytes, release: onRelease };
   return i % 2 === 0 ? [range] : [small, range, small];
 }
 
@@ -95,6 +97,56 @@ describe.each([true, false])("ResponseWriter on a 4 KiB send buffer (sendfile %p
       expect(releaseCount).toBe(4000);
       expect(shortWriteCount).toBeGreaterThan(100);
       expect(partialWriteCount).toBeGreaterThan(5);
+    } finally {
+      listener.stop(true);
+    }
+  });
+});
+
+describe("ResponseWriter gathers small file ranges", () => {
+  test("a header and a small range leave in one write; a large range by itself", async () => {
+    const writes: number[] = [];
+    let releaseCount = 0;
+    const header = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const smallRange = {
+      fd: fileFd, position: 1000, sizeBytes: 1024, release: () => releaseCount++,
+    };
+    const largeRange = {
+      fd: fileFd, position: 5000, sizeBytes: 100_000, release: () => releaseCount++,
+    };
+    const listener = Bun.listen<undefined>({
+      hostname: "127.0.0.1",
+      port: 0,
+      data: undefined,
+      socket: {
+        open: (socket) => {
+          const raw = socket as unknown as OutputSocket;
+          const counting: OutputSocket = {
+            fd: raw.fd,
+            write: (data, offset, length) => {
+              writes.push(length ?? data.length);
+              return raw.write(data, offset, length);
+            },
+          };
+          const writer = new ResponseWriter(counting, true);
+          writer.enqueue([header, smallRange]);
+          expect(writer.flush()).toBe("drained");
+          writer.enqueue([header, largeRange]);
+          expect(writer.flush()).toBe("drained");
+        },
+        data: () => {},
+      },
+    });
+    try {
+      const client = await FrameClient.connect(listener.port);
+      const [first, second] = await client.readFrames(2);
+      client.close();
+      expect(first).toEqual(Buffer.concat([header, fileBytes.subarray(1000, 2024)]));
+      expect(second).toEqual(Buffer.concat([header, fileBytes.subarray(5000, 105_000)]));
+      // One write for prefix, header and small range; one for the second prefix and header,
+      // after which the large range goes by sendfile, not write.
+      expect(writes).toEqual([4 + 10 + 1024, 4 + 10]);
+      expect(releaseCount).toBe(2);
     } finally {
       listener.stop(true);
     }
