@@ -7,8 +7,8 @@
 // * A single broker coordinates every group itself. Quill has no transaction coordinator, so
 //   transactional keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while its transaction
 //   log is unavailable); share-group and unknown key types get INVALID_REQUEST, as in Kafka.
-// * Cluster mode will route a group key to the broker leading its slot; `coordinatorFor` is the
-//   one place that decides.
+// * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
+//   among the live brokers, the same answer on every broker.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
@@ -56,15 +56,17 @@ export const findCoordinatorHandler = defineHandler({
 
 function coordinatorFor(key: string, keyType: number, ctx: RequestContext): CoordinatorAnswer {
   switch (keyType) {
-    case KeyType.GROUP:
+    case KeyType.GROUP: {
+      const coordinator = ctx.broker.metadataCache.groupCoordinator(key);
       return {
         key,
-        nodeId: ctx.broker.brokerId,
-        host: ctx.broker.advertisedHost,
-        port: ctx.broker.advertisedPort,
+        nodeId: coordinator.nodeId,
+        host: coordinator.host,
+        port: coordinator.port,
         errorCode: ErrorCode.NONE,
         errorMessage: null,
       };
+    }
     case KeyType.TRANSACTION:
       return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator.");
     default:

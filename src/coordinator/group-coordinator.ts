@@ -49,10 +49,16 @@ export class GroupCoordinator {
   private active = false;
   private cleanupTimer: ReturnType<typeof setInterval> | null = null;
 
+  /**
+   * `isCoordinatorFor` says whether this broker coordinates a group: always in the embedded
+   * broker; in a cluster, for the groups the live brokers' shared hashing gives it (other groups
+   * get NOT_COORDINATOR, and clients ask FindCoordinator again).
+   */
   constructor(
     private readonly store: OffsetStore,
     config: Partial<GroupConfig> = {},
     private readonly nowMs: () => number = Date.now,
+    private readonly isCoordinatorFor: (groupId: string) => boolean = () => true,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     assert(
@@ -81,6 +87,19 @@ export class GroupCoordinator {
     if (this.cleanupTimer !== null) clearInterval(this.cleanupTimer);
     for (const group of this.groups.values()) this.unload(group);
     this.groups.clear();
+  }
+
+  /**
+   * Drops the groups this broker no longer coordinates (the live brokers changed): their
+   * parked requests are answered NOT_COORDINATOR, and whoever takes a group over reads its
+   * offsets from the store afresh, as must this broker if the group comes back to it.
+   */
+  releaseMovedGroups(): void {
+    for (const group of [...this.groups.values()]) {
+      if (this.isCoordinatorFor(group.groupId)) continue;
+      this.unload(group);
+      this.groups.delete(group.groupId);
+    }
   }
 
   /** Number of groups in memory, for tests and metrics. */
@@ -587,6 +606,9 @@ export class GroupCoordinator {
     return groupIds.map((groupId) => {
       const group = this.groups.get(groupId);
       if (!this.active) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
+      if (!this.isCoordinatorFor(groupId)) {
+        return describedError(groupId, ErrorCode.NOT_COORDINATOR, null);
+      }
       if (group === undefined || group.is(GroupState.Dead)) {
         if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
           const message = `Group ${groupId} not found.`;
@@ -607,7 +629,7 @@ export class GroupCoordinator {
     }
     const wanted = (g: ClassicGroup) => states.size === 0 || states.has(g.state.toLowerCase());
     const groups = [...this.groups.values()]
-      .filter((g) => !g.is(GroupState.Dead) && wanted(g))
+      .filter((g) => !g.is(GroupState.Dead) && wanted(g) && this.isCoordinatorFor(g.groupId))
       .map((g) => ({
         groupId: g.groupId,
         protocolType: g.protocolType ?? "",
@@ -624,6 +646,7 @@ export class GroupCoordinator {
     for (const groupId of new Set(groupIds)) {
       const group = this.groups.get(groupId);
       if (!this.active) results.set(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+      else if (!this.isCoordinatorFor(groupId)) results.set(groupId, ErrorCode.NOT_COORDINATOR);
       else if (group === undefined || group.is(GroupState.Dead)) {
         results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
       }
@@ -688,7 +711,8 @@ export class GroupCoordinator {
     const invalidId = this.validateGroupId(req.groupId, true);
     if (invalidId !== null) return { errorCode: invalidId, topics: [] };
     const group = this.groups.get(req.groupId);
-    if (group === undefined) return fetchOffsets(new Map(), req);
+    // A group unknown here may have offsets stored by the broker that coordinated it before.
+    if (group === undefined) return await this.fetchStoredOffsets(req);
     const loadError = await this.loadOffsets(group);
     if (loadError !== null) return { errorCode: loadError, topics: [] };
     return fetchOffsets(group.offsets ?? new Map(), req);
@@ -719,6 +743,16 @@ export class GroupCoordinator {
     return { errorCode: ErrorCode.NONE, topics };
   }
 
+  /** Offsets straight from the store, for a group this coordinator has not loaded. */
+  private async fetchStoredOffsets(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
+    try {
+      return fetchOffsets(await this.store.loadGroup(req.groupId), req);
+    } catch (error) {
+      if (error instanceof KafkaError) return { errorCode: error.code, topics: [] };
+      throw error;
+    }
+  }
+
   private async loadOffsets(group: ClassicGroup): Promise<number | null> {
     try {
       await ensureOffsetsLoaded(this.store, group);
@@ -731,10 +765,11 @@ export class GroupCoordinator {
 
   // ---- Groups -----------------------------------------------------------------------------
 
-  /** Kafka's isValidGroupId plus the coordinator-active check. */
+  /** Kafka's isValidGroupId plus the coordinator-active and coordinator-owner checks. */
   private validateGroupId(groupId: string, emptyAllowed: boolean): number | null {
     if (!emptyAllowed && groupId === "") return ErrorCode.INVALID_GROUP_ID;
     if (!this.active) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (!this.isCoordinatorFor(groupId)) return ErrorCode.NOT_COORDINATOR;
     return null;
   }
 

@@ -72,7 +72,11 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
   });
   // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
   const offsetStore = openOffsetStore(stores, config);
-  const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config));
+  const isCoordinatorFor = (groupId: string) => cache.groupCoordinator(groupId).nodeId === brokerId;
+  const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config), Date.now,
+    isCoordinatorFor);
+  // Groups follow the live brokers: those that moved elsewhere are let go at once.
+  const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());
   await groupCoordinator.start();
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, store, cache, logs);
@@ -121,6 +125,7 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
     server.stopAccepting();
     await registration?.deregister();
     unfollow();
+    unwatchBrokers();
     replicaManager.completeDelayedFetches();
     // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
     groupCoordinator.close();

@@ -64,6 +64,7 @@ export class MetadataCache {
   private leaderStateCount = 0;
   private live = new Map<number, BrokerEndpoint>();
   private controller = { id: -1, epoch: -1 };
+  private readonly brokerListeners = new Set<() => void>();
 
   constructor(
     private readonly store: MetadataStore,
@@ -111,7 +112,37 @@ export class MetadataCache {
   /** Replaces the live brokers (UpdateMetadata lists them all). */
   setLiveBrokers(brokers: readonly BrokerEndpoint[]): void {
     assert(brokers.length <= LIVE_BROKERS_MAX, `${brokers.length} live brokers`);
+    const before = [...this.live.keys()].sort().join(",");
     this.live = new Map(brokers.map((b) => [b.nodeId, b]));
+    if ([...this.live.keys()].sort().join(",") === before) return;
+    for (const listener of [...this.brokerListeners]) listener();
+  }
+
+  /** Calls `listener` when the set of live brokers changes; returns an unsubscribe. */
+  onLiveBrokersChange(listener: () => void): () => void {
+    this.brokerListeners.add(listener);
+    return () => this.brokerListeners.delete(listener);
+  }
+
+  /**
+   * The broker coordinating a consumer group, the same on every broker that has the same live
+   * brokers. Kafka maps a group to a partition of __consumer_offsets (the Java hash of its id
+   * modulo offsets.topic.num.partitions, 50) and that partition's leader coordinates it;
+   * Quill has no such topic, so the slot goes to the live broker that ranks it highest
+   * (rendezvous hashing): when a broker dies, only its groups move.
+   */
+  groupCoordinator(groupId: string): BrokerEndpoint {
+    const slot = Math.abs(javaStringHash(groupId)) % GROUP_SLOTS;
+    let best = this.self;
+    let bestRank = -1;
+    for (const broker of this.brokers) {
+      const rank = fnv1a(`${slot}:${broker.nodeId}`);
+      if (rank > bestRank) {
+        best = broker;
+        bestRank = rank;
+      }
+    }
+    return best;
   }
 
   /**
@@ -215,6 +246,26 @@ export class MetadataCache {
 }
 
 const ZERO_ID = new Uint8Array(16);
+/** Kafka's default offsets.topic.num.partitions: groups hash into this many slots. */
+const GROUP_SLOTS = 50;
+
+/** Java's String.hashCode over UTF-16 code units, as Kafka hashes group ids. */
+function javaStringHash(text: string): number {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+  // Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
+  return hash === -2147483648 ? 0 : hash;
+}
+
+/** 32-bit FNV-1a, a fixed hash every broker computes alike. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
 
 /** A state stated without a topic id applies to whatever topic has the name. */
 function sameTopicId(stated: Uint8Array, topicId: Uint8Array): boolean {

@@ -1,0 +1,122 @@
+/**
+ * Consumer groups across three broker processes: FindCoordinator gives the same coordinator
+ * on every broker and spreads groups over the brokers; other brokers refuse the group with
+ * NOT_COORDINATOR; when the coordinator is killed another takes the group over with its
+ * committed offsets from ZooKeeper; a kafkajs group whose members bootstrap from different
+ * brokers shares one coordinator.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import type { ChildBroker } from "../support/broker-harness.ts";
+import { requestOnce } from "../support/kafka-client.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import {
+  consistentMetadata, createTopic, produceWithKafkajs, SESSION_TIMEOUT_MS, startCluster, until,
+  type Cluster,
+} from "./cluster-harness.ts";
+
+let zkServer: ZooKeeperServer;
+let cluster: Cluster;
+
+beforeAll(async () => {
+  zkServer = await startZooKeeper();
+  cluster = await startCluster(`${zkServer.connectString}/groups`);
+  await consistentMetadata(cluster, 3);
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+  await zkServer?.stop();
+}, 30_000);
+
+const running = () => [...cluster.brokers.values()].filter((b) => b.running);
+
+async function coordinatorOf(broker: ChildBroker, group: string): Promise<number> {
+  const res = await requestOnce(broker.port, ApiKey.FindCoordinator, 3, { key: group, keyType: 0 });
+  expect(res.errorCode).toBe(ErrorCode.NONE);
+  return res.nodeId;
+}
+
+function commit(broker: ChildBroker, group: string, offset: bigint) {
+  return requestOnce(broker.port, ApiKey.OffsetCommit, 8, {
+    groupId: group, generationIdOrMemberEpoch: -1, memberId: "", groupInstanceId: null,
+    topics: [{ name: "offsets", partitions: [
+      { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: "" },
+    ] }],
+  });
+}
+
+async function fetchOffset(broker: ChildBroker, group: string) {
+  const res = await requestOnce(broker.port, ApiKey.OffsetFetch, 7, {
+    groupId: group, topics: [{ name: "offsets", partitionIndexes: [0] }], requireStable: false,
+  });
+  return { errorCode: res.errorCode, offset: res.topics[0]?.partitions[0]?.committedOffset };
+}
+
+test("every broker names the same coordinator for a group; groups spread over brokers", async () => {
+  const groups = Array.from({ length: 30 }, (_, i) => `group-${i}`);
+  const coordinators = new Set<number>();
+  for (const group of groups) {
+    const answers = await Promise.all(running().map((b) => coordinatorOf(b, group)));
+    expect(new Set(answers).size).toBe(1);
+    coordinators.add(answers[0]!);
+  }
+  expect([...coordinators].sort()).toEqual([1, 2, 3]);
+});
+
+test("a killed coordinator's group moves, and its committed offsets come from ZooKeeper", async () => {
+  await createTopic(cluster.brokers.get(1)!, "offsets", 1);
+  const group = "moving-group";
+  const first = await coordinatorOf(cluster.brokers.get(1)!, group);
+  const coordinator = cluster.brokers.get(first)!;
+  const other = running().find((b) => b !== coordinator)!;
+  const refused = await commit(other, group, 7n);
+  expect(refused.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+  expect((await fetchOffset(other, group)).errorCode).toBe(ErrorCode.NOT_COORDINATOR);
+  const committed = await commit(coordinator, group, 42n);
+  expect(committed.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+  await coordinator.kill9();
+  await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
+  const next = await coordinatorOf(other, group);
+  expect(next).not.toBe(first);
+  const taken = await until(async () => {
+    const answer = await fetchOffset(cluster.brokers.get(next)!, group);
+    return answer.errorCode === ErrorCode.NONE ? answer : undefined;
+  }, 10_000, "the new coordinator to answer OffsetFetch");
+  expect(taken.offset).toBe(42n);
+  cluster.brokers.set(first, await coordinator.restart());
+  await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+}, 90_000);
+
+test("a kafkajs group whose members bootstrap from different brokers shares the work", async () => {
+  await createTopic(cluster.brokers.get(2)!, "shared", 4);
+  await consistentMetadata(cluster, 3);
+  const values = Array.from({ length: 40 }, (_, i) => `v${i}`);
+  await produceWithKafkajs(cluster, "shared", values);
+  const seen = new Map<string, number>();
+  const consumers = await Promise.all([1, 2].map(async (i) => {
+    const kafka = new Kafka({
+      clientId: `member-${i}`, brokers: [cluster.brokers.get(i)!.bootstrap],
+      logLevel: logLevel.NOTHING,
+    });
+    const consumer = kafka.consumer({ groupId: "spread-group", sessionTimeout: 10_000 });
+    await consumer.connect();
+    await consumer.subscribe({ topic: "shared", fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const value = message.value!.toString();
+        seen.set(value, (seen.get(value) ?? 0) + 1);
+      },
+    });
+    return consumer;
+  }));
+  try {
+    await until(async () => (seen.size === values.length ? true : undefined), 30_000,
+      "every record consumed by the group");
+    expect([...seen.values()].every((n) => n >= 1)).toBe(true);
+  } finally {
+    await Promise.all(consumers.map((c) => c.disconnect()));
+  }
+}, 60_000);
