@@ -30,7 +30,8 @@ export async function runCommand(argv: readonly string[], timeoutMs: number): Pr
   clearTimeout(timer);
   if (code !== 0) {
     const why = timedOut ? `timed out after ${timeoutMs} ms` : `exited ${code}`;
-    throw new CommandError(`${argv.join(" ")} ${why}:\n${stderr.slice(-4000)}\n${stdout.slice(-2000)}`);
+    const output = `${stderr.slice(-4000)}\n${stdout.slice(-2000)}`;
+    throw new CommandError(`${argv.join(" ")} ${why}:\n${output}`);
   }
   return stdout;
 }
@@ -95,7 +96,8 @@ export async function loopbackMegabytesPerSecond(): Promise<number | null> {
       stdout: "ignore", stderr: "ignore",
     });
     await Bun.sleep(300);
-    const argv = ["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS), "-J"];
+    const argv = ["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS),
+      "-J"];
     const out = await runCommand(argv, 30_000);
     const report = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
     return report.end.sum_received.bits_per_second / 8 / 1e6;

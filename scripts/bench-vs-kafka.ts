@@ -1,4 +1,5 @@
-// `bun scripts/bench-vs-kafka.ts [--quick] [--repetitions N] [--broker binary|source]`
+// `bun scripts/bench-vs-kafka.ts [--quick] [--repetitions N] [--only kafka|quill]
+//                                [--workloads ID,ID...] [--quill-binary PATH]`
 //
 // Quill side by side with Apache Kafka 3.9 (ZooKeeper mode) on this machine, same clients, same
 // settings, same disk; see the README section "Benchmark against Apache Kafka". Each repetition
@@ -36,11 +37,18 @@ const TOPIC_TIMEOUT_MS = 60_000;
 interface Options {
   quick: boolean;
   repetitions: number;
-  broker: "binary" | "source";
+  /** Measure one broker only (profiling, or Kafka is not wanted); ratios are then n/a. */
+  only: BrokerKind | null;
+  /** Workload ids to run (see workloads.ts); empty: all. */
+  workloadIds: string[];
+  /** A Quill binary to measure instead of building dist/quill (before/after comparisons). */
+  quillBinary: string | null;
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { quick: false, repetitions: 3, broker: "binary" };
+  const options: Options = {
+    quick: false, repetitions: 3, only: null, workloadIds: [], quillBinary: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = argv[i + 1];
@@ -50,8 +58,12 @@ function parseOptions(argv: readonly string[]): Options {
     }
     if (flag === "--repetitions" && Number.isSafeInteger(Number(value)) && Number(value) > 0) {
       options.repetitions = Number(value);
-    } else if (flag === "--broker" && (value === "binary" || value === "source")) {
-      options.broker = value;
+    } else if (flag === "--only" && (value === "kafka" || value === "quill")) {
+      options.only = value;
+    } else if (flag === "--workloads" && value !== undefined) {
+      options.workloadIds = value.split(",");
+    } else if (flag === "--quill-binary" && value !== undefined) {
+      options.quillBinary = value;
     } else {
       throw new Error(`unknown or incomplete option ${flag} (see scripts/bench-vs-kafka.ts)`);
     }
@@ -61,8 +73,7 @@ function parseOptions(argv: readonly string[]): Options {
   return options;
 }
 
-function quillCommand(kind: Options["broker"]): string {
-  if (kind === "source") throw new Error("--broker source is not supported yet; use the binary");
+function buildQuill(): string {
   const build = Bun.spawnSync([process.execPath, "run", "build"], {
     cwd: ROOT, stdout: "pipe", stderr: "pipe",
   });
@@ -82,6 +93,16 @@ function compileTools(runDir: string, classpath: string | null): Tools {
     rdkafkaLatency: compile(join(import.meta.dir, "bench-vs-kafka", "rdkafka-latency.c")),
     classpath, runDir,
   };
+}
+
+function selectWorkloads(available: readonly Workload[], ids: readonly string[]): Workload[] {
+  if (ids.length === 0) return [...available];
+  const unknown = ids.filter((id) => !available.some((w) => w.id === id));
+  if (unknown.length > 0) {
+    const known = available.map((w) => w.id).join(", ");
+    throw new Error(`unknown or unavailable workload(s) ${unknown.join(", ")}; known: ${known}`);
+  }
+  return available.filter((w) => ids.includes(w.id));
 }
 
 interface RunContext {
@@ -167,16 +188,17 @@ async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedMs = performance.now();
   const loadAtStart = loadAverage();
-  const quillBinary = quillCommand(options.broker);
+  const quillBinary = options.quillBinary ?? buildQuill();
   const dist = await ensureKafkaDist();
   if ("missing" in dist) console.error(`note: ${dist.missing}; measuring Quill alone`);
   const classpath = "classpath" in dist ? dist.classpath : null;
   const runDir = mkdtempSync(join(tmpdir(), "quill-vs-kafka-"));
   const tools = compileTools(runDir, classpath);
-  const workloads = runnable(tools);
-  const zookeeper = classpath === null ? null : await startZooKeeper();
+  const workloads = selectWorkloads(runnable(tools), options.workloadIds);
+  const kinds: BrokerKind[] = classpath === null ? ["quill"]
+    : options.only === null ? ["kafka", "quill"] : [options.only];
+  const zookeeper = kinds.includes("kafka") ? await startZooKeeper() : null;
   const ctx: RunContext = { options, tools, workloads, quillBinary, zookeeper, runDir };
-  const kinds: BrokerKind[] = classpath === null ? ["quill"] : ["kafka", "quill"];
   const runs: BrokerRun[] = [];
   try {
     const loopback = await loopbackMegabytesPerSecond();
@@ -210,13 +232,16 @@ function report(input: ReportInput): void {
   const { options, runs, workloads, loopback } = input;
   const scale = options.quick ? QUICK_SCALE : 1;
   const r = ratios(runs, workloads);
-  const heading = `Quill (dist/quill) vs Apache Kafka ${KAFKA_VERSION} (ZooKeeper mode, -Xmx1G), ` +
-    `one broker at a time on 127.0.0.1, ${navigator.hardwareConcurrency} cores; medians of ` +
-    `${options.repetitions} repetition(s)${options.quick ? ", --quick (a tenth of the records)" : ""}` +
+  const quick = options.quick ? ", --quick (a tenth of the records)" : "";
+  const heading = `Quill (${options.quillBinary ?? "dist/quill"}) vs Apache Kafka ` +
+    `${KAFKA_VERSION} (ZooKeeper mode, -Xmx1G), one broker at a time on 127.0.0.1, ` +
+    `${navigator.hardwareConcurrency} cores; medians of ${options.repetitions} ` +
+    `repetition(s)${quick}` +
     `; load average ${input.loadAtStart} at start, ${loadAverage()} at end; ` +
     `${Math.round(input.seconds)} s in all.`;
   const notes = [
-    "missing" in input.missing ? `Kafka not measured: ${input.missing.missing}.` : "",
+    "missing" in input.missing ? `Kafka not measured: ${input.missing.missing}.`
+      : options.only !== null ? `Only ${options.only} measured (--only).` : "",
     loopback === null ? "Loopback ceiling: iperf3 unavailable." :
       `Loopback ceiling (iperf3, same run): ${Math.round(loopback).toLocaleString("en-US")} MB/s ` +
       `(${(loopback * 8 / 1000).toFixed(1)} Gbit/s).`,
@@ -226,7 +251,8 @@ function report(input: ReportInput): void {
       "the fixed-rate 1 KiB end-to-end workload.",
   ].filter((n) => n !== "");
   const markdown = [heading, "", throughputTable(runs, workloads, scale), "",
-    latencyTable(runs, workloads), "", brokerTable(runs), "", ...notes, "", ratiosLine(r)].join("\n");
+    latencyTable(runs, workloads), "", brokerTable(runs), "", ...notes, "", ratiosLine(r),
+  ].join("\n");
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
   const name = `bench-vs-kafka-${options.quick ? "quick-" : ""}${stamp}`;

@@ -74,7 +74,7 @@ export async function createTopicsAndWait(port: number, topics: readonly TopicSp
   try {
     await createTopics(client, topics);
     while (!(await allLeadersKnown(client, topics))) {
-      if (performance.now() > deadlineMs) throw new Error("topics got no leaders before the deadline");
+      if (performance.now() > deadlineMs) throw new Error("topics got no leaders in time");
       await Bun.sleep(RETRY_MS * 4);
     }
   } finally {
@@ -82,7 +82,8 @@ export async function createTopicsAndWait(port: number, topics: readonly TopicSp
   }
 }
 
-async function allLeadersKnown(client: KafkaClient, topics: readonly TopicSpec[]): Promise<boolean> {
+async function allLeadersKnown(client: KafkaClient, topics: readonly TopicSpec[])
+  : Promise<boolean> {
   const response = await client.request(METADATA, METADATA_VERSION, {
     topics: topics.map((t) => ({ name: t.name })), allowAutoTopicCreation: false,
     includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,

@@ -57,7 +57,8 @@ function geometricMean(values: readonly number[]): number | null {
   return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
 }
 
-export function summarize(runs: readonly BrokerRun[], kind: BrokerKind, workloadId: string): Summary {
+export function summarize(runs: readonly BrokerRun[], kind: BrokerKind, workloadId: string)
+  : Summary {
   const all = runs.filter((r) => r.kind === kind)
     .flatMap((r) => r.workloads.filter((w) => w.workloadId === workloadId));
   const ok = all.filter((w) => w.measurement !== null);
@@ -96,7 +97,8 @@ export function ratios(runs: readonly BrokerRun[], workloads: readonly Workload[
   return {
     produce: throughputRatio("produce"),
     consume: throughputRatio("consume"),
-    p99: ratio(summarize(runs, "quill", "latency-1k").p99Ms, summarize(runs, "kafka", "latency-1k").p99Ms),
+    p99: ratio(summarize(runs, "quill", "latency-1k").p99Ms,
+      summarize(runs, "kafka", "latency-1k").p99Ms),
     rss: ratio(brokerMedian(runs, "quill", (r) => r.peakRssBytes),
       brokerMedian(runs, "kafka", (r) => r.peakRssBytes)),
     startup: ratio(brokerMedian(runs, "quill", (r) => r.startupMs),

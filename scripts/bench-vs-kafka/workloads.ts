@@ -85,7 +85,8 @@ function rdkafkaConsume(id: string, title: string, source: Workload): Workload {
 function parseRdkafka(stdout: string, expected: number): RdkafkaResult {
   const result = JSON.parse(stdout) as RdkafkaResult;
   if (result.failed !== 0 || result.records !== expected) {
-    throw new Error(`librdkafka: ${result.records} of ${expected} records, ${result.failed} failed`);
+    const got = `${result.records} of ${expected} records, ${result.failed} failed`;
+    throw new Error(`librdkafka: ${got}`);
   }
   return result;
 }
@@ -141,7 +142,9 @@ const PRODUCER_SUMMARY = new RegExp("(\\d+) records sent, ([\\d.]+) records/sec 
 
 function parseProducerPerformance(out: string, records: number, recordBytes: number): Measurement {
   const match = out.match(PRODUCER_SUMMARY);
-  if (match === null) throw new Error(`ProducerPerformance printed no summary:\n${out.slice(-2000)}`);
+  if (match === null) {
+    throw new Error(`ProducerPerformance printed no summary:\n${out.slice(-2000)}`);
+  }
   const sent = Number(match[1]);
   if (sent !== records) throw new Error(`ProducerPerformance sent ${sent} of ${records}`);
   const recordsPerSecond = Number(match[2]);
@@ -196,7 +199,8 @@ const javaLatency: Workload = {
     const match = out.match(/Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)/);
     if (match === null) throw new Error(`EndToEndLatency printed no percentiles:\n${out}`);
     return {
-      records, recordsPerSecond: records / seconds, megabytesPerSecond: records * 1024 / seconds / 1e6,
+      records, recordsPerSecond: records / seconds,
+      megabytesPerSecond: (records * 1024) / seconds / 1e6,
       p50Ms: Number(match[1]), p99Ms: Number(match[2]), p999Ms: Number(match[3]),
     };
   },
