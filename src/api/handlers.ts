@@ -19,6 +19,7 @@ import { apiVersionsHandler } from "./18-api-versions.ts";
 import { createTopicsHandler } from "./19-create-topics.ts";
 import { deleteTopicsHandler } from "./20-delete-topics.ts";
 import { initProducerIdHandler } from "./22-init-producer-id.ts";
+import { offsetForLeaderEpochHandler } from "./23-offset-for-leader-epoch.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
@@ -62,4 +63,5 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   updateMetadataHandler,
   controlledShutdownHandler,
   alterPartitionHandler,
+  offsetForLeaderEpochHandler,
 ] as readonly ApiHandler[];

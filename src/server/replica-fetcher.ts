@@ -238,6 +238,8 @@ export class ReplicaFetcher {
       this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
         `${this.sourceBrokerId}: ${errorName(p.errorCode)}; retrying in ${this.settings.backoffMs} ms`);
       target.delayedUntilMs = Date.now() + this.settings.backoffMs;
+      // Past the leader's end: the logs diverged after all, so ask the leader's epochs again.
+      if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) target.truncated = false;
       return;
     }
     const records = p.records instanceof Uint8Array ? p.records : new Uint8Array(0);

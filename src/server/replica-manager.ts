@@ -1,5 +1,6 @@
 import type { InterBrokerClient } from "../cluster/inter-broker-client.ts";
-import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ErrorCode, KafkaError, errorName } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
 import { iterateBatches, setPartitionLeaderEpoch, validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
@@ -19,6 +20,8 @@ import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 export const PARKED_FETCHES_MAX = 10_000;
 /** acks=-1 produces waiting for their ISR at once, across all connections. */
 export const PARKED_PRODUCES_MAX = 10_000;
+/** OffsetForLeaderEpoch v4: flexible, with ReplicaId (v3+) and CurrentLeaderEpoch (v2+). */
+const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 /** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
@@ -78,6 +81,12 @@ export interface OffsetLookup {
   readonly offset: bigint;
 }
 
+export interface EpochEndLookup {
+  readonly errorCode: number;
+  readonly leaderEpoch: number;
+  readonly endOffset: bigint;
+}
+
 /** The idempotent producers a partition remembers (DescribeProducers). */
 export interface ActiveProducers {
   readonly errorCode: number;
@@ -129,7 +138,12 @@ export class ReplicaManager {
     this.log = options.logger ?? ((line) => console.warn(line));
     this.brokerEndpoint = options.brokerEndpoint ??
       ((id) => cache.brokers.find((b) => b.nodeId === id));
-    for (const log of logs.allLogs()) log.highWatermark = log.logEndOffset;
+    for (const log of logs.allLogs()) {
+      // A lone replica has everything it wrote; in a cluster the HW was what the ISR had then.
+      const checkpointed = logs.checkpointedHighWatermark(log.topic, log.partition) ?? 0n;
+      const end = log.logEndOffset;
+      log.highWatermark = !this.clusterMode ? end : checkpointed < end ? checkpointed : end;
+    }
     this.fetchers = new ReplicaFetcherManager({
       localBrokerId: this.localBrokerId,
       maxWaitMs: config["replica.fetch.wait.max.ms"],
@@ -351,6 +365,22 @@ export class ReplicaManager {
     }
   }
 
+  /**
+   * OffsetForLeaderEpoch: where `leaderEpoch` ends in this leader's log, with the largest epoch
+   * at or below it that the log knows (UNDEFINED, -1, for an epoch above all it knows).
+   */
+  lastOffsetForLeaderEpoch(
+    topic: string, partition: number, currentLeaderEpoch: number, leaderEpoch: number,
+  ): EpochEndLookup {
+    try {
+      const log = this.leaderPartition(topic, partition, currentLeaderEpoch).log;
+      const found = log.leaderEpochCache.endOffsetFor(leaderEpoch, log.logEndOffset);
+      return { errorCode: ErrorCode.NONE, leaderEpoch: found.epoch, endOffset: found.endOffset };
+    } catch (e) {
+      return { errorCode: asKafkaError(e).code, leaderEpoch: -1, endOffset: -1n };
+    }
+  }
+
   /** The producer state of a partition this broker leads. */
   activeProducers(topic: string, partition: number): ActiveProducers {
     try {
@@ -401,6 +431,9 @@ export class ReplicaManager {
     if (state.leader === this.localBrokerId) {
       this.fetchers.removePartition(state.topic, state.partition);
       p.makeLeader(state, nowMs);
+      // The new epoch starts at this LEO even before anything is appended in it, so a follower
+      // asking where its older epoch ends is told this leader's end of it.
+      log.leaderEpochCache.assign(state.leaderEpoch, log.logEndOffset);
     } else {
       const sameSource = !p.isLeader && p.leaderId === state.leader && p.leaderEpoch === state.leaderEpoch;
       p.makeFollower(state);
@@ -454,10 +487,50 @@ export class ReplicaManager {
         if (records.length > 0) p.log.append(records, { assignOffsets: false });
         p.updateFollowerHighWatermark(leaderHighWatermark);
       },
-      truncateBeforeFetching: (_p: Partition, _client: InterBrokerClient) => Promise.resolve(),
+      truncateBeforeFetching: (p, client) => this.truncateBeforeFetching(p, client),
       endpoint: (id) => this.brokerEndpoint(id),
       warn: this.log,
     };
+  }
+
+  /**
+   * Before a follower fetches in a leader epoch (KIP-101/279): asks the leader where this
+   * replica's latest epoch ends in the leader's log, and cuts this log at the lower of that and
+   * this log's own end of the epoch the leader answered with, so nothing the leader does not have
+   * stays here. A log without epochs, or an epoch the leader cannot place, is cut to its high
+   * watermark (Kafka's rule before leader epochs). Nothing is cut if the partition's role changed
+   * while the leader was asked.
+   */
+  private async truncateBeforeFetching(p: Partition, client: InterBrokerClient): Promise<void> {
+    const log = p.log;
+    const epoch = log.leaderEpochCache.latestEpoch;
+    const leaderEpochWhenAsked = p.leaderEpoch;
+    const answer = epoch < 0 ? null : await this.askEpochEnd(p, client, epoch);
+    if (p.isLeader || p.leaderEpoch !== leaderEpochWhenAsked || this.partitions.get(
+      partitionKey(p.topic, p.partition)) !== p) return;
+    if (answer === null || answer.endOffset < 0n) {
+      log.truncateTo(log.highWatermark);
+      return;
+    }
+    const own = log.leaderEpochCache.endOffsetFor(answer.leaderEpoch, log.logEndOffset);
+    const ownEnd = own.endOffset < 0n ? log.logEndOffset : own.endOffset;
+    log.truncateTo(answer.endOffset < ownEnd ? answer.endOffset : ownEnd);
+  }
+
+  private async askEpochEnd(p: Partition, client: InterBrokerClient, epoch: number): Promise<EpochEndLookup> {
+    const response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+      replicaId: this.localBrokerId,
+      topics: [{ topic: p.topic, partitions: [{
+        partition: p.partition, currentLeaderEpoch: p.leaderEpoch, leaderEpoch: epoch,
+      }] }],
+    }, this.cache.brokerConfig["replica.socket.timeout.ms"]);
+    const found = response.topics[0]?.partitions[0];
+    if (found === undefined) throw new Error(`OffsetForLeaderEpoch answered no partition`);
+    if (found.errorCode !== ErrorCode.NONE) {
+      throw new Error(`OffsetForLeaderEpoch for ${p.topic}-${p.partition} answered ` +
+        errorName(found.errorCode));
+    }
+    return { errorCode: found.errorCode, leaderEpoch: found.leaderEpoch, endOffset: found.endOffset };
   }
 
   /** Answers every parked fetch and produce and stops fetching (shutdown). */

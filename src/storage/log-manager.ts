@@ -4,6 +4,7 @@
  *
  *   recovery-point-offset-checkpoint   flushed offset per partition (recovery starts there)
  *   log-start-offset-checkpoint        log start offset per partition
+ *   replication-offset-checkpoint      high watermark per partition (for replication)
  *   .kafka_cleanshutdown               present only while the broker is cleanly stopped
  *
  * On open, a log dir with the clean-shutdown marker is loaded without validation; one without
@@ -20,6 +21,7 @@ import { DEFAULT_LOG_CONFIG } from "./log-config.ts";
 import type { LogConfig } from "./log-config.ts";
 import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
 import {
+  HIGH_WATERMARK_CHECKPOINT_FILE,
   LOG_START_OFFSET_CHECKPOINT_FILE,
   RECOVERY_POINT_CHECKPOINT_FILE,
   readOffsetCheckpoint,
@@ -67,6 +69,8 @@ const DEFAULTS = {
 export class LogManager {
   private readonly logs = new Map<string, UnifiedLog>();
   private readonly logDirOf = new Map<UnifiedLog, string>();
+  /** High watermarks found at open, by `<topic>-<partition>` (one entry per log at most). */
+  private readonly checkpointedHighWatermarks = new Map<string, bigint>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
   private readonly env: LogEnvironment;
   private readonly defaultConfig: LogConfig;
@@ -106,6 +110,10 @@ export class LogManager {
       path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE),
       this.env.logger,
     );
+    const highWatermarks = readOffsetCheckpoint(
+      path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE),
+      this.env.logger,
+    );
     for (const entry of fs.readdirSync(logDir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith(DELETE_DIR_SUFFIX)) {
@@ -116,6 +124,8 @@ export class LogManager {
       if (match === null || !TOPIC_NAME.test(match[1])) continue;
       const [topic, partition] = [match[1], Number(match[2])];
       const key = partitionDirName(topic, partition);
+      const highWatermark = highWatermarks.get(key);
+      if (highWatermark !== undefined) this.checkpointedHighWatermarks.set(key, highWatermark);
       this.addLog(logDir, UnifiedLog.load({
         dir: path.join(logDir, entry.name),
         topic,
@@ -127,7 +137,9 @@ export class LogManager {
         env: this.env,
       }));
     }
-    this.writeCheckpoints(logDir);
+    // The high watermarks are not rewritten here: until the replica manager has set them, each
+    // log's is its LEO, and a crash now must still find the ones just read.
+    this.writeCheckpoints(logDir, false);
     if (cleanShutdown) {
       fs.rmSync(markerPath);
       fsyncDirectory(logDir);
@@ -170,6 +182,14 @@ export class LogManager {
     return log;
   }
 
+  /**
+   * The high watermark the log had when last checkpointed (before this start), if any; the
+   * replica manager decides what to make of it (the LEO may be lower after a crash).
+   */
+  checkpointedHighWatermark(topic: string, partition: number): bigint | undefined {
+    return this.checkpointedHighWatermarks.get(partitionDirName(topic, partition));
+  }
+
   allLogs(): UnifiedLog[] {
     return [...this.logs.values()];
   }
@@ -202,17 +222,21 @@ export class LogManager {
     for (const logDir of this.logDirs) this.writeCheckpoints(logDir);
   }
 
-  private writeCheckpoints(logDir: string): void {
+  private writeCheckpoints(logDir: string, withHighWatermarks = true): void {
     const recoveryPoints: CheckpointEntry[] = [];
     const startOffsets: CheckpointEntry[] = [];
+    const highWatermarks: CheckpointEntry[] = [];
     for (const [log, dir] of this.logDirOf) {
       if (dir !== logDir) continue;
       const { topic, partition } = log;
       recoveryPoints.push({ topic, partition, offset: log.flushedOffset });
       startOffsets.push({ topic, partition, offset: log.logStartOffset });
+      highWatermarks.push({ topic, partition, offset: log.highWatermark });
     }
     writeOffsetCheckpoint(path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE), recoveryPoints);
     writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
+    if (!withHighWatermarks) return;
+    writeOffsetCheckpoint(path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE), highWatermarks);
   }
 
   /** Starts retention, flush.ms and checkpoint timers (unref'd: they never keep Bun alive). */

@@ -1,6 +1,6 @@
 /**
  * Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`,
- * `log-start-offset-checkpoint`), one per log dir, in Kafka's text format so operators and
+ * `log-start-offset-checkpoint`, `replication-offset-checkpoint`), one per log dir, in Kafka's text format so operators and
  * tools recognise them:
  *
  *   0                 <- format version
@@ -17,6 +17,8 @@ import type { StorageLogger } from "./log-environment.ts";
 
 export const RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint";
 export const LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint";
+/** High watermarks, so a restarted replica does not expose what the ISR may not have had. */
+export const HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint";
 const CHECKPOINT_VERSION = 0;
 /** Entries per file: one per partition in the log dir; far above any realistic broker. */
 const CHECKPOINT_ENTRIES_MAX = 1_000_000;

@@ -44,7 +44,7 @@ interface Cluster {
   stopBroker(id: number): Promise<void>;
 }
 
-async function startCluster(size: number): Promise<Cluster> {
+async function startCluster(size: number, settings: Record<string, string> = {}): Promise<Cluster> {
   chrootCount++;
   const connect = `${zooKeeper.connectString}/replication-${chrootCount}`;
   const dataDirs = Array.from({ length: size }, () => tempDir("quill-replication-"));
@@ -54,6 +54,7 @@ async function startCluster(size: number): Promise<Cluster> {
       "broker.id": String(id), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000",
       "replica.lag.time.max.ms": String(LAG_TIME_MAX_MS), "replica.fetch.wait.max.ms": "200",
       "replica.fetch.backoff.ms": "100", "default.replication.factor": String(size),
+      ...settings,
     },
   });
   const brokers: InProcessBroker[] = [];
@@ -170,4 +171,39 @@ test("the HW moves only as followers fetch: acks=all waits for a stuck ISR membe
   await until(() => rm(leader).partitionState("lagging", 0)!.isr.includes(followerId), 20_000,
     "the restarted follower rejoins the ISR");
   expect(logOf(cluster.brokers[followerId]!, "lagging").logEndOffset).toBe(3n);
+}, 90_000);
+
+test("a replica that restarts truncates its divergent tail to the new leader's log", async () => {
+  const cluster = await startCluster(3, { "replica.lag.time.max.ms": "30000" });
+  const oldLeader = await createTopic(cluster, "diverged");
+  const oldLeaderId = oldLeader.broker.services.brokerId;
+  for (let i = 0; i < 5; i++) expect((await produce(oldLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  // Both followers stop copying; the leader alone takes three acks=1 records in epoch 0.
+  for (const [id, b] of cluster.brokers.entries()) {
+    if (id !== oldLeaderId) await rm(b).stopReplicas([{ topic: "diverged", partition: 0 }], false);
+  }
+  for (let i = 0; i < 3; i++) expect((await produce(oldLeader, "diverged", 1)).errorCode).toBe(ErrorCode.NONE);
+  expect(logOf(oldLeader, "diverged").logEndOffset).toBe(8n);
+  expect(logOf(oldLeader, "diverged").highWatermark).toBe(5n);
+  // The leader stops; the controller makes one of the (still in-sync) followers lead epoch 1.
+  await cluster.stopBroker(oldLeaderId);
+  const survivors = cluster.brokers.filter((_, id) => id !== oldLeaderId);
+  await until(() => survivors.some((b) => rm(b).partitionState("diverged", 0)?.isLeader === true),
+    15_000, "a new leader");
+  const newLeader = survivors.find((b) => rm(b).partitionState("diverged", 0)?.isLeader === true)!;
+  expect(rm(newLeader).partitionState("diverged", 0)!.leaderEpoch).toBeGreaterThan(0);
+  for (let i = 0; i < 2; i++) expect((await produce(newLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  // Back, the old leader asks where epoch 0 ends (offset 5), cuts its three records and copies.
+  const restarted = await cluster.restart(oldLeaderId);
+  await until(() => rm(restarted).partitionState("diverged", 0)?.log.logEndOffset === 7n &&
+    logOf(newLeader, "diverged").highWatermark === 7n, 20_000, "the old leader catches up");
+  await until(() => cluster.brokers.every((b) => logOf(b, "diverged").highWatermark === 7n),
+    5_000, "every replica learns the HW");
+  const newLeaderDir = cluster.dataDirs[newLeader.broker.services.brokerId]!;
+  const expected = segmentBytes(newLeaderDir, "diverged");
+  for (const dir of cluster.dataDirs) expect(segmentBytes(dir, "diverged").equals(expected)).toBe(true);
+  // Epoch 0 ends at 5 everywhere now (the controller may have begun more epochs since).
+  const epochs = logOf(restarted, "diverged").leaderEpochCache.all();
+  expect(epochs.slice(0, 2).map((e) => e.startOffset)).toEqual([0n, 5n]);
+  expect(epochs).toEqual(logOf(newLeader, "diverged").leaderEpochCache.all());
 }, 90_000);

@@ -1,0 +1,27 @@
+import { afterEach, beforeEach, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { LogManager } from "../../src/storage/log-manager.ts";
+import { HIGH_WATERMARK_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
+import { batch, removeDir, tempDir } from "./helpers.ts";
+
+let dir: string;
+beforeEach(() => (dir = tempDir("quill-hw-")));
+afterEach(() => removeDir(dir));
+
+const open = () => LogManager.open({ logDirs: [dir], logger: () => {} });
+
+test("high watermarks are checkpointed per log dir and offered back at the next open", () => {
+  const first = open();
+  const log = first.getOrCreateLog("orders", 3);
+  log.append(batch(10), { assignOffsets: true });
+  log.highWatermark = 4n;
+  first.close();
+  expect(fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8")).toBe("0\n1\norders 3 4\n");
+  const second = open();
+  expect(second.checkpointedHighWatermark("orders", 3)).toBe(4n);
+  expect(second.checkpointedHighWatermark("orders", 4)).toBeUndefined();
+  // Opening does not overwrite it with the LEO before the replica manager applied it.
+  expect(fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8")).toBe("0\n1\norders 3 4\n");
+  second.close();
+});
