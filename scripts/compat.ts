@@ -107,20 +107,20 @@ const CLIENTS: readonly ClientSpec[] = [
     prepare: [],
     run: () => [bun, "main.ts"],
   },
-  {
-    name: "kafkajs",
-    needs: [],
-    prepare: [],
-    run: () => [bun, "main.ts"],
-  },
-  {
-    name: "platformatic-kafka",
-    needs: [],
-    prepare: [],
-    run: () => [bun, "main.ts"],
-  },
+  nodeClient("kafkajs"),
+  nodeClient("platformatic-kafka"),
   pythonClient("kafka-python"),
 ];
+
+/**
+ * A JavaScript client, run by Node as its users run it: main.ts is bundled for Node with the
+ * packages left as imports, so Node loads them from node_modules.
+ */
+function nodeClient(name: string): ClientSpec {
+  const bundle = join(RUN_DIR, `${name}.mjs`);
+  const build = ["build", "main.ts", "--target=node", "--packages=external", "--outfile", bundle];
+  return { name, needs: ["node"], prepare: [() => [bun, ...build]], run: () => ["node", bundle] };
+}
 
 /** A Python client in its own virtual environment, rebuilt when requirements.txt changes. */
 function pythonClient(name: string): ClientSpec {

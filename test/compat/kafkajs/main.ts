@@ -2,7 +2,9 @@
  * The compatibility scenario with kafkajs, written as an ordinary kafkajs user would: default
  * producer, consumer.run with eachMessage, admin for topics, groups and offsets. kafkajs has no
  * zstd codec built in (it needs a third-party plugin), so that step is not applicable.
+ * scripts/compat.ts bundles this file for Node and runs it there, the runtime kafkajs users have.
  */
+import { createRequire } from "node:module";
 import {
   type Admin,
   AssignerProtocol,
@@ -26,13 +28,14 @@ import {
   RESTART_TIMEOUT_MS,
   recordsFor,
   SENTINEL_COUNT,
+  sleep,
   StepRunner,
   verifyConsumed,
   waitFor,
 } from "../support/scenario.ts";
 
 const SEND_CHUNK_RECORDS = 1000;
-const VERSION = (await import("kafkajs/package.json", { with: { type: "json" } })).default.version;
+const VERSION: string = createRequire(import.meta.url)("kafkajs/package.json").version;
 
 const kafka = new Kafka({
   clientId: "quill-compat-kafkajs",
@@ -150,7 +153,7 @@ class Scenario {
       throwIfCrashed(this.members);
       return this.records().length >= RECORDS_PER_CODEC;
     });
-    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
+    await sleep(500); // Anything delivered twice arrives now, and the check sees it.
     const problems = verifyConsumed(this.records(), ["gzip"]);
     check(problems.length === 0, problems.join("; "));
     return this.members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
@@ -247,7 +250,7 @@ class Scenario {
 }
 
 async function main(): Promise<void> {
-  const steps = new StepRunner("kafkajs", VERSION);
+  const steps = new StepRunner("kafkajs", `${VERSION} (Node ${process.version})`);
   const admin = kafka.admin();
   const producer = kafka.producer();
   await admin.connect();

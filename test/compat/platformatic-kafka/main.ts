@@ -2,9 +2,12 @@
  * The compatibility scenario with @platformatic/kafka (a pure TypeScript client that speaks the
  * newer flexible protocol versions), as an ordinary user writes it: string serialisers, a
  * Producer per codec, consumer.consume() streams with manual message.commit(), Admin for topics,
- * groups and offsets.
+ * groups and offsets. scripts/compat.ts bundles it for Node and runs it there; the library's zstd
+ * codec uses Node's zlib, which has zstd from Node 22.15, so on older Node that step is n/a.
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import * as zlib from "node:zlib";
 import { dirname, join } from "node:path";
 import {
   Admin,
@@ -29,6 +32,7 @@ import {
   RESTART_TIMEOUT_MS,
   recordsFor,
   SENTINEL_COUNT,
+  sleep,
   StepRunner,
   verifyConsumed,
   waitFor,
@@ -38,7 +42,7 @@ type StringMessage = Message<string, string, string, string>;
 
 const SEND_CHUNK_RECORDS = 1000;
 // The package exports no version and no package.json, so read it beside the resolved entry point.
-const ENTRY = Bun.resolveSync("@platformatic/kafka", import.meta.dir);
+const ENTRY = createRequire(import.meta.url).resolve("@platformatic/kafka");
 const VERSION: string = JSON.parse(
   readFileSync(join(dirname(ENTRY), "..", "package.json"), "utf8"),
 ).version;
@@ -162,6 +166,8 @@ async function listOffsets(admin: Admin, timestamp: bigint): Promise<bigint[]> {
 class Scenario {
   private producedCount = 0;
   private members: Member[] = [];
+  /** The codecs produced, so the consume step expects exactly their records. */
+  private readonly codecs: Codec[] = [];
 
   constructor(private readonly admin: Admin) {}
 
@@ -180,6 +186,7 @@ class Scenario {
   async produce(codec: Codec): Promise<string> {
     const detail = await produce(codec);
     this.producedCount += RECORDS_PER_CODEC;
+    this.codecs.push(codec);
     return detail;
   }
 
@@ -192,11 +199,11 @@ class Scenario {
 
   async consumeGroup(): Promise<string> {
     await this.startMembers();
-    const expected = 2 * RECORDS_PER_CODEC;
+    const expected = this.codecs.length * RECORDS_PER_CODEC;
     const done = () => this.records().length >= expected;
     await waitForMembers(this.members, `${expected} records`, CONSUME_TIMEOUT_MS, done);
-    await Bun.sleep(500); // Anything delivered twice arrives now, and the check sees it.
-    const problems = verifyConsumed(this.records(), ["gzip", "zstd"]);
+    await sleep(500); // Anything delivered twice arrives now, and the check sees it.
+    const problems = verifyConsumed(this.records(), this.codecs);
     check(problems.length === 0, problems.join("; "));
     return this.members.map((member, i) => `member ${i}: ${member.records.length}`).join(", ");
   }
@@ -281,12 +288,17 @@ class Scenario {
 }
 
 async function main(): Promise<void> {
-  const steps = new StepRunner("platformatic-kafka", VERSION);
+  const steps = new StepRunner("platformatic-kafka", `${VERSION} (Node ${process.version})`);
   const admin = new Admin(clientOptions);
   const scenario = new Scenario(admin);
   await steps.run("create-topic", () => scenario.createTopic());
   await steps.run("produce-gzip", () => scenario.produce("gzip"));
-  await steps.run("produce-zstd", () => scenario.produce("zstd"));
+  if ("zstdCompressSync" in zlib) {
+    await steps.run("produce-zstd", () => scenario.produce("zstd"));
+  } else {
+    const why = `its zstd codec needs Node 22.15 or later, this is ${process.version}`;
+    steps.markNotApplicable("produce-zstd", why);
+  }
   await steps.run("consume-group", () => scenario.consumeGroup());
   await steps.run("commit", () => scenario.commit());
   await steps.run("restart-no-redelivery", () => scenario.restart());

@@ -1,7 +1,8 @@
 /**
- * The compatibility scenario shared by the TypeScript client programs (kafkajs,
- * @platformatic/kafka, the kcat driver): the records every client produces, the checks on what
- * it consumed, and the step runner that prints one JSON line per step for scripts/compat.ts.
+ * The compatibility scenario shared by the TypeScript client programs (kafkajs and
+ * @platformatic/kafka, run by Node; the kcat driver, run by Bun): the records every client
+ * produces, the checks on what it consumed, and the step runner that prints one JSON line per
+ * step for scripts/compat.ts.
  * scenario.py, Main.java and main.go implement the same contract in their languages; keep the
  * four in step (record shape, step names, line format).
  *
@@ -222,7 +223,8 @@ export function describeError(error: unknown): string {
   const extra = [error.name !== "Error" ? error.name : "", (error as { type?: string }).type ?? ""]
     .filter(Boolean)
     .join(" ");
-  const cause = error.cause instanceof Error ? ` (cause: ${error.cause.message})` : "";
+  const inner = error instanceof AggregateError ? error.errors[0] : error.cause;
+  const cause = inner instanceof Error ? ` (cause: ${describeError(inner)})` : "";
   return `${extra ? `${extra}: ` : ""}${error.message}${cause}`;
 }
 
@@ -235,6 +237,11 @@ export function check(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(message);
 }
 
+/** The programs run under Node (their users' runtime), so no Bun APIs here or in them. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 /** Polls `probe` until it returns true or the deadline passes. */
 export async function waitFor(
   what: string,
@@ -245,6 +252,6 @@ export async function waitFor(
   while (!(await probe())) {
     if (Date.now() > deadlineMs)
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
