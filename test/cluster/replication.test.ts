@@ -207,3 +207,22 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   expect(epochs.slice(0, 2).map((e) => e.startOffset)).toEqual([0n, 5n]);
   expect(epochs).toEqual(logOf(newLeader, "diverged").leaderEpochCache.all());
 }, 90_000);
+
+test("a broker restarted with an empty data dir copies the partition again from the leader", async () => {
+  const cluster = await startCluster(3);
+  const leader = await createTopic(cluster, "recopied");
+  for (let i = 0; i < 10; i++) {
+    expect((await produce(leader, "recopied", -1, 3)).errorCode).toBe(ErrorCode.NONE);
+  }
+  const leaderId = leader.broker.services.brokerId;
+  const wipedId = [0, 1, 2].find((id) => id !== leaderId)!;
+  await cluster.stopBroker(wipedId);
+  removeDir(cluster.dataDirs[wipedId]!);
+  const wiped = await cluster.restart(wipedId);
+  await until(() => rm(wiped).partitionState("recopied", 0)?.log.logEndOffset === 30n, 20_000,
+    "the wiped broker copies all 30 records");
+  const expected = segmentBytes(cluster.dataDirs[leaderId]!, "recopied");
+  expect(segmentBytes(cluster.dataDirs[wipedId]!, "recopied").equals(expected)).toBe(true);
+  await until(() => rm(leader).partitionState("recopied", 0)!.isr.includes(wipedId), 20_000,
+    "the wiped broker back in the ISR");
+}, 60_000);
