@@ -138,6 +138,25 @@ describe("sequence checks on the leader", () => {
     log.close();
   });
 
+  test("a follower that becomes leader deduplicates what it replicated", () => {
+    const leader = open();
+    for (let i = 0; i < 3; i++) leader.append(idem(7n, 0, i * 5), client);
+    const replicated = readBytes(leader, 0n, 1 << 20);
+    leader.close();
+    const base = root;
+    root = path.join(base, "follower");
+    fs.mkdirSync(root);
+    const follower = open();
+    root = base;
+    follower.append(replicated.slice(), { assignOffsets: false });
+    // Leadership moves: the producer retries its last two batches against the new leader.
+    expect(follower.append(idem(7n, 0, 10), client).baseOffset).toBe(10n);
+    expect(follower.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
+    expect(follower.logEndOffset).toBe(15n);
+    expect(follower.append(idem(7n, 0, 15), client).baseOffset).toBe(15n);
+    follower.close();
+  });
+
   test("a follower's batches update the state without checks", () => {
     const log = open();
     const batch = idem(5n, 1, 10);
