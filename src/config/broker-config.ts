@@ -19,8 +19,9 @@ const MINUTE_MS = 60 * 1000;
  * the doc says so.
  */
 export const BROKER_CONFIG_KEYS = {
-  "broker.id": key(int({ min: 0 }), 0,
-    "This broker's id (`--broker-id`). Kafka's -1 asks for a generated id; Quill uses 0."),
+  "broker.id": key(int({ min: -1 }), 0,
+    "This broker's id (`--broker-id`). -1 in ZooKeeper mode: the id recorded in the data dir, " +
+    "else one generated from /brokers/seqid (above 1000), as Kafka; Quill's default is 0."),
   "broker.rack": nullableKey(string(), "Rack of this broker, reported in Metadata."),
   "listeners": key(endpoint(), { host: "127.0.0.1", port: 9092 },
     "Where the broker listens (`--listen`): one PLAINTEXT listener, loopback by default."),

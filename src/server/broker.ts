@@ -1,5 +1,6 @@
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
+import { GENERATE_BROKER_ID, resolveBrokerId } from "../cluster/broker-id.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
@@ -39,10 +40,22 @@ export interface BrokerLogger {
  * dirs, the API handlers behind the socket server. The order matters: everything a request may
  * touch exists before the port is bound, and stop() undoes it in reverse.
  */
-export async function startBroker(config: BrokerConfig, log: BrokerLogger = consoleLogger): Promise<RunningBroker> {
+export async function startBroker(
+  configured: BrokerConfig,
+  log: BrokerLogger = consoleLogger,
+): Promise<RunningBroker> {
+  const logDirs = configured["log.dirs"];
+  const stores = await openMetadataStores(configured, log);
+  // In a cluster the id may come from the data dir or ZooKeeper (broker.id -1).
+  const config = stores.zooKeeper === null ? embeddedConfig(configured) : {
+    ...configured,
+    "broker.id": await resolveBrokerId(configured["broker.id"], stores.metadataStore.clusterId,
+      logDirs, stores.zooKeeper).catch(async (error: unknown) => {
+      await stores.close();
+      throw error;
+    }),
+  };
   const brokerId = config["broker.id"];
-  const logDirs = config["log.dirs"];
-  const stores = await openMetadataStores(config, log);
   const store = stores.metadataStore;
   const listen = config.listeners;
   const advertised = config["advertised.listeners"];
@@ -136,6 +149,11 @@ export async function startBroker(config: BrokerConfig, log: BrokerLogger = cons
     log.info(`quill: broker ${brokerId} stopped cleanly`);
   })());
   return { host: bound.host, port: bound.port, services, stop };
+}
+
+/** An embedded broker has no cluster to draw an id from: -1 means 0, the default. */
+function embeddedConfig(config: BrokerConfig): BrokerConfig {
+  return config["broker.id"] === GENERATE_BROKER_ID ? { ...config, "broker.id": 0 } : config;
 }
 
 const consoleLogger: BrokerLogger = {

@@ -48,7 +48,7 @@ describe("quill (source, as a process)", () => {
     expect(stdout).toBe("");
     expect(stderr).toBe('quill: invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647\n');
     expect(quill(["serve", "--broker-id", "x"]).stderr).toBe(
-      'quill: invalid config broker.id="x" (from --broker-id): expected an integer between 0 and 2147483647\n');
+      'quill: invalid config broker.id="x" (from --broker-id): expected an integer between -1 and 2147483647\n');
     expect(quill(["serve"], { QUILL_NUM_PARTITIONS: "-1" })).toMatchObject({ code: 2,
       stderr: 'quill: invalid config num.partitions="-1" (from QUILL_NUM_PARTITIONS): expected an integer between 1 and 2147483647\n' });
   });
