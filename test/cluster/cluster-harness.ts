@@ -6,6 +6,7 @@
 import { expect } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { ChildBroker } from "../support/broker-harness.ts";
@@ -82,12 +83,27 @@ export async function consistentMetadata(cluster: Cluster, brokerCount: number, 
   }, timeoutMs, `consistent metadata over ${brokerCount} brokers`);
 }
 
-export async function createTopic(broker: ChildBroker, name: string, partitions: number) {
+export async function createTopic(
+  broker: ChildBroker,
+  name: string,
+  partitions: number,
+  configs: readonly { name: string; value: string }[] = [],
+) {
   const response = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
-    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
+    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs }],
     timeoutMs: 10_000, validateOnly: false,
   });
   expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+}
+
+/** One acks=all produce straight to `broker`, without retries; resolves with its error code. */
+export async function produceAcksAll(broker: ChildBroker, topic: string, timeoutMs: number) {
+  const records = buildRecordBatch([{ value: new TextEncoder().encode("direct") }]);
+  const res = await requestOnce(broker.port, ApiKey.Produce, 9, {
+    transactionalId: null, acks: -1, timeoutMs,
+    topicData: [{ name: topic, partitionData: [{ index: 0, records }] }],
+  });
+  return res.responses[0]!.partitionResponses[0]!.errorCode;
 }
 
 export async function produceWithKafkajs(cluster: Cluster, topic: string, values: string[]) {

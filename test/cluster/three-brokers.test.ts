@@ -9,9 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import { ErrorCode } from "../../src/protocol/errors.ts";
 import {
-  consistentMetadata, createTopic, metadata, produceWithKafkajs, SESSION_TIMEOUT_MS, startCluster,
-  until, type Cluster,
+  consistentMetadata, createTopic, metadata, produceAcksAll, produceWithKafkajs,
+  SESSION_TIMEOUT_MS, startCluster, until, type Cluster,
 } from "./cluster-harness.ts";
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -96,6 +97,33 @@ describe("three brokers on one ZooKeeper", () => {
     cluster.brokers.set(old, await cluster.brokers.get(old)!.restart());
     await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
   }, 90_000);
+
+  test("a leader paused past its session timeout is fenced: it acknowledges no acks=all write", async () => {
+    await createTopic(cluster.brokers.get(1)!, "paused", 1,
+      [{ name: "min.insync.replicas", value: "2" }]);
+    const before = await consistentMetadata(cluster, 3);
+    const old = before.topics.find((t) => t.name === "paused")!.partitions[0]!.leaderId;
+    const paused = cluster.brokers.get(old)!;
+    expect(await produceAcksAll(paused, "paused", 5_000)).toBe(ErrorCode.NONE);
+    process.kill(paused.pid, "SIGSTOP");
+    const others = [...cluster.brokers.values()].filter((b) => b !== paused);
+    try {
+      await until(async () => {
+        const p = (await metadata(others[0]!)).topics.find((t) => t.name === "paused")!.partitions[0]!;
+        return p.leaderId >= 0 && p.leaderId !== old ? true : undefined;
+      }, SESSION_TIMEOUT_MS + 10_000, "a new leader while the old one is paused");
+    } finally {
+      process.kill(paused.pid, "SIGCONT");
+    }
+    // At once after SIGCONT, before it hears from the controller: not acknowledged.
+    expect(await produceAcksAll(paused, "paused", 3_000)).not.toBe(ErrorCode.NONE);
+    const leader = cluster.brokers.get(
+      (await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000)).topics
+        .find((t) => t.name === "paused")!.partitions[0]!.leaderId)!;
+    expect(leader).not.toBe(paused);
+    expect(await produceAcksAll(leader, "paused", 5_000)).toBe(ErrorCode.NONE);
+    expect(await produceAcksAll(paused, "paused", 3_000)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+  }, 60_000);
 
   test("SIGTERM: a broker's leaderships move away before it exits", async () => {
     // A fresh topic: every replica is in its ISR, so each leadership has somewhere to go.
