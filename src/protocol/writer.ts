@@ -58,6 +58,26 @@ export class Writer {
     return this;
   }
 
+  /**
+   * Starts a new message after everything written so far, in the same buffer. Unlike `reset()`,
+   * chunks handed out by earlier `finish()` calls stay valid, because their bytes are never
+   * written again; so one buffer can carry many small messages, one allocation for all of them.
+   * Bytes of a message abandoned without `finish()` are skipped. Use `freeBytes` to decide when a
+   * fresh writer is cheaper than growing this one.
+   */
+  startNext(): this {
+    this.segmentStart = this.pos;
+    this.chunks = [];
+    this.chunkedBytes = 0;
+    this.finished = false;
+    return this;
+  }
+
+  /** Bytes the buffer can still take before it has to grow. */
+  get freeBytes(): number {
+    return this.buf.length - this.pos;
+  }
+
   /** Total bytes written so far, including records chunks that were not copied. */
   get length(): number {
     return this.chunkedBytes + this.pos - this.segmentStart;

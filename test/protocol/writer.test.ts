@@ -59,6 +59,35 @@ describe("Writer", () => {
     expect(Array.from(w.toBytes())).toEqual([0, 0, 0, 1, 4, 0xff, 0xff, 0xff, 0xff]);
   });
 
+  test("startNext writes the next message behind the last; earlier chunks keep their bytes", () => {
+    const w = new Writer(16); // Small, so the third message grows the buffer.
+    w.int32(1);
+    const first = w.finish();
+    w.startNext();
+    w.int16(2);
+    w.records([fileRange(10)], false);
+    w.int8(3);
+    const second = w.finish();
+    const freeBefore = w.freeBytes;
+    w.startNext();
+    w.string("x".repeat(40));
+    const third = w.finish();
+    w.startNext();
+    w.int8(4);
+    w.startNext(); // Abandons the unfinished message.
+    w.int8(5);
+    const fifth = w.finish();
+    expect(freeBefore).toBeLessThan(16);
+    expect(Array.from(first[0] as Uint8Array)).toEqual([0, 0, 0, 1]);
+    expect(Array.from(second[0] as Uint8Array)).toEqual([0, 2, 0, 0, 0, 10]);
+    expect(isFileRange(second[1]!)).toBe(true);
+    expect(Array.from(second[2] as Uint8Array)).toEqual([3]);
+    expect(third.length).toBe(1);
+    expect(new Reader(third[0] as Uint8Array).string()).toBe("x".repeat(40));
+    expect(Array.from(fifth[0] as Uint8Array)).toEqual([5]);
+    expect(w.length).toBe(1);
+  });
+
   test("reset reuses the buffer and forgets earlier writes", () => {
     const w = new Writer(16);
     w.string("a".repeat(100));
