@@ -4,7 +4,10 @@
  * prints a client × step table, writes it to .compat/results.md and .compat/results.json and
  * exits non-zero if any cell failed or any client could not run.
  *
- *   bun scripts/compat.ts [--binary dist/quill] [CLIENT...]
+ *   bun scripts/compat.ts [--binary dist/quill] [--zookeeper] [CLIENT...]
+ *
+ * --zookeeper starts a ZooKeeper (Debian's package, as the ZooKeeper-mode tests do) and runs the
+ * broker in ZooKeeper mode against it; the results go to .compat/results-zookeeper.*.
  *
  * Each client program prints one JSON line per step (see test/compat/support/scenario.ts). A
  * client whose toolchain is missing is reported as `skipped (no java)` and fails the run, since a
@@ -26,6 +29,7 @@ import { homedir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { STEPS, type Step } from "../test/compat/support/scenario-steps.ts";
+import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
@@ -155,7 +159,7 @@ interface Broker {
   readonly logPath: string;
 }
 
-async function startBroker(binary: string | undefined): Promise<Broker> {
+async function startBroker(binary: string | undefined, zooKeeper?: string): Promise<Broker> {
   const dataDir = join(RUN_DIR, "data");
   const logPath = join(RUN_DIR, "broker.log");
   writeFileSync(logPath, "");
@@ -172,6 +176,7 @@ async function startBroker(binary: string | undefined): Promise<Broker> {
       dataDir,
       "--set",
       "num.partitions=3",
+      ...(zooKeeper ? ["--zookeeper", zooKeeper] : []),
     ],
     { cwd: RUN_DIR, stdout: "pipe", stderr: "pipe" },
   );
@@ -452,32 +457,41 @@ function pruneOldRuns(): void {
 
 // ---- Main ----------------------------------------------------------------------------------
 
-async function main(): Promise<number> {
-  const args = process.argv.slice(2);
+interface Options {
+  /** The broker executable, or undefined for `bun src/main.ts`. */
+  readonly binary: string | undefined;
+  /** Run the broker in ZooKeeper mode against a ZooKeeper this script starts. */
+  readonly zooKeeper: boolean;
+  readonly clients: readonly ClientSpec[];
+}
+
+function parseArgs(args: string[]): Options | string {
   const binaryIndex = args.indexOf("--binary");
   const binaryArg = binaryIndex >= 0 ? args.splice(binaryIndex, 2)[1] : undefined;
-  // The broker runs in .compat/, so a relative path is resolved against where we were started.
-  const binary = binaryArg === undefined ? undefined : resolve(binaryArg);
+  const zooKeeperIndex = args.indexOf("--zookeeper");
+  if (zooKeeperIndex >= 0) args.splice(zooKeeperIndex, 1);
   const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
   if (unknown.length > 0) {
-    console.error(
-      `unknown client(s) ${unknown.join(", ")}; known: ${CLIENTS.map((c) => c.name).join(", ")}`,
-    );
-    return 2;
+    const known = CLIENTS.map((client) => client.name).join(", ");
+    return `unknown client(s) ${unknown.join(", ")}; known: ${known}`;
   }
-  const selected =
-    args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS;
-  mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
-  mkdirSync(RUN_DIR, { recursive: true });
-  pruneOldRuns();
-  const broker = await startBroker(binary);
+  return {
+    // The broker runs in .compat/, so a relative path is resolved against where we were started.
+    binary: binaryArg === undefined ? undefined : resolve(binaryArg),
+    zooKeeper: zooKeeperIndex >= 0,
+    clients: args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS,
+  };
+}
+
+async function runAll(options: Options, label: string): Promise<ClientResult[]> {
+  const zooKeeper = options.zooKeeper ? await startZooKeeper() : undefined;
+  const broker = await startBroker(options.binary, zooKeeper?.connectString);
   console.log(
-    `::: broker on ${broker.bootstrap} (${binary ?? "bun src/main.ts"}), ` +
-      `log in ${relative(ROOT, broker.logPath)}`,
+    `::: broker on ${broker.bootstrap} (${label}), log in ${relative(ROOT, broker.logPath)}`,
   );
   const results: ClientResult[] = [];
   try {
-    for (const spec of selected) {
+    for (const spec of options.clients) {
       const result = await runClient(spec, broker);
       console.log(`::: ${spec.name}: ${verdict(result)} in ${result.durationMs} ms`);
       results.push(result);
@@ -485,12 +499,30 @@ async function main(): Promise<number> {
   } finally {
     broker.process.kill("SIGTERM");
     await broker.process.exited;
+    await zooKeeper?.stop();
     // The logs stay for a look after a failure; the records are only test data.
     rmSync(join(RUN_DIR, "data"), { recursive: true, force: true });
   }
-  const table = markdown(results, binary ?? "bun src/main.ts");
-  writeFileSync(join(OUT_DIR, "results.md"), table);
-  writeFileSync(join(OUT_DIR, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  return results;
+}
+
+async function main(): Promise<number> {
+  const options = parseArgs(process.argv.slice(2));
+  if (typeof options === "string") {
+    console.error(options);
+    return 2;
+  }
+  mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
+  mkdirSync(RUN_DIR, { recursive: true });
+  pruneOldRuns();
+  const label =
+    (options.binary ?? "bun src/main.ts") + (options.zooKeeper ? ", ZooKeeper mode" : "");
+  const results = await runAll(options, label);
+  // Each mode keeps its own results, so one run of each can be compared.
+  const resultsName = options.zooKeeper ? "results-zookeeper" : "results";
+  const table = markdown(results, label);
+  writeFileSync(join(OUT_DIR, `${resultsName}.md`), table);
+  writeFileSync(join(OUT_DIR, `${resultsName}.json`), `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\n${table}`);
   const failedClients = results
     .filter((result) => failed(result) && !untested(result))
@@ -501,7 +533,7 @@ async function main(): Promise<number> {
   if (failedClients.length > 0) {
     console.log(
       `compat: FAILED for ${failedClients.join(", ")} ` +
-        `(see .compat/results.md and ${relative(ROOT, RUN_DIR)}/<client>.stderr)`,
+        `(see .compat/results*.md and ${relative(ROOT, RUN_DIR)}/<client>.stderr)`,
     );
   }
   if (untestedClients.length > 0) console.log(`compat: NOT TESTED: ${untestedClients.join(", ")}`);
