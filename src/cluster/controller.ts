@@ -228,7 +228,11 @@ export class KafkaController {
   private async elect(): Promise<void> {
     if (this.closed || this.active !== null) return;
     const watch = this.arm("controller", () => this.schedule("elect", () => this.elect()));
-    const stat = await this.zk.exists(CONTROLLER_PATH, { watch });
+    const stat = await this.zk.exists(CONTROLLER_PATH, { watch }).catch((error: unknown) => {
+      // A failed read registered no watch: the retry must set it again.
+      if (watch !== undefined) this.armed.delete("controller");
+      throw error;
+    });
     if (stat !== null && stat.ephemeralOwner === this.zk.sessionId) {
       // This broker resigned (its epoch was overtaken) but still holds /controller: release it
       // so that the election starts afresh; the watch brings this broker back here.
@@ -323,11 +327,20 @@ export class KafkaController {
     const active = this.active;
     if (active === null) return;
     const again = () => this.schedule("reconcile", () => this.reconcile());
+    const armedNow: string[] = [];
+    const arm = (key: string) => {
+      const watch = this.arm(key, again);
+      if (watch !== undefined) armedNow.push(key);
+      return watch;
+    };
     const snapshot = await readClusterSnapshot(this.zk, this.options.log, {
-      brokers: this.arm("brokers", again),
-      topics: this.arm("topics", again),
-      topic: (topic) => this.arm(`topic:${topic}`, again),
+      brokers: arm("brokers"), topics: arm("topics"), topic: (topic) => arm(`topic:${topic}`),
+    }).catch((error: unknown) => {
+      // Some reads failed and set no watch; arming again on the retry at worst doubles one.
+      for (const key of armedNow) this.armed.delete(key);
+      throw error;
     });
+    this.disarmVanishedTopics(snapshot);
     if (this.active !== active) return;
     const joined = this.updateBrokers(active, snapshot);
     const live = new Set(snapshot.brokers.keys());
@@ -358,6 +371,16 @@ export class KafkaController {
     this.lastBrokerCount = snapshot.brokers.size;
     // Not awaited: a broker that died but is still registered must not hold up the next event.
     void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
+  }
+
+  /** A topic read as missing set no data watch; a topic created later under its name needs one. */
+  private disarmVanishedTopics(snapshot: ClusterSnapshot): void {
+    const present = new Set([...snapshot.partitions.values()].map((p) => p.topic));
+    for (const key of [...this.armed]) {
+      if (key.startsWith("topic:") && !present.has(key.slice("topic:".length))) {
+        this.armed.delete(key);
+      }
+    }
   }
 
   /** Registers brokers with the channel manager; returns those that (re)joined. */
