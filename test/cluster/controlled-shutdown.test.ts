@@ -1,0 +1,80 @@
+/**
+ * Controlled shutdown with clients running: a kafkajs producer (acks=all) and a two-member
+ * consumer group keep working while SIGTERM stops a broker that leads partitions; no send
+ * fails, and every acknowledged record reaches the group.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Kafka, logLevel, type Consumer, type Producer } from "kafkajs";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import {
+  consistentMetadata, createTopic, startCluster, until, type Cluster,
+} from "./cluster-harness.ts";
+
+let zkServer: ZooKeeperServer;
+let cluster: Cluster;
+
+beforeAll(async () => {
+  zkServer = await startZooKeeper();
+  cluster = await startCluster(`${zkServer.connectString}/controlled`);
+  await consistentMetadata(cluster, 3);
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+  await zkServer?.stop();
+}, 30_000);
+
+function client(id: string): Kafka {
+  return new Kafka({
+    clientId: id, brokers: [...cluster.brokers.values()].map((b) => b.bootstrap),
+    logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100 },
+  });
+}
+
+test("SIGTERM of a leader while a producer and a consumer group run: no failed send, nothing lost", async () => {
+  await createTopic(cluster.brokers.get(1)!, "steady", 3, [{ name: "min.insync.replicas", value: "2" }]);
+  const m = await consistentMetadata(cluster, 3);
+  const leaving = m.topics.find((t) => t.name === "steady")!.partitions[0]!.leaderId;
+  const seen = new Set<string>();
+  const consumers: Consumer[] = [];
+  for (const i of [1, 2]) {
+    const consumer = client(`member-${i}`).consumer({ groupId: "steady-group", sessionTimeout: 10_000 });
+    await consumer.connect();
+    await consumer.subscribe({ topic: "steady", fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => { seen.add(message.value!.toString()); } });
+    consumers.push(consumer);
+  }
+  const producer: Producer = client("steady-producer").producer();
+  await producer.connect();
+  const acknowledged: string[] = [];
+  let failures = 0;
+  let producing = true;
+  const loop = (async () => {
+    for (let i = 0; producing; i++) {
+      const value = `v${i}`;
+      try {
+        await producer.send({ topic: "steady", acks: -1, messages: [{ key: value, value }] });
+        acknowledged.push(value);
+      } catch {
+        failures++;
+      }
+    }
+  })();
+  try {
+    await until(async () => (acknowledged.length > 20 ? true : undefined), 20_000, "records before");
+    expect(await cluster.brokers.get(leaving)!.terminate()).toBe(0);
+    const count = acknowledged.length;
+    await until(async () => (acknowledged.length > count + 20 ? true : undefined), 30_000,
+      "records after the shutdown");
+    producing = false;
+    await loop;
+    expect(failures).toBe(0);
+    await until(async () => (acknowledged.every((v) => seen.has(v)) ? true : undefined), 30_000,
+      "every acknowledged record consumed by the group");
+  } finally {
+    producing = false;
+    await loop;
+    await producer.disconnect();
+    await Promise.all(consumers.map((c) => c.disconnect()));
+  }
+}, 90_000);
