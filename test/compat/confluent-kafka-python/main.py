@@ -136,9 +136,7 @@ def main():
     state = {"produced": 0, "members": []}
 
     def create_topic():
-        futures = admin.create_topics(
-            [NewTopic(TOPIC, num_partitions=PARTITION_COUNT, replication_factor=1)]
-        )
+        futures = admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT)])
         futures[TOPIC].result(30)
         topic = admin.list_topics(TOPIC, timeout=10).topics[TOPIC]
         check(

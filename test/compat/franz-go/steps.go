@@ -35,7 +35,8 @@ func (s *scenario) run() {
 }
 
 func (s *scenario) createTopic() (string, error) {
-	created, err := s.admin.CreateTopic(s.ctx, partitionCount, 1, nil, topic)
+	// A replication factor of -1 takes the broker's default.replication.factor.
+	created, err := s.admin.CreateTopic(s.ctx, partitionCount, -1, nil, topic)
 	if err == nil {
 		err = created.Err
 	}

@@ -142,7 +142,7 @@ def main():
     state = {"produced": 0, "members": []}
 
     def create_topic():
-        admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT, replication_factor=1)])
+        admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT)])
         described = admin.describe_topics([TOPIC])
         partitions = len(described[0]["partitions"])
         check(partitions == PARTITION_COUNT, f"topic has {partitions} partitions")

@@ -132,7 +132,7 @@ class Scenario {
 
   async createTopic(): Promise<void> {
     const created = await this.admin.createTopics({
-      topics: [{ topic: env.topic, numPartitions: PARTITION_COUNT, replicationFactor: 1 }],
+      topics: [{ topic: env.topic, numPartitions: PARTITION_COUNT }],
       waitForLeaders: true,
     });
     check(created, "createTopics returned false");

@@ -177,7 +177,7 @@ class Scenario {
 
   async createTopic(): Promise<void> {
     const { admin } = this;
-    await admin.createTopics({ topics: [env.topic], partitions: PARTITION_COUNT, replicas: 1 });
+    await admin.createTopics({ topics: [env.topic], partitions: PARTITION_COUNT });
     const metadata = await admin.metadata({ topics: [env.topic] });
     const partitions = metadata.topics.get(env.topic)?.partitionsCount;
     check(partitions === PARTITION_COUNT, `topic has ${partitions} partitions`);

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -80,7 +81,9 @@ public final class Main {
   }
 
   private String createTopic() throws Exception {
-    admin.createTopics(List.of(new NewTopic(TOPIC, PARTITION_COUNT, (short) 1))).all().get();
+    // No replication factor: the broker's default.replication.factor, as on any cluster.
+    NewTopic newTopic = new NewTopic(TOPIC, Optional.of(PARTITION_COUNT), Optional.empty());
+    admin.createTopics(List.of(newTopic)).all().get();
     TopicDescription description =
         admin.describeTopics(List.of(TOPIC)).allTopicNames().get().get(TOPIC);
     Steps.check(description.partitions().size() == PARTITION_COUNT,
