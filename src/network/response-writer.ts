@@ -78,14 +78,18 @@ class PendingFileRange {
   private released = false;
 
   constructor(readonly range: FileRange) {
-    assert(Number.isSafeInteger(range.position), `bad file range position ${range.position}`);
-    assert(range.position >= 0, `negative file range position ${range.position}`);
+    if (!(Number.isSafeInteger(range.position))) {
+      assert(false, `bad file range position ${range.position}`);
+    }
+    if (!(range.position >= 0)) assert(false, `negative file range position ${range.position}`);
     this.position = range.position;
     this.remainingBytes = range.sizeBytes;
   }
 
   advance(countBytes: number): void {
-    assert(countBytes <= this.remainingBytes, `sent ${countBytes} of ${this.remainingBytes}`);
+    if (!(countBytes <= this.remainingBytes)) {
+      assert(false, `sent ${countBytes} of ${this.remainingBytes}`);
+    }
     this.position += countBytes;
     this.remainingBytes -= countBytes;
   }

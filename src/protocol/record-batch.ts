@@ -169,26 +169,28 @@ export function verifyBatchCrc(buf: Uint8Array, position = 0): boolean {
   return view(buf).getUint32(position + CRC_AT) === actual;
 }
 
-/** Header patches are only applied to batches already split and checked by the caller. */
+/**
+ * Header patches are only applied to batches already split and checked by the caller. These run
+ * for every appended batch, so assertion messages are built only when a check fails.
+ */
 function assertHeaderFits(buf: Uint8Array, position: number): void {
-  assert(position >= 0, `batch position ${position} is negative`);
-  assert(
-    buf.length - position >= RECORD_BATCH_OVERHEAD,
-    `no batch header at ${position} in a buffer of ${buf.length} bytes`,
-  );
+  if (!(position >= 0)) assert(false, `batch position ${position} is negative`);
+  if (buf.length - position < RECORD_BATCH_OVERHEAD) {
+    assert(false, `no batch header at ${position} in a buffer of ${buf.length} bytes`);
+  }
 }
 
 /** Assigns the batch its first offset. The CRC does not cover it, so nothing else changes. */
 export function setBaseOffset(buf: Uint8Array, position: number, baseOffset: bigint): void {
   assertHeaderFits(buf, position);
-  assert(baseOffset >= 0n, `base offset ${baseOffset} must not be negative`);
+  if (baseOffset < 0n) assert(false, `base offset ${baseOffset} must not be negative`);
   view(buf).setBigInt64(position + BASE_OFFSET_AT, baseOffset);
 }
 
 /** Stamps the leader epoch the batch was appended under (not covered by the CRC either). */
 export function setPartitionLeaderEpoch(buf: Uint8Array, position: number, epoch: number): void {
   assertHeaderFits(buf, position);
-  assert(Number.isInteger(epoch), `leader epoch ${epoch} must be an integer`);
+  if (!Number.isInteger(epoch)) assert(false, `leader epoch ${epoch} must be an integer`);
   view(buf).setInt32(position + PARTITION_LEADER_EPOCH_AT, epoch);
 }
 

@@ -264,7 +264,9 @@ export class LogSegment {
       if (!minOneMessage) return "empty";
       end = start.position + start.sizeBytes;
     }
-    assert(end <= this.sizeBytesValue, `read end ${end} past segment size ${this.sizeBytesValue}`);
+    if (!(end <= this.sizeBytesValue)) {
+      assert(false, `read end ${end} past segment size ${this.sizeBytesValue}`);
+    }
     return this.file.range(start.position, end - start.position);
   }
 
@@ -278,7 +280,9 @@ export class LogSegment {
 
   /** The end of the last whole batch that starts at or after `from` and ends by `limit`. */
   private wholeBatchesEnd(from: number, limit: number): number {
-    assert(limit < this.sizeBytesValue, `budget limit ${limit} at or past the segment end`);
+    if (!(limit < this.sizeBytesValue)) {
+      assert(false, `budget limit ${limit} at or past the segment end`);
+    }
     const scanFrom = Math.max(from, this.offsetIndex().lookupPosition(limit));
     let end = scanFrom;
     this.withFd((fd) =>

@@ -186,8 +186,10 @@ export class ProducerStateManager {
   /** Applies a prepared append once its bytes are in the log; `endOffset` is the new LEO. */
   commit(prepared: PreparedAppend, endOffset: bigint): void {
     assert(prepared.duplicate === null, "a duplicate append must not be committed");
-    assert(endOffset >= this.mapEndOffsetValue,
-      `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`);
+    if (endOffset < this.mapEndOffsetValue) {
+      assert(false,
+        `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`);
+    }
     for (const s of prepared.staged) {
       let entry = this.producers.get(s.producerId);
       if (entry === undefined) {

@@ -61,7 +61,7 @@ export class SegmentFile {
 
   /** Takes a reference and returns an fd that stays open until the matching release(). */
   acquire(): number {
-    assert(!this.retired, `acquire of retired segment file ${this.filePath}`);
+    if (this.retired) assert(false, `acquire of retired segment file ${this.filePath}`);
     // Count the reference first so the pool cannot evict the file while opening it.
     this.refCount++;
     if (this.fd >= 0) {
@@ -78,7 +78,7 @@ export class SegmentFile {
   }
 
   release(): void {
-    assert(this.refCount > 0, `release without acquire on ${this.filePath}`);
+    if (!(this.refCount > 0)) assert(false, `release without acquire on ${this.filePath}`);
     this.refCount--;
     if (this.refCount > 0) return;
     if (this.retired) this.closeFd();
@@ -94,7 +94,7 @@ export class SegmentFile {
       position,
       sizeBytes,
       release: () => {
-        assert(!released, `FileRange of ${this.filePath} released twice`);
+        if (released) assert(false, `FileRange of ${this.filePath} released twice`);
         released = true;
         this.release();
       },

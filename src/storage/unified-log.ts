@@ -205,8 +205,11 @@ export class UnifiedLog {
   }
 
   set highWatermark(offset: bigint) {
-    assert(offset <= this.logEndOffset, `high watermark ${offset} above LEO ${this.logEndOffset}`);
-    assert(offset >= 0n, `negative high watermark ${offset}`);
+    // Set on every append: the messages (bigints to text) are built only when a check fails.
+    if (offset > this.logEndOffset) {
+      assert(false, `high watermark ${offset} above LEO ${this.logEndOffset}`);
+    }
+    if (offset < 0n) assert(false, `negative high watermark ${offset}`);
     this.highWatermarkValue = offset;
   }
 
