@@ -54,10 +54,6 @@ export class ControllerChannelManager {
     this.channels.delete(brokerId);
   }
 
-  hasBroker(brokerId: number): boolean {
-    return this.channels.has(brokerId);
-  }
-
   /**
    * Queues a request to a broker; `onResponse` sees the answer. Resolves when it was answered
    * or abandoned (the broker left or the controller closed).

@@ -122,24 +122,10 @@ export class KafkaController {
     return this.active !== null;
   }
 
-  /** The active controller as last seen in ZooKeeper (-1: none). */
-  get controllerId(): number {
-    return this.current.id;
-  }
-
-  get epoch(): number {
-    return this.current.epoch;
-  }
-
   /** Calls `listener` whenever another controller is seen; returns the unsubscribe. */
   onControllerChange(listener: (controllerId: number, epoch: number) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
-  }
-
-  /** Waits for the work queued so far (tests, and shutdown). */
-  async idle(): Promise<void> {
-    await this.queue;
   }
 
   /** Stops; an active controller resigns (the session's end removes `/controller`). */

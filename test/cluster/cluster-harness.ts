@@ -115,7 +115,7 @@ export async function produceWithKafkajs(cluster: Cluster, topic: string, values
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
   try {
-    return await producer.send({ topic, acks: 1, messages: values.map((value) => ({ value })) });
+    return await producer.send({ topic, acks: -1, messages: values.map((value) => ({ value })) });
   } finally {
     await producer.disconnect();
   }

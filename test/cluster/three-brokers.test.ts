@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
+import { kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -80,6 +81,12 @@ describe("three brokers on one ZooKeeper", () => {
     expect(state.leader).toBe(moved.leaderId);
     const sent = await produceWithKafkajs(cluster, "failover", ["after"]);
     expect(sent[0]!.errorCode).toBe(0);
+    // kcat too, bootstrapping from the surviving brokers, and reading everything back.
+    const bootstrap = [...cluster.brokers.values()].filter((b) => b.running)
+      .map((b) => b.bootstrap).join(",");
+    await kcatOk(bootstrap, ["-P", "-t", "failover", "-p", "0"], { stdin: "by-kcat\n" });
+    const consumed = await kcatOk(bootstrap, ["-C", "-t", "failover", "-p", "0", "-e"]);
+    expect(stdoutText(consumed).trim().split("\n")).toEqual(["before", "after", "by-kcat"]);
     console.error(`failover: new leader ${moved.leaderId} in ${Date.now() - killedAtMs} ms`);
     cluster.brokers.set(victim, await cluster.brokers.get(victim)!.restart());
     await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
