@@ -2,7 +2,8 @@
 //
 // Version notes:
 // * v0 (old-style offset arrays) is deprecated and not offered, as in Kafka 4 (KIP-896).
-// * v2: isolation level. v4: leader epochs (Quill's single broker is at epoch 0).
+// * v2: isolation level. v4: the leader epoch of the offset found (KIP-320), from the log's
+//   leader-epoch cache; -1 when the log has no epochs (records written before epochs).
 // * v6: flexible. v7: MAX_TIMESTAMP (-3, KIP-734). v8: EARLIEST_LOCAL (-4, tiered storage):
 //   with no tiered storage, local earliest is the earliest.
 // * v9: LATEST_TIERED (-5): no tiered storage, so answered like Kafka without it: offset -1.
@@ -28,7 +29,7 @@ export const listOffsetsHandler = defineHandler({
         partitions: t.partitions.map((p) => {
           const timestamp = p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
           const found = timestamp === LATEST_TIERED_TIMESTAMP
-            ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n }
+            ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
             : rm.listOffset(t.name, p.partitionIndex, timestamp);
           return {
             partitionIndex: p.partitionIndex,
@@ -36,7 +37,7 @@ export const listOffsetsHandler = defineHandler({
             timestamp: found.timestamp,
             offset: found.offset,
             // Not ignorable: versions before 4 must carry the default.
-            leaderEpoch: found.errorCode === ErrorCode.NONE && ctx.apiVersion >= 4 ? 0 : -1,
+            leaderEpoch: found.errorCode === ErrorCode.NONE && ctx.apiVersion >= 4 ? found.leaderEpoch : -1,
           };
         }),
       })),

@@ -79,6 +79,8 @@ export interface OffsetLookup {
   readonly errorCode: number;
   readonly timestamp: bigint;
   readonly offset: bigint;
+  /** The leader epoch of the offset found (what KIP-320 clients validate positions with). */
+  readonly leaderEpoch: number;
 }
 
 export interface EpochEndLookup {
@@ -164,6 +166,9 @@ export class ReplicaManager {
     cache.onReload(() => {
       this.purgatory.wakeWhere((key) => !this.isHosted(key));
       this.followerFetches.wakeWhere((key) => !this.isHosted(key));
+      // In a cluster only StopReplica ends a role: a cache may briefly lack a topic that the
+      // controller has already assigned (its UpdateMetadata can run ahead of the store).
+      if (this.clusterMode) return;
       for (const [key, p] of this.partitions) {
         if (this.isHosted(key)) continue;
         this.fetchers.removePartition(p.topic, p.partition);
@@ -354,14 +359,19 @@ export class ReplicaManager {
   listOffset(topic: string, partition: number, timestamp: bigint): OffsetLookup {
     try {
       const log = this.leaderPartition(topic, partition, -1).log;
+      const epochs = log.leaderEpochCache;
       if (timestamp === LATEST_TIMESTAMP) {
-        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: log.highWatermark };
+        const offset = log.highWatermark;
+        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset, leaderEpoch: epochs.latestEpoch };
       }
       const found = log.offsetForTimestamp(timestamp);
-      if (found === null) return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n };
-      return { errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset };
+      if (found === null) return { ...NOT_FOUND, errorCode: ErrorCode.NONE };
+      return {
+        errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset,
+        leaderEpoch: epochs.epochForOffset(found.offset),
+      };
     } catch (e) {
-      return { errorCode: asKafkaError(e).code, timestamp: -1n, offset: -1n };
+      return { ...NOT_FOUND, errorCode: asKafkaError(e).code };
     }
   }
 
@@ -601,6 +611,10 @@ export class ReplicaManager {
 function stampLeaderEpoch(records: Uint8Array, leaderEpoch: number): void {
   for (const b of iterateBatches(records)) setPartitionLeaderEpoch(records, b.position, leaderEpoch);
 }
+
+const NOT_FOUND: OffsetLookup = Object.freeze({
+  errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1,
+});
 
 const EMPTY_OUTCOME: FetchOutcome = Object.freeze({
   errorCode: ErrorCode.NONE, highWatermark: -1n, logStartOffset: -1n, records: [],

@@ -93,6 +93,16 @@ export class LeaderEpochFileCache {
     return { epoch: this.entries[higher - 1]!.epoch, endOffset };
   }
 
+  /** The epoch whose leader wrote `offset`: the latest one starting at or before it, else -1. */
+  epochForOffset(offset: bigint): number {
+    let epoch = UNDEFINED_EPOCH;
+    for (const e of this.entries) {
+      if (e.startOffset > offset) break;
+      epoch = e.epoch;
+    }
+    return epoch;
+  }
+
   /** After a truncation to `endOffset`: epochs starting at or after it never happened here. */
   truncateFromEnd(endOffset: bigint): void {
     const kept = this.entries.filter((e) => e.startOffset < endOffset);

@@ -206,6 +206,10 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   const epochs = logOf(restarted, "diverged").leaderEpochCache.all();
   expect(epochs.slice(0, 2).map((e) => e.startOffset)).toEqual([0n, 5n]);
   expect(epochs).toEqual(logOf(newLeader, "diverged").leaderEpochCache.all());
+  // ListOffsets tells KIP-320 clients the epoch of the offsets it gives.
+  const latest = rm(newLeader).listOffset("diverged", 0, -1n);
+  expect(latest.leaderEpoch).toBe(epochs.at(-1)!.epoch);
+  expect(rm(newLeader).listOffset("diverged", 0, -2n).leaderEpoch).toBe(0);
 }, 90_000);
 
 test("a broker restarted with an empty data dir copies the partition again from the leader", async () => {

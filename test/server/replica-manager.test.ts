@@ -126,7 +126,9 @@ test("ListOffsets: earliest, latest and by timestamp", async () => {
   for (const ms of [1000, 2000, 3000]) rm.appendRecords(1, [{ topic: "t", partition: 0, records: at(ms) }], 9);
   expect(rm.listOffset("t", 0, -2n).offset).toBe(0n);
   expect(rm.listOffset("t", 0, -1n).offset).toBe(3n);
-  expect(rm.listOffset("t", 0, 1500n)).toEqual({ errorCode: ErrorCode.NONE, timestamp: 2000n, offset: 1n });
+  expect(rm.listOffset("t", 0, 1500n))
+    .toEqual({ errorCode: ErrorCode.NONE, timestamp: 2000n, offset: 1n, leaderEpoch: 0 });
+  expect(rm.listOffset("t", 0, -1n).leaderEpoch).toBe(0); // The lone broker leads epoch 0.
   expect(rm.listOffset("t", 0, 9999n).offset).toBe(-1n);
   expect(rm.listOffset("nope", 0, -1n).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
 });

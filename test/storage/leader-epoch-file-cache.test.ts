@@ -61,3 +61,12 @@ test("a malformed checkpoint is reported and treated as empty", () => {
   fs.writeFileSync(path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE), "0\n3\n3 10\n");
   expect(LeaderEpochFileCache.load(dir, logger).all()).toEqual([]);
 });
+
+test("epochForOffset names the epoch whose leader wrote an offset", () => {
+  const cache = LeaderEpochFileCache.load(dir, logger);
+  expect(cache.epochForOffset(0n)).toBe(-1);
+  cache.assign(1, 10n);
+  cache.assign(3, 20n);
+  expect([cache.epochForOffset(5n), cache.epochForOffset(10n), cache.epochForOffset(19n)]).toEqual([-1, 1, 1]);
+  expect(cache.epochForOffset(500n)).toBe(3);
+});
