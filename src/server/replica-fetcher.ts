@@ -42,6 +42,8 @@ export interface ReplicaFetcherHost {
    * replica holds beyond the leader's log (leader epochs). Resolves when the partition may fetch.
    */
   truncateBeforeFetching(partition: Partition, client: InterBrokerClient): Promise<void>;
+  /** The leader no longer has what this replica lacks: empty the log, start at `offset`. */
+  startOverAt(partition: Partition, offset: bigint): void;
   endpoint(brokerId: number): BrokerEndpoint | undefined;
   warn(message: string): void;
 }
@@ -234,6 +236,13 @@ export class ReplicaFetcher {
 
   private handlePartition(target: FetchTarget, p: FetchResponse["responses"][number]["partitions"][number]): void {
     const partition = target.partition;
+    const behindLeaderStart = p.logStartOffset > partition.log.logEndOffset;
+    if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && behindLeaderStart) {
+      this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition}: the leader ` +
+        `starts at ${p.logStartOffset}, past this replica's end; starting over there`);
+      this.host.startOverAt(partition, p.logStartOffset);
+      return;
+    }
     if (p.errorCode !== ErrorCode.NONE) {
       this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
         `${this.sourceBrokerId}: ${errorName(p.errorCode)}; retrying in ${this.settings.backoffMs} ms`);

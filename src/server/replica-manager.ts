@@ -498,6 +498,10 @@ export class ReplicaManager {
         p.updateFollowerHighWatermark(leaderHighWatermark);
       },
       truncateBeforeFetching: (p, client) => this.truncateBeforeFetching(p, client),
+      startOverAt: (p, offset) => {
+        assert(!p.isLeader, `${p.topic}-${p.partition}: a leader never empties its log`);
+        p.log.truncateFullyAndStartAt(offset);
+      },
       endpoint: (id) => this.brokerEndpoint(id),
       warn: this.log,
     };

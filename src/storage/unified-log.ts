@@ -311,12 +311,47 @@ export class UnifiedLog {
     if (this.highWatermarkValue > end) this.highWatermarkValue = end;
     if (this.recoveryPoint > end) this.recoveryPoint = end;
     this.leaderEpochCache.truncateFromEnd(end);
+    this.reloadProducerState();
+    // A sealed segment cut back is not writable: appends continue in a new active segment.
+    if (!last.file.isPinned) this.roll(end);
+  }
+
+  /**
+   * A follower too far behind (its leader no longer has the offsets it lacks): everything is
+   * deleted and the log starts over, empty, at `offset`, the leader's log start offset.
+   */
+  truncateFullyAndStartAt(offset: bigint): void {
+    this.ensureOpen();
+    assert(offset >= 0n, `log start ${offset} must not be negative`);
+    const old = this.segments.splice(0, this.segments.length);
+    let fresh: LogSegment;
+    try {
+      fresh = LogSegment.create(this.dir, offset, settingsOf(this.configValue), this.env.pool);
+    } catch (error) {
+      this.segments.push(...old);
+      throw storageError("truncation of", this.dir, error);
+    }
+    for (const segment of old) {
+      // The new segment may reuse the name of one that started at `offset`; its files are new.
+      if (segment.baseOffset === offset) segment.close();
+      else void segment.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+    }
+    this.installIndexLoader(fresh);
+    this.segments.push(fresh);
+    this.logStartOffsetValue = offset;
+    this.highWatermarkValue = offset;
+    this.recoveryPoint = offset;
+    this.leaderEpochCache.truncateFromEnd(0n);
+    this.producerState.deleteSnapshotsBelow(offset + 1n);
+    this.reloadProducerState();
+    this.env.logger(`[storage] ${this.name}: emptied, now starting at offset ${offset}`);
+  }
+
+  private reloadProducerState(): void {
     this.producerStateValue = loadProducerState({
       dir: this.dir, topic: this.topic, partition: this.partition, env: this.env,
       producerIdExpirationMs: this.producerIdExpirationMs,
     }, this.segments, this.logStartOffsetValue);
-    // A sealed segment cut back is not writable: appends continue in a new active segment.
-    if (!last.file.isPinned) this.roll(end);
   }
 
   /** A retried batch already in the log: its first append's offsets, nothing written (KIP-98). */

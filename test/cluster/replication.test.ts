@@ -15,6 +15,7 @@ import {
   type InProcessBroker, removeDir, startInProcessBroker, tempDir,
 } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { batchOffsets, readRanges } from "../storage/helpers.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const LAG_TIME_MAX_MS = 2_000;
@@ -128,6 +129,7 @@ async function produce(broker: InProcessBroker, topic: string, acks: number, cou
 const segmentBytes = (dataDir: string, topic: string) =>
   readFileSync(join(dataDir, `${topic}-0`, "00000000000000000000.log"));
 const logOf = (b: InProcessBroker, topic: string) => rm(b).partitionState(topic, 0)!.log;
+const lastOffsetOf = (bytes: Uint8Array) => batchOffsets(bytes).at(-1)!.last;
 
 test("acks=all records reach every replica byte for byte; the HW covers them all", async () => {
   const cluster = await startCluster(3);
@@ -229,4 +231,37 @@ test("a broker restarted with an empty data dir copies the partition again from 
   expect(segmentBytes(cluster.dataDirs[wipedId]!, "recopied").equals(expected)).toBe(true);
   await until(() => rm(leader).partitionState("recopied", 0)!.isr.includes(wipedId), 20_000,
     "the wiped broker back in the ISR");
+}, 60_000);
+
+test("a follower behind the leader's log start (retention) starts over at it", async () => {
+  const cluster = await startCluster(3, { "log.retention.check.interval.ms": "100" });
+  const leader = await createTopic(cluster, "retained", { "segment.bytes": "1024", "retention.bytes": "2048" });
+  const leaderId = leader.broker.services.brokerId;
+  const wipedId = [0, 1, 2].find((id) => id !== leaderId)!;
+  for (let i = 0; i < 40; i++) {
+    expect((await produce(leader, "retained", -1, 2)).errorCode).toBe(ErrorCode.NONE);
+  }
+  await until(() => logOf(leader, "retained").logStartOffset > 0n, 10_000, "retention on the leader");
+  await cluster.stopBroker(wipedId);
+  removeDir(cluster.dataDirs[wipedId]!);
+  const wiped = await cluster.restart(wipedId);
+  const leaderLog = logOf(leader, "retained");
+  await until(() => rm(wiped).partitionState("retained", 0)?.log.logEndOffset === 80n, 20_000,
+    "the wiped broker copies what the leader still has");
+  const copy = logOf(wiped, "retained");
+  expect(copy.logStartOffset).toBeGreaterThan(0n);
+  expect(wiped.logger.lines.some((l) => l.includes("starting over"))).toBe(true);
+  // Same batches, byte for byte, from the copy's start on (segment boundaries may differ).
+  const bytesFrom = (log: typeof copy) => {
+    const chunks: Uint8Array[] = [];
+    for (let offset = copy.logStartOffset; offset < 80n;) {
+      const { ranges } = log.read(offset, 1 << 20, { maxOffset: 80n, minOneMessage: true });
+      const bytes = readRanges(ranges);
+      ranges.forEach((r) => r.release());
+      chunks.push(bytes);
+      offset = lastOffsetOf(bytes) + 1n;
+    }
+    return Buffer.concat(chunks);
+  };
+  expect(bytesFrom(copy).equals(bytesFrom(leaderLog))).toBe(true);
 }, 60_000);

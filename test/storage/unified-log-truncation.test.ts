@@ -89,3 +89,17 @@ test("truncating to the log start empties the log", () => {
   log.append(leaderBatch(0n, 1, 4), { assignOffsets: false });
   expect(log.logEndOffset).toBe(1n);
 });
+
+test("truncateFullyAndStartAt empties the log and starts it over at the leader's log start", () => {
+  const log = open({ segmentBytes: 300 });
+  for (let i = 0; i < 8; i++) log.append(leaderBatch(BigInt(i), 1, 0), { assignOffsets: false });
+  log.truncateFullyAndStartAt(40n);
+  expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([40n, 40n, 40n]);
+  expect(log.segmentBaseOffsets()).toEqual([40n]);
+  expect(log.leaderEpochCache.all()).toEqual([]);
+  log.append(leaderBatch(40n, 2, 3), { assignOffsets: false });
+  expect(batchOffsets(readBytes(log, 40n, 1 << 20))).toEqual([{ base: 40n, last: 41n }]);
+  manager.close();
+  const reopened = open({ segmentBytes: 300 });
+  expect([reopened.logStartOffset, reopened.logEndOffset]).toEqual([40n, 42n]);
+});
