@@ -1,7 +1,7 @@
-// Pieces the benchmark scripts share (bench-vs-kafka; bench-e2e has its own copies of the process
-// and loopback helpers and can switch to these): child processes with a deadline, C load programs
-// compiled once into ~/.cache/quill-bench, per-process CPU time and peak RSS from /proc, the
-// machine's load average, and the loopback ceiling measured with iperf3.
+// Pieces the benchmark scripts share (bench-vs-kafka, bench-e2e): child processes with a
+// deadline, librdkafka C programs compiled once into ~/.cache/quill-bench, per-process CPU time
+// and peak RSS from /proc, the machine's load average, and the loopback ceiling from iperf3
+// (bench-e2e keeps its own, which falls back to a Bun socket pump).
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir, loadavg } from "node:os";
 import { basename, join } from "node:path";

@@ -17,14 +17,13 @@
 // quick run can give them fewer records with --batch1-records (default: the same N). The default
 // 10 million records per row took under 10 minutes on the 2-core development machine. The table
 // states the count every row used.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { compileRdkafkaProgram, cpuSeconds, peakRssBytes } from "./bench-common.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const LOAD_SOURCE = join(import.meta.dir, "bench-e2e", "rdkafka-load.c");
-const CACHE_DIR = join(homedir(), ".cache", "quill-bench");
-const CLOCK_TICKS_PER_SECOND = 100;
 const IPERF_SECONDS = 3;
 const START_TIMEOUT_MS = 30_000;
 /** No single load run may take longer than this; the script then fails instead of hanging. */
@@ -103,15 +102,9 @@ function positiveInteger(flag: string, value: string | undefined): number {
 type LoadTool = { kind: "c"; path: string } | { kind: "kcat" };
 
 function loadTool(): LoadTool {
-  mkdirSync(CACHE_DIR, { recursive: true });
-  const path = join(CACHE_DIR, "rdkafka-load");
-  const sourceMs = statSync(LOAD_SOURCE).mtimeMs;
-  const builtMs = mtimeMs(path);
-  if (builtMs > sourceMs) return { kind: "c", path };
-  const cc = Bun.spawnSync(["cc", "-O2", "-o", path, LOAD_SOURCE, "-lrdkafka"], { stderr: "pipe" });
-  if (cc.exitCode === 0) return { kind: "c", path };
-  console.error(`note: cannot compile ${LOAD_SOURCE} (apt install librdkafka-dev?); using kcat:\n` +
-    cc.stderr.toString());
+  const compiled = compileRdkafkaProgram(LOAD_SOURCE);
+  if ("path" in compiled) return { kind: "c", path: compiled.path };
+  console.error(`note: ${compiled.error} (apt install librdkafka-dev?); using kcat`);
   return { kind: "kcat" };
 }
 
@@ -229,19 +222,6 @@ async function stopBroker(broker: Broker): Promise<void> {
   const code = await broker.proc.exited;
   rmSync(broker.dataDir, { recursive: true, force: true });
   if (code !== 0) throw new Error(`the broker exited ${code} on SIGTERM`);
-}
-
-function cpuSeconds(pid: number): number {
-  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-}
-
-function peakRssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const match = status.match(/^VmHWM:\s+(\d+) kB$/m);
-  return match === null ? 0 : Number(match[1]) * 1024;
 }
 
 async function measure(tool: LoadTool, command: string[], w: Workload, partitions: number,
