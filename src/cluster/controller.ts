@@ -54,6 +54,8 @@ export interface ControllerOptions {
   /** Deadline of one request to a broker. */
   readonly requestTimeoutMs: number;
   readonly log: ControllerLogger;
+  /** Called whenever another controller (or this broker) is seen to be the active one. */
+  readonly onControllerChange: (controllerId: number, epoch: number) => void;
 }
 
 /** What AlterPartition answers for one partition. */
@@ -92,7 +94,6 @@ export class KafkaController {
   private queue: Promise<void> = Promise.resolve();
   private readonly queued = new Set<string>();
   private readonly armed = new Set<string>();
-  private readonly listeners = new Set<(controllerId: number, epoch: number) => void>();
   private closed = false;
   /** Live brokers at the last reconciliation, to notice a broker leaving. */
   private lastBrokerCount = 0;
@@ -111,21 +112,20 @@ export class KafkaController {
     });
   }
 
-  /** Starts taking part in elections; the first attempt runs at once. */
-  static start(zk: ZooKeeperClient, options: ControllerOptions): KafkaController {
+  /**
+   * Takes part in elections. Resolves once the first attempt is over, so that a starting broker
+   * knows the controller (this broker or another) before it reports itself started; when
+   * ZooKeeper fails that attempt, it resolves anyway and the election is retried.
+   */
+  static async start(zk: ZooKeeperClient, options: ControllerOptions): Promise<KafkaController> {
     const controller = new KafkaController(zk, options);
     controller.schedule("elect", () => controller.elect());
+    await controller.queue;
     return controller;
   }
 
   get isActive(): boolean {
     return this.active !== null;
-  }
-
-  /** Calls `listener` whenever another controller is seen; returns the unsubscribe. */
-  onControllerChange(listener: (controllerId: number, epoch: number) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
   }
 
   /** Stops; an active controller resigns (the session's end removes `/controller`). */
@@ -303,7 +303,7 @@ export class KafkaController {
   private setCurrent(id: number, epoch: number): void {
     if (this.current.id === id && this.current.epoch === epoch) return;
     this.current = { id, epoch };
-    for (const listener of [...this.listeners]) listener(id, epoch);
+    this.options.onControllerChange(id, epoch);
   }
 
   // ---- reconciliation ------------------------------------------------------------------------

@@ -64,16 +64,17 @@ export function controllerClientFor(
 }
 
 /** Joins the controller election; call once the broker is registered and serving. */
-export function startClusterRole(
+export async function startClusterRole(
   zk: ZooKeeperClient,
   brokerId: number,
   cache: MetadataCache,
   controllerClient: ControllerClient,
   log: StoreLogger,
-): ClusterRole {
-  const requestTimeoutMs = zk.sessionTimeoutMs;
-  const controller = KafkaController.start(zk, { brokerId, requestTimeoutMs, log });
-  controller.onControllerChange((id, epoch) => cache.setController(id, epoch));
+): Promise<ClusterRole> {
+  const controller = await KafkaController.start(zk, {
+    brokerId, requestTimeoutMs: zk.sessionTimeoutMs, log,
+    onControllerChange: (id, epoch) => cache.setController(id, epoch),
+  });
   const shutDown = async () => {
     for (let attempt = 1; attempt <= CONTROLLED_SHUTDOWN_ATTEMPTS; attempt++) {
       const remaining = await controllerClient.controlledShutdown();

@@ -68,6 +68,8 @@ test("every broker names the same coordinator for a group; groups spread over br
 
 test("a killed coordinator's group moves, and its committed offsets come from ZooKeeper", async () => {
   await createTopic(cluster.brokers.get(1)!, "offsets", 1);
+  // OffsetCommit checks the topic in the coordinator's own metadata.
+  await consistentMetadata(cluster, 3);
   const group = "moving-group";
   const first = await coordinatorOf(cluster.brokers.get(1)!, group);
   const coordinator = cluster.brokers.get(first)!;
