@@ -37,7 +37,8 @@ export const listOffsetsHandler = defineHandler({
             timestamp: found.timestamp,
             offset: found.offset,
             // Not ignorable: versions before 4 must carry the default.
-            leaderEpoch: found.errorCode === ErrorCode.NONE && ctx.apiVersion >= 4 ? found.leaderEpoch : -1,
+            leaderEpoch:
+              found.errorCode === ErrorCode.NONE && ctx.apiVersion >= 4 ? found.leaderEpoch : -1,
           };
         }),
       })),

@@ -22,7 +22,8 @@ export const offsetForLeaderEpochHandler = defineHandler({
       topics: request.topics.map((t) => ({
         topic: t.topic,
         partitions: t.partitions.map((p) => {
-          const found = rm.lastOffsetForLeaderEpoch(t.topic, p.partition, p.currentLeaderEpoch, p.leaderEpoch);
+          const found = rm.lastOffsetForLeaderEpoch(
+            t.topic, p.partition, p.currentLeaderEpoch, p.leaderEpoch);
           return {
             errorCode: found.errorCode,
             partition: p.partition,

@@ -23,7 +23,8 @@ export class IsrManager {
   private readonly timer: ReturnType<typeof setInterval>;
 
   constructor(private readonly options: IsrManagerOptions) {
-    this.timer = setInterval(() => this.maybeShrinkAll(Date.now()), Math.max(1, options.lagTimeMaxMs / 2));
+    const checkIntervalMs = Math.max(1, options.lagTimeMaxMs / 2);
+    this.timer = setInterval(() => this.maybeShrinkAll(Date.now()), checkIntervalMs);
     this.timer.unref();
   }
 

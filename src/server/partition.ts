@@ -66,7 +66,7 @@ export class Partition {
   private isrValue: readonly number[];
   /** The ISR proposed to the controller and not yet answered; null when none is in flight. */
   private pendingIsrValue: readonly number[] | null = null;
-  /** The LEO when this broker became leader of the current epoch (Kafka's leaderEpochStartOffset). */
+  /** The LEO when this broker began leading this epoch (Kafka's leaderEpochStartOffset). */
   private leaderEpochStartOffsetValue: bigint;
   private readonly followers = new Map<number, FollowerState>();
   /** False for the sole-replica default, which any controller decision replaces. */
@@ -103,7 +103,9 @@ export class Partition {
   }
 
   /** A partition as the controller described it; call makeLeader or makeFollower next. */
-  static fromLeadership(log: UnifiedLog, localBrokerId: number, state: PartitionLeadership): Partition {
+  static fromLeadership(
+    log: UnifiedLog, localBrokerId: number, state: PartitionLeadership,
+  ): Partition {
     const p = new Partition(state.topic, state.partition, log, localBrokerId, state);
     p.leaderIdValue = -1;
     p.leaderEpochValue = -1;
@@ -164,7 +166,8 @@ export class Partition {
    * epoch only with a newer partition epoch (an ISR change); anything older is fenced.
    */
   isNewerThanCurrent(state: PartitionLeadership): boolean {
-    if (state.leaderEpoch !== this.leaderEpochValue) return state.leaderEpoch > this.leaderEpochValue;
+    const epoch = this.leaderEpochValue;
+    if (state.leaderEpoch !== epoch) return state.leaderEpoch > epoch;
     return state.partitionEpoch > this.partitionEpochValue;
   }
 
@@ -317,7 +320,9 @@ export class Partition {
   checkEnoughReplicasReachOffset(requiredOffset: bigint, minInsyncReplicas: number):
     { readonly outcome: AcksOutcome; readonly errorCode: number } {
     if (!this.isLeader) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
-    if (this.log.highWatermark < requiredOffset) return { outcome: "waiting", errorCode: ErrorCode.NONE };
+    if (this.log.highWatermark < requiredOffset) {
+      return { outcome: "waiting", errorCode: ErrorCode.NONE };
+    }
     const errorCode = this.isrValue.length < minInsyncReplicas
       ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND : ErrorCode.NONE;
     return { outcome: "done", errorCode };

@@ -1,6 +1,8 @@
 import { assert } from "../util/assert.ts";
 import type { Partition } from "./partition.ts";
-import { ReplicaFetcher, type ReplicaFetcherHost, type ReplicaFetcherSettings } from "./replica-fetcher.ts";
+import {
+  ReplicaFetcher, type ReplicaFetcherHost, type ReplicaFetcherSettings,
+} from "./replica-fetcher.ts";
 
 /** Leaders one broker fetches from at once: one fetcher (and connection) per leader broker. */
 export const FETCHERS_MAX = 10_000;
@@ -24,7 +26,8 @@ export class ReplicaFetcherManager {
   addPartition(partition: Partition): void {
     assert(!partition.isLeader, `${partition.topic}-${partition.partition} is led here`);
     this.removePartition(partition.topic, partition.partition);
-    if (partition.leaderId < 0) return; // No leader: nothing to copy until the controller names one.
+    // No leader: nothing to copy until the controller names one.
+    if (partition.leaderId < 0) return;
     let fetcher = this.fetchers.get(partition.leaderId);
     if (fetcher === undefined) {
       assert(this.fetchers.size < FETCHERS_MAX, `${this.fetchers.size} replica fetchers`);

@@ -11,7 +11,9 @@
  */
 import { InterBrokerClient } from "../cluster/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
-import type { FetchRequest, FetchResponse } from "../protocol/generated/fetch.ts";
+import type {
+  FetchRequest, FetchResponse, FetchResponsePartitionData,
+} from "../protocol/generated/fetch.ts";
 import { ApiKey, type Init } from "../protocol/generated/index.ts";
 import { assert } from "../util/assert.ts";
 import type { BrokerEndpoint } from "./metadata-cache.ts";
@@ -155,7 +157,9 @@ export class ReplicaFetcher {
   private async connection(): Promise<InterBrokerClient> {
     if (this.client !== null && !this.client.isClosed) return this.client;
     const endpoint = this.host.endpoint(this.sourceBrokerId);
-    if (endpoint === undefined) throw new Error(`broker ${this.sourceBrokerId} is not known to be alive`);
+    if (endpoint === undefined) {
+      throw new Error(`broker ${this.sourceBrokerId} is not known to be alive`);
+    }
     this.client = await InterBrokerClient.connect(endpoint.host, endpoint.port, {
       clientId: `quill-replica-fetcher-${this.settings.localBrokerId}`,
       connectTimeoutMs: this.settings.socketTimeoutMs,
@@ -201,7 +205,9 @@ export class ReplicaFetcher {
       minBytes: s.minBytes,
       maxBytes: s.maxBytes,
       topics: [...byTopic.values()].map((list) => ({
-        ...(version >= 13 ? { topicId: list[0]!.partition.topicId } : { topic: list[0]!.partition.topic }),
+        ...(version >= 13
+          ? { topicId: list[0]!.partition.topicId }
+          : { topic: list[0]!.partition.topic }),
         partitions: list.map((t) => ({
           partition: t.partition.partition,
           currentLeaderEpoch: t.leaderEpoch,
@@ -213,7 +219,9 @@ export class ReplicaFetcher {
     };
   }
 
-  private handleResponse(targets: readonly FetchTarget[], response: FetchResponse, usesIds: boolean): void {
+  private handleResponse(
+    targets: readonly FetchTarget[], response: FetchResponse, usesIds: boolean,
+  ): void {
     const byKey = new Map(targets.map((t) => [this.responseKey(t, usesIds), t]));
     for (const topic of response.responses) {
       const name = usesIds ? Buffer.from(topic.topicId).toString("hex") : topic.topic;
@@ -221,9 +229,8 @@ export class ReplicaFetcher {
         const target = byKey.get(keyOf(name, p.partitionIndex));
         if (target === undefined) continue;
         // Dropped or re-added for another epoch while the fetch was in flight: ignore the answer.
-        if (this.targets.get(keyOf(target.partition.topic, target.partition.partition)) !== target) {
-          continue;
-        }
+        const own = target.partition;
+        if (this.targets.get(keyOf(own.topic, own.partition)) !== target) continue;
         this.handlePartition(target, p);
       }
     }
@@ -234,7 +241,7 @@ export class ReplicaFetcher {
     return keyOf(name, t.partition.partition);
   }
 
-  private handlePartition(target: FetchTarget, p: FetchResponse["responses"][number]["partitions"][number]): void {
+  private handlePartition(target: FetchTarget, p: FetchResponsePartitionData): void {
     const partition = target.partition;
     const behindLeaderStart = p.logStartOffset > partition.log.logEndOffset;
     if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && behindLeaderStart) {
@@ -245,7 +252,8 @@ export class ReplicaFetcher {
     }
     if (p.errorCode !== ErrorCode.NONE) {
       this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
-        `${this.sourceBrokerId}: ${errorName(p.errorCode)}; retrying in ${this.settings.backoffMs} ms`);
+        `${this.sourceBrokerId}: ${errorName(p.errorCode)}; ` +
+        `retrying in ${this.settings.backoffMs} ms`);
       target.delayedUntilMs = Date.now() + this.settings.backoffMs;
       // Past the leader's end: the logs diverged after all, so ask the leader's epochs again.
       if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) target.truncated = false;

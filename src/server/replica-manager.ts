@@ -1,7 +1,9 @@
 import type { InterBrokerClient } from "../cluster/inter-broker-client.ts";
 import { ErrorCode, KafkaError, errorName } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { iterateBatches, setPartitionLeaderEpoch, validateProduceRecords } from "../protocol/record-batch.ts";
+import {
+  iterateBatches, setPartitionLeaderEpoch, validateProduceRecords,
+} from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
@@ -26,7 +28,7 @@ const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
 export interface ReplicaManagerOptions {
-  /** Proposes ISR changes to the controller; without it (embedded default) the ISR never changes. */
+  /** Proposes ISR changes to the controller; without it (embedded default) none are made. */
   readonly alterIsr?: AlterIsr;
   /** A live broker's endpoint, for follower fetches; defaults to the metadata cache's brokers. */
   readonly brokerEndpoint?: (brokerId: number) => BrokerEndpoint | undefined;
@@ -187,7 +189,9 @@ export class ReplicaManager {
    * Appends without waiting for replication (acks 0 and 1; acks=-1 callers that wait use
    * produceRecords). `produceVersion` decides which record formats and codecs may be carried.
    */
-  appendRecords(acks: number, entries: readonly AppendEntry[], produceVersion: number): AppendOutcome[] {
+  appendRecords(
+    acks: number, entries: readonly AppendEntry[], produceVersion: number,
+  ): AppendOutcome[] {
     return entries.map((e) => this.appendOne(acks, e, produceVersion).outcome);
   }
 
@@ -222,7 +226,9 @@ export class ReplicaManager {
       partitionKey: key,
       check: () => {
         const p = this.partitions.get(key);
-        if (p === undefined) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
+        if (p === undefined) {
+          return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
+        }
         return p.checkEnoughReplicasReachOffset(requiredOffset, minIsr);
       },
     };
@@ -241,7 +247,9 @@ export class ReplicaManager {
       const result = log.append(entry.records, { assignOffsets: true });
       const key = partitionKey(entry.topic, entry.partition);
       this.followerFetches.onAppend(key, entry.records.length);
-      if (partition.maybeIncrementHighWatermark()) this.onHighWatermarkAdvanced(key, entry.records.length);
+      if (partition.maybeIncrementHighWatermark()) {
+        this.onHighWatermarkAdvanced(key, entry.records.length);
+      }
       const outcome = {
         errorCode: ErrorCode.NONE,
         errorMessage: null,
@@ -269,7 +277,8 @@ export class ReplicaManager {
     const isrSize = partition.isr.length;
     if (isrSize < required) {
       throw new KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-        `The size of the current ISR ${isrSize} is insufficient to satisfy the min.isr requirement of ${required}`);
+        `The size of the current ISR ${isrSize} is insufficient to satisfy the min.isr ` +
+        `requirement of ${required}`);
     }
   }
 
@@ -288,7 +297,8 @@ export class ReplicaManager {
     const first = this.readAll(params);
     const sizeBytes = first.reduce((n, o) => n + rangesBytes(o.records), 0);
     const anyError = first.some((o) => o.errorCode !== ErrorCode.NONE);
-    if (sizeBytes >= params.minBytes || params.maxWaitMs <= 0 || anyError || params.entries.length === 0) {
+    const noWait = params.maxWaitMs <= 0 || params.entries.length === 0;
+    if (sizeBytes >= params.minBytes || noWait || anyError) {
       return first;
     }
     for (const o of first) releaseAll(o.records);
@@ -316,11 +326,14 @@ export class ReplicaManager {
     });
   }
 
-  /** Consumers read below the high watermark; a follower reads to the log end and reports its LEO. */
-  private readOne(entry: FetchEntry, maxBytes: number, minOneMessage: boolean, replicaId: number): FetchOutcome {
+  /** Consumers read below the HW; a follower reads to the log end and reports its LEO. */
+  private readOne(
+    entry: FetchEntry, maxBytes: number, minOneMessage: boolean, replicaId: number,
+  ): FetchOutcome {
     let partition: Partition;
     try {
-      partition = this.leaderPartition(entry.topic, entry.partition, entry.currentLeaderEpoch ?? -1);
+      const epoch = entry.currentLeaderEpoch ?? -1;
+      partition = this.leaderPartition(entry.topic, entry.partition, epoch);
       if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry.fetchOffset);
     } catch (e) {
       return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e).code };
@@ -348,7 +361,9 @@ export class ReplicaManager {
         `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`);
     }
     const key = partitionKey(partition.topic, partition.partition);
-    if (partition.maybeIncrementHighWatermark()) this.onHighWatermarkAdvanced(key, Number.MAX_SAFE_INTEGER);
+    if (partition.maybeIncrementHighWatermark()) {
+      this.onHighWatermarkAdvanced(key, Number.MAX_SAFE_INTEGER);
+    }
     this.isrManager?.maybeExpand(partition);
   }
 
@@ -362,7 +377,8 @@ export class ReplicaManager {
       const epochs = log.leaderEpochCache;
       if (timestamp === LATEST_TIMESTAMP) {
         const offset = log.highWatermark;
-        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset, leaderEpoch: epochs.latestEpoch };
+        const leaderEpoch = epochs.latestEpoch;
+        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset, leaderEpoch };
       }
       const found = log.offsetForTimestamp(timestamp);
       if (found === null) return { ...NOT_FOUND, errorCode: ErrorCode.NONE };
@@ -410,10 +426,13 @@ export class ReplicaManager {
    * this broker is not among the replicas; every partition gets STALE_CONTROLLER_EPOCH when the
    * request comes from an older controller than one already heard from.
    */
-  becomeLeaderOrFollower(controllerEpoch: number, states: readonly PartitionLeadership[]): Map<string, number> {
+  becomeLeaderOrFollower(
+    controllerEpoch: number, states: readonly PartitionLeadership[],
+  ): Map<string, number> {
     const result = new Map<string, number>();
     if (controllerEpoch < this.controllerEpoch) {
-      for (const s of states) result.set(partitionKey(s.topic, s.partition), ErrorCode.STALE_CONTROLLER_EPOCH);
+      const stale = ErrorCode.STALE_CONTROLLER_EPOCH;
+      for (const s of states) result.set(partitionKey(s.topic, s.partition), stale);
       return result;
     }
     this.controllerEpoch = controllerEpoch;
@@ -427,7 +446,8 @@ export class ReplicaManager {
   private applyLeadership(state: PartitionLeadership, nowMs: number): number {
     if (!state.replicas.includes(this.localBrokerId)) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
     const key = partitionKey(state.topic, state.partition);
-    const logConfig = logConfigFor(this.cache.topic(state.topic)?.configs ?? {}, this.cache.brokerConfig);
+    const configs = this.cache.topic(state.topic)?.configs ?? {};
+    const logConfig = logConfigFor(configs, this.cache.brokerConfig);
     const log = this.logs.getOrCreateLog(state.topic, state.partition, logConfig);
     let p = this.partitions.get(key);
     if (p !== undefined && p.log === log && p.isControllerStated && !p.isNewerThanCurrent(state)) {
@@ -445,7 +465,8 @@ export class ReplicaManager {
       // asking where its older epoch ends is told this leader's end of it.
       log.leaderEpochCache.assign(state.leaderEpoch, log.logEndOffset);
     } else {
-      const sameSource = !p.isLeader && p.leaderId === state.leader && p.leaderEpoch === state.leaderEpoch;
+      const sameSource =
+        !p.isLeader && p.leaderId === state.leader && p.leaderEpoch === state.leaderEpoch;
       p.makeFollower(state);
       if (!sameSource) this.fetchers.addPartition(p);
     }
@@ -482,7 +503,7 @@ export class ReplicaManager {
       this.followerFetches.wakeWhere((k) => k === key);
     }
     if (!deletePartitions) return;
-    await Promise.all(partitions.map(({ topic, partition }) => this.logs.deleteLog(topic, partition)));
+    await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));
   }
 
   /** The replica state of a partition (for the API layer, tests and tools). */
@@ -531,8 +552,11 @@ export class ReplicaManager {
     log.truncateTo(answer.endOffset < ownEnd ? answer.endOffset : ownEnd);
   }
 
-  private async askEpochEnd(p: Partition, client: InterBrokerClient, epoch: number): Promise<EpochEndLookup> {
-    const response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+  private async askEpochEnd(
+    p: Partition, client: InterBrokerClient, epoch: number,
+  ): Promise<EpochEndLookup> {
+    const version = OFFSET_FOR_LEADER_EPOCH_VERSION;
+    const response = await client.request(ApiKey.OffsetForLeaderEpoch, version, {
       replicaId: this.localBrokerId,
       topics: [{ topic: p.topic, partitions: [{
         partition: p.partition, currentLeaderEpoch: p.leaderEpoch, leaderEpoch: epoch,
@@ -544,7 +568,8 @@ export class ReplicaManager {
       throw new Error(`OffsetForLeaderEpoch for ${p.topic}-${p.partition} answered ` +
         errorName(found.errorCode));
     }
-    return { errorCode: found.errorCode, leaderEpoch: found.leaderEpoch, endOffset: found.endOffset };
+    const { errorCode, leaderEpoch, endOffset } = found;
+    return { errorCode, leaderEpoch, endOffset };
   }
 
   /** Answers every parked fetch and produce and stops fetching (shutdown). */
@@ -583,7 +608,7 @@ export class ReplicaManager {
     if (existing !== undefined && existing.log === log) return existing;
     if (this.clusterMode) {
       throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `broker ${this.localBrokerId} has no leadership of ${topic}-${partition} from the controller`);
+        `broker ${this.localBrokerId} has no role for ${topic}-${partition} from the controller`);
     }
     const topicId = this.cache.topic(topic)!.topicId;
     const p = Partition.soleReplica(log, this.localBrokerId, topicId);
@@ -613,7 +638,9 @@ export class ReplicaManager {
 
 /** Stamps every batch with the leader epoch it is appended under (the CRC does not cover it). */
 function stampLeaderEpoch(records: Uint8Array, leaderEpoch: number): void {
-  for (const b of iterateBatches(records)) setPartitionLeaderEpoch(records, b.position, leaderEpoch);
+  for (const b of iterateBatches(records)) {
+    setPartitionLeaderEpoch(records, b.position, leaderEpoch);
+  }
 }
 
 const NOT_FOUND: OffsetLookup = Object.freeze({

@@ -72,7 +72,8 @@ export class LeaderEpochFileCache {
     if (epoch <= this.latestEpoch) return;
     const kept = this.entries.filter((e) => e.startOffset < startOffset);
     kept.push({ epoch, startOffset });
-    if (kept.length > LEADER_EPOCH_ENTRIES_MAX) kept.splice(0, kept.length - LEADER_EPOCH_ENTRIES_MAX);
+    const excess = kept.length - LEADER_EPOCH_ENTRIES_MAX;
+    if (excess > 0) kept.splice(0, excess);
     this.entries = kept;
     this.flush();
   }
@@ -85,7 +86,9 @@ export class LeaderEpochFileCache {
   endOffsetFor(requestedEpoch: number, logEndOffset: bigint): EpochEndOffset {
     const undefinedAnswer = { epoch: UNDEFINED_EPOCH, endOffset: UNDEFINED_EPOCH_OFFSET };
     if (requestedEpoch === UNDEFINED_EPOCH || this.entries.length === 0) return undefinedAnswer;
-    if (requestedEpoch === this.latestEpoch) return { epoch: requestedEpoch, endOffset: logEndOffset };
+    if (requestedEpoch === this.latestEpoch) {
+      return { epoch: requestedEpoch, endOffset: logEndOffset };
+    }
     const higher = this.entries.findIndex((e) => e.epoch > requestedEpoch);
     if (higher < 0) return undefinedAnswer;
     const endOffset = this.entries[higher]!.startOffset;
@@ -137,7 +140,9 @@ function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
     if (match === null) return malformed(`line "${line}"`);
     const entry = { epoch: Number(match[1]), startOffset: BigInt(match[2]!) };
     const last = entries.at(-1);
-    if (last !== undefined && (entry.epoch <= last.epoch || entry.startOffset <= last.startOffset)) {
+    const ordered = last === undefined ||
+      (entry.epoch > last.epoch && entry.startOffset > last.startOffset);
+    if (!ordered) {
       return malformed(`entries out of order at "${line}"`);
     }
     entries.push(entry);

@@ -79,7 +79,9 @@ async function startCluster(size: number, settings: Record<string, string> = {})
   };
 }
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = "condition") {
+async function until(
+  condition: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = "condition",
+) {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadlineMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
@@ -102,8 +104,8 @@ async function createTopic(cluster: Cluster, topic: string, settings: Record<str
     timeoutMs: 10_000,
   });
   expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-  await until(() => cluster.brokers.every((b) => rm(b).partitionState(topic, 0)?.isControllerStated === true),
-    15_000, "every replica told its role");
+  const told = (b: InProcessBroker) => rm(b).partitionState(topic, 0)?.isControllerStated === true;
+  await until(() => cluster.brokers.every(told), 15_000, "every replica told its role");
   const leaderId = rm(cluster.brokers[0]!).partitionState(topic, 0)!.leaderId;
   return cluster.brokers[leaderId]!;
 }
@@ -113,7 +115,9 @@ const recordBatch = (count: number) => buildRecordBatch(Array.from({ length: cou
   key: null, value: new TextEncoder().encode(`record-${sequence++}`),
 })));
 
-async function produce(broker: InProcessBroker, topic: string, acks: number, count = 1, timeoutMs = 10_000) {
+async function produce(
+  broker: InProcessBroker, topic: string, acks: number, count = 1, timeoutMs = 10_000,
+) {
   const client = await KafkaClient.connect(broker.port);
   try {
     const response = await client.request(ApiKey.Produce, 9, {
@@ -145,10 +149,12 @@ test("acks=all records reach every replica byte for byte; the HW covers them all
   await until(() => cluster.brokers.every((b) => logOf(b, "copied").highWatermark === 100n),
     5_000, "followers learn the HW");
   const leaderBytes = segmentBytes(cluster.dataDirs[leader.broker.services.brokerId]!, "copied");
-  for (const dir of cluster.dataDirs) expect(segmentBytes(dir, "copied").equals(leaderBytes)).toBe(true);
+  for (const dir of cluster.dataDirs) {
+    expect(segmentBytes(dir, "copied").equals(leaderBytes)).toBe(true);
+  }
 }, 60_000);
 
-test("the HW moves only as followers fetch: acks=all waits for a stuck ISR member until it leaves", async () => {
+test("the HW moves only as followers fetch: acks=all waits until a stuck one leaves", async () => {
   const cluster = await startCluster(3);
   const leader = await createTopic(cluster, "lagging");
   const leaderId = leader.broker.services.brokerId;
@@ -179,12 +185,16 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   const cluster = await startCluster(3, { "replica.lag.time.max.ms": "30000" });
   const oldLeader = await createTopic(cluster, "diverged");
   const oldLeaderId = oldLeader.broker.services.brokerId;
-  for (let i = 0; i < 5; i++) expect((await produce(oldLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  for (let i = 0; i < 5; i++) {
+    expect((await produce(oldLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  }
   // Both followers stop copying; the leader alone takes three acks=1 records in epoch 0.
   for (const [id, b] of cluster.brokers.entries()) {
     if (id !== oldLeaderId) await rm(b).stopReplicas([{ topic: "diverged", partition: 0 }], false);
   }
-  for (let i = 0; i < 3; i++) expect((await produce(oldLeader, "diverged", 1)).errorCode).toBe(ErrorCode.NONE);
+  for (let i = 0; i < 3; i++) {
+    expect((await produce(oldLeader, "diverged", 1)).errorCode).toBe(ErrorCode.NONE);
+  }
   expect(logOf(oldLeader, "diverged").logEndOffset).toBe(8n);
   expect(logOf(oldLeader, "diverged").highWatermark).toBe(5n);
   // The leader stops; the controller makes one of the (still in-sync) followers lead epoch 1.
@@ -194,7 +204,9 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
     15_000, "a new leader");
   const newLeader = survivors.find((b) => rm(b).partitionState("diverged", 0)?.isLeader === true)!;
   expect(rm(newLeader).partitionState("diverged", 0)!.leaderEpoch).toBeGreaterThan(0);
-  for (let i = 0; i < 2; i++) expect((await produce(newLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  for (let i = 0; i < 2; i++) {
+    expect((await produce(newLeader, "diverged", -1)).errorCode).toBe(ErrorCode.NONE);
+  }
   // Back, the old leader asks where epoch 0 ends (offset 5), cuts its three records and copies.
   const restarted = await cluster.restart(oldLeaderId);
   await until(() => rm(restarted).partitionState("diverged", 0)?.log.logEndOffset === 7n &&
@@ -203,7 +215,9 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
     5_000, "every replica learns the HW");
   const newLeaderDir = cluster.dataDirs[newLeader.broker.services.brokerId]!;
   const expected = segmentBytes(newLeaderDir, "diverged");
-  for (const dir of cluster.dataDirs) expect(segmentBytes(dir, "diverged").equals(expected)).toBe(true);
+  for (const dir of cluster.dataDirs) {
+    expect(segmentBytes(dir, "diverged").equals(expected)).toBe(true);
+  }
   // Epoch 0 ends at 5 everywhere now (the controller may have begun more epochs since).
   const epochs = logOf(restarted, "diverged").leaderEpochCache.all();
   expect(epochs.slice(0, 2).map((e) => e.startOffset)).toEqual([0n, 5n]);
@@ -214,7 +228,7 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   expect(rm(newLeader).listOffset("diverged", 0, -2n).leaderEpoch).toBe(0);
 }, 90_000);
 
-test("a broker restarted with an empty data dir copies the partition again from the leader", async () => {
+test("a broker restarted with an empty data dir copies the partition again", async () => {
   const cluster = await startCluster(3);
   const leader = await createTopic(cluster, "recopied");
   for (let i = 0; i < 10; i++) {
@@ -235,13 +249,14 @@ test("a broker restarted with an empty data dir copies the partition again from 
 
 test("a follower behind the leader's log start (retention) starts over at it", async () => {
   const cluster = await startCluster(3, { "log.retention.check.interval.ms": "100" });
-  const leader = await createTopic(cluster, "retained", { "segment.bytes": "1024", "retention.bytes": "2048" });
+  const small = { "segment.bytes": "1024", "retention.bytes": "2048" };
+  const leader = await createTopic(cluster, "retained", small);
   const leaderId = leader.broker.services.brokerId;
   const wipedId = [0, 1, 2].find((id) => id !== leaderId)!;
   for (let i = 0; i < 40; i++) {
     expect((await produce(leader, "retained", -1, 2)).errorCode).toBe(ErrorCode.NONE);
   }
-  await until(() => logOf(leader, "retained").logStartOffset > 0n, 10_000, "retention on the leader");
+  await until(() => logOf(leader, "retained").logStartOffset > 0n, 10_000, "leader retention");
   await cluster.stopBroker(wipedId);
   removeDir(cluster.dataDirs[wipedId]!);
   const wiped = await cluster.restart(wipedId);

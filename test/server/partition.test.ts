@@ -89,7 +89,7 @@ test("a follower that has not caught up for replica.lag.time.max.ms is out of sy
   expect(p.outOfSyncReplicas(2_501, 1_000)).toEqual([2, 3]);
 });
 
-test("a follower that reaches the leader's LEO of its previous fetch counts as caught up then", () => {
+test("a follower reaching the leader's LEO of its previous fetch was caught up then", () => {
   const { p, log } = leaderWithRecords(3);
   p.updateFollowerFetchState(2, 1n, 5_000); // Leader LEO was 3 at this fetch.
   log.append(batch(1), { assignOffsets: true }); // The leader keeps moving: LEO 4.
@@ -119,14 +119,16 @@ test("an ISR change in flight counts the replicas being added; the answer instal
   expect(p.maximalIsr).toEqual([1, 2, 3]);
   p.updateFollowerFetchState(2, 2n, 10);
   expect(p.maybeIncrementHighWatermark()).toBe(false); // 3 is counted while being added.
-  expect(p.completeIsrChange({ errorCode: ErrorCode.NONE, leaderEpoch: 1, partitionEpoch: 2, isr: [1, 2, 3] }))
-    .toBe(true);
+  const committed = {
+    errorCode: ErrorCode.NONE, leaderEpoch: 1, partitionEpoch: 2, isr: [1, 2, 3],
+  };
+  expect(p.completeIsrChange(committed)).toBe(true);
   expect([p.isr, p.partitionEpoch, p.pendingIsr]).toEqual([[1, 2, 3], 2, null]);
   expect(log.highWatermark).toBe(0n);
   // A stale answer (an older leader epoch) changes nothing.
   p.beginIsrChange([1, 2]);
-  expect(p.completeIsrChange({ errorCode: ErrorCode.NONE, leaderEpoch: 0, partitionEpoch: 3, isr: [1, 2] }))
-    .toBe(false);
+  const stale = { errorCode: ErrorCode.NONE, leaderEpoch: 0, partitionEpoch: 3, isr: [1, 2] };
+  expect(p.completeIsrChange(stale)).toBe(false);
   expect(p.isr).toEqual([1, 2, 3]);
 });
 
@@ -136,7 +138,8 @@ test("acks=-1 completes once the HW passes the batch, with AFTER_APPEND below mi
   p.updateFollowerFetchState(2, 2n, 10);
   p.updateFollowerFetchState(3, 2n, 10);
   p.maybeIncrementHighWatermark();
-  expect(p.checkEnoughReplicasReachOffset(2n, 2)).toEqual({ outcome: "done", errorCode: ErrorCode.NONE });
+  expect(p.checkEnoughReplicasReachOffset(2n, 2))
+    .toEqual({ outcome: "done", errorCode: ErrorCode.NONE });
   expect(p.checkEnoughReplicasReachOffset(2n, 4))
     .toEqual({ outcome: "done", errorCode: ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND });
 });
@@ -149,7 +152,7 @@ test("controller decisions: newer epochs win, equal epochs need a newer partitio
   expect(p.isNewerThanCurrent(leadership({ leaderEpoch: 0, partitionEpoch: 9 }))).toBe(false);
 });
 
-test("a follower's HW is the leader's capped at its own LEO; a new leader forgets follower LEOs", () => {
+test("a follower's HW is the leader's capped at its LEO; a new leader forgets LEOs", () => {
   const log = openLog();
   const p = Partition.fromLeadership(log, 2, leadership());
   p.makeFollower(leadership());

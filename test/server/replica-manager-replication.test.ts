@@ -44,10 +44,14 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   ];
   const { config } = loadConfig({ flags });
   const store = LocalMetadataStore.open(dir);
-  const cache = new MetadataCache(store, { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null }, config);
+  const self = { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null };
+  const cache = new MetadataCache(store, self, config);
   const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
   const admin = new AdminManager(config, () => [0], store, cache, logs);
-  await admin.createTopic({ name: "t", numPartitions: 1, replicationFactor: -1, assignments: [], configs: [] }, false);
+  const topic = {
+    name: "t", numPartitions: 1, replicationFactor: -1, assignments: [], configs: [],
+  };
+  await admin.createTopic(topic, false);
   const isrChanges: (readonly number[])[] = [];
   let partitionEpoch = 0;
   const alterIsr: AlterIsr = (_t, _p, leaderEpoch, _pe, newIsr) => {
@@ -64,26 +68,34 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   return { rm, logs, topicId: cache.topic("t")!.topicId, isrChanges };
 }
 
-const leadership = (topicId: Uint8Array, over: Partial<PartitionLeadership> = {}): PartitionLeadership => ({
+const leadership = (
+  topicId: Uint8Array, over: Partial<PartitionLeadership> = {},
+): PartitionLeadership => ({
   topic: "t", partition: 0, topicId, leader: 0, leaderEpoch: 1, partitionEpoch: 0,
   isr: [0, 1, 2], replicas: [0, 1, 2], ...over,
 });
 
-const batch = (value: string) => buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
+const batch = (value: string) =>
+  buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
+/** One record for t-0, as a produce request's entries. */
+const toT0 = (value: string) => [{ topic: "t", partition: 0, records: batch(value) }];
 const neverCancel = () => () => {};
 const release = (ranges: readonly FileRange[]) => ranges.forEach((r) => r.release());
 
-async function fetchAs(rm: ReplicaManager, replicaId: number, fetchOffset: bigint, currentLeaderEpoch = -1) {
+async function fetchAs(
+  rm: ReplicaManager, replicaId: number, fetchOffset: bigint, currentLeaderEpoch = -1,
+) {
+  const partitionMaxBytes = 1 << 20;
   const [o] = await rm.fetchMessages({
     maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, onCancel: neverCancel, replicaId,
-    entries: [{ topic: "t", partition: 0, fetchOffset, partitionMaxBytes: 1 << 20, currentLeaderEpoch }],
+    entries: [{ topic: "t", partition: 0, fetchOffset, partitionMaxBytes, currentLeaderEpoch }],
   });
   const bytes = readRanges(o!.records);
   release(o!.records);
   return { ...o!, bytes };
 }
 
-test("follower fetches read to the log end, consumers to the HW, which moves as followers fetch", async () => {
+test("followers read to the log end, consumers to the HW moved by follower fetches", async () => {
   const { rm, logs, topicId } = await setUp();
   expect(rm.becomeLeaderOrFollower(1, [leadership(topicId)]).get("t\u00000")).toBe(ErrorCode.NONE);
   rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
@@ -103,15 +115,15 @@ test("follower fetches read to the log end, consumers to the HW, which moves as 
   expect((await fetchAs(rm, -1, 0n)).bytes.length).toBe(2 * batch("a").length);
 });
 
-test("acks=-1 answers once every ISR member fetched past the batch, REQUEST_TIMED_OUT otherwise", async () => {
+test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OUT", async () => {
   const { rm, topicId } = await setUp();
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
   const started = performance.now();
-  const timedOut = await rm.produceRecords(-1, 100, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  const timedOut = await rm.produceRecords(-1, 100, toT0("a"), 9);
   expect(timedOut[0]!.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
   expect(performance.now() - started).toBeGreaterThanOrEqual(90);
   let answered = false;
-  const pending = rm.produceRecords(-1, 30_000, [{ topic: "t", partition: 0, records: batch("b") }], 9)
+  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9)
     .then((o) => ((answered = true), o));
   await fetchAs(rm, 1, 2n);
   await Bun.sleep(10);
@@ -122,23 +134,23 @@ test("acks=-1 answers once every ISR member fetched past the batch, REQUEST_TIME
   expect(o!.baseOffset).toBe(1n);
 });
 
-test("min.insync.replicas: refused before the append, or AFTER_APPEND when the ISR shrank meanwhile", async () => {
+test("min.insync.replicas: refused before appending, or AFTER_APPEND on a shrink", async () => {
   const { rm, logs, topicId } = await setUp({ "min.insync.replicas": "2" });
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0] })]);
-  const [refused] = await rm.produceRecords(-1, 1_000, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  const [refused] = await rm.produceRecords(-1, 1_000, toT0("a"), 9);
   expect(refused!.errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS);
   expect(logs.getLog("t", 0)!.logEndOffset).toBe(0n);
-  const [acks1] = await rm.produceRecords(1, 1_000, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  const [acks1] = await rm.produceRecords(1, 1_000, toT0("a"), 9);
   expect(acks1!.errorCode).toBe(ErrorCode.NONE);
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0, 1], partitionEpoch: 1 })]);
-  const pending = rm.produceRecords(-1, 30_000, [{ topic: "t", partition: 0, records: batch("b") }], 9);
+  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9);
   // The controller removes broker 1 (say it died) while the produce waits: the HW then passes.
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0], partitionEpoch: 2 })]);
   const [o] = await pending;
   expect(o!.errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND);
 });
 
-test("a follower not caught up for replica.lag.time.max.ms leaves the ISR and rejoins once caught up", async () => {
+test("a follower behind for the lag time leaves the ISR, rejoins once caught up", async () => {
   const { rm, topicId, isrChanges, logs } = await setUp({ "replica.lag.time.max.ms": "300" });
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
   rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
@@ -159,7 +171,7 @@ test("a follower not caught up for replica.lag.time.max.ms leaves the ISR and re
   expect(rm.partitionState("t", 0)!.partitionEpoch).toBe(2);
 });
 
-test("as a follower the broker refuses produces and consumer fetches; stale controllers are refused", async () => {
+test("a follower refuses produces and consumer fetches; stale controllers too", async () => {
   const { rm, topicId } = await setUp();
   const states = [leadership(topicId, { leader: 1, leaderEpoch: 3 })];
   expect(rm.becomeLeaderOrFollower(2, states).get("t\u00000")).toBe(ErrorCode.NONE);
@@ -177,13 +189,14 @@ test("as a follower the broker refuses produces and consumer fetches; stale cont
   expect((await fetchAs(rm, -1, 0n, 3)).errorCode).toBe(ErrorCode.FENCED_LEADER_EPOCH);
   expect((await fetchAs(rm, -1, 0n, 5)).errorCode).toBe(ErrorCode.UNKNOWN_LEADER_EPOCH);
   expect((await fetchAs(rm, -1, 0n, 4)).errorCode).toBe(ErrorCode.NONE);
-  expect((await fetchAs(rm, 7, 0n)).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER); // Not a replica.
+  // Broker 7 is not a replica.
+  expect((await fetchAs(rm, 7, 0n)).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
 });
 
-test("a produce waiting for the ISR is answered NOT_LEADER_OR_FOLLOWER when leadership moves", async () => {
+test("a produce waiting for the ISR gets NOT_LEADER_OR_FOLLOWER on a new leader", async () => {
   const { rm, topicId } = await setUp();
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
-  const pending = rm.produceRecords(-1, 30_000, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  const pending = rm.produceRecords(-1, 30_000, toT0("a"), 9);
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { leader: 1, leaderEpoch: 2 })]);
   const [o] = await pending;
   expect(o!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);

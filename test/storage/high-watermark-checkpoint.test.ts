@@ -10,6 +10,8 @@ beforeEach(() => (dir = tempDir("quill-hw-")));
 afterEach(() => removeDir(dir));
 
 const open = () => LogManager.open({ logDirs: [dir], logger: () => {} });
+const checkpointText = () =>
+  fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8");
 
 test("high watermarks are checkpointed per log dir and offered back at the next open", () => {
   const first = open();
@@ -17,11 +19,11 @@ test("high watermarks are checkpointed per log dir and offered back at the next 
   log.append(batch(10), { assignOffsets: true });
   log.highWatermark = 4n;
   first.close();
-  expect(fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8")).toBe("0\n1\norders 3 4\n");
+  expect(checkpointText()).toBe("0\n1\norders 3 4\n");
   const second = open();
   expect(second.checkpointedHighWatermark("orders", 3)).toBe(4n);
   expect(second.checkpointedHighWatermark("orders", 4)).toBeUndefined();
   // Opening does not overwrite it with the LEO before the replica manager applied it.
-  expect(fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8")).toBe("0\n1\norders 3 4\n");
+  expect(checkpointText()).toBe("0\n1\norders 3 4\n");
   second.close();
 });

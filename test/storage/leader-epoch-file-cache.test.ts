@@ -42,7 +42,7 @@ test("endOffsetFor answers as Kafka's cache does", () => {
   expect(cache.endOffsetFor(-1, 42n)).toEqual({ epoch: -1, endOffset: -1n });
 });
 
-test("truncation drops epochs starting at or after the new end; a new epoch replaces contradicted ones", () => {
+test("truncation drops epochs from the new end on; a new epoch replaces contradictions", () => {
   const cache = LeaderEpochFileCache.load(dir, logger);
   cache.assign(1, 0n);
   cache.assign(2, 10n);
@@ -67,6 +67,6 @@ test("epochForOffset names the epoch whose leader wrote an offset", () => {
   expect(cache.epochForOffset(0n)).toBe(-1);
   cache.assign(1, 10n);
   cache.assign(3, 20n);
-  expect([cache.epochForOffset(5n), cache.epochForOffset(10n), cache.epochForOffset(19n)]).toEqual([-1, 1, 1]);
+  expect([5n, 10n, 19n].map((o) => cache.epochForOffset(o))).toEqual([-1, 1, 1]);
   expect(cache.epochForOffset(500n)).toBe(3);
 });

@@ -33,12 +33,15 @@ test("appends record the first offset of each new leader epoch", () => {
   log.append(leaderBatch(0n, 2, 0), { assignOffsets: false });
   log.append(leaderBatch(2n, 2, 0), { assignOffsets: false });
   log.append(leaderBatch(4n, 3, 2), { assignOffsets: false });
-  expect(log.leaderEpochCache.all()).toEqual([{ epoch: 0, startOffset: 0n }, { epoch: 2, startOffset: 4n }]);
+  expect(log.leaderEpochCache.all())
+    .toEqual([{ epoch: 0, startOffset: 0n }, { epoch: 2, startOffset: 4n }]);
 });
 
-test("truncateTo cuts the active segment at a batch boundary and the log appends on from there", () => {
+test("truncateTo cuts the active segment at a batch boundary; appends go on from there", () => {
   const log = open();
-  for (let i = 0; i < 5; i++) log.append(leaderBatch(BigInt(i * 2), 2, i < 3 ? 1 : 2), { assignOffsets: false });
+  for (let i = 0; i < 5; i++) {
+    log.append(leaderBatch(BigInt(i * 2), 2, i < 3 ? 1 : 2), { assignOffsets: false });
+  }
   log.highWatermark = 8n;
   log.truncateTo(6n);
   expect(log.logEndOffset).toBe(6n);
