@@ -61,10 +61,11 @@ test("SIGTERM of a leader while a producer and a consumer group run: no failed s
     }
   })();
   try {
-    await until(async () => (acknowledged.length > 20 ? true : undefined), 20_000, "records before");
+    // acks=all one record at a time waits for followers' fetches: a few per second under load.
+    await until(async () => (acknowledged.length > 5 ? true : undefined), 45_000, "records before");
     expect(await cluster.brokers.get(leaving)!.terminate()).toBe(0);
     const count = acknowledged.length;
-    await until(async () => (acknowledged.length > count + 20 ? true : undefined), 30_000,
+    await until(async () => (acknowledged.length > count + 5 ? true : undefined), 45_000,
       "records after the shutdown");
     producing = false;
     await loop;
@@ -77,4 +78,4 @@ test("SIGTERM of a leader while a producer and a consumer group run: no failed s
     await producer.disconnect();
     await Promise.all(consumers.map((c) => c.disconnect()));
   }
-}, 90_000);
+}, 150_000);
