@@ -79,3 +79,43 @@ export function electForShutdown(
   return { leader: candidate, leaderEpoch: state.leaderEpoch + 1,
     isr: others.filter((r) => live.has(r)), controllerEpoch };
 }
+
+/** A partition as the preferred-replica check sees it. */
+export interface LeadershipView {
+  readonly replicas: readonly number[];
+  readonly state: PartitionStateZnode;
+}
+
+/**
+ * Kafka's auto leader rebalance: for each broker, the partitions whose preferred replica (the
+ * first in the assignment) it is but which another broker leads; when their share of the
+ * broker's preferred partitions exceeds `imbalancePercentage`, those whose preferred replica is
+ * alive and in the ISR are returned, to be led by it again.
+ */
+export function partitionsToRebalance<P extends LeadershipView>(
+  partitions: readonly P[],
+  live: ReadonlySet<number>,
+  imbalancePercentage: number,
+): P[] {
+  const byPreferred = new Map<number, P[]>();
+  for (const p of partitions) {
+    const preferred = p.replicas[0]!;
+    byPreferred.set(preferred, [...(byPreferred.get(preferred) ?? []), p]);
+  }
+  const moves: P[] = [];
+  for (const [preferred, list] of byPreferred) {
+    const elsewhere = list.filter((p) => p.state.leader !== preferred);
+    if (elsewhere.length * 100 <= imbalancePercentage * list.length) continue;
+    moves.push(...elsewhere.filter((p) => live.has(preferred) && p.state.isr.includes(preferred)));
+  }
+  return moves;
+}
+
+/** The preferred replica leads again (Kafka's PreferredReplicaPartitionLeaderElection). */
+export function electPreferred(
+  state: PartitionStateZnode,
+  replicas: readonly number[],
+  controllerEpoch: number,
+): PartitionStateZnode {
+  return { ...state, leader: replicas[0]!, leaderEpoch: state.leaderEpoch + 1, controllerEpoch };
+}

@@ -28,7 +28,9 @@ import {
   BadVersionError, NodeExistsError, NoNodeError, ZooKeeperError,
 } from "../zookeeper/zookeeper-errors.ts";
 import { ControllerChannelManager } from "./controller-channel-manager.ts";
-import { electForShutdown, electLeader } from "./controller-leader-election.ts";
+import {
+  electForShutdown, electLeader, electPreferred, partitionsToRebalance,
+} from "./controller-leader-election.ts";
 import {
   leaderAndIsrRequest, LEADER_AND_ISR_VERSION, stopReplicaRequest, STOP_REPLICA_VERSION,
   updateMetadataRequest, UPDATE_METADATA_VERSION, type StatedPartition,
@@ -56,6 +58,9 @@ export interface ControllerOptions {
   readonly log: ControllerLogger;
   /** Called whenever another controller (or this broker) is seen to be the active one. */
   readonly onControllerChange: (controllerId: number, epoch: number) => void;
+  /** auto.leader.rebalance.enable and its check interval and threshold; null: disabled. */
+  readonly leaderRebalance: { readonly intervalMs: number; readonly imbalancePercentage: number }
+    | null;
 }
 
 /** What AlterPartition answers for one partition. */
@@ -81,6 +86,7 @@ interface ActiveState {
   /** What brokers were last told about each partition. */
   readonly partitions: Map<string, StatedPartition>;
   brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
+  readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
 /** Pause before a failed election or reconciliation is tried again. */
@@ -156,6 +162,7 @@ export class KafkaController {
         const next = electForShutdown(fresh.state, fresh.replicas, brokerId, live, active.epoch);
         const written = next === null ? fresh : await this.writeState(active, fresh, next);
         if (written === null) continue;
+        active.partitions.set(partitionKey(p.topic, p.partition), written);
         if (written !== fresh) changed.push(written);
         if (written.state.leader === brokerId && written.replicas.length > 1) {
           remaining.push({ topic: p.topic, partition: p.partition });
@@ -199,6 +206,7 @@ export class KafkaController {
       const next = { ...state, isr: [...newIsr], controllerEpoch: active.epoch };
       const written = await this.writeState(active, fresh, next);
       if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);
+      active.partitions.set(partitionKey(topic, partition), written);
       this.options.log.info(`quill: controller changed the ISR of ${topic}-${partition} from ` +
         `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`);
       for (const id of active.brokers.keys()) {
@@ -279,11 +287,17 @@ export class KafkaController {
   private becomeActive(epoch: number, epochZkVersion: number): void {
     const { brokerId, requestTimeoutMs, log } = this.options;
     log.info(`quill: broker ${brokerId} is the controller (epoch ${epoch})`);
+    const rebalance = this.options.leaderRebalance;
+    const rebalanceTimer = rebalance === null ? null : setInterval(() => {
+      this.schedule("rebalance", () => this.rebalanceLeaders());
+    }, rebalance.intervalMs);
+    rebalanceTimer?.unref();
     this.active = {
       epoch, epochZkVersion,
       channels: new ControllerChannelManager(brokerId, requestTimeoutMs, log),
       partitions: new Map(),
       brokers: new Map(),
+      rebalanceTimer,
     };
     this.setCurrent(brokerId, epoch);
     this.schedule("reconcile", () => this.reconcile());
@@ -294,6 +308,7 @@ export class KafkaController {
     this.options.log.info(`quill: broker ${this.options.brokerId} stops being the controller ` +
       `(${why})`);
     this.active.channels.close();
+    if (this.active.rebalanceTimer !== null) clearInterval(this.active.rebalanceTimer);
     this.active = null;
     this.armed.delete("brokers");
     this.armed.delete("topics");
@@ -445,6 +460,32 @@ export class KafkaController {
         updateMetadataRequest(identity, changed, active.brokers)));
     }
     await withTimeout(Promise.all(sends), this.options.requestTimeoutMs);
+  }
+
+  /** Moves leadership back to preferred replicas where a broker's share is out of balance. */
+  private async rebalanceLeaders(): Promise<void> {
+    const active = this.active;
+    const rebalance = this.options.leaderRebalance;
+    if (active === null || rebalance === null) return;
+    const live = new Set(active.brokers.keys());
+    const moves = partitionsToRebalance([...active.partitions.values()], live,
+      rebalance.imbalancePercentage);
+    const changed: StatedPartition[] = [];
+    for (const p of moves) {
+      const fresh = await this.freshPartition(p);
+      if (fresh === null || fresh.state.leader === fresh.replicas[0]) continue;
+      if (!fresh.state.isr.includes(fresh.replicas[0]!)) continue;
+      const written = await this.writeState(active, fresh,
+        electPreferred(fresh.state, fresh.replicas, active.epoch));
+      if (written === null) continue;
+      active.partitions.set(partitionKey(p.topic, p.partition), written);
+      changed.push(written);
+    }
+    if (changed.length > 0) {
+      this.options.log.info(`quill: controller moved ${changed.length} leaderships back to ` +
+        "their preferred replicas");
+    }
+    await this.announce(active, changed, false);
   }
 
   // ---- state znodes --------------------------------------------------------------------------

@@ -95,6 +95,13 @@ export const BROKER_CONFIG_KEYS = {
     "Largest session timeout a consumer may ask for."),
   "offsets.retention.minutes": key(int({ min: 1 }), 10080,
     "How long committed offsets of an empty group are kept."),
+  "auto.leader.rebalance.enable": key(boolean(), true,
+    "Cluster mode: the controller moves leadership back to each partition's preferred replica."),
+  "leader.imbalance.check.interval.seconds": key(int({ min: 1 }), 300,
+    "How often the controller checks leadership against the preferred replicas."),
+  "leader.imbalance.per.broker.percentage": key(int({ min: 0, max: 100 }), 10,
+    "A broker's share of partitions not led by it though it is their preferred replica, above " +
+    "which the controller moves them back."),
   "zookeeper.connect": nullableKey(string(),
     "ZooKeeper connect string (`--zookeeper`) for cluster mode; unset: embedded single broker."),
   "zookeeper.session.timeout.ms": key(int(), 18000, "ZooKeeper session timeout."),

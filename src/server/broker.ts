@@ -127,7 +127,7 @@ export async function startBroker(
       throw error;
     });
   const clusterRole = stores.zooKeeper === null ? null
-    : await startClusterRole(stores.zooKeeper, brokerId, cache, controllerClient!, log);
+    : await startClusterRole(stores.zooKeeper, config, cache, controllerClient!, log);
   services = { ...services, controller: clusterRole?.controller ?? null };
   log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
     `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);

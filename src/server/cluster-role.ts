@@ -7,6 +7,7 @@
 import { KafkaController } from "../cluster/controller.ts";
 import { ControllerClient } from "../cluster/controller-client.ts";
 import { readClusterSnapshot } from "../cluster/controller-state.ts";
+import type { BrokerConfig } from "../config/broker-config.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import type { MetadataCache } from "./metadata-cache.ts";
 import type { StoreLogger } from "./metadata-stores.ts";
@@ -66,14 +67,21 @@ export function controllerClientFor(
 /** Joins the controller election; call once the broker is registered and serving. */
 export async function startClusterRole(
   zk: ZooKeeperClient,
-  brokerId: number,
+  config: BrokerConfig,
   cache: MetadataCache,
   controllerClient: ControllerClient,
   log: StoreLogger,
 ): Promise<ClusterRole> {
+  const brokerId = config["broker.id"];
   const controller = await KafkaController.start(zk, {
     brokerId, requestTimeoutMs: zk.sessionTimeoutMs, log,
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
+    leaderRebalance: config["auto.leader.rebalance.enable"]
+      ? {
+        intervalMs: config["leader.imbalance.check.interval.seconds"] * 1000,
+        imbalancePercentage: config["leader.imbalance.per.broker.percentage"],
+      }
+      : null,
   });
   const shutDown = async () => {
     for (let attempt = 1; attempt <= CONTROLLED_SHUTDOWN_ATTEMPTS; attempt++) {

@@ -1,7 +1,7 @@
 /** The controller's leader and ISR decisions, as Kafka's ZooKeeper-mode state machines make them. */
 import { describe, expect, test } from "bun:test";
 import {
-  electForShutdown, electLeader, NO_LEADER,
+  electForShutdown, electLeader, electPreferred, NO_LEADER, partitionsToRebalance,
 } from "../../src/cluster/controller-leader-election.ts";
 
 const state = (leader: number, isr: number[], leaderEpoch = 3) =>
@@ -58,5 +58,28 @@ describe("electForShutdown", () => {
 
   test("a broker outside the ISR changes nothing", () => {
     expect(electForShutdown(state(2, [2, 3]), [1, 2, 3], 1, live(1, 2, 3), 5)).toBeNull();
+  });
+});
+
+describe("partitionsToRebalance", () => {
+  const p = (replicas: number[], leader: number, isr = replicas) =>
+    ({ replicas, state: state(leader, isr) });
+
+  test("a broker leading none of its preferred partitions gets those whose ISR has it", () => {
+    const moved = p([1, 2], 2);
+    const notInIsr = p([1, 3], 3, [3]);
+    const partitions = [moved, notInIsr, p([2, 1], 2), p([3, 1], 3)];
+    expect(partitionsToRebalance(partitions, live(1, 2, 3), 10)).toEqual([moved]);
+  });
+
+  test("an imbalance at or under the threshold is left alone; a dead preferred replica too", () => {
+    const eleven = Array.from({ length: 10 }, () => p([1, 2], 1));
+    expect(partitionsToRebalance([...eleven, p([1, 2], 2)], live(1, 2), 10)).toEqual([]);
+    expect(partitionsToRebalance([p([1, 2], 2)], live(2), 10)).toEqual([]);
+  });
+
+  test("electPreferred hands leadership back with a new leader epoch, ISR unchanged", () => {
+    expect(electPreferred(state(2, [2, 1]), [1, 2], 7))
+      .toEqual({ leader: 1, leaderEpoch: 4, isr: [2, 1], controllerEpoch: 7 });
   });
 });

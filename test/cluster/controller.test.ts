@@ -36,7 +36,7 @@ afterAll(async () => {
 function startBroker(id: number): Promise<InProcessBroker> {
   return startInProcessBroker({ settings: {
     "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000", "broker.id": String(id),
-    "default.replication.factor": "3",
+    "default.replication.factor": "3", "leader.imbalance.check.interval.seconds": "1",
   } });
 }
 
@@ -139,8 +139,11 @@ describe("controller", () => {
         return t?.partitions.length === 5 ? true : undefined;
       }, "five partitions everywhere");
     }
-    const leaders = (await metadata(via)).topics.find((t) => t.name === "grown")!
-      .partitions.map((p) => p.leaderId);
+    const leaders = await until(async () => {
+      const ids = (await metadata(via)).topics.find((t) => t.name === "grown")!
+        .partitions.map((p) => p.leaderId);
+      return ids.every((id) => id >= 0) ? ids : undefined;
+    }, "leaders for the new partitions");
     expect(new Set(leaders).size).toBe(3);
     // Replication factor 3: every broker holds a log of every partition.
     for (const b of brokers.values()) expect(existsSync(join(b.dataDir, "grown-4"))).toBe(true);
@@ -182,5 +185,30 @@ describe("controller", () => {
       await until(async () => ((await metadata(b)).brokers.length === 3 ? true : undefined),
         "the restarted broker in everyone's Metadata");
     }
+  }, 60_000);
+
+  test("leaderships return to their preferred replicas once a restarted broker is in sync", async () => {
+    const via = brokers.get(1)!;
+    await createTopic(via, "preferred", 3);
+    const preferredOf = (m: MetadataResponse) => m.topics.find((t) => t.name === "preferred")!
+      .partitions.map((p) => [p.replicaNodes[0], p.leaderId]);
+    // New partitions have leaders once the controller's LeaderAndIsr reached the brokers.
+    const initial = await until(async () => {
+      const led = preferredOf(await metadata(via));
+      return led.every(([preferred, leader]) => leader === preferred) ? led : undefined;
+    }, "the new topic led by its preferred replicas");
+    const moved = initial[0]![0]!;
+    await brokers.get(moved)!.stop();
+    brokers.delete(moved);
+    const other = [...brokers.values()][0]!;
+    await until(async () => {
+      const led = preferredOf(await metadata(other));
+      return led.every(([, leader]) => leader !== moved) ? true : undefined;
+    }, "leadership away from the stopped broker");
+    brokers.set(moved, await startBroker(moved));
+    await until(async () => {
+      const led = preferredOf(await metadata(other));
+      return led.every(([preferred, leader]) => leader === preferred) ? true : undefined;
+    }, "every partition led by its preferred replica again");
   }, 60_000);
 });
