@@ -52,8 +52,9 @@ export const LIVE_BROKERS_MAX = 10_000;
  * embedded default this broker leads every partition with an ISR of itself. In cluster mode the
  * controller's UpdateMetadata and LeaderAndIsr requests say which brokers live, who controls the
  * cluster, and each partition's leader, epochs and ISR; those states overlay the assignment the
- * store holds (which only knows each partition's replicas, the first being the leader a new topic
- * starts with, exactly what its first state znode says).
+ * store holds (which only knows each partition's replicas). A cluster partition no state has
+ * reached yet has no leader here, as in Kafka's cache: its first replica leads only once the
+ * controller's LeaderAndIsr has told it so.
  */
 export class MetadataCache {
   private byName = new Map<string, TopicMetadata>();
@@ -66,13 +67,17 @@ export class MetadataCache {
   private controller = { id: -1, epoch: -1 };
   private readonly brokerListeners = new Set<() => void>();
 
+  /** ZooKeeper mode: leaders, ISRs and live brokers come from the controller. */
+  private readonly clusterMode: boolean;
+
   constructor(
     private readonly store: MetadataStore,
     private readonly self: BrokerEndpoint,
     private readonly config: BrokerConfig,
   ) {
+    this.clusterMode = config["zookeeper.connect"] !== null;
     // The embedded broker is its own controller; a cluster broker learns the controller's id.
-    if (config["zookeeper.connect"] === null) this.controller = { id: self.nodeId, epoch: 0 };
+    if (!this.clusterMode) this.controller = { id: self.nodeId, epoch: 0 };
     this.reload();
   }
 
@@ -236,7 +241,13 @@ export class MetadataCache {
           partitionEpoch: s.partitionEpoch, replicas: s.replicas, isr: s.isr,
         };
       }
-      return { partition, leaderId: replicas[0] ?? -1, leaderEpoch: 0, partitionEpoch: 0, replicas, isr: replicas };
+      // Embedded, this broker leads as the assignment says. In a cluster the first replica
+      // leads only once the controller's LeaderAndIsr reaches it; until a state arrives here,
+      // naming it would send producers to a broker that still answers NOT_LEADER_OR_FOLLOWER,
+      // and their retried first batches would land after later ones. Kafka's cache has no
+      // leader for such a partition either, so Metadata says LEADER_NOT_AVAILABLE for now.
+      const leaderId = this.clusterMode ? -1 : (replicas[0] ?? -1);
+      return { partition, leaderId, leaderEpoch: 0, partitionEpoch: 0, replicas, isr: replicas };
     });
     const configs = parseTopicConfigs(
       Object.entries(record.configs).map(([name, value]) => ({ name, value })),
