@@ -67,14 +67,15 @@ export class ControllerClient {
 
   /**
    * Asks the controller to move this broker's leaderships away. Resolves with the number of
-   * partitions it still leads (0: all moved), or -1 when no controller answered in time.
+   * partitions it still leads (0: all moved), or -1 when no controller answered within
+   * `timeoutMs`.
    */
-  async controlledShutdown(): Promise<number> {
+  async controlledShutdown(timeoutMs: number): Promise<number> {
     const response = await this.withController(async (client) => {
       const answer = await client.request(ApiKey.ControlledShutdown, CONTROLLED_SHUTDOWN_VERSION,
-        { brokerId: this.brokerId, brokerEpoch: -1n }, this.requestTimeoutMs);
+        { brokerId: this.brokerId, brokerEpoch: -1n }, timeoutMs);
       return answer.errorCode === ErrorCode.NOT_CONTROLLER ? null : answer;
-    });
+    }, timeoutMs);
     if (response === null || response.errorCode !== ErrorCode.NONE) return -1;
     return response.remainingPartitions.length;
   }
@@ -87,8 +88,9 @@ export class ControllerClient {
   /** Runs `call` against the current controller until it answers (non-null) or time runs out. */
   private async withController<T>(
     call: (client: InterBrokerClient) => Promise<T | null>,
+    timeoutMs = this.requestTimeoutMs,
   ): Promise<T | null> {
-    const deadlineMs = Date.now() + this.requestTimeoutMs;
+    const deadlineMs = Date.now() + timeoutMs;
     while (Date.now() < deadlineMs) {
       const endpoint = this.resolveController();
       if (endpoint !== null) {

@@ -84,8 +84,13 @@ export async function startClusterRole(
       : null,
   });
   const shutDown = async () => {
+    // All attempts together take at most one session timeout: a broker whose controller is
+    // unreachable (ZooKeeper down, say) must still stop in reasonable time.
+    const deadlineMs = Date.now() + zk.sessionTimeoutMs;
     for (let attempt = 1; attempt <= CONTROLLED_SHUTDOWN_ATTEMPTS; attempt++) {
-      const remaining = await controllerClient.controlledShutdown();
+      const leftMs = deadlineMs - Date.now();
+      if (leftMs <= 0) break;
+      const remaining = await controllerClient.controlledShutdown(leftMs);
       if (remaining === 0) {
         log.info(`quill: controlled shutdown of broker ${brokerId}: leaderships moved away`);
         break;
