@@ -120,7 +120,10 @@ export class ReplicaManager {
   /** Follower fetches wait for appends; consumer fetches (above) for the high watermark. */
   private readonly followerFetches = new DelayedFetchPurgatory(PARKED_FETCHES_MAX);
   private readonly produces = new DelayedProducePurgatory(PARKED_PRODUCES_MAX);
-  /** Bounded by the logs this broker holds (LogManager's limit); pruned on topic changes. */
+  /**
+   * Bounded by the logs this broker holds (LogManager's limit); pruned on topic deletion in
+   * the embedded default, by StopReplica in a cluster.
+   */
   private readonly partitions = new Map<string, Partition>();
   private readonly fetchers: ReplicaFetcherManager;
   private readonly isrManager: IsrManager | null;
