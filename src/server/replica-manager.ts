@@ -1,6 +1,4 @@
-import type { InterBrokerClient } from "../cluster/inter-broker-client.ts";
-import { ErrorCode, KafkaError, errorName } from "../protocol/errors.ts";
-import { ApiKey } from "../protocol/generated/index.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import {
   iterateBatches, setPartitionLeaderEpoch, validateProduceRecords,
 } from "../protocol/record-batch.ts";
@@ -11,6 +9,7 @@ import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError, assert } from "../util/assert.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
 import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
+import { truncateToLeader } from "./follower-truncation.ts";
 import { IsrManager } from "./isr-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
@@ -22,8 +21,6 @@ import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 export const PARKED_FETCHES_MAX = 10_000;
 /** acks=-1 produces waiting for their ISR at once, across all connections. */
 export const PARKED_PRODUCES_MAX = 10_000;
-/** OffsetForLeaderEpoch v4: flexible, with ReplicaId (v3+) and CurrentLeaderEpoch (v2+). */
-const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 /** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
@@ -521,7 +518,15 @@ export class ReplicaManager {
         if (records.length > 0) p.log.append(records, { assignOffsets: false });
         p.updateFollowerHighWatermark(leaderHighWatermark);
       },
-      truncateBeforeFetching: (p, client) => this.truncateBeforeFetching(p, client),
+      truncateBeforeFetching: (p, client) => {
+        const leaderEpochWhenAsked = p.leaderEpoch;
+        return truncateToLeader(p, client, {
+          localBrokerId: this.localBrokerId,
+          requestTimeoutMs: this.cache.brokerConfig["replica.socket.timeout.ms"],
+          stillFollowing: () => !p.isLeader && p.leaderEpoch === leaderEpochWhenAsked &&
+            this.partitions.get(partitionKey(p.topic, p.partition)) === p,
+        });
+      },
       startOverAt: (p, offset) => {
         assert(!p.isLeader, `${p.topic}-${p.partition}: a leader never empties its log`);
         p.log.truncateFullyAndStartAt(offset);
@@ -529,50 +534,6 @@ export class ReplicaManager {
       endpoint: (id) => this.brokerEndpoint(id),
       warn: this.log,
     };
-  }
-
-  /**
-   * Before a follower fetches in a leader epoch (KIP-101/279): asks the leader where this
-   * replica's latest epoch ends in the leader's log, and cuts this log at the lower of that and
-   * this log's own end of the epoch the leader answered with, so nothing the leader does not have
-   * stays here. A log without epochs, or an epoch the leader cannot place, is cut to its high
-   * watermark (Kafka's rule before leader epochs). Nothing is cut if the partition's role changed
-   * while the leader was asked.
-   */
-  private async truncateBeforeFetching(p: Partition, client: InterBrokerClient): Promise<void> {
-    const log = p.log;
-    const epoch = log.leaderEpochCache.latestEpoch;
-    const leaderEpochWhenAsked = p.leaderEpoch;
-    const answer = epoch < 0 ? null : await this.askEpochEnd(p, client, epoch);
-    if (p.isLeader || p.leaderEpoch !== leaderEpochWhenAsked || this.partitions.get(
-      partitionKey(p.topic, p.partition)) !== p) return;
-    if (answer === null || answer.endOffset < 0n) {
-      log.truncateTo(log.highWatermark);
-      return;
-    }
-    const own = log.leaderEpochCache.endOffsetFor(answer.leaderEpoch, log.logEndOffset);
-    const ownEnd = own.endOffset < 0n ? log.logEndOffset : own.endOffset;
-    log.truncateTo(answer.endOffset < ownEnd ? answer.endOffset : ownEnd);
-  }
-
-  private async askEpochEnd(
-    p: Partition, client: InterBrokerClient, epoch: number,
-  ): Promise<EpochEndLookup> {
-    const version = OFFSET_FOR_LEADER_EPOCH_VERSION;
-    const response = await client.request(ApiKey.OffsetForLeaderEpoch, version, {
-      replicaId: this.localBrokerId,
-      topics: [{ topic: p.topic, partitions: [{
-        partition: p.partition, currentLeaderEpoch: p.leaderEpoch, leaderEpoch: epoch,
-      }] }],
-    }, this.cache.brokerConfig["replica.socket.timeout.ms"]);
-    const found = response.topics[0]?.partitions[0];
-    if (found === undefined) throw new Error(`OffsetForLeaderEpoch answered no partition`);
-    if (found.errorCode !== ErrorCode.NONE) {
-      throw new Error(`OffsetForLeaderEpoch for ${p.topic}-${p.partition} answered ` +
-        errorName(found.errorCode));
-    }
-    const { errorCode, leaderEpoch, endOffset } = found;
-    return { errorCode, leaderEpoch, endOffset };
   }
 
   /** Answers every parked fetch and produce and stops fetching (shutdown). */
