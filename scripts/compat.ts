@@ -4,10 +4,12 @@
  * prints a client × step table, writes it to .compat/results.md and .compat/results.json and
  * exits non-zero if any cell failed or any client could not run.
  *
- *   bun scripts/compat.ts [--binary dist/quill] [--zookeeper] [CLIENT...]
+ *   bun scripts/compat.ts [--binary dist/quill] [--zookeeper] [--brokers N] [CLIENT...]
  *
  * --zookeeper starts a ZooKeeper (Debian's package, as the ZooKeeper-mode tests do) and runs the
  * broker in ZooKeeper mode against it; the results go to .compat/results-zookeeper.*.
+ * --brokers N runs a cluster of N brokers in ZooKeeper mode, topics replicated to all of them
+ * (default.replication.factor=N); the results go to .compat/results-cluster.*.
  *
  * Each client program prints one JSON line per step (see test/compat/support/scenario.ts). A
  * client whose toolchain is missing is reported as `skipped (no java)` and fails the run, since a
@@ -47,6 +49,8 @@ const PREPARE_TIMEOUT_MS = 600_000;
 /** One client's whole scenario; the programs bound each of their own waits well below this. */
 const RUN_TIMEOUT_MS = 240_000;
 const BROKER_START_TIMEOUT_MS = 30_000;
+/** A cluster on one 2-core machine: more brokers would measure the machine, not the clients. */
+const BROKERS_MAX = 5;
 /** Broker log lines kept per client in the results, for reproductions. */
 const BROKER_LOG_LINES_MAX = 40;
 
@@ -153,40 +157,64 @@ function pythonClient(name: string): ClientSpec {
 
 // ---- The broker ----------------------------------------------------------------------------
 
+/** The broker, or the cluster's brokers when there are several; one log holds all their lines. */
 interface Broker {
-  readonly process: Subprocess;
+  readonly processes: readonly Subprocess[];
+  /** The first broker's address: clients find the others through Metadata. */
   readonly bootstrap: string;
   readonly logPath: string;
 }
 
-async function startBroker(binary: string | undefined, zooKeeper?: string): Promise<Broker> {
-  const dataDir = join(RUN_DIR, "data");
+interface BrokerSettings {
+  readonly binary: string | undefined;
+  readonly zooKeeper: string | undefined;
+  /** More than one needs ZooKeeper; each gets its own id and data dir. */
+  readonly brokerCount: number;
+}
+
+async function startBrokers(settings: BrokerSettings): Promise<Broker> {
   const logPath = join(RUN_DIR, "broker.log");
   writeFileSync(logPath, "");
-  const command = binary ? [binary] : [bun, join(ROOT, "src", "main.ts")];
+  const processes: Subprocess[] = [];
+  const addresses: string[] = [];
+  for (let id = 0; id < settings.brokerCount; id++) {
+    const prefix = settings.brokerCount > 1 ? `[broker ${id}] ` : "";
+    const started = await startBroker(settings, id, (line) =>
+      appendFileSync(logPath, prefix + line + "\n"),
+    );
+    processes.push(started.process);
+    addresses.push(started.address);
+  }
+  return { processes, bootstrap: addresses[0] ?? "", logPath };
+}
+
+async function startBroker(
+  settings: BrokerSettings,
+  id: number,
+  log: (line: string) => void,
+): Promise<{ process: Subprocess; address: string }> {
+  const command = settings.binary ? [settings.binary] : [bun, join(ROOT, "src", "main.ts")];
+  const clusterArgs = settings.zooKeeper ? ["--zookeeper", settings.zooKeeper] : [];
   // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
-  // auto-creation; the other clients create their topic explicitly.
-  const brokerProcess = Bun.spawn(
-    [
-      ...command,
-      "serve",
-      "--listen",
-      "127.0.0.1:0",
-      "--data-dir",
-      dataDir,
-      "--set",
-      "num.partitions=3",
-      ...(zooKeeper ? ["--zookeeper", zooKeeper] : []),
-    ],
-    { cwd: RUN_DIR, stdout: "pipe", stderr: "pipe" },
-  );
-  const bootstrap = await new Promise<string>((resolve, reject) => {
+  // auto-creation; the other clients create their topic explicitly. Topics are replicated to
+  // every broker, as a production cluster would have them.
+  const flags = [
+    ...["serve", "--listen", "127.0.0.1:0", "--data-dir", join(RUN_DIR, `data-${id}`)],
+    ...["--broker-id", String(id), "--set", "num.partitions=3"],
+    ...["--set", `default.replication.factor=${settings.brokerCount}`, ...clusterArgs],
+  ];
+  const brokerProcess = Bun.spawn([...command, ...flags], {
+    cwd: RUN_DIR,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error("the broker printed no listening line")),
+      () => reject(new Error(`broker ${id} printed no listening line`)),
       BROKER_START_TIMEOUT_MS,
     );
     const onLine = (line: string) => {
-      appendFileSync(logPath, `${line}\n`);
+      log(line);
       const match = /listening on ([^\s:]+):(\d+)/.exec(line);
       if (match) {
         clearTimeout(timer);
@@ -196,10 +224,10 @@ async function startBroker(binary: string | undefined, zooKeeper?: string): Prom
     void pumpLines(brokerProcess.stdout, onLine);
     void pumpLines(brokerProcess.stderr, onLine);
     void brokerProcess.exited.then((code) =>
-      reject(new Error(`the broker exited with code ${code}`)),
+      reject(new Error(`broker ${id} exited with code ${code}`)),
     );
   });
-  return { process: brokerProcess, bootstrap, logPath };
+  return { process: brokerProcess, address };
 }
 
 async function pumpLines(
@@ -462,6 +490,8 @@ interface Options {
   readonly binary: string | undefined;
   /** Run the broker in ZooKeeper mode against a ZooKeeper this script starts. */
   readonly zooKeeper: boolean;
+  /** Brokers in the cluster (`--brokers N`, which implies `--zookeeper`); 1 by default. */
+  readonly brokerCount: number;
   readonly clients: readonly ClientSpec[];
 }
 
@@ -470,6 +500,11 @@ function parseArgs(args: string[]): Options | string {
   const binaryArg = binaryIndex >= 0 ? args.splice(binaryIndex, 2)[1] : undefined;
   const zooKeeperIndex = args.indexOf("--zookeeper");
   if (zooKeeperIndex >= 0) args.splice(zooKeeperIndex, 1);
+  const brokersIndex = args.indexOf("--brokers");
+  const brokerCount = brokersIndex >= 0 ? Number(args.splice(brokersIndex, 2)[1]) : 1;
+  if (!Number.isInteger(brokerCount) || brokerCount < 1 || brokerCount > BROKERS_MAX) {
+    return `--brokers takes a count from 1 to ${BROKERS_MAX}`;
+  }
   const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
   if (unknown.length > 0) {
     const known = CLIENTS.map((client) => client.name).join(", ");
@@ -478,14 +513,19 @@ function parseArgs(args: string[]): Options | string {
   return {
     // The broker runs in .compat/, so a relative path is resolved against where we were started.
     binary: binaryArg === undefined ? undefined : resolve(binaryArg),
-    zooKeeper: zooKeeperIndex >= 0,
+    zooKeeper: zooKeeperIndex >= 0 || brokerCount > 1,
+    brokerCount,
     clients: args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS,
   };
 }
 
 async function runAll(options: Options, label: string): Promise<ClientResult[]> {
   const zooKeeper = options.zooKeeper ? await startZooKeeper() : undefined;
-  const broker = await startBroker(options.binary, zooKeeper?.connectString);
+  const broker = await startBrokers({
+    binary: options.binary,
+    zooKeeper: zooKeeper?.connectString,
+    brokerCount: options.brokerCount,
+  });
   console.log(
     `::: broker on ${broker.bootstrap} (${label}), log in ${relative(ROOT, broker.logPath)}`,
   );
@@ -497,13 +537,26 @@ async function runAll(options: Options, label: string): Promise<ClientResult[]> 
       results.push(result);
     }
   } finally {
-    broker.process.kill("SIGTERM");
-    await broker.process.exited;
+    for (const brokerProcess of broker.processes) brokerProcess.kill("SIGTERM");
+    await Promise.all(broker.processes.map((brokerProcess) => brokerProcess.exited));
     await zooKeeper?.stop();
     // The logs stay for a look after a failure; the records are only test data.
-    rmSync(join(RUN_DIR, "data"), { recursive: true, force: true });
+    for (let id = 0; id < options.brokerCount; id++) {
+      rmSync(join(RUN_DIR, `data-${id}`), { recursive: true, force: true });
+    }
   }
   return results;
+}
+
+function modeOf(options: Options): "embedded" | "zookeeper" | "cluster" {
+  if (options.brokerCount > 1) return "cluster";
+  return options.zooKeeper ? "zookeeper" : "embedded";
+}
+
+function modeLabel(options: Options): string {
+  const mode = modeOf(options);
+  if (mode === "cluster") return `, ${options.brokerCount} brokers in ZooKeeper mode`;
+  return mode === "zookeeper" ? ", ZooKeeper mode" : "";
 }
 
 async function main(): Promise<number> {
@@ -515,11 +568,14 @@ async function main(): Promise<number> {
   mkdirSync(join(CACHE_DIR, "bin"), { recursive: true });
   mkdirSync(RUN_DIR, { recursive: true });
   pruneOldRuns();
-  const label =
-    (options.binary ?? "bun src/main.ts") + (options.zooKeeper ? ", ZooKeeper mode" : "");
+  const label = (options.binary ?? "bun src/main.ts") + modeLabel(options);
   const results = await runAll(options, label);
   // Each mode keeps its own results, so one run of each can be compared.
-  const resultsName = options.zooKeeper ? "results-zookeeper" : "results";
+  const resultsName = {
+    embedded: "results",
+    zookeeper: "results-zookeeper",
+    cluster: "results-cluster",
+  }[modeOf(options)];
   const table = markdown(results, label);
   writeFileSync(join(OUT_DIR, `${resultsName}.md`), table);
   writeFileSync(join(OUT_DIR, `${resultsName}.json`), `${JSON.stringify(results, null, 2)}\n`);
