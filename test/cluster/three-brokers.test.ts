@@ -143,7 +143,9 @@ describe("three brokers on one ZooKeeper", () => {
     const other = [...cluster.brokers.values()].find((b) => b !== broker)!;
     const moved = await until(async () => {
       const m = await metadata(other);
-      return handover(m).partitions.every((p) => p.leaderId !== leaving) ? m : undefined;
+      const away = (p: MetadataResponse["topics"][number]["partitions"][number]) =>
+        p.leaderId !== leaving && !p.isrNodes.includes(leaving);
+      return handover(m).partitions.every(away) ? m : undefined;
     }, 15_000, `leaderships to move off broker ${leaving}`);
     expect(await stopped).toBe(0);
     // Moved by the controller's ControlledShutdown handling, before the broker deregistered.
