@@ -21,6 +21,7 @@ import {
   type BrokerRegistrationInfo,
   type PartitionStateZnode,
 } from "./kafka-znodes.ts";
+import { mapLimit } from "../util/map-limit.ts";
 
 /** One partition as the controller tracks it. */
 export interface ControllerPartition {
@@ -78,7 +79,7 @@ export async function readBrokers(
 ): Promise<Map<number, BrokerRegistrationInfo>> {
   const children = await zk.getChildren(BROKER_IDS_PATH, { watch: watch && (() => watch()) });
   const ids = children.filter((c) => /^\d+$/.test(c)).map(Number);
-  const infos = await mapLimit(ids, async (id) => {
+  const infos = await mapLimit(ids, READ_CONCURRENCY, async (id) => {
     try {
       return decodeBrokerRegistration(id, (await zk.getData(brokerIdPath(id))).data);
     } catch (error) {
@@ -98,7 +99,7 @@ async function readPartitions(
 ): Promise<Map<string, ControllerPartition>> {
   const watch = watches.topics;
   const children = await zk.getChildren(TOPICS_PATH, { watch: watch && (() => watch()) });
-  const topics = await mapLimit(children.filter(isLegalTopicName), (topic) => {
+  const topics = await mapLimit(children.filter(isLegalTopicName), READ_CONCURRENCY, (topic) => {
     return readTopic(zk, log, topic, watches.topic?.(topic));
   });
   const result = new Map<string, ControllerPartition>();
@@ -153,17 +154,4 @@ export async function readPartitionState(
     log.warn(`quill: ${error.message}; the controller will write it anew`);
     return { state: null, version: read.stat.version };
   }
-}
-
-async function mapLimit<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, items.length) }, worker));
-  return results;
 }

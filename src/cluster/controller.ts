@@ -44,6 +44,7 @@ import {
   encodeController, encodeControllerEpoch, encodePartitionState, partitionPath,
   partitionStatePath, type BrokerRegistrationInfo, type PartitionStateZnode,
 } from "./kafka-znodes.ts";
+import { mapLimit } from "../util/map-limit.ts";
 
 export interface ControllerLogger {
   info(message: string): void;
@@ -347,7 +348,7 @@ export class KafkaController {
     const live = new Set(snapshot.brokers.keys());
     const changed: StatedPartition[] = [];
     const added: StatedPartition[] = [];
-    const results = await mapLimit([...snapshot.partitions.values()], async (p) => {
+    const results = await mapLimit([...snapshot.partitions.values()], WRITE_CONCURRENCY, async (p) => {
       const next = electLeader(p.state, p.replicas, live, active.epoch);
       if (next === null) return p as StatedPartition;
       return await this.writeState(active, p, next);
@@ -592,17 +593,4 @@ async function withTimeout(promise: Promise<unknown>, timeoutMs: number): Promis
   });
   await Promise.race([promise, timeout]);
   clearTimeout(timer);
-}
-
-async function mapLimit<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(WRITE_CONCURRENCY, items.length) }, worker));
-  return results;
 }

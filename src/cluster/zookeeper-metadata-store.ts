@@ -61,6 +61,7 @@ import {
   updateTopicOps,
   type TopicZnodeVersions,
 } from "./topic-znode-ops.ts";
+import { mapLimit } from "../util/map-limit.ts";
 
 export interface MetadataStoreLogger {
   info(message: string): void;
@@ -621,22 +622,4 @@ function sameTopics(a: Map<string, CachedTopic>, b: Map<string, CachedTopic>): b
     if (JSON.stringify(topic.record) !== JSON.stringify(b.get(name)?.record)) return false;
   }
   return true;
-}
-
-async function mapLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next;
-      next += 1;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }

@@ -46,6 +46,7 @@ import {
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
 import { offsetKey, type CommittedOffset, type OffsetStore } from "./offset-store.ts";
+import { mapLimit } from "../util/map-limit.ts";
 
 export interface ZooKeeperOffsetStoreOptions {
   /**
@@ -524,23 +525,4 @@ function toKafkaError(error: unknown): unknown {
     });
   }
   return error;
-}
-
-/** Maps `items` through `fn` with at most `limit` calls in flight; results keep their order. */
-async function mapLimit<T, R>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next;
-      next += 1;
-      results[index] = await fn(items[index]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
