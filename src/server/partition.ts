@@ -59,11 +59,12 @@ export interface FollowerState {
 export type AcksOutcome = "waiting" | "done";
 
 export class Partition {
-  private leaderIdValue: number;
-  private leaderEpochValue: number;
-  private partitionEpochValue: number;
-  private replicasValue: readonly number[];
-  private isrValue: readonly number[];
+  // Set by applyState(), which the constructor calls.
+  private leaderIdValue!: number;
+  private leaderEpochValue!: number;
+  private partitionEpochValue!: number;
+  private replicasValue!: readonly number[];
+  private isrValue!: readonly number[];
   /** The ISR proposed to the controller and not yet answered; null when none is in flight. */
   private pendingIsrValue: readonly number[] | null = null;
   /** The LEO when this broker began leading this epoch (Kafka's leaderEpochStartOffset). */
@@ -71,7 +72,7 @@ export class Partition {
   private readonly followers = new Map<number, FollowerState>();
   /** False for the sole-replica default, which any controller decision replaces. */
   private controllerStatedValue = false;
-  topicId: Uint8Array;
+  topicId!: Uint8Array;
 
   private constructor(
     readonly topic: string,
@@ -80,12 +81,7 @@ export class Partition {
     readonly localBrokerId: number,
     state: PartitionLeadership,
   ) {
-    this.topicId = state.topicId;
-    this.leaderIdValue = state.leader;
-    this.leaderEpochValue = state.leaderEpoch;
-    this.partitionEpochValue = state.partitionEpoch;
-    this.replicasValue = [...state.replicas];
-    this.isrValue = [...state.isr];
+    this.applyState(state);
     this.leaderEpochStartOffsetValue = log.logEndOffset;
   }
 
