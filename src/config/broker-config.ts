@@ -139,8 +139,9 @@ export const isBrokerConfigKey = (name: string): name is BrokerConfigKey =>
   Object.hasOwn(BROKER_CONFIG_KEYS, name);
 
 /**
- * Kafka broker keys that Quill accepts and ignores (threads, buffers, KRaft, security, internal
- * topics it does not have), so a stock Kafka server.properties loads with a warning.
+ * Kafka broker keys that Quill accepts and ignores (threads, buffers, KRaft, internal topics it
+ * does not have), so a stock Kafka server.properties loads with a warning. Security keys are
+ * never ignored: see security-guard.ts.
  */
 export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
   "num.network.threads", "num.io.threads", "background.threads",
@@ -150,8 +151,7 @@ export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
   "transaction.state.log.min.isr", "log.flush.scheduler.interval.ms",
   "log.flush.offset.checkpoint.interval.ms", "log.preallocate", "log.cleaner.enable",
   "log.cleaner.threads", "process.roles", "node.id", "controller.quorum.voters",
-  "controller.quorum.bootstrap.servers", "controller.listener.names", "inter.broker.listener.name",
-  "listener.security.protocol.map", "security.inter.broker.protocol",
+  "controller.quorum.bootstrap.servers", "controller.listener.names",
   "inter.broker.protocol.version", "log.message.format.version", "unclean.leader.election.enable",
   "controlled.shutdown.enable", "broker.id.generation.enable",
   "reserved.broker.max.id", "metadata.log.dir",

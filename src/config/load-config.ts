@@ -7,6 +7,7 @@ import {
 import { type ConfigOrigin, ConfigError, invalidValue } from "./config-error.ts";
 import type { ConfigKey } from "./config-key.ts";
 import { parseProperties } from "./properties.ts";
+import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
 
 /** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */
 export interface FlagSetting {
@@ -64,16 +65,21 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const origins = new Map<BrokerConfigKey, ConfigOrigin>();
   const unknown: string[] = [];
   const ignored = new Set<string>();
+  const security = new Map<string, Setting>();
   for (const setting of settings) {
     if (isBrokerConfigKey(setting.key)) {
       setValue(values, setting.key, parseSetting(setting.key, setting));
       origins.set(setting.key, setting.origin);
+    } else if (isSecurityKey(setting.key)) {
+      security.set(setting.key, setting);
     } else if (KAFKA_KEYS_QUILL_IGNORES.has(setting.key)) {
       ignored.add(setting.key);
     } else {
       unknown.push(`${setting.key} (${setting.origin.label})`);
     }
   }
+  // The effective value of each: honoured as written (PLAINTEXT, blank) or no start at all.
+  for (const s of security.values()) checkSecuritySetting({ ...s, source: s.origin.label });
   const config = resolveBrokerConfig(values, origins);
   return { config, warning: warningText(unknown, [...ignored]) };
 }

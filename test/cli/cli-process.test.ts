@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
@@ -51,6 +51,17 @@ describe("quill (source, as a process)", () => {
       'quill: invalid config broker.id="x" (from --broker-id): expected an integer between -1 and 2147483647\n');
     expect(quill(["serve"], { QUILL_NUM_PARTITIONS: "-1" })).toMatchObject({ code: 2,
       stderr: 'quill: invalid config num.partitions="-1" (from QUILL_NUM_PARTITIONS): expected an integer between 1 and 2147483647\n' });
+  });
+
+  test("a security key this build cannot honour exits 2 naming it, before anything binds", () => {
+    const config = join(dir, "secure.properties");
+    writeFileSync(config, "listeners=PLAINTEXT://127.0.0.1:0\nsasl.enabled.mechanisms=SCRAM-SHA-512\n");
+    const { code, stdout, stderr } = quill(["serve", "--config", config, "--data-dir", join(dir, "never")]);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
+    expect(stderr).toBe('quill: refusing to start: security config sasl.enabled.mechanisms="SCRAM-SHA-512" ' +
+      "(from secure.properties:2) asks for SASL authentication, which this build of Quill does not provide; " +
+      "remove it, or the broker would run unprotected\n");
+    expect(existsSync(join(dir, "never"))).toBe(false);
   });
 
   test("an unknown flag exits 2 naming it", () => {

@@ -220,3 +220,56 @@ describe("unknown and ignored keys", () => {
     expect(warning).toMatch(/^unknown config keys, not used: bogus\.key \(server-\d+\.properties:2\), not\.a\.key \(QUILL_NOT_A_KEY\), also\.bogus \(--set\); Kafka config keys Quill ignores: num\.io\.threads$/);
   });
 });
+
+describe("security settings this build cannot honour refuse the start (never open)", () => {
+  const refused = (key: string, value: string) =>
+    configError(() => loadConfig({ flags: [set(key, value)] }));
+
+  test("TLS, SASL, ACL and per-listener keys each name the key, its value and source", () => {
+    expect(refused("ssl.keystore.location", "/etc/k.pem")).toBe(
+      'refusing to start: security config ssl.keystore.location="/etc/k.pem" (from --set) asks ' +
+      "for TLS, which this build of Quill does not provide; remove it, or the broker would run " +
+      "unprotected");
+    expect(refused("sasl.enabled.mechanisms", "SCRAM-SHA-512")).toContain(
+      "sasl.enabled.mechanisms=\"SCRAM-SHA-512\" (from --set) asks for SASL authentication");
+    expect(refused("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"))
+      .toContain("authorizer.class.name=\"kafka.security.authorizer.AclAuthorizer\" (from --set) " +
+        "asks for authorization (ACLs)");
+    expect(refused("super.users", "User:admin")).toContain("authorization (ACLs)");
+    expect(refused("listener.name.internal.scram-sha-512.sasl.jaas.config", "x"))
+      .toContain("per-listener security settings");
+  });
+
+  test("a protocol map or inter-broker protocol naming anything but PLAINTEXT", () => {
+    expect(refused("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,EXTERNAL:SASL_SSL"))
+      .toContain("asks for the SASL_SSL security protocol, which this build of Quill does not " +
+        "provide (it has PLAINTEXT)");
+    expect(refused("listener.security.protocol.map", "EXTERNAL:BOGUS"))
+      .toContain("names the unknown security protocol BOGUS");
+    expect(refused("listener.security.protocol.map", "EXTERNAL")).toContain(
+      "expected LISTENER_NAME:PROTOCOL pairs");
+    expect(refused("security.inter.broker.protocol", "SSL")).toContain("the SSL security protocol");
+    expect(refused("inter.broker.listener.name", "INTERNAL")).toContain("only PLAINTEXT");
+  });
+
+  test("from the file and the environment too; the first refused key is named", () => {
+    const file = propertiesFile("broker.id=1\nssl.client.auth=required\n");
+    expect(configError(() => loadConfig({ configFile: file })))
+      .toMatch(/ssl\.client\.auth="required" \(from server-\d+\.properties:2\)/);
+    expect(configError(() => loadConfig({ env: { QUILL_SASL_ENABLED_MECHANISMS: "PLAIN" } })))
+      .toContain("(from QUILL_SASL_ENABLED_MECHANISMS)");
+  });
+
+  test("PLAINTEXT as written, blank values and a later blank override start quietly", () => {
+    const { warning } = loadConfig({
+      configFile: propertiesFile("ssl.keystore.location=/k.pem\nauthorizer.class.name=\n"),
+      flags: [
+        set("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT"),
+        set("security.inter.broker.protocol", "PLAINTEXT"),
+        set("inter.broker.listener.name", "PLAINTEXT"),
+        set("ssl.keystore.location", ""),
+      ],
+    });
+    expect(warning).toBeNull();
+  });
+});
