@@ -28,7 +28,7 @@ import { ZooKeeperOffsetStore } from "../src/coordinator/zookeeper-offset-store.
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { loadConfig } from "../src/config/load-config.ts";
-import { startBroker } from "../src/server/broker.ts";
+import { startBroker } from "../src/broker/broker.ts";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
 
 const DURATION_MS = Number(process.argv[2] ?? 2_000);

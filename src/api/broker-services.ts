@@ -1,4 +1,4 @@
-import type { KafkaController } from "../cluster/controller.ts";
+import type { KafkaController } from "../controller/controller.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { ApiHandler } from "./handler.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
@@ -7,7 +7,7 @@ import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 
-/** Everything API handlers may call: the broker's services, wired in `server/broker.ts`. */
+/** Everything API handlers may call: the broker's services, wired in `broker/broker.ts`. */
 export interface BrokerServices {
   readonly config: BrokerConfig;
   readonly brokerId: number;

@@ -1,7 +1,7 @@
 import {
   BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey,
 } from "../config/broker-config.ts";
-import { ClusterStartupError } from "../cluster/zookeeper-connection.ts";
+import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
 import { parseFlags, UsageError } from "./args.ts";

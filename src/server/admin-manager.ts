@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { TOPICS_MAX } from "../cluster/local-metadata-store.ts";
-import { assignReplicasToBrokers } from "../cluster/replica-assignment.ts";
-import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
+import { TOPICS_MAX } from "../metadata/local-metadata-store.ts";
+import { assignReplicasToBrokers } from "../metadata/replica-assignment.ts";
+import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import {

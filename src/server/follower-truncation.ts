@@ -6,7 +6,7 @@
  * (the leader does not have it), so the copy that follows cannot disagree with the leader below
  * the high watermark.
  */
-import type { InterBrokerClient } from "../cluster/inter-broker-client.ts";
+import type { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { EpochEndOffset } from "../storage/leader-epoch-file-cache.ts";

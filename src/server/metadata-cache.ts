@@ -1,4 +1,4 @@
-import type { MetadataStore, TopicRecord } from "../cluster/metadata-store.ts";
+import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
 import { assert } from "../util/assert.ts";

@@ -9,7 +9,7 @@
  * an offset out of range) is paused for replica.fetch.backoff.ms and retried; a connection
  * failure pauses the whole fetcher as long and reconnects.
  */
-import { InterBrokerClient } from "../cluster/inter-broker-client.ts";
+import { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import type {
   FetchRequest, FetchResponse, FetchResponsePartitionData,

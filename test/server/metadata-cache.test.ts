@@ -6,7 +6,7 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LocalMetadataStore } from "../../src/cluster/local-metadata-store.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
 import { MetadataCache } from "../../src/server/metadata-cache.ts";
 

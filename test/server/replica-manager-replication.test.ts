@@ -8,7 +8,7 @@ import { afterEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LocalMetadataStore } from "../../src/cluster/local-metadata-store.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { buildRecordBatch, readBatchHeader } from "../../src/protocol/record-batch.ts";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { loadConfig } from "../../src/config/load-config.ts";
-import { type BrokerLogger, type RunningBroker, startBroker } from "../../src/server/broker.ts";
+import { type BrokerLogger, type RunningBroker, startBroker } from "../../src/broker/broker.ts";
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
 export const BUILT_BINARY = join(REPO_ROOT, "dist", "quill");

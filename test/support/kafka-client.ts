@@ -15,7 +15,7 @@ import {
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { type RunningBroker, startBroker } from "../../src/server/broker.ts";
+import { type RunningBroker, startBroker } from "../../src/broker/broker.ts";
 
 interface Pending {
   readonly apiKey: number;

@@ -5,11 +5,11 @@
  * that other processes make.
  */
 import * as path from "node:path";
-import { BrokerRegistration } from "../cluster/broker-registration.ts";
-import { LocalMetadataStore } from "../cluster/local-metadata-store.ts";
-import type { MetadataStore } from "../cluster/metadata-store.ts";
-import { ClusterStartupError, connectZooKeeper } from "../cluster/zookeeper-connection.ts";
-import { ZooKeeperMetadataStore } from "../cluster/zookeeper-metadata-store.ts";
+import { BrokerRegistration } from "../metadata/broker-registration.ts";
+import { LocalMetadataStore } from "../metadata/local-metadata-store.ts";
+import type { MetadataStore } from "../metadata/metadata-store.ts";
+import { ClusterStartupError, connectZooKeeper } from "../metadata/zookeeper-connection.ts";
+import { ZooKeeperMetadataStore } from "../metadata/zookeeper-metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
 import type { OffsetStore } from "../coordinator/offset-store.ts";
@@ -17,8 +17,8 @@ import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
-import { logConfigFor } from "./log-config-for-topic.ts";
-import type { MetadataCache, TopicMetadata } from "./metadata-cache.ts";
+import { logConfigFor } from "../server/log-config-for-topic.ts";
+import type { MetadataCache, TopicMetadata } from "../server/metadata-cache.ts";
 
 export interface StoreLogger {
   info(message: string): void;

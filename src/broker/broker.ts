@@ -1,20 +1,20 @@
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
-import { GENERATE_BROKER_ID, resolveBrokerId } from "../cluster/broker-id.ts";
+import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { SocketServer } from "../network/socket-server.ts";
 import { LogManager } from "../storage/log-manager.ts";
-import { AdminManager } from "./admin-manager.ts";
-import { logConfigFor } from "./log-config-for-topic.ts";
-import { MetadataCache } from "./metadata-cache.ts";
+import { AdminManager } from "../server/admin-manager.ts";
+import { logConfigFor } from "../server/log-config-for-topic.ts";
+import { MetadataCache } from "../server/metadata-cache.ts";
 import {
   followMetadataChanges, openMetadataStores, openOffsetStore, registerBroker,
 } from "./metadata-stores.ts";
-import { openProducerIdManager } from "./producer-id-manager.ts";
-import { ReplicaManager } from "./replica-manager.ts";
+import { openProducerIdManager } from "../server/producer-id-manager.ts";
+import { ReplicaManager } from "../server/replica-manager.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */

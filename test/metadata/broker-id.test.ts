@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ClusterStartupError } from "../../src/cluster/zookeeper-connection.ts";
+import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
 import { removeDir, startInProcessBroker, tempDir } from "../support/broker-harness.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 

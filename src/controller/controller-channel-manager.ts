@@ -6,7 +6,7 @@
  * a broker that rejoins gets the full state anew, so nothing is lost by dropping its queue.
  */
 import type { ApiKeyNumber, ApiMessages, Init } from "../protocol/generated/index.ts";
-import { InterBrokerClient, InterBrokerError } from "./inter-broker-client.ts";
+import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
 
 /** Requests waiting for one broker; past this the broker is hopelessly behind and is reset. */
 export const QUEUED_REQUESTS_MAX = 10_000;

@@ -8,7 +8,7 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { ALTER_PARTITION_VERSION, CONTROLLED_SHUTDOWN_VERSION } from "./controller-requests.ts";
-import { InterBrokerClient, InterBrokerError } from "./inter-broker-client.ts";
+import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
 
 export interface ControllerEndpoint {
   readonly id: number;

@@ -4,12 +4,12 @@
  * its candidacy for controller, its client to the active controller (AlterPartition for the
  * ReplicaManager, ControlledShutdown before it stops).
  */
-import { KafkaController } from "../cluster/controller.ts";
-import { ControllerClient } from "../cluster/controller-client.ts";
-import { readClusterSnapshot } from "../cluster/controller-state.ts";
+import { KafkaController } from "../controller/controller.ts";
+import { ControllerClient } from "../controller/controller-client.ts";
+import { readClusterSnapshot } from "../controller/controller-state.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import type { MetadataCache } from "./metadata-cache.ts";
+import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { StoreLogger } from "./metadata-stores.ts";
 
 /** Controlled shutdown asks the controller this many times before the broker stops anyway. */

@@ -9,8 +9,8 @@ import {
   BrokerIdConflictError,
   BrokerRegistration,
   type BrokerRegistrationOptions,
-} from "../../src/cluster/broker-registration.ts";
-import { encodeBrokerRegistration } from "../../src/cluster/kafka-znodes.ts";
+} from "../../src/metadata/broker-registration.ts";
+import { encodeBrokerRegistration } from "../../src/metadata/kafka-znodes.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "../zookeeper/tcp-proxy.ts";

@@ -5,7 +5,7 @@
 import type {
   Init, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
 } from "../protocol/generated/index.ts";
-import type { BrokerRegistrationInfo, PartitionStateZnode } from "./kafka-znodes.ts";
+import type { BrokerRegistrationInfo, PartitionStateZnode } from "../metadata/kafka-znodes.ts";
 
 export const LEADER_AND_ISR_VERSION = 7;
 export const UPDATE_METADATA_VERSION = 8;

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import {
   electForShutdown, electLeader, electPreferred, NO_LEADER, partitionsToRebalance,
-} from "../../src/cluster/controller-leader-election.ts";
+} from "../../src/controller/controller-leader-election.ts";
 
 const state = (leader: number, isr: number[], leaderEpoch = 3) =>
   ({ leader, leaderEpoch, isr, controllerEpoch: 1 });

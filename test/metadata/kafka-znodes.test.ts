@@ -23,7 +23,7 @@ import {
   topicIdFromBase64,
   topicIdToBase64,
   topicPath,
-} from "../../src/cluster/kafka-znodes.ts";
+} from "../../src/metadata/kafka-znodes.ts";
 
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 const bytes = (s: string) => new TextEncoder().encode(s);

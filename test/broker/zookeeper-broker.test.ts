@@ -8,9 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { ClusterStartupError } from "../../src/cluster/zookeeper-connection.ts";
+import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
-import { startBroker } from "../../src/server/broker.ts";
+import { startBroker } from "../../src/broker/broker.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { kcat, kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import {

@@ -20,7 +20,7 @@ import {
   TOPICS_PATH,
   type BrokerRegistrationInfo,
   type PartitionStateZnode,
-} from "./kafka-znodes.ts";
+} from "../metadata/kafka-znodes.ts";
 import { mapLimit } from "../util/map-limit.ts";
 
 /** One partition as the controller tracks it. */

@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import {
   assignReplicasToBrokers, rackAlternatedBrokers,
-} from "../../src/cluster/replica-assignment.ts";
+} from "../../src/metadata/replica-assignment.ts";
 
 const racks: Record<number, string> = {
   0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1",

@@ -5,12 +5,12 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { LocalMetadataStore } from "../../src/cluster/local-metadata-store.ts";
-import { ZooKeeperMetadataStore } from "../../src/cluster/zookeeper-metadata-store.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
+import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-store.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ZooKeeperOffsetStore } from "../../src/coordinator/zookeeper-offset-store.ts";
-import { openMetadataStores, openOffsetStore } from "../../src/server/metadata-stores.ts";
+import { openMetadataStores, openOffsetStore } from "../../src/broker/metadata-stores.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { LineLogger, removeDir, tempDir } from "../support/broker-harness.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";

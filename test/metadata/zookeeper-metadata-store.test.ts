@@ -4,8 +4,8 @@
  * to concurrent writers, and an unavailable ZooKeeper gives retriable errors, never a hang.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import type { TopicRecord } from "../../src/cluster/metadata-store.ts";
-import { ZooKeeperMetadataStore } from "../../src/cluster/zookeeper-metadata-store.ts";
+import type { TopicRecord } from "../../src/metadata/metadata-store.ts";
+import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-store.ts";
 import { ErrorCode, isRetriable, KafkaError } from "../../src/protocol/errors.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";

@@ -12,7 +12,7 @@
  * - Every change of leader or ISR made here bumps the leader epoch, which fences the old
  *   leader's requests and tells followers to truncate.
  */
-import type { PartitionStateZnode } from "./kafka-znodes.ts";
+import type { PartitionStateZnode } from "../metadata/kafka-znodes.ts";
 
 /** Kafka's LeaderAndIsr.NoLeader. */
 export const NO_LEADER = -1;

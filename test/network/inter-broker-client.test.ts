@@ -4,7 +4,7 @@
  * caller retries on (refused connection, a peer that never answers).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { InterBrokerClient, InterBrokerError } from "../../src/cluster/inter-broker-client.ts";
+import { InterBrokerClient, InterBrokerError } from "../../src/network/inter-broker-client.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";

@@ -43,7 +43,7 @@ import {
   CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, decodeController, decodeControllerEpoch,
   encodeController, encodeControllerEpoch, encodePartitionState, partitionPath,
   partitionStatePath, type BrokerRegistrationInfo, type PartitionStateZnode,
-} from "./kafka-znodes.ts";
+} from "../metadata/kafka-znodes.ts";
 import { mapLimit } from "../util/map-limit.ts";
 
 export interface ControllerLogger {
