@@ -2,10 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
 import { assert } from "../util/assert.ts";
-import type { MetadataStore, TopicRecord } from "./metadata-store.ts";
-
-/** Limit on topics a single embedded broker keeps, so a runaway client cannot grow the file forever. */
-export const TOPICS_MAX = 100_000;
+import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "./metadata-store.ts";
 
 interface MetadataFile {
   readonly version: 1;

@@ -3,6 +3,12 @@
  * in a local file ({@link LocalMetadataStore}); cluster mode will keep it in ZooKeeper under
  * `/brokers/topics/<topic>` and `/config/topics/<topic>`, behind this same interface.
  */
+/**
+ * Most topics any store keeps (and AdminManager lets clients create), so a runaway client cannot
+ * grow the metadata file or the znode tree forever.
+ */
+export const TOPICS_MAX = 100_000;
+
 export interface TopicRecord {
   readonly name: string;
   /** Kafka topic id: 16 random bytes, hex-encoded here so the record stays plain JSON. */

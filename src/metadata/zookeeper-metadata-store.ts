@@ -52,8 +52,7 @@ import {
   topicPath,
   TOPICS_PATH,
 } from "./kafka-znodes.ts";
-import { TOPICS_MAX } from "./local-metadata-store.ts";
-import type { MetadataStore, TopicRecord } from "./metadata-store.ts";
+import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "./metadata-store.ts";
 import {
   chunkOps,
   createTopicOps,

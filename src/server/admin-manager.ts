@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { TOPICS_MAX } from "../metadata/local-metadata-store.ts";
 import { assignReplicasToBrokers } from "../metadata/replica-assignment.ts";
-import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
+import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import {
