@@ -359,6 +359,10 @@ export class GroupCoordinator {
       this.scheduleJoin(group, "initial", delayMs, Math.max(group.rebalanceTimeoutMs - delayMs, 0));
     } else {
       this.scheduleJoin(group, "members", group.rebalanceTimeoutMs, 0);
+      // Kafka's tryCompleteElseWatch: a group whose members have all rejoined (or that has no
+      // members left) completes at once, so the last member's LeaveGroup or session expiry
+      // is answered with the group already Empty rather than one timer tick later.
+      this.tryCompleteJoin(group);
     }
   }
 
@@ -386,10 +390,16 @@ export class GroupCoordinator {
     this.completeJoin(group);
   }
 
-  /** Ends the join phase early once every member has rejoined (never during the initial delay). */
+  /**
+   * Ends the join phase early once every member has rejoined. The initial delay waits for
+   * members still to come, so it is not cut short, unless nobody is left to wait for: the last
+   * member left during it (Kafka would keep a memberless group in PreparingRebalance until the
+   * delay ends, refusing DeleteGroups with NON_EMPTY_GROUP meanwhile).
+   */
   private tryCompleteJoin(group: ClassicGroup): void {
-    if (!group.is(GroupState.PreparingRebalance)) return;
-    if (group.joinWait !== "members" || !group.hasAllMembersJoined) return;
+    if (!group.is(GroupState.PreparingRebalance) || !group.hasAllMembersJoined) return;
+    const memberless = group.size === 0;
+    if (group.joinWait !== "members" && !memberless) return;
     if (group.joinTimer !== null) clearTimeout(group.joinTimer);
     group.joinTimer = null;
     this.completeJoin(group);

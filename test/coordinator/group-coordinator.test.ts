@@ -292,12 +292,38 @@ describe("sessions and leaving", () => {
     expect(leave(c, "nope", "m").members[0]!.errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 
-  test("the last member leaving makes the group Empty", async () => {
+  test("the group is Empty by the time the last member's LeaveGroup is answered", async () => {
     const c = await open();
     const a = await joinWithId(c, "g");
     await syncAll(c, "g", [a]);
-    leave(c, "g", a.memberId);
-    await waitFor("the group to empty", () => c.groupState("g") === GroupState.Empty);
+    expect(leave(c, "g", a.memberId).members[0]!.errorCode).toBe(NONE);
+    // Same tick: an admin's DeleteGroups right after a consumer's close must succeed.
+    expect(c.groupState("g")).toBe(GroupState.Empty);
+    expect(c.describeGroups(["g"], 5)[0]!.groupState).toBe(GroupState.Empty);
+  });
+
+  test("a memberless group does not wait out the initial delay", async () => {
+    const c = await open({ initialRebalanceDelayMs: 10_000 });
+    const first = await c.joinGroup(joinRequest("g"));
+    const parked = c.joinGroup(joinRequest("g", { memberId: first.memberId }));
+    expect(c.groupState("g")).toBe(GroupState.PreparingRebalance);
+    leave(c, "g", first.memberId);
+    expect(c.groupState("g")).toBe(GroupState.Empty);
+    expect((await parked).errorCode).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+    expect((await c.deleteGroups(["g"]))[0]!.errorCode).toBe(NONE);
+  });
+
+  test("the last member's session expiry leaves the group Empty, never memberless", async () => {
+    const c = await open();
+    const a = await joinWithId(c, "g", { sessionTimeoutMs: 100 });
+    await syncAll(c, "g", [a]);
+    // Sampled every millisecond: once the member is gone, no sample may show a rebalance.
+    const deadlineMs = Date.now() + 5_000;
+    while (c.describeGroups(["g"], 5)[0]!.members.length > 0 && Date.now() < deadlineMs) {
+      await sleep(1);
+    }
+    expect(c.describeGroups(["g"], 5)[0]!.members).toHaveLength(0);
+    expect(c.groupState("g")).toBe(GroupState.Empty);
   });
 });
 
@@ -394,7 +420,7 @@ describe("static membership (KIP-345)", () => {
     const a = await c.joinGroup(joinRequest("g", { groupInstanceId: "pod-9" }));
     await syncAll(c, "g", [a]);
     expect(leave(c, "g", "", "pod-9").members[0]!.errorCode).toBe(NONE);
-    await waitFor("the group to empty", () => c.groupState("g") === GroupState.Empty);
+    expect(c.groupState("g")).toBe(GroupState.Empty);
   });
 });
 
