@@ -222,6 +222,22 @@ export class LogManager {
     for (const logDir of this.logDirs) this.writeCheckpoints(logDir);
   }
 
+  /**
+   * Rewrites the log-start-offset checkpoint of the log dir holding `log` now (after
+   * DeleteRecords), so a start offset a client was told about survives a crash.
+   */
+  checkpointLogStartOffsetsOf(log: UnifiedLog): void {
+    const logDir = this.logDirOf.get(log);
+    if (logDir === undefined) return;
+    const startOffsets: CheckpointEntry[] = [];
+    for (const [other, dir] of this.logDirOf) {
+      if (dir !== logDir) continue;
+      startOffsets.push({ topic: other.topic, partition: other.partition,
+        offset: other.logStartOffset });
+    }
+    writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
+  }
+
   private writeCheckpoints(logDir: string, withHighWatermarks = true): void {
     const recoveryPoints: CheckpointEntry[] = [];
     const startOffsets: CheckpointEntry[] = [];

@@ -577,6 +577,28 @@ export class UnifiedLog {
   }
 
   /**
+   * Moves the log start offset forward to `offset` (DeleteRecords on the leader, the leader's
+   * start learnt by a follower) and deletes the segments wholly below it at once. Never moves
+   * it back, nor past the high watermark: nothing a consumer has not been allowed to read may
+   * disappear. True when it moved.
+   */
+  maybeIncrementLogStartOffset(offset: bigint, reason: string): boolean {
+    this.ensureOpen();
+    if (offset > this.highWatermarkValue) {
+      throw new KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, `${this.name}: log start offset ` +
+        `${offset} above the high watermark ${this.highWatermarkValue}`);
+    }
+    if (offset <= this.logStartOffsetValue) return false;
+    this.logStartOffsetValue = offset;
+    this.deleteSegmentsWhile(
+      (_s, next) => next.baseOffset <= this.logStartOffsetValue,
+      `below the log start offset (${reason})`,
+    );
+    this.producerState.deleteSnapshotsBelow(this.logStartOffsetValue);
+    return true;
+  }
+
+  /**
    * Retention: deletes the oldest sealed segments that are past retention.ms, that make the log
    * larger than retention.bytes, or that lie wholly below the log start offset. The active
    * segment and segments reaching above the high watermark are kept. Returns how many went.
@@ -584,8 +606,12 @@ export class UnifiedLog {
   deleteOldSegments(nowMs: number): number {
     this.ensureOpen();
     const config = this.configValue;
-    if (!config.cleanupPolicy.split(",").includes("delete")) return 0;
-    let deleted = 0;
+    // Segments below the log start offset go whatever the policy, as in Kafka.
+    let deleted = this.deleteSegmentsWhile(
+      (_s, next) => next.baseOffset <= this.logStartOffsetValue,
+      "below the log start offset",
+    );
+    if (!config.cleanupPolicy.split(",").includes("delete")) return deleted;
     if (config.retentionMs >= 0) {
       deleted += this.deleteSegmentsWhile(
         (s) => nowMs - s.largestTimestampMs() > config.retentionMs,
@@ -600,10 +626,6 @@ export class UnifiedLog {
         return true;
       }, `retention.bytes ${config.retentionBytes} breached`);
     }
-    deleted += this.deleteSegmentsWhile(
-      (_s, next) => next.baseOffset <= this.logStartOffsetValue,
-      "below the log start offset",
-    );
     this.producerState.deleteSnapshotsBelow(this.logStartOffsetValue);
     this.producerState.removeExpiredProducers(nowMs);
     return deleted;
