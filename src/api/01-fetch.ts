@@ -39,7 +39,7 @@ export const fetchHandler = defineHandler({
         entries.push({
           topic: names[i], partition: p.partition, fetchOffset: p.fetchOffset,
           partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
-          currentLeaderEpoch: p.currentLeaderEpoch,
+          currentLeaderEpoch: p.currentLeaderEpoch, logStartOffset: p.logStartOffset,
         });
       }
     });

@@ -54,6 +54,8 @@ export interface FollowerState {
   lastCaughtUpTimeMs: number;
   lastFetchLeaderLogEndOffset: bigint;
   lastFetchTimeMs: number;
+  /** The follower's log start offset as its last fetch reported it (for DeleteRecords). */
+  logStartOffset: bigint;
 }
 
 export type AcksOutcome = "waiting" | "done";
@@ -188,6 +190,7 @@ export class Partition {
         lastCaughtUpTimeMs: this.isrValue.includes(id) ? nowMs : 0,
         lastFetchLeaderLogEndOffset: UNKNOWN_OFFSET,
         lastFetchTimeMs: 0,
+        logStartOffset: UNKNOWN_OFFSET,
       });
     }
     for (const id of [...this.followers.keys()]) {
@@ -219,7 +222,9 @@ export class Partition {
    * previous fetch if it has now reached what the leader had then (Kafka's rule: a follower that
    * keeps up with a busy leader is never exactly at the LEO). False for an unknown replica.
    */
-  updateFollowerFetchState(brokerId: number, fetchOffset: bigint, nowMs: number): boolean {
+  updateFollowerFetchState(
+    brokerId: number, fetchOffset: bigint, nowMs: number, logStartOffset = UNKNOWN_OFFSET,
+  ): boolean {
     assert(this.isLeader, `${this.topic}-${this.partition}: follower fetch on a non-leader`);
     const f = this.followers.get(brokerId);
     if (f === undefined) return false;
@@ -231,7 +236,23 @@ export class Partition {
     f.logEndOffset = fetchOffset;
     f.lastFetchLeaderLogEndOffset = leaderEnd;
     f.lastFetchTimeMs = nowMs;
+    f.logStartOffset = logStartOffset;
     return true;
+  }
+
+  /**
+   * Kafka's low watermark: the smallest log start offset over this leader and the followers on
+   * live brokers (`isAlive`). DeleteRecords is done once it reaches the requested offset, i.e.
+   * every live replica has dropped the records. A follower that has not fetched in this epoch
+   * counts as -1, so the request waits for it.
+   */
+  lowWatermark(isAlive: (brokerId: number) => boolean): bigint {
+    assert(this.isLeader, `${this.topic}-${this.partition}: low watermark on a non-leader`);
+    let low = this.log.logStartOffset;
+    for (const [id, f] of this.followers) {
+      if (f.logStartOffset < low && isAlive(id)) low = f.logStartOffset;
+    }
+    return low;
   }
 
   /**

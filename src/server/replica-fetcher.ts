@@ -37,8 +37,8 @@ export interface ReplicaFetcherSettings {
 
 /** What the fetcher asks of the replica manager. */
 export interface ReplicaFetcherHost {
-  /** Appends batches fetched from the leader and adopts the leader's high watermark. */
-  appendAsFollower(partition: Partition, records: Uint8Array, leaderHighWatermark: bigint): void;
+  /** Appends batches fetched from the leader; adopts the leader's HW and log start offset. */
+  appendAsFollower(partition: Partition, records: Uint8Array, leader: LeaderOffsets): void;
   /**
    * Called once per partition before its first fetch in a leader epoch: truncates whatever this
    * replica holds beyond the leader's log (leader epochs). Resolves when the partition may fetch.
@@ -48,6 +48,12 @@ export interface ReplicaFetcherHost {
   startOverAt(partition: Partition, offset: bigint): void;
   endpoint(brokerId: number): BrokerEndpoint | undefined;
   warn(message: string): void;
+}
+
+/** What a leader's fetch response says of its log besides the records. */
+export interface LeaderOffsets {
+  readonly highWatermark: bigint;
+  readonly logStartOffset: bigint;
 }
 
 interface FetchTarget {
@@ -260,6 +266,6 @@ export class ReplicaFetcher {
       return;
     }
     const records = p.records instanceof Uint8Array ? p.records : new Uint8Array(0);
-    this.host.appendAsFollower(partition, records, p.highWatermark);
+    this.host.appendAsFollower(partition, records, p);
   }
 }

@@ -21,6 +21,8 @@ import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 export const PARKED_FETCHES_MAX = 10_000;
 /** acks=-1 produces waiting for their ISR at once, across all connections. */
 export const PARKED_PRODUCES_MAX = 10_000;
+/** DeleteRecords requests waiting for their replicas at once, across all connections. */
+export const PARKED_DELETE_RECORDS_MAX = 10_000;
 /** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
@@ -53,6 +55,8 @@ export interface FetchEntry {
   readonly partitionMaxBytes: number;
   /** The leader epoch the client believes in (v9+), or -1 to skip the check. */
   readonly currentLeaderEpoch?: number;
+  /** A follower's log start offset (v5+), which DeleteRecords waits on; -1 from consumers. */
+  readonly logStartOffset?: bigint;
 }
 
 export interface FetchOutcome {
@@ -88,6 +92,19 @@ export interface EpochEndLookup {
   readonly endOffset: bigint;
 }
 
+export interface DeleteRecordsEntry {
+  readonly topic: string;
+  readonly partition: number;
+  /** Records below it go; -1 means the high watermark (Kafka's HIGH_WATERMARK). */
+  readonly offset: bigint;
+}
+
+export interface DeleteRecordsOutcome {
+  readonly errorCode: number;
+  /** The low watermark reached (the smallest log start offset of the replicas), -1 on error. */
+  readonly lowWatermark: bigint;
+}
+
 /** The idempotent producers a partition remembers (DescribeProducers). */
 export interface ActiveProducers {
   readonly errorCode: number;
@@ -117,6 +134,11 @@ export class ReplicaManager {
   /** Follower fetches wait for appends; consumer fetches (above) for the high watermark. */
   private readonly followerFetches = new DelayedFetchPurgatory(PARKED_FETCHES_MAX);
   private readonly produces = new DelayedProducePurgatory(PARKED_PRODUCES_MAX);
+  /**
+   * Kafka's DelayedDeleteRecords: a wait has the same shape as an acks=-1 produce's (a check
+   * re-run when a partition changes), with the low watermark in place of the HW.
+   */
+  private readonly deleteRecordsWaits = new DelayedProducePurgatory(PARKED_DELETE_RECORDS_MAX);
   /**
    * Bounded by the logs this broker holds (LogManager's limit); pruned on topic deletion in
    * the embedded default, by StopReplica in a cluster.
@@ -334,7 +356,7 @@ export class ReplicaManager {
     try {
       const epoch = entry.currentLeaderEpoch ?? -1;
       partition = this.leaderPartition(entry.topic, entry.partition, epoch);
-      if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry.fetchOffset);
+      if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry);
     } catch (e) {
       return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e).code };
     }
@@ -354,9 +376,11 @@ export class ReplicaManager {
    * leader's LEO means diverging logs; the read then answers OFFSET_OUT_OF_RANGE and nothing is
    * recorded.
    */
-  private recordFollowerFetch(partition: Partition, replicaId: number, fetchOffset: bigint): void {
+  private recordFollowerFetch(partition: Partition, replicaId: number, entry: FetchEntry): void {
+    const fetchOffset = entry.fetchOffset;
     if (fetchOffset > partition.log.logEndOffset) return;
-    if (!partition.updateFollowerFetchState(replicaId, fetchOffset, Date.now())) {
+    const startOffset = entry.logStartOffset ?? -1n;
+    if (!partition.updateFollowerFetchState(replicaId, fetchOffset, Date.now(), startOffset)) {
       throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
         `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`);
     }
@@ -364,6 +388,7 @@ export class ReplicaManager {
     if (partition.maybeIncrementHighWatermark()) {
       this.onHighWatermarkAdvanced(key, Number.MAX_SAFE_INTEGER);
     }
+    this.deleteRecordsWaits.checkAndComplete(key);
     this.isrManager?.maybeExpand(partition);
   }
 
@@ -389,6 +414,84 @@ export class ReplicaManager {
     } catch (e) {
       return { ...NOT_FOUND, errorCode: asKafkaError(e).code };
     }
+  }
+
+  /**
+   * DeleteRecords (Kafka's ReplicaManager.deleteRecords): on each partition this broker leads,
+   * moves the log start offset to the requested offset (the HW for -1), which deletes the
+   * segments below it, and checkpoints it; then waits until every live replica has it too (the
+   * low watermark reaches it; followers learn it from fetch responses) or `timeoutMs` passes
+   * (REQUEST_TIMED_OUT). An offset above the HW, or below 0 other than -1, is
+   * OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks `delete` is POLICY_VIOLATION.
+   */
+  async deleteRecords(
+    timeoutMs: number, entries: readonly DeleteRecordsEntry[],
+  ): Promise<DeleteRecordsOutcome[]> {
+    const outcomes: DeleteRecordsOutcome[] = [];
+    const waiting: { index: number; wait: ProduceWait }[] = [];
+    entries.forEach((entry, index) => {
+      try {
+        const required = this.deleteRecordsOnLocalLog(entry);
+        const p = this.partitions.get(partitionKey(entry.topic, entry.partition))!;
+        outcomes.push({ errorCode: ErrorCode.NONE, lowWatermark: this.lowWatermarkOf(p) });
+        waiting.push({ index, wait: this.deleteRecordsWait(entry, required) });
+      } catch (e) {
+        outcomes.push({ errorCode: asKafkaError(e).code, lowWatermark: -1n });
+      }
+    });
+    if (waiting.length === 0) return outcomes;
+    const codes = await this.deleteRecordsWaits.park(waiting.map((w) => w.wait), timeoutMs);
+    waiting.forEach((w, i) => {
+      const p = this.partitions.get(partitionKey(entries[w.index]!.topic,
+        entries[w.index]!.partition));
+      const lowWatermark = codes[i] === ErrorCode.NONE && p !== undefined && p.isLeader
+        ? this.lowWatermarkOf(p) : outcomes[w.index]!.lowWatermark;
+      outcomes[w.index] = { errorCode: codes[i]!, lowWatermark };
+    });
+    return outcomes;
+  }
+
+  /** Moves the leader's log start offset; returns the offset the replicas must reach. */
+  private deleteRecordsOnLocalLog(entry: DeleteRecordsEntry): bigint {
+    if (INTERNAL_TOPICS.has(entry.topic)) {
+      throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+        `Cannot delete records of internal topic ${entry.topic}`);
+    }
+    const p = this.leaderPartition(entry.topic, entry.partition, -1);
+    const log = p.log;
+    if (!log.config.cleanupPolicy.split(",").includes("delete")) {
+      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `Records of partition ` +
+        `${p.topic}-${p.partition} can not be deleted due to the configured policy`);
+    }
+    const offset = entry.offset === HIGH_WATERMARK ? log.highWatermark : entry.offset;
+    if (offset < 0n || offset > log.highWatermark) {
+      throw new KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, `Cannot increment the log start ` +
+        `offset to ${offset} of ${p.topic}-${p.partition}: the high watermark is ` +
+        `${log.highWatermark}`);
+    }
+    if (log.maybeIncrementLogStartOffset(offset, "DeleteRecords")) {
+      this.logs.checkpointLogStartOffsetsOf(log);
+    }
+    return offset;
+  }
+
+  private deleteRecordsWait(entry: DeleteRecordsEntry, requiredOffset: bigint): ProduceWait {
+    const key = partitionKey(entry.topic, entry.partition);
+    return {
+      partitionKey: key,
+      check: () => {
+        const p = this.partitions.get(key);
+        if (p === undefined || !p.isLeader) {
+          return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
+        }
+        const reached = this.lowWatermarkOf(p) >= requiredOffset;
+        return { outcome: reached ? "done" : "waiting", errorCode: ErrorCode.NONE };
+      },
+    };
+  }
+
+  private lowWatermarkOf(p: Partition): bigint {
+    return p.lowWatermark((id) => this.cache.brokers.some((b) => b.nodeId === id));
   }
 
   /**
@@ -479,6 +582,7 @@ export class ReplicaManager {
     const key = partitionKey(p.topic, p.partition);
     p.maybeIncrementHighWatermark();
     this.produces.checkAndComplete(key);
+    this.deleteRecordsWaits.checkAndComplete(key);
     if (!p.isLeader) {
       this.purgatory.wakeWhere((k) => k === key);
       this.followerFetches.wakeWhere((k) => k === key);
@@ -499,6 +603,7 @@ export class ReplicaManager {
       this.fetchers.removePartition(topic, partition);
       this.partitions.delete(key);
       this.produces.checkAndComplete(key);
+      this.deleteRecordsWaits.checkAndComplete(key);
       this.purgatory.wakeWhere((k) => k === key);
       this.followerFetches.wakeWhere((k) => k === key);
     }
@@ -513,10 +618,14 @@ export class ReplicaManager {
 
   private fetcherHost(): ReplicaFetcherHost {
     return {
-      appendAsFollower: (p, records, leaderHighWatermark) => {
+      appendAsFollower: (p, records, leader) => {
         assert(!p.isLeader, `${p.topic}-${p.partition}: follower append on the leader`);
         if (records.length > 0) p.log.append(records, { assignOffsets: false });
-        p.updateFollowerHighWatermark(leaderHighWatermark);
+        p.updateFollowerHighWatermark(leader.highWatermark);
+        // The leader's start (DeleteRecords, retention), as far as this replica holds records.
+        const hw = p.log.highWatermark;
+        const start = leader.logStartOffset < hw ? leader.logStartOffset : hw;
+        p.log.maybeIncrementLogStartOffset(start, "leader's log start offset");
       },
       truncateBeforeFetching: (p, client) => {
         const leaderEpochWhenAsked = p.leaderEpoch;
@@ -541,6 +650,7 @@ export class ReplicaManager {
     this.purgatory.completeAll();
     this.followerFetches.completeAll();
     this.produces.expireAll();
+    this.deleteRecordsWaits.expireAll();
     this.isrManager?.stop();
     void this.fetchers.shutdown();
   }
@@ -606,6 +716,11 @@ function stampLeaderEpoch(records: Uint8Array, leaderEpoch: number): void {
     setPartitionLeaderEpoch(records, b.position, leaderEpoch);
   }
 }
+
+/** DeleteRecords' offset meaning "up to the high watermark" (Kafka's HIGH_WATERMARK). */
+const HIGH_WATERMARK = -1n;
+/** Kafka's internal topics, whose records DeleteRecords refuses to delete. */
+const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_state"]);
 
 const NOT_FOUND: OffsetLookup = Object.freeze({
   errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1,
