@@ -18,6 +18,7 @@ import { listGroupsHandler } from "./16-list-groups.ts";
 import { apiVersionsHandler } from "./18-api-versions.ts";
 import { createTopicsHandler } from "./19-create-topics.ts";
 import { deleteTopicsHandler } from "./20-delete-topics.ts";
+import { deleteRecordsHandler } from "./21-delete-records.ts";
 import { initProducerIdHandler } from "./22-init-producer-id.ts";
 import { offsetForLeaderEpochHandler } from "./23-offset-for-leader-epoch.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
@@ -40,6 +41,7 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   apiVersionsHandler,
   createTopicsHandler,
   deleteTopicsHandler,
+  deleteRecordsHandler,
   describeConfigsHandler,
   alterConfigsHandler,
   createPartitionsHandler,
