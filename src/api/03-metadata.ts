@@ -3,13 +3,18 @@
 // Version notes:
 // * v0: an empty topic list means all topics; v1+ uses null for that. v1: controller id, internal flag.
 // * v2: cluster id. v4: AllowAutoTopicCreation (before it, creation was always allowed).
-// * v7: leader epochs. v8-10: authorized operations (no ACLs yet: left at "not requested").
+// * v7: leader epochs. v8+: topic authorized operations, v8-10 the cluster's too, when asked
+//   (security/authorized-operations.ts: with no authorizer, every operation of the resource
+//   type, as Kafka answers). A topic looked up by an unknown id has no name and gets none.
 // * v9: flexible. v10: topic ids (KIP-516); v12 lets clients ask by id with a null name.
 // * Auto-creation (auto.create.topics.enable) creates a missing topic with num.partitions and
 //   default.replication.factor; Quill creates it synchronously, so the answer already has it
 //   instead of Kafka's first LEADER_NOT_AVAILABLE.
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type MetadataRequest } from "../protocol/generated/index.ts";
+import {
+  authorizedOperations, clusterAuthorizedOperations, ResourceType,
+} from "../security/authorized-operations.ts";
 import type { TopicMetadata } from "../server/metadata-cache.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
@@ -24,18 +29,30 @@ export const metadataHandler = defineHandler({
     const all = request.topics === null || (ctx.apiVersion === 0 && request.topics.length === 0);
     const live = new Set(cache.brokers.map((b) => b.nodeId));
     const describe = (t: TopicMetadata) => describeWith(t, live, ctx.apiVersion);
-    const topics = all
+    const described = all
       ? [...cache.topics()].map(describe)
       : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx, describe)));
+    const topics = request.includeTopicAuthorizedOperations
+      ? described.map(withAuthorizedOperations)
+      : described;
     return {
       throttleTimeMs: 0,
       brokers: cache.brokers.map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterId: cache.clusterId,
       controllerId: cache.controllerId,
       topics,
+      ...(request.includeClusterAuthorizedOperations
+        ? { clusterAuthorizedOperations: clusterAuthorizedOperations() }
+        : {}),
     };
   },
 });
+
+function withAuthorizedOperations<T extends { name: string | null }>(topic: T) {
+  if (topic.name === null) return topic;
+  const topicAuthorizedOperations = authorizedOperations(ResourceType.TOPIC, topic.name);
+  return { ...topic, topicAuthorizedOperations };
+}
 
 type RequestedTopic = NonNullable<MetadataRequest["topics"]>[number];
 

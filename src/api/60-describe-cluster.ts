@@ -2,25 +2,19 @@
 //
 // Version notes:
 // * v0 (KIP-700): brokers, cluster id, controller id, and the cluster's authorized operations
-//   when asked for. Quill has no authorizer, so, like Kafka without one, it reports every
-//   operation a cluster supports.
+//   when asked for (security/authorized-operations.ts: with no authorizer, every operation a
+//   cluster supports, as Kafka answers).
 // * v1 (KIP-919): EndpointType. A broker describes brokers (1); asking it for controllers (2)
 //   is MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (in v0 both are
 //   INVALID_REQUEST), as in Kafka.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import {
+  AUTHORIZED_OPERATIONS_NOT_REQUESTED, clusterAuthorizedOperations,
+} from "../security/authorized-operations.ts";
 import { defineHandler } from "./handler.ts";
 
 const EndpointType = { BROKER: 1, CONTROLLER: 2 } as const;
-/** The schema's "not requested" value for ClusterAuthorizedOperations. */
-const OPERATIONS_NOT_REQUESTED = -(2 ** 31);
-/**
- * AclOperation codes a cluster supports (Kafka's AclEntry.supportedOperations(CLUSTER)), as
- * Kafka's 32-bit field: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
- * ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
- */
-const CLUSTER_OPERATIONS = [5, 7, 8, 9, 10, 11, 12].reduce((bits, op) => bits | (1 << op), 0);
-
 export const describeClusterHandler = defineHandler({
   apiKey: ApiKey.DescribeCluster,
   minVersion: 0,
@@ -52,8 +46,8 @@ export const describeClusterHandler = defineHandler({
       brokers: cache.brokers.map((b) =>
         ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
-        ? CLUSTER_OPERATIONS
-        : OPERATIONS_NOT_REQUESTED,
+        ? clusterAuthorizedOperations()
+        : AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     };
   },
 });
