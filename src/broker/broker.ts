@@ -1,21 +1,24 @@
 import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
-import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
-import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
-import { groupConfigFrom } from "../coordinator/group-config.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
+import type { KafkaController } from "../controller/controller.ts";
+import type { ControllerClient } from "../controller/controller-client.ts";
+import { groupConfigFrom } from "../coordinator/group-config.ts";
+import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
+import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { SocketServer } from "../network/socket-server.ts";
-import { LogManager } from "../storage/log-manager.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { MetadataCache } from "../server/metadata-cache.ts";
-import {
-  followMetadataChanges, openMetadataStores, openOffsetStore, registerBroker,
-} from "./metadata-stores.ts";
 import { openProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
+import { LogManager } from "../storage/log-manager.ts";
+import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
+import {
+  followMetadataChanges, type MetadataStores, openMetadataStores, openOffsetStore, registerBroker,
+} from "./metadata-stores.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -35,39 +38,129 @@ export interface BrokerLogger {
   error(message: string): void;
 }
 
+/** This broker as Metadata names it; the port follows the bound one when asked for port 0. */
+interface SelfEndpoint {
+  readonly nodeId: number;
+  readonly host: string;
+  port: number;
+  readonly rack: string | null;
+}
+
+/** The listener as bound (port 0 in the config picks a free one). */
+interface BoundServer {
+  readonly host: string;
+  readonly port: number;
+  stopAccepting(): void;
+}
+
 /**
- * Starts the embedded single broker: metadata from the local store, logs recovered from the log
- * dirs, the API handlers behind the socket server. The order matters: everything a request may
- * touch exists before the port is bound, and stop() undoes it in reverse.
+ * Starts the broker: metadata stores, logs recovered from the log dirs, the replica manager and
+ * group coordinator, the API handlers behind the socket server, then (in a cluster) the
+ * registration and the controller candidacy. The order matters: everything a request may touch
+ * exists before the port is bound. Every step pushes the undoing of what it opened onto one
+ * stack, which a failed start and stop() both unwind, so each is closed in reverse order.
  */
 export async function startBroker(
   configured: BrokerConfig,
   log: BrokerLogger = consoleLogger,
 ): Promise<RunningBroker> {
-  const logDirs = configured["log.dirs"];
-  const stores = await openMetadataStores(configured, log);
-  // In a cluster the id may come from the data dir or ZooKeeper (broker.id -1).
-  const config = stores.zooKeeper === null ? embeddedConfig(configured) : {
-    ...configured,
-    "broker.id": await resolveBrokerId(configured["broker.id"], stores.metadataStore.clusterId,
-      logDirs, stores.zooKeeper).catch(async (error: unknown) => {
-      await stores.close();
-      throw error;
-    }),
-  };
+  const cleanups = new CleanupStack();
+  try {
+    return await startSteps(configured, log, cleanups);
+  } catch (error) {
+    // What failed is the error to report; a cleanup's own failure is only logged.
+    await cleanups.unwind((message) => log.error(message)).catch(() => {});
+    throw error;
+  }
+}
+
+async function startSteps(
+  configured: BrokerConfig,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): Promise<RunningBroker> {
+  const { stores, config } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
-  const store = stores.metadataStore;
-  const listen = config.listeners;
   const advertised = config["advertised.listeners"];
-  // The advertised port follows the bound one when the operator asked for port 0 (tests).
-  const self = { nodeId: brokerId, host: advertised.host, port: advertised.port, rack: config["broker.rack"] };
-  const cache = new MetadataCache(store, self, config);
+  const self: SelfEndpoint = {
+    nodeId: brokerId, host: advertised.host, port: advertised.port, rack: config["broker.rack"],
+  };
+  const cache = new MetadataCache(stores.metadataStore, self, config);
+  const logs = await openLogs(config, stores, cache, log, cleanups);
+  const controllerClient = stores.zooKeeper === null ? null
+    : controllerClientFor(stores.zooKeeper, brokerId, cache);
+  if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
+  const replicaManager = new ReplicaManager(logs, cache, {
+    alterIsr: controllerClient?.alterIsr, logger: (line) => log.warn(line),
+  });
+  // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
+  cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
+  const groupCoordinator = await startGroupCoordinator(config, stores, cache, cleanups);
+  const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
+  const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
+  let services: BrokerServices | null = null;
+  const server = await serve(config, () => services!, log, cleanups, () => {
+    replicaManager.completeDelayedFetches();
+    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
+    groupCoordinator.close();
+  });
+  if (advertised.port === 0 || config.listeners.port === 0) self.port = server.port;
+  // Set before registering: once registered, the controller may send requests at once.
+  services = {
+    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host,
+    advertisedPort: self.port, metadataCache: cache, replicaManager, adminManager,
+    groupCoordinator, handlers: API_HANDLERS, controller: null,
+    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, config["log.dirs"][0]!),
+  };
+  const controller = await joinCluster(config, stores, self, server, cache, controllerClient, log,
+    cleanups);
+  services = { ...services, controller };
+  log.info(`quill: broker ${brokerId} listening on ${server.host}:${server.port} ` +
+    `(advertised ${self.host}:${self.port}), data in ${config["log.dirs"].join(",")}`);
+  let stopping: Promise<void> | null = null;
+  const stop = () => (stopping ??= (async () => {
+    await cleanups.unwind((message) => log.error(message));
+    log.info(`quill: broker ${brokerId} stopped cleanly`);
+  })());
+  return { host: server.host, port: server.port, services, stop };
+}
+
+/**
+ * Opens the metadata store (the local file, or ZooKeeper in a cluster) and settles the broker
+ * id, which in a cluster may come from the data dir or ZooKeeper (broker.id -1).
+ */
+async function openStores(
+  configured: BrokerConfig,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): Promise<{ stores: MetadataStores; config: BrokerConfig }> {
+  const stores = await openMetadataStores(configured, log);
+  cleanups.push("metadata stores", () => stores.close());
+  if (stores.zooKeeper === null) return { stores, config: embeddedConfig(configured) };
+  const brokerId = await resolveBrokerId(configured["broker.id"],
+    stores.metadataStore.clusterId, configured["log.dirs"], stores.zooKeeper);
+  return { stores, config: { ...configured, "broker.id": brokerId } };
+}
+
+/**
+ * Opens the log dirs (recovering them if the last stop was not clean), creates the logs of the
+ * partitions this broker hosts, and keeps them in line with topic changes made elsewhere.
+ */
+async function openLogs(
+  config: BrokerConfig,
+  stores: MetadataStores,
+  cache: MetadataCache,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): Promise<LogManager> {
+  const brokerId = config["broker.id"];
   const logs = LogManager.open({
-    logDirs,
+    logDirs: config["log.dirs"],
     configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, config),
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
     logger: (line) => log.warn(line),
   });
+  cleanups.push("logs", () => logs.close());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
   for (const t of cache.topics()) {
     for (const p of t.partitions) {
@@ -78,27 +171,46 @@ export async function startBroker(
   }
   logs.startBackgroundTasks();
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
-  const controllerClient = stores.zooKeeper === null ? null
-    : controllerClientFor(stores.zooKeeper, brokerId, cache);
-  const replicaManager = new ReplicaManager(logs, cache, {
-    alterIsr: controllerClient?.alterIsr, logger: (line) => log.warn(line),
-  });
-  // Committed offsets live where the metadata does: ZooKeeper in cluster mode, else the data dir.
+  cleanups.push("topic change subscription", unfollow);
+  return logs;
+}
+
+/** Committed offsets live where the metadata does: ZooKeeper in a cluster, else the data dir. */
+async function startGroupCoordinator(
+  config: BrokerConfig,
+  stores: MetadataStores,
+  cache: MetadataCache,
+  cleanups: CleanupStack,
+): Promise<GroupCoordinator> {
   const offsetStore = openOffsetStore(stores, config);
-  const isCoordinatorFor = (groupId: string) => cache.groupCoordinator(groupId).nodeId === brokerId;
+  cleanups.push("offset store", () => offsetStore.close());
+  const isCoordinatorFor = (groupId: string) =>
+    cache.groupCoordinator(groupId).nodeId === config["broker.id"];
   const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config), Date.now,
     isCoordinatorFor);
   // Groups follow the live brokers: those that moved elsewhere are let go at once.
   const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());
+  cleanups.push("live broker subscription", unwatchBrokers);
+  cleanups.push("group coordinator", () => groupCoordinator.close());
   await groupCoordinator.start();
-  const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
-  const adminManager = new AdminManager(config, liveBrokerIds, store, cache, logs);
-  let services: BrokerServices | null = null;
-  const dispatcher = new RequestDispatcher(() => services!, API_HANDLERS, log);
+  return groupCoordinator;
+}
+
+/**
+ * Binds the listener with the API handlers behind it. Stopping it first answers what is parked
+ * (`answerParked`), then waits for in-flight requests before closing connections.
+ */
+async function serve(
+  config: BrokerConfig,
+  services: () => BrokerServices,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+  answerParked: () => void,
+): Promise<BoundServer> {
   const server = new SocketServer({
-    host: listen.host,
-    port: listen.port,
-    handler: dispatcher,
+    host: config.listeners.host,
+    port: config.listeners.port,
+    handler: new RequestDispatcher(services, API_HANDLERS, log),
     logger: log,
     limits: {
       socketRequestMaxBytes: config["socket.request.max.bytes"],
@@ -108,47 +220,41 @@ export async function startBroker(
     },
   });
   const bound = await server.start();
-  if (advertised.port === 0 || listen.port === 0) Object.assign(self, { port: bound.port });
-  // Set before registering: once registered, the controller may send requests at once.
-  services = {
-    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host, advertisedPort: self.port,
-    metadataCache: cache, replicaManager, adminManager, groupCoordinator, handlers: API_HANDLERS,
-    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, logDirs[0]!),
-    controller: null,
-  };
-  const registration = stores.zooKeeper === null ? null
-    : await registerBroker(stores.zooKeeper, config, self, log).catch(async (error: unknown) => {
-      unfollow();
-      groupCoordinator.close();
-      await server.drainAndClose(0);
-      logs.close();
-      await offsetStore.close();
-      await stores.close();
-      throw error;
-    });
-  const clusterRole = stores.zooKeeper === null ? null
-    : await startClusterRole(stores.zooKeeper, config, cache, controllerClient!, log);
-  services = { ...services, controller: clusterRole?.controller ?? null };
-  log.info(`quill: broker ${brokerId} listening on ${bound.host}:${bound.port} ` +
-    `(advertised ${self.host}:${self.port}), data in ${logDirs.join(",")}`);
-  let stopping: Promise<void> | null = null;
-  const stop = () => (stopping ??= (async () => {
-    // Still serving: the controller tells this broker and the new leaders over the network.
-    await clusterRole?.shutDown();
+  cleanups.push("socket server", async () => {
     server.stopAccepting();
-    await registration?.deregister();
-    unfollow();
-    unwatchBrokers();
-    replicaManager.completeDelayedFetches();
-    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
-    groupCoordinator.close();
+    answerParked();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
-    logs.close();
-    await offsetStore.close();
-    await stores.close();
-    log.info(`quill: broker ${brokerId} stopped cleanly`);
-  })());
-  return { host: bound.host, port: bound.port, services, stop };
+  });
+  return { ...bound, stopAccepting: () => server.stopAccepting() };
+}
+
+/**
+ * In a cluster: registers at `/brokers/ids/<id>` with the bound endpoint, then joins the
+ * controller election. Stopping runs the other way: controlled shutdown while still serving,
+ * then no new connections, then deregistration. Returns the controller candidacy, or null.
+ */
+async function joinCluster(
+  config: BrokerConfig,
+  stores: MetadataStores,
+  self: SelfEndpoint,
+  server: BoundServer,
+  cache: MetadataCache,
+  controllerClient: ControllerClient | null,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): Promise<KafkaController | null> {
+  if (stores.zooKeeper === null || controllerClient === null) return null;
+  const registration = await registerBroker(stores.zooKeeper, config, self, log);
+  cleanups.push("broker registration", async () => {
+    // No new connections once the controlled shutdown is over and the broker leaves the cluster.
+    server.stopAccepting();
+    await registration.deregister();
+  });
+  const clusterRole = await startClusterRole(stores.zooKeeper, config, cache, controllerClient,
+    log);
+  // Still serving: the controller tells this broker and the new leaders over the network.
+  cleanups.push("cluster role", () => clusterRole.shutDown());
+  return clusterRole.controller;
 }
 
 /** An embedded broker has no cluster to draw an id from: -1 means 0, the default. */
