@@ -11,6 +11,7 @@ import { SocketServer } from "../network/socket-server.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { MetadataCache } from "../server/metadata-cache.ts";
+import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
@@ -162,6 +163,9 @@ async function openLogs(
   });
   cleanups.push("logs", () => logs.close());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
+  const notApplied = new NotAppliedConfigWarnings((m) => log.warn(m));
+  notApplied.check([...cache.topics()]);
+  cleanups.push("config warnings", cache.onReload(() => notApplied.check([...cache.topics()])));
   for (const t of cache.topics()) {
     for (const p of t.partitions) {
       // In a cluster a broker keeps logs only of the partitions it is a replica of.

@@ -1,6 +1,7 @@
 import { BROKER_CONFIG_KEYS } from "../config/broker-config.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { TOPIC_CONFIG_KEYS } from "../config/topic-config.ts";
+import type { TopicKey } from "../config/topic-config-keys.ts";
 
 const cell = (text: string) => text.replaceAll("|", "\\|");
 
@@ -12,8 +13,13 @@ export function configKeysMarkdown(): string {
   const brokerKeys: [string, ConfigKey<unknown>][] = Object.entries(BROKER_CONFIG_KEYS);
   const broker = brokerKeys.map(([name, def]) =>
     `| \`${name}\` | ${cell(formatValue(def, def.default) ?? "(unset)")} | ${cell(def.doc)} |`);
-  const topic = Object.entries(TOPIC_CONFIG_KEYS).map(([name, def]) =>
-    `| \`${name}\` | \`${def.synonyms.join("`, `")}\` | ${cell(def.doc)} |`);
+  const topicKeys: [string, TopicKey<unknown>][] = Object.entries(TOPIC_CONFIG_KEYS);
+  const topic = topicKeys.map(([name, def]) => {
+    const from = def.synonyms.length === 0 ? "(none)" : `\`${def.synonyms.join("`, `")}\``;
+    return `| \`${name}\` | ${from} | ${cell(def.doc)} |`;
+  });
+  const notApplied = topicKeys.flatMap(([name, { notApplied: n }]) =>
+    n === undefined ? [] : [`- \`${name}\` (except at \`${n.inert === "" ? '""' : n.inert}\`)`]);
   return [
     "Broker keys (`--config` file, `QUILL_<KEY>` environment variables, `--set key=value`):",
     "",
@@ -27,6 +33,12 @@ export function configKeysMarkdown(): string {
     "| key | broker default from | meaning |",
     "|---|---|---|",
     ...topic,
+    "",
+    "Topic keys accepted and stored but not applied: a topic that sets one (to a value other " +
+      "than the one shown, whose behaviour Quill has) logs one WARN line `accepted but not " +
+      "applied` per topic and value:",
+    "",
+    ...notApplied,
     "",
   ].join("\n");
 }

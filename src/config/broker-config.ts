@@ -1,14 +1,15 @@
 import { hostname } from "node:os";
 import { type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import {
-  boolean, type ConfigKey, type Endpoint, endpoint, formatValue, int, INT_MAX, key, list, long,
-  LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
+  boolean, type ConfigKey, double, type Endpoint, endpoint, formatValue, int, INT_MAX, key, list,
+  long, LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
 } from "./config-key.ts";
+import { GZIP_LEVEL, LZ4_LEVEL, messageFormatVersion, ZSTD_LEVEL } from "./kafka-value-types.ts";
 
 export const COMPRESSION_TYPES =
   ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] as const;
 export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
-export const CLEANUP_POLICIES = ["delete", "compact"] as const;
+export const CLEANUP_POLICIES = ["compact", "delete"] as const;
 
 const HOUR_MS = 60 * 60 * 1000;
 const MINUTE_MS = 60 * 1000;
@@ -46,6 +47,10 @@ export const BROKER_CONFIG_KEYS = {
     "Largest record batch accepted; default for topic max.message.bytes."),
   "compression.type": key(oneOf(COMPRESSION_TYPES), "producer",
     "Default for topic compression.type; `producer` keeps the producer's codec."),
+  "compression.gzip.level": key(GZIP_LEVEL, -1,
+    "Default for topic compression.gzip.level (-1: zlib's default, 6)."),
+  "compression.lz4.level": key(LZ4_LEVEL, 9, "Default for topic compression.lz4.level."),
+  "compression.zstd.level": key(ZSTD_LEVEL, 3, "Default for topic compression.zstd.level."),
   "fetch.max.bytes": key(int({ min: 1024 }), 57671680, "Most bytes one Fetch response returns."),
   "replica.fetch.max.bytes": key(int({ min: 0 }), 1048576,
     "Bytes a follower asks for per partition."),
@@ -79,6 +84,38 @@ export const BROKER_CONFIG_KEYS = {
   "log.index.interval.bytes": key(int({ min: 0 }), 4096, "Bytes between offset index entries."),
   "log.index.size.max.bytes": key(int({ min: 4 }), 10485760,
     "Largest offset or time index; a full index rolls the segment."),
+  "log.roll.jitter.ms": nullableKey(long({ min: 0n }),
+    "Most random time taken off segment.ms per segment; overrides log.roll.jitter.hours."),
+  "log.roll.jitter.hours": key(int({ min: 0 }), 0,
+    "Most random hours taken off segment.ms per segment, when log.roll.jitter.ms is unset."),
+  "log.segment.delete.delay.ms": key(long({ min: 0n }), 60000,
+    "How long a deleted segment stays on disk, renamed .deleted, before its files go."),
+  "log.preallocate": key(boolean(), false,
+    "Default for topic preallocate. Accepted; Quill never preallocates segment files."),
+  "log.message.format.version": key(messageFormatVersion(), "3.0-IV1",
+    "Default for topic message.format.version; ignored, as Kafka 3.x ignores it."),
+  "log.message.timestamp.difference.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
+    "Deprecated default for both timestamp bounds below, when they are unset."),
+  "log.message.timestamp.before.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
+    "Default for topic message.timestamp.before.max.ms."),
+  "log.message.timestamp.after.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
+    "Default for topic message.timestamp.after.max.ms."),
+  "log.message.downconversion.enable": key(boolean(), true,
+    "Default for topic message.downconversion.enable (Quill never down-converts)."),
+  "log.cleaner.delete.retention.ms": key(long({ min: 0n }), 86400000,
+    "Default for topic delete.retention.ms."),
+  "log.cleaner.min.cleanable.ratio": key(double({ min: 0, max: 1 }), 0.5,
+    "Default for topic min.cleanable.dirty.ratio."),
+  "log.cleaner.min.compaction.lag.ms": key(long({ min: 0n }), 0,
+    "Default for topic min.compaction.lag.ms."),
+  "log.cleaner.max.compaction.lag.ms": key(long({ min: 1n }), LONG_MAX_AS_NUMBER,
+    "Default for topic max.compaction.lag.ms."),
+  "log.local.retention.ms": key(long({ min: -2n }), -2,
+    "Default for topic local.retention.ms (tiered storage; Quill has none)."),
+  "log.local.retention.bytes": key(long({ min: -2n }), -2,
+    "Default for topic local.retention.bytes (tiered storage; Quill has none)."),
+  "unclean.leader.election.enable": key(boolean(), false,
+    "Default for topic unclean.leader.election.enable. Quill never elects an out-of-sync leader."),
   "log.flush.interval.messages": key(long({ min: 1n }), LONG_MAX_AS_NUMBER,
     "fsync a partition after this many messages (default: leave it to the OS)."),
   "log.flush.interval.ms": nullableKey(long({ min: 0n }),
@@ -116,7 +153,8 @@ export type BrokerConfigValues = {
 };
 
 /** The keys whose effective value combines several settings (see BrokerConfig). */
-type ResolvedKey = "log.retention.ms" | "log.roll.ms" | "log.dirs" | "advertised.listeners";
+type ResolvedKey =
+  "log.retention.ms" | "log.roll.ms" | "log.roll.jitter.ms" | "log.dirs" | "advertised.listeners";
 
 /**
  * The broker's configuration: Kafka's dotted key names (so code, docs and DescribeConfigs use
@@ -127,6 +165,8 @@ export type BrokerConfig = Readonly<Omit<BrokerConfigValues, ResolvedKey> & {
   "log.retention.ms": number;
   /** From log.roll.ms, else log.roll.hours. */
   "log.roll.ms": number;
+  /** From log.roll.jitter.ms, else log.roll.jitter.hours. */
+  "log.roll.jitter.ms": number;
   /** From log.dirs, else log.dir. */
   "log.dirs": readonly string[];
   /** From advertised.listeners, else listeners with a wildcard host replaced by the host name. */
@@ -149,11 +189,10 @@ export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
   "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
   "offsets.topic.num.partitions", "transaction.state.log.replication.factor",
   "transaction.state.log.min.isr", "log.flush.scheduler.interval.ms",
-  "log.flush.offset.checkpoint.interval.ms", "log.preallocate", "log.cleaner.enable",
+  "log.flush.offset.checkpoint.interval.ms", "log.cleaner.enable",
   "log.cleaner.threads", "process.roles", "node.id", "controller.quorum.voters",
   "controller.quorum.bootstrap.servers", "controller.listener.names",
-  "inter.broker.protocol.version", "log.message.format.version", "unclean.leader.election.enable",
-  "controlled.shutdown.enable", "broker.id.generation.enable",
+  "inter.broker.protocol.version", "controlled.shutdown.enable", "broker.id.generation.enable",
   "reserved.broker.max.id", "metadata.log.dir",
 ]);
 
@@ -165,6 +204,7 @@ export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins
     ...values,
     "log.retention.ms": retentionMs(values, origins),
     "log.roll.ms": values["log.roll.ms"] ?? values["log.roll.hours"] * HOUR_MS,
+    "log.roll.jitter.ms": values["log.roll.jitter.ms"] ?? values["log.roll.jitter.hours"] * HOUR_MS,
     "log.dirs": values["log.dirs"] ?? [values["log.dir"]],
     "advertised.listeners": advertisedListener(values, origins),
     origins,

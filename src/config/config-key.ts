@@ -8,7 +8,7 @@ export const ConfigType = {
   UNKNOWN: 0, BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5, DOUBLE: 6, LIST: 7, CLASS: 8,
   PASSWORD: 9,
 } as const;
-export type ConfigTypeName = "BOOLEAN" | "STRING" | "INT" | "LONG" | "LIST";
+export type ConfigTypeName = "BOOLEAN" | "STRING" | "INT" | "LONG" | "DOUBLE" | "LIST";
 
 /** How one kind of value is read from its string form, described and written back. */
 export interface ValueType<T> {
@@ -19,7 +19,22 @@ export interface ValueType<T> {
   readonly schema: z.ZodType<T, string>;
   /** The string Kafka would show for this value (DescribeConfigs, `--print-config`). */
   format(value: T): string;
+  /**
+   * Why Kafka's ConfigDef refuses `text`: the value its ConfigException names (a list names the
+   * bad item) and its reason ("Value must be at least 14"), for topic configs, whose errors
+   * clients show as Kafka words them.
+   */
+  refusal(text: string): Refusal;
 }
+
+export interface Refusal {
+  readonly value: string;
+  readonly reason: string;
+}
+
+/** Kafka's ConfigException text: `Invalid value 13 for configuration segment.bytes: ...`. */
+export const kafkaConfigMessage = (name: string, { value, reason }: Refusal) =>
+  `Invalid value ${value} for configuration ${name}: ${reason}`;
 
 /** One config key: its value type, Kafka's default and a one-sentence meaning. */
 export interface ConfigKey<T> {
@@ -48,6 +63,10 @@ export const LONG_MAX_AS_NUMBER = Number(LONG_MAX);
 
 const INTEGER_TEXT = /^[+-]?\d+$/;
 
+/** Kafka's ConfigDef.Range reasons. */
+const rangeReason = <N extends number | bigint>(n: N, min: N, max: N) =>
+  n < min ? `Value must be at least ${min}` : `Value must be no more than ${max}`;
+
 /** Longs name only their chosen bounds; ints also name their 32-bit ceiling. */
 function rangeText(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigint): string {
   if (type === "INT" && min === typeMin && max === BigInt(INT_MAX)) return "a 32-bit integer";
@@ -63,12 +82,21 @@ function rangeText(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigi
  * "infinite" defaults are Long.MAX_VALUE, which `format` writes back exactly.
  */
 function integer(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigint) {
+  const typeMax = type === "INT" ? BigInt(INT_MAX) : LONG_MAX;
   const valueType: ValueType<number> = {
     type,
     expected: rangeText(type, min, max, typeMin),
     schema: z.string().trim().regex(INTEGER_TEXT).transform((text) => BigInt(text))
       .pipe(z.bigint().min(min).max(max)).transform(Number),
     format: (value) => (value >= LONG_MAX_AS_NUMBER ? LONG_MAX.toString() : String(value)),
+    refusal(text) {
+      const trimmed = text.trim();
+      const n = INTEGER_TEXT.test(trimmed) ? BigInt(trimmed) : null;
+      if (n === null || n < typeMin || n > typeMax) {
+        return { value: text, reason: `Not a number of type ${type}` };
+      }
+      return { value: String(n), reason: rangeReason(n, min, max) };
+    },
   };
   return valueType;
 }
@@ -86,13 +114,35 @@ export const boolean = (): ValueType<boolean> => ({
   schema: z.string().trim().toLowerCase().pipe(z.enum(["true", "false"]))
     .transform((text) => text === "true"),
   format: String,
+  refusal: (text) => ({ value: text, reason: "Expected value to be either true or false" }),
 });
+
+const DOUBLE_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** A DOUBLE between `min` and `max`, formatted as Java's Double.toString ("0.5", "1.0"). */
+export function double({ min, max }: { min: number; max: number }): ValueType<number> {
+  return {
+    type: "DOUBLE",
+    expected: `a number between ${min} and ${max}`,
+    schema: z.string().trim().regex(DOUBLE_TEXT).transform(Number)
+      .pipe(z.number().min(min).max(max)),
+    format: (value) => (Number.isInteger(value) ? value.toFixed(1) : String(value)),
+    refusal(text) {
+      if (!DOUBLE_TEXT.test(text.trim())) {
+        return { value: text, reason: "Not a number of type DOUBLE" };
+      }
+      const n = Number(text.trim());
+      return { value: String(n), reason: rangeReason(n, min, max) };
+    },
+  };
+}
 
 export const string = (): ValueType<string> => ({
   type: "STRING",
   expected: "a non-empty string",
   schema: z.string().trim().min(1),
   format: (value) => value,
+  refusal: (text) => ({ value: text, reason: "String must be non-empty" }),
 });
 
 /** A closed set of values, case-sensitive like Kafka's `ValidString.in`. */
@@ -102,6 +152,8 @@ export function oneOf<const T extends readonly [string, ...string[]]>(values: T)
     expected: `one of ${values.join(", ")}`,
     schema: z.string().trim().pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>,
     format: (value) => value,
+    refusal: (text) =>
+      ({ value: text.trim(), reason: `String must be one of: ${values.join(", ")}` }),
   };
   return valueType;
 }
@@ -120,6 +172,15 @@ export function list<T extends string>(
     schema: z.string().transform(splitList).pipe(z.array(item).min(minItems)) as
       unknown as z.ZodType<T[], string>,
     format: (value) => value.join(","),
+    refusal(text) {
+      const items = splitList(text);
+      const known: readonly string[] | undefined = allowed;
+      const bad = known === undefined ? undefined : items.find((i) => !known.includes(i));
+      if (bad !== undefined) {
+        return { value: bad, reason: `String must be one of: ${allowed!.join(", ")}` };
+      }
+      return { value: `[${items.join(", ")}]`, reason: `must hold at least ${minItems} item(s)` };
+    },
   };
   return valueType;
 }
@@ -144,4 +205,5 @@ export const endpoint = (): ValueType<Endpoint> => ({
     return { host: host.replace(/^\[(.*)\]$/, "$1"), port: Number(port) };
   }).refine((e) => e.port <= 65535),
   format: ({ host, port }) => `PLAINTEXT://${host.includes(":") ? `[${host}]` : host}:${port}`,
+  refusal: (text) => ({ value: text, reason: "Not a listener HOST:PORT" }),
 });

@@ -1,66 +1,15 @@
-import {
-  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey, CLEANUP_POLICIES, COMPRESSION_TYPES,
-  TIMESTAMP_TYPES,
-} from "./broker-config.ts";
-import { ConfigError, invalidValue } from "./config-error.ts";
-import {
-  type ConfigKey, ConfigType, formatValue, int, list, long, LONG_MAX_AS_NUMBER, oneOf,
-  type ValueType,
-} from "./config-key.ts";
+import { BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey } from "./broker-config.ts";
+import { ConfigError } from "./config-error.ts";
+import { type ConfigKey, ConfigType, formatValue, kafkaConfigMessage } from "./config-key.ts";
+import { TOPIC_CONFIG_KEYS, type TopicKey } from "./topic-config-keys.ts";
+
+export { TOPIC_CONFIG_KEYS };
 
 /** DescribeConfigs `config_source` values (Kafka's wire numbers). */
 export const ConfigSource = {
   UNKNOWN: 0, DYNAMIC_TOPIC_CONFIG: 1, DYNAMIC_BROKER_CONFIG: 2, DYNAMIC_DEFAULT_BROKER_CONFIG: 3,
   STATIC_BROKER_CONFIG: 4, DEFAULT_CONFIG: 5, DYNAMIC_BROKER_LOGGER_CONFIG: 6,
 } as const;
-
-/** A topic key: its type, and the broker keys that give its default (Kafka's synonyms). */
-interface TopicKey<T> {
-  readonly valueType: ValueType<T>;
-  /** Strongest first, as DescribeConfigs lists them. */
-  readonly synonyms: readonly BrokerConfigKey[];
-  readonly fromBroker: (broker: BrokerConfig) => T;
-  readonly doc: string;
-}
-
-const topicKey = <T>(
-  valueType: ValueType<T>,
-  synonyms: readonly BrokerConfigKey[],
-  fromBroker: (broker: BrokerConfig) => T,
-  doc: string,
-): TopicKey<T> => ({ valueType, synonyms, fromBroker, doc });
-
-/** The per-topic keys Quill honours (CreateTopics, AlterConfigs, DescribeConfigs). */
-export const TOPIC_CONFIG_KEYS = {
-  "cleanup.policy": topicKey(list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }),
-    ["log.cleanup.policy"], (b) => [...b["log.cleanup.policy"]],
-    "delete: drop old segments by age and size; compact: keep the last record per key."),
-  "compression.type": topicKey(oneOf(COMPRESSION_TYPES), ["compression.type"],
-    (b) => b["compression.type"], "Codec batches are stored with; producer keeps the producer's."),
-  "flush.messages": topicKey(long({ min: 1n }), ["log.flush.interval.messages"],
-    (b) => b["log.flush.interval.messages"], "fsync after this many messages."),
-  "flush.ms": topicKey(long({ min: 0n }), ["log.flush.interval.ms"],
-    (b) => b["log.flush.interval.ms"] ?? LONG_MAX_AS_NUMBER,
-    "fsync when the oldest unflushed message is this old."),
-  "index.interval.bytes": topicKey(int({ min: 0 }), ["log.index.interval.bytes"],
-    (b) => b["log.index.interval.bytes"], "Bytes between offset index entries."),
-  "max.message.bytes": topicKey(int({ min: 0 }), ["message.max.bytes"],
-    (b) => b["message.max.bytes"], "Largest record batch accepted."),
-  "message.timestamp.type": topicKey(oneOf(TIMESTAMP_TYPES), ["log.message.timestamp.type"],
-    (b) => b["log.message.timestamp.type"],
-    "CreateTime keeps the producer's timestamps; LogAppendTime uses the broker's clock."),
-  "min.insync.replicas": topicKey(int({ min: 1 }), ["min.insync.replicas"],
-    (b) => b["min.insync.replicas"], "Replicas that must have a write before acks=all succeeds."),
-  "retention.bytes": topicKey(long(), ["log.retention.bytes"], (b) => b["log.retention.bytes"],
-    "Delete old segments while the partition is larger than this; -1: no limit."),
-  "retention.ms": topicKey(long({ min: -1n }),
-    ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
-    (b) => b["log.retention.ms"], "Delete segments older than this; -1: keep forever."),
-  "segment.bytes": topicKey(int({ min: 14 }), ["log.segment.bytes"],
-    (b) => b["log.segment.bytes"], "Size at which a new segment is rolled."),
-  "segment.ms": topicKey(long({ min: 1n }), ["log.roll.ms", "log.roll.hours"],
-    (b) => b["log.roll.ms"], "Roll a new segment after this age."),
-} satisfies Record<string, TopicKey<unknown>>;
 
 export type TopicConfigKey = keyof typeof TOPIC_CONFIG_KEYS;
 type ValueOf<K> = K extends TopicKey<infer T> ? T : never;
@@ -78,26 +27,58 @@ const topicKeyOf = (name: TopicConfigKey): TopicKey<unknown> => TOPIC_CONFIG_KEY
 
 /**
  * Checks topic configs as a client sends them (CreateTopics, AlterConfigs) and returns them
- * typed. Throws ConfigError, to be answered with INVALID_CONFIG and its message, for an
- * unknown key, a null value or a bad value.
+ * typed. Throws ConfigError with Kafka's message ("Unknown topic config name: x", "Invalid
+ * value 13 for configuration segment.bytes: Value must be at least 14") for an unknown key, a
+ * null value or a bad value.
  */
 export function parseTopicConfigs(
   configs: Iterable<{ readonly name: string; readonly value: string | null }>,
 ): TopicConfigOverrides {
   const overrides: Record<string, unknown> = {};
   for (const { name, value } of configs) {
-    if (!isTopicConfigKey(name)) {
-      throw new ConfigError(`unknown or unsupported topic config ${name}`);
-    }
+    if (!isTopicConfigKey(name)) throw new ConfigError(`Unknown topic config name: ${name}`);
     if (value === null) {
-      throw new ConfigError(`null value not supported for topic config ${name}`);
+      throw new ConfigError(`Null value not supported for topic configs: ${name}`);
     }
     const { valueType } = topicKeyOf(name);
     const result = valueType.schema.safeParse(value);
-    if (!result.success) throw invalidValue(name, value, "topic config", valueType.expected);
+    if (!result.success) throw new ConfigError(kafkaConfigMessage(name, valueType.refusal(value)));
     overrides[name] = result.data;
   }
   return overrides as TopicConfigOverrides;
+}
+
+/**
+ * A topic config whose keys are each valid but do not go together, or that needs something
+ * this broker lacks (Kafka's LogConfig.validateValues and its remote-storage checks). Kafka
+ * answers it with INVALID_CONFIG for CreateTopics and AlterConfigs alike.
+ */
+export class TopicConfigConflict extends ConfigError {}
+
+/** Kafka's checks across keys, on the topic's effective config. */
+export function checkTopicConfig(overrides: TopicConfigOverrides, broker: BrokerConfig): void {
+  const t = topicConfig(overrides, broker);
+  const minLagMs = t["min.compaction.lag.ms"];
+  const maxLagMs = t["max.compaction.lag.ms"];
+  if (minLagMs > maxLagMs) {
+    const [min, max] = [minLagMs, maxLagMs].map((ms) => TOPIC_CONFIG_KEYS["min.compaction.lag.ms"]
+      .valueType.format(ms));
+    throw new TopicConfigConflict("conflict topic config setting min.compaction.lag.ms " +
+      `(${min}) > max.compaction.lag.ms (${max})`);
+  }
+  if (t["remote.storage.enable"]) {
+    throw new TopicConfigConflict("Tiered Storage functionality is disabled in the broker. " +
+      "Topic cannot be configured with remote log storage.");
+  }
+}
+
+/** The keys a topic sets to a value whose behaviour Quill does not have, with that value. */
+export function notAppliedTopicConfigs(overrides: TopicConfigOverrides): [string, string][] {
+  const formatted = Object.entries(formatTopicConfigs(overrides));
+  return formatted.filter(([name, text]) => {
+    const notApplied = topicKeyOf(name as TopicConfigKey).notApplied;
+    return notApplied !== undefined && notApplied.inert !== text;
+  });
 }
 
 /** The topic's effective config: its overrides over the broker's defaults. */

@@ -4,8 +4,8 @@ import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "../metadata/me
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import {
-  formatTopicConfigs, isTopicConfigKey, parseTopicConfigs, TOPIC_CONFIG_KEYS, topicConfig,
-  type TopicConfigKey, type TopicConfigOverrides,
+  checkTopicConfig, formatTopicConfigs, isTopicConfigKey, parseTopicConfigs, TOPIC_CONFIG_KEYS,
+  topicConfig, TopicConfigConflict, type TopicConfigKey, type TopicConfigOverrides,
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
@@ -95,7 +95,7 @@ export class AdminManager {
     checkTopicName(topic.name);
     this.checkNoCollision(topic.name);
     const assignment = automatic ?? this.checkedAssignment(topic);
-    const configs = parseCreateConfigs(topic.configs);
+    const configs = parseCreateConfigs(topic.configs, this.config);
     this.checkBrokerLimits(1, assignment.length);
     assert(assignment.length >= 1, `topic ${topic.name} would have no partitions`);
     assert(assignment.every((r) => r.length === assignment[0]!.length),
@@ -177,7 +177,7 @@ export class AdminManager {
   ): Promise<void> {
     checkConfigShape(configs.map((c) => ({ ...c, operation: ConfigOperation.SET })));
     const record = this.existingTopic(name);
-    const overrides = parseAlterConfigs(name, configs);
+    const overrides = parseAlterConfigs(name, configs, this.config);
     if (!validateOnly) await this.applyTopicConfigs(record, overrides);
   }
 
@@ -196,7 +196,7 @@ export class AdminManager {
     const merged = new Map(Object.entries(record.configs));
     for (const change of changes) applyChange(merged, change, current, this.config);
     const entries = [...merged].map(([n, value]) => ({ name: n, value }));
-    const overrides = parseAlterConfigs(name, entries);
+    const overrides = parseAlterConfigs(name, entries, this.config);
     if (!validateOnly) await this.applyTopicConfigs(record, overrides);
   }
 
@@ -418,9 +418,14 @@ function assignmentText(sorted: readonly ReplicaAssignment[]): string {
 }
 
 /** CreateTopics: an unknown key or a bad value is INVALID_CONFIG, as Kafka answers both. */
-function parseCreateConfigs(configs: readonly ConfigEntry[]): TopicConfigOverrides {
+function parseCreateConfigs(
+  configs: readonly ConfigEntry[],
+  broker: BrokerConfig,
+): TopicConfigOverrides {
   try {
-    return parseTopicConfigs(configs);
+    const overrides = parseTopicConfigs(configs);
+    checkTopicConfig(overrides, broker);
+    return overrides;
   } catch (e) {
     if (e instanceof ConfigError) throw new KafkaError(ErrorCode.INVALID_CONFIG, e.message);
     throw e;
@@ -432,14 +437,21 @@ function parseCreateConfigs(configs: readonly ConfigEntry[]): TopicConfigOverrid
  * is INVALID_REQUEST, because Kafka's ZkAdminManager turns the ConfigException of a value into
  * an InvalidRequestException naming the resource.
  */
-function parseAlterConfigs(topic: string, configs: readonly ConfigEntry[]): TopicConfigOverrides {
+function parseAlterConfigs(
+  topic: string,
+  configs: readonly ConfigEntry[],
+  broker: BrokerConfig,
+): TopicConfigOverrides {
   const unknown = configs.find((c) => !isTopicConfigKey(c.name));
   if (unknown !== undefined) {
     throw new KafkaError(ErrorCode.INVALID_CONFIG, `Unknown topic config name: ${unknown.name}`);
   }
   try {
-    return parseTopicConfigs(configs);
+    const overrides = parseTopicConfigs(configs);
+    checkTopicConfig(overrides, broker);
+    return overrides;
   } catch (e) {
+    if (e instanceof TopicConfigConflict) throw new KafkaError(ErrorCode.INVALID_CONFIG, e.message);
     if (!(e instanceof ConfigError)) throw e;
     const resource = `ConfigResource(type=TOPIC, name='${topic}')`;
     throw new KafkaError(ErrorCode.INVALID_REQUEST,

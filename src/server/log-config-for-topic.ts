@@ -1,6 +1,6 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { type TopicConfigOverrides, topicConfig } from "../config/topic-config.ts";
-import { DEFAULT_LOG_CONFIG, type LogConfig, NEVER } from "../storage/log-config.ts";
+import { type LogConfig, NEVER } from "../storage/log-config.ts";
 
 /**
  * The storage settings of one topic: its overrides over the broker's defaults (the config
@@ -11,7 +11,7 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
   return Object.freeze({
     segmentBytes: t["segment.bytes"],
     segmentMs: clampNever(t["segment.ms"]),
-    segmentIndexBytes: broker["log.index.size.max.bytes"] ?? DEFAULT_LOG_CONFIG.segmentIndexBytes,
+    segmentIndexBytes: t["segment.index.bytes"],
     indexIntervalBytes: t["index.interval.bytes"],
     retentionMs: clampNever(t["retention.ms"]),
     retentionBytes: clampNever(t["retention.bytes"]),
