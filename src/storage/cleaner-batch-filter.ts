@@ -1,0 +1,210 @@
+/**
+ * What the cleaner does to one stored batch (Kafka's MemoryRecords.filterTo with the Cleaner's
+ * filter): decides which records survive, then writes the batch back unchanged, rebuilt with
+ * only the survivors (same base offset, last offset delta, producer id, epoch, base sequence and
+ * leader epoch; compressed again with the batch's own codec), reduced to an empty header, or
+ * not at all.
+ *
+ * A record survives when it lies past the offset map's reach, or when it is the latest record
+ * of its key and is either a value or a tombstone still inside its delete horizon. Tombstones
+ * first get a horizon when the cleaner first keeps them (KIP-534): the batch is marked with the
+ * delete-horizon attribute and its base timestamp becomes `now + delete.retention.ms`, record
+ * timestamps being rewritten relative to it so that every record keeps its timestamp. Records
+ * without a key cannot be compacted and are dropped, as Kafka does.
+ *
+ * The last batch of every active idempotent producer is kept even when none of its records
+ * survive (as an empty batch), so the producer's last sequence and epoch outlive compaction.
+ */
+import { CompressionType, compress, decompress } from "../protocol/compression.ts";
+import { crc32cRange } from "../protocol/crc32c.ts";
+import { RECORD_BATCH_OVERHEAD, LOG_OVERHEAD } from "../protocol/record-batch.ts";
+import { RecordCursor, varlongNumberSizeBytes, writeVarlongNumber } from "../protocol/record-cursor.ts";
+import { writeVarint, varintSizeBytes } from "../protocol/varint.ts";
+import type { OffsetMap } from "./offset-map.ts";
+
+const ATTRIBUTES_AT = 21;
+const LAST_OFFSET_DELTA_AT = 23;
+const BASE_TIMESTAMP_AT = 27;
+const MAX_TIMESTAMP_AT = 35;
+const PRODUCER_ID_AT = 43;
+const RECORD_COUNT_AT = 57;
+const CRC_AT = 17;
+const COMPRESSION_MASK = 0x07;
+const TIMESTAMP_TYPE_BIT = 0x08;
+const CONTROL_BIT = 0x20;
+export const DELETE_HORIZON_BIT = 0x40;
+/** Decompressed batches the cleaner handles; as large as anything the broker accepted. */
+const MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024;
+
+export interface CleanerFilter {
+  readonly map: OffsetMap;
+  readonly nowMs: number;
+  readonly deleteRetentionMs: number;
+  /** Producer id -> last offset of its last data batch, for every active producer. */
+  readonly lastOffsetOfProducer: ReadonlyMap<bigint, bigint>;
+}
+
+export interface FilteredBatch {
+  /** The batch to write, or null when it goes entirely. May be the input itself. */
+  readonly bytes: Uint8Array | null;
+  readonly recordsRead: number;
+  readonly recordsKept: number;
+  /** The horizon the written batch carries if it keeps tombstones, else -1. */
+  readonly deleteHorizonMs: number;
+  readonly maxTimestamp: bigint;
+}
+
+/** Filters the whole batch `batch` (one entry, CRC already checked when it was stored). */
+export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredBatch {
+  const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+  const attributes = view.getInt16(ATTRIBUTES_AT);
+  const maxTimestamp = view.getBigInt64(MAX_TIMESTAMP_AT);
+  const recordCount = view.getInt32(RECORD_COUNT_AT);
+  // Transaction markers (control batches) stay until transactions clean them (issue 15: the
+  // cleaner will drop aborted batches and markers past their horizon here).
+  if ((attributes & CONTROL_BIT) !== 0) {
+    return { bytes: batch, recordsRead: recordCount, recordsKept: recordCount,
+      deleteHorizonMs: -1, maxTimestamp };
+  }
+  const codec = attributes & COMPRESSION_MASK;
+  const body = codec === CompressionType.None
+    ? batch.subarray(RECORD_BATCH_OVERHEAD)
+    : decompress(codec, batch.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
+  const baseOffset = Number(view.getBigInt64(0));
+  const baseTimestamp = Number(view.getBigInt64(BASE_TIMESTAMP_AT));
+  const horizon = (attributes & DELETE_HORIZON_BIT) !== 0 ? baseTimestamp : -1;
+  const kept: number[] = []; // record starts, ends and timestamps, flattened
+  let keptTombstone = false;
+  const cursor = new RecordCursor(body, 0, body.length, recordCount);
+  while (cursor.next()) {
+    if (!shouldRetain(cursor, baseOffset, horizon, filter)) continue;
+    kept.push(cursor.recordStart, cursor.recordEnd, baseTimestamp + cursor.timestampDelta);
+    if (cursor.valueLength < 0) keptTombstone = true;
+  }
+  const keptCount = kept.length / 3;
+  const needHorizon = keptTombstone && horizon < 0;
+  if (keptCount === recordCount && !needHorizon) {
+    return { bytes: batch, recordsRead: recordCount, recordsKept: keptCount,
+      deleteHorizonMs: keptTombstone ? horizon : -1, maxTimestamp };
+  }
+  if (keptCount === 0) {
+    const producerId = view.getBigInt64(PRODUCER_ID_AT);
+    const lastOffset = view.getBigInt64(0) + BigInt(view.getInt32(LAST_OFFSET_DELTA_AT));
+    const keep = producerId >= 0n && filter.lastOffsetOfProducer.get(producerId) === lastOffset;
+    return { bytes: keep ? emptyBatch(batch, view) : null, recordsRead: recordCount,
+      recordsKept: 0, deleteHorizonMs: -1, maxTimestamp };
+  }
+  const newHorizon = needHorizon ? filter.nowMs + filter.deleteRetentionMs : horizon;
+  const rebuilt = rebuildBatch(batch, view, body, kept, newHorizon);
+  return { bytes: rebuilt.bytes, recordsRead: recordCount, recordsKept: keptCount,
+    deleteHorizonMs: keptTombstone ? newHorizon : -1, maxTimestamp: rebuilt.maxTimestamp };
+}
+
+function shouldRetain(
+  cursor: RecordCursor,
+  baseOffset: number,
+  horizon: number,
+  filter: CleanerFilter,
+): boolean {
+  const offset = baseOffset + cursor.offsetDelta;
+  if (offset > filter.map.latestOffset) return true;
+  const key = cursor.key;
+  if (key === null) return false;
+  if (offset < filter.map.get(key)) return false;
+  if (cursor.valueLength >= 0) return true;
+  return horizon < 0 || filter.nowMs < horizon;
+}
+
+/**
+ * The survivors in a new batch. Offset deltas are kept; timestamp deltas are recomputed from
+ * the new base timestamp (the first survivor's, or the delete horizon when one is set).
+ */
+function rebuildBatch(
+  batch: Uint8Array,
+  view: DataView,
+  body: Uint8Array,
+  kept: readonly number[],
+  horizon: number,
+): { bytes: Uint8Array; maxTimestamp: bigint } {
+  const attributes = view.getInt16(ATTRIBUTES_AT);
+  const logAppendTime = (attributes & TIMESTAMP_TYPE_BIT) !== 0;
+  const baseTimestamp = horizon >= 0 ? horizon : kept[2];
+  let maxTimestamp = -Infinity;
+  let sizeBytes = 0;
+  for (let i = 0; i < kept.length; i += 3) {
+    sizeBytes += rewrittenRecordSize(body, kept[i], kept[i + 1], kept[i + 2] - baseTimestamp);
+    if (kept[i + 2] > maxTimestamp) maxTimestamp = kept[i + 2];
+  }
+  const plain = new Uint8Array(sizeBytes);
+  let pos = 0;
+  for (let i = 0; i < kept.length; i += 3) {
+    pos = rewriteRecord(body, kept[i], kept[i + 1], kept[i + 2] - baseTimestamp, plain, pos);
+  }
+  const codec = (attributes & COMPRESSION_MASK) as CompressionType;
+  const records = compress(codec, plain);
+  const out = new Uint8Array(RECORD_BATCH_OVERHEAD + records.length);
+  out.set(batch.subarray(0, RECORD_BATCH_OVERHEAD));
+  out.set(records, RECORD_BATCH_OVERHEAD);
+  const dv = new DataView(out.buffer);
+  dv.setInt32(8, out.length - LOG_OVERHEAD);
+  dv.setInt16(ATTRIBUTES_AT, horizon >= 0 ? attributes | DELETE_HORIZON_BIT : attributes);
+  dv.setBigInt64(BASE_TIMESTAMP_AT, BigInt(baseTimestamp));
+  const max = logAppendTime ? view.getBigInt64(MAX_TIMESTAMP_AT) : BigInt(maxTimestamp);
+  dv.setBigInt64(MAX_TIMESTAMP_AT, max);
+  dv.setInt32(RECORD_COUNT_AT, kept.length / 3);
+  dv.setUint32(CRC_AT, crc32cRange(out, ATTRIBUTES_AT, out.length));
+  return { bytes: out, maxTimestamp: max };
+}
+
+/** Size of the record at [start, end) of `body` once its timestamp delta is `delta`. */
+function rewrittenRecordSize(body: Uint8Array, start: number, end: number, delta: number): number {
+  const inner = innerSize(body, start, end, delta);
+  return varintSizeBytes(inner) + inner;
+}
+
+function innerSize(body: Uint8Array, start: number, end: number, delta: number): number {
+  const cursor = tailOf(body, start, end);
+  return 1 + varlongNumberSizeBytes(delta) + (end - cursor.afterTimestamp);
+}
+
+function rewriteRecord(
+  body: Uint8Array,
+  start: number,
+  end: number,
+  delta: number,
+  out: Uint8Array,
+  pos: number,
+): number {
+  const { afterTimestamp } = tailOf(body, start, end);
+  pos = writeVarint(out, pos, innerSize(body, start, end, delta));
+  out[pos++] = 0; // record attributes: unused
+  pos = writeVarlongNumber(out, pos, delta);
+  out.set(body.subarray(afterTimestamp, end), pos);
+  return pos + (end - afterTimestamp);
+}
+
+/** Where the fields after the timestamp delta start in the record at [start, end). */
+function tailOf(body: Uint8Array, start: number, end: number): { afterTimestamp: number } {
+  let pos = start;
+  while (body[pos] & 0x80) pos++; // length varint
+  pos += 2; // its last byte, then attributes
+  while (body[pos] & 0x80) pos++; // timestamp delta varlong
+  pos++;
+  if (pos > end) throw new RangeError(`record at ${start} ends before its timestamp`);
+  return { afterTimestamp: pos };
+}
+
+/** Kafka's writeEmptyHeader: the batch's header with no records, uncompressed. */
+function emptyBatch(batch: Uint8Array, view: DataView): Uint8Array {
+  const out = new Uint8Array(RECORD_BATCH_OVERHEAD);
+  out.set(batch.subarray(0, RECORD_BATCH_OVERHEAD));
+  const dv = new DataView(out.buffer);
+  const attributes = view.getInt16(ATTRIBUTES_AT);
+  const maxTimestamp = view.getBigInt64(MAX_TIMESTAMP_AT);
+  dv.setInt32(8, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD);
+  dv.setInt16(ATTRIBUTES_AT, attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_BIT);
+  dv.setBigInt64(BASE_TIMESTAMP_AT, maxTimestamp);
+  dv.setInt32(RECORD_COUNT_AT, 0);
+  dv.setUint32(CRC_AT, crc32cRange(out, ATTRIBUTES_AT, out.length));
+  return out;
+}

@@ -1,0 +1,41 @@
+/**
+ * Kafka's Throttler, as the log cleaner uses it for log.cleaner.io.max.bytes.per.second: the
+ * caller reports the bytes it read or wrote; once a check interval has passed, if the observed
+ * rate is above the desired one, it sleeps as long as it takes to bring the rate down to it.
+ * The sleep is a timer, so the event loop keeps serving requests meanwhile.
+ */
+import { assert } from "../util/assert.ts";
+
+const CHECK_INTERVAL_MS = 300;
+
+export class Throttler {
+  private periodStartMs: number;
+  private observedSoFar = 0;
+  /** Total time spent sleeping, for the cleaner's statistics. */
+  sleptMs = 0;
+
+  constructor(
+    private readonly desiredRatePerSec: number,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
+    assert(desiredRatePerSec > 0, `throttle rate ${desiredRatePerSec}`);
+    this.periodStartMs = nowMs();
+  }
+
+  async maybeThrottle(observed: number): Promise<void> {
+    if (!Number.isFinite(this.desiredRatePerSec)) return;
+    this.observedSoFar += observed;
+    const elapsedMs = this.nowMs() - this.periodStartMs;
+    if (elapsedMs <= CHECK_INTERVAL_MS || this.observedSoFar <= 0) return;
+    const ratePerSec = (this.observedSoFar * 1000) / elapsedMs;
+    if (ratePerSec > this.desiredRatePerSec) {
+      const sleepMs = Math.round(this.observedSoFar / (this.desiredRatePerSec / 1000) - elapsedMs);
+      if (sleepMs > 0) {
+        this.sleptMs += sleepMs;
+        await Bun.sleep(sleepMs);
+      }
+    }
+    this.periodStartMs = this.nowMs();
+    this.observedSoFar = 0;
+  }
+}
