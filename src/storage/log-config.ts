@@ -35,8 +35,19 @@ export interface LogConfig {
   readonly maxMessageBytes: number;
   /** message.timestamp.type: LogAppendTime makes the broker stamp every batch it appends. */
   readonly messageTimestampType: TimestampTypeName;
-  /** cleanup.policy: stored and reported; only "delete" is implemented (no compaction). */
+  /**
+   * cleanup.policy: `delete` (retention by time and size), `compact` (the LogCleaner keeps the
+   * latest record of every key) or both, comma-separated.
+   */
   readonly cleanupPolicy: string;
+  /** min.cleanable.dirty.ratio: clean once dirty bytes / all bytes exceed this. */
+  readonly minCleanableDirtyRatio: number;
+  /** delete.retention.ms: how long a tombstone outlives the cleaning that first kept it. */
+  readonly deleteRetentionMs: number;
+  /** min.compaction.lag.ms: records younger than this stay uncompacted. */
+  readonly minCompactionLagMs: number;
+  /** max.compaction.lag.ms: a dirty record older than this makes its log eligible at once. */
+  readonly maxCompactionLagMs: number;
   /** flush.messages: fdatasync after this many appended records (NEVER by default). */
   readonly flushMessages: number;
   /** compression.type: `producer` stores batches as sent; a codec name recompresses to it. */
@@ -55,7 +66,21 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   maxMessageBytes: 1024 * 1024 + 12,
   messageTimestampType: "CreateTime",
   cleanupPolicy: "delete",
+  minCleanableDirtyRatio: 0.5,
+  deleteRetentionMs: 24 * 60 * 60 * 1000,
+  minCompactionLagMs: 0,
+  maxCompactionLagMs: NEVER,
   flushMessages: NEVER,
   flushMs: NEVER,
   compressionType: "producer",
 });
+
+/** True when cleanup.policy includes `compact`. */
+export function isCompacted(config: LogConfig): boolean {
+  return config.cleanupPolicy.split(",").includes("compact");
+}
+
+/** True when cleanup.policy includes `delete`. */
+export function hasDeletePolicy(config: LogConfig): boolean {
+  return config.cleanupPolicy.split(",").includes("delete");
+}

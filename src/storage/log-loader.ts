@@ -1,9 +1,10 @@
 /**
  * Opens the segments of one partition directory, as Kafka's LogLoader does:
  *
- * 1. Removes leftovers of interrupted operations: `.deleted` (segment deletion), `.cleaned` and
- *    `.swap` (compaction, which Quill does not do), `.tmp` (checkpoint writes), and index files
- *    whose `.log` is gone.
+ * 1. Finishes cleaner swaps a crash interrupted (a `.log.swap` file: segment-swap.ts), then
+ *    removes leftovers of interrupted operations: `.deleted` (segment deletion), `.cleaned` (a
+ *    cleaning that never reached its swap), index `.swap` files without their log, `.tmp`
+ *    (checkpoint writes), and index files whose `.log` is gone.
  * 2. After a clean shutdown, trusts the files: it only finds the active segment's next offset
  *    (a short header scan from its last index entry) and reads each sealed segment's largest
  *    timestamp from the end of its time index.
@@ -27,6 +28,7 @@ import {
 } from "./log-segment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import type { LoadParams } from "./unified-log.ts";
+import { recoverInterruptedSwaps } from "./segment-swap.ts";
 
 const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
 const SEGMENT_STEM = /^\d{20}$/;
@@ -35,6 +37,7 @@ const UNKNOWN_END_OFFSET = 1n << 62n;
 
 export function loadSegments(params: LoadParams, settings: SegmentSettings): LogSegment[] {
   const { dir, env } = params;
+  recoverInterruptedSwaps(dir, env.logger);
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
   if (baseOffsets.length > env.maxSegmentsPerLog) {
     env.logger(`[storage] ${dir}: ${baseOffsets.length} segments exceed the per-log limit`);

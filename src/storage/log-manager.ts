@@ -5,12 +5,14 @@
  *   recovery-point-offset-checkpoint   flushed offset per partition (recovery starts there)
  *   log-start-offset-checkpoint        log start offset per partition
  *   replication-offset-checkpoint      high watermark per partition (for replication)
+ *   cleaner-offset-checkpoint          how far the LogCleaner has cleaned each compacted log
  *   .kafka_cleanshutdown               present only while the broker is cleanly stopped
  *
  * On open, a log dir with the clean-shutdown marker is loaded without validation; one without
  * it is recovered from its recovery points. The marker is removed once everything is loaded, so
  * a crash from then on is detected at the next start. Background tasks (startBackgroundTasks)
- * apply retention, flush.ms, and write the checkpoints. Not thread-safe.
+ * apply retention, flush.ms, write the checkpoints and run the LogCleaner (log-cleaner.ts) for
+ * compacted logs. Not thread-safe.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -21,6 +23,7 @@ import { DEFAULT_LOG_CONFIG } from "./log-config.ts";
 import type { LogConfig } from "./log-config.ts";
 import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
 import {
+  CLEANER_OFFSET_CHECKPOINT_FILE,
   HIGH_WATERMARK_CHECKPOINT_FILE,
   LOG_START_OFFSET_CHECKPOINT_FILE,
   RECOVERY_POINT_CHECKPOINT_FILE,
@@ -29,6 +32,9 @@ import {
 } from "./offset-checkpoint-file.ts";
 import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
 import { OpenFilePool } from "./open-file-pool.ts";
+import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
+import type { LogCleanerConfig, LogCleanerHooks } from "./log-cleaner.ts";
+import { isCompacted } from "./log-config.ts";
 import { UnifiedLog, partitionDirName } from "./unified-log.ts";
 
 export const CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
@@ -55,6 +61,9 @@ export interface LogManagerOptions {
   /** Cap on partition logs this broker holds. */
   readonly maxLogs?: number;
   readonly logger?: StorageLogger;
+  /** The log.cleaner.* settings; Kafka's defaults when absent. */
+  readonly cleaner?: Partial<LogCleanerConfig>;
+  readonly cleanerHooks?: LogCleanerHooks;
 }
 
 const DEFAULTS = {
@@ -76,6 +85,8 @@ export class LogManager {
   private readonly defaultConfig: LogConfig;
   private readonly maxLogs: number;
   private closed = false;
+  /** Compacts the logs whose cleanup.policy includes compact. */
+  readonly cleaner: LogCleaner;
 
   private constructor(
     readonly logDirs: readonly string[],
@@ -89,6 +100,19 @@ export class LogManager {
       logger: options.logger ?? ((line) => console.warn(line)),
       maxSegmentsPerLog: options.maxSegmentsPerLog ?? DEFAULTS.maxSegmentsPerLog,
     };
+    const onCleaned = options.cleanerHooks?.onCleaned;
+    this.cleaner = new LogCleaner(
+      { ...DEFAULT_LOG_CLEANER_CONFIG, ...options.cleaner },
+      () => this.logs.values(),
+      this.env.logger,
+      {
+        ...options.cleanerHooks,
+        onCleaned: (log, result) => {
+          this.writeCleanerCheckpoint(this.logDirOf.get(log));
+          onCleaned?.(log, result);
+        },
+      },
+    );
   }
 
   /** Opens every log dir, loading (and if needed recovering) every partition in it. */
@@ -114,6 +138,10 @@ export class LogManager {
       path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE),
       this.env.logger,
     );
+    const cleanerOffsets = readOffsetCheckpoint(
+      path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE),
+      this.env.logger,
+    );
     for (const entry of fs.readdirSync(logDir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith(DELETE_DIR_SUFFIX)) {
@@ -133,6 +161,7 @@ export class LogManager {
         config: this.options.configForTopic?.(topic) ?? this.defaultConfig,
         recoveryPoint: recoveryPoints.get(key) ?? 0n,
         logStartOffset: startOffsets.get(key) ?? 0n,
+        cleanerOffset: cleanerOffsets.get(key) ?? 0n,
         cleanShutdown,
         env: this.env,
       }));
@@ -251,11 +280,29 @@ export class LogManager {
     }
     writeOffsetCheckpoint(path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE), recoveryPoints);
     writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
+    this.writeCleanerCheckpoint(logDir);
     if (!withHighWatermarks) return;
     writeOffsetCheckpoint(path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE), highWatermarks);
   }
 
-  /** Starts retention, flush.ms and checkpoint timers (unref'd: they never keep Bun alive). */
+  /**
+   * `cleaner-offset-checkpoint` of one log dir: the cleaner offset of every compacted log (and
+   * of any other the cleaner has cleaned), in Kafka's offset checkpoint format.
+   */
+  private writeCleanerCheckpoint(logDir: string | undefined): void {
+    if (logDir === undefined) return;
+    const entries: CheckpointEntry[] = [];
+    for (const [log, dir] of this.logDirOf) {
+      if (dir !== logDir || (!isCompacted(log.config) && log.cleanerOffset === 0n)) continue;
+      entries.push({ topic: log.topic, partition: log.partition, offset: log.cleanerOffset });
+    }
+    writeOffsetCheckpoint(path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE), entries);
+  }
+
+  /**
+   * Starts retention, flush.ms and checkpoint timers (unref'd: they never keep Bun alive) and
+   * the LogCleaner (unless log.cleaner.enable is false).
+   */
   startBackgroundTasks(): void {
     this.ensureOpen();
     if (this.timers.length > 0) return;
@@ -267,6 +314,7 @@ export class LogManager {
     this.every(o.checkpointIntervalMs ?? DEFAULTS.checkpointIntervalMs, () =>
       this.checkpointLogOffsets(),
     );
+    this.cleaner.start();
   }
 
   private every(intervalMs: number, task: () => void): void {
@@ -291,10 +339,11 @@ export class LogManager {
     }
   }
 
-  /** Stops the background tasks (close() does this too). */
+  /** Stops the background tasks (close() does this too); the cleaner stops at its next slice. */
   stop(): void {
     for (const timer of this.timers) clearInterval(timer);
     this.timers.length = 0;
+    this.cleaner.requestStop();
   }
 
   /**

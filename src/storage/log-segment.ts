@@ -37,6 +37,12 @@ export function segmentFileStem(baseOffset: bigint): string {
   return baseOffset.toString().padStart(20, "0");
 }
 
+/** The `.log`, `.index` and `.timeindex` paths of a segment, with `suffix` (e.g. `.swap`). */
+export function segmentFilePaths(dir: string, baseOffset: bigint, suffix = ""): string[] {
+  const stem = path.join(dir, segmentFileStem(baseOffset));
+  return [LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX].map((s) => stem + s + suffix);
+}
+
 /** A batch of an append, positioned relative to the start of the appended bytes. */
 export interface AppendedBatch {
   readonly relativePosition: number;
@@ -88,26 +94,31 @@ export class LogSegment {
     readonly baseOffset: bigint,
     pool: OpenFilePool,
     sizeBytes: number,
+    fileSuffix = "",
   ) {
-    const stem = path.join(dir, segmentFileStem(baseOffset));
-    this.file = new SegmentFile(stem + LOG_FILE_SUFFIX, pool);
+    const [logPath, indexPath, timeIndexPath] = segmentFilePaths(dir, baseOffset, fileSuffix);
+    this.file = new SegmentFile(logPath, pool);
     this.file.onEvict = () => this.unloadIndexes();
-    this.indexPath = stem + INDEX_FILE_SUFFIX;
-    this.timeIndexPath = stem + TIME_INDEX_FILE_SUFFIX;
+    this.indexPath = indexPath;
+    this.timeIndexPath = timeIndexPath;
     this.sizeBytesValue = sizeBytes;
     this.nextOffset = baseOffset;
     this.offsetOfMaxTimestampSoFar = baseOffset;
   }
 
-  /** Creates empty files for a new active segment (replacing leftovers with that name). */
+  /**
+   * Creates empty files for a new active segment (replacing leftovers with that name). The log
+   * cleaner writes its output through one created with `fileSuffix` `.cleaned`.
+   */
   static create(
     dir: string,
     baseOffset: bigint,
     settings: SegmentSettings,
     pool: OpenFilePool,
+    fileSuffix = "",
   ): LogSegment {
     assert(baseOffset >= 0n, `segment base offset ${baseOffset} is negative`);
-    const segment = new LogSegment(dir, baseOffset, pool, 0);
+    const segment = new LogSegment(dir, baseOffset, pool, 0, fileSuffix);
     fs.writeFileSync(segment.file.filePath, new Uint8Array(0));
     fs.writeFileSync(segment.indexPath, new Uint8Array(0));
     fs.writeFileSync(segment.timeIndexPath, new Uint8Array(0));
@@ -578,7 +589,8 @@ export class LogSegment {
     await Promise.all(renamed.map((p) => fs.promises.rm(p, { force: true })));
   }
 
-  private firstBatchTimestamp(): bigint {
+  /** The first batch's max timestamp (-1 when empty): max.compaction.lag.ms counts from it. */
+  firstBatchTimestamp(): bigint {
     if (this.rollingBasedTimestamp === null && this.sizeBytesValue > 0) {
       this.withFd((fd) =>
         scanBatchHeaders(fd, 0, this.sizeBytesValue, (entry) => {

@@ -1,6 +1,7 @@
 /**
  * Kafka's offset checkpoint files (`recovery-point-offset-checkpoint`,
- * `log-start-offset-checkpoint`, `replication-offset-checkpoint`), one per log dir, in Kafka's text format so operators and
+ * `log-start-offset-checkpoint`, `replication-offset-checkpoint`, `cleaner-offset-checkpoint`),
+ * one per log dir, in Kafka's text format so operators and
  * tools recognise them:
  *
  *   0                 <- format version
@@ -17,6 +18,8 @@ import type { StorageLogger } from "./log-environment.ts";
 
 export const RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint";
 export const LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint";
+/** The LogCleaner's position per compacted log (its first dirty offset). */
+export const CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint";
 /** High watermarks, so a restarted replica does not expose what the ISR may not have had. */
 export const HIGH_WATERMARK_CHECKPOINT_FILE = "replication-offset-checkpoint";
 const CHECKPOINT_VERSION = 0;

@@ -29,6 +29,7 @@
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
+import { hasDeletePolicy, isCompacted } from "./log-config.ts";
 import type { LogConfig } from "./log-config.ts";
 import { LogSegment } from "./log-segment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
@@ -39,6 +40,7 @@ import type { AppendedBatch } from "./log-segment.ts";
 import { storageError } from "./durable-file.ts";
 import { installIndexLoader, loadSegments } from "./log-loader.ts";
 import type { LogEnvironment } from "./log-environment.ts";
+import type { OpenFilePool } from "./open-file-pool.ts";
 import { applyCompressionPolicy } from "./compression-policy.ts";
 import {
   PRODUCERS_PER_PARTITION_MAX,
@@ -50,6 +52,7 @@ import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts
 import { firstOffsetOf } from "./producer-state-entry.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
 import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
+import { refuseRecordsWithoutKey } from "./compacted-topic-validator.ts";
 
 export interface AppendOptions {
   /** True on the leader (offsets are assigned here); false for a follower copying batches. */
@@ -111,6 +114,8 @@ export interface LoadParams {
   readonly env: LogEnvironment;
   /** producer.id.expiration.ms; defaults to Kafka's one day. */
   readonly producerIdExpirationMs?: number;
+  /** Where the cleaner stopped last time (cleaner-offset-checkpoint); 0 when unknown. */
+  readonly cleanerOffset?: bigint;
 }
 
 export class UnifiedLog {
@@ -122,6 +127,18 @@ export class UnifiedLog {
   private lastFlushMs = Date.now();
   private readonly listeners = new Set<AppendListener>();
   private closed = false;
+  /**
+   * Bumped by every change of the segment list other than appends, rolls, retention and
+   * cleaning (truncation, emptying, close, delete), so a cleaning started before it gives up.
+   */
+  private layoutEpochValue = 0;
+  /**
+   * The LogCleaner's position: everything below it has been cleaned (Kafka's checkpointed
+   * "first dirty offset"). Kept here so truncation can lower it; the LogManager persists it.
+   */
+  cleanerOffset: bigint;
+  /** The latest delete horizon the cleaner gave tombstones it kept; -1 when none. */
+  latestDeleteHorizonMs = -1;
   dir: string;
 
   private constructor(
@@ -135,8 +152,10 @@ export class UnifiedLog {
     private producerStateValue: ProducerStateManager,
     readonly leaderEpochCache: LeaderEpochFileCache,
     private readonly producerIdExpirationMs: number | undefined,
+    cleanerOffset: bigint,
   ) {
     assert(segments.length > 0, `log ${dir} has no segment`);
+    this.cleanerOffset = cleanerOffset;
     this.dir = dir;
     this.configValue = config;
     const logEndOffset = this.activeSegment.nextOffset;
@@ -171,6 +190,7 @@ export class UnifiedLog {
       producerState,
       leaderEpochCache,
       params.producerIdExpirationMs,
+      params.cleanerOffset ?? 0n,
     );
   }
 
@@ -233,6 +253,60 @@ export class UnifiedLog {
     return this.segments.map((s) => s.baseOffset);
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** The fd pool, for the segments the cleaner writes beside this log's. */
+  get filePool(): OpenFilePool {
+    return this.env.pool;
+  }
+
+  /** One line in the storage log, prefixed with this log's name. */
+  logLine(line: string): void {
+    this.env.logger(`[storage] ${this.name}: ${line}`);
+  }
+
+  /** See layoutEpochValue: the cleaner compares it before and after each step. */
+  get layoutEpoch(): number {
+    return this.layoutEpochValue;
+  }
+
+  /** Every segment but the active one, oldest first: what the cleaner may read and replace. */
+  sealedSegments(): readonly LogSegment[] {
+    return this.segments.slice(0, -1);
+  }
+
+  get activeSegmentBaseOffset(): bigint {
+    return this.activeSegment.baseOffset;
+  }
+
+  /**
+   * The cleaner's swap: `old` (consecutive sealed segments, still in the log) leave the segment
+   * list and `replacement` (covering the same offsets) takes their place, at once, between two
+   * requests. The files were already renamed by the caller (log-cleaner-swap.ts); old segments'
+   * fds stay open until readers holding ranges over them release them.
+   */
+  replaceSegments(old: readonly LogSegment[], replacement: LogSegment): void {
+    this.ensureOpen();
+    const first = this.segments.indexOf(old[0]);
+    assert(first >= 0, `segment ${old[0].baseOffset} is no longer in ${this.name}`);
+    for (let i = 0; i < old.length; i++) {
+      assert(this.segments[first + i] === old[i], `${this.name}: replaced segments not in order`);
+    }
+    assert(first + old.length < this.segments.length, "the active segment cannot be replaced");
+    assert(replacement.baseOffset === old[0].baseOffset, "replacement must keep the base offset");
+    this.installIndexLoader(replacement);
+    this.segments.splice(first, old.length, replacement);
+  }
+
+  /** True when every one of `segments` is still part of this log, in that order. */
+  holdsSegments(segments: readonly LogSegment[]): boolean {
+    const first = this.segments.indexOf(segments[0]);
+    if (first < 0 || first + segments.length >= this.segments.length) return false;
+    return segments.every((s, i) => this.segments[first + i] === s);
+  }
+
   private get activeSegment(): LogSegment {
     return this.segments[this.segments.length - 1];
   }
@@ -257,6 +331,9 @@ export class UnifiedLog {
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
+    if (opts.assignOffsets && isCompacted(this.configValue)) {
+      refuseRecordsWithoutKey(records, validated.batches, this.name);
+    }
     const prepared = this.producerState.prepareAppend(
       producerBatchesOf(records, validated.batches),
       opts.assignOffsets ? "client" : "replication",
@@ -308,8 +385,10 @@ export class UnifiedLog {
     this.env.logger(`[storage] ${this.name}: truncated to offset ${this.logEndOffset} ` +
       `(asked ${offset}; ${droppedBytes} bytes cut from segment ${last.baseOffset})`);
     const end = this.logEndOffset;
+    this.layoutEpochValue++;
     if (this.highWatermarkValue > end) this.highWatermarkValue = end;
     if (this.recoveryPoint > end) this.recoveryPoint = end;
+    if (this.cleanerOffset > end) this.cleanerOffset = end;
     this.leaderEpochCache.truncateFromEnd(end);
     this.reloadProducerState();
     // A sealed segment cut back is not writable: appends continue in a new active segment.
@@ -341,6 +420,8 @@ export class UnifiedLog {
     this.logStartOffsetValue = offset;
     this.highWatermarkValue = offset;
     this.recoveryPoint = offset;
+    this.cleanerOffset = offset;
+    this.layoutEpochValue++;
     this.leaderEpochCache.truncateFromEnd(0n);
     this.producerState.deleteSnapshotsBelow(offset + 1n);
     this.reloadProducerState();
@@ -378,7 +459,14 @@ export class UnifiedLog {
   private maybeRoll(appendBytes: number, append: ValidatedAppend, nowMs: number): LogSegment {
     const active = this.activeSegment;
     const { maxTimestamp, lastOffset } = append;
-    if (!active.shouldRoll(appendBytes, maxTimestamp, lastOffset, this.configValue, nowMs)) {
+    const config = this.configValue;
+    // A compacted log rolls by max.compaction.lag.ms too, so the active segment, which is never
+    // cleaned, cannot hold dirty records past that lag (Kafka's maxSegmentMs).
+    const segmentMs = isCompacted(config)
+      ? Math.min(config.segmentMs, config.maxCompactionLagMs)
+      : config.segmentMs;
+    const rollConfig = { segmentBytes: config.segmentBytes, segmentMs };
+    if (!active.shouldRoll(appendBytes, maxTimestamp, lastOffset, rollConfig, nowMs)) {
       return active;
     }
     return this.roll(append.baseOffset);
@@ -611,7 +699,7 @@ export class UnifiedLog {
       (_s, next) => next.baseOffset <= this.logStartOffsetValue,
       "below the log start offset",
     );
-    if (!config.cleanupPolicy.split(",").includes("delete")) return deleted;
+    if (!hasDeletePolicy(config)) return deleted;
     if (config.retentionMs >= 0) {
       deleted += this.deleteSegmentsWhile(
         (s) => nowMs - s.largestTimestampMs() > config.retentionMs,
@@ -665,6 +753,7 @@ export class UnifiedLog {
     for (const segment of this.segments) segment.close();
     this.listeners.clear();
     this.closed = true;
+    this.layoutEpochValue++;
   }
 
   /**
@@ -677,6 +766,7 @@ export class UnifiedLog {
       for (const segment of this.segments) segment.close();
       this.listeners.clear();
       this.closed = true;
+      this.layoutEpochValue++;
     }
     const deletedDir = `${this.dir}.${crypto.randomUUID().replaceAll("-", "")}-delete`;
     fs.renameSync(this.dir, deletedDir);

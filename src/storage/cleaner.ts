@@ -1,0 +1,338 @@
+/**
+ * One cleaning of one log (Kafka's Cleaner.doClean):
+ *
+ * 1. Offset map: the dirty section [firstDirtyOffset, firstUncleanableOffset) is read and every
+ *    keyed record's offset is put in the OffsetMap under its key. When the map fills, reading
+ *    stops at the last whole batch read; that is where this pass ends (the rest of the dirty
+ *    section is cleaned by the next passes).
+ * 2. Groups: the segments from the start of the log up to the end of the map are grouped so that
+ *    each group fits one segment (segment.bytes, segment.index.bytes, int32 relative offsets).
+ * 3. Each group is filtered batch by batch into one `.cleaned` segment (cleaner-batch-filter.ts),
+ *    fdatasynced, and swapped in for the group (segment-swap.ts).
+ *
+ * Everything is asynchronous and works in chunks of log.cleaner.io.buffer.size: each chunk is
+ * read off the event loop and its batches are processed in one short synchronous slice, so
+ * requests are served between chunks. A change to the log that cleaning cannot survive
+ * (truncation, deletion, close, retention removing a segment being cleaned) is noticed at the
+ * next chunk and abandons the cleaning; its `.cleaned` files are removed.
+ */
+import * as fs from "node:fs";
+import { RecordCursor } from "../protocol/record-cursor.ts";
+import { CompressionType, decompress } from "../protocol/compression.ts";
+import { RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
+import { filterBatch } from "./cleaner-batch-filter.ts";
+import type { CleanerFilter, FilteredBatch } from "./cleaner-batch-filter.ts";
+import { readSegmentBatches } from "./cleaner-segment-reader.ts";
+import type { ChunkBatch } from "./cleaner-segment-reader.ts";
+import { LogSegment } from "./log-segment.ts";
+import type { AppendedBatch } from "./log-segment.ts";
+import type { OffsetMap } from "./offset-map.ts";
+import { OFFSET_INDEX_ENTRY_BYTES } from "./offset-index.ts";
+import {
+  CLEANED_FILE_SUFFIX, deleteCleanedFiles, finishSwap, markCleanedAsSwap,
+} from "./segment-swap.ts";
+import type { Throttler } from "./throttler.ts";
+import { TIME_INDEX_ENTRY_BYTES } from "./time-index.ts";
+import { settingsOf } from "./unified-log.ts";
+import type { UnifiedLog } from "./unified-log.ts";
+
+const MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024;
+const INT32_MAX = 0x7fffffffn;
+
+/** What the LogCleaner chose to clean. */
+export interface LogToClean {
+  readonly log: UnifiedLog;
+  readonly firstDirtyOffset: bigint;
+  readonly firstUncleanableOffset: bigint;
+}
+
+export interface CleanerStats {
+  bytesRead: number;
+  bytesWritten: number;
+  recordsRead: number;
+  recordsKept: number;
+  mapRecords: number;
+  segmentsCleaned: number;
+  groups: number;
+}
+
+export interface CleanResult {
+  /** Everything below it is clean now: the cleaner's next first dirty offset. */
+  readonly endOffset: bigint;
+  readonly stats: CleanerStats;
+}
+
+/** Thrown when the log changed so that this cleaning cannot finish; nothing was lost. */
+export class CleaningAbortedError extends Error {}
+
+export interface CleanerOptions {
+  readonly map: OffsetMap;
+  readonly throttler: Throttler;
+  readonly ioBufferBytes: number;
+  /** Called between chunks: true when the cleaner is being stopped. */
+  readonly stopping: () => boolean;
+}
+
+export class Cleaner {
+  constructor(private readonly options: CleanerOptions) {}
+
+  /** Cleans once; returns the offset up to which the log is now clean. */
+  async clean(target: LogToClean, nowMs: number): Promise<CleanResult> {
+    const stats: CleanerStats = {
+      bytesRead: 0, bytesWritten: 0, recordsRead: 0, recordsKept: 0, mapRecords: 0,
+      segmentsCleaned: 0, groups: 0,
+    };
+    const { log } = target;
+    const epoch = log.layoutEpoch;
+    const guard = (): void => this.checkStillValid(log, epoch);
+    await this.buildOffsetMap(target, stats, guard);
+    const endOffset = BigInt(this.options.map.latestOffset) + 1n;
+    const filter: CleanerFilter = {
+      map: this.options.map,
+      nowMs,
+      deleteRetentionMs: log.config.deleteRetentionMs,
+      lastOffsetOfProducer: lastOffsetsOfActiveProducers(log),
+    };
+    const segments = log.sealedSegments().filter((s) => s.baseOffset < endOffset);
+    for (const group of groupSegmentsBySize(segments, log, target.firstUncleanableOffset)) {
+      await this.cleanGroup(log, group, filter, stats, guard);
+      stats.groups++;
+      stats.segmentsCleaned += group.length;
+    }
+    return { endOffset, stats };
+  }
+
+  private checkStillValid(log: UnifiedLog, epoch: number): void {
+    if (this.options.stopping()) throw new CleaningAbortedError("the cleaner is stopping");
+    if (log.isClosed || log.layoutEpoch !== epoch) {
+      throw new CleaningAbortedError(`${log.name} was truncated, deleted or closed`);
+    }
+  }
+
+  /** Step 1: the dirty section's keys into the map, until it is read or the map is full. */
+  private async buildOffsetMap(
+    target: LogToClean,
+    stats: CleanerStats,
+    guard: () => void,
+  ): Promise<void> {
+    const { map } = this.options;
+    map.clear();
+    // The clean section is in the map's reach even when nothing dirty is read, so tombstones
+    // past their horizon go in a cleaning with no new records.
+    map.latestOffset = Number(target.firstDirtyOffset) - 1;
+    const start = Number(target.firstDirtyOffset);
+    const end = target.firstUncleanableOffset;
+    const sealed = target.log.sealedSegments();
+    const dirty = sealed.filter((s, i) => {
+      const next = sealed[i + 1]?.baseOffset ?? target.log.activeSegmentBaseOffset;
+      return s.baseOffset < end && next > target.firstDirtyOffset;
+    });
+    for (const segment of dirty) {
+      for await (const batches of this.chunks(segment, stats, guard)) {
+        for (const batch of batches) {
+          if (batch.baseOffset >= end) return;
+          if (!addBatchToMap(batch, start, map, stats)) return;
+        }
+      }
+    }
+  }
+
+  private chunks(
+    segment: LogSegment,
+    stats: CleanerStats,
+    guard: () => void,
+  ): AsyncGenerator<ChunkBatch[]> {
+    const { throttler, ioBufferBytes } = this.options;
+    return readSegmentBatches(segment, ioBufferBytes, async (bytes) => {
+      stats.bytesRead += bytes;
+      await throttler.maybeThrottle(bytes);
+      guard();
+    });
+  }
+
+  /** Step 3 for one group: filter into a `.cleaned` segment, then swap it in. */
+  private async cleanGroup(
+    log: UnifiedLog,
+    group: readonly LogSegment[],
+    filter: CleanerFilter,
+    stats: CleanerStats,
+    guard: () => void,
+  ): Promise<void> {
+    const base = group[0].baseOffset;
+    const settings = settingsOf(log.config);
+    const cleaned = LogSegment.create(log.dir, base, settings, log.filePool, CLEANED_FILE_SUFFIX);
+    try {
+      const { indexIntervalBytes } = log.config;
+      const output = new CleanedOutput(cleaned, indexIntervalBytes, this.options.ioBufferBytes);
+      for (const segment of group) {
+        for await (const batches of this.chunks(segment, stats, guard)) {
+          for (const batch of batches) output.add(batch, filterBatch(batch.bytes, filter), stats, log);
+          await output.flushIfFull(this.options.throttler, stats);
+        }
+      }
+      await output.flushIfFull(this.options.throttler, stats, true);
+      cleaned.onBecomeInactive();
+      await cleaned.flushAsync();
+      cleaned.close();
+      guard();
+      const lastOld = group[group.length - 1];
+      const { atime, mtime } = fs.statSync(lastOld.file.filePath);
+      fs.utimesSync(cleaned.file.filePath, atime, mtime);
+      if (!log.holdsSegments(group)) throw new CleaningAbortedError("retention removed a segment");
+    } catch (error) {
+      cleaned.close();
+      deleteCleanedFiles(log.dir, base);
+      throw error;
+    }
+    swapIn(log, group);
+  }
+}
+
+/** Puts the batch's keyed records at or above `start` into the map; false once it is full. */
+function addBatchToMap(
+  batch: ChunkBatch,
+  start: number,
+  map: OffsetMap,
+  stats: CleanerStats,
+): boolean {
+  if (batch.lastOffset < BigInt(start)) return true;
+  const bytes = batch.bytes;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const attributes = view.getInt16(21);
+  // Control batches carry no keyed data (issue 15: aborted transactions are skipped here).
+  if ((attributes & 0x20) === 0) {
+    const codec = attributes & 0x07;
+    const body = codec === CompressionType.None
+      ? bytes.subarray(RECORD_BATCH_OVERHEAD)
+      : decompress(codec, bytes.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
+    const baseOffset = Number(batch.baseOffset);
+    const cursor = new RecordCursor(body, 0, body.length, view.getInt32(57));
+    while (cursor.next()) {
+      const offset = baseOffset + cursor.offsetDelta;
+      stats.mapRecords++;
+      if (cursor.keyLength < 0 || offset < start) continue;
+      const key = cursor.key!;
+      // A key already in the map does not grow it; a new one needs room.
+      if (map.isFull && map.get(key) < 0) return false;
+      map.put(key, offset);
+    }
+  }
+  map.latestOffset = Number(batch.lastOffset);
+  return true;
+}
+
+/** Accumulates filtered batches and appends them to the cleaned segment in large writes. */
+class CleanedOutput {
+  private pending: Uint8Array[] = [];
+  private batches: AppendedBatch[] = [];
+  private pendingBytes = 0;
+
+  constructor(
+    private readonly segment: LogSegment,
+    private readonly indexIntervalBytes: number,
+    private readonly bufferBytes: number,
+  ) {}
+
+  add(batch: ChunkBatch, filtered: FilteredBatch, stats: CleanerStats, log: UnifiedLog): void {
+    stats.recordsRead += filtered.recordsRead;
+    stats.recordsKept += filtered.recordsKept;
+    if (filtered.deleteHorizonMs > log.latestDeleteHorizonMs) {
+      log.latestDeleteHorizonMs = filtered.deleteHorizonMs;
+    }
+    if (filtered.bytes === null) return;
+    this.batches.push({
+      relativePosition: this.pendingBytes,
+      sizeBytes: filtered.bytes.length,
+      lastOffset: batch.lastOffset,
+      maxTimestamp: filtered.maxTimestamp,
+    });
+    this.pending.push(filtered.bytes);
+    this.pendingBytes += filtered.bytes.length;
+  }
+
+  async flushIfFull(throttler: Throttler, stats: CleanerStats, force = false): Promise<void> {
+    if (this.pendingBytes === 0 || (!force && this.pendingBytes < this.bufferBytes)) return;
+    const records = new Uint8Array(this.pendingBytes);
+    let at = 0;
+    for (const bytes of this.pending) {
+      records.set(bytes, at);
+      at += bytes.length;
+    }
+    this.segment.append(records, this.batches, this.indexIntervalBytes);
+    stats.bytesWritten += records.length;
+    this.pending = [];
+    this.batches = [];
+    this.pendingBytes = 0;
+    await throttler.maybeThrottle(records.length);
+  }
+}
+
+/** Steps 2-4 of segment-swap.ts, synchronously, so no request sees a half-swapped log. */
+function swapIn(log: UnifiedLog, group: readonly LogSegment[]): void {
+  const base = group[0].baseOffset;
+  const sealed = log.sealedSegments();
+  const after = sealed[sealed.indexOf(group[group.length - 1]) + 1];
+  const nextOffset = after?.baseOffset ?? log.activeSegmentBaseOffset;
+  markCleanedAsSwap(log.dir, base);
+  for (const old of group) {
+    void old.delete().catch((error: unknown) => log.logLine(`deleting a cleaned segment: ${error}`));
+  }
+  finishSwap(log.dir, base);
+  const replacement = LogSegment.open(log.dir, base, nextOffset, log.filePool);
+  replacement.loadMaxTimestamp();
+  log.replaceSegments(group, replacement);
+}
+
+/**
+ * Kafka's groupSegmentsBySize: consecutive segments whose total log size fits segment.bytes,
+ * whose index sizes fit segment.index.bytes, and whose offsets stay within int32 of the group's
+ * base offset.
+ */
+export function groupSegmentsBySize(
+  segments: readonly LogSegment[],
+  log: UnifiedLog,
+  firstUncleanableOffset: bigint,
+): LogSegment[][] {
+  const maxSize = log.config.segmentBytes;
+  const maxIndexSize = log.config.segmentIndexBytes;
+  const groups: LogSegment[][] = [];
+  let i = 0;
+  while (i < segments.length) {
+    const group = [segments[i]];
+    let logSize = segments[i].sizeBytes;
+    let [indexSize, timeIndexSize] = indexBytes(segments[i]);
+    i++;
+    while (i < segments.length) {
+      const next = segments[i];
+      const nextEnd = segments[i + 1]?.baseOffset ?? firstUncleanableOffset;
+      const [nextIndexSize, nextTimeIndexSize] = indexBytes(next);
+      const fits = logSize + next.sizeBytes <= maxSize &&
+        indexSize + nextIndexSize <= maxIndexSize &&
+        timeIndexSize + nextTimeIndexSize <= maxIndexSize &&
+        (next.sizeBytes === 0 || nextEnd - 1n - group[0].baseOffset <= INT32_MAX);
+      if (!fits) break;
+      group.push(next);
+      logSize += next.sizeBytes;
+      indexSize += nextIndexSize;
+      timeIndexSize += nextTimeIndexSize;
+      i++;
+    }
+    groups.push(group);
+  }
+  return groups;
+}
+
+/** The sizes of a segment's offset index and time index files. */
+function indexBytes(segment: LogSegment): [number, number] {
+  return [segment.offsetIndex().entries * OFFSET_INDEX_ENTRY_BYTES,
+    segment.timeIndex().entries * TIME_INDEX_ENTRY_BYTES];
+}
+
+/** Producer id -> last data offset, for keeping each active producer's last batch. */
+function lastOffsetsOfActiveProducers(log: UnifiedLog): Map<bigint, bigint> {
+  const out = new Map<bigint, bigint>();
+  for (const entry of log.producerState.activeProducers()) {
+    if (entry.lastDataOffset >= 0n) out.set(entry.producerId, entry.lastDataOffset);
+  }
+  return out;
+}

@@ -1,0 +1,275 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { CompressionType } from "../../src/protocol/compression.ts";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
+import type { LogConfig } from "../../src/storage/log-config.ts";
+import type { LogCleanerConfig } from "../../src/storage/log-cleaner.ts";
+import { LogManager } from "../../src/storage/log-manager.ts";
+import { CLEANER_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
+import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { DELETE_HORIZON_BIT } from "../../src/storage/cleaner-batch-filter.ts";
+import { removeDir, tempDir } from "./helpers.ts";
+import type { KeyedRecord } from "./cleaner-support.ts";
+import { keyedBatch, latestByKey, readAllBatches, readAllRecords } from "./cleaner-support.ts";
+
+let dir: string;
+let manager: LogManager;
+let lines: string[];
+
+const COMPACT: Partial<LogConfig> = { cleanupPolicy: "compact", segmentBytes: 2000 };
+
+function open(config: Partial<LogConfig> = {}, cleaner: Partial<LogCleanerConfig> = {}) {
+  lines = [];
+  manager = LogManager.open({
+    logDirs: [dir],
+    defaultConfig: { ...DEFAULT_LOG_CONFIG, ...COMPACT, ...config },
+    logger: (l) => lines.push(l),
+    cleaner: { dedupeBufferBytes: 1 << 20, ...cleaner },
+  });
+  return manager;
+}
+
+function append(log: UnifiedLog, records: readonly KeyedRecord[], opts = {}): void {
+  log.append(keyedBatch(records, opts), { assignOffsets: true });
+  log.highWatermark = log.logEndOffset;
+}
+
+/** `rounds` batches, each setting every key k0..k(keys-1) to a value naming the round. */
+function writeRounds(log: UnifiedLog, rounds: number, keys: number, opts = {}): void {
+  for (let r = 0; r < rounds; r++) {
+    const records = Array.from({ length: keys }, (_, k) => ({ key: `k${k}`, value: `v${r}-${k}` }));
+    append(log, records, opts);
+  }
+}
+
+beforeEach(() => (dir = tempDir("quill-cleaner-")));
+afterEach(() => {
+  manager?.close();
+  removeDir(dir);
+});
+
+describe("LogCleaner: keys", () => {
+  test("keeps the latest record of every key, with its offset, and never the active segment", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    writeRounds(log, 30, 10);
+    log.roll();
+    append(log, [{ key: "k0", value: "active" }]);
+    const before = readAllRecords(log);
+    const activeBase = log.activeSegmentBaseOffset;
+    const result = await manager.cleaner.cleanOnce();
+    expect(result).not.toBeNull();
+    const after = readAllRecords(log);
+    expect(latestByKey(after)).toEqual(latestByKey(before));
+    // Every surviving record is the one with that offset before, and offsets still increase.
+    const byOffset = new Map(before.map((r) => [r.offset, r]));
+    for (const r of after) expect(byOffset.get(r.offset)).toEqual(r);
+    for (let i = 1; i < after.length; i++) expect(after[i].offset).toBeGreaterThan(after[i - 1].offset);
+    // Sealed part: exactly one record per key; the active segment's record is still there.
+    const sealed = after.filter((r) => r.offset < activeBase);
+    expect(sealed.length).toBe(10);
+    expect(after.at(-1)).toEqual(before.at(-1)!);
+    expect(log.cleanerOffset).toBe(activeBase);
+    expect(log.logEndOffset).toBe(301n);
+  });
+
+  test("writes cleaner-offset-checkpoint in Kafka's format and reads it after a restart", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    writeRounds(log, 20, 5);
+    log.roll();
+    await manager.cleaner.cleanOnce();
+    const text = fs.readFileSync(path.join(dir, CLEANER_OFFSET_CHECKPOINT_FILE), "utf8");
+    expect(text).toBe(`0\n1\nt 0 ${log.activeSegmentBaseOffset}\n`);
+    const cleanedTo = log.cleanerOffset;
+    manager.close();
+    const reopened = open().getLog("t", 0)!;
+    expect(reopened.cleanerOffset).toBe(cleanedTo);
+    // Nothing dirty: no cleaning is chosen.
+    expect(manager.cleaner.grabFilthiestLog(Date.now())).toBeNull();
+  });
+
+  test("a log with cleanup.policy=delete is never cleaned", async () => {
+    const log = open({ cleanupPolicy: "delete" }).getOrCreateLog("t", 0);
+    writeRounds(log, 20, 5);
+    log.roll();
+    expect(await manager.cleaner.cleanOnce()).toBeNull();
+    expect(readAllRecords(log).length).toBe(100);
+  });
+
+  test("cleans again only once the dirty ratio passes min.cleanable.dirty.ratio", async () => {
+    const log = open({ minCleanableDirtyRatio: 0.9 }).getOrCreateLog("t", 0);
+    writeRounds(log, 40, 5);
+    log.roll();
+    expect(await manager.cleaner.cleanOnce()).not.toBeNull();
+    writeRounds(log, 1, 5);
+    log.roll();
+    // One small dirty segment beside the clean one: ratio below 0.9.
+    expect(manager.cleaner.grabFilthiestLog(Date.now())).toBeNull();
+  });
+});
+
+describe("LogCleaner: tombstones", () => {
+  test("kept with a delete horizon, then removed once delete.retention.ms has passed", async () => {
+    const log = open({ deleteRetentionMs: 60_000 }).getOrCreateLog("t", 0);
+    writeRounds(log, 5, 4);
+    append(log, [{ key: "k1", value: null }, { key: "k2", value: null }]);
+    log.roll();
+    const now = Date.now();
+    await manager.cleaner.cleanOnce(now);
+    const kept = readAllBatches(log);
+    const tombstones = kept.flatMap((b) => b.records).filter((r) => r.value === null);
+    expect(tombstones.map((r) => r.key).sort()).toEqual(["k1", "k2"]);
+    const horizonBatch = kept.find((b) => b.records.some((r) => r.value === null))!;
+    expect(horizonBatch.attributes & DELETE_HORIZON_BIT).toBe(DELETE_HORIZON_BIT);
+    // Record timestamps survive the new base timestamp.
+    for (const r of horizonBatch.records) expect(Math.abs(Number(r.timestamp) - now)).toBeLessThan(60_000);
+    expect(log.latestDeleteHorizonMs).toBe(now + 60_000);
+    // Before the horizon nothing is due; after it the log is cleaned without new writes.
+    expect(manager.cleaner.grabFilthiestLog(now + 59_000)).toBeNull();
+    expect(await manager.cleaner.cleanOnce(now + 60_001)).not.toBeNull();
+    const after = readAllRecords(log);
+    expect(after.filter((r) => r.value === null)).toEqual([]);
+    expect([...latestByKey(after).keys()].sort()).toEqual(["k0", "k3"]);
+    expect(log.latestDeleteHorizonMs).toBe(-1);
+  });
+});
+
+describe("LogCleaner: lag settings", () => {
+  test("min.compaction.lag.ms keeps young segments dirty", async () => {
+    const log = open({ minCompactionLagMs: 3_600_000 }).getOrCreateLog("t", 0);
+    writeRounds(log, 10, 3, { timestampMs: Date.now() - 7_200_000 });
+    log.roll();
+    const youngBase = log.activeSegmentBaseOffset;
+    writeRounds(log, 10, 3);
+    log.roll();
+    await manager.cleaner.cleanOnce();
+    const after = readAllRecords(log);
+    // The old segment is compacted; the young one (newer than the lag) is untouched.
+    expect(after.filter((r) => r.offset < youngBase).length).toBe(3);
+    expect(after.filter((r) => r.offset >= youngBase).length).toBe(30);
+    expect(log.cleanerOffset).toBe(youngBase);
+  });
+
+  test("max.compaction.lag.ms makes a barely dirty log eligible", async () => {
+    const log = open({ minCleanableDirtyRatio: 0.99, maxCompactionLagMs: 60_000 })
+      .getOrCreateLog("t", 0);
+    writeRounds(log, 10, 3, { timestampMs: Date.now() - 120_000 });
+    log.roll();
+    await manager.cleaner.cleanOnce();
+    writeRounds(log, 1, 3, { timestampMs: Date.now() - 120_000 });
+    log.roll();
+    expect(manager.cleaner.grabFilthiestLog(Date.now())?.needCompactionNow).toBe(true);
+    expect(await manager.cleaner.cleanOnce()).not.toBeNull();
+    expect(readAllRecords(log).length).toBe(3);
+  });
+
+  test("max.compaction.lag.ms rolls the active segment of a compacted log", () => {
+    const log = open({ maxCompactionLagMs: 1000 }).getOrCreateLog("t", 0);
+    append(log, [{ key: "a", value: "1" }], { timestampMs: Date.now() - 5000 });
+    append(log, [{ key: "a", value: "2" }]);
+    expect(log.segmentCount).toBe(2);
+  });
+});
+
+describe("LogCleaner: grouping", () => {
+  test("small cleaned segments are merged into one, within segment.bytes", async () => {
+    const log = open({ segmentBytes: 600 }).getOrCreateLog("t", 0);
+    const fill = (): void => {
+      for (let i = 0; i < 40; i++) append(log, [{ key: `k${i % 4}`, value: `v${i}`.padEnd(60, ".") }]);
+      log.roll();
+    };
+    fill();
+    // Groups are formed from the segments' sizes before cleaning (as Kafka does): the first
+    // cleaning leaves many small segments, the next one merges them.
+    await manager.cleaner.cleanOnce();
+    fill();
+    const segmentsBefore = log.segmentCount;
+    expect(segmentsBefore).toBeGreaterThan(5);
+    const result = (await manager.cleaner.cleanOnce())!;
+    expect(result.stats.groups).toBeLessThan(result.stats.segmentsCleaned);
+    expect(log.segmentCount).toBeLessThan(segmentsBefore);
+    for (const name of fs.readdirSync(log.dir).filter((n) => n.endsWith(".log"))) {
+      expect(fs.statSync(path.join(log.dir, name)).size).toBeLessThanOrEqual(600);
+    }
+    expect(readAllRecords(log).map((r) => r.key)).toEqual(["k0", "k1", "k2", "k3"]);
+  });
+});
+
+describe("LogCleaner: batches", () => {
+  test("compressed batches are filtered and written back with their codec", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    for (const codec of [CompressionType.Gzip, CompressionType.Zstd, CompressionType.Lz4,
+      CompressionType.Snappy]) {
+      writeRounds(log, 3, 4, { compression: codec });
+    }
+    append(log, [{ key: "k0", value: "last" }], { compression: CompressionType.Gzip });
+    log.roll();
+    const before = readAllRecords(log);
+    await manager.cleaner.cleanOnce();
+    const batches = readAllBatches(log);
+    expect(latestByKey(batches.flatMap((b) => b.records))).toEqual(latestByKey(before));
+    expect(batches.flatMap((b) => b.records).length).toBe(4);
+    for (const b of batches) expect(b.attributes & 0x07).not.toBe(CompressionType.None);
+  });
+
+  test("an idempotent producer's last batch stays (empty) and its sequence goes on", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    const pid = { producerId: 7n, producerEpoch: 0 };
+    append(log, [{ key: "a", value: "1" }], { ...pid, baseSequence: 0 });
+    append(log, [{ key: "a", value: "2" }], { ...pid, baseSequence: 1 });
+    append(log, [{ key: "a", value: "3" }]);
+    log.roll();
+    await manager.cleaner.cleanOnce();
+    const batches = readAllBatches(log);
+    // The producer's first batch is gone, its last one stays with no records.
+    expect(batches.map((b) => [b.baseOffset, b.producerId, b.records.length])).toEqual([
+      [1n, 7n, 0], [2n, -1n, 1]]);
+    expect(batches[0].baseSequence).toBe(1);
+    manager.close();
+    const reopened = open().getLog("t", 0)!;
+    // After a restart the producer state is rebuilt from the log: sequence 2 is next.
+    reopened.append(keyedBatch([{ key: "a", value: "4" }], { ...pid, baseSequence: 2 }),
+      { assignOffsets: true });
+    expect(() => reopened.append(keyedBatch([{ key: "a", value: "5" }],
+      { ...pid, baseSequence: 5 }), { assignOffsets: true })).toThrow();
+  });
+
+  test("a record without a key is refused with Kafka's INVALID_RECORD, nothing written", () => {
+    const log = open().getOrCreateLog("t", 0);
+    let error: unknown = null;
+    try {
+      log.append(keyedBatch([{ key: "a", value: "1" }, { key: null, value: "2" }]),
+        { assignOffsets: true });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as { code: number }).code).toBe(ErrorCode.INVALID_RECORD);
+    expect((error as Error).message).toBe("One or more records have been rejected due to 1 " +
+      "record errors in total, and only showing the first three errors at most: " +
+      "[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key " +
+      "in topic partition t-0')]");
+    expect(log.logEndOffset).toBe(0n);
+  });
+});
+
+describe("LogCleaner: offset map", () => {
+  test("a dirty section larger than the map is cleaned in several passes", async () => {
+    // 2000 bytes / 20 per slot = 100 slots, 90 keys per pass.
+    const log = open({ segmentBytes: 8000 }, { dedupeBufferBytes: 2000 }).getOrCreateLog("t", 0);
+    for (let round = 0; round < 3; round++) {
+      for (let k = 0; k < 300; k += 10) {
+        append(log, Array.from({ length: 10 }, (_, i) => ({ key: `k${k + i}`, value: `v${round}` })));
+      }
+    }
+    log.roll();
+    const before = readAllRecords(log);
+    let passes = 0;
+    while ((await manager.cleaner.cleanOnce()) !== null) passes++;
+    expect(passes).toBeGreaterThan(1);
+    const after = readAllRecords(log);
+    expect(latestByKey(after)).toEqual(latestByKey(before));
+    expect(after.length).toBe(300);
+    expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
+  });
+});
