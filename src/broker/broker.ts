@@ -160,6 +160,15 @@ async function openLogs(
     configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, config),
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
     logger: (line) => log.warn(line),
+    cleaner: {
+      enable: config["log.cleaner.enable"],
+      dedupeBufferBytes: config["log.cleaner.dedupe.buffer.size"],
+      ioBufferBytes: config["log.cleaner.io.buffer.size"],
+      loadFactor: config["log.cleaner.io.buffer.load.factor"],
+      ioMaxBytesPerSecond: config["log.cleaner.io.max.bytes.per.second"],
+      // Kafka sleeps 0 ms as "no pause"; a timer needs at least 1.
+      backoffMs: Math.max(1, config["log.cleaner.backoff.ms"]),
+    },
   });
   cleanups.push("logs", () => logs.close());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);

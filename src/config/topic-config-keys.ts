@@ -45,9 +45,8 @@ const NEVER = { inert: "9223372036854775807" };
 const STORAGE_KEYS = {
   "cleanup.policy": topicKey(list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }),
     ["log.cleanup.policy"], (b) => [...b["log.cleanup.policy"]],
-    "delete: drop old segments by age and size. compact: accepted and stored, but nothing " +
-    "compacts yet, and time and size retention skip a topic whose policy is only compact.",
-    { inert: "delete" }),
+    "delete: drop old segments by age and size. compact: the log cleaner keeps the latest " +
+    "record of every key (time and size retention apply only with compact,delete)."),
   "compression.type": topicKey(oneOf(COMPRESSION_TYPES), ["compression.type"],
     (b) => b["compression.type"], "Codec batches are stored with; producer keeps the producer's."),
   "compression.gzip.level": topicKey(GZIP_LEVEL, ["compression.gzip.level"],
@@ -112,17 +111,16 @@ const STORAGE_KEYS = {
 const ACCEPTED_KEYS = {
   "delete.retention.ms": topicKey(long({ min: 0n }), ["log.cleaner.delete.retention.ms"],
     (b) => b["log.cleaner.delete.retention.ms"],
-    "Compaction: how long tombstones stay readable.", { inert: "86400000" }),
+    "Compaction: how long tombstones stay readable."),
   "max.compaction.lag.ms": topicKey(long({ min: 1n }), ["log.cleaner.max.compaction.lag.ms"],
     (b) => b["log.cleaner.max.compaction.lag.ms"],
-    "Compaction: longest a record may stay uncompacted.", NEVER),
+    "Compaction: longest a record may stay uncompacted."),
   "min.cleanable.dirty.ratio": topicKey(double({ min: 0, max: 1 }),
     ["log.cleaner.min.cleanable.ratio"], (b) => b["log.cleaner.min.cleanable.ratio"],
-    "Compaction: share of the log not yet compacted before the cleaner runs.",
-    { inert: "0.5" }),
+    "Compaction: share of the log not yet compacted before the cleaner runs."),
   "min.compaction.lag.ms": topicKey(long({ min: 0n }), ["log.cleaner.min.compaction.lag.ms"],
     (b) => b["log.cleaner.min.compaction.lag.ms"],
-    "Compaction: shortest time a record stays uncompacted.", { inert: "0" }),
+    "Compaction: shortest time a record stays uncompacted."),
   "follower.replication.throttled.replicas": topicKey(
     throttledReplicas("follower.replication.throttled.replicas"), [], fixed([]),
     "Replicas (partition:broker, or *) whose follower-side replication is throttled.",
