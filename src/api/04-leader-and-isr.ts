@@ -7,10 +7,10 @@
 // * The states update the MetadataCache (what Metadata answers and where clients are sent),
 //   then the ReplicaManager makes this broker leader or follower of each partition.
 // * Broker epochs are not checked (Quill's controller sends -1); controller epochs are.
+import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type LeaderAndIsrRequest } from "../protocol/generated/index.ts";
 import type { PartitionLeaderState } from "../server/metadata-cache.ts";
-import { partitionKey } from "../server/replica-manager.ts";
 import { acceptControllerRequest } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -34,7 +34,7 @@ export const leaderAndIsrHandler = defineHandler({
     const partitionError = (s: PartitionLeaderState) => ({
       ...(v5 ? {} : { topicName: s.topic }),
       partitionIndex: s.partition,
-      errorCode: errors.get(partitionKey(s.topic, s.partition)) ?? ErrorCode.NONE,
+      errorCode: errors.get(topicPartitionKey(s.topic, s.partition)) ?? ErrorCode.NONE,
     });
     const errorCode = stale ? ErrorCode.STALE_CONTROLLER_EPOCH : ErrorCode.NONE;
     if (!v5) return { errorCode, partitionErrors: stale ? [] : states.map(partitionError) };

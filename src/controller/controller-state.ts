@@ -4,6 +4,7 @@
  * A new controller builds everything it knows from this alone, and a starting broker reads it
  * to answer Metadata correctly before the controller first speaks to it.
  */
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import {
@@ -38,8 +39,8 @@ export interface ControllerPartition {
 
 export interface ClusterSnapshot {
   readonly brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
-  /** By partitionKey(topic, partition). */
-  readonly partitions: ReadonlyMap<string, ControllerPartition>;
+  /** By topicPartitionKey(topic, partition). */
+  readonly partitions: ReadonlyMap<TopicPartitionKey, ControllerPartition>;
 }
 
 /** Watches to set while reading (a watcher already registered is passed as undefined). */
@@ -57,7 +58,6 @@ export interface SnapshotLogger {
 /** Reads run this many at a time. */
 const READ_CONCURRENCY = 128;
 
-export const partitionKey = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 /** Reads brokers, topics and partition states; znodes deleted meanwhile are left out. */
 export async function readClusterSnapshot(
@@ -96,14 +96,14 @@ async function readPartitions(
   zk: ZooKeeperClient,
   log: SnapshotLogger,
   watches: SnapshotWatches,
-): Promise<Map<string, ControllerPartition>> {
+): Promise<Map<TopicPartitionKey, ControllerPartition>> {
   const watch = watches.topics;
   const children = await zk.getChildren(TOPICS_PATH, { watch: watch && (() => watch()) });
   const topics = await mapLimit(children.filter(isLegalTopicName), READ_CONCURRENCY, (topic) => {
     return readTopic(zk, log, topic, watches.topic?.(topic));
   });
-  const result = new Map<string, ControllerPartition>();
-  for (const p of topics.flat()) result.set(partitionKey(p.topic, p.partition), p);
+  const result = new Map<TopicPartitionKey, ControllerPartition>();
+  for (const p of topics.flat()) result.set(topicPartitionKey(p.topic, p.partition), p);
   return result;
 }
 

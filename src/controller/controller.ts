@@ -20,6 +20,7 @@
  * costs one read per partition; that bounds the clusters this suits to some tens of thousands
  * of partitions, which PARTITION_STATES_MAX in MetadataCache bounds anyway.
  */
+import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
@@ -36,7 +37,7 @@ import {
   updateMetadataRequest, UPDATE_METADATA_VERSION, type StatedPartition,
 } from "./controller-requests.ts";
 import {
-  partitionKey, readClusterSnapshot, readPartitionState, type ClusterSnapshot,
+  readClusterSnapshot, readPartitionState, type ClusterSnapshot,
   type ControllerPartition,
 } from "./controller-state.ts";
 import {
@@ -163,7 +164,7 @@ export class KafkaController {
         const next = electForShutdown(fresh.state, fresh.replicas, brokerId, live, active.epoch);
         const written = next === null ? fresh : await this.writeState(active, fresh, next);
         if (written === null) continue;
-        active.partitions.set(partitionKey(p.topic, p.partition), written);
+        active.partitions.set(topicPartitionKey(p.topic, p.partition), written);
         if (written !== fresh) changed.push(written);
         if (written.state.leader === brokerId && written.replicas.length > 1) {
           remaining.push({ topic: p.topic, partition: p.partition });
@@ -189,7 +190,7 @@ export class KafkaController {
         errorCode, leader: -1, leaderEpoch: -1, partitionEpoch: -1, isr: [],
       });
       if (active === null) return failed(ErrorCode.NOT_CONTROLLER);
-      const known = active.partitions.get(partitionKey(topic, partition));
+      const known = active.partitions.get(topicPartitionKey(topic, partition));
       const fresh = known === undefined ? null : await this.freshPartition(known);
       if (fresh === null) return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
       const outcome = (p: StatedPartition) => ({
@@ -207,7 +208,7 @@ export class KafkaController {
       const next = { ...state, isr: [...newIsr], controllerEpoch: active.epoch };
       const written = await this.writeState(active, fresh, next);
       if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);
-      active.partitions.set(partitionKey(topic, partition), written);
+      active.partitions.set(topicPartitionKey(topic, partition), written);
       this.options.log.info(`quill: controller changed the ISR of ${topic}-${partition} from ` +
         `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`);
       for (const id of active.brokers.keys()) {
@@ -359,7 +360,7 @@ export class KafkaController {
         again();
         continue;
       }
-      const key = partitionKey(stated.topic, stated.partition);
+      const key = topicPartitionKey(stated.topic, stated.partition);
       const before = active.partitions.get(key);
       if (before === undefined) added.push(stated);
       else if (before.version !== stated.version || before.topicIdHex !== stated.topicIdHex) {
@@ -414,8 +415,8 @@ export class KafkaController {
   /** Topics gone from ZooKeeper: their replicas stop and delete them. */
   private forgetDeleted(active: ActiveState, snapshot: ClusterSnapshot): void {
     const gone = [...active.partitions.values()]
-      .filter((p) => !snapshot.partitions.has(partitionKey(p.topic, p.partition)));
-    for (const p of gone) active.partitions.delete(partitionKey(p.topic, p.partition));
+      .filter((p) => !snapshot.partitions.has(topicPartitionKey(p.topic, p.partition)));
+    for (const p of gone) active.partitions.delete(topicPartitionKey(p.topic, p.partition));
     for (const id of active.brokers.keys()) {
       const hosted = gone.filter((p) => p.replicas.includes(id));
       if (hosted.length === 0) continue;
@@ -479,7 +480,7 @@ export class KafkaController {
       const written = await this.writeState(active, fresh,
         electPreferred(fresh.state, fresh.replicas, active.epoch));
       if (written === null) continue;
-      active.partitions.set(partitionKey(p.topic, p.partition), written);
+      active.partitions.set(topicPartitionKey(p.topic, p.partition), written);
       changed.push(written);
     }
     if (changed.length > 0) {

@@ -1,3 +1,4 @@
+import type { TopicPartitionKey } from "../common/topic-partition.ts";
 import { randomUUID } from "node:crypto";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
@@ -36,8 +37,8 @@ export class ClassicGroup {
   joinTimer: ReturnType<typeof setTimeout> | null = null;
   joinWait: JoinWait = "members";
   syncTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Committed offsets keyed `${topic}\u0000${partition}`; null until loaded from the store. */
-  offsets: Map<string, CommittedOffset> | null = null;
+  /** Committed offsets by partition; null until loaded from the store. */
+  offsets: Map<TopicPartitionKey, CommittedOffset> | null = null;
   /** The store read in flight, so concurrent requests share one load. */
   offsetsLoading: Promise<void> | null = null;
 

@@ -1,3 +1,6 @@
+import {
+  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+} from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { ClassicGroup } from "./classic-group.ts";
@@ -6,7 +9,7 @@ import type {
   FetchedOffset, OffsetCommitRequest, OffsetCommitResult, OffsetFetchRequest, OffsetFetchResult,
   PartitionError, TopicPartitionErrors,
 } from "./group-operations.ts";
-import { type CommittedOffset, offsetKey, type OffsetStore } from "./offset-store.ts";
+import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 
 /**
  * The offset half of the coordinator (Kafka's GroupMetadataManager offset paths): writes go to
@@ -62,12 +65,13 @@ export async function storeOffsets(
   const offsets = group.offsets;
   assert(offsets !== null, `offsets of ${group.groupId} are committed before they are loaded`);
   const accepted: { topic: string; partition: number; committed: CommittedOffset }[] = [];
-  const errors = new Map<string, number>();
+  const errors = new Map<TopicPartitionKey, number>();
   for (const t of req.topics) {
     for (const p of t.partitions) {
       const metadata = p.committedMetadata ?? "";
       if (metadata.length > config.offsetMetadataMaxBytes) {
-        errors.set(offsetKey(t.name, p.partitionIndex), ErrorCode.OFFSET_METADATA_TOO_LARGE);
+        const key = topicPartitionKey(t.name, p.partitionIndex);
+        errors.set(key, ErrorCode.OFFSET_METADATA_TOO_LARGE);
         continue;
       }
       const committed = {
@@ -85,7 +89,7 @@ export async function storeOffsets(
       name: t.name,
       partitions: t.partitions.map((p) => ({
         partitionIndex: p.partitionIndex,
-        errorCode: errors.get(offsetKey(t.name, p.partitionIndex)) ?? errorCode,
+        errorCode: errors.get(topicPartitionKey(t.name, p.partitionIndex)) ?? errorCode,
       })),
     })),
   };
@@ -93,12 +97,12 @@ export async function storeOffsets(
 
 async function persist(
   store: OffsetStore, config: GroupConfig, group: ClassicGroup,
-  offsets: Map<string, CommittedOffset>,
+  offsets: Map<TopicPartitionKey, CommittedOffset>,
   accepted: readonly { topic: string; partition: number; committed: CommittedOffset }[],
 ): Promise<number> {
   if (accepted.length === 0) return ErrorCode.NONE;
   let added = 0;
-  for (const a of accepted) if (!offsets.has(offsetKey(a.topic, a.partition))) added++;
+  for (const a of accepted) if (!offsets.has(topicPartitionKey(a.topic, a.partition))) added++;
   if (offsets.size + added > config.offsetsPerGroupMax) return ErrorCode.INVALID_COMMIT_OFFSET_SIZE;
   try {
     await store.commit(group.groupId, accepted);
@@ -108,13 +112,13 @@ async function persist(
   }
   // The store resolves commits in the order they were issued, so applying in completion
   // order keeps the cache equal to what the store holds.
-  for (const a of accepted) offsets.set(offsetKey(a.topic, a.partition), a.committed);
+  for (const a of accepted) offsets.set(topicPartitionKey(a.topic, a.partition), a.committed);
   return ErrorCode.NONE;
 }
 
 /** Answers an OffsetFetch from the group's loaded offsets (all of them when topics is null). */
 export function fetchOffsets(
-  offsets: ReadonlyMap<string, CommittedOffset>, req: OffsetFetchRequest,
+  offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset>, req: OffsetFetchRequest,
 ): OffsetFetchResult {
   if (req.topics === null) return { errorCode: ErrorCode.NONE, topics: allOffsets(offsets) };
   return {
@@ -122,7 +126,7 @@ export function fetchOffsets(
     topics: req.topics.map((t) => ({
       name: t.name,
       partitions: t.partitionIndexes.map((partitionIndex) => {
-        const committed = offsets.get(offsetKey(t.name, partitionIndex));
+        const committed = offsets.get(topicPartitionKey(t.name, partitionIndex));
         if (committed === undefined) return { partitionIndex, ...NO_OFFSET };
         return fetched(partitionIndex, committed);
       }),
@@ -130,14 +134,14 @@ export function fetchOffsets(
   };
 }
 
-function allOffsets(offsets: ReadonlyMap<string, CommittedOffset>): OffsetFetchResult["topics"] {
+function allOffsets(
+  offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset>,
+): OffsetFetchResult["topics"] {
   const byTopic = new Map<string, FetchedOffset[]>();
   for (const [key, committed] of offsets) {
-    const separator = key.lastIndexOf("\u0000");
-    assert(separator >= 0, `malformed offset key ${JSON.stringify(key)}`);
-    const topic = key.slice(0, separator);
+    const { topic, partition } = topicPartitionOf(key);
     const partitions = byTopic.get(topic) ?? [];
-    partitions.push(fetched(Number(key.slice(separator + 1)), committed));
+    partitions.push(fetched(partition, committed));
     byTopic.set(topic, partitions);
   }
   return [...byTopic].map(([name, partitions]) => ({
@@ -167,7 +171,7 @@ export async function deleteOffsets(
     if (error instanceof KafkaError) return error.code;
     throw error;
   }
-  for (const p of partitions) group.offsets?.delete(offsetKey(p.topic, p.partition));
+  for (const p of partitions) group.offsets?.delete(topicPartitionKey(p.topic, p.partition));
   return ErrorCode.NONE;
 }
 

@@ -1,3 +1,6 @@
+import {
+  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+} from "../common/topic-partition.ts";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
@@ -5,7 +8,7 @@ import { assert } from "../util/assert.ts";
 import {
   encodeRecord, type OffsetLogRecord, type PartitionRef, readRecords, type StoredOffset,
 } from "./offset-log-record.ts";
-import { type CommittedOffset, offsetKey, type OffsetStore } from "./offset-store.ts";
+import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 
 export const OFFSETS_DIR_NAME = "__consumer_offsets";
 const LOG_FILE = "commits.log";
@@ -54,7 +57,7 @@ export interface LocalOffsetStoreStats {
  * directory; this class is used from one event loop.
  */
 export class LocalOffsetStore implements OffsetStore {
-  private readonly groups = new Map<string, Map<string, CommittedOffset>>();
+  private readonly groups = new Map<string, Map<TopicPartitionKey, CommittedOffset>>();
   private pending: PendingWrite[] = [];
   private pendingBytes = 0;
   private flushScheduled = false;
@@ -100,7 +103,7 @@ export class LocalOffsetStore implements OffsetStore {
     return { fsyncs, recordsWritten, compactions };
   }
 
-  async loadGroup(groupId: string): Promise<Map<string, CommittedOffset>> {
+  async loadGroup(groupId: string): Promise<Map<TopicPartitionKey, CommittedOffset>> {
     this.assertOpen();
     return new Map(this.groups.get(groupId));
   }
@@ -220,12 +223,14 @@ export class LocalOffsetStore implements OffsetStore {
       case "commit": {
         let offsets = this.groups.get(record.groupId);
         if (offsets === undefined) this.groups.set(record.groupId, (offsets = new Map()));
-        for (const o of record.offsets) offsets.set(offsetKey(o.topic, o.partition), o.committed);
+        for (const o of record.offsets) {
+          offsets.set(topicPartitionKey(o.topic, o.partition), o.committed);
+        }
         return;
       }
       case "deleteOffsets": {
         const offsets = this.groups.get(record.groupId);
-        for (const p of record.partitions) offsets?.delete(offsetKey(p.topic, p.partition));
+        for (const p of record.partitions) offsets?.delete(topicPartitionKey(p.topic, p.partition));
         if (offsets?.size === 0) this.groups.delete(record.groupId);
         return;
       }
@@ -274,11 +279,8 @@ export class LocalOffsetStore implements OffsetStore {
   private compact(): void {
     const frames: Uint8Array[] = [];
     for (const [groupId, offsets] of this.groups) {
-      const stored = [...offsets].map(([key, committed]) => {
-        const separator = key.lastIndexOf("\u0000");
-        const partition = Number(key.slice(separator + 1));
-        return { topic: key.slice(0, separator), partition, committed };
-      });
+      const stored = [...offsets]
+        .map(([key, committed]) => ({ ...topicPartitionOf(key), committed }));
       const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
       assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
       frames.push(frame);

@@ -3,6 +3,8 @@
  * the embedded local file store (the default for a single broker) and the ZooKeeper store
  * (Kafka's `/consumers/<group>/offsets/<topic>/<partition>` layout, for cluster mode).
  */
+import type { TopicPartitionKey } from "../common/topic-partition.ts";
+
 export interface CommittedOffset {
   readonly offset: bigint;
   readonly leaderEpoch: number;
@@ -12,10 +14,10 @@ export interface CommittedOffset {
 
 export interface OffsetStore {
   /**
-   * Loads every committed offset of a group, keyed `${topic}\u0000${partition}` (called when
+   * Loads every committed offset of a group, keyed by partition (called when
    * this broker becomes its coordinator, and on first use).
    */
-  loadGroup(groupId: string): Promise<Map<string, CommittedOffset>>;
+  loadGroup(groupId: string): Promise<Map<TopicPartitionKey, CommittedOffset>>;
   /**
    * Persists all offsets of one OffsetCommit atomically in one round trip; throws
    * KafkaError(COORDINATOR_NOT_AVAILABLE | REQUEST_TIMED_OUT) on store unavailability
@@ -33,9 +35,4 @@ export interface OffsetStore {
   /** Groups that have committed offsets (for ListGroups after restart). */
   listGroups(): Promise<string[]>;
   close(): Promise<void>;
-}
-
-/** The key of one partition in the maps `loadGroup` returns. */
-export function offsetKey(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`;
 }

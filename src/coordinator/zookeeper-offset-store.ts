@@ -45,7 +45,8 @@ import {
   ZooKeeperError,
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
-import { offsetKey, type CommittedOffset, type OffsetStore } from "./offset-store.ts";
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
+import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 import { mapLimit } from "../util/map-limit.ts";
 
 export interface ZooKeeperOffsetStoreOptions {
@@ -83,7 +84,7 @@ interface MetaRecord {
 /** What this store knows of one group: which znodes exist, and the offsets they hold. */
 interface GroupCache {
   readonly existing: Set<string>;
-  readonly offsets: Map<string, CommittedOffset>;
+  readonly offsets: Map<TopicPartitionKey, CommittedOffset>;
   /** Set when an operation failed with an unknown outcome: reload before trusting `existing`. */
   stale: boolean;
 }
@@ -117,7 +118,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     return new ZooKeeperOffsetStore(zk, options, true);
   }
 
-  async loadGroup(groupId: string): Promise<Map<string, CommittedOffset>> {
+  async loadGroup(groupId: string): Promise<Map<TopicPartitionKey, CommittedOffset>> {
     const cache = await this.guard(() => this.reload(groupId, this.deadline()));
     return new Map(cache.offsets);
   }
@@ -256,7 +257,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
       await this.zk.multi(chunk, { timeoutMs: deadlineMs - Date.now() });
     }
     for (const { topic, partition, committed } of offsets) {
-      cache.offsets.set(offsetKey(topic, partition), committed);
+      cache.offsets.set(topicPartitionKey(topic, partition), committed);
     }
   }
 
@@ -283,7 +284,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     }
     for (const path of deleted) cache.existing.delete(path);
     for (const { topic, partition } of partitions)
-      cache.offsets.delete(offsetKey(topic, partition));
+      cache.offsets.delete(topicPartitionKey(topic, partition));
   }
 
   private async deleteTree(root: string, deadlineMs: number): Promise<void> {
@@ -303,7 +304,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   /** Reads every offset of a group and which of its znodes exist. */
   private async readGroup(groupId: string, deadlineMs: number): Promise<GroupCache> {
     const existing = new Set<string>();
-    const offsets = new Map<string, CommittedOffset>();
+    const offsets = new Map<TopicPartitionKey, CommittedOffset>();
     const root = groupPath(groupId);
     const dirs = [CONSUMERS_PATH, root, `${root}/offsets`, `${root}/offsets-meta`];
     const stats = await Promise.all(
@@ -316,7 +317,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     await mapLimit(leaves, READ_CONCURRENCY, async ({ topic, partition, path }) => {
       const meta = metaPath(groupId, topic, partition);
       const committed = await this.readOffset(path, metaSet.has(meta) ? meta : null, deadlineMs);
-      if (committed !== null) offsets.set(offsetKey(topic, partition), committed);
+      if (committed !== null) offsets.set(topicPartitionKey(topic, partition), committed);
     });
     return { existing, offsets, stale: false };
   }

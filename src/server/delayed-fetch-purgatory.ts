@@ -1,3 +1,4 @@
+import type { TopicPartitionKey } from "../common/topic-partition.ts";
 import { assert } from "../util/assert.ts";
 
 /**
@@ -11,7 +12,7 @@ import { assert } from "../util/assert.ts";
  * for the client, never a missed wake-up.
  */
 export class DelayedFetchPurgatory {
-  private readonly watchersByPartition = new Map<string, Set<DelayedFetch>>();
+  private readonly watchersByPartition = new Map<TopicPartitionKey, Set<DelayedFetch>>();
   private parkedCount = 0;
 
   constructor(private readonly parkedMax: number) {
@@ -28,7 +29,11 @@ export class DelayedFetchPurgatory {
    * passed, or at once with "full" when the purgatory is at its limit (the caller then answers
    * with what it has, as if the wait had ended).
    */
-  park(partitionKeys: readonly string[], missingBytes: number, maxWaitMs: number): DelayedFetch {
+  park(
+    partitionKeys: readonly TopicPartitionKey[],
+    missingBytes: number,
+    maxWaitMs: number,
+  ): DelayedFetch {
     const op = new DelayedFetch(partitionKeys, missingBytes, (o) => this.unwatch(o));
     if (this.parkedCount >= this.parkedMax) {
       op.complete("full");
@@ -48,7 +53,7 @@ export class DelayedFetchPurgatory {
   }
 
   /** Called after every successful append to a partition. */
-  onAppend(partitionKey: string, appendedBytes: number): void {
+  onAppend(partitionKey: TopicPartitionKey, appendedBytes: number): void {
     const set = this.watchersByPartition.get(partitionKey);
     if (set === undefined) return;
     for (const op of [...set]) op.addBytes(appendedBytes);
@@ -58,7 +63,7 @@ export class DelayedFetchPurgatory {
    * Wakes the fetches watching any partition the predicate picks, e.g. partitions of a topic
    * that was just deleted: their answer (an error) is ready now, not at the end of the wait.
    */
-  wakeWhere(pick: (partitionKey: string) => boolean): void {
+  wakeWhere(pick: (partitionKey: TopicPartitionKey) => boolean): void {
     for (const [key, set] of [...this.watchersByPartition]) {
       if (!pick(key)) continue;
       for (const op of [...set]) op.complete("data");
@@ -94,7 +99,7 @@ export class DelayedFetch {
   private watching = false;
 
   constructor(
-    readonly partitionKeys: readonly string[],
+    readonly partitionKeys: readonly TopicPartitionKey[],
     private missingBytes: number,
     private readonly onDone: (op: DelayedFetch) => void,
   ) {

@@ -1,9 +1,10 @@
+import type { TopicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 
 /** One partition of an acks=-1 produce, waiting for its batch to be replicated. */
 export interface ProduceWait {
-  readonly partitionKey: string;
+  readonly partitionKey: TopicPartitionKey;
   /**
    * Says whether the batch is replicated (its error code then final), re-run whenever the
    * partition's high watermark, ISR or leadership changes.
@@ -19,7 +20,7 @@ export interface ProduceWait {
  * high-watermark move O(produces waiting on that partition).
  */
 export class DelayedProducePurgatory {
-  private readonly watchersByPartition = new Map<string, Set<DelayedProduce>>();
+  private readonly watchersByPartition = new Map<TopicPartitionKey, Set<DelayedProduce>>();
   private parkedCount = 0;
 
   constructor(private readonly parkedMax: number) {
@@ -57,7 +58,7 @@ export class DelayedProducePurgatory {
   }
 
   /** Re-checks the produces watching a partition (its HW, ISR or leadership changed). */
-  checkAndComplete(partitionKey: string): void {
+  checkAndComplete(partitionKey: TopicPartitionKey): void {
     const set = this.watchersByPartition.get(partitionKey);
     if (set === undefined) return;
     for (const op of [...set]) op.tryComplete();

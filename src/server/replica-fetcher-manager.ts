@@ -1,3 +1,4 @@
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { assert } from "../util/assert.ts";
 import type { Partition } from "./partition.ts";
 import {
@@ -15,7 +16,7 @@ export const FETCHERS_MAX = 10_000;
 export class ReplicaFetcherManager {
   private readonly fetchers = new Map<number, ReplicaFetcher>();
   /** Which fetcher (leader broker) follows each partition. */
-  private readonly sourceOf = new Map<string, number>();
+  private readonly sourceOf = new Map<TopicPartitionKey, number>();
 
   constructor(
     private readonly settings: ReplicaFetcherSettings,
@@ -35,11 +36,11 @@ export class ReplicaFetcherManager {
       this.fetchers.set(partition.leaderId, fetcher);
     }
     fetcher.addPartition(partition);
-    this.sourceOf.set(keyOf(partition.topic, partition.partition), partition.leaderId);
+    this.sourceOf.set(topicPartitionKey(partition.topic, partition.partition), partition.leaderId);
   }
 
   removePartition(topic: string, partition: number): void {
-    const key = keyOf(topic, partition);
+    const key = topicPartitionKey(topic, partition);
     const source = this.sourceOf.get(key);
     if (source === undefined) return;
     this.sourceOf.delete(key);
@@ -54,7 +55,7 @@ export class ReplicaFetcherManager {
 
   /** The leader a partition is being fetched from, if any (for tests and tools). */
   sourceBroker(topic: string, partition: number): number | undefined {
-    return this.sourceOf.get(keyOf(topic, partition));
+    return this.sourceOf.get(topicPartitionKey(topic, partition));
   }
 
   async shutdown(): Promise<void> {
@@ -64,5 +65,3 @@ export class ReplicaFetcherManager {
     await Promise.all(all.map((f) => f.stop()));
   }
 }
-
-const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;

@@ -9,6 +9,7 @@
  * an offset out of range) is paused for replica.fetch.backoff.ms and retried; a connection
  * failure pauses the whole fetcher as long and reconnects.
  */
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import type {
@@ -63,10 +64,9 @@ interface FetchTarget {
   delayedUntilMs: number;
 }
 
-const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
 export class ReplicaFetcher {
-  private readonly targets = new Map<string, FetchTarget>();
+  private readonly targets = new Map<TopicPartitionKey, FetchTarget>();
   private client: InterBrokerClient | null = null;
   private stopped = false;
   private wake: (() => void) | null = null;
@@ -89,14 +89,14 @@ export class ReplicaFetcher {
   addPartition(partition: Partition): void {
     assert(partition.leaderId === this.sourceBrokerId, `${partition.topic} led by another broker`);
     assert(this.targets.size < FETCHER_PARTITIONS_MAX, `fetcher holds ${this.targets.size}`);
-    this.targets.set(keyOf(partition.topic, partition.partition), {
+    this.targets.set(topicPartitionKey(partition.topic, partition.partition), {
       partition, leaderEpoch: partition.leaderEpoch, truncated: false, delayedUntilMs: 0,
     });
     this.wakeUp();
   }
 
   removePartition(topic: string, partition: number): void {
-    this.targets.delete(keyOf(topic, partition));
+    this.targets.delete(topicPartitionKey(topic, partition));
   }
 
   /** Stops the loop and closes the connection; a fetch in flight is abandoned. */
@@ -176,7 +176,8 @@ export class ReplicaFetcher {
   private async truncate(target: FetchTarget, client: InterBrokerClient): Promise<void> {
     await this.host.truncateBeforeFetching(target.partition, client);
     // The partition may have been removed or re-added for a newer epoch meanwhile.
-    const current = this.targets.get(keyOf(target.partition.topic, target.partition.partition));
+    const { topic, partition } = target.partition;
+    const current = this.targets.get(topicPartitionKey(topic, partition));
     if (current === target) target.truncated = true;
   }
 
@@ -232,19 +233,19 @@ export class ReplicaFetcher {
     for (const topic of response.responses) {
       const name = usesIds ? Buffer.from(topic.topicId).toString("hex") : topic.topic;
       for (const p of topic.partitions) {
-        const target = byKey.get(keyOf(name, p.partitionIndex));
+        const target = byKey.get(topicPartitionKey(name, p.partitionIndex));
         if (target === undefined) continue;
         // Dropped or re-added for another epoch while the fetch was in flight: ignore the answer.
         const own = target.partition;
-        if (this.targets.get(keyOf(own.topic, own.partition)) !== target) continue;
+        if (this.targets.get(topicPartitionKey(own.topic, own.partition)) !== target) continue;
         this.handlePartition(target, p);
       }
     }
   }
 
-  private responseKey(t: FetchTarget, usesIds: boolean): string {
+  private responseKey(t: FetchTarget, usesIds: boolean): TopicPartitionKey {
     const name = usesIds ? Buffer.from(t.partition.topicId).toString("hex") : t.partition.topic;
-    return keyOf(name, t.partition.partition);
+    return topicPartitionKey(name, t.partition.partition);
   }
 
   private handlePartition(target: FetchTarget, p: FetchResponsePartitionData): void {

@@ -1,3 +1,6 @@
+import {
+  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+} from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import {
   iterateBatches, setPartitionLeaderEpoch, validateProduceRecords,
@@ -143,7 +146,7 @@ export class ReplicaManager {
    * Bounded by the logs this broker holds (LogManager's limit); pruned on topic deletion in
    * the embedded default, by StopReplica in a cluster.
    */
-  private readonly partitions = new Map<string, Partition>();
+  private readonly partitions = new Map<TopicPartitionKey, Partition>();
   private readonly fetchers: ReplicaFetcherManager;
   private readonly isrManager: IsrManager | null;
   private readonly localBrokerId: number;
@@ -201,10 +204,10 @@ export class ReplicaManager {
     });
   }
 
-  private isHosted(key: string): boolean {
-    const sep = key.lastIndexOf(PARTITION_KEY_SEPARATOR);
-    const topic = this.cache.topic(key.slice(0, sep));
-    return topic !== undefined && Number(key.slice(sep + 1)) < topic.partitions.length;
+  private isHosted(key: TopicPartitionKey): boolean {
+    const { topic: name, partition } = topicPartitionOf(key);
+    const topic = this.cache.topic(name);
+    return topic !== undefined && partition < topic.partitions.length;
   }
 
   /**
@@ -242,7 +245,7 @@ export class ReplicaManager {
   }
 
   private produceWait(entry: AppendEntry, requiredOffset: bigint): ProduceWait {
-    const key = partitionKey(entry.topic, entry.partition);
+    const key = topicPartitionKey(entry.topic, entry.partition);
     const minIsr = this.minInsyncReplicas(entry.topic);
     return {
       partitionKey: key,
@@ -267,7 +270,7 @@ export class ReplicaManager {
       validateProduceRecords(entry.records, produceVersion);
       stampLeaderEpoch(entry.records, partition.leaderEpoch);
       const result = log.append(entry.records, { assignOffsets: true });
-      const key = partitionKey(entry.topic, entry.partition);
+      const key = topicPartitionKey(entry.topic, entry.partition);
       this.followerFetches.onAppend(key, entry.records.length);
       if (partition.maybeIncrementHighWatermark()) {
         this.onHighWatermarkAdvanced(key, entry.records.length);
@@ -305,7 +308,7 @@ export class ReplicaManager {
   }
 
   /** The HW moved: consumers may now read more, and acks=-1 produces may be done. */
-  private onHighWatermarkAdvanced(key: string, appendedBytes: number): void {
+  private onHighWatermarkAdvanced(key: TopicPartitionKey, appendedBytes: number): void {
     this.purgatory.onAppend(key, appendedBytes);
     this.produces.checkAndComplete(key);
   }
@@ -324,7 +327,7 @@ export class ReplicaManager {
       return first;
     }
     for (const o of first) releaseAll(o.records);
-    const keys = params.entries.map((e) => partitionKey(e.topic, e.partition));
+    const keys = params.entries.map((e) => topicPartitionKey(e.topic, e.partition));
     const purgatory = (params.replicaId ?? -1) >= 0 ? this.followerFetches : this.purgatory;
     const op = purgatory.park(keys, params.minBytes - sizeBytes, params.maxWaitMs);
     const unsubscribe = params.onCancel(() => op.complete("cancelled"));
@@ -384,7 +387,7 @@ export class ReplicaManager {
       throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
         `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`);
     }
-    const key = partitionKey(partition.topic, partition.partition);
+    const key = topicPartitionKey(partition.topic, partition.partition);
     if (partition.maybeIncrementHighWatermark()) {
       this.onHighWatermarkAdvanced(key, Number.MAX_SAFE_INTEGER);
     }
@@ -432,7 +435,7 @@ export class ReplicaManager {
     entries.forEach((entry, index) => {
       try {
         const required = this.deleteRecordsOnLocalLog(entry);
-        const p = this.partitions.get(partitionKey(entry.topic, entry.partition))!;
+        const p = this.partitions.get(topicPartitionKey(entry.topic, entry.partition))!;
         outcomes.push({ errorCode: ErrorCode.NONE, lowWatermark: this.lowWatermarkOf(p) });
         waiting.push({ index, wait: this.deleteRecordsWait(entry, required) });
       } catch (e) {
@@ -442,7 +445,7 @@ export class ReplicaManager {
     if (waiting.length === 0) return outcomes;
     const codes = await this.deleteRecordsWaits.park(waiting.map((w) => w.wait), timeoutMs);
     waiting.forEach((w, i) => {
-      const p = this.partitions.get(partitionKey(entries[w.index]!.topic,
+      const p = this.partitions.get(topicPartitionKey(entries[w.index]!.topic,
         entries[w.index]!.partition));
       const lowWatermark = codes[i] === ErrorCode.NONE && p !== undefined && p.isLeader
         ? this.lowWatermarkOf(p) : outcomes[w.index]!.lowWatermark;
@@ -476,7 +479,7 @@ export class ReplicaManager {
   }
 
   private deleteRecordsWait(entry: DeleteRecordsEntry, requiredOffset: bigint): ProduceWait {
-    const key = partitionKey(entry.topic, entry.partition);
+    const key = topicPartitionKey(entry.topic, entry.partition);
     return {
       partitionKey: key,
       check: () => {
@@ -531,24 +534,25 @@ export class ReplicaManager {
    */
   becomeLeaderOrFollower(
     controllerEpoch: number, states: readonly PartitionLeadership[],
-  ): Map<string, number> {
-    const result = new Map<string, number>();
+  ): Map<TopicPartitionKey, number> {
+    const result = new Map<TopicPartitionKey, number>();
     if (controllerEpoch < this.controllerEpoch) {
       const stale = ErrorCode.STALE_CONTROLLER_EPOCH;
-      for (const s of states) result.set(partitionKey(s.topic, s.partition), stale);
+      for (const s of states) result.set(topicPartitionKey(s.topic, s.partition), stale);
       return result;
     }
     this.controllerEpoch = controllerEpoch;
     const nowMs = Date.now();
     for (const state of states) {
-      result.set(partitionKey(state.topic, state.partition), this.applyLeadership(state, nowMs));
+      const key = topicPartitionKey(state.topic, state.partition);
+      result.set(key, this.applyLeadership(state, nowMs));
     }
     return result;
   }
 
   private applyLeadership(state: PartitionLeadership, nowMs: number): number {
     if (!state.replicas.includes(this.localBrokerId)) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
-    const key = partitionKey(state.topic, state.partition);
+    const key = topicPartitionKey(state.topic, state.partition);
     const configs = this.cache.topic(state.topic)?.configs ?? {};
     const logConfig = logConfigFor(configs, this.cache.brokerConfig);
     const log = this.logs.getOrCreateLog(state.topic, state.partition, logConfig);
@@ -579,7 +583,7 @@ export class ReplicaManager {
 
   /** Waiters on a partition whose role or ISR changed get their answer (or keep waiting). */
   private afterLeaderStateChange(p: Partition): void {
-    const key = partitionKey(p.topic, p.partition);
+    const key = topicPartitionKey(p.topic, p.partition);
     p.maybeIncrementHighWatermark();
     this.produces.checkAndComplete(key);
     this.deleteRecordsWaits.checkAndComplete(key);
@@ -599,7 +603,7 @@ export class ReplicaManager {
     partitions: readonly { topic: string; partition: number }[], deletePartitions: boolean,
   ): Promise<void> {
     for (const { topic, partition } of partitions) {
-      const key = partitionKey(topic, partition);
+      const key = topicPartitionKey(topic, partition);
       this.fetchers.removePartition(topic, partition);
       this.partitions.delete(key);
       this.produces.checkAndComplete(key);
@@ -613,7 +617,7 @@ export class ReplicaManager {
 
   /** The replica state of a partition (for the API layer, tests and tools). */
   partitionState(topic: string, partition: number): Partition | undefined {
-    return this.partitions.get(partitionKey(topic, partition));
+    return this.partitions.get(topicPartitionKey(topic, partition));
   }
 
   private fetcherHost(): ReplicaFetcherHost {
@@ -633,7 +637,7 @@ export class ReplicaManager {
           localBrokerId: this.localBrokerId,
           requestTimeoutMs: this.cache.brokerConfig["replica.socket.timeout.ms"],
           stillFollowing: () => !p.isLeader && p.leaderEpoch === leaderEpochWhenAsked &&
-            this.partitions.get(partitionKey(p.topic, p.partition)) === p,
+            this.partitions.get(topicPartitionKey(p.topic, p.partition)) === p,
         });
       },
       startOverAt: (p, offset) => {
@@ -677,7 +681,7 @@ export class ReplicaManager {
    */
   private partitionOf(topic: string, partition: number): Partition {
     const log = this.hostedLog(topic, partition);
-    const key = partitionKey(topic, partition);
+    const key = topicPartitionKey(topic, partition);
     const existing = this.partitions.get(key);
     if (existing !== undefined && existing.log === log) return existing;
     if (this.clusterMode) {
@@ -729,10 +733,6 @@ const NOT_FOUND: OffsetLookup = Object.freeze({
 const EMPTY_OUTCOME: FetchOutcome = Object.freeze({
   errorCode: ErrorCode.NONE, highWatermark: -1n, logStartOffset: -1n, records: [],
 });
-
-const PARTITION_KEY_SEPARATOR = "\u0000";
-export const partitionKey = (topic: string, partition: number): string =>
-  `${topic}${PARTITION_KEY_SEPARATOR}${partition}`;
 
 function rangesBytes(ranges: readonly FileRange[]): number {
   let n = 0;

@@ -4,6 +4,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
 import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
 import { LocalOffsetStore, OFFSETS_DIR_NAME } from "../../src/coordinator/local-offset-store.ts";
 import { encodeRecord } from "../../src/coordinator/offset-log-record.ts";
@@ -44,9 +45,9 @@ describe("LocalOffsetStore", () => {
     const reopened = LocalOffsetStore.open(dir);
     expect((await reopened.listGroups()).sort()).toEqual(["g1", "g3"]);
     const g1 = await reopened.loadGroup("g1");
-    expect([...g1.keys()].sort()).toEqual(["a\u00001", "b\u0000weird\u00002"]);
-    expect(g1.get("a\u00001")).toEqual(committed(11n, null));
-    expect(g1.get("b\u0000weird\u00002")!.offset).toBe(2n ** 62n);
+    expect([...g1.keys()].sort()).toEqual([tp("a", 1), tp("b\u0000weird", 2)]);
+    expect(g1.get(tp("a", 1))).toEqual(committed(11n, null));
+    expect(g1.get(tp("b\u0000weird", 2))!.offset).toBe(2n ** 62n);
     expect((await reopened.loadGroup("g2")).size).toBe(0);
     await reopened.close();
   });
@@ -89,11 +90,11 @@ describe("LocalOffsetStore", () => {
 
     const reopened = LocalOffsetStore.open(dir);
     expect(statSync(logPath(dir)).size).toBe(validBytes);
-    expect((await reopened.loadGroup("g")).get("t\u00000")!.offset).toBe(2n);
+    expect((await reopened.loadGroup("g")).get(tp("t", 0))!.offset).toBe(2n);
     await reopened.commit("g", [{ topic: "t", partition: 0, committed: committed(4n) }]);
     await reopened.close();
     const again = LocalOffsetStore.open(dir);
-    expect((await again.loadGroup("g")).get("t\u00000")!.offset).toBe(4n);
+    expect((await again.loadGroup("g")).get(tp("t", 0))!.offset).toBe(4n);
     await again.close();
   });
 
@@ -107,7 +108,7 @@ describe("LocalOffsetStore", () => {
     bytes[bytes.length - 2] ^= 0xff;
     writeFileSync(logPath(dir), bytes);
     const reopened = LocalOffsetStore.open(dir);
-    expect((await reopened.loadGroup("g")).get("t\u00000")!.offset).toBe(1n);
+    expect((await reopened.loadGroup("g")).get(tp("t", 0))!.offset).toBe(1n);
     await reopened.close();
   });
 
@@ -128,7 +129,7 @@ describe("LocalOffsetStore", () => {
     expect((await reopened.listGroups()).sort()).toEqual(["g0", "g1"]);
     expect(await reopened.loadGroup("g0")).toEqual(before.g0);
     expect(await reopened.loadGroup("g1")).toEqual(before.g1);
-    expect((await reopened.loadGroup("g0")).get("t\u00009")!.offset).toBe(279n);
+    expect((await reopened.loadGroup("g0")).get(tp("t", 9))!.offset).toBe(279n);
     await reopened.close();
   });
 
@@ -186,7 +187,7 @@ describe("LocalOffsetStore under kill -9", () => {
       expect(acked.size).toBe(8);
       for (const [partition, offset] of acked) {
         // Later commits may have landed unacknowledged; none acknowledged may be missing.
-        expect(stored.get(`t\u0000${partition}`)!.offset).toBeGreaterThanOrEqual(offset);
+        expect(stored.get(tp("t", partition))!.offset).toBeGreaterThanOrEqual(offset);
       }
     }
   }, 60_000);

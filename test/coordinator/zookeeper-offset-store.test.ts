@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as zookeeper from "node-zookeeper-client";
 import { ZooKeeperOffsetStore } from "../../src/coordinator/zookeeper-offset-store.ts";
-import { offsetKey, type CommittedOffset } from "../../src/coordinator/offset-store.ts";
+import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
+import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
 import { ErrorCode, isRetriable, KafkaError } from "../../src/protocol/errors.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -81,11 +82,11 @@ describe("layout and round trip", () => {
     ]);
     const loaded = await (await newStore()).loadGroup("round-trip");
     expect(loaded.size).toBe(3);
-    expect(loaded.get(offsetKey("orders", 0))).toEqual(committed(42));
-    expect(loaded.get(offsetKey("orders", 1))).toEqual(
+    expect(loaded.get(tp("orders", 0))).toEqual(committed(42));
+    expect(loaded.get(tp("orders", 1))).toEqual(
       committed(7, { metadata: null, leaderEpoch: -1 }),
     );
-    expect(loaded.get(offsetKey("audit.log", 5))?.offset).toBe(9_007_199_254_740_993n);
+    expect(loaded.get(tp("audit.log", 5))?.offset).toBe(9_007_199_254_740_993n);
   });
 
   test("the offset znode holds the decimal offset, readable by a plain ZooKeeper client", async () => {
@@ -145,7 +146,7 @@ describe("layout and round trip", () => {
     expect(await zk.exists("/consumers/grüße/offsets/t/0")).not.toBeNull();
     const groups = await store.listGroups();
     for (const group of odd) expect(groups).toContain(group);
-    expect((await (await newStore()).loadGroup("a/b")).get(offsetKey("t", 0))?.offset).toBe(1n);
+    expect((await (await newStore()).loadGroup("a/b")).get(tp("t", 0))?.offset).toBe(1n);
     expect(
       (
         await kafkaErrorOf(
@@ -169,7 +170,7 @@ describe("layout and round trip", () => {
     await store.commit("big-metadata", offsets);
     const loaded = await (await newStore()).loadGroup("big-metadata");
     expect(loaded.size).toBe(300);
-    expect(loaded.get(offsetKey("big", 299))?.metadata).toBe(metadata);
+    expect(loaded.get(tp("big", 299))?.metadata).toBe(metadata);
   });
 });
 
@@ -213,12 +214,12 @@ describe("another writer changed the tree", () => {
     await zk.setData("/consumers/reset/offsets/t/1", new TextEncoder().encode("not a number"));
     const before = Date.now();
     const loaded = await store.loadGroup("reset");
-    const reset = loaded.get(offsetKey("t", 0))!;
+    const reset = loaded.get(tp("t", 0))!;
     expect(reset.offset).toBe(7n);
     expect(reset.leaderEpoch).toBe(-1);
     expect(reset.metadata).toBe("");
     expect(Math.abs(reset.commitTimestampMs - before)).toBeLessThan(5_000);
-    expect(loaded.has(offsetKey("t", 1))).toBe(false);
+    expect(loaded.has(tp("t", 1))).toBe(false);
   });
 });
 
@@ -236,7 +237,7 @@ describe("deletes and listing", () => {
     const offsetsDir = await zk.exists("/consumers/del/offsets/a");
     expect((await zk.exists("/consumers/del/offsets-meta/a"))?.pzxid).toBe(offsetsDir!.pzxid);
     const loaded = await (await newStore()).loadGroup("del");
-    expect([...loaded.keys()].sort()).toEqual([offsetKey("a", 1), offsetKey("b", 0)]);
+    expect([...loaded.keys()].sort()).toEqual([tp("a", 1), tp("b", 0)]);
   });
 
   test("deleteGroup removes the whole subtree; listGroups lists only groups with offsets", async () => {
@@ -369,6 +370,6 @@ describe("ZooKeeper unavailable", () => {
       expect(isRetriable(failure.code)).toBe(true);
     }
     const loaded = await (await newStore()).loadGroup("outage");
-    expect(loaded.get(offsetKey("t", 9))?.offset).toBe(BigInt(committedOffset));
+    expect(loaded.get(tp("t", 9))?.offset).toBe(BigInt(committedOffset));
   }, 30_000);
 });

@@ -5,6 +5,7 @@
  * leader epochs from becomeLeaderOrFollower. The network path is in replication.test.ts.
  */
 import { afterEach, expect, test } from "bun:test";
+import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -97,7 +98,7 @@ async function fetchAs(
 
 test("followers read to the log end, consumers to the HW moved by follower fetches", async () => {
   const { rm, logs, topicId } = await setUp();
-  expect(rm.becomeLeaderOrFollower(1, [leadership(topicId)]).get("t\u00000")).toBe(ErrorCode.NONE);
+  expect(rm.becomeLeaderOrFollower(1, [leadership(topicId)]).get(tp("t", 0))).toBe(ErrorCode.NONE);
   rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
   rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("b") }], 9);
   const log = logs.getLog("t", 0)!;
@@ -174,15 +175,15 @@ test("a follower behind for the lag time leaves the ISR, rejoins once caught up"
 test("a follower refuses produces and consumer fetches; stale controllers too", async () => {
   const { rm, topicId } = await setUp();
   const states = [leadership(topicId, { leader: 1, leaderEpoch: 3 })];
-  expect(rm.becomeLeaderOrFollower(2, states).get("t\u00000")).toBe(ErrorCode.NONE);
+  expect(rm.becomeLeaderOrFollower(2, states).get(tp("t", 0))).toBe(ErrorCode.NONE);
   const [produced] = rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
   expect(produced!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
   expect((await fetchAs(rm, -1, 0n)).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-  expect(rm.becomeLeaderOrFollower(1, [leadership(topicId, { leaderEpoch: 9 })]).get("t\u00000"))
+  expect(rm.becomeLeaderOrFollower(1, [leadership(topicId, { leaderEpoch: 9 })]).get(tp("t", 0)))
     .toBe(ErrorCode.STALE_CONTROLLER_EPOCH);
-  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 2 })]).get("t\u00000"))
+  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 2 })]).get(tp("t", 0)))
     .toBe(ErrorCode.FENCED_LEADER_EPOCH);
-  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { replicas: [1, 2] })]).get("t\u00000"))
+  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { replicas: [1, 2] })]).get(tp("t", 0)))
     .toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   // Leading again in epoch 4: a client still on epoch 3 is fenced, one on epoch 5 is ahead of us.
   rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 4 })]);
