@@ -37,7 +37,7 @@ export const metadataHandler = defineHandler({
       : described;
     return {
       throttleTimeMs: 0,
-      brokers: cache.brokers.map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+      brokers: cache.brokersOn(ctx.conn.listenerName),
       clusterId: cache.clusterId,
       controllerId: cache.controllerId,
       topics,

@@ -6,7 +6,9 @@
 //   v8: IsKRaftController.
 // * Every broker answers Metadata from its own cache; this is how the controller keeps the
 //   caches equal: the live brokers replace the cache's, the partition states overlay it.
-// * The PLAINTEXT endpoint of each broker is the one kept (Quill has one listener).
+// * Every endpoint is kept (Metadata answers with the listener a client came through); the one
+//   named PLAINTEXT is the inter-broker endpoint (before v3, the PLAINTEXT protocol's).
+import { type Listener, SECURITY_PROTOCOLS } from "../config/listeners.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type UpdateMetadataRequest } from "../protocol/generated/index.ts";
 import type { BrokerEndpoint, PartitionLeaderState } from "../server/metadata-cache.ts";
@@ -31,11 +33,17 @@ export const updateMetadataHandler = defineHandler({
 });
 
 function brokersOf(request: UpdateMetadataRequest, version: number): BrokerEndpoint[] {
-  return request.liveBrokers.flatMap((b) => {
+  return request.liveBrokers.flatMap((b): BrokerEndpoint[] => {
     if (version === 0) return [{ nodeId: b.id, host: b.v0Host, port: b.v0Port, rack: null }];
     const endpoint = b.endpoints.find((e) => e.listener === "PLAINTEXT") ?? b.endpoints[0];
     if (endpoint === undefined) return [];
-    return [{ nodeId: b.id, host: endpoint.host, port: endpoint.port, rack: b.rack }];
+    const listeners = b.endpoints.flatMap((e): Listener[] => {
+      const protocol = SECURITY_PROTOCOLS[e.securityProtocol];
+      if (protocol === undefined) return [];
+      return [{ listenerName: (e.listener || protocol).toUpperCase(), host: e.host, port: e.port,
+        securityProtocol: protocol }];
+    });
+    return [{ nodeId: b.id, host: endpoint.host, port: endpoint.port, rack: b.rack, listeners }];
   });
 }
 

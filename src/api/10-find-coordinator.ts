@@ -9,6 +9,7 @@
 //   log is unavailable); share-group and unknown key types get INVALID_REQUEST, as in Kafka.
 // * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
 //   among the live brokers, the same answer on every broker.
+import { endpointOn } from "../server/metadata-cache.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
@@ -58,11 +59,16 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
   switch (keyType) {
     case KeyType.GROUP: {
       const coordinator = ctx.broker.metadataCache.groupCoordinator(key);
+      const endpoint = endpointOn(coordinator, ctx.conn.listenerName);
+      // Kafka's answer when the coordinator lacks the client's listener.
+      if (endpoint === undefined) {
+        return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.");
+      }
       return {
         key,
         nodeId: coordinator.nodeId,
-        host: coordinator.host,
-        port: coordinator.port,
+        host: endpoint.host,
+        port: endpoint.port,
         errorCode: ErrorCode.NONE,
         errorMessage: null,
       };

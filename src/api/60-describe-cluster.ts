@@ -43,7 +43,7 @@ export const describeClusterHandler = defineHandler({
       ...(v0 ? {} : { endpointType: EndpointType.BROKER }),
       clusterId: cache.clusterId,
       controllerId: cache.controllerId,
-      brokers: cache.brokers.map((b) =>
+      brokers: cache.brokersOn(ctx.conn.listenerName).map((b) =>
         ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
         ? clusterAuthorizedOperations()

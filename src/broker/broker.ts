@@ -7,10 +7,11 @@ import type { ControllerClient } from "../controller/controller-client.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
-import { SocketServer } from "../network/socket-server.ts";
+import { formatListener, type Listener } from "../config/listeners.ts";
+import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
-import { MetadataCache } from "../server/metadata-cache.ts";
+import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
@@ -25,9 +26,11 @@ import {
 const SHUTDOWN_DRAIN_MS = 10_000;
 
 export interface RunningBroker {
-  /** The address actually bound (port 0 in the config picks a free one). */
+  /** The first listener's address actually bound (port 0 in the config picks a free one). */
   readonly host: string;
   readonly port: number;
+  /** Every listener as bound, in the configured order. */
+  readonly listeners: readonly BoundListener[];
   readonly services: BrokerServices;
   /** Stop accepting, finish in-flight requests, flush and close logs, mark a clean shutdown. */
   stop(): Promise<void>;
@@ -39,18 +42,15 @@ export interface BrokerLogger {
   error(message: string): void;
 }
 
-/** This broker as Metadata names it; the port follows the bound one when asked for port 0. */
-interface SelfEndpoint {
-  readonly nodeId: number;
-  readonly host: string;
-  port: number;
-  readonly rack: string | null;
-}
+/**
+ * This broker as Metadata names it: host and port of its inter-broker listener (embedded: the
+ * first), every advertised listener; ports follow the bound ones when asked for port 0.
+ */
+type SelfEndpoint = { -readonly [K in keyof BrokerEndpoint]: BrokerEndpoint[K] };
 
-/** The listener as bound (port 0 in the config picks a free one). */
+/** The listeners as bound (port 0 in the config picks a free one). */
 interface BoundServer {
-  readonly host: string;
-  readonly port: number;
+  readonly bound: readonly BoundListener[];
   stopAccepting(): void;
 }
 
@@ -82,10 +82,9 @@ async function startSteps(
 ): Promise<RunningBroker> {
   const { stores, config } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
-  const advertised = config["advertised.listeners"];
-  const self: SelfEndpoint = {
-    nodeId: brokerId, host: advertised.host, port: advertised.port, rack: config["broker.rack"],
-  };
+  const own = interBrokerEndpoint(config, config["advertised.listeners"]);
+  const self: SelfEndpoint = { nodeId: brokerId, host: own.host, port: own.port,
+    rack: config["broker.rack"], listeners: config["advertised.listeners"] };
   const cache = new MetadataCache(stores.metadataStore, self, config);
   const logs = await openLogs(config, stores, cache, log, cleanups);
   const controllerClient = stores.zooKeeper === null ? null
@@ -105,7 +104,7 @@ async function startSteps(
     // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
     groupCoordinator.close();
   });
-  if (advertised.port === 0 || config.listeners.port === 0) self.port = server.port;
+  Object.assign(self, advertisedAsBound(config, server.bound));
   // Set before registering: once registered, the controller may send requests at once.
   services = {
     config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host,
@@ -116,14 +115,34 @@ async function startSteps(
   const controller = await joinCluster(config, stores, self, server, cache, controllerClient, log,
     cleanups);
   services = { ...services, controller };
-  log.info(`quill: broker ${brokerId} listening on ${server.host}:${server.port} ` +
-    `(advertised ${self.host}:${self.port}), data in ${config["log.dirs"].join(",")}`);
+  // Scripts read the first "HOST:PORT" after "listening on": the first listener comes first.
+  const bindings = server.bound.map((l) => `${l.host}:${l.port} (${l.listenerName})`).join(", ");
+  log.info(`quill: broker ${brokerId} listening on ${bindings} (advertised ` +
+    `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`);
   let stopping: Promise<void> | null = null;
   const stop = () => (stopping ??= (async () => {
     await cleanups.unwind((message) => log.error(message));
     log.info(`quill: broker ${brokerId} stopped cleanly`);
   })());
-  return { host: server.host, port: server.port, services, stop };
+  const first = server.bound[0]!;
+  return { host: first.host, port: first.port, listeners: server.bound, services, stop };
+}
+
+function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[]): Listener {
+  const name = config["inter.broker.listener.name"];
+  return listeners.find((l) => l.listenerName === name) ?? listeners[0]!;
+}
+
+/**
+ * This broker's endpoints with each advertised port 0 (a listener on port 0 that advertises
+ * itself, or an explicit port 0) replaced by the port bound; an advertised port set to another
+ * value stays, as a proxy in front of the broker needs.
+ */
+function advertisedAsBound(config: BrokerConfig, bound: readonly BoundListener[]) {
+  const listeners = config["advertised.listeners"].map((a, i) =>
+    (a.port === 0 ? { ...a, port: bound[i]!.port } : a));
+  const own = interBrokerEndpoint(config, listeners);
+  return { host: own.host, port: own.port, listeners };
 }
 
 /**
@@ -210,7 +229,7 @@ async function startGroupCoordinator(
 }
 
 /**
- * Binds the listener with the API handlers behind it. Stopping it first answers what is parked
+ * Binds every listener with the API handlers behind them. Stopping it first answers what is parked
  * (`answerParked`), then waits for in-flight requests before closing connections.
  */
 async function serve(
@@ -220,25 +239,19 @@ async function serve(
   cleanups: CleanupStack,
   answerParked: () => void,
 ): Promise<BoundServer> {
-  const server = new SocketServer({
-    host: config.listeners.host,
-    port: config.listeners.port,
-    handler: new RequestDispatcher(services, API_HANDLERS, log),
-    logger: log,
-    limits: {
+  const server = await ListenerServers.start(config.listeners,
+    new RequestDispatcher(services, API_HANDLERS, log), {
       socketRequestMaxBytes: config["socket.request.max.bytes"],
       maxConnections: config["max.connections"],
       maxInFlightRequestsPerConnection: config["queued.max.requests"],
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
-    },
-  });
-  const bound = await server.start();
-  cleanups.push("socket server", async () => {
+    }, log);
+  cleanups.push("socket servers", async () => {
     server.stopAccepting();
     answerParked();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
   });
-  return { ...bound, stopAccepting: () => server.stopAccepting() };
+  return { bound: server.bound, stopAccepting: () => server.stopAccepting() };
 }
 
 /**

@@ -32,6 +32,7 @@ export async function seedFromZooKeeper(
   const snapshot = await readClusterSnapshot(zk, log);
   cache.setLiveBrokers([...snapshot.brokers.values()].map((b) => ({
     nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack,
+    ...(b.endpoints === undefined ? {} : { listeners: b.endpoints }),
   })));
   cache.applyLeaderStates([...snapshot.partitions.values()].flatMap((p) => {
     if (p.state === null) return [];

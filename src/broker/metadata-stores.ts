@@ -4,6 +4,7 @@
  * mode the broker also registers itself under `/brokers/ids/<id>` and follows topic changes
  * that other processes make.
  */
+import type { Listener } from "../config/listeners.ts";
 import * as path from "node:path";
 import { BrokerRegistration } from "../metadata/broker-registration.ts";
 import { LocalMetadataStore } from "../metadata/local-metadata-store.ts";
@@ -89,7 +90,7 @@ export function openOffsetStore(stores: MetadataStores, config: BrokerConfig): O
 export async function registerBroker(
   zooKeeper: ZooKeeperClient,
   config: BrokerConfig,
-  advertised: { host: string; port: number },
+  advertised: { host: string; port: number; listeners?: readonly Listener[] },
   log: StoreLogger,
 ): Promise<BrokerRegistration> {
   try {
@@ -97,6 +98,7 @@ export async function registerBroker(
       brokerId: config["broker.id"],
       host: advertised.host,
       port: advertised.port,
+      ...(advertised.listeners === undefined ? {} : { endpoints: advertised.listeners }),
       rack: config["broker.rack"],
       expiryWaitMs: 2 * zooKeeper.sessionTimeoutMs + 5_000,
       log,

@@ -1,10 +1,13 @@
-import { hostname } from "node:os";
 import { type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import {
-  boolean, type ConfigKey, double, type Endpoint, endpoint, formatValue, int, INT_MAX, key, list,
-  long, LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
+  boolean, type ConfigKey, double, formatValue, int, INT_MAX, key, list, long,
+  LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
 } from "./config-key.ts";
 import { GZIP_LEVEL, LZ4_LEVEL, messageFormatVersion, ZSTD_LEVEL } from "./kafka-value-types.ts";
+import { resolveListeners, type ResolvedListeners } from "./listener-resolution.ts";
+import {
+  DEFAULT_SECURITY_PROTOCOL_MAP, listenerList, SECURITY_PROTOCOLS, securityProtocolMap,
+} from "./listeners.ts";
 
 export const COMPRESSION_TYPES =
   ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] as const;
@@ -24,11 +27,19 @@ export const BROKER_CONFIG_KEYS = {
     "This broker's id (`--broker-id`). -1 in ZooKeeper mode: the id recorded in the data dir, " +
     "else one generated from /brokers/seqid (above 1000), as Kafka; Quill's default is 0."),
   "broker.rack": nullableKey(string(), "Rack of this broker, reported in Metadata."),
-  "listeners": key(endpoint(), { host: "127.0.0.1", port: 9092 },
-    "Where the broker listens (`--listen`): one PLAINTEXT listener, loopback by default."),
-  "advertised.listeners": nullableKey(endpoint(),
-    "What Metadata tells clients (`--advertise`); unset: the listener, a wildcard host " +
-    "replaced by the host name."),
+  "listeners": key(listenerList(), [{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092 }],
+    "Where the broker listens (`--listen`): NAME://HOST:PORT listeners separated by commas; " +
+    "one PLAINTEXT listener on loopback by default (Kafka's binds every interface)."),
+  "advertised.listeners": nullableKey(listenerList(),
+    "What Metadata tells clients of each listener (`--advertise`); a listener not named here " +
+    "advertises its own address, a wildcard host replaced by the host name."),
+  "listener.security.protocol.map": key(securityProtocolMap(), DEFAULT_SECURITY_PROTOCOL_MAP,
+    "The security protocol of each listener name (NAME:PROTOCOL pairs)."),
+  "inter.broker.listener.name": nullableKey(string(),
+    "The listener brokers use to reach each other; unset: the one named by " +
+    "security.inter.broker.protocol."),
+  "security.inter.broker.protocol": key(oneOf(SECURITY_PROTOCOLS), "PLAINTEXT",
+    "Names the inter-broker listener when inter.broker.listener.name is unset."),
   "socket.request.max.bytes": key(int({ min: 1 }), 104857600,
     "Largest request frame; a bigger one closes the connection."),
   "connections.max.idle.ms": key(long(), 600000,
@@ -166,8 +177,8 @@ export type BrokerConfigValues = {
 };
 
 /** The keys whose effective value combines several settings (see BrokerConfig). */
-type ResolvedKey =
-  "log.retention.ms" | "log.roll.ms" | "log.roll.jitter.ms" | "log.dirs" | "advertised.listeners";
+type ResolvedKey = "log.retention.ms" | "log.roll.ms" | "log.roll.jitter.ms" | "log.dirs" |
+  "listeners" | "advertised.listeners" | "inter.broker.listener.name";
 
 /**
  * The broker's configuration: Kafka's dotted key names (so code, docs and DescribeConfigs use
@@ -182,8 +193,7 @@ export type BrokerConfig = Readonly<Omit<BrokerConfigValues, ResolvedKey> & {
   "log.roll.jitter.ms": number;
   /** From log.dirs, else log.dir. */
   "log.dirs": readonly string[];
-  /** From advertised.listeners, else listeners with a wildcard host replaced by the host name. */
-  "advertised.listeners": Endpoint;
+} & ResolvedListeners & {
   /** The source of every key that was set; keys left at their default are absent. */
   origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
 }>;
@@ -219,7 +229,7 @@ export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins
     "log.roll.ms": values["log.roll.ms"] ?? values["log.roll.hours"] * HOUR_MS,
     "log.roll.jitter.ms": values["log.roll.jitter.ms"] ?? values["log.roll.jitter.hours"] * HOUR_MS,
     "log.dirs": values["log.dirs"] ?? [values["log.dir"]],
-    "advertised.listeners": advertisedListener(values, origins),
+    ...resolveListeners(values, origins),
     origins,
   };
 }
@@ -238,21 +248,4 @@ function retentionMs(values: BrokerConfigValues, origins: Origins): number {
     throw invalidValue(from, text, source, "a retention of -1 (unlimited) or at least 1 ms");
   }
   return retention < 0 ? -1 : retention;
-}
-
-const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::"]);
-
-function advertisedListener(values: BrokerConfigValues, origins: Origins): Endpoint {
-  const advertised = values["advertised.listeners"];
-  if (advertised === null) {
-    const { host, port } = values.listeners;
-    return WILDCARD_HOSTS.has(host) ? { host: hostname(), port } : values.listeners;
-  }
-  if (WILDCARD_HOSTS.has(advertised.host)) {
-    const text = BROKER_CONFIG_KEYS["advertised.listeners"].valueType.format(advertised);
-    const source = (origins.get("advertised.listeners") ?? DEFAULT_ORIGIN).label;
-    throw invalidValue("advertised.listeners", text, source,
-      "a host clients can connect to, not a wildcard address");
-  }
-  return advertised;
 }

@@ -184,26 +184,3 @@ export function list<T extends string>(
   };
   return valueType;
 }
-
-/** Where a listener binds or what it advertises; an empty host means every interface. */
-export interface Endpoint {
-  readonly host: string;
-  readonly port: number;
-}
-
-const ENDPOINT_TEXT = /^(?:plaintext:\/\/)?(\[[0-9a-fA-F:.]*\]|[^:[\]/,\s]*):(\d{1,5})$/i;
-
-/**
- * One plaintext listener, written `HOST:PORT` (the flags) or `PLAINTEXT://HOST:PORT` (Kafka's
- * `listeners` syntax, so a server.properties line works). IPv6 hosts go in brackets.
- */
-export const endpoint = (): ValueType<Endpoint> => ({
-  type: "STRING",
-  expected: "one listener HOST:PORT or PLAINTEXT://HOST:PORT with a port between 0 and 65535",
-  schema: z.string().trim().regex(ENDPOINT_TEXT).transform((text) => {
-    const [, host = "", port = ""] = ENDPOINT_TEXT.exec(text) ?? [];
-    return { host: host.replace(/^\[(.*)\]$/, "$1"), port: Number(port) };
-  }).refine((e) => e.port <= 65535),
-  format: ({ host, port }) => `PLAINTEXT://${host.includes(":") ? `[${host}]` : host}:${port}`,
-  refusal: (text) => ({ value: text, reason: "Not a listener HOST:PORT" }),
-});

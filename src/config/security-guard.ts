@@ -13,8 +13,6 @@ import { ConfigError } from "./config-error.ts";
 /** The protocols a listener can speak in this build. */
 export const SUPPORTED_SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT"]);
 
-const KAFKA_SECURITY_PROTOCOLS = new Set(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]);
-
 /** Key prefixes that only mean something with TLS, SASL or delegation tokens. */
 const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token."] as const;
 
@@ -22,8 +20,6 @@ const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token.
 const SECURITY_KEYS: ReadonlySet<string> = new Set([
   "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
   "principal.builder.class", "connections.max.reauth.ms", "security.providers",
-  "listener.security.protocol.map", "security.inter.broker.protocol",
-  "inter.broker.listener.name",
 ]);
 
 /** One setting as the loader sees it: the key, its raw value and where it came from. */
@@ -44,43 +40,15 @@ export function isSecurityKey(key: string): boolean {
  * returns quietly when it is honoured as written (PLAINTEXT everywhere, or blank).
  */
 export function checkSecuritySetting(setting: SecuritySetting): void {
-  const { key, value } = setting;
-  const text = value.trim();
-  if (text === "") return;
-  switch (key) {
-    case "listener.security.protocol.map":
-      return checkProtocolMap(setting);
-    case "security.inter.broker.protocol":
-      return checkProtocol(setting, text);
-    case "inter.broker.listener.name":
-      // Listener names other than PLAINTEXT need a protocol map entry, which is checked there.
-      if (text === "PLAINTEXT") return;
-      throw refusal(setting, "names a listener this broker does not have (only PLAINTEXT)");
-    default:
-      throw refusal(setting, `asks for ${feature(key)}, which this build of Quill does not ` +
-        "provide");
-  }
+  if (setting.value.trim() === "") return;
+  throw refusal(setting, `asks for ${feature(setting.key)}, which this build of Quill does not ` +
+    "provide");
 }
 
-function checkProtocolMap(setting: SecuritySetting): void {
-  for (const entry of setting.value.split(",")) {
-    const parts = entry.trim().split(":");
-    const [name = "", protocol = ""] = parts;
-    if (parts.length !== 2 || name.trim() === "") {
-      throw refusal(setting, "expected LISTENER_NAME:PROTOCOL pairs separated by commas");
-    }
-    checkProtocol(setting, protocol.trim());
-  }
-}
-
-function checkProtocol(setting: SecuritySetting, protocol: string): void {
-  if (SUPPORTED_SECURITY_PROTOCOLS.has(protocol)) return;
-  if (!KAFKA_SECURITY_PROTOCOLS.has(protocol)) {
-    throw refusal(setting, `names the unknown security protocol ${protocol} ` +
-      `(Kafka's are ${[...KAFKA_SECURITY_PROTOCOLS].join(", ")})`);
-  }
-  throw refusal(setting, `asks for the ${protocol} security protocol, which this build of ` +
-    `Quill does not provide (it has ${[...SUPPORTED_SECURITY_PROTOCOLS].join(", ")})`);
+/** A listener whose protocol this build cannot speak. */
+export function refuseProtocol(key: string, value: string, source: string, protocol: string) {
+  return refusal({ key, value, source }, `asks for the ${protocol} security protocol, which ` +
+    `this build of Quill does not provide (it has ${[...SUPPORTED_SECURITY_PROTOCOLS].join(", ")})`);
 }
 
 function feature(key: string): string {

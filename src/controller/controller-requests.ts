@@ -5,6 +5,7 @@
 import type {
   Init, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
 } from "../protocol/generated/index.ts";
+import { SECURITY_PROTOCOL_IDS } from "../config/listeners.ts";
 import type { BrokerRegistrationInfo, PartitionStateZnode } from "../metadata/kafka-znodes.ts";
 
 export const LEADER_AND_ISR_VERSION = 7;
@@ -13,8 +14,6 @@ export const STOP_REPLICA_VERSION = 4;
 export const CONTROLLED_SHUTDOWN_VERSION = 3;
 /** v1 names topics (v2+ uses ids), which is what callers of alterPartition have. */
 export const ALTER_PARTITION_VERSION = 1;
-/** Kafka's SecurityProtocol.PLAINTEXT id. */
-const PLAINTEXT = 0;
 
 export interface StatedPartition {
   readonly topic: string;
@@ -109,7 +108,11 @@ export function updateMetadataRequest(
     })),
     liveBrokers: [...liveBrokers.values()].map((b) => ({
       id: b.brokerId,
-      endpoints: [{ port: b.port, host: b.host, listener: "PLAINTEXT", securityProtocol: PLAINTEXT }],
+      endpoints: (b.endpoints ?? [{ ...b, listenerName: "PLAINTEXT", securityProtocol: "PLAINTEXT" as const }])
+        .map((e) => ({
+          port: e.port, host: e.host, listener: e.listenerName,
+          securityProtocol: SECURITY_PROTOCOL_IDS[e.securityProtocol],
+        })),
       rack: b.rack,
     })),
   };

@@ -11,6 +11,7 @@
  * it is another endpoint that accepts a TCP connection, a live broker holds the id.
  */
 import { connect } from "node:net";
+import type { Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
@@ -37,6 +38,8 @@ export interface BrokerRegistrationOptions {
   /** The advertised listener, what Kafka clients and other brokers connect to. */
   readonly host: string;
   readonly port: number;
+  /** Every advertised listener, written to the registration as Kafka's `endpoints`. */
+  readonly endpoints?: readonly Listener[];
   readonly rack: string | null;
   /**
    * Longest wait for a crashed predecessor's session to expire. The old session's timeout is

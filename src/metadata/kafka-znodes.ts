@@ -16,6 +16,7 @@
  * crash the broker somewhere later. Encoders write keys in the order Kafka's examples show.
  */
 import { z } from "zod";
+import { isSecurityProtocol, type Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
 
 export const CLUSTER_ID_PATH = "/cluster/id";
@@ -120,11 +121,16 @@ export function decodeClusterId(data: Uint8Array): string {
 
 // ---- /brokers/ids/<id> ----------------------------------------------------------------------
 
-/** What a broker registration says about the broker; Quill has one PLAINTEXT listener. */
+/**
+ * What a broker registration says about the broker. `host` and `port` are its inter-broker
+ * endpoint (the listener named PLAINTEXT, as replication and controller traffic use).
+ */
 export interface BrokerRegistrationInfo {
   readonly brokerId: number;
   readonly host: string;
   readonly port: number;
+  /** Every advertised listener; absent means one PLAINTEXT listener at host:port. */
+  readonly endpoints?: readonly Listener[];
   readonly rack: string | null;
   /** When the registration was written; Kafka stores it as a decimal string. */
   readonly timestampMs: number;
@@ -139,21 +145,32 @@ const BrokerRegistrationJson = z.object({
   host: z.string().nullable().optional(),
   port: z.number().int().optional(),
   endpoints: z.array(z.string()).optional(),
+  listener_security_protocol_map: z.record(z.string(), z.string()).nullable().optional(),
   rack: z.string().nullable().optional(),
   timestamp: z.string().optional(),
 });
 
+const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
+
+/**
+ * Kafka's layout (BrokerInfo.toJsonBytes): every endpoint with its listener's protocol, and the
+ * top-level host and port of the first PLAINTEXT endpoint for pre-listener readers.
+ */
 export function encodeBrokerRegistration(info: BrokerRegistrationInfo): Uint8Array {
   assert(Number.isInteger(info.port) && info.port > 0, `broker port ${info.port} must be > 0`);
   assert(info.host.length > 0, "broker host must not be empty");
-  const host = info.host.includes(":") ? `[${info.host}]` : info.host;
+  const endpoints = info.endpoints ?? [{
+    listenerName: "PLAINTEXT", host: info.host, port: info.port, securityProtocol: "PLAINTEXT",
+  }];
+  const plaintext = endpoints.find((e) => e.securityProtocol === "PLAINTEXT");
   const json: Record<string, unknown> = {
     features: {},
-    listener_security_protocol_map: { PLAINTEXT: "PLAINTEXT" },
-    endpoints: [`PLAINTEXT://${host}:${info.port}`],
+    listener_security_protocol_map:
+      Object.fromEntries(endpoints.map((e) => [e.listenerName, e.securityProtocol])),
+    endpoints: endpoints.map((e) => `${e.listenerName}://${bracketed(e.host)}:${e.port}`),
     jmx_port: -1,
-    port: info.port,
-    host: info.host,
+    port: plaintext?.port ?? -1,
+    host: plaintext?.host ?? null,
     version: BROKER_REGISTRATION_VERSION,
     timestamp: String(info.timestampMs),
   };
@@ -162,8 +179,9 @@ export function encodeBrokerRegistration(info: BrokerRegistrationInfo): Uint8Arr
 }
 
 /**
- * Reads a registration of any version Kafka has written: the top-level host and port when set,
- * else the first endpoint (version 4+ brokers whose listeners are not PLAINTEXT leave them unset).
+ * Reads a registration of any version Kafka has written. The inter-broker endpoint is the one
+ * named PLAINTEXT, else the top-level host and port, else the first endpoint (version 4+
+ * brokers whose listeners are not PLAINTEXT leave the top level unset).
  */
 export function decodeBrokerRegistration(
   brokerId: number,
@@ -171,16 +189,27 @@ export function decodeBrokerRegistration(
 ): BrokerRegistrationInfo {
   const path = brokerIdPath(brokerId);
   const json = decodeJson(path, data, BrokerRegistrationJson);
-  let host = json.host ?? null;
-  let port = json.port ?? -1;
-  if (host === null || port <= 0) {
-    const match = json.endpoints?.[0]?.match(ENDPOINT_PATTERN);
-    if (match === undefined || match === null) throw new MalformedZnodeError(path, "no endpoint");
-    host = match[2]!;
-    port = Number(match[3]);
-  }
+  const protocols = json.listener_security_protocol_map ?? {};
+  const parsed = (json.endpoints ?? []).map((text) => {
+    const match = text.match(ENDPOINT_PATTERN);
+    if (match === null) throw new MalformedZnodeError(path, `bad endpoint ${text}`);
+    const listenerName = match[1]!.toUpperCase();
+    return { listenerName, host: match[2]!, port: Number(match[3]),
+      securityProtocol: protocols[listenerName] ?? listenerName };
+  });
+  // An endpoint whose protocol is unknown here still locates the broker, but is no listener.
+  const endpoints = parsed.filter((e): e is Listener => isSecurityProtocol(e.securityProtocol));
+  const named = parsed.find((e) => e.listenerName === "PLAINTEXT");
+  const topLevel = json.host != null && (json.port ?? -1) > 0
+    ? { host: json.host, port: json.port! } : undefined;
+  const interBroker = named ?? topLevel ?? parsed[0];
+  if (interBroker === undefined) throw new MalformedZnodeError(path, "no endpoint");
   const timestampMs = json.timestamp === undefined ? 0 : Number(json.timestamp);
-  return { brokerId, host, port, rack: json.rack ?? null, timestampMs };
+  return {
+    brokerId, host: interBroker.host, port: interBroker.port,
+    ...(endpoints.length > 0 ? { endpoints } : {}),
+    rack: json.rack ?? null, timestampMs,
+  };
 }
 
 // ---- /brokers/topics/<topic> ----------------------------------------------------------------

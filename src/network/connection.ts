@@ -37,6 +37,7 @@ export interface ConnectionOptions {
   readonly id: number;
   readonly remoteAddress: string;
   readonly remotePort: number;
+  readonly listenerName: string;
   readonly handler: RequestHandler;
   readonly limits: NetworkLimits;
   readonly logger: NetworkLogger;
@@ -53,6 +54,7 @@ export class Connection implements ConnectionContext {
   readonly id: number;
   readonly remoteAddress: string;
   readonly remotePort: number;
+  readonly listenerName: string;
   readonly state = new Map<string, unknown>();
   closed = false;
   /** Date.now() of the last bytes read or written, for connections.max.idle.ms. */
@@ -78,6 +80,7 @@ export class Connection implements ConnectionContext {
     this.id = options.id;
     this.remoteAddress = options.remoteAddress;
     this.remotePort = options.remotePort;
+    this.listenerName = options.listenerName;
     this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes);
     this.writer = new ResponseWriter(socket, options.sendfileEnabled);
   }

@@ -25,6 +25,8 @@ export interface ConnectionContext {
   /** The peer's IP address, e.g. "127.0.0.1". */
   readonly remoteAddress: string;
   readonly remotePort: number;
+  /** The listener the connection came through (`PLAINTEXT`, `SSL`, ...), upper-cased. */
+  readonly listenerName: string;
   /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
   readonly state: Map<string, unknown>;
   /** True once the connection is closed: responses produced from now on are discarded. */

@@ -17,6 +17,8 @@ export interface SocketServerOptions {
   readonly host: string;
   /** 0 picks a free port; `start()` returns the one bound. */
   readonly port: number;
+  /** The listener's name, given to every connection; PLAINTEXT unless set. */
+  readonly listenerName?: string;
   readonly handler: RequestHandler;
   readonly limits?: Partial<NetworkLimits>;
   readonly logger: NetworkLogger;
@@ -114,6 +116,7 @@ export class SocketServer {
       id: this.nextConnectionId++,
       remoteAddress: socket.remoteAddress,
       remotePort: socket.remotePort,
+      listenerName: this.options.listenerName ?? "PLAINTEXT",
       handler: this.options.handler,
       limits: this.limits,
       logger: this.options.logger,

@@ -1,6 +1,7 @@
 import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
+import type { Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
 
 /** One partition as Metadata describes it. */
@@ -34,11 +35,22 @@ export interface TopicMetadata {
   readonly configs: TopicConfigOverrides;
 }
 
+/** A broker as other brokers reach it (host, port: its inter-broker listener). */
 export interface BrokerEndpoint {
   readonly nodeId: number;
   readonly host: string;
   readonly port: number;
   readonly rack: string | null;
+  /** Every advertised listener; absent (an old UpdateMetadata) means host:port for all. */
+  readonly listeners?: readonly Listener[];
+}
+
+/** Where clients of one listener reach a broker; undefined when it lacks that listener. */
+export function endpointOn(
+  broker: BrokerEndpoint, listenerName: string,
+): { host: string; port: number } | undefined {
+  if (broker.listeners === undefined) return broker;
+  return broker.listeners.find((l) => l.listenerName === listenerName);
 }
 
 /** Partition states one broker keeps from the controller; a cluster's partitions are bounded by it. */
@@ -90,6 +102,18 @@ export class MetadataCache {
     const all = new Map(this.live);
     all.set(this.self.nodeId, this.self);
     return [...all.values()].sort((a, b) => a.nodeId - b.nodeId);
+  }
+
+  /**
+   * The live brokers clients of one listener can reach, each at that listener's address, as
+   * Kafka's MetadataCache.getAliveBrokerNodes(listenerName): brokers without it are left out.
+   */
+  brokersOn(listenerName: string): { nodeId: number; host: string; port: number;
+    rack: string | null }[] {
+    return this.brokers.flatMap((b) => {
+      const e = endpointOn(b, listenerName);
+      return e === undefined ? [] : [{ nodeId: b.nodeId, host: e.host, port: e.port, rack: b.rack }];
+    });
   }
 
   /** A live broker's endpoint (followers fetch from it, requests to the controller go there). */

@@ -45,8 +45,9 @@ describe("defaults", () => {
     expect(config["auto.create.topics.enable"]).toBe(true);
     expect(config["group.initial.rebalance.delay.ms"]).toBe(3000);
     expect(config["zookeeper.connect"]).toBeNull();
-    expect(config.listeners).toEqual({ host: "127.0.0.1", port: 9092 });
-    expect(config["advertised.listeners"]).toEqual({ host: "127.0.0.1", port: 9092 });
+    expect(config.listeners).toEqual([{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }]);
+    expect(config["advertised.listeners"]).toEqual([{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }]);
+    expect(config["inter.broker.listener.name"]).toBe("PLAINTEXT");
     expect(config["log.dirs"]).toEqual(["./data"]);
     expect(config.origins.size).toBe(0);
   });
@@ -184,20 +185,54 @@ describe("bad values", () => {
     expect(loadConfig({ flags: [set("delete.topic.enable", "FALSE")] }).config["delete.topic.enable"]).toBe(false);
   });
 
-  test("listeners: HOST:PORT or PLAINTEXT://HOST:PORT, one only, IPv6 in brackets", () => {
-    const listen = (value: string) => loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }] }).config;
-    expect(listen("PLAINTEXT://10.0.0.1:9093").listeners).toEqual({ host: "10.0.0.1", port: 9093 });
-    expect(listen("[::1]:0").listeners).toEqual({ host: "::1", port: 0 });
-    expect(listen("localhost:19092")["advertised.listeners"]).toEqual({ host: "localhost", port: 19092 });
-    for (const bad of ["9092", "SSL://h:1", "h:1,h:2", "h:65536", "h:-1"]) {
+  test("listeners: HOST:PORT (PLAINTEXT) or NAME://HOST:PORT, several, IPv6 in brackets", () => {
+    const listen = (value: string, ...more: FlagSetting[]) =>
+      loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }, ...more] }).config;
+    const plain = (host: string, port: number) =>
+      ({ listenerName: "PLAINTEXT", host, port, securityProtocol: "PLAINTEXT" as const });
+    expect(listen("PLAINTEXT://10.0.0.1:9093").listeners).toEqual([plain("10.0.0.1", 9093)]);
+    expect(listen("[::1]:0").listeners).toEqual([plain("::1", 0)]);
+    expect(listen("localhost:19092")["advertised.listeners"]).toEqual([plain("localhost", 19092)]);
+    const two = listen("plaintext://127.0.0.1:9092,INTERNAL://:9093",
+      set("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"),
+      set("advertised.listeners", "INTERNAL://broker1:9093"));
+    expect(two.listeners.map((l) => l.listenerName)).toEqual(["PLAINTEXT", "INTERNAL"]);
+    expect(two["advertised.listeners"]).toEqual([plain("127.0.0.1", 9092),
+      { listenerName: "INTERNAL", host: "broker1", port: 9093, securityProtocol: "PLAINTEXT" as const }]);
+    for (const bad of ["9092", "h:1,h:1", "A://h:1,a://h:2", "h:65536", "h:-1"]) {
       expect(configError(() => listen(bad))).toContain(`listeners=${JSON.stringify(bad)} (from --listen)`);
     }
+    expect(configError(() => listen("OTHER://h:1"))).toContain(
+      "expected listener names found in listener.security.protocol.map (OTHER is not)");
+    expect(configError(() => listen("h:1", set("advertised.listeners", "SSL://h:2")))).toContain(
+      "expected listener names found in listeners (SSL is not)");
+  });
+
+  test("a listener whose protocol this build cannot speak refuses the start", () => {
+    const listen = (value: string) =>
+      loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }] }).config;
+    expect(configError(() => listen("PLAINTEXT://h:1,SASL_SSL://h:2"))).toContain(
+      "asks for the SASL_SSL security protocol, which this build of Quill does not provide");
+  });
+
+  test("inter-broker listener: one key of two; a cluster's must be the PLAINTEXT listener", () => {
+    expect(configError(() => loadConfig({ flags: [set("inter.broker.listener.name", "INTERNAL"),
+      set("security.inter.broker.protocol", "PLAINTEXT")] }))).toContain("only one of");
+    const zk = set("zookeeper.connect", "127.0.0.1:2181");
+    expect(loadConfig({ flags: [zk, set("inter.broker.listener.name", "plaintext")] })
+      .config["inter.broker.listener.name"]).toBe("PLAINTEXT");
+    expect(configError(() => loadConfig({ flags: [zk, set("inter.broker.listener.name", "X")] })))
+      .toContain("expected the name of one of the listeners (PLAINTEXT)");
+    const internal = [zk, set("listeners", "INTERNAL://h:1"), set("inter.broker.listener.name",
+      "INTERNAL"), set("listener.security.protocol.map", "INTERNAL:PLAINTEXT")];
+    expect(configError(() => loadConfig({ flags: internal }))).toContain(
+      "inter-broker TLS and SASL are not implemented yet");
   });
 
   test("a wildcard listener advertises the host name; a wildcard advertised address is rejected", () => {
     const { config } = loadConfig({ flags: [{ key: "listeners", value: "0.0.0.0:9092", flag: "--listen" }] });
-    expect(config["advertised.listeners"].host).not.toBe("0.0.0.0");
-    expect(config["advertised.listeners"].port).toBe(9092);
+    expect(config["advertised.listeners"][0]!.host).not.toBe("0.0.0.0");
+    expect(config["advertised.listeners"][0]!.port).toBe(9092);
     expect(configError(() => loadConfig({ flags: [{ key: "advertised.listeners", value: "0.0.0.0:1", flag: "--advertise" }] })))
       .toContain('advertised.listeners="PLAINTEXT://0.0.0.0:1" (from --advertise)');
   });
@@ -240,16 +275,12 @@ describe("security settings this build cannot honour refuse the start (never ope
       .toContain("per-listener security settings");
   });
 
-  test("a protocol map or inter-broker protocol naming anything but PLAINTEXT", () => {
-    expect(refused("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,EXTERNAL:SASL_SSL"))
-      .toContain("asks for the SASL_SSL security protocol, which this build of Quill does not " +
-        "provide (it has PLAINTEXT)");
+  test("a malformed protocol map or an unknown protocol is an invalid value", () => {
     expect(refused("listener.security.protocol.map", "EXTERNAL:BOGUS"))
-      .toContain("names the unknown security protocol BOGUS");
+      .toContain("expected LISTENER_NAME:PROTOCOL pairs separated by commas");
     expect(refused("listener.security.protocol.map", "EXTERNAL")).toContain(
       "expected LISTENER_NAME:PROTOCOL pairs");
-    expect(refused("security.inter.broker.protocol", "SSL")).toContain("the SSL security protocol");
-    expect(refused("inter.broker.listener.name", "INTERNAL")).toContain("only PLAINTEXT");
+    expect(refused("security.inter.broker.protocol", "TLS")).toContain("expected one of PLAINTEXT");
   });
 
   test("from the file and the environment too; the first refused key is named", () => {
@@ -266,7 +297,6 @@ describe("security settings this build cannot honour refuse the start (never ope
       flags: [
         set("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT"),
         set("security.inter.broker.protocol", "PLAINTEXT"),
-        set("inter.broker.listener.name", "PLAINTEXT"),
         set("ssl.keystore.location", ""),
       ],
     });

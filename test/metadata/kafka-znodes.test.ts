@@ -72,8 +72,9 @@ describe("/brokers/ids/<id>", () => {
     });
     const racked = JSON.parse(text(encodeBrokerRegistration({ ...info, rack: "eu-1a" })));
     expect(racked.rack).toBe("eu-1a");
+    const plaintext = { listenerName: "PLAINTEXT", host: "10.0.0.5", port: 9093, securityProtocol: "PLAINTEXT" as const };
     expect(decodeBrokerRegistration(2, encodeBrokerRegistration({ ...info, rack: "eu-1a" })))
-      .toEqual({ ...info, rack: "eu-1a" });
+      .toEqual({ ...info, rack: "eu-1a", endpoints: [plaintext] });
   });
 
   test("reads a version 4 registration written by Kafka 2.x", () => {
@@ -82,7 +83,22 @@ describe("/brokers/ids/<id>", () => {
       '"timestamp":"1543300074836","port":9092,"version":4}';
     expect(decodeBrokerRegistration(1, bytes(v4))).toEqual({
       brokerId: 1, host: "10.9.167.48", port: 9092, rack: null, timestampMs: 1543300074836,
+      endpoints: [{ listenerName: "PLAINTEXT", host: "10.9.167.48", port: 9092, securityProtocol: "PLAINTEXT" }],
     });
+  });
+
+  test("every listener is an endpoint with its protocol; PLAINTEXT is the inter-broker one", () => {
+    const endpoints = [
+      { listenerName: "SSL", host: "b1.example", port: 9093, securityProtocol: "SSL" as const },
+      { listenerName: "PLAINTEXT", host: "10.0.0.5", port: 9092, securityProtocol: "PLAINTEXT" as const },
+      { listenerName: "CLIENTS", host: "::1", port: 9094, securityProtocol: "SASL_SSL" as const },
+    ];
+    const info = { brokerId: 3, host: "10.0.0.5", port: 9092, endpoints, rack: null, timestampMs: 5 };
+    const json = JSON.parse(text(encodeBrokerRegistration(info)));
+    expect(json.endpoints).toEqual(["SSL://b1.example:9093", "PLAINTEXT://10.0.0.5:9092", "CLIENTS://[::1]:9094"]);
+    expect(json.listener_security_protocol_map).toEqual({ SSL: "SSL", PLAINTEXT: "PLAINTEXT", CLIENTS: "SASL_SSL" });
+    expect([json.host, json.port]).toEqual(["10.0.0.5", 9092]);
+    expect(decodeBrokerRegistration(3, encodeBrokerRegistration(info))).toEqual(info);
   });
 
   test("falls back to the first endpoint when host and port are unset (non-PLAINTEXT)", () => {

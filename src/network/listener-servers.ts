@@ -1,0 +1,59 @@
+/**
+ * One SocketServer per configured listener (Kafka's `listeners`), each telling its connections
+ * which listener they came through, so Metadata can answer with that listener's endpoints.
+ */
+import type { Listener } from "../config/listeners.ts";
+import type { NetworkLimits } from "./network-limits.ts";
+import type { NetworkLogger, RequestHandler } from "./request-handler.ts";
+import { SocketServer } from "./socket-server.ts";
+
+export interface BoundListener extends Listener {
+  /** The port bound: the configured one, or the one picked for port 0. */
+  readonly port: number;
+}
+
+export class ListenerServers {
+  private constructor(
+    private readonly servers: readonly SocketServer[],
+    readonly bound: readonly BoundListener[],
+  ) {}
+
+  /** Binds every listener in order; if one cannot bind, those already bound are closed. */
+  static async start(
+    listeners: readonly Listener[],
+    handler: RequestHandler,
+    limits: Partial<NetworkLimits>,
+    logger: NetworkLogger,
+  ): Promise<ListenerServers> {
+    const servers: SocketServer[] = [];
+    const bound: BoundListener[] = [];
+    try {
+      for (const listener of listeners) {
+        const server = new SocketServer({
+          host: listener.host, port: listener.port, listenerName: listener.listenerName,
+          handler, limits, logger,
+        });
+        const address = await server.start();
+        servers.push(server);
+        bound.push({ ...listener, port: address.port });
+      }
+    } catch (error) {
+      for (const server of servers) await server.drainAndClose(0);
+      throw error;
+    }
+    return new ListenerServers(servers, bound);
+  }
+
+  get connectionCount(): number {
+    return this.servers.reduce((sum, s) => sum + s.connectionCount, 0);
+  }
+
+  stopAccepting(): void {
+    for (const server of this.servers) server.stopAccepting();
+  }
+
+  /** Drains every listener at once, each within `timeoutMs`. */
+  async drainAndClose(timeoutMs: number): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.drainAndClose(timeoutMs)));
+  }
+}
