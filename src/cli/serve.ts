@@ -97,6 +97,7 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     configFile: options.configFile, env: process.env, flags: options.settings,
   });
   if (warning !== null) console.error(`quill: warning: ${warning}`);
+  for (const line of exposureWarnings(config)) console.error(`quill: warning: ${line}`);
   if (options.printConfig) {
     process.stdout.write(propertiesText(config));
     return 0;
@@ -109,6 +110,23 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     console.error(`quill: ${error.message}`);
     return 1;
   }
+}
+
+const LOOPBACK_HOST = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i;
+
+/**
+ * A listener reachable from other machines whose clients do not authenticate: anyone who can
+ * reach the port may read, write and delete every topic. The operator may mean it (a private
+ * network), so it is a warning, not a refusal.
+ */
+export function exposureWarnings(config: BrokerConfig): string[] {
+  return config.listeners.flatMap((l) => {
+    if (LOOPBACK_HOST.test(l.host) || l.securityProtocol.startsWith("SASL_")) return [];
+    const where = l.host === "" ? "every interface" : l.host;
+    return [`listener ${l.listenerName} on ${where}:${l.port} (${l.securityProtocol}) is reachable ` +
+      "from other hosts and does not authenticate clients: anyone who can reach it may read, " +
+      "write and delete every topic"];
+  });
 }
 
 /** The effective configuration in .properties form, so it can be read back with --config. */

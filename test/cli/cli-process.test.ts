@@ -64,6 +64,14 @@ describe("quill (source, as a process)", () => {
     expect(existsSync(join(dir, "never"))).toBe(false);
   });
 
+  test("a listener off loopback without authentication is warned about", () => {
+    const { code, stderr } = quill(["serve", "--listen", "0.0.0.0:9092", "--print-config"]);
+    expect(code).toBe(0);
+    expect(stderr).toBe("quill: warning: listener PLAINTEXT on 0.0.0.0:9092 (PLAINTEXT) is reachable from other " +
+      "hosts and does not authenticate clients: anyone who can reach it may read, write and delete every topic\n");
+    expect(quill(["serve", "--listen", "127.0.0.1:9092", "--print-config"]).stderr).toBe("");
+  });
+
   test("an unknown flag exits 2 naming it", () => {
     expect(quill(["serve", "--listne", "1.2.3.4:1"])).toMatchObject({ code: 2, stderr: "quill: unknown flag --listne\n" });
   });
