@@ -74,7 +74,7 @@ export class ProduceResponseDropper {
 
 /** Splits a byte stream into whole size-prefixed Kafka frames (prefix included). */
 function frames(onFrame: (frame: Uint8Array) => void): (data: Buffer) => void {
-  let buffered = Buffer.alloc(0);
+  let buffered: Buffer = Buffer.alloc(0);
   return (data) => {
     buffered = buffered.length === 0 ? data : Buffer.concat([buffered, data]);
     while (buffered.length >= 4) {
