@@ -77,15 +77,15 @@ function parseLogicalLine(text: string, line: number): PropertyEntry {
   if (text[valueStart] === "=" || text[valueStart] === ":") valueStart++;
   while (isBlank(text[valueStart])) valueStart++;
   return {
-    key: unescape(text.slice(0, keyEnd), line),
-    value: unescape(text.slice(valueStart), line),
+    key: unescapeProperty(text.slice(0, keyEnd), line),
+    value: unescapeProperty(text.slice(valueStart), line),
     line,
   };
 }
 
 const SIMPLE_ESCAPES: Record<string, string> = { t: "\t", n: "\n", r: "\r", f: "\f" };
 
-function unescape(s: string, line: number): string {
+function unescapeProperty(s: string, line: number): string {
   if (!s.includes("\\")) return s;
   let out = "";
   for (let i = 0; i < s.length; i++) {

@@ -310,7 +310,9 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const stats = await Promise.all(
       dirs.map((path) => this.zk.exists(path, { timeoutMs: deadlineMs - Date.now() })),
     );
-    dirs.forEach((path, i) => stats[i] !== null && existing.add(path));
+    dirs.forEach((path, i) => {
+      if (stats[i] !== null) existing.add(path);
+    });
     const leaves = await this.listLeaves(`${root}/offsets`, deadlineMs, existing);
     const metaLeaves = await this.listLeaves(`${root}/offsets-meta`, deadlineMs, existing);
     const metaSet = new Set(metaLeaves.map((leaf) => leaf.path));

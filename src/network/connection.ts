@@ -168,7 +168,7 @@ export class Connection implements ConnectionContext {
       assert(round < 1_000_000, "connection service loop did not settle");
       const dispatchedCount = this.dispatchFrames();
       if (this.closed) return;
-      let outcome;
+      let outcome: ReturnType<typeof this.writer.flush>;
       try {
         outcome = this.writer.flush();
       } catch (error) {

@@ -302,7 +302,7 @@ const EMPTY = new Uint8Array(0);
 
 /** Reads the next bytes of a range into the scratch buffer; an I/O error ends the connection. */
 function readRange(item: PendingFileRange, wantBytes: number): number {
-  let readBytes;
+  let readBytes: number;
   try {
     readBytes = readSync(item.range.fd, scratch, 0, wantBytes, item.position);
   } catch (error) {
@@ -317,7 +317,7 @@ function readRange(item: PendingFileRange, wantBytes: number): number {
 function readWholeRange(item: PendingFileRange, offset: number): void {
   let doneBytes = 0;
   while (doneBytes < item.remainingBytes) {
-    let readBytes;
+    let readBytes: number;
     try {
       readBytes = readSync(item.range.fd, scratch, offset + doneBytes,
         item.remainingBytes - doneBytes, item.position + doneBytes);

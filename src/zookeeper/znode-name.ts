@@ -9,6 +9,7 @@
 import { assert } from "../util/assert.ts";
 
 /** Characters ZooKeeper's `PathUtils.validatePath` refuses, plus "/" and our escape "%". */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff/%]/;
 
 export function encodeZnodeName(name: string): string {

@@ -32,7 +32,7 @@ export async function startCluster(connect: string): Promise<Cluster> {
       "num.partitions": "3",
     },
   })));
-  started.forEach((b, i) => brokers.set(i + 1, b));
+  for (const [i, b] of started.entries()) brokers.set(i + 1, b);
   const zk = await ZooKeeperClient.connect(connect, { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 });
   return {
     connect, brokers, zk,

@@ -16,7 +16,7 @@ import { LineLogger, removeDir, tempDir } from "../support/broker-harness.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 let server: ZooKeeperServer;
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
   server = await startZooKeeper();

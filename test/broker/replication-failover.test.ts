@@ -144,7 +144,7 @@ test(`kill -9 of the leader ${KILLS} times under acks=all: no acknowledged loss`
       "replica.fetch.backoff.ms": "100",
     },
   })));
-  started.forEach((b, i) => brokers.set(i + 1, b));
+  for (const [i, b] of started.entries()) brokers.set(i + 1, b);
   await until(async () => {
     const m = await requestOnce(brokers.get(1)!.port, ApiKey.Metadata, 12, { topics: [] });
     return m.brokers.length === 3 ? true : undefined;

@@ -22,7 +22,7 @@ const LAG_TIME_MAX_MS = 2_000;
 
 let zooKeeper: ZooKeeperServer;
 let chrootCount = 0;
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
   zooKeeper = await startZooKeeper();
@@ -272,7 +272,7 @@ test("a follower behind the leader's log start (retention) starts over at it", a
     for (let offset = copy.logStartOffset; offset < 80n;) {
       const { ranges } = log.read(offset, 1 << 20, { maxOffset: 80n, minOneMessage: true });
       const bytes = readRanges(ranges);
-      ranges.forEach((r) => r.release());
+      for (const r of ranges) r.release();
       chunks.push(bytes);
       offset = lastOffsetOf(bytes) + 1n;
     }

@@ -30,7 +30,7 @@ const bytes = (s: string) => new TextEncoder().encode(s);
 
 let server: ZooKeeperServer;
 let chrootCount = 0;
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
   server = await startZooKeeper();

@@ -99,8 +99,8 @@ describe("kcat produce from a file and consume with -e, byte for byte", () => {
 
       // Whole files as single messages: every byte value, NULs and newlines included.
       const values = binaryValues(codec);
-      const paths = values.map((value, i) => join(files, `${codec}-${i}.bin`));
-      values.forEach((value, i) => writeFileSync(paths[i]!, value));
+      const paths = values.map((_value, i) => join(files, `${codec}-${i}.bin`));
+      for (const [i, value] of values.entries()) writeFileSync(paths[i]!, value);
       await produce(["-t", `binary-${codec}`, "-p", "0", "-z", codec, ...paths]);
       const binary = await consume(
         ["-t", `binary-${codec}`, "-p", "0", "-o", "beginning", "-f", "%R%s"]);

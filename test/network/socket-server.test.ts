@@ -401,7 +401,12 @@ describe("SocketServer bad input", () => {
 
   test("a truncated frame then a disconnect leaves the server serving others", async () => {
     let handledCount = 0;
-    const handler: RequestHandler = { handle: (f) => (handledCount++, { chunks: [f] }) };
+    const handler: RequestHandler = {
+      handle: (f) => {
+        handledCount++;
+        return { chunks: [f] };
+      },
+    };
     const { server, port, logger } = await start(handler);
     const good = await connect(port);
     const bad = await connect(port);

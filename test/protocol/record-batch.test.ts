@@ -302,7 +302,7 @@ function legacyMessage(magic: 0 | 1, value: Uint8Array): Uint8Array {
   const dv = new DataView(out.buffer);
   dv.setInt32(8, recordBytes);
   out[16] = magic;
-  let pos = 18 + timestampBytes;
+  const pos = 18 + timestampBytes;
   dv.setInt32(pos, -1);
   dv.setInt32(pos + 4, value.length);
   out.set(value, pos + 8);

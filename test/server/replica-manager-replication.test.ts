@@ -81,7 +81,9 @@ const batch = (value: string) =>
 /** One record for t-0, as a produce request's entries. */
 const toT0 = (value: string) => [{ topic: "t", partition: 0, records: batch(value) }];
 const neverCancel = () => () => {};
-const release = (ranges: readonly FileRange[]) => ranges.forEach((r) => r.release());
+const release = (ranges: readonly FileRange[]) => {
+  for (const r of ranges) r.release();
+};
 
 async function fetchAs(
   rm: ReplicaManager, replicaId: number, fetchOffset: bigint, currentLeaderEpoch = -1,
@@ -125,7 +127,10 @@ test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OU
   expect(performance.now() - started).toBeGreaterThanOrEqual(90);
   let answered = false;
   const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9)
-    .then((o) => ((answered = true), o));
+    .then((o) => {
+      answered = true;
+      return o;
+    });
   await fetchAs(rm, 1, 2n);
   await Bun.sleep(10);
   expect(answered).toBe(false);

@@ -35,7 +35,9 @@ async function setUp(partitions = 2) {
 const batch = (value: string) => buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
 const neverCancel = () => () => {};
 const bytesOf = (ranges: readonly FileRange[]) => ranges.reduce((n, r) => n + r.sizeBytes, 0);
-const release = (ranges: readonly FileRange[]) => ranges.forEach((r) => r.release());
+const release = (ranges: readonly FileRange[]) => {
+  for (const r of ranges) r.release();
+};
 
 test("appends assign consecutive offsets and move the high watermark to the log end", async () => {
   const { rm, logs } = await setUp();
@@ -87,7 +89,10 @@ test("max wait ends an empty long poll; a closed connection ends it at once", as
   let cancel: () => void = () => {};
   const pending = rm.fetchMessages({
     maxWaitMs: 60_000, minBytes: 1, maxBytes: 1 << 20, entries,
-    onCancel: (listener) => ((cancel = listener), () => {}),
+    onCancel: (listener) => {
+      cancel = listener;
+      return () => {};
+    },
   });
   cancel();
   const [cancelled] = await pending;
@@ -108,7 +113,7 @@ test("the response budget: later partitions get what the first left, but one bat
   });
   expect(bytesOf(outcomes[0].records)).toBe(big.length);
   expect(bytesOf(outcomes[1].records)).toBe(0);
-  outcomes.forEach((o) => release(o.records));
+  for (const o of outcomes) release(o.records);
 });
 
 test("fetching beyond the log end is OFFSET_OUT_OF_RANGE and does not park", async () => {

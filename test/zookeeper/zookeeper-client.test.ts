@@ -38,7 +38,11 @@ function nextEvent(): {
   let resolve!: (e: WatchEvent) => void;
   let count = 0;
   const event = new Promise<WatchEvent>((r) => (resolve = r));
-  return { watch: (e) => ((count += 1), resolve(e)), event, count: () => count };
+  const watch = (e: WatchEvent) => {
+    count += 1;
+    resolve(e);
+  };
+  return { watch, event, count: () => count };
 }
 
 beforeAll(async () => {

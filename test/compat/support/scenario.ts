@@ -194,6 +194,7 @@ export class StepRunner {
   }
 
   /** Runs `body`; it returns an optional detail string and throws to fail the step. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: bodies without a detail return Promise<void>.
   async run(step: Step, body: () => Promise<string | undefined | void>): Promise<boolean> {
     const blocker = DEPENDS_ON[step].find((dependency) => this.failed.has(dependency));
     if (blocker) {
