@@ -13,7 +13,7 @@
 import { buildRecordBatch } from "../src/protocol/record-batch.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../src/protocol/generated/index.ts";
-import { ChildBroker } from "../test/support/broker-harness.ts";
+import { ChildBroker } from "../test/support/child-broker.ts";
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { compileRdkafkaProgram, runCommand } from "./bench-common.ts";

@@ -5,7 +5,7 @@
 // still has the committed offsets and a new consumer resumes from them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Consumer, Kafka, logLevel } from "kafkajs";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 
 const TOPIC = "orders";
 const GROUP = "order-processors";

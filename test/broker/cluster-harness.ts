@@ -9,7 +9,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 
 export const SESSION_TIMEOUT_MS = 4_000;

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import type { ChildBroker } from "../support/broker-harness.ts";
+import type { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {

@@ -13,7 +13,7 @@ import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
   buildRecordBatch, decodeRecords, iterateBatches, readBatchHeader,
 } from "../../src/protocol/record-batch.ts";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { KafkaClient, requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 

@@ -14,7 +14,6 @@ import { startBroker } from "../../src/broker/broker.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { kcat, kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import {
-  ChildBroker,
   LineLogger,
   REPO_ROOT,
   removeDir,
@@ -22,6 +21,7 @@ import {
   tempDir,
   type InProcessBroker,
 } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const CLIENT_OPTIONS = { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 };

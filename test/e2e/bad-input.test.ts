@@ -4,7 +4,7 @@
 // client (a raw ApiVersions on a new socket, and kcat) is answered normally.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
 const API_VERSIONS = 18;

@@ -3,7 +3,7 @@
 // records, and a SIGTERM stop and restart of the binary keeps everything.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
-import { ChildBroker, ensureBuiltBinary } from "../support/broker-harness.ts";
+import { ChildBroker, ensureBuiltBinary } from "../support/child-broker.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
 const CODECS = ["none", "gzip", "snappy", "lz4", "zstd"] as const;

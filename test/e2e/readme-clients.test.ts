@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ChildBroker, REPO_ROOT, removeDir, tempDir } from "../support/broker-harness.ts";
+import { REPO_ROOT, removeDir, tempDir } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
 const README_ADDRESS = "127.0.0.1:9092";

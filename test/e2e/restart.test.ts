@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
 const MARKER = ".kafka_cleanshutdown";
