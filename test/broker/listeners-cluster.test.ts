@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { until } from "./cluster-harness.ts";

@@ -11,7 +11,8 @@ import * as path from "node:path";
 import { CompressionTypes, Kafka, logLevel } from "kafkajs";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
-import { ChildBroker, removeDir, tempDir } from "../support/broker-harness.ts";
+import { removeDir, tempDir } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { readAllRecords } from "../storage/cleaner-support.ts";
 import type { StoredRecord } from "../storage/cleaner-support.ts";
 

@@ -3,7 +3,7 @@
 // the restart ListOffsets earliest and a consumer from the beginning start there.
 import { afterEach, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
-import { ChildBroker } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 
 const started: ChildBroker[] = [];
 afterEach(async () => {
