@@ -24,12 +24,22 @@ const methods: Record<string, Reader> = {
   "node:fs fs.read (pread, thread pool)": (fd, position, length) =>
     new Promise((resolve, reject) => {
       const buffer = new Uint8Array(length);
-      fs.read(fd, buffer, 0, length, position, (e, n) => (e ? reject(e) : resolve(buffer.subarray(0, n))));
+      fs.read(fd, buffer, 0, length, position, (e, n) =>
+        e ? reject(e) : resolve(buffer.subarray(0, n)),
+      );
     }),
   "Bun.file(path).slice().arrayBuffer()": async (_fd, position, length) =>
-    new Uint8Array(await Bun.file(file).slice(position, position + length).arrayBuffer()),
+    new Uint8Array(
+      await Bun.file(file)
+        .slice(position, position + length)
+        .arrayBuffer(),
+    ),
   "Bun.file(fd).slice().arrayBuffer()": async (fd, position, length) =>
-    new Uint8Array(await Bun.file(fd).slice(position, position + length).arrayBuffer()),
+    new Uint8Array(
+      await Bun.file(fd)
+        .slice(position, position + length)
+        .arrayBuffer(),
+    ),
 };
 
 async function pass(read: Reader): Promise<{ mbPerSec: number; correct: boolean }> {
@@ -38,7 +48,10 @@ async function pass(read: Reader): Promise<{ mbPerSec: number; correct: boolean 
   const start = performance.now();
   for (let position = 0; position < sizeBytes; position += chunkBytes) {
     const chunk = await read(fd, position, Math.min(chunkBytes, sizeBytes - position));
-    if (chunk[0] !== data[position] || chunk[chunk.length - 1] !== data[position + chunk.length - 1]) {
+    if (
+      chunk[0] !== data[position] ||
+      chunk[chunk.length - 1] !== data[position + chunk.length - 1]
+    ) {
       correct = false;
     }
   }
@@ -60,8 +73,15 @@ for (const [name, read] of Object.entries(methods)) {
   const runs = [await pass(read), await pass(read), await pass(read)];
   const rates = runs.map((r) => r.mbPerSec).sort((a, b) => a - b);
   const correct = runs.every((r) => r.correct) && (await rereadAgrees(read));
-  console.log(`${name.padEnd(40)} ${rates[1].toFixed(0).padStart(6)} MB/s  ` +
-    `bytes ${correct ? "correct" : "WRONG (a range read twice differs)"}`);
+  console.log(
+    `${name.padEnd(40)} ${rates[1].toFixed(0).padStart(6)} MB/s  ` +
+      `bytes ${correct ? "correct" : "WRONG (a range read twice differs)"}`,
+  );
 }
-console.log(`(${sizeBytes / 1048576} MiB file, ${chunkBytes / 1024} KiB chunks, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")})`);
+console.log(
+  `(${sizeBytes / 1048576} MiB file, ${chunkBytes / 1024} KiB chunks, load ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")})`,
+);
 fs.rmSync(dir, { recursive: true, force: true });

@@ -10,9 +10,10 @@
 //     restarted and waited back into the ISR; median and max printed. The gap is bounded below
 //     by zookeeper.session.timeout.ms (default here 6000 ms): the controller learns of the death
 //     only when the dead broker's session expires.
-import { buildRecordBatch } from "../src/protocol/record-batch.ts";
+
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../src/protocol/generated/index.ts";
+import { buildRecordBatch } from "../src/protocol/record-batch.ts";
 import { ChildBroker } from "../test/support/child-broker.ts";
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
@@ -51,13 +52,19 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string): Prom
 }
 
 function metadata(broker: ChildBroker): Promise<MetadataResponse> {
-  return requestOnce(broker.port, ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+  return requestOnce(broker.port, ApiKey.Metadata, 12, {
+    topics: null,
+    allowAutoTopicCreation: false,
+  });
 }
 
 async function createTopic(broker: ChildBroker, name: string, partitions: number): Promise<void> {
   const res = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
-    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
-    timeoutMs: 10_000, validateOnly: false,
+    topics: [
+      { name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] },
+    ],
+    timeoutMs: 10_000,
+    validateOnly: false,
   });
   const code = res.topics[0]!.errorCode;
   if (code !== ErrorCode.NONE) throw new Error(`creating ${name} failed with error ${code}`);
@@ -75,10 +82,26 @@ async function throughput(
   records: number,
   acks: string,
 ) {
-  const out = await runCommand([load, "produce", bootstrap, topic, "6", String(records),
-    String(RECORD_BYTES), acks, "linger.ms=5"], RUN_TIMEOUT_MS);
-  const result = JSON.parse(out.trim().split("\n").at(-1)!) as
-    { records: number; bytes: number; seconds: number; failed: number };
+  const out = await runCommand(
+    [
+      load,
+      "produce",
+      bootstrap,
+      topic,
+      "6",
+      String(records),
+      String(RECORD_BYTES),
+      acks,
+      "linger.ms=5",
+    ],
+    RUN_TIMEOUT_MS,
+  );
+  const result = JSON.parse(out.trim().split("\n").at(-1)!) as {
+    records: number;
+    bytes: number;
+    seconds: number;
+    failed: number;
+  };
   return {
     recordsPerSecond: result.records / result.seconds,
     megabytesPerSecond: result.bytes / result.seconds / 1e6,
@@ -94,7 +117,9 @@ async function produceOnce(brokers: Map<number, ChildBroker>, topic: string): Pr
   if (target === undefined || !target.running) return false;
   const records = buildRecordBatch([{ value: new TextEncoder().encode("failover") }]);
   const res = await requestOnce(target.port, ApiKey.Produce, 9, {
-    transactionalId: null, acks: -1, timeoutMs: 2_000,
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 2_000,
     topicData: [{ name: topic, partitionData: [{ index: 0, records }] }],
   });
   return res.responses[0]!.partitionResponses[0]!.errorCode === ErrorCode.NONE;
@@ -108,13 +133,17 @@ async function failoverGaps(brokers: Map<number, ChildBroker>, kills: number): P
       const p = partitionIn(await metadata(asked), "failover", 0);
       return p !== undefined && p.leaderId >= 0 && p.isrNodes.length === 3 ? p : undefined;
     }, "all three replicas in the ISR");
-    await until(async () => ((await produceOnce(brokers, "failover")) ? true : undefined),
-      "a produce before the kill");
+    await until(
+      async () => ((await produceOnce(brokers, "failover")) ? true : undefined),
+      "a produce before the kill",
+    );
     const victim = brokers.get(state.leaderId)!;
     const killedAtMs = performance.now();
     await victim.kill9();
-    await until(async () => ((await produceOnce(brokers, "failover")) ? true : undefined),
-      "the first acknowledged produce after the kill");
+    await until(
+      async () => ((await produceOnce(brokers, "failover")) ? true : undefined),
+      "the first acknowledged produce after the kill",
+    );
     const gapMs = performance.now() - killedAtMs;
     gaps.push(gapMs);
     console.error(`kill ${i + 1}: broker ${state.leaderId}, gap ${gapMs.toFixed(0)} ms`);
@@ -131,22 +160,35 @@ async function main(): Promise<void> {
   const brokers = new Map<number, ChildBroker>();
   try {
     for (const id of [1, 2, 3]) {
-      brokers.set(id, await ChildBroker.start({ settings: {
-        "zookeeper.connect": connect, "broker.id": String(id),
-        "zookeeper.session.timeout.ms": String(options.sessionTimeoutMs),
-      } }));
+      brokers.set(
+        id,
+        await ChildBroker.start({
+          settings: {
+            "zookeeper.connect": connect,
+            "broker.id": String(id),
+            "zookeeper.session.timeout.ms": String(options.sessionTimeoutMs),
+          },
+        }),
+      );
     }
     const first = brokers.get(1)!;
-    await until(async () => ((await metadata(first)).brokers.length === 3 ? true : undefined),
-      "three live brokers");
+    await until(
+      async () => ((await metadata(first)).brokers.length === 3 ? true : undefined),
+      "three live brokers",
+    );
     const bootstrap = [...brokers.values()].map((b) => b.bootstrap).join(",");
     const rows: string[] = [];
     if ("path" in compiled) {
-      for (const [topic, acks] of [["acks-1", "1"], ["acks-all", "-1"]] as const) {
+      for (const [topic, acks] of [
+        ["acks-1", "1"],
+        ["acks-all", "-1"],
+      ] as const) {
         await createTopic(first, topic, 6);
         const r = await throughput(compiled.path, bootstrap, topic, options.records, acks);
-        rows.push(`| acks=${acks === "1" ? "1" : "all"} | ${options.records} | ` +
-          `${Math.round(r.recordsPerSecond)} | ${r.megabytesPerSecond.toFixed(1)} | ${r.failed} |`);
+        rows.push(
+          `| acks=${acks === "1" ? "1" : "all"} | ${options.records} | ` +
+            `${Math.round(r.recordsPerSecond)} | ${r.megabytesPerSecond.toFixed(1)} | ${r.failed} |`,
+        );
       }
     } else {
       console.error(`throughput skipped: ${compiled.error}`);
@@ -157,9 +199,11 @@ async function main(): Promise<void> {
     console.log("| produce, RF 3, 6 partitions, 100 B | records | records/s | MB/s | failed |");
     console.log("|---|---:|---:|---:|---:|");
     for (const row of rows) console.log(row);
-    console.log(`\nfailover gap over ${gaps.length} kills of the leader ` +
-      `(zookeeper.session.timeout.ms=${options.sessionTimeoutMs}): median ` +
-      `${median.toFixed(0)} ms, max ${gaps.at(-1)!.toFixed(0)} ms`);
+    console.log(
+      `\nfailover gap over ${gaps.length} kills of the leader ` +
+        `(zookeeper.session.timeout.ms=${options.sessionTimeoutMs}): median ` +
+        `${median.toFixed(0)} ms, max ${gaps.at(-1)!.toFixed(0)} ms`,
+    );
   } finally {
     await Promise.all([...brokers.values()].map((b) => b.remove()));
     await zk.stop();

@@ -25,7 +25,9 @@ export async function runCommand(argv: readonly string[], timeoutMs: number): Pr
     proc.kill("SIGKILL");
   }, timeoutMs);
   const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
   ]);
   clearTimeout(timer);
   if (code !== 0) {
@@ -84,7 +86,9 @@ export function resetPeakRss(pid: number): void {
 
 /** The 1-minute load average, to print next to every figure on a shared machine. */
 export function loadAverage(): string {
-  return loadavg().map((n) => n.toFixed(2)).join(" ");
+  return loadavg()
+    .map((n) => n.toFixed(2))
+    .join(" ");
 }
 
 /** Loopback TCP throughput in MB/s (1 MB = 1e6 B) from a short iperf3 run, or null without it. */
@@ -93,11 +97,20 @@ export async function loopbackMegabytesPerSecond(): Promise<number | null> {
   let server: ReturnType<typeof Bun.spawn> | null = null;
   try {
     server = Bun.spawn(["iperf3", "-s", "-1", "-p", String(port)], {
-      stdout: "ignore", stderr: "ignore",
+      stdout: "ignore",
+      stderr: "ignore",
     });
     await Bun.sleep(300);
-    const argv = ["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS),
-      "-J"];
+    const argv = [
+      "iperf3",
+      "-c",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-t",
+      String(IPERF_SECONDS),
+      "-J",
+    ];
     const out = await runCommand(argv, 30_000);
     const report = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
     return report.end.sum_received.bits_per_second / 8 / 1e6;

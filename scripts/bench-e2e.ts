@@ -45,12 +45,27 @@ interface Workload {
 }
 
 const WORKLOADS: readonly Workload[] = [
-  { name: "200 B, batch 1", recordBytes: 200, settings: ["batch.num.messages=1", "linger.ms=0"],
-    batchOfOne: true, reference: "paper 2011: ~50,000/s" },
-  { name: "200 B, batch 50", recordBytes: 200, settings: ["batch.num.messages=50"],
-    batchOfOne: false, reference: "paper 2011: ~400,000/s" },
-  { name: "100 B, default batching", recordBytes: 100, settings: [],
-    batchOfOne: false, reference: "LinkedIn 2014: 821,557/s, 78.3 MB/s" },
+  {
+    name: "200 B, batch 1",
+    recordBytes: 200,
+    settings: ["batch.num.messages=1", "linger.ms=0"],
+    batchOfOne: true,
+    reference: "paper 2011: ~50,000/s",
+  },
+  {
+    name: "200 B, batch 50",
+    recordBytes: 200,
+    settings: ["batch.num.messages=50"],
+    batchOfOne: false,
+    reference: "paper 2011: ~400,000/s",
+  },
+  {
+    name: "100 B, default batching",
+    recordBytes: 100,
+    settings: [],
+    batchOfOne: false,
+    reference: "LinkedIn 2014: 821,557/s, 78.3 MB/s",
+  },
 ];
 const PARTITION_COUNTS = [1, 6] as const;
 
@@ -80,8 +95,7 @@ function parseOptions(argv: readonly string[]): Options {
     else if (flag === "--batch1-records") options.batch1Records = positiveInteger(flag, value);
     else if (flag === "--broker" && (value === "binary" || value === "source")) {
       options.broker = value;
-    }
-    else if (flag === "--load" && (value === "c" || value === "kcat")) options.load = value;
+    } else if (flag === "--load" && (value === "c" || value === "kcat")) options.load = value;
     else throw new Error(`unknown or incomplete option ${flag} (see scripts/bench-e2e.ts)`);
     i++;
   }
@@ -118,22 +132,41 @@ function mtimeMs(path: string): number {
 
 async function run(argv: string[], stdinPath?: string): Promise<string> {
   const proc = Bun.spawn(argv, {
-    stdin: stdinPath === undefined ? "ignore" : Bun.file(stdinPath), stdout: "pipe", stderr: "pipe",
+    stdin: stdinPath === undefined ? "ignore" : Bun.file(stdinPath),
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const timer = setTimeout(() => proc.kill("SIGKILL"), RUN_TIMEOUT_MS);
   const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
   ]);
   clearTimeout(timer);
   if (code !== 0) throw new Error(`${argv.join(" ")} exited ${code}:\n${stderr}\n${stdout}`);
   return stdout;
 }
 
-async function produce(tool: LoadTool, bootstrap: string, topic: string, partitions: number,
-  records: number, w: Workload): Promise<RunResult> {
+async function produce(
+  tool: LoadTool,
+  bootstrap: string,
+  topic: string,
+  partitions: number,
+  records: number,
+  w: Workload,
+): Promise<RunResult> {
   if (tool.kind === "c") {
-    const out = await run([tool.path, "produce", bootstrap, topic, String(partitions),
-      String(records), String(w.recordBytes), "1", ...w.settings]);
+    const out = await run([
+      tool.path,
+      "produce",
+      bootstrap,
+      topic,
+      String(partitions),
+      String(records),
+      String(w.recordBytes),
+      "1",
+      ...w.settings,
+    ]);
     return JSON.parse(out) as RunResult;
   }
   const file = join(tmpdir(), `quill-bench-input-${w.recordBytes}.txt`);
@@ -143,23 +176,56 @@ async function produce(tool: LoadTool, bootstrap: string, topic: string, partiti
   const partitionFlag = partitions === 1 ? "0" : "-1";
   const settings = w.settings.flatMap((s) => ["-X", s]);
   const startedMs = performance.now();
-  await run(["kcat", "-b", bootstrap, "-P", "-t", topic, "-p", partitionFlag, "-X", "acks=1",
-    ...settings, "-l", file]);
+  await run([
+    "kcat",
+    "-b",
+    bootstrap,
+    "-P",
+    "-t",
+    topic,
+    "-p",
+    partitionFlag,
+    "-X",
+    "acks=1",
+    ...settings,
+    "-l",
+    file,
+  ]);
   const seconds = (performance.now() - startedMs) / 1000;
   return { records, bytes: records * (w.recordBytes - 1), seconds, failed: 0 };
 }
 
-async function consume(tool: LoadTool, bootstrap: string, topic: string, partitions: number,
-  records: number): Promise<RunResult> {
+async function consume(
+  tool: LoadTool,
+  bootstrap: string,
+  topic: string,
+  partitions: number,
+  records: number,
+): Promise<RunResult> {
   if (tool.kind === "c") {
     const argv = [tool.path, "consume", bootstrap, topic, String(partitions), String(records)];
     return JSON.parse(await run(argv)) as RunResult;
   }
   const startedMs = performance.now();
-  const out = await run(["kcat", "-b", bootstrap, "-C", "-e", "-q", "-t", topic, "-o", "beginning",
-    "-f", "%S\n"]);
+  const out = await run([
+    "kcat",
+    "-b",
+    bootstrap,
+    "-C",
+    "-e",
+    "-q",
+    "-t",
+    topic,
+    "-o",
+    "beginning",
+    "-f",
+    "%S\n",
+  ]);
   const seconds = (performance.now() - startedMs) / 1000;
-  const lengths = out.split("\n").filter((l) => l !== "").map(Number);
+  const lengths = out
+    .split("\n")
+    .filter((l) => l !== "")
+    .map(Number);
   const bytes = lengths.reduce((a, b) => a + b, 0);
   return { records: lengths.length, bytes, seconds, failed: records - lengths.length };
 }
@@ -175,7 +241,9 @@ interface Broker {
 function brokerCommand(kind: Options["broker"]): string[] {
   if (kind === "source") return [process.execPath, join(ROOT, "src", "main.ts")];
   const build = Bun.spawnSync([process.execPath, "run", "build"], {
-    cwd: ROOT, stdout: "pipe", stderr: "pipe",
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
   });
   if (build.exitCode !== 0) throw new Error(`bun run build failed:\n${build.stderr}`);
   return [join(ROOT, "dist", "quill")];
@@ -183,8 +251,16 @@ function brokerCommand(kind: Options["broker"]): string[] {
 
 async function startBroker(command: string[], partitions: number): Promise<Broker> {
   const dataDir = mkdtempSync(join(tmpdir(), "quill-bench-"));
-  const argv = [...command, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir,
-    "--set", `num.partitions=${partitions}`];
+  const argv = [
+    ...command,
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--data-dir",
+    dataDir,
+    "--set",
+    `num.partitions=${partitions}`,
+  ];
   const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const reader = (proc.stderr as ReadableStream<Uint8Array>).getReader();
   const decoder = new TextDecoder();
@@ -205,9 +281,9 @@ async function startBroker(command: string[], partitions: number): Promise<Broke
 }
 
 /** Keeps reading the broker's stderr so it never blocks on a full pipe; echoes warnings. */
-async function drain(
-  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
-): Promise<void> {
+async function drain(reader: {
+  read(): Promise<{ value?: Uint8Array; done: boolean }>;
+}): Promise<void> {
   const decoder = new TextDecoder();
   for (;;) {
     const { value, done } = await reader.read();
@@ -224,8 +300,13 @@ async function stopBroker(broker: Broker): Promise<void> {
   if (code !== 0) throw new Error(`the broker exited ${code} on SIGTERM`);
 }
 
-async function measure(tool: LoadTool, command: string[], w: Workload, partitions: number,
-  records: number): Promise<Row> {
+async function measure(
+  tool: LoadTool,
+  command: string[],
+  w: Workload,
+  partitions: number,
+  records: number,
+): Promise<Row> {
   const broker = await startBroker(command, partitions);
   try {
     const pid = broker.proc.pid;
@@ -236,8 +317,12 @@ async function measure(tool: LoadTool, command: string[], w: Workload, partition
     const consumed = await consume(tool, broker.bootstrap, topic, partitions, produced.records);
     const cpuConsumed = cpuSeconds(pid);
     return {
-      workload: w, partitions, produce: produced, consume: consumed,
-      produceCpuSeconds: cpuProduced - cpuStart, consumeCpuSeconds: cpuConsumed - cpuProduced,
+      workload: w,
+      partitions,
+      produce: produced,
+      consume: consumed,
+      produceCpuSeconds: cpuProduced - cpuStart,
+      consumeCpuSeconds: cpuConsumed - cpuProduced,
       peakRssBytes: peakRssBytes(pid),
     };
   } finally {
@@ -250,12 +335,21 @@ async function measure(tool: LoadTool, command: string[], w: Workload, partition
 async function loopbackMegabytesPerSecond(): Promise<{ tool: string; mbPerSecond: number }> {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const server = Bun.spawn(["iperf3", "-s", "-1", "-p", String(port)], {
-    stdout: "ignore", stderr: "ignore",
+    stdout: "ignore",
+    stderr: "ignore",
   });
   try {
     await Bun.sleep(300);
-    const out = await run(
-      ["iperf3", "-c", "127.0.0.1", "-p", String(port), "-t", String(IPERF_SECONDS), "-J"]);
+    const out = await run([
+      "iperf3",
+      "-c",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-t",
+      String(IPERF_SECONDS),
+      "-J",
+    ]);
     const report = JSON.parse(out) as { end: { sum_received: { bits_per_second: number } } };
     return { tool: "iperf3", mbPerSecond: report.end.sum_received.bits_per_second / 8 / 1e6 };
   } catch (error) {
@@ -270,7 +364,13 @@ async function loopbackMegabytesPerSecond(): Promise<{ tool: string; mbPerSecond
 async function bunPumpMegabytesPerSecond(): Promise<number> {
   let received = 0;
   const listener = Bun.listen({
-    hostname: "127.0.0.1", port: 0, socket: { data(_s, d) { received += d.length; } },
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      data(_s, d) {
+        received += d.length;
+      },
+    },
   });
   const chunk = new Uint8Array(1 << 20);
   let pending: Uint8Array | null = null;
@@ -284,7 +384,9 @@ async function bunPumpMegabytesPerSecond(): Promise<number> {
     }
   };
   const client = await Bun.connect({
-    hostname: "127.0.0.1", port: listener.port, socket: { drain: pump, data() {} },
+    hostname: "127.0.0.1",
+    port: listener.port,
+    socket: { drain: pump, data() {} },
   });
   const startMs = performance.now();
   pump(client);
@@ -301,7 +403,8 @@ const integer = (n: number) => Math.round(n).toLocaleString("en-US");
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
 
 function table(rows: readonly Row[]): string {
-  const header = "| workload (acks=1) | partitions | records | produce rec/s | produce MB/s | " +
+  const header =
+    "| workload (acks=1) | partitions | records | produce rec/s | produce MB/s | " +
     "consume rec/s | consume MB/s | broker CPU s (produce + consume) | broker CPU µs/record | " +
     "broker peak RSS MB | reference |";
   const rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
@@ -309,11 +412,17 @@ function table(rows: readonly Row[]): string {
     const cpu = r.produceCpuSeconds + r.consumeCpuSeconds;
     const { produce: p, consume: c } = r;
     const cells = [
-      r.workload.name, String(r.partitions), integer(p.records),
-      integer(p.records / p.seconds), fixed(p.bytes / p.seconds / 1e6),
-      integer(c.records / c.seconds), fixed(c.bytes / c.seconds / 1e6),
+      r.workload.name,
+      String(r.partitions),
+      integer(p.records),
+      integer(p.records / p.seconds),
+      fixed(p.bytes / p.seconds / 1e6),
+      integer(c.records / c.seconds),
+      fixed(c.bytes / c.seconds / 1e6),
       `${fixed(r.produceCpuSeconds)} + ${fixed(r.consumeCpuSeconds)}`,
-      fixed((cpu * 1e6) / (p.records * 2)), integer(r.peakRssBytes / 1e6), r.workload.reference,
+      fixed((cpu * 1e6) / (p.records * 2)),
+      integer(r.peakRssBytes / 1e6),
+      r.workload.reference,
     ];
     return `| ${cells.join(" | ")} |`;
   });
@@ -332,22 +441,27 @@ async function main(): Promise<void> {
       console.error(`running: ${w.name}, ${partitions} partition(s), ${integer(records)} records`);
       const row = await measure(tool, command, w, partitions, records);
       if (row.produce.failed > 0 || row.consume.records !== row.produce.records) {
-        throw new Error(`${w.name}/${partitions}: produced ${row.produce.records} ` +
-          `(failed ${row.produce.failed}), consumed ${row.consume.records}`);
+        throw new Error(
+          `${w.name}/${partitions}: produced ${row.produce.records} ` +
+            `(failed ${row.produce.failed}), consumed ${row.consume.records}`,
+        );
       }
       rows.push(row);
     }
   }
-  const load = tool.kind === "c"
-    ? "librdkafka C client (scripts/bench-e2e/rdkafka-load.c)"
-    : "kcat";
+  const load =
+    tool.kind === "c" ? "librdkafka C client (scripts/bench-e2e/rdkafka-load.c)" : "kcat";
   const broker = options.broker === "binary" ? "dist/quill" : "bun src/main.ts";
-  console.log(`Quill ${broker}, one broker on 127.0.0.1, load: ${load}, ` +
-    `${navigator.hardwareConcurrency} cores.\n`);
+  console.log(
+    `Quill ${broker}, one broker on 127.0.0.1, load: ${load}, ` +
+      `${navigator.hardwareConcurrency} cores.\n`,
+  );
   console.log(table(rows));
   const gbits = fixed((loopback.mbPerSecond * 8) / 1000, 1);
-  console.log(`\nLoopback ceiling (${loopback.tool}, same run): ` +
-    `${integer(loopback.mbPerSecond)} MB/s (${gbits} Gbit/s).`);
+  console.log(
+    `\nLoopback ceiling (${loopback.tool}, same run): ` +
+      `${integer(loopback.mbPerSecond)} MB/s (${gbits} Gbit/s).`,
+  );
   console.log("Broker CPU µs/record counts produce and consume: CPU seconds / (2 × records).");
   console.log("References: the 2011 Kafka paper's single producer (200 B, batch 1 and 50);");
   console.log("LinkedIn's 2014 benchmark (one producer thread, 100 B records, no replication).");

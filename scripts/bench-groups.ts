@@ -20,16 +20,16 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { type Consumer, Kafka, logLevel } from "kafkajs";
+import { startBroker } from "../src/broker/broker.ts";
+import { loadConfig } from "../src/config/load-config.ts";
 import { GroupCoordinator } from "../src/coordinator/group-coordinator.ts";
 import type { JoinGroupRequest, JoinGroupResult } from "../src/coordinator/group-operations.ts";
 import { LocalOffsetStore } from "../src/coordinator/local-offset-store.ts";
 import type { OffsetStore } from "../src/coordinator/offset-store.ts";
 import { ZooKeeperOffsetStore } from "../src/coordinator/zookeeper-offset-store.ts";
-import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
-import { loadConfig } from "../src/config/load-config.ts";
-import { startBroker } from "../src/broker/broker.ts";
-import { type Consumer, Kafka, logLevel } from "kafkajs";
+import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 
 const DURATION_MS = Number(process.argv[2] ?? 2_000);
 const REPEATS = 3;
@@ -40,17 +40,20 @@ const REBALANCE_RUNS = 20;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function rate(
-  inFlight: number, op: (worker: number, i: number) => Promise<unknown>,
+  inFlight: number,
+  op: (worker: number, i: number) => Promise<unknown>,
 ): Promise<number> {
   const startedMs = performance.now();
   const endMs = startedMs + DURATION_MS;
   let done = 0;
-  await Promise.all(Array.from({ length: inFlight }, async (_, worker) => {
-    for (let i = 0; performance.now() < endMs; i++) {
-      await op(worker, i);
-      done++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, worker) => {
+      for (let i = 0; performance.now() < endMs; i++) {
+        await op(worker, i);
+        done++;
+      }
+    }),
+  );
   return done / ((performance.now() - startedMs) / 1000);
 }
 
@@ -81,7 +84,9 @@ async function openZooKeeperStore(connectString: string): Promise<StoreUnderTest
 }
 
 async function commitRates(
-  open: () => Promise<StoreUnderTest>, partitions: number, inFlight: number,
+  open: () => Promise<StoreUnderTest>,
+  partitions: number,
+  inFlight: number,
 ) {
   const rates: number[] = [];
   const perSync: number[] = [];
@@ -90,16 +95,21 @@ async function commitRates(
     const coordinator = new GroupCoordinator(underTest.store, { offsetsPerCommitMax: 1_000 });
     await coordinator.start();
     const commitOf = (worker: number, i: number) => ({
-      groupId: `bench-${run}-${worker}`, generationId: -1, memberId: "", groupInstanceId: null,
-      topics: [{
-        name: "bench-topic",
-        partitions: Array.from({ length: partitions }, (_, p) => ({
-          partitionIndex: p,
-          committedOffset: BigInt(i),
-          committedLeaderEpoch: 0,
-          committedMetadata: "",
-        })),
-      }],
+      groupId: `bench-${run}-${worker}`,
+      generationId: -1,
+      memberId: "",
+      groupInstanceId: null,
+      topics: [
+        {
+          name: "bench-topic",
+          partitions: Array.from({ length: partitions }, (_, p) => ({
+            partitionIndex: p,
+            committedOffset: BigInt(i),
+            committedLeaderEpoch: 0,
+            committedMetadata: "",
+          })),
+        },
+      ],
     });
     const r = await rate(inFlight, async (worker, i) => {
       const res = await coordinator.offsetCommit(commitOf(worker, i));
@@ -116,10 +126,17 @@ async function commitRates(
 
 function joinRequest(groupId: string, memberId: string): JoinGroupRequest {
   return {
-    groupId, memberId, groupInstanceId: null, protocolType: "consumer",
+    groupId,
+    memberId,
+    groupInstanceId: null,
+    protocolType: "consumer",
     protocols: [{ name: "range", metadata: new Uint8Array(32) }],
-    sessionTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000, reason: null, apiVersion: 9,
-    clientId: "bench", clientHost: "/127.0.0.1",
+    sessionTimeoutMs: 30_000,
+    rebalanceTimeoutMs: 30_000,
+    reason: null,
+    apiVersion: 9,
+    clientId: "bench",
+    clientHost: "/127.0.0.1",
   };
 }
 
@@ -130,13 +147,22 @@ async function join(c: GroupCoordinator, groupId: string, memberId = ""): Promis
 }
 
 async function syncAll(c: GroupCoordinator, groupId: string, joins: readonly JoinGroupResult[]) {
-  return Promise.all(joins.map((j) => c.syncGroup({
-    groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
-    protocolType: "consumer", protocolName: "range",
-    assignments: j.leader !== j.memberId
-      ? []
-      : j.members.map((m) => ({ memberId: m.memberId, assignment: new Uint8Array(64) })),
-  })));
+  return Promise.all(
+    joins.map((j) =>
+      c.syncGroup({
+        groupId,
+        generationId: j.generationId,
+        memberId: j.memberId,
+        groupInstanceId: null,
+        protocolType: "consumer",
+        protocolName: "range",
+        assignments:
+          j.leader !== j.memberId
+            ? []
+            : j.members.map((m) => ({ memberId: m.memberId, assignment: new Uint8Array(64) })),
+      }),
+    ),
+  );
 }
 
 /** ms from an 11th member's JoinGroup until all 11 members have their new assignment. */
@@ -173,17 +199,24 @@ async function main(): Promise<void> {
       ["ZooKeeper", () => openZooKeeperStore(zooKeeper.connectString)],
     ];
     for (const [name, open] of stores) {
-      console.log(`\nOffset commits/s through GroupCoordinator.offsetCommit, ${name} store ` +
-        `(median of ${REPEATS} runs of ${DURATION_MS} ms; ${cpus} CPUs)`);
-      console.log("| partitions/commit | 1 in flight | commits/fsync | 32 in flight | " +
-        "commits/fsync | offsets/s at 32 |");
+      console.log(
+        `\nOffset commits/s through GroupCoordinator.offsetCommit, ${name} store ` +
+          `(median of ${REPEATS} runs of ${DURATION_MS} ms; ${cpus} CPUs)`,
+      );
+      console.log(
+        "| partitions/commit | 1 in flight | commits/fsync | 32 in flight | " +
+          "commits/fsync | offsets/s at 32 |",
+      );
       console.log("|---|---|---|---|---|---|");
       for (const partitions of PARTITION_COUNTS) {
         const one = await commitRates(open, partitions, 1);
         const many = await commitRates(open, partitions, IN_FLIGHT);
         const cells = [
-          partitions, one.commitsPerSecond.toFixed(0), one.commitsPerFsync.toFixed(1),
-          many.commitsPerSecond.toFixed(0), many.commitsPerFsync.toFixed(1),
+          partitions,
+          one.commitsPerSecond.toFixed(0),
+          one.commitsPerFsync.toFixed(1),
+          many.commitsPerSecond.toFixed(0),
+          many.commitsPerFsync.toFixed(1),
           (many.commitsPerSecond * partitions).toFixed(0),
         ];
         console.log(`| ${cells.join(" | ").replaceAll("NaN", "n/a")} |`);
@@ -201,9 +234,11 @@ async function main(): Promise<void> {
   for (let run = 0; run < REBALANCE_RUNS; run++) {
     times.push(await rebalanceMs(coordinator, `rebalance-${run}`));
   }
-  console.log(`\n10-member group, one member joins: rebalance in ` +
-    `${median(times).toFixed(2)} ms median, ` +
-    `${Math.max(...times).toFixed(2)} ms max over ${REBALANCE_RUNS} runs (domain level)`);
+  console.log(
+    `\n10-member group, one member joins: rebalance in ` +
+      `${median(times).toFixed(2)} ms median, ` +
+      `${Math.max(...times).toFixed(2)} ms max over ${REBALANCE_RUNS} runs (domain level)`,
+  );
   coordinator.close();
   await store.close();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -240,7 +275,10 @@ async function kafkajsRun(kafka: Kafka, groupId: string): Promise<number> {
     // kafkajs heartbeats between fetches, so an idle consumer learns of a rebalance only when
     // its long poll returns: a short max wait keeps that out of the figure.
     const consumer = kafka.consumer({
-      groupId, heartbeatInterval: 100, sessionTimeout: 10_000, maxWaitTimeInMs: 100,
+      groupId,
+      heartbeatInterval: 100,
+      sessionTimeout: 10_000,
+      maxWaitTimeInMs: 100,
     });
     consumer.on(consumer.events.GROUP_JOIN, () => joinedAt.set(consumer, performance.now()));
     await consumer.connect();
@@ -268,6 +306,8 @@ async function kafkajsRun(kafka: Kafka, groupId: string): Promise<number> {
 
 await main();
 const kafkajsTimes = await kafkajsRebalanceMs();
-console.log(`eleven kafkajs consumers (heartbeat, max wait 100 ms): rebalance in ` +
-  `${median(kafkajsTimes).toFixed(0)} ms median of ${kafkajsTimes.length} runs ` +
-  `(${kafkajsTimes.map((t) => t.toFixed(0)).join(", ")})`);
+console.log(
+  `eleven kafkajs consumers (heartbeat, max wait 100 ms): rebalance in ` +
+    `${median(kafkajsTimes).toFixed(0)} ms median of ${kafkajsTimes.length} runs ` +
+    `(${kafkajsTimes.map((t) => t.toFixed(0)).join(", ")})`,
+);

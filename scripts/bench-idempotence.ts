@@ -29,8 +29,18 @@ const batchSettings = process.argv.includes("--batch1")
 if (!existsSync(LOAD)) throw new Error(`${LOAD} missing: run bun scripts/bench-e2e.ts once`);
 
 const dataDir = mkdtempSync(join(tmpdir(), "quill-bench-idem-"));
-const broker = Bun.spawn([process.execPath, join(ROOT, "src", "main.ts"), "serve",
-  "--listen", "127.0.0.1:0", "--data-dir", dataDir], { stderr: "pipe", stdout: "ignore" });
+const broker = Bun.spawn(
+  [
+    process.execPath,
+    join(ROOT, "src", "main.ts"),
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--data-dir",
+    dataDir,
+  ],
+  { stderr: "pipe", stdout: "ignore" },
+);
 const port = await listeningPort(broker.stderr);
 
 async function listeningPort(stderr: ReadableStream<Uint8Array>): Promise<number> {
@@ -53,10 +63,22 @@ function brokerCpuSeconds(): number {
 
 async function run(topic: string, idempotent: boolean): Promise<{ rate: number; cpu: number }> {
   const cpuBefore = brokerCpuSeconds();
-  const proc = Bun.spawn([LOAD, "produce", `127.0.0.1:${port}`, topic, "1", String(records),
-    "100", "-1", `enable.idempotence=${idempotent}`,
-    "max.in.flight.requests.per.connection=5", ...batchSettings],
-  { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [
+      LOAD,
+      "produce",
+      `127.0.0.1:${port}`,
+      topic,
+      "1",
+      String(records),
+      "100",
+      "-1",
+      `enable.idempotence=${idempotent}`,
+      "max.in.flight.requests.per.connection=5",
+      ...batchSettings,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
   const out = await new Response(proc.stdout).text();
   if ((await proc.exited) !== 0) throw new Error(await new Response(proc.stderr).text());
   const result = JSON.parse(out) as { records: number; seconds: number; failed: number };

@@ -66,10 +66,23 @@ async function runServer(): Promise<void> {
   const server = new SocketServer({ host, port: 0, handler, logger: console, sendfileEnabled });
   const { port } = await server.start();
   const cpuBefore = process.cpuUsage();
-  const child = Bun.spawn([process.execPath, import.meta.path, "--client", String(port),
-    "--in-flight", String(inFlightCount), "--seconds", String(durationMs / 1000),
-    "--body-bytes", String(bodyBytes), "--range-mib", String(values["range-mib"])],
-    { stdout: "pipe", stderr: "inherit" });
+  const child = Bun.spawn(
+    [
+      process.execPath,
+      import.meta.path,
+      "--client",
+      String(port),
+      "--in-flight",
+      String(inFlightCount),
+      "--seconds",
+      String(durationMs / 1000),
+      "--body-bytes",
+      String(bodyBytes),
+      "--range-mib",
+      String(values["range-mib"]),
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
   const requestCount = Number((await new Response(child.stdout).text()).trim());
   const cpu = process.cpuUsage(cpuBefore);
   await server.drainAndClose(1000);
@@ -81,14 +94,18 @@ async function runServer(): Promise<void> {
     const gibibytes = (requestCount * rangeBytes) / 2 ** 30;
     const cpuMsPerGibibyte = (cpu.user + cpu.system) / 1000 / gibibytes;
     const mode = server.sendfileEnabled ? "sendfile" : "pread";
-    console.log(`${rangeBytes / 2 ** 20} MiB file ranges, ${mode}` +
-      `, ${inFlightCount} in flight: ${Math.round(megabytesPerSecond)} MB/s, ` +
-      `server CPU ${Math.round(cpuMsPerGibibyte)} ms/GiB`);
+    console.log(
+      `${rangeBytes / 2 ** 20} MiB file ranges, ${mode}` +
+        `, ${inFlightCount} in flight: ${Math.round(megabytesPerSecond)} MB/s, ` +
+        `server CPU ${Math.round(cpuMsPerGibibyte)} ms/GiB`,
+    );
     return;
   }
-  console.log(`${bodyBytes} B requests, ${inFlightCount} in flight, ${durationMs / 1000} s: ` +
-    `${Math.round(requestsPerSecond).toLocaleString("en")} req/s, ` +
-    `server CPU ${cpuMicrosPerRequest.toFixed(2)} µs/req`);
+  console.log(
+    `${bodyBytes} B requests, ${inFlightCount} in flight, ${durationMs / 1000} s: ` +
+      `${Math.round(requestsPerSecond).toLocaleString("en")} req/s, ` +
+      `server CPU ${cpuMicrosPerRequest.toFixed(2)} µs/req`,
+  );
 }
 
 async function runClient(port: number): Promise<void> {

@@ -8,7 +8,7 @@
  * Every figure is the median of 5 timed runs of at least 100 ms each, after a warm-up run.
  * The machine is noisy (see ../shared/notes/bun-1.4.4.md): read them as orders of magnitude.
  */
-import { compress, CompressionType, decompress } from "../src/protocol/compression.ts";
+import { CompressionType, compress, decompress } from "../src/protocol/compression.ts";
 import { crc32c, tableCrc32cRange } from "../src/protocol/crc32c.ts";
 import { decodeFetchResponse, encodeFetchResponse } from "../src/protocol/generated/fetch.ts";
 import { decodeProduceRequest, encodeProduceRequest } from "../src/protocol/generated/produce.ts";
@@ -98,9 +98,11 @@ function benchCodecs(): void {
       ]);
     }
   }
-  table("Codecs on JSON log lines (MB/s of uncompressed bytes)", [
-    "codec", "input", "ratio", "compress MB/s", "decompress MB/s",
-  ], rows);
+  table(
+    "Codecs on JSON log lines (MB/s of uncompressed bytes)",
+    ["codec", "input", "ratio", "compress MB/s", "decompress MB/s"],
+    rows,
+  );
 }
 
 /** The smallest uncompressed batch of log-line records of at least 16 KiB. */
@@ -129,13 +131,23 @@ function benchMessages(): void {
     throttleTimeMs: 0,
     errorCode: 0,
     sessionId: 0,
-    responses: [{
-      topic: "bench-topic",
-      partitions: [{
-        partitionIndex: 0, errorCode: 0, highWatermark: 1000n, lastStableOffset: 1000n,
-        logStartOffset: 0n, abortedTransactions: [], preferredReadReplica: -1, records: batch,
-      }],
-    }],
+    responses: [
+      {
+        topic: "bench-topic",
+        partitions: [
+          {
+            partitionIndex: 0,
+            errorCode: 0,
+            highWatermark: 1000n,
+            lastStableOffset: 1000n,
+            logStartOffset: 0n,
+            abortedTransactions: [],
+            preferredReadReplica: -1,
+            records: batch,
+          },
+        ],
+      },
+    ],
   };
   const encodeProduce = () => {
     writer.reset();
@@ -153,16 +165,27 @@ function benchMessages(): void {
   const fetchBytes = writer.toBytes().slice();
   const rows = [
     ["ProduceRequest v9", produceBytes.length, "encode", opsPerSecond(encodeProduce)],
-    ["ProduceRequest v9", produceBytes.length, "decode",
-      opsPerSecond(() => decodeProduceRequest(new Reader(produceBytes), 9))],
+    [
+      "ProduceRequest v9",
+      produceBytes.length,
+      "decode",
+      opsPerSecond(() => decodeProduceRequest(new Reader(produceBytes), 9)),
+    ],
     ["FetchResponse v12", fetchBytes.length, "encode", opsPerSecond(encodeFetch)],
-    ["FetchResponse v12", fetchBytes.length, "decode",
-      opsPerSecond(() => decodeFetchResponse(new Reader(fetchBytes), 12))],
+    [
+      "FetchResponse v12",
+      fetchBytes.length,
+      "decode",
+      opsPerSecond(() => decodeFetchResponse(new Reader(fetchBytes), 12)),
+    ],
     ["16 KiB batch", batch.length, "verifyBatchCrc", opsPerSecond(() => verifyBatchCrc(batch))],
     ["16 KiB batch", batch.length, "decodeRecords", opsPerSecond(() => decodeRecords(batch))],
   ].map(([what, sizeBytes, op, rate]) => [what, sizeBytes, op, Math.round(rate as number)]);
-  table("Messages carrying one 16 KiB batch (ops/s)", ["message", "bytes", "operation", "ops/s"],
-    rows);
+  table(
+    "Messages carrying one 16 KiB batch (ops/s)",
+    ["message", "bytes", "operation", "ops/s"],
+    rows,
+  );
 }
 
 const cpus = navigator.hardwareConcurrency;

@@ -12,22 +12,39 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startZooKeeper, type ZooKeeperServer } from "../test/support/zookeeper-server.ts";
 import {
-  compileRdkafkaProgram, cpuSeconds, loadAverage, loopbackMegabytesPerSecond, peakRssBytes,
+  compileRdkafkaProgram,
+  cpuSeconds,
+  loadAverage,
+  loopbackMegabytesPerSecond,
+  peakRssBytes,
   resetPeakRss,
 } from "./bench-common.ts";
 import { createTopicsAndWait } from "./bench-vs-kafka/broker-probe.ts";
 import {
-  type BrokerKind, type BrokerProcess, startKafka, startQuill,
+  type BrokerKind,
+  type BrokerProcess,
+  startKafka,
+  startQuill,
 } from "./bench-vs-kafka/brokers.ts";
 import { ensureKafkaDist, KAFKA_VERSION } from "./bench-vs-kafka/kafka-dist.ts";
 import {
-  type BrokerRun, brokerTable, latencyTable, ratios, ratiosLine, throughputTable, type WorkloadRun,
+  type BrokerRun,
+  brokerTable,
+  latencyTable,
+  ratios,
+  ratiosLine,
+  throughputTable,
+  type WorkloadRun,
 } from "./bench-vs-kafka/report.ts";
 import {
-  runnable, type Tools, WARM_UP_TOPIC, warmUp, type Workload,
+  runnable,
+  type Tools,
+  WARM_UP_TOPIC,
+  type Workload,
+  warmUp,
 } from "./bench-vs-kafka/workloads.ts";
-import { startZooKeeper, type ZooKeeperServer } from "../test/support/zookeeper-server.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const RESULTS_DIR = join(ROOT, ".bench");
@@ -47,7 +64,11 @@ interface Options {
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
-    quick: false, repetitions: 3, only: null, workloadIds: [], quillBinary: null,
+    quick: false,
+    repetitions: 3,
+    only: null,
+    workloadIds: [],
+    quillBinary: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -75,7 +96,9 @@ function parseOptions(argv: readonly string[]): Options {
 
 function buildQuill(): string {
   const build = Bun.spawnSync([process.execPath, "run", "build"], {
-    cwd: ROOT, stdout: "pipe", stderr: "pipe",
+    cwd: ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
   });
   if (build.exitCode !== 0) throw new Error(`bun run build failed:\n${build.stderr}`);
   return join(ROOT, "dist", "quill");
@@ -91,7 +114,8 @@ function compileTools(runDir: string, classpath: string | null): Tools {
   return {
     rdkafkaLoad: compile(join(import.meta.dir, "bench-e2e", "rdkafka-load.c")),
     rdkafkaLatency: compile(join(import.meta.dir, "bench-vs-kafka", "rdkafka-latency.c")),
-    classpath, runDir,
+    classpath,
+    runDir,
   };
 }
 
@@ -114,30 +138,46 @@ interface RunContext {
   readonly runDir: string;
 }
 
-async function startBroker(ctx: RunContext, kind: BrokerKind, repetition: number)
-  : Promise<BrokerProcess> {
+async function startBroker(
+  ctx: RunContext,
+  kind: BrokerKind,
+  repetition: number,
+): Promise<BrokerProcess> {
   const dir = join(ctx.runDir, `${kind}-${repetition}`);
   if (kind === "quill") return startQuill(ctx.quillBinary, dir);
-  return startKafka({
-    classpath: ctx.tools.classpath!, zookeeperConnect: ctx.zookeeper!.connectString,
-  }, dir, `kafka-${repetition}`);
+  return startKafka(
+    {
+      classpath: ctx.tools.classpath!,
+      zookeeperConnect: ctx.zookeeper!.connectString,
+    },
+    dir,
+    `kafka-${repetition}`,
+  );
 }
 
 /** Starts one broker, runs every workload against it, stops it, removes its data. */
-async function runRepetition(ctx: RunContext, kind: BrokerKind, repetition: number)
-  : Promise<BrokerRun> {
+async function runRepetition(
+  ctx: RunContext,
+  kind: BrokerKind,
+  repetition: number,
+): Promise<BrokerRun> {
   const broker = await startBroker(ctx, kind, repetition);
   const scale = ctx.options.quick ? QUICK_SCALE : 1;
   const results: WorkloadRun[] = [];
   try {
     const topics = new Map(ctx.workloads.map((w) => [w.topic.name, w.topic]));
     const warmUpLatencyTopic = { name: `${WARM_UP_TOPIC.name}-latency`, partitions: 1 };
-    await createTopicsAndWait(broker.port, [...topics.values(), WARM_UP_TOPIC, warmUpLatencyTopic],
-      performance.now() + TOPIC_TIMEOUT_MS);
+    await createTopicsAndWait(
+      broker.port,
+      [...topics.values(), WARM_UP_TOPIC, warmUpLatencyTopic],
+      performance.now() + TOPIC_TIMEOUT_MS,
+    );
     const warmUpStartedMs = performance.now();
     await warmUp(ctx.tools, broker.bootstrap);
-    console.error(`  ${kind} #${repetition} started in ${Math.round(broker.startupMs)} ms, ` +
-      `warmed up in ${((performance.now() - warmUpStartedMs) / 1000).toFixed(1)} s`);
+    console.error(
+      `  ${kind} #${repetition} started in ${Math.round(broker.startupMs)} ms, ` +
+        `warmed up in ${((performance.now() - warmUpStartedMs) / 1000).toFixed(1)} s`,
+    );
     // VmHWM has not been reset yet, so this covers start-up and warm-up.
     let peakRss = peakRssBytes(broker.pid);
     const cpuAtStart = cpuSeconds(broker.pid);
@@ -148,8 +188,12 @@ async function runRepetition(ctx: RunContext, kind: BrokerKind, repetition: numb
       console.error(`  ${kind} #${repetition} ${w.id}: ${describe(run)}`);
     }
     return {
-      kind, repetition, startupMs: broker.startupMs, peakRssBytes: peakRss,
-      cpuSeconds: cpuSeconds(broker.pid) - cpuAtStart, workloads: results,
+      kind,
+      repetition,
+      startupMs: broker.startupMs,
+      peakRssBytes: peakRss,
+      cpuSeconds: cpuSeconds(broker.pid) - cpuAtStart,
+      workloads: results,
     };
   } finally {
     await broker.stop();
@@ -157,8 +201,12 @@ async function runRepetition(ctx: RunContext, kind: BrokerKind, repetition: numb
   }
 }
 
-async function runWorkload(tools: Tools, broker: BrokerProcess, w: Workload, records: number)
-  : Promise<WorkloadRun> {
+async function runWorkload(
+  tools: Tools,
+  broker: BrokerProcess,
+  w: Workload,
+  records: number,
+): Promise<WorkloadRun> {
   resetPeakRss(broker.pid);
   const cpuBefore = cpuSeconds(broker.pid);
   let measurement = null;
@@ -169,9 +217,12 @@ async function runWorkload(tools: Tools, broker: BrokerProcess, w: Workload, rec
     error = (e as Error).message;
   }
   return {
-    workloadId: w.id, measurement, error,
+    workloadId: w.id,
+    measurement,
+    error,
     brokerCpuSeconds: cpuSeconds(broker.pid) - cpuBefore,
-    brokerPeakRssBytes: peakRssBytes(broker.pid), loadAverage: loadAverage(),
+    brokerPeakRssBytes: peakRssBytes(broker.pid),
+    loadAverage: loadAverage(),
   };
 }
 
@@ -179,9 +230,11 @@ function describe(run: WorkloadRun): string {
   const m = run.measurement;
   if (m === null) return `FAILED: ${run.error?.split("\n").slice(0, 3).join(" ")}`;
   const latency = m.p99Ms === null ? "" : `, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms`;
-  return `${Math.round(m.recordsPerSecond).toLocaleString("en-US")} rec/s` +
+  return (
+    `${Math.round(m.recordsPerSecond).toLocaleString("en-US")} rec/s` +
     `${latency}, broker CPU ${run.brokerCpuSeconds.toFixed(2)} s, ` +
-    `peak RSS ${Math.round(run.brokerPeakRssBytes / 1e6)} MB, load ${run.loadAverage}`;
+    `peak RSS ${Math.round(run.brokerPeakRssBytes / 1e6)} MB, load ${run.loadAverage}`
+  );
 }
 
 async function main(): Promise<void> {
@@ -195,8 +248,8 @@ async function main(): Promise<void> {
   const runDir = mkdtempSync(join(tmpdir(), "quill-vs-kafka-"));
   const tools = compileTools(runDir, classpath);
   const workloads = selectWorkloads(runnable(tools), options.workloadIds);
-  const kinds: BrokerKind[] = classpath === null ? ["quill"]
-    : options.only === null ? ["kafka", "quill"] : [options.only];
+  const kinds: BrokerKind[] =
+    classpath === null ? ["quill"] : options.only === null ? ["kafka", "quill"] : [options.only];
   const zookeeper = kinds.includes("kafka") ? await startZooKeeper() : null;
   const ctx: RunContext = { options, tools, workloads, quillBinary, zookeeper, runDir };
   const runs: BrokerRun[] = [];
@@ -233,35 +286,63 @@ function report(input: ReportInput): void {
   const scale = options.quick ? QUICK_SCALE : 1;
   const r = ratios(runs, workloads);
   const quick = options.quick ? ", --quick (a tenth of the records)" : "";
-  const heading = `Quill (${options.quillBinary ?? "dist/quill"}) vs Apache Kafka ` +
+  const heading =
+    `Quill (${options.quillBinary ?? "dist/quill"}) vs Apache Kafka ` +
     `${KAFKA_VERSION} (ZooKeeper mode, -Xmx1G), one broker at a time on 127.0.0.1, ` +
     `${navigator.hardwareConcurrency} cores; medians of ${options.repetitions} ` +
     `repetition(s)${quick}` +
     `; load average ${input.loadAtStart} at start, ${loadAverage()} at end; ` +
     `${Math.round(input.seconds)} s in all.`;
   const notes = [
-    "missing" in input.missing ? `Kafka not measured: ${input.missing.missing}.`
-      : options.only !== null ? `Only ${options.only} measured (--only).` : "",
-    loopback === null ? "Loopback ceiling: iperf3 unavailable." :
-      `Loopback ceiling (iperf3, same run): ${Math.round(loopback).toLocaleString("en-US")} MB/s ` +
-      `(${(loopback * 8 / 1000).toFixed(1)} Gbit/s).`,
+    "missing" in input.missing
+      ? `Kafka not measured: ${input.missing.missing}.`
+      : options.only !== null
+        ? `Only ${options.only} measured (--only).`
+        : "",
+    loopback === null
+      ? "Loopback ceiling: iperf3 unavailable."
+      : `Loopback ceiling (iperf3, same run): ${Math.round(loopback).toLocaleString("en-US")} MB/s ` +
+        `(${((loopback * 8) / 1000).toFixed(1)} Gbit/s).`,
     "MB = 1e6 bytes of record values. Broker CPU s and peak RSS are per workload (VmHWM reset " +
       "before each); Kafka's figures are the broker JVM only, not ZooKeeper.",
     "produce/consume ratios: geometric mean over those workloads of the ratio of medians; p99: " +
       "the fixed-rate 1 KiB end-to-end workload.",
   ].filter((n) => n !== "");
-  const markdown = [heading, "", throughputTable(runs, workloads, scale), "",
-    latencyTable(runs, workloads), "", brokerTable(runs), "", ...notes, "", ratiosLine(r),
+  const markdown = [
+    heading,
+    "",
+    throughputTable(runs, workloads, scale),
+    "",
+    latencyTable(runs, workloads),
+    "",
+    brokerTable(runs),
+    "",
+    ...notes,
+    "",
+    ratiosLine(r),
   ].join("\n");
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
   const name = `bench-vs-kafka-${options.quick ? "quick-" : ""}${stamp}`;
   writeFileSync(join(RESULTS_DIR, `${name}.md`), markdown + "\n");
-  writeFileSync(join(RESULTS_DIR, `${name}.json`), JSON.stringify({
-    options, kafkaVersion: KAFKA_VERSION, cores: navigator.hardwareConcurrency,
-    loadAverageAtStart: input.loadAtStart, loadAverageAtEnd: loadAverage(),
-    seconds: input.seconds, loopbackMegabytesPerSecond: loopback, ratios: r, runs,
-  }, null, 2) + "\n");
+  writeFileSync(
+    join(RESULTS_DIR, `${name}.json`),
+    JSON.stringify(
+      {
+        options,
+        kafkaVersion: KAFKA_VERSION,
+        cores: navigator.hardwareConcurrency,
+        loadAverageAtStart: input.loadAtStart,
+        loadAverageAtEnd: loadAverage(),
+        seconds: input.seconds,
+        loopbackMegabytesPerSecond: loopback,
+        ratios: r,
+        runs,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
   console.log(markdown.slice(0, markdown.lastIndexOf("\n")));
   console.log(`\nResults: ${join(RESULTS_DIR, name)}.{md,json}`);
   console.log(ratiosLine(r));

@@ -13,12 +13,21 @@ const outfile = join(root, "dist", "quill");
 mkdirSync(join(root, "dist"), { recursive: true });
 
 const args = [
-  "build", "--compile", "--minify", "--sourcemap", "--bytecode", "--format=esm",
-  join(root, "src", "main.ts"), "--outfile", outfile,
+  "build",
+  "--compile",
+  "--minify",
+  "--sourcemap",
+  "--bytecode",
+  "--format=esm",
+  join(root, "src", "main.ts"),
+  "--outfile",
+  outfile,
 ];
 const startedMs = performance.now();
 const result = Bun.spawnSync([process.execPath, ...args], {
-  cwd: root, stdout: "inherit", stderr: "inherit",
+  cwd: root,
+  stdout: "inherit",
+  stderr: "inherit",
 });
 if (result.exitCode !== 0) {
   console.error(`build failed: bun ${args.join(" ")} exited with ${result.exitCode}`);

@@ -15,8 +15,13 @@ import { join, resolve } from "node:path";
 import type { Socket, TCPSocketListener } from "bun";
 import { Kafka, logLevel } from "kafkajs";
 import {
-  API_SPECS, ApiKey, decodeRequest, decodeRequestHeader, encodeConsumerProtocolAssignment,
-  encodeResponse, encodeResponseHeader,
+  API_SPECS,
+  ApiKey,
+  decodeRequest,
+  decodeRequestHeader,
+  encodeConsumerProtocolAssignment,
+  encodeResponse,
+  encodeResponseHeader,
 } from "../src/protocol/generated/index.ts";
 import { Reader } from "../src/protocol/reader.ts";
 import { Writer } from "../src/protocol/writer.ts";
@@ -26,8 +31,7 @@ export const GOLDEN_TOPIC = "golden";
 const NODE_ID = 1;
 const FRAME_MAX_BYTES = 16 * 1024 * 1024;
 
-const kebab = (name: string): string =>
-  name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase();
+const kebab = (name: string): string => name.replace(/([a-z0-9])([A-Z])/g, "$1-$2").toLowerCase();
 
 interface Captured {
   client: string;
@@ -39,14 +43,19 @@ interface Captured {
 /** The response body for one request; unknown shapes get the all-defaults response. */
 function respond(apiKey: number, apiVersion: number, request: unknown, port: number): object {
   if (apiKey === ApiKey.ApiVersions) {
-    const apiKeys = API_SPECS.filter((s) => s.maxVersion >= s.minVersion)
-      .map((s) => ({ apiKey: s.apiKey, minVersion: s.minVersion, maxVersion: s.maxVersion }));
+    const apiKeys = API_SPECS.filter((s) => s.maxVersion >= s.minVersion).map((s) => ({
+      apiKey: s.apiKey,
+      minVersion: s.minVersion,
+      maxVersion: s.maxVersion,
+    }));
     return { errorCode: 0, apiKeys };
   }
   if (apiKey === ApiKey.Metadata) {
     const asked = (request as { topics: { name: string | null }[] | null }).topics;
-    const names = asked === null || asked.length === 0 ? [GOLDEN_TOPIC]
-      : asked.map((t) => t.name ?? GOLDEN_TOPIC);
+    const names =
+      asked === null || asked.length === 0
+        ? [GOLDEN_TOPIC]
+        : asked.map((t) => t.name ?? GOLDEN_TOPIC);
     return {
       brokers: [{ nodeId: NODE_ID, host: "127.0.0.1", port }],
       clusterId: "capture-cluster",
@@ -54,8 +63,15 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
       topics: names.map((name) => ({
         name,
         topicId: new Uint8Array(16).fill(7),
-        partitions: [{ partitionIndex: 0, leaderId: NODE_ID, leaderEpoch: 0,
-          replicaNodes: [NODE_ID], isrNodes: [NODE_ID] }],
+        partitions: [
+          {
+            partitionIndex: 0,
+            leaderId: NODE_ID,
+            leaderEpoch: 0,
+            replicaNodes: [NODE_ID],
+            isrNodes: [NODE_ID],
+          },
+        ],
       })),
     };
   }
@@ -75,21 +91,32 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
     return {
       topics: topics.map((t) => ({
         name: t.name,
-        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, offset: 0n,
-          timestamp: -1n, oldStyleOffsets: apiVersion === 0 ? [0n] : [] })),
+        partitions: t.partitions.map((p) => ({
+          partitionIndex: p.partitionIndex,
+          offset: 0n,
+          timestamp: -1n,
+          oldStyleOffsets: apiVersion === 0 ? [0n] : [],
+        })),
       })),
     };
   }
   if (apiKey === ApiKey.Fetch) {
-    const topics = (request as {
-      topics: { topic: string; topicId: Uint8Array; partitions: { partition: number }[] }[];
-    }).topics;
+    const topics = (
+      request as {
+        topics: { topic: string; topicId: Uint8Array; partitions: { partition: number }[] }[];
+      }
+    ).topics;
     return {
       responses: topics.map((t) => ({
         topic: t.topic,
         topicId: t.topicId,
-        partitions: t.partitions.map((p) => ({ partitionIndex: p.partition, highWatermark: 0n,
-          lastStableOffset: 0n, logStartOffset: 0n, records: new Uint8Array(0) })),
+        partitions: t.partitions.map((p) => ({
+          partitionIndex: p.partition,
+          highWatermark: 0n,
+          lastStableOffset: 0n,
+          logStartOffset: 0n,
+          records: new Uint8Array(0),
+        })),
       })),
     };
   }
@@ -104,8 +131,12 @@ function respond(apiKey: number, apiVersion: number, request: unknown, port: num
     const { protocols } = request as { protocols: { name: string; metadata: Uint8Array }[] };
     const memberId = "member-1";
     return {
-      generationId: 1, protocolType: "consumer", protocolName: protocols[0]!.name, leader: memberId,
-      memberId, members: [{ memberId, metadata: protocols[0]!.metadata }],
+      generationId: 1,
+      protocolType: "consumer",
+      protocolName: protocols[0]!.name,
+      leader: memberId,
+      memberId,
+      members: [{ memberId, metadata: protocols[0]!.metadata }],
     };
   }
   if (apiKey === ApiKey.SyncGroup) {
@@ -173,8 +204,11 @@ export class CaptureBroker {
     const request = decodeRequest(apiKey, apiVersion, r);
     // Phases of one client ("kcat", "kcat-group") share one set of fixtures.
     const client = this.client.split("-")[0]!;
-    if (!this.captured.some((c) =>
-      c.client === client && c.apiKey === apiKey && c.apiVersion === apiVersion)) {
+    if (
+      !this.captured.some(
+        (c) => c.client === client && c.apiKey === apiKey && c.apiVersion === apiVersion,
+      )
+    ) {
       this.captured.push({ client, apiKey, apiVersion, frame });
     }
     const acks = (request as { acks?: number }).acks;
@@ -201,7 +235,9 @@ async function runKcat(port: number, args: string[], stdin?: string): Promise<vo
 
 async function runKafkajs(port: number): Promise<void> {
   const kafka = new Kafka({
-    clientId: "quill-golden", brokers: [`127.0.0.1:${port}`], logLevel: logLevel.NOTHING,
+    clientId: "quill-golden",
+    brokers: [`127.0.0.1:${port}`],
+    logLevel: logLevel.NOTHING,
     retry: { retries: 0 },
   });
   const producer = kafka.producer({ allowAutoTopicCreation: false });

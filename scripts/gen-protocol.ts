@@ -77,7 +77,9 @@ export function parseSpec(text: string): MessageSpec {
 }
 
 export function loadSpecs(dir: string): MessageSpec[] {
-  const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   if (files.length === 0) throw new Error(`no *.json message specs in ${dir}`);
   return files.map((f) => {
     const spec = parseSpec(readFileSync(join(dir, f), "utf8"));
@@ -87,13 +89,23 @@ export function loadSpecs(dir: string): MessageSpec[] {
 }
 
 export const PRIMITIVES = new Set([
-  "bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "uuid", "bytes",
+  "bool",
+  "int8",
+  "int16",
+  "uint16",
+  "int32",
+  "int64",
+  "float64",
+  "string",
+  "uuid",
+  "bytes",
   "records",
 ]);
 
 export const camel = (name: string): string => name[0]!.toLowerCase() + name.slice(1);
 const kebab = (name: string): string =>
-  name.replace("KRaft", "Kraft")
+  name
+    .replace("KRaft", "Kraft")
     .replace(/([a-z0-9])([A-Z])/g, "$1-$2")
     .replace(/([A-Z])([A-Z][a-z])/g, "$1-$2")
     .toLowerCase();
@@ -213,13 +225,18 @@ function scalarTs(t: string, g: MessageGen): string {
   switch (t) {
     case "bool":
       return "boolean";
-    case "int8": case "int16": case "uint16": case "int32": case "float64":
+    case "int8":
+    case "int16":
+    case "uint16":
+    case "int32":
+    case "float64":
       return "number";
     case "int64":
       return "bigint";
     case "string":
       return "string";
-    case "uuid": case "bytes":
+    case "uuid":
+    case "bytes":
       return "Uint8Array";
     case "records":
       return "Records";
@@ -244,7 +261,11 @@ function defaultLiteral(f: FieldSpec, g: MessageGen): string {
   switch (t) {
     case "bool":
       return String(d === true || d === "true");
-    case "int8": case "int16": case "uint16": case "int32": case "float64":
+    case "int8":
+    case "int16":
+    case "uint16":
+    case "int32":
+    case "float64":
       return d === undefined || d === "" ? "0" : String(Number(d));
     case "int64":
       return d === undefined || d === "" ? "0n" : `${BigInt(d as string | number)}n`;
@@ -287,16 +308,34 @@ function nonDefault(f: FieldSpec, v: string, g: MessageGen): string {
 }
 
 const READ_SCALAR: Record<string, string> = {
-  bool: "r.bool()", int8: "r.int8()", int16: "r.int16()", uint16: "r.uint16()",
-  int32: "r.int32()", int64: "r.int64()", float64: "r.float64()", uuid: "r.uuid()",
+  bool: "r.bool()",
+  int8: "r.int8()",
+  int16: "r.int16()",
+  uint16: "r.uint16()",
+  int32: "r.int32()",
+  int64: "r.int64()",
+  float64: "r.float64()",
+  uuid: "r.uuid()",
 };
 const WRITE_SCALAR: Record<string, string> = {
-  bool: "bool", int8: "int8", int16: "int16", uint16: "uint16", int32: "int32", int64: "int64",
-  float64: "float64", uuid: "uuid",
+  bool: "bool",
+  int8: "int8",
+  int16: "int16",
+  uint16: "uint16",
+  int32: "int32",
+  int64: "int64",
+  float64: "float64",
+  uuid: "uuid",
 };
 const ELEM_CODEC: Record<string, string> = {
-  bool: "Bool", int8: "Int8", int16: "Int16", uint16: "Uint16", int32: "Int32", int64: "Int64",
-  float64: "Float64", uuid: "Uuid",
+  bool: "Bool",
+  int8: "Int8",
+  int16: "Int16",
+  uint16: "Uint16",
+  int32: "Int32",
+  int64: "Int64",
+  float64: "Float64",
+  uuid: "Uuid",
 };
 
 /**
@@ -312,18 +351,29 @@ function readExpr(f: FieldSpec, g: MessageGen, fc: string, ctx: Range, tagged = 
   const nc = g.cond(f.nullableVersions === undefined ? null : parseRange(f.nullableVersions), ctx);
   const t = elemType(f.type);
   if (isArray(f)) {
-    const elem = t === "string" ? pick(fc, "readCompactString", "readString")
-      : t === "bytes" ? pick(fc, "readCompactBytes", "readBytes")
-      : isStructType(t) ? `decode${g.structs.get(t)!.tsName}` : `read${ELEM_CODEC[t]}`;
+    const elem =
+      t === "string"
+        ? pick(fc, "readCompactString", "readString")
+        : t === "bytes"
+          ? pick(fc, "readCompactBytes", "readBytes")
+          : isStructType(t)
+            ? `decode${g.structs.get(t)!.tsName}`
+            : `read${ELEM_CODEC[t]}`;
     return pick(nc, `r.nullableArray(${fc}, version, ${elem})`, `r.array(${fc}, version, ${elem})`);
   }
   switch (t) {
     case "string":
-      return pick(fc, pick(nc, "r.compactNullableString()", "r.compactString()"),
-        pick(nc, "r.nullableString()", "r.string()"));
+      return pick(
+        fc,
+        pick(nc, "r.compactNullableString()", "r.compactString()"),
+        pick(nc, "r.nullableString()", "r.string()"),
+      );
     case "bytes":
-      return pick(fc, pick(nc, "r.compactNullableBytes()", "r.compactBytes()"),
-        pick(nc, "r.nullableBytes()", "r.bytes()"));
+      return pick(
+        fc,
+        pick(nc, "r.compactNullableBytes()", "r.compactBytes()"),
+        pick(nc, "r.nullableBytes()", "r.bytes()"),
+      );
     case "records":
       return `r.records(${fc})`;
   }
@@ -339,25 +389,42 @@ function readExpr(f: FieldSpec, g: MessageGen, fc: string, ctx: Range, tagged = 
 
 /** Statement(s) writing `v` (already defaulted) for field `f`. */
 function writeStmt(
-  f: FieldSpec, g: MessageGen, fc: string, v: string, path: string, ctx: Range, tagged = false,
+  f: FieldSpec,
+  g: MessageGen,
+  fc: string,
+  v: string,
+  path: string,
+  ctx: Range,
+  tagged = false,
 ): string {
   const nullableType = f.nullableVersions !== undefined || f.type === "records";
   const nc = g.cond(f.nullableVersions === undefined ? null : parseRange(f.nullableVersions), ctx);
   const nn = nullableType ? `nonNull(${v}, "${path}")` : v;
   const t = elemType(f.type);
   if (isArray(f)) {
-    const elem = t === "string" ? pick(fc, "writeCompactString", "writeString")
-      : t === "bytes" ? pick(fc, "writeCompactBytes", "writeBytes")
-      : isStructType(t) ? `encode${g.structs.get(t)!.tsName}` : `write${ELEM_CODEC[t]}`;
-    return ifElse(nc, `w.nullableArray(${fc}, version, ${v}, ${elem});`,
-      `w.array(${fc}, version, ${nn}, ${elem});`);
+    const elem =
+      t === "string"
+        ? pick(fc, "writeCompactString", "writeString")
+        : t === "bytes"
+          ? pick(fc, "writeCompactBytes", "writeBytes")
+          : isStructType(t)
+            ? `encode${g.structs.get(t)!.tsName}`
+            : `write${ELEM_CODEC[t]}`;
+    return ifElse(
+      nc,
+      `w.nullableArray(${fc}, version, ${v}, ${elem});`,
+      `w.array(${fc}, version, ${nn}, ${elem});`,
+    );
   }
   switch (t) {
     case "string":
     case "bytes": {
       const cap = t === "string" ? "String" : "Bytes";
-      return ifElse(fc, ifElse(nc, `w.compactNullable${cap}(${v});`, `w.compact${cap}(${nn});`),
-        ifElse(nc, `w.nullable${cap}(${v});`, `w.${t === "string" ? "string" : "bytes"}(${nn});`));
+      return ifElse(
+        fc,
+        ifElse(nc, `w.compactNullable${cap}(${v});`, `w.compact${cap}(${nn});`),
+        ifElse(nc, `w.nullable${cap}(${v});`, `w.${t === "string" ? "string" : "bytes"}(${nn});`),
+      );
     }
     case "records":
       return `w.records(${v}, ${fc});`;
@@ -438,10 +505,14 @@ function genDecode(s: Struct, g: MessageGen, exported: boolean): string {
   if (taggedPlans.length === 0) {
     if (flex !== "false") out.push(`  ${ifElse(flex, "r.skipTaggedFields();", "")}`);
   } else {
-    const cases = taggedPlans.map((p) =>
-      `      case ${p.f.tag}: ${ifElse(p.tagged,
-        `${p.local} = ${readExpr(p.f, g, "true", p.ctx, true)};`,
-        "throw invalidTag(tag, version, r.offset);")} break;`);
+    const cases = taggedPlans.map(
+      (p) =>
+        `      case ${p.f.tag}: ${ifElse(
+          p.tagged,
+          `${p.local} = ${readExpr(p.f, g, "true", p.ctx, true)};`,
+          "throw invalidTag(tag, version, r.offset);",
+        )} break;`,
+    );
     out.push(
       `  if (${flex}) {`,
       "    for (let n = r.unsignedVarint(); n > 0; n--) {",
@@ -472,23 +543,27 @@ function genEncode(s: Struct, g: MessageGen, exported: boolean): string {
   for (const p of plans) {
     const prop = `m.${camel(p.f.name)}`;
     const path = `${s.tsName}.${camel(p.f.name)}`;
-    const absent = p.f.ignorable || p.regular === "true"
-      ? ""
-      : `if (${prop} !== undefined && ${nonDefault(p.f, prop, g)}) ` +
-        `throw unsupported("${path}", version);`;
+    const absent =
+      p.f.ignorable || p.regular === "true"
+        ? ""
+        : `if (${prop} !== undefined && ${nonDefault(p.f, prop, g)}) ` +
+          `throw unsupported("${path}", version);`;
     if (p.tagged !== "false") {
       // Tagged fields are written in the tagged section below; here only refuse lost values.
-      const lost = p.f.ignorable ? "" : `if (!(${p.tagged}) && ${prop} !== undefined && ` +
-        `${nonDefault(p.f, prop, g)}) throw unsupported("${path}", version);`;
+      const lost = p.f.ignorable
+        ? ""
+        : `if (!(${p.tagged}) && ${prop} !== undefined && ` +
+          `${nonDefault(p.f, prop, g)}) throw unsupported("${path}", version);`;
       if (p.tagged !== "true" && lost) out.push(`  ${lost}`);
       continue;
     }
     const fc = g.flexCond(p.f, p.ctx);
     const once = writeStmt(p.f, g, fc, "$v", path, p.ctx);
     // Name the value only when the statement uses it more than once.
-    const write = once.split("$v").length === 2
-      ? once.replace("$v", valueExpr(p.f, g))
-      : `const v = ${valueExpr(p.f, g)}; ${once.replaceAll("$v", "v")}`;
+    const write =
+      once.split("$v").length === 2
+        ? once.replace("$v", valueExpr(p.f, g))
+        : `const v = ${valueExpr(p.f, g)}; ${once.replaceAll("$v", "v")}`;
     const stmt = ifElse(p.regular, write, absent);
     if (stmt !== "") out.push(`  ${stmt.startsWith("const ") ? `{ ${stmt} }` : stmt}`);
   }
@@ -502,18 +577,32 @@ function genEncode(s: Struct, g: MessageGen, exported: boolean): string {
     for (const p of taggedPlans) {
       const prop = `m.${camel(p.f.name)}`;
       const inVersion = g.cond(parseRange(p.f.taggedVersions!), flexRange);
-      const has = [inVersion === "true" ? "" : `(${inVersion})`, `${prop} !== undefined`,
-        nonDefault(p.f, prop, g)].filter((c) => c !== "");
+      const has = [
+        inVersion === "true" ? "" : `(${inVersion})`,
+        `${prop} !== undefined`,
+        nonDefault(p.f, prop, g),
+      ].filter((c) => c !== "");
       body.push(`    const ${p.local} = ${has.join(" && ")};`);
     }
     const count = taggedPlans.map((p) => `(${p.local} ? 1 : 0)`).join(" + ");
     body.push(`    w.unsignedVarint(${count});`);
     for (const p of taggedPlans) {
       const prop = `m.${camel(p.f.name)}`;
-      body.push(`    if (${p.local}) {`, `      const at = w.beginTaggedField(${p.f.tag});`,
-        `      ${writeStmt(p.f, g, "true", `${prop}!`, `${s.tsName}.${camel(p.f.name)}`, p.ctx,
-          true)}`,
-        "      w.endTaggedField(at);", "    }");
+      body.push(
+        `    if (${p.local}) {`,
+        `      const at = w.beginTaggedField(${p.f.tag});`,
+        `      ${writeStmt(
+          p.f,
+          g,
+          "true",
+          `${prop}!`,
+          `${s.tsName}.${camel(p.f.name)}`,
+          p.ctx,
+          true,
+        )}`,
+        "      w.endTaggedField(at);",
+        "    }",
+      );
     }
     out.push(`  if (${flex}) {`, ...body, "  }");
   }
@@ -531,8 +620,10 @@ function genIsDefault(s: Struct, g: MessageGen): string {
     const prop = `m.${camel(f.name)}`;
     return `(${prop} === undefined || !(${nonDefault(f, prop, g)}))`;
   });
-  return `function isDefault${s.tsName}(m: Init<${s.tsName}>): boolean {\n` +
-    `  return ${conds.join(" &&\n    ")};\n}`;
+  return (
+    `function isDefault${s.tsName}(m: Init<${s.tsName}>): boolean {\n` +
+    `  return ${conds.join(" &&\n    ")};\n}`
+  );
 }
 
 /** All code for one message: interfaces, then codecs, then default helpers. */
@@ -552,7 +643,7 @@ export function genMessage(spec: MessageSpec): string {
   for (const s of structs) parts.push(genEncode(s, g, s === top));
   // Default helpers are discovered while generating the codecs; close over nested needs.
   const emitted = new Set<string>();
-  for (let grew = true; grew;) {
+  for (let grew = true; grew; ) {
     grew = false;
     for (const name of [...g.needDefault, ...g.needIsDefault]) {
       const s = g.structs.get(name)!;
@@ -575,9 +666,21 @@ export function genMessage(spec: MessageSpec): string {
 // Files.
 
 const RUNTIME_EXPORTS = [
-  "EMPTY_ARRAY", "EMPTY_BYTES", "ZERO_UUID", "isZeroUuid", "nonNull", "unsupported", "invalidTag",
-  "readString", "readCompactString", "readBytes", "readCompactBytes",
-  "writeString", "writeCompactString", "writeBytes", "writeCompactBytes",
+  "EMPTY_ARRAY",
+  "EMPTY_BYTES",
+  "ZERO_UUID",
+  "isZeroUuid",
+  "nonNull",
+  "unsupported",
+  "invalidTag",
+  "readString",
+  "readCompactString",
+  "readBytes",
+  "readCompactBytes",
+  "writeString",
+  "writeCompactString",
+  "writeBytes",
+  "writeCompactBytes",
   ...Object.values(ELEM_CODEC).flatMap((c) => [`read${c}`, `write${c}`]),
 ];
 
@@ -587,7 +690,10 @@ function header(sources: string[]): string {
 
 function importsFor(text: string): string {
   // Doc comments may mention any word, so look for identifiers in code lines only.
-  const body = text.split("\n").filter((l) => !/^\s*(\/\/|\/\*\*)/.test(l)).join("\n");
+  const body = text
+    .split("\n")
+    .filter((l) => !/^\s*(\/\/|\/\*\*)/.test(l))
+    .join("\n");
   const used = (id: string) => new RegExp(`\\b${id}\\b`).test(body);
   const lines: string[] = [];
   if (used("Reader")) lines.push(`import type { Reader } from "../reader.ts";`);
@@ -619,11 +725,14 @@ function groupApis(specs: MessageSpec[]): { apis: Api[]; others: MessageSpec[] }
     entry[s.type] = s;
     byKey.set(s.apiKey!, entry);
   }
-  const apis = [...byKey.entries()].sort(([a], [b]) => a - b).map(([apiKey, e]) => {
-    if (!e.request || !e.response) throw new Error(`api key ${apiKey} lacks a request or response`);
-    const name = e.request.name.replace(/Request$/, "");
-    return { apiKey, name, request: e.request, response: e.response, file: kebab(name) };
-  });
+  const apis = [...byKey.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([apiKey, e]) => {
+      if (!e.request || !e.response)
+        throw new Error(`api key ${apiKey} lacks a request or response`);
+      const name = e.request.name.replace(/Request$/, "");
+      return { apiKey, name, request: e.request, response: e.response, file: kebab(name) };
+    });
   return { apis, others };
 }
 
@@ -721,8 +830,10 @@ function genIndex(apis: Api[], others: MessageSpec[]): string {
   out.push(INDEX_PREAMBLE);
   for (const api of apis) {
     const { request: q, response: p } = api;
-    out.push(`import { decode${q.name}, encode${q.name}, decode${p.name}, encode${p.name} } ` +
-      `from "./${api.file}.ts";`);
+    out.push(
+      `import { decode${q.name}, encode${q.name}, decode${p.name}, encode${p.name} } ` +
+        `from "./${api.file}.ts";`,
+    );
     out.push(`import type { ${q.name}, ${p.name} } from "./${api.file}.ts";`);
   }
   out.push(INDEX_TYPES);
@@ -740,22 +851,28 @@ function genIndex(apis: Api[], others: MessageSpec[]): string {
   }
   out.push("}");
 
-  out.push("", "/**",
+  out.push(
+    "",
+    "/**",
     " * Every API: the versions a broker may advertise (an unstable latest version is left",
     " * out of maxVersion, so maxVersion < minVersion when no version is stable yet), the versions",
-    " * the codecs handle (latestVersion), and the first flexible version (null: never).", " */",
-    "export const API_SPECS: readonly ApiSpec[] = [");
+    " * the codecs handle (latestVersion), and the first flexible version (null: never).",
+    " */",
+    "export const API_SPECS: readonly ApiSpec[] = [",
+  );
   apis.forEach((api, i) => {
     if (api.apiKey !== i) throw new Error(`API keys are not contiguous at ${api.apiKey}`);
     const valid = parseRange(api.request.validVersions)!;
     const flex = parseRange(api.request.flexibleVersions);
     const dep = api.request.deprecatedVersions ? parseRange(api.request.deprecatedVersions) : null;
     const max = api.request.latestVersionUnstable ? valid.hi - 1 : valid.hi;
-    out.push(`  { apiKey: ${api.apiKey}, name: "${api.name}", minVersion: ${valid.lo}, ` +
-      `maxVersion: ${max}, latestVersion: ${valid.hi}, ` +
-      `flexibleMinVersion: ${flex ? flex.lo : null}, ` +
-      `deprecatedMaxVersion: ${dep ? dep.hi : null}, ` +
-      `listeners: ${JSON.stringify(api.request.listeners ?? [])} },`);
+    out.push(
+      `  { apiKey: ${api.apiKey}, name: "${api.name}", minVersion: ${valid.lo}, ` +
+        `maxVersion: ${max}, latestVersion: ${valid.hi}, ` +
+        `flexibleMinVersion: ${flex ? flex.lo : null}, ` +
+        `deprecatedMaxVersion: ${dep ? dep.hi : null}, ` +
+        `listeners: ${JSON.stringify(api.request.listeners ?? [])} },`,
+    );
   });
   out.push("];");
 
@@ -912,7 +1029,8 @@ function argValue(args: string[], flag: string): string | undefined {
 
 export function main(args: string[]): void {
   const inDir = resolve(
-    argValue(args, "--in") ?? process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR);
+    argValue(args, "--in") ?? process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR,
+  );
   const outDir = resolve(argValue(args, "--out") ?? DEFAULT_OUT_DIR);
   if (!existsSync(inDir)) throw new Error(`message specs not found at ${inDir} (use --in DIR)`);
   const files = generate(loadSpecs(inDir));

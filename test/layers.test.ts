@@ -56,10 +56,12 @@ function sourceFiles(): string[] {
 function arrows(): Arrow[] {
   return sourceFiles().flatMap((file) => {
     const text = readFileSync(file, "utf8");
-    return [...text.matchAll(IMPORT)].map((m) => {
-      const target = resolve(dirname(file), m[1]!);
-      return { from: folderOf(file), to: folderOf(target), file, target };
-    }).filter((a) => a.from !== a.to && !relative(SRC, a.target).startsWith(".."));
+    return [...text.matchAll(IMPORT)]
+      .map((m) => {
+        const target = resolve(dirname(file), m[1]!);
+        return { from: folderOf(file), to: folderOf(target), file, target };
+      })
+      .filter((a) => a.from !== a.to && !relative(SRC, a.target).startsWith(".."));
   });
 }
 
@@ -114,7 +116,13 @@ describe("layers", () => {
   test("the checks see the imports (the table is not vacuously true)", () => {
     expect(all.some((a) => a.from === "broker" && a.to === "api")).toBe(true);
     expect(all.some((a) => a.from === "storage" && a.to === "protocol")).toBe(true);
-    expect(folderCycles(new Map([["a", new Set(["b"])], ["b", new Set(["a"])]])))
-      .toEqual([["a", "b"]]);
+    expect(
+      folderCycles(
+        new Map([
+          ["a", new Set(["b"])],
+          ["b", new Set(["a"])],
+        ]),
+      ),
+    ).toEqual([["a", "b"]]);
   });
 });

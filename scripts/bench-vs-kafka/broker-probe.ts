@@ -47,7 +47,9 @@ export async function waitForFirstProduce(port: number, deadlineMs: number): Pro
 async function produceOne(client: KafkaClient): Promise<boolean> {
   const records = buildRecordBatch([{ value: new TextEncoder().encode("probe") }]);
   const response = await client.request(PRODUCE, PRODUCE_VERSION, {
-    transactionalId: null, acks: 1, timeoutMs: 5_000,
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5_000,
     topicData: [{ name: PROBE_TOPIC, partitionData: [{ index: 0, records }] }],
   });
   return response.responses[0]?.partitionResponses[0]?.errorCode === 0;
@@ -55,9 +57,14 @@ async function produceOne(client: KafkaClient): Promise<boolean> {
 
 async function createTopics(client: KafkaClient, topics: readonly TopicSpec[]): Promise<void> {
   const response = await client.request(CREATE_TOPICS, CREATE_TOPICS_VERSION, {
-    timeoutMs: 30_000, validateOnly: false,
+    timeoutMs: 30_000,
+    validateOnly: false,
     topics: topics.map((t) => ({
-      name: t.name, numPartitions: t.partitions, replicationFactor: 1, assignments: [], configs: [],
+      name: t.name,
+      numPartitions: t.partitions,
+      replicationFactor: 1,
+      assignments: [],
+      configs: [],
     })),
   });
   for (const t of response.topics) {
@@ -68,8 +75,11 @@ async function createTopics(client: KafkaClient, topics: readonly TopicSpec[]): 
 }
 
 /** Creates the topics and waits until Metadata shows a leader for every partition. */
-export async function createTopicsAndWait(port: number, topics: readonly TopicSpec[],
-  deadlineMs: number): Promise<void> {
+export async function createTopicsAndWait(
+  port: number,
+  topics: readonly TopicSpec[],
+  deadlineMs: number,
+): Promise<void> {
   const client = await KafkaClient.connect(port);
   try {
     await createTopics(client, topics);
@@ -82,16 +92,23 @@ export async function createTopicsAndWait(port: number, topics: readonly TopicSp
   }
 }
 
-async function allLeadersKnown(client: KafkaClient, topics: readonly TopicSpec[])
-  : Promise<boolean> {
+async function allLeadersKnown(
+  client: KafkaClient,
+  topics: readonly TopicSpec[],
+): Promise<boolean> {
   const response = await client.request(METADATA, METADATA_VERSION, {
-    topics: topics.map((t) => ({ name: t.name })), allowAutoTopicCreation: false,
-    includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
+    topics: topics.map((t) => ({ name: t.name })),
+    allowAutoTopicCreation: false,
+    includeClusterAuthorizedOperations: false,
+    includeTopicAuthorizedOperations: false,
   });
   return topics.every((spec) => {
     const topic = response.topics.find((t) => t.name === spec.name);
-    return topic !== undefined && topic.errorCode === 0 &&
+    return (
+      topic !== undefined &&
+      topic.errorCode === 0 &&
       topic.partitions.length === spec.partitions &&
-      topic.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0);
+      topic.partitions.every((p) => p.errorCode === 0 && p.leaderId >= 0)
+    );
   });
 }

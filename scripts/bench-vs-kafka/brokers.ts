@@ -56,9 +56,15 @@ const KAFKA_ONLY_SETTINGS: Readonly<Record<string, string>> = {
 
 /** kafka-server-start.sh's heap and kafka-run-class.sh's JVM performance options. */
 const KAFKA_JVM_OPTIONS = [
-  "-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-  "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-  "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+  "-Xmx1G",
+  "-Xms1G",
+  "-server",
+  "-XX:+UseG1GC",
+  "-XX:MaxGCPauseMillis=20",
+  "-XX:InitiatingHeapOccupancyPercent=35",
+  "-XX:+ExplicitGCInvokesConcurrent",
+  "-XX:MaxInlineLevel=15",
+  "-Djava.awt.headless=true",
 ];
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 60_000;
@@ -69,20 +75,33 @@ export interface KafkaSetup {
 }
 
 /** Starts kafka.Kafka in `dir` (data in dir/data) under ZooKeeper chroot `/<chroot>`. */
-export async function startKafka(setup: KafkaSetup, dir: string, chroot: string)
-  : Promise<BrokerProcess> {
+export async function startKafka(
+  setup: KafkaSetup,
+  dir: string,
+  chroot: string,
+): Promise<BrokerProcess> {
   const [port] = await freePorts(1);
   const listener = `PLAINTEXT://127.0.0.1:${port}`;
   const settings = {
-    ...MATCHED_SETTINGS, ...KAFKA_ONLY_SETTINGS,
+    ...MATCHED_SETTINGS,
+    ...KAFKA_ONLY_SETTINGS,
     "zookeeper.connect": `${setup.zookeeperConnect}/${chroot}`,
-    "listeners": listener, "advertised.listeners": listener, "log.dirs": join(dir, "data"),
+    listeners: listener,
+    "advertised.listeners": listener,
+    "log.dirs": join(dir, "data"),
   };
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "server.properties"), properties(settings));
   writeFileSync(join(dir, "log4j.properties"), fileLog4j(join(dir, "kafka.log")));
-  const argv = ["java", ...KAFKA_JVM_OPTIONS, `-Dlog4j.configuration=file:${dir}/log4j.properties`,
-    "-cp", setup.classpath, "kafka.Kafka", join(dir, "server.properties")];
+  const argv = [
+    "java",
+    ...KAFKA_JVM_OPTIONS,
+    `-Dlog4j.configuration=file:${dir}/log4j.properties`,
+    "-cp",
+    setup.classpath,
+    "kafka.Kafka",
+    join(dir, "server.properties"),
+  ];
   return spawnBroker("kafka", argv, port, join(dir, "kafka.out"));
 }
 
@@ -91,13 +110,25 @@ export async function startQuill(binary: string, dir: string): Promise<BrokerPro
   const [port] = await freePorts(1);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "quill.properties"), properties(MATCHED_SETTINGS));
-  const argv = [binary, "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", join(dir, "data"),
-    "--config", join(dir, "quill.properties")];
+  const argv = [
+    binary,
+    "serve",
+    "--listen",
+    `127.0.0.1:${port}`,
+    "--data-dir",
+    join(dir, "data"),
+    "--config",
+    join(dir, "quill.properties"),
+  ];
   return spawnBroker("quill", argv, port, join(dir, "quill.out"));
 }
 
-async function spawnBroker(kind: BrokerKind, argv: string[], port: number, logPath: string)
-  : Promise<BrokerProcess> {
+async function spawnBroker(
+  kind: BrokerKind,
+  argv: string[],
+  port: number,
+  logPath: string,
+): Promise<BrokerProcess> {
   const logFd = openSync(logPath, "a");
   const startedMs = performance.now();
   const proc = Bun.spawn(argv, { stdin: "ignore", stdout: logFd, stderr: logFd });
@@ -124,7 +155,11 @@ async function spawnBroker(kind: BrokerKind, argv: string[], port: number, logPa
 }
 
 function properties(settings: Readonly<Record<string, string>>): string {
-  return Object.entries(settings).map(([key, value]) => `${key}=${value}`).join("\n") + "\n";
+  return (
+    Object.entries(settings)
+      .map(([key, value]) => `${key}=${value}`)
+      .join("\n") + "\n"
+  );
 }
 
 /** INFO and above to one file, as Kafka's own config/log4j.properties does by default. */

@@ -30,9 +30,19 @@ export async function ensureKafkaDist(): Promise<KafkaDist> {
     writeFileSync(join(dir, "pom.xml"), pom());
     console.error(`fetching Apache Kafka ${KAFKA_VERSION} from Maven Central into ${libs}`);
     try {
-      await runCommand(["mvn", "-q", "-B", "-f", join(dir, "pom.xml"),
-        "dependency:copy-dependencies", `-DoutputDirectory=${libs}`, "-DincludeScope=runtime"],
-      MAVEN_TIMEOUT_MS);
+      await runCommand(
+        [
+          "mvn",
+          "-q",
+          "-B",
+          "-f",
+          join(dir, "pom.xml"),
+          "dependency:copy-dependencies",
+          `-DoutputDirectory=${libs}`,
+          "-DincludeScope=runtime",
+        ],
+        MAVEN_TIMEOUT_MS,
+      );
     } catch (error) {
       return { missing: `Maven could not fetch Kafka: ${(error as Error).message.slice(0, 500)}` };
     }
@@ -44,14 +54,18 @@ export async function ensureKafkaDist(): Promise<KafkaDist> {
 function hasJars(libs: string): boolean {
   if (!existsSync(libs)) return false;
   const names = readdirSync(libs);
-  return names.includes(`kafka_2.13-${KAFKA_VERSION}.jar`) &&
-    names.includes(`kafka-tools-${KAFKA_VERSION}.jar`);
+  return (
+    names.includes(`kafka_2.13-${KAFKA_VERSION}.jar`) &&
+    names.includes(`kafka-tools-${KAFKA_VERSION}.jar`)
+  );
 }
 
 function pom(): string {
-  const dependencies = ARTIFACTS.map(([group, artifact, version]) =>
-    `    <dependency><groupId>${group}</groupId><artifactId>${artifact}</artifactId>` +
-    `<version>${version}</version></dependency>`).join("\n");
+  const dependencies = ARTIFACTS.map(
+    ([group, artifact, version]) =>
+      `    <dependency><groupId>${group}</groupId><artifactId>${artifact}</artifactId>` +
+      `<version>${version}</version></dependency>`,
+  ).join("\n");
   return `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>quill.bench</groupId>

@@ -57,9 +57,13 @@ function geometricMean(values: readonly number[]): number | null {
   return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
 }
 
-export function summarize(runs: readonly BrokerRun[], kind: BrokerKind, workloadId: string)
-  : Summary {
-  const all = runs.filter((r) => r.kind === kind)
+export function summarize(
+  runs: readonly BrokerRun[],
+  kind: BrokerKind,
+  workloadId: string,
+): Summary {
+  const all = runs
+    .filter((r) => r.kind === kind)
     .flatMap((r) => r.workloads.filter((w) => w.workloadId === workloadId));
   const ok = all.filter((w) => w.measurement !== null);
   const pick = (f: (m: Measurement) => number | null) =>
@@ -67,15 +71,20 @@ export function summarize(runs: readonly BrokerRun[], kind: BrokerKind, workload
   return {
     recordsPerSecond: pick((m) => m.recordsPerSecond),
     megabytesPerSecond: pick((m) => m.megabytesPerSecond),
-    p50Ms: pick((m) => m.p50Ms), p99Ms: pick((m) => m.p99Ms), p999Ms: pick((m) => m.p999Ms),
+    p50Ms: pick((m) => m.p50Ms),
+    p99Ms: pick((m) => m.p99Ms),
+    p999Ms: pick((m) => m.p999Ms),
     brokerCpuSeconds: median(ok.map((w) => w.brokerCpuSeconds)),
     brokerPeakRssBytes: median(ok.map((w) => w.brokerPeakRssBytes)),
     failures: all.length - ok.length,
   };
 }
 
-function brokerMedian(runs: readonly BrokerRun[], kind: BrokerKind,
-  f: (r: BrokerRun) => number): number | null {
+function brokerMedian(
+  runs: readonly BrokerRun[],
+  kind: BrokerKind,
+  f: (r: BrokerRun) => number,
+): number | null {
   return median(runs.filter((r) => r.kind === kind).map(f));
 }
 
@@ -88,39 +97,58 @@ const ratio = (quill: number | null, kafka: number | null): number | null =>
  */
 export function ratios(runs: readonly BrokerRun[], workloads: readonly Workload[]): Ratios {
   const throughputRatio = (kind: Workload["kind"]) => {
-    const values = workloads.filter((w) => w.kind === kind)
-      .map((w) => ratio(summarize(runs, "quill", w.id).recordsPerSecond,
-        summarize(runs, "kafka", w.id).recordsPerSecond))
+    const values = workloads
+      .filter((w) => w.kind === kind)
+      .map((w) =>
+        ratio(
+          summarize(runs, "quill", w.id).recordsPerSecond,
+          summarize(runs, "kafka", w.id).recordsPerSecond,
+        ),
+      )
       .filter((v): v is number => v !== null);
     return geometricMean(values);
   };
   return {
     produce: throughputRatio("produce"),
     consume: throughputRatio("consume"),
-    p99: ratio(summarize(runs, "quill", "latency-1k").p99Ms,
-      summarize(runs, "kafka", "latency-1k").p99Ms),
-    rss: ratio(brokerMedian(runs, "quill", (r) => r.peakRssBytes),
-      brokerMedian(runs, "kafka", (r) => r.peakRssBytes)),
-    startup: ratio(brokerMedian(runs, "quill", (r) => r.startupMs),
-      brokerMedian(runs, "kafka", (r) => r.startupMs)),
+    p99: ratio(
+      summarize(runs, "quill", "latency-1k").p99Ms,
+      summarize(runs, "kafka", "latency-1k").p99Ms,
+    ),
+    rss: ratio(
+      brokerMedian(runs, "quill", (r) => r.peakRssBytes),
+      brokerMedian(runs, "kafka", (r) => r.peakRssBytes),
+    ),
+    startup: ratio(
+      brokerMedian(runs, "quill", (r) => r.startupMs),
+      brokerMedian(runs, "kafka", (r) => r.startupMs),
+    ),
   };
 }
 
 export function ratiosLine(r: Ratios): string {
   const f = (v: number | null) => (v === null ? "n/a" : v.toFixed(3));
-  return `ratios: produce=${f(r.produce)} consume=${f(r.consume)} p99=${f(r.p99)} ` +
-    `rss=${f(r.rss)} startup=${f(r.startup)}`;
+  return (
+    `ratios: produce=${f(r.produce)} consume=${f(r.consume)} p99=${f(r.p99)} ` +
+    `rss=${f(r.rss)} startup=${f(r.startup)}`
+  );
 }
 
 const num = (v: number | null, digits = 0) =>
-  v === null ? "—" : v.toLocaleString("en-US", {
-    minimumFractionDigits: digits, maximumFractionDigits: digits,
-  });
+  v === null
+    ? "—"
+    : v.toLocaleString("en-US", {
+        minimumFractionDigits: digits,
+        maximumFractionDigits: digits,
+      });
 const mb = (bytes: number | null) => (bytes === null ? "—" : num(bytes / 1e6));
 const times = (v: number | null) => (v === null ? "—" : `${v.toFixed(2)}×`);
 
-export function throughputTable(runs: readonly BrokerRun[], workloads: readonly Workload[],
-  scale: number): string {
+export function throughputTable(
+  runs: readonly BrokerRun[],
+  workloads: readonly Workload[],
+  scale: number,
+): string {
   const lines = [
     "| workload | client | records | Kafka rec/s | Quill rec/s | Quill/Kafka | Kafka MB/s | " +
       "Quill MB/s | Kafka p99 ms | Quill p99 ms | Kafka CPU s | Quill CPU s | " +
@@ -130,12 +158,14 @@ export function throughputTable(runs: readonly BrokerRun[], workloads: readonly 
   for (const w of workloads.filter((x) => x.kind !== "latency")) {
     const k = summarize(runs, "kafka", w.id);
     const q = summarize(runs, "quill", w.id);
-    lines.push(`| ${w.kind}: ${w.title}${failed(k, q)} | ${w.client} | ` +
-      `${num(Math.round(w.fullRecords / scale))} | ${num(k.recordsPerSecond)} | ` +
-      `${num(q.recordsPerSecond)} | ${times(ratio(q.recordsPerSecond, k.recordsPerSecond))} | ` +
-      `${num(k.megabytesPerSecond, 1)} | ${num(q.megabytesPerSecond, 1)} | ${num(k.p99Ms)} | ` +
-      `${num(q.p99Ms)} | ${num(k.brokerCpuSeconds, 2)} | ${num(q.brokerCpuSeconds, 2)} | ` +
-      `${mb(k.brokerPeakRssBytes)} | ${mb(q.brokerPeakRssBytes)} |`);
+    lines.push(
+      `| ${w.kind}: ${w.title}${failed(k, q)} | ${w.client} | ` +
+        `${num(Math.round(w.fullRecords / scale))} | ${num(k.recordsPerSecond)} | ` +
+        `${num(q.recordsPerSecond)} | ${times(ratio(q.recordsPerSecond, k.recordsPerSecond))} | ` +
+        `${num(k.megabytesPerSecond, 1)} | ${num(q.megabytesPerSecond, 1)} | ${num(k.p99Ms)} | ` +
+        `${num(q.p99Ms)} | ${num(k.brokerCpuSeconds, 2)} | ${num(q.brokerCpuSeconds, 2)} | ` +
+        `${mb(k.brokerPeakRssBytes)} | ${mb(q.brokerPeakRssBytes)} |`,
+    );
   }
   return lines.join("\n");
 }
@@ -150,9 +180,11 @@ export function latencyTable(runs: readonly BrokerRun[], workloads: readonly Wor
   for (const w of workloads.filter((x) => x.kind === "latency")) {
     const k = summarize(runs, "kafka", w.id);
     const q = summarize(runs, "quill", w.id);
-    lines.push(`| ${w.title}${failed(k, q)} | ${w.client} | ${triple(k)} | ${triple(q)} | ` +
-      `${times(ratio(q.p99Ms, k.p99Ms))} | ${num(k.brokerCpuSeconds, 2)} | ` +
-      `${num(q.brokerCpuSeconds, 2)} |`);
+    lines.push(
+      `| ${w.title}${failed(k, q)} | ${w.client} | ${triple(k)} | ${triple(q)} | ` +
+        `${times(ratio(q.p99Ms, k.p99Ms))} | ${num(k.brokerCpuSeconds, 2)} | ` +
+        `${num(q.brokerCpuSeconds, 2)} |`,
+    );
   }
   return lines.join("\n");
 }

@@ -55,14 +55,35 @@ interface RdkafkaResult {
   failed: number;
 }
 
-function rdkafkaProduce(id: string, title: string, partitions: number, fullRecords: number,
-  recordBytes: number, acks: string, settings: readonly string[]): Workload {
+function rdkafkaProduce(
+  id: string,
+  title: string,
+  partitions: number,
+  fullRecords: number,
+  recordBytes: number,
+  acks: string,
+  settings: readonly string[],
+): Workload {
   return {
-    id, title, kind: "produce", client: "librdkafka", topic: { name: id, partitions },
-    fullRecords, recordBytes,
+    id,
+    title,
+    kind: "produce",
+    client: "librdkafka",
+    topic: { name: id, partitions },
+    fullRecords,
+    recordBytes,
     async run(tools, bootstrap, records) {
-      const argv = [need(tools.rdkafkaLoad), "produce", bootstrap, id, String(partitions),
-        String(records), String(recordBytes), acks, ...settings];
+      const argv = [
+        need(tools.rdkafkaLoad),
+        "produce",
+        bootstrap,
+        id,
+        String(partitions),
+        String(records),
+        String(recordBytes),
+        acks,
+        ...settings,
+      ];
       return throughput(parseRdkafka(await runCommand(argv, RUN_TIMEOUT_MS), records), recordBytes);
     },
   };
@@ -71,11 +92,22 @@ function rdkafkaProduce(id: string, title: string, partitions: number, fullRecor
 /** Consumes `source`'s records from the beginning of every partition, group-less. */
 function rdkafkaConsume(id: string, title: string, source: Workload): Workload {
   return {
-    id, title, kind: "consume", client: "librdkafka", topic: source.topic,
-    fullRecords: source.fullRecords, recordBytes: source.recordBytes,
+    id,
+    title,
+    kind: "consume",
+    client: "librdkafka",
+    topic: source.topic,
+    fullRecords: source.fullRecords,
+    recordBytes: source.recordBytes,
     async run(tools, bootstrap, records) {
-      const argv = [need(tools.rdkafkaLoad), "consume", bootstrap, source.topic.name,
-        String(source.topic.partitions), String(records)];
+      const argv = [
+        need(tools.rdkafkaLoad),
+        "consume",
+        bootstrap,
+        source.topic.name,
+        String(source.topic.partitions),
+        String(records),
+      ];
       const result = parseRdkafka(await runCommand(argv, RUN_TIMEOUT_MS), records);
       return throughput(result, source.recordBytes);
     },
@@ -94,51 +126,94 @@ function parseRdkafka(stdout: string, expected: number): RdkafkaResult {
 function throughput(result: RdkafkaResult, recordBytes: number): Measurement {
   const recordsPerSecond = result.records / result.seconds;
   return {
-    records: result.records, recordsPerSecond,
+    records: result.records,
+    recordsPerSecond,
     megabytesPerSecond: (recordsPerSecond * recordBytes) / 1e6,
-    p50Ms: null, p99Ms: null, p999Ms: null,
+    p50Ms: null,
+    p99Ms: null,
+    p999Ms: null,
   };
 }
 
 const rdkafkaLatency: Workload = {
-  id: "latency-1k", title: `1 KiB at ${LATENCY_RATE_PER_SECOND}/s, end to end, acks=1`,
-  kind: "latency", client: "librdkafka", topic: { name: "latency-1k", partitions: 1 },
-  fullRecords: 10_000, recordBytes: 1024,
+  id: "latency-1k",
+  title: `1 KiB at ${LATENCY_RATE_PER_SECOND}/s, end to end, acks=1`,
+  kind: "latency",
+  client: "librdkafka",
+  topic: { name: "latency-1k", partitions: 1 },
+  fullRecords: 10_000,
+  recordBytes: 1024,
   async run(tools, bootstrap, records) {
-    const argv = [need(tools.rdkafkaLatency), bootstrap, "latency-1k", String(records), "1024",
-      String(LATENCY_RATE_PER_SECOND)];
+    const argv = [
+      need(tools.rdkafkaLatency),
+      bootstrap,
+      "latency-1k",
+      String(records),
+      "1024",
+      String(LATENCY_RATE_PER_SECOND),
+    ];
     const r = JSON.parse(await runCommand(argv, RUN_TIMEOUT_MS)) as {
-      samples: number; seconds: number; p50Ms: number; p99Ms: number; p999Ms: number;
+      samples: number;
+      seconds: number;
+      p50Ms: number;
+      p99Ms: number;
+      p999Ms: number;
       failed: number;
     };
     if (r.failed !== 0) throw new Error(`rdkafka-latency: ${r.failed} records lost`);
     return {
-      records: r.samples, recordsPerSecond: LATENCY_RATE_PER_SECOND,
+      records: r.samples,
+      recordsPerSecond: LATENCY_RATE_PER_SECOND,
       megabytesPerSecond: (LATENCY_RATE_PER_SECOND * 1024) / 1e6,
-      p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms,
+      p50Ms: r.p50Ms,
+      p99Ms: r.p99Ms,
+      p999Ms: r.p999Ms,
     };
   },
 };
 
-function javaProduce(id: string, title: string, partitions: number, fullRecords: number,
-  recordBytes: number, acks: string): Workload {
+function javaProduce(
+  id: string,
+  title: string,
+  partitions: number,
+  fullRecords: number,
+  recordBytes: number,
+  acks: string,
+): Workload {
   return {
-    id, title, kind: "produce", client: "Kafka Java tools", topic: { name: id, partitions },
-    fullRecords, recordBytes,
+    id,
+    title,
+    kind: "produce",
+    client: "Kafka Java tools",
+    topic: { name: id, partitions },
+    fullRecords,
+    recordBytes,
     async run(tools, bootstrap, records) {
       // Idempotence is off: the 3.x client turns it on by default, and these workloads compare
       // plain produce; both brokers get the same client settings.
       const out = await runJava(tools, "org.apache.kafka.tools.ProducerPerformance", [
-        "--topic", id, "--num-records", String(records), "--record-size", String(recordBytes),
-        "--throughput", "-1", "--producer-props", `bootstrap.servers=${bootstrap}`, `acks=${acks}`,
-        "enable.idempotence=false"]);
+        "--topic",
+        id,
+        "--num-records",
+        String(records),
+        "--record-size",
+        String(recordBytes),
+        "--throughput",
+        "-1",
+        "--producer-props",
+        `bootstrap.servers=${bootstrap}`,
+        `acks=${acks}`,
+        "enable.idempotence=false",
+      ]);
       return parseProducerPerformance(out, records, recordBytes);
     },
   };
 }
 
-const PRODUCER_SUMMARY = new RegExp("(\\d+) records sent, ([\\d.]+) records/sec .*? " +
-  "(\\d+) ms 50th, (\\d+) ms 95th, (\\d+) ms 99th, (\\d+) ms 99\\.9th");
+const PRODUCER_SUMMARY = new RegExp(
+  "(\\d+) records sent, ([\\d.]+) records/sec .*? " +
+    "(\\d+) ms 50th, (\\d+) ms 95th, (\\d+) ms 99th, (\\d+) ms 99\\.9th",
+);
 
 function parseProducerPerformance(out: string, records: number, recordBytes: number): Measurement {
   const match = out.match(PRODUCER_SUMMARY);
@@ -149,21 +224,38 @@ function parseProducerPerformance(out: string, records: number, recordBytes: num
   if (sent !== records) throw new Error(`ProducerPerformance sent ${sent} of ${records}`);
   const recordsPerSecond = Number(match[2]);
   return {
-    records: sent, recordsPerSecond, megabytesPerSecond: (recordsPerSecond * recordBytes) / 1e6,
-    p50Ms: Number(match[3]), p99Ms: Number(match[5]), p999Ms: Number(match[6]),
+    records: sent,
+    recordsPerSecond,
+    megabytesPerSecond: (recordsPerSecond * recordBytes) / 1e6,
+    p50Ms: Number(match[3]),
+    p99Ms: Number(match[5]),
+    p999Ms: Number(match[6]),
   };
 }
 
 /** Kafka's consumer perf tool in a fresh group from the earliest offset; fetch time only. */
 function javaConsume(id: string, title: string, source: Workload): Workload {
   return {
-    id, title, kind: "consume", client: "Kafka Java tools", topic: source.topic,
-    fullRecords: source.fullRecords, recordBytes: source.recordBytes,
+    id,
+    title,
+    kind: "consume",
+    client: "Kafka Java tools",
+    topic: source.topic,
+    fullRecords: source.fullRecords,
+    recordBytes: source.recordBytes,
     async run(tools, bootstrap, records) {
       const out = await runJava(tools, "org.apache.kafka.tools.ConsumerPerformance", [
-        "--bootstrap-server", bootstrap, "--topic", source.topic.name,
-        "--messages", String(records), "--timeout", "30000",
-        "--group", `bench-${Date.now()}`]);
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        source.topic.name,
+        "--messages",
+        String(records),
+        "--timeout",
+        "30000",
+        "--group",
+        `bench-${Date.now()}`,
+      ]);
       return parseConsumerPerformance(out, records, source.recordBytes);
     },
   };
@@ -181,40 +273,69 @@ function parseConsumerPerformance(out: string, records: number, recordBytes: num
   }
   const recordsPerSecond = consumed / fetchSeconds;
   return {
-    records: consumed, recordsPerSecond, megabytesPerSecond: (recordsPerSecond * recordBytes) / 1e6,
-    p50Ms: null, p99Ms: null, p999Ms: null,
+    records: consumed,
+    recordsPerSecond,
+    megabytesPerSecond: (recordsPerSecond * recordBytes) / 1e6,
+    p50Ms: null,
+    p99Ms: null,
+    p999Ms: null,
   };
 }
 
 /** Kafka's EndToEndLatency: one record at a time, produce then poll it back; whole ms. */
 const javaLatency: Workload = {
-  id: "e2e-java", title: "1 KiB one at a time (EndToEndLatency), acks=1", kind: "latency",
-  client: "Kafka Java tools", topic: { name: "e2e-java", partitions: 1 },
-  fullRecords: 2_000, recordBytes: 1024,
+  id: "e2e-java",
+  title: "1 KiB one at a time (EndToEndLatency), acks=1",
+  kind: "latency",
+  client: "Kafka Java tools",
+  topic: { name: "e2e-java", partitions: 1 },
+  fullRecords: 2_000,
+  recordBytes: 1024,
   async run(tools, bootstrap, records) {
     const started = performance.now();
-    const out = await runJava(tools, "org.apache.kafka.tools.EndToEndLatency",
-      [bootstrap, "e2e-java", String(records), "1", "1024"]);
+    const out = await runJava(tools, "org.apache.kafka.tools.EndToEndLatency", [
+      bootstrap,
+      "e2e-java",
+      String(records),
+      "1",
+      "1024",
+    ]);
     const seconds = (performance.now() - started) / 1000;
     const match = out.match(/Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)/);
     if (match === null) throw new Error(`EndToEndLatency printed no percentiles:\n${out}`);
     return {
-      records, recordsPerSecond: records / seconds,
+      records,
+      recordsPerSecond: records / seconds,
       megabytesPerSecond: (records * 1024) / seconds / 1e6,
-      p50Ms: Number(match[1]), p99Ms: Number(match[2]), p999Ms: Number(match[3]),
+      p50Ms: Number(match[1]),
+      p99Ms: Number(match[2]),
+      p999Ms: Number(match[3]),
     };
   },
 };
 
 async function runJava(tools: Tools, mainClass: string, args: string[]): Promise<string> {
   const log4j = join(tools.runDir, "tools-log4j.properties");
-  writeFileSync(log4j, "log4j.rootLogger=WARN, stderr\n" +
-    "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n" +
-    "log4j.appender.stderr.Target=System.err\n" +
-    "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n" +
-    "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n");
-  return runCommand(["java", ...TOOL_JVM_OPTIONS, `-Dlog4j.configuration=file:${log4j}`,
-    "-cp", need(tools.classpath), mainClass, ...args], RUN_TIMEOUT_MS);
+  writeFileSync(
+    log4j,
+    "log4j.rootLogger=WARN, stderr\n" +
+      "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n" +
+      "log4j.appender.stderr.Target=System.err\n" +
+      "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n" +
+      "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n\n",
+  );
+  return runCommand(
+    [
+      "java",
+      ...TOOL_JVM_OPTIONS,
+      `-Dlog4j.configuration=file:${log4j}`,
+      "-cp",
+      need(tools.classpath),
+      mainClass,
+      ...args,
+    ],
+    RUN_TIMEOUT_MS,
+  );
 }
 
 function need(path: string | null): string {
@@ -222,26 +343,72 @@ function need(path: string | null): string {
   return path;
 }
 
-const paperBatch1 = rdkafkaProduce("paper-b1", "200 B, batch 1, 1 partition, acks=1", 1,
-  200_000, 200, "1", ["batch.num.messages=1", "linger.ms=0"]);
-const paperBatch50 = rdkafkaProduce("paper-b50", "200 B, batch 50, 1 partition, acks=1", 1,
-  2_000_000, 200, "1", ["batch.num.messages=50"]);
-const linkedInRdkafka1 = rdkafkaProduce("li-rd-acks1", "100 B, 6 partitions, acks=1", 6,
-  2_000_000, 100, "1", []);
-const linkedInRdkafkaAll = rdkafkaProduce("li-rd-acksall", "100 B, 6 partitions, acks=all", 6,
-  2_000_000, 100, "all", []);
-const linkedInJava1 = javaProduce("li-java-acks1", "100 B, 6 partitions, acks=1", 6,
-  1_000_000, 100, "1");
-const linkedInJavaAll = javaProduce("li-java-acksall", "100 B, 6 partitions, acks=all", 6,
-  1_000_000, 100, "all");
+const paperBatch1 = rdkafkaProduce(
+  "paper-b1",
+  "200 B, batch 1, 1 partition, acks=1",
+  1,
+  200_000,
+  200,
+  "1",
+  ["batch.num.messages=1", "linger.ms=0"],
+);
+const paperBatch50 = rdkafkaProduce(
+  "paper-b50",
+  "200 B, batch 50, 1 partition, acks=1",
+  1,
+  2_000_000,
+  200,
+  "1",
+  ["batch.num.messages=50"],
+);
+const linkedInRdkafka1 = rdkafkaProduce(
+  "li-rd-acks1",
+  "100 B, 6 partitions, acks=1",
+  6,
+  2_000_000,
+  100,
+  "1",
+  [],
+);
+const linkedInRdkafkaAll = rdkafkaProduce(
+  "li-rd-acksall",
+  "100 B, 6 partitions, acks=all",
+  6,
+  2_000_000,
+  100,
+  "all",
+  [],
+);
+const linkedInJava1 = javaProduce(
+  "li-java-acks1",
+  "100 B, 6 partitions, acks=1",
+  6,
+  1_000_000,
+  100,
+  "1",
+);
+const linkedInJavaAll = javaProduce(
+  "li-java-acksall",
+  "100 B, 6 partitions, acks=all",
+  6,
+  1_000_000,
+  100,
+  "all",
+);
 
 /** In run order: consumers read what the producers before them wrote. */
 export const WORKLOADS: readonly Workload[] = [
-  paperBatch1, paperBatch50, linkedInRdkafka1, linkedInRdkafkaAll, linkedInJava1, linkedInJavaAll,
+  paperBatch1,
+  paperBatch50,
+  linkedInRdkafka1,
+  linkedInRdkafkaAll,
+  linkedInJava1,
+  linkedInJavaAll,
   rdkafkaConsume("consume-rd-1p", "200 B from the beginning, 1 partition", paperBatch50),
   rdkafkaConsume("consume-rd-6p", "100 B from the beginning, 6 partitions", linkedInRdkafka1),
   javaConsume("consume-java-6p", "100 B from the beginning, 6 partitions", linkedInJava1),
-  rdkafkaLatency, javaLatency,
+  rdkafkaLatency,
+  javaLatency,
 ];
 
 /** The topic `warmUp` writes to and reads from; the harness creates it with the others. */
@@ -257,17 +424,41 @@ const WARM_UP_LATENCY_RECORDS = 2_000;
 export async function warmUp(tools: Tools, bootstrap: string): Promise<void> {
   if (tools.rdkafkaLoad === null || tools.rdkafkaLatency === null) return;
   const { name, partitions } = WARM_UP_TOPIC;
-  await runCommand([tools.rdkafkaLoad, "produce", bootstrap, name, String(partitions),
-    String(WARM_UP_RECORDS), "100", "1"], RUN_TIMEOUT_MS);
-  await runCommand([tools.rdkafkaLoad, "consume", bootstrap, name, String(partitions),
-    String(WARM_UP_RECORDS)], RUN_TIMEOUT_MS);
-  await runCommand([tools.rdkafkaLatency, bootstrap, `${name}-latency`,
-    String(WARM_UP_LATENCY_RECORDS), "1024", String(LATENCY_RATE_PER_SECOND)], RUN_TIMEOUT_MS);
+  await runCommand(
+    [
+      tools.rdkafkaLoad,
+      "produce",
+      bootstrap,
+      name,
+      String(partitions),
+      String(WARM_UP_RECORDS),
+      "100",
+      "1",
+    ],
+    RUN_TIMEOUT_MS,
+  );
+  await runCommand(
+    [tools.rdkafkaLoad, "consume", bootstrap, name, String(partitions), String(WARM_UP_RECORDS)],
+    RUN_TIMEOUT_MS,
+  );
+  await runCommand(
+    [
+      tools.rdkafkaLatency,
+      bootstrap,
+      `${name}-latency`,
+      String(WARM_UP_LATENCY_RECORDS),
+      "1024",
+      String(LATENCY_RATE_PER_SECOND),
+    ],
+    RUN_TIMEOUT_MS,
+  );
 }
 
 /** The workloads `tools` can run: librdkafka ones need the C programs, Java ones Kafka's jars. */
 export function runnable(tools: Tools): Workload[] {
-  return WORKLOADS.filter((w) => w.client === "librdkafka"
-    ? tools.rdkafkaLoad !== null && tools.rdkafkaLatency !== null
-    : tools.classpath !== null);
+  return WORKLOADS.filter((w) =>
+    w.client === "librdkafka"
+      ? tools.rdkafkaLoad !== null && tools.rdkafkaLatency !== null
+      : tools.classpath !== null,
+  );
 }

@@ -34,13 +34,27 @@ export const produceHandler = defineHandler({
         entries.push({ topic: topic.name, partition: p.index, records });
       }
     }
-    const refusal = ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION ? ErrorCode.UNSUPPORTED_VERSION
-      : acks !== 0 && acks !== 1 && acks !== -1 ? ErrorCode.INVALID_REQUIRED_ACKS
-      : ErrorCode.NONE;
-    const outcomes = refusal !== ErrorCode.NONE
-      ? entries.map(() => ({ errorCode: refusal, errorMessage: null,
-          baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n }))
-      : await ctx.broker.replicaManager.produceRecords(acks, request.timeoutMs, entries, ctx.apiVersion);
+    const refusal =
+      ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION
+        ? ErrorCode.UNSUPPORTED_VERSION
+        : acks !== 0 && acks !== 1 && acks !== -1
+          ? ErrorCode.INVALID_REQUIRED_ACKS
+          : ErrorCode.NONE;
+    const outcomes =
+      refusal !== ErrorCode.NONE
+        ? entries.map(() => ({
+            errorCode: refusal,
+            errorMessage: null,
+            baseOffset: -1n,
+            logAppendTimeMs: -1n,
+            logStartOffset: -1n,
+          }))
+        : await ctx.broker.replicaManager.produceRecords(
+            acks,
+            request.timeoutMs,
+            entries,
+            ctx.apiVersion,
+          );
     if (acks === 0) return null;
     let i = 0;
     return {

@@ -37,9 +37,12 @@ export const fetchHandler = defineHandler({
     request.topics.forEach((t, i) => {
       for (const p of t.partitions) {
         entries.push({
-          topic: names[i], partition: p.partition, fetchOffset: p.fetchOffset,
+          topic: names[i],
+          partition: p.partition,
+          fetchOffset: p.fetchOffset,
           partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
-          currentLeaderEpoch: p.currentLeaderEpoch, logStartOffset: p.logStartOffset,
+          currentLeaderEpoch: p.currentLeaderEpoch,
+          logStartOffset: p.logStartOffset,
         });
       }
     });
@@ -55,13 +58,20 @@ export const fetchHandler = defineHandler({
   },
 });
 
-function topicName(t: FetchRequest["topics"][number], usesTopicIds: boolean, ctx: RequestContext): string {
+function topicName(
+  t: FetchRequest["topics"][number],
+  usesTopicIds: boolean,
+  ctx: RequestContext,
+): string {
   if (!usesTopicIds) return t.topic;
   return ctx.broker.metadataCache.topicById(t.topicId)?.name ?? UNKNOWN_TOPIC_NAME;
 }
 
 function buildResponse(
-  request: FetchRequest, names: readonly string[], outcomes: readonly FetchOutcome[], usesTopicIds: boolean,
+  request: FetchRequest,
+  names: readonly string[],
+  outcomes: readonly FetchOutcome[],
+  usesTopicIds: boolean,
 ) {
   let i = 0;
   return {

@@ -27,10 +27,12 @@ export const listOffsetsHandler = defineHandler({
       topics: request.topics.map((t) => ({
         name: t.name,
         partitions: t.partitions.map((p) => {
-          const timestamp = p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
-          const found = timestamp === LATEST_TIERED_TIMESTAMP
-            ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
-            : rm.listOffset(t.name, p.partitionIndex, timestamp);
+          const timestamp =
+            p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
+          const found =
+            timestamp === LATEST_TIERED_TIMESTAMP
+              ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
+              : rm.listOffset(t.name, p.partitionIndex, timestamp);
           return {
             partitionIndex: p.partitionIndex,
             errorCode: found.errorCode,

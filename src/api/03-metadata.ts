@@ -13,7 +13,9 @@
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type MetadataRequest } from "../protocol/generated/index.ts";
 import {
-  authorizedOperations, clusterAuthorizedOperations, ResourceType,
+  authorizedOperations,
+  clusterAuthorizedOperations,
+  ResourceType,
 } from "../security/authorized-operations.ts";
 import type { TopicMetadata } from "../server/metadata-cache.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
@@ -65,15 +67,20 @@ async function lookUp(
   const cache = ctx.broker.metadataCache;
   if (t.name === null) {
     const byId = cache.topicById(t.topicId);
-    return byId === undefined ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID) : describe(byId);
+    return byId === undefined
+      ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID)
+      : describe(byId);
   }
   const known = cache.topic(t.name);
   if (known !== undefined) return describe(known);
-  const autoCreate = request.allowAutoTopicCreation && ctx.broker.config["auto.create.topics.enable"];
+  const autoCreate =
+    request.allowAutoTopicCreation && ctx.broker.config["auto.create.topics.enable"];
   if (!autoCreate) return missing(t.name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   try {
     await ctx.broker.adminManager.createTopic(
-      { name: t.name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] }, false);
+      { name: t.name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] },
+      false,
+    );
   } catch (e) {
     if (!(e instanceof KafkaError)) throw e;
     if (e.code !== ErrorCode.TOPIC_ALREADY_EXISTS) return missing(t.name, NO_TOPIC_ID, e.code);

@@ -51,11 +51,16 @@ export const leaderAndIsrHandler = defineHandler({
 });
 
 function statesOf(request: LeaderAndIsrRequest, version: number): PartitionLeaderState[] {
-  const grouped = version >= 2
-    ? request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
-      ...p, topicName: t.topicName, topicId: t.topicId,
-    })))
-    : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
+  const grouped =
+    version >= 2
+      ? request.topicStates.flatMap((t) =>
+          t.partitionStates.map((p) => ({
+            ...p,
+            topicName: t.topicName,
+            topicId: t.topicId,
+          })),
+        )
+      : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
   return grouped.map((p) => ({
     topic: p.topicName,
     topicId: p.topicId,

@@ -33,11 +33,16 @@ export const stopReplicaHandler = defineHandler({
     for (const topic of new Set(deleted.map((p) => p.topic))) cache.forgetLeaderStates(topic);
     const replicaManager = ctx.broker.replicaManager;
     await replicaManager.stopReplicas(deleted, true);
-    await replicaManager.stopReplicas(partitions.filter((p) => !p.deletePartition), false);
+    await replicaManager.stopReplicas(
+      partitions.filter((p) => !p.deletePartition),
+      false,
+    );
     return {
       errorCode: ErrorCode.NONE,
       partitionErrors: partitions.map((p) => ({
-        topicName: p.topic, partitionIndex: p.partition, errorCode: ErrorCode.NONE,
+        topicName: p.topic,
+        partitionIndex: p.partition,
+        errorCode: ErrorCode.NONE,
       })),
     };
   },
@@ -45,17 +50,27 @@ export const stopReplicaHandler = defineHandler({
 
 function partitionsOf(request: StopReplicaRequest, version: number): StoppedPartition[] {
   if (version >= 3) {
-    return request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
-      topic: t.topicName, partition: p.partitionIndex, deletePartition: p.deletePartition,
-    })));
+    return request.topicStates.flatMap((t) =>
+      t.partitionStates.map((p) => ({
+        topic: t.topicName,
+        partition: p.partitionIndex,
+        deletePartition: p.deletePartition,
+      })),
+    );
   }
   const deletePartition = request.deletePartitions;
   if (version >= 1) {
-    return request.topics.flatMap((t) => t.partitionIndexes.map((partition) => ({
-      topic: t.name, partition, deletePartition,
-    })));
+    return request.topics.flatMap((t) =>
+      t.partitionIndexes.map((partition) => ({
+        topic: t.name,
+        partition,
+        deletePartition,
+      })),
+    );
   }
   return request.ungroupedPartitions.map((p) => ({
-    topic: p.topicName, partition: p.partitionIndex, deletePartition,
+    topic: p.topicName,
+    partition: p.partitionIndex,
+    deletePartition,
   }));
 }

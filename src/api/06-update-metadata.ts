@@ -40,19 +40,30 @@ function brokersOf(request: UpdateMetadataRequest, version: number): BrokerEndpo
     const listeners = b.endpoints.flatMap((e): Listener[] => {
       const protocol = SECURITY_PROTOCOLS[e.securityProtocol];
       if (protocol === undefined) return [];
-      return [{ listenerName: (e.listener || protocol).toUpperCase(), host: e.host, port: e.port,
-        securityProtocol: protocol }];
+      return [
+        {
+          listenerName: (e.listener || protocol).toUpperCase(),
+          host: e.host,
+          port: e.port,
+          securityProtocol: protocol,
+        },
+      ];
     });
     return [{ nodeId: b.id, host: endpoint.host, port: endpoint.port, rack: b.rack, listeners }];
   });
 }
 
 function statesOf(request: UpdateMetadataRequest, version: number): PartitionLeaderState[] {
-  const flat = version >= 5
-    ? request.topicStates.flatMap((t) => t.partitionStates.map((p) => ({
-      ...p, topicName: t.topicName, topicId: t.topicId,
-    })))
-    : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
+  const flat =
+    version >= 5
+      ? request.topicStates.flatMap((t) =>
+          t.partitionStates.map((p) => ({
+            ...p,
+            topicName: t.topicName,
+            topicId: t.topicId,
+          })),
+        )
+      : request.ungroupedPartitionStates.map((p) => ({ ...p, topicId: ZERO_ID }));
   return flat.map((p) => ({
     topic: p.topicName,
     topicId: p.topicId,

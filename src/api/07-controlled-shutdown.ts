@@ -23,7 +23,8 @@ export const controlledShutdownHandler = defineHandler({
     return {
       errorCode: outcome.errorCode,
       remainingPartitions: outcome.remaining.map((p) => ({
-        topicName: p.topic, partitionIndex: p.partition,
+        topicName: p.topic,
+        partitionIndex: p.partition,
       })),
     };
   },

@@ -30,7 +30,8 @@ export const offsetCommitHandler = defineHandler({
         unknown.push({
           name: topic.name,
           partitions: missing.map((p) => ({
-            partitionIndex: p.partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            partitionIndex: p.partitionIndex,
+            errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
           })),
         });
       }

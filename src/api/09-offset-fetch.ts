@@ -7,8 +7,9 @@
 //   nothing. v8: several groups per request (KIP-709). v9: MemberId/MemberEpoch for KIP-848
 //   groups; classic groups ignore them.
 // * Before v2 there is no top-level error: a group error is reported on every partition.
-import { ApiKey } from "../protocol/generated/index.ts";
+
 import type { OffsetFetchResult, OffsetFetchTopic } from "../coordinator/group-operations.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const GROUPS_MIN_VERSION = 8;
@@ -24,10 +25,12 @@ export const offsetFetchHandler = defineHandler({
   maxVersion: 9,
   async handle(request, ctx) {
     if (ctx.apiVersion >= GROUPS_MIN_VERSION) {
-      const groups = await Promise.all(request.groups.slice(0, GROUPS_MAX).map(async (g) => {
-        const result = await fetch(g.groupId, g.topics, request.requireStable, ctx);
-        return { groupId: g.groupId, errorCode: result.errorCode, topics: result.topics };
-      }));
+      const groups = await Promise.all(
+        request.groups.slice(0, GROUPS_MAX).map(async (g) => {
+          const result = await fetch(g.groupId, g.topics, request.requireStable, ctx);
+          return { groupId: g.groupId, errorCode: result.errorCode, topics: result.topics };
+        }),
+      );
       return { throttleTimeMs: 0, groups };
     }
     const result = await fetch(request.groupId, request.topics, request.requireStable, ctx);

@@ -9,9 +9,10 @@
 //   log is unavailable); share-group and unknown key types get INVALID_REQUEST, as in Kafka.
 // * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
 //   among the live brokers, the same answer on every broker.
-import { endpointOn } from "../server/metadata-cache.ts";
+
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { endpointOn } from "../server/metadata-cache.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const BATCHED_KEYS_MIN_VERSION = 4;
@@ -36,7 +37,8 @@ export const findCoordinatorHandler = defineHandler({
   handle(request, ctx) {
     if (ctx.apiVersion >= BATCHED_KEYS_MIN_VERSION) {
       const keys = request.coordinatorKeys.slice(0, COORDINATOR_KEYS_MAX);
-      const tooMany = request.coordinatorKeys.slice(COORDINATOR_KEYS_MAX)
+      const tooMany = request.coordinatorKeys
+        .slice(COORDINATOR_KEYS_MAX)
         .map((key) => failure(key, ErrorCode.INVALID_REQUEST, "Too many coordinator keys."));
       return {
         throttleTimeMs: 0,
@@ -62,7 +64,11 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
       const endpoint = endpointOn(coordinator, ctx.conn.listenerName);
       // Kafka's answer when the coordinator lacks the client's listener.
       if (endpoint === undefined) {
-        return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.");
+        return failure(
+          key,
+          ErrorCode.COORDINATOR_NOT_AVAILABLE,
+          "The coordinator is not available.",
+        );
       }
       return {
         key,

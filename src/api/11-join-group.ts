@@ -25,9 +25,10 @@ export const joinGroupHandler = defineHandler({
       protocolType: request.protocolType,
       protocols: request.protocols,
       sessionTimeoutMs: request.sessionTimeoutMs,
-      rebalanceTimeoutMs: ctx.apiVersion >= REBALANCE_TIMEOUT_MIN_VERSION
-        ? request.rebalanceTimeoutMs
-        : request.sessionTimeoutMs,
+      rebalanceTimeoutMs:
+        ctx.apiVersion >= REBALANCE_TIMEOUT_MIN_VERSION
+          ? request.rebalanceTimeoutMs
+          : request.sessionTimeoutMs,
       reason: request.reason,
       apiVersion: ctx.apiVersion,
       clientId: ctx.header.clientId ?? "",

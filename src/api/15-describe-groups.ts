@@ -6,10 +6,13 @@
 //   DELETE and DESCRIBE). v4: GroupInstanceId.
 // * v5: flexible. An unknown group is answered as a Dead group with no error (v6, Kafka 4,
 //   would answer GROUP_ID_NOT_FOUND).
-import { ApiKey } from "../protocol/generated/index.ts";
+
 import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
 import {
-  AUTHORIZED_OPERATIONS_NOT_REQUESTED, authorizedOperations, ResourceType,
+  AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+  authorizedOperations,
+  ResourceType,
 } from "../security/authorized-operations.ts";
 import { defineHandler } from "./handler.ts";
 

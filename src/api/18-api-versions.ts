@@ -7,7 +7,7 @@
 // * An unsupported version is answered by the dispatcher in v0 with UNSUPPORTED_VERSION.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { defineHandler, type ApiHandler } from "./handler.ts";
+import { type ApiHandler, defineHandler } from "./handler.ts";
 
 /** The advertised version range of every registered handler, in API key order. */
 export function supportedApiVersions(handlers: readonly ApiHandler[]) {

@@ -15,7 +15,9 @@
 // * Not implemented: create-topic policies, controller mutation quotas, ACLs
 //   (TopicConfigErrorCode stays NONE).
 import {
-  describeTopicConfig, TOPIC_CONFIG_KEYS, type TopicConfigKey,
+  describeTopicConfig,
+  TOPIC_CONFIG_KEYS,
+  type TopicConfigKey,
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type CreateTopicsRequest } from "../protocol/generated/index.ts";
@@ -36,9 +38,11 @@ export const createTopicsHandler = defineHandler({
     const topics = [];
     // One at a time, in request order, so a failure cannot leave half of a topic behind.
     for (const t of request.topics) {
-      topics.push(counts.get(t.name)! > 1
-        ? failed(t.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
-        : await createOne(t, request.validateOnly, ctx));
+      topics.push(
+        counts.get(t.name)! > 1
+          ? failed(t.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
+          : await createOne(t, request.validateOnly, ctx),
+      );
     }
     return { throttleTimeMs: 0, topics };
   },
@@ -62,7 +66,10 @@ function succeeded(name: string, created: CreatedTopic, ctx: RequestContext) {
   const configs = names.map((key) => {
     const d = describeTopicConfig(key, created.configs, broker);
     return {
-      name: d.name, value: d.value, readOnly: d.readOnly, configSource: d.source,
+      name: d.name,
+      value: d.value,
+      readOnly: d.readOnly,
+      configSource: d.source,
       isSensitive: d.sensitive,
     };
   });
@@ -77,7 +84,12 @@ function succeeded(name: string, created: CreatedTopic, ctx: RequestContext) {
 /** Kafka resets the metadata fields of a failed topic: -1 counts and no configs. */
 function failed(name: string, errorCode: number, errorMessage: string) {
   return {
-    name, topicId: NO_TOPIC_ID, errorCode, errorMessage,
-    numPartitions: -1, replicationFactor: -1, configs: [],
+    name,
+    topicId: NO_TOPIC_ID,
+    errorCode,
+    errorMessage,
+    numPartitions: -1,
+    replicationFactor: -1,
+    configs: [],
   };
 }

@@ -56,7 +56,8 @@ async function deleteOne(t: Target, ctx: RequestContext) {
     return result({ name, topicId }, ErrorCode.NONE, null);
   } catch (e) {
     if (!(e instanceof KafkaError)) throw e;
-    const disabledInOldVersion = e.code === ErrorCode.TOPIC_DELETION_DISABLED &&
+    const disabledInOldVersion =
+      e.code === ErrorCode.TOPIC_DELETION_DISABLED &&
       ctx.apiVersion < TOPIC_DELETION_DISABLED_MIN_VERSION;
     const code = disabledInOldVersion ? ErrorCode.INVALID_REQUEST : e.code;
     return result({ name, topicId: t.topicId }, code, e.message);

@@ -29,7 +29,9 @@ export const deleteRecordsHandler = defineHandler({
     }
     const accepted = entries.slice(0, PARTITIONS_MAX);
     const outcomes: DeleteRecordsOutcome[] = await ctx.broker.replicaManager.deleteRecords(
-      request.timeoutMs, accepted);
+      request.timeoutMs,
+      accepted,
+    );
     const tooMany = { errorCode: ErrorCode.INVALID_REQUEST, lowWatermark: -1n };
     let i = 0;
     return {

@@ -23,7 +23,11 @@ export const offsetForLeaderEpochHandler = defineHandler({
         topic: t.topic,
         partitions: t.partitions.map((p) => {
           const found = rm.lastOffsetForLeaderEpoch(
-            t.topic, p.partition, p.currentLeaderEpoch, p.leaderEpoch);
+            t.topic,
+            p.partition,
+            p.currentLeaderEpoch,
+            p.leaderEpoch,
+          );
           return {
             errorCode: found.errorCode,
             partition: p.partition,

@@ -16,14 +16,17 @@
 // * Not implemented: broker loggers (type 8), groups and client metrics: INVALID_REQUEST.
 import { BROKER_CONFIG_KEYS, type BrokerConfigKey } from "../config/broker-config.ts";
 import {
-  type ConfigDescription, describeBrokerConfig, describeTopicConfig, TOPIC_CONFIG_KEYS,
+  type ConfigDescription,
+  describeBrokerConfig,
+  describeTopicConfig,
+  TOPIC_CONFIG_KEYS,
   type TopicConfigKey,
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type DescribeConfigsRequest } from "../protocol/generated/index.ts";
 import { checkTopicName } from "../server/admin-manager.ts";
-import { defineHandler, type RequestContext } from "./handler.ts";
 import { brokerIdOfResource, ConfigResourceType, resourceTypeName } from "./config-resource.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
 
 type Resource = DescribeConfigsRequest["resources"][number];
 
@@ -53,7 +56,8 @@ export const describeConfigsHandler = defineHandler({
 
 function describeResource(resource: Resource, ctx: RequestContext): ConfigDescription[] {
   const wanted = (name: string) =>
-    resource.configurationKeys === null || resource.configurationKeys.length === 0 ||
+    resource.configurationKeys === null ||
+    resource.configurationKeys.length === 0 ||
     resource.configurationKeys.includes(name);
   switch (resource.resourceType) {
     case ConfigResourceType.TOPIC:
@@ -61,8 +65,10 @@ function describeResource(resource: Resource, ctx: RequestContext): ConfigDescri
     case ConfigResourceType.BROKER:
       return describeBroker(resource.resourceName, wanted, ctx);
     default:
-      throw new KafkaError(ErrorCode.INVALID_REQUEST,
-        `Unsupported resource type: ${resourceTypeName(resource.resourceType)}`);
+      throw new KafkaError(
+        ErrorCode.INVALID_REQUEST,
+        `Unsupported resource type: ${resourceTypeName(resource.resourceType)}`,
+      );
   }
 }
 

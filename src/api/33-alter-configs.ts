@@ -21,7 +21,8 @@ export const alterConfigsHandler = defineHandler({
   async handle(request, ctx) {
     const admin = ctx.broker.adminManager;
     const responses = await alterResources(request.resources, ctx.broker.brokerId, (r) =>
-      admin.setTopicConfigs(r.resourceName, r.configs, request.validateOnly));
+      admin.setTopicConfigs(r.resourceName, r.configs, request.validateOnly),
+    );
     return { throttleTimeMs: 0, responses };
   },
 });

@@ -30,9 +30,11 @@ export const createPartitionsHandler = defineHandler({
     for (const t of request.topics) {
       if (answered.has(t.name)) continue;
       answered.add(t.name);
-      results.push(counts.get(t.name)! > 1
-        ? { name: t.name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: DUPLICATE }
-        : await createOne(t, request.validateOnly, ctx));
+      results.push(
+        counts.get(t.name)! > 1
+          ? { name: t.name, errorCode: ErrorCode.INVALID_REQUEST, errorMessage: DUPLICATE }
+          : await createOne(t, request.validateOnly, ctx),
+      );
     }
     return { throttleTimeMs: 0, results };
   },

@@ -26,7 +26,8 @@ export const incrementalAlterConfigsHandler = defineHandler({
         r.resourceName,
         r.configs.map((c) => ({ name: c.name, operation: c.configOperation, value: c.value })),
         request.validateOnly,
-      ));
+      ),
+    );
     return { throttleTimeMs: 0, responses };
   },
 });

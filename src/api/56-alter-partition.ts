@@ -9,7 +9,7 @@
 //   INVALID_UPDATE_VERSION; a member that is not a live replica is INELIGIBLE_REPLICA.
 // * The ISR change does not bump the leader epoch (KIP-841), only the partition epoch.
 import { ErrorCode } from "../protocol/errors.ts";
-import { ApiKey, type AlterPartitionRequest } from "../protocol/generated/index.ts";
+import { type AlterPartitionRequest, ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler } from "./handler.ts";
 
 type TopicData = AlterPartitionRequest["topics"][number];
@@ -24,28 +24,39 @@ export const alterPartitionHandler = defineHandler({
       return { throttleTimeMs: 0, errorCode: ErrorCode.NOT_CONTROLLER, topics: [] };
     }
     const byIds = ctx.apiVersion >= 2;
-    const topics = await Promise.all(request.topics.map(async (t: TopicData) => {
-      const name = byIds ? ctx.broker.metadataCache.topicById(t.topicId)?.name : t.topicName;
-      const partitions = await Promise.all(t.partitions.map(async (p) => {
-        if (name === undefined) {
-          return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_ID };
-        }
-        const newIsr = ctx.apiVersion >= 3 ? p.newIsrWithEpochs.map((b) => b.brokerId) : p.newIsr;
-        const outcome = await controller.alterPartition(request.brokerId, name, p.partitionIndex,
-          p.leaderEpoch, p.partitionEpoch, newIsr);
-        return {
-          partitionIndex: p.partitionIndex,
-          errorCode: outcome.errorCode,
-          leaderId: outcome.leader,
-          leaderEpoch: outcome.leaderEpoch,
-          isr: [...outcome.isr],
-          ...(ctx.apiVersion >= 1 ? { leaderRecoveryState: 0 } : {}),
-          partitionEpoch: outcome.partitionEpoch,
-        };
-      }));
-      // A topic is named in v0-1 and identified in v2+; the other field stays unset.
-      return { ...(byIds ? { topicId: t.topicId } : { topicName: t.topicName }), partitions };
-    }));
+    const topics = await Promise.all(
+      request.topics.map(async (t: TopicData) => {
+        const name = byIds ? ctx.broker.metadataCache.topicById(t.topicId)?.name : t.topicName;
+        const partitions = await Promise.all(
+          t.partitions.map(async (p) => {
+            if (name === undefined) {
+              return { partitionIndex: p.partitionIndex, errorCode: ErrorCode.UNKNOWN_TOPIC_ID };
+            }
+            const newIsr =
+              ctx.apiVersion >= 3 ? p.newIsrWithEpochs.map((b) => b.brokerId) : p.newIsr;
+            const outcome = await controller.alterPartition(
+              request.brokerId,
+              name,
+              p.partitionIndex,
+              p.leaderEpoch,
+              p.partitionEpoch,
+              newIsr,
+            );
+            return {
+              partitionIndex: p.partitionIndex,
+              errorCode: outcome.errorCode,
+              leaderId: outcome.leader,
+              leaderEpoch: outcome.leaderEpoch,
+              isr: [...outcome.isr],
+              ...(ctx.apiVersion >= 1 ? { leaderRecoveryState: 0 } : {}),
+              partitionEpoch: outcome.partitionEpoch,
+            };
+          }),
+        );
+        // A topic is named in v0-1 and identified in v2+; the other field stays unset.
+        return { ...(byIds ? { topicId: t.topicId } : { topicName: t.topicName }), partitions };
+      }),
+    );
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, topics };
   },
 });

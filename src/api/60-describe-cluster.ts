@@ -10,7 +10,8 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import {
-  AUTHORIZED_OPERATIONS_NOT_REQUESTED, clusterAuthorizedOperations,
+  AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+  clusterAuthorizedOperations,
 } from "../security/authorized-operations.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -26,8 +27,11 @@ export const describeClusterHandler = defineHandler({
       const known = asked === EndpointType.CONTROLLER;
       return {
         throttleTimeMs: 0,
-        errorCode: v0 ? ErrorCode.INVALID_REQUEST
-          : known ? ErrorCode.MISMATCHED_ENDPOINT_TYPE : ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+        errorCode: v0
+          ? ErrorCode.INVALID_REQUEST
+          : known
+            ? ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            : ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
         errorMessage: known
           ? "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of " +
             "type CONTROLLER"
@@ -43,8 +47,9 @@ export const describeClusterHandler = defineHandler({
       ...(v0 ? {} : { endpointType: EndpointType.BROKER }),
       clusterId: cache.clusterId,
       controllerId: cache.controllerId,
-      brokers: cache.brokersOn(ctx.conn.listenerName).map((b) =>
-        ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
+      brokers: cache
+        .brokersOn(ctx.conn.listenerName)
+        .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
         ? clusterAuthorizedOperations()
         : AUTHORIZED_OPERATIONS_NOT_REQUESTED,

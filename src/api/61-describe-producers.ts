@@ -23,10 +23,14 @@ export const describeProducersHandler = defineHandler({
       topics: request.topics.map((topic) => ({
         name: topic.name,
         partitions: topic.partitionIndexes.map((partitionIndex) => {
-          const state = budget-- > 0
-            ? ctx.broker.replicaManager.activeProducers(topic.name, partitionIndex)
-            : { errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Too many partitions.",
-                producers: [] };
+          const state =
+            budget-- > 0
+              ? ctx.broker.replicaManager.activeProducers(topic.name, partitionIndex)
+              : {
+                  errorCode: ErrorCode.INVALID_REQUEST,
+                  errorMessage: "Too many partitions.",
+                  producers: [],
+                };
           return {
             partitionIndex,
             errorCode: state.errorCode,

@@ -1,11 +1,11 @@
-import type { KafkaController } from "../controller/controller.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
-import type { ApiHandler } from "./handler.ts";
+import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
+import type { ApiHandler } from "./handler.ts";
 
 /** Everything API handlers may call: the broker's services, wired in `broker/broker.ts`. */
 export interface BrokerServices {

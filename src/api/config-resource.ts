@@ -2,7 +2,12 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 
 /** Config resource types on the wire (Kafka's ConfigResource.Type ids). */
 export const ConfigResourceType = {
-  UNKNOWN: 0, TOPIC: 2, GROUP: 3, BROKER: 4, BROKER_LOGGER: 8, CLIENT_METRICS: 16,
+  UNKNOWN: 0,
+  TOPIC: 2,
+  GROUP: 3,
+  BROKER: 4,
+  BROKER_LOGGER: 8,
+  CLIENT_METRICS: 16,
 } as const;
 
 /** The enum name Kafka prints in messages; ids it does not know print as UNKNOWN. */
@@ -20,13 +25,17 @@ const INTEGER = /^[+-]?\d+$/;
  */
 export function brokerIdOfResource(name: string, brokerId: number, orWhat = ""): number {
   if (!INTEGER.test(name)) {
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Broker id must be an integer, but it is: ${name}`);
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
+      `Broker id must be an integer, but it is: ${name}`,
+    );
   }
   const id = Number(name);
   if (id !== brokerId) {
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Unexpected broker id, expected ${brokerId}${orWhat}, but received ${name}`);
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
+      `Unexpected broker id, expected ${brokerId}${orWhat}, but received ${name}`,
+    );
   }
   return id;
 }
@@ -83,10 +92,15 @@ async function alterOne<R extends AlterableResource>(
   if (r.resourceType === ConfigResourceType.TOPIC) return alterTopic(r);
   if (r.resourceType === ConfigResourceType.BROKER) {
     if (r.resourceName !== "") brokerIdOfResource(r.resourceName, brokerId);
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
       "Broker configs are static in Quill: change them in the config file, QUILL_* variables " +
-      "or command-line flags, and restart the broker.");
+        "or command-line flags, and restart the broker.",
+    );
   }
-  throw new KafkaError(ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics " +
-    `and brokers, but resource type is ${resourceTypeName(r.resourceType)}`);
+  throw new KafkaError(
+    ErrorCode.INVALID_REQUEST,
+    "AlterConfigs is only supported for topics " +
+      `and brokers, but resource type is ${resourceTypeName(r.resourceType)}`,
+  );
 }

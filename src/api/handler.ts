@@ -1,5 +1,10 @@
 import type { ConnectionContext } from "../network/request-handler.ts";
-import type { ApiKeyNumber, ApiMessages, Init, RequestHeader } from "../protocol/generated/index.ts";
+import type {
+  ApiKeyNumber,
+  ApiMessages,
+  Init,
+  RequestHeader,
+} from "../protocol/generated/index.ts";
 import { apiSpec } from "../protocol/generated/index.ts";
 import { assert } from "../util/assert.ts";
 import type { BrokerServices } from "./broker-services.ts";

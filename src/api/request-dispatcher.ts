@@ -1,14 +1,24 @@
-import type { ConnectionContext, NetworkLogger, RequestHandler, Response } from "../network/request-handler.ts";
+import type {
+  ConnectionContext,
+  NetworkLogger,
+  RequestHandler,
+  Response,
+} from "../network/request-handler.ts";
 import { DecodeError, ErrorCode } from "../protocol/errors.ts";
 import {
-  ApiKey, type ApiKeyNumber, decodeRequest, decodeRequestHeader, encodeResponse, encodeResponseHeader,
+  ApiKey,
+  type ApiKeyNumber,
+  decodeRequest,
+  decodeRequestHeader,
+  encodeResponse,
+  encodeResponseHeader,
   type RequestHeader,
 } from "../protocol/generated/index.ts";
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
+import { supportedApiVersions } from "./18-api-versions.ts";
 import type { BrokerServices } from "./broker-services.ts";
 import type { ApiHandler, RequestContext } from "./handler.ts";
-import { supportedApiVersions } from "./18-api-versions.ts";
 
 /**
  * Responses are encoded one after another into a shared slab (Writer.startNext) instead of a
@@ -99,8 +109,9 @@ export class RequestDispatcher implements RequestHandler {
   }
 
   private refuse(conn: ConnectionContext, reason: string): Response {
-    this.log.warn(`Closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`);
+    this.log.warn(
+      `Closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`,
+    );
     return "close";
   }
 }
-

@@ -2,12 +2,12 @@ import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
+import { formatListener, type Listener } from "../config/listeners.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
-import { formatListener, type Listener } from "../config/listeners.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
@@ -19,7 +19,11 @@ import { LogManager } from "../storage/log-manager.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 import {
-  followMetadataChanges, type MetadataStores, openMetadataStores, openOffsetStore, registerBroker,
+  followMetadataChanges,
+  type MetadataStores,
+  openMetadataStores,
+  openOffsetStore,
+  registerBroker,
 } from "./metadata-stores.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
@@ -83,15 +87,21 @@ async function startSteps(
   const { stores, config } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
   const own = interBrokerEndpoint(config, config["advertised.listeners"]);
-  const self: SelfEndpoint = { nodeId: brokerId, host: own.host, port: own.port,
-    rack: config["broker.rack"], listeners: config["advertised.listeners"] };
+  const self: SelfEndpoint = {
+    nodeId: brokerId,
+    host: own.host,
+    port: own.port,
+    rack: config["broker.rack"],
+    listeners: config["advertised.listeners"],
+  };
   const cache = new MetadataCache(stores.metadataStore, self, config);
   const logs = await openLogs(config, stores, cache, log, cleanups);
-  const controllerClient = stores.zooKeeper === null ? null
-    : controllerClientFor(stores.zooKeeper, brokerId, cache);
+  const controllerClient =
+    stores.zooKeeper === null ? null : controllerClientFor(stores.zooKeeper, brokerId, cache);
   if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
   const replicaManager = new ReplicaManager(logs, cache, {
-    alterIsr: controllerClient?.alterIsr, logger: (line) => log.warn(line),
+    alterIsr: controllerClient?.alterIsr,
+    logger: (line) => log.warn(line),
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
@@ -99,31 +109,56 @@ async function startSteps(
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
   let services: BrokerServices | null = null;
-  const server = await serve(config, () => services!, log, cleanups, () => {
-    replicaManager.completeDelayedFetches();
-    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
-    groupCoordinator.close();
-  });
+  const server = await serve(
+    config,
+    () => services!,
+    log,
+    cleanups,
+    () => {
+      replicaManager.completeDelayedFetches();
+      // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
+      groupCoordinator.close();
+    },
+  );
   Object.assign(self, advertisedAsBound(config, server.bound));
   // Set before registering: once registered, the controller may send requests at once.
   services = {
-    config, brokerId, clusterId: cache.clusterId, advertisedHost: self.host,
-    advertisedPort: self.port, metadataCache: cache, replicaManager, adminManager,
-    groupCoordinator, handlers: API_HANDLERS, controller: null,
+    config,
+    brokerId,
+    clusterId: cache.clusterId,
+    advertisedHost: self.host,
+    advertisedPort: self.port,
+    metadataCache: cache,
+    replicaManager,
+    adminManager,
+    groupCoordinator,
+    handlers: API_HANDLERS,
+    controller: null,
     producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, config["log.dirs"][0]!),
   };
-  const controller = await joinCluster(config, stores, self, server, cache, controllerClient, log,
-    cleanups);
+  const controller = await joinCluster(
+    config,
+    stores,
+    self,
+    server,
+    cache,
+    controllerClient,
+    log,
+    cleanups,
+  );
   services = { ...services, controller };
   // Scripts read the first "HOST:PORT" after "listening on": the first listener comes first.
   const bindings = server.bound.map((l) => `${l.host}:${l.port} (${l.listenerName})`).join(", ");
-  log.info(`quill: broker ${brokerId} listening on ${bindings} (advertised ` +
-    `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`);
+  log.info(
+    `quill: broker ${brokerId} listening on ${bindings} (advertised ` +
+      `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`,
+  );
   let stopping: Promise<void> | null = null;
-  const stop = () => (stopping ??= (async () => {
-    await cleanups.unwind((message) => log.error(message));
-    log.info(`quill: broker ${brokerId} stopped cleanly`);
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      await cleanups.unwind((message) => log.error(message));
+      log.info(`quill: broker ${brokerId} stopped cleanly`);
+    })());
   const first = server.bound[0]!;
   return { host: first.host, port: first.port, listeners: server.bound, services, stop };
 }
@@ -140,7 +175,8 @@ function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[
  */
 function advertisedAsBound(config: BrokerConfig, bound: readonly BoundListener[]) {
   const listeners = config["advertised.listeners"].map((a, i) =>
-    (a.port === 0 ? { ...a, port: bound[i]!.port } : a));
+    a.port === 0 ? { ...a, port: bound[i]!.port } : a,
+  );
   const own = interBrokerEndpoint(config, listeners);
   return { host: own.host, port: own.port, listeners };
 }
@@ -157,8 +193,12 @@ async function openStores(
   const stores = await openMetadataStores(configured, log);
   cleanups.push("metadata stores", () => stores.close());
   if (stores.zooKeeper === null) return { stores, config: embeddedConfig(configured) };
-  const brokerId = await resolveBrokerId(configured["broker.id"],
-    stores.metadataStore.clusterId, configured["log.dirs"], stores.zooKeeper);
+  const brokerId = await resolveBrokerId(
+    configured["broker.id"],
+    stores.metadataStore.clusterId,
+    configured["log.dirs"],
+    stores.zooKeeper,
+  );
   return { stores, config: { ...configured, "broker.id": brokerId } };
 }
 
@@ -193,7 +233,10 @@ async function openLogs(
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
   const notApplied = new NotAppliedConfigWarnings((m) => log.warn(m));
   notApplied.check([...cache.topics()]);
-  cleanups.push("config warnings", cache.onReload(() => notApplied.check([...cache.topics()])));
+  cleanups.push(
+    "config warnings",
+    cache.onReload(() => notApplied.check([...cache.topics()])),
+  );
   for (const t of cache.topics()) {
     for (const p of t.partitions) {
       // In a cluster a broker keeps logs only of the partitions it is a replica of.
@@ -218,8 +261,12 @@ async function startGroupCoordinator(
   cleanups.push("offset store", () => offsetStore.close());
   const isCoordinatorFor = (groupId: string) =>
     cache.groupCoordinator(groupId).nodeId === config["broker.id"];
-  const groupCoordinator = new GroupCoordinator(offsetStore, groupConfigFrom(config), Date.now,
-    isCoordinatorFor);
+  const groupCoordinator = new GroupCoordinator(
+    offsetStore,
+    groupConfigFrom(config),
+    Date.now,
+    isCoordinatorFor,
+  );
   // Groups follow the live brokers: those that moved elsewhere are let go at once.
   const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());
   cleanups.push("live broker subscription", unwatchBrokers);
@@ -239,13 +286,17 @@ async function serve(
   cleanups: CleanupStack,
   answerParked: () => void,
 ): Promise<BoundServer> {
-  const server = await ListenerServers.start(config.listeners,
-    new RequestDispatcher(services, API_HANDLERS, log), {
+  const server = await ListenerServers.start(
+    config.listeners,
+    new RequestDispatcher(services, API_HANDLERS, log),
+    {
       socketRequestMaxBytes: config["socket.request.max.bytes"],
       maxConnections: config["max.connections"],
       maxInFlightRequestsPerConnection: config["queued.max.requests"],
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
-    }, log);
+    },
+    log,
+  );
   cleanups.push("socket servers", async () => {
     server.stopAccepting();
     answerParked();
@@ -276,8 +327,13 @@ async function joinCluster(
     server.stopAccepting();
     await registration.deregister();
   });
-  const clusterRole = await startClusterRole(stores.zooKeeper, config, cache, controllerClient,
-    log);
+  const clusterRole = await startClusterRole(
+    stores.zooKeeper,
+    config,
+    cache,
+    controllerClient,
+    log,
+  );
   // Still serving: the controller tells this broker and the new leaders over the network.
   cleanups.push("cluster role", () => clusterRole.shutDown());
   return clusterRole.controller;

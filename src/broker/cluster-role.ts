@@ -4,12 +4,13 @@
  * its candidacy for controller, its client to the active controller (AlterPartition for the
  * ReplicaManager, ControlledShutdown before it stops).
  */
+
+import type { BrokerConfig } from "../config/broker-config.ts";
 import { KafkaController } from "../controller/controller.ts";
 import { ControllerClient } from "../controller/controller-client.ts";
 import { readClusterSnapshot } from "../controller/controller-state.ts";
-import type { BrokerConfig } from "../config/broker-config.ts";
-import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import type { StoreLogger } from "./metadata-stores.ts";
 
 /** Controlled shutdown asks the controller this many times before the broker stops anyway. */
@@ -30,23 +31,32 @@ export async function seedFromZooKeeper(
   log: StoreLogger,
 ): Promise<void> {
   const snapshot = await readClusterSnapshot(zk, log);
-  cache.setLiveBrokers([...snapshot.brokers.values()].map((b) => ({
-    nodeId: b.brokerId, host: b.host, port: b.port, rack: b.rack,
-    ...(b.endpoints === undefined ? {} : { listeners: b.endpoints }),
-  })));
-  cache.applyLeaderStates([...snapshot.partitions.values()].flatMap((p) => {
-    if (p.state === null) return [];
-    return [{
-      topic: p.topic,
-      topicId: p.topicIdHex === null ? new Uint8Array(16) : Buffer.from(p.topicIdHex, "hex"),
-      partition: p.partition,
-      leader: p.state.leader,
-      leaderEpoch: p.state.leaderEpoch,
-      partitionEpoch: p.version,
-      isr: p.state.isr,
-      replicas: p.replicas,
-    }];
-  }));
+  cache.setLiveBrokers(
+    [...snapshot.brokers.values()].map((b) => ({
+      nodeId: b.brokerId,
+      host: b.host,
+      port: b.port,
+      rack: b.rack,
+      ...(b.endpoints === undefined ? {} : { listeners: b.endpoints }),
+    })),
+  );
+  cache.applyLeaderStates(
+    [...snapshot.partitions.values()].flatMap((p) => {
+      if (p.state === null) return [];
+      return [
+        {
+          topic: p.topic,
+          topicId: p.topicIdHex === null ? new Uint8Array(16) : Buffer.from(p.topicIdHex, "hex"),
+          partition: p.partition,
+          leader: p.state.leader,
+          leaderEpoch: p.state.leaderEpoch,
+          partitionEpoch: p.version,
+          isr: p.state.isr,
+          replicas: p.replicas,
+        },
+      ];
+    }),
+  );
 }
 
 /**
@@ -58,11 +68,15 @@ export function controllerClientFor(
   brokerId: number,
   cache: MetadataCache,
 ): ControllerClient {
-  return new ControllerClient(brokerId, () => {
-    const id = cache.controllerId;
-    const endpoint = id < 0 ? undefined : cache.broker(id);
-    return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
-  }, zk.sessionTimeoutMs);
+  return new ControllerClient(
+    brokerId,
+    () => {
+      const id = cache.controllerId;
+      const endpoint = id < 0 ? undefined : cache.broker(id);
+      return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
+    },
+    zk.sessionTimeoutMs,
+  );
 }
 
 /** Joins the controller election; call once the broker is registered and serving. */
@@ -75,13 +89,15 @@ export async function startClusterRole(
 ): Promise<ClusterRole> {
   const brokerId = config["broker.id"];
   const controller = await KafkaController.start(zk, {
-    brokerId, requestTimeoutMs: zk.sessionTimeoutMs, log,
+    brokerId,
+    requestTimeoutMs: zk.sessionTimeoutMs,
+    log,
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
     leaderRebalance: config["auto.leader.rebalance.enable"]
       ? {
-        intervalMs: config["leader.imbalance.check.interval.seconds"] * 1000,
-        imbalancePercentage: config["leader.imbalance.per.broker.percentage"],
-      }
+          intervalMs: config["leader.imbalance.check.interval.seconds"] * 1000,
+          imbalancePercentage: config["leader.imbalance.per.broker.percentage"],
+        }
       : null,
   });
   const shutDown = async () => {
@@ -96,8 +112,10 @@ export async function startClusterRole(
         log.info(`quill: controlled shutdown of broker ${brokerId}: leaderships moved away`);
         break;
       }
-      log.warn(`quill: controlled shutdown of broker ${brokerId}, attempt ${attempt}: ` +
-        (remaining < 0 ? "no controller answered" : `${remaining} partitions still led here`));
+      log.warn(
+        `quill: controlled shutdown of broker ${brokerId}, attempt ${attempt}: ` +
+          (remaining < 0 ? "no controller answered" : `${remaining} partitions still led here`),
+      );
       if (attempt < CONTROLLED_SHUTDOWN_ATTEMPTS) await Bun.sleep(CONTROLLED_SHUTDOWN_RETRY_MS);
     }
     controllerClient.close();

@@ -4,22 +4,23 @@
  * mode the broker also registers itself under `/brokers/ids/<id>` and follows topic changes
  * that other processes make.
  */
-import type { Listener } from "../config/listeners.ts";
+
 import * as path from "node:path";
+import type { BrokerConfig } from "../config/broker-config.ts";
+import type { Listener } from "../config/listeners.ts";
+import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
+import type { OffsetStore } from "../coordinator/offset-store.ts";
+import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
 import { BrokerRegistration } from "../metadata/broker-registration.ts";
 import { LocalMetadataStore } from "../metadata/local-metadata-store.ts";
 import type { MetadataStore } from "../metadata/metadata-store.ts";
 import { ClusterStartupError, connectZooKeeper } from "../metadata/zookeeper-connection.ts";
 import { ZooKeeperMetadataStore } from "../metadata/zookeeper-metadata-store.ts";
-import type { BrokerConfig } from "../config/broker-config.ts";
-import { LocalOffsetStore } from "../coordinator/local-offset-store.ts";
-import type { OffsetStore } from "../coordinator/offset-store.ts";
-import { ZooKeeperOffsetStore } from "../coordinator/zookeeper-offset-store.ts";
+import { logConfigFor } from "../server/log-config-for-topic.ts";
+import type { MetadataCache, TopicMetadata } from "../server/metadata-cache.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
-import { logConfigFor } from "../server/log-config-for-topic.ts";
-import type { MetadataCache, TopicMetadata } from "../server/metadata-cache.ts";
 
 export interface StoreLogger {
   info(message: string): void;
@@ -54,8 +55,10 @@ export async function openMetadataStores(
       deleteTopicEnable: config["delete.topic.enable"],
       log,
     });
-    log.info(`quill: metadata in ZooKeeper at ${config["zookeeper.connect"]} ` +
-      `(cluster id ${metadataStore.clusterId}, ${metadataStore.topics().length} topics)`);
+    log.info(
+      `quill: metadata in ZooKeeper at ${config["zookeeper.connect"]} ` +
+        `(cluster id ${metadataStore.clusterId}, ${metadataStore.topics().length} topics)`,
+    );
     const close = async () => {
       await metadataStore.close();
       await zooKeeper.close();
@@ -64,8 +67,11 @@ export async function openMetadataStores(
   } catch (error) {
     await zooKeeper.close();
     if (!(error instanceof ZooKeeperUnavailableError)) throw error;
-    throw new ClusterStartupError(`ZooKeeper at ${config["zookeeper.connect"]} stopped ` +
-      `answering while the broker read its metadata: ${error.message}`, { cause: error });
+    throw new ClusterStartupError(
+      `ZooKeeper at ${config["zookeeper.connect"]} stopped ` +
+        `answering while the broker read its metadata: ${error.message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -105,8 +111,11 @@ export async function registerBroker(
     });
   } catch (error) {
     if (!(error instanceof ZooKeeperUnavailableError)) throw error;
-    throw new ClusterStartupError(`ZooKeeper stopped answering while broker ` +
-      `${config["broker.id"]} registered: ${error.message}`, { cause: error });
+    throw new ClusterStartupError(
+      `ZooKeeper stopped answering while broker ` +
+        `${config["broker.id"]} registered: ${error.message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -132,7 +141,8 @@ export function followMetadataChanges(
     const deleted = change.deletedTopics.flatMap((name) => before.get(name) ?? []);
     // Deletions are asynchronous; running each change after the previous one keeps a topic
     // deleted and created again from losing its new logs to the old deletion.
-    applying = applying.then(() => applyChange(before, deleted, cache, logs, config))
+    applying = applying
+      .then(() => applyChange(before, deleted, cache, logs, config))
       .catch((error) => {
         log.error(`quill: applying a topic change from ZooKeeper failed: ${String(error)}`);
       });

@@ -2,7 +2,7 @@ import { ConfigError } from "../config/config-error.ts";
 import { VERSION } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
-import { serve, type StartBroker } from "./serve.ts";
+import { type StartBroker, serve } from "./serve.ts";
 
 export const MAIN_HELP = `Quill ${VERSION}: a Kafka-compatible log broker in one executable.
 
@@ -47,10 +47,14 @@ async function dispatch(argv: readonly string[], start: StartBroker): Promise<nu
       if (rest.length > 0) throw new UsageError(`config-keys takes no arguments, got "${rest[0]}"`);
       process.stdout.write(configKeysMarkdown());
       return 0;
-    case "-h": case "--help": case "help":
+    case "-h":
+    case "--help":
+    case "help":
       process.stdout.write(MAIN_HELP);
       return 0;
-    case "-V": case "--version": case "version":
+    case "-V":
+    case "--version":
+    case "version":
       process.stdout.write(`quill ${VERSION}\n`);
       return 0;
     case undefined:

@@ -11,15 +11,18 @@ const cell = (text: string) => text.replaceAll("|", "\\|");
  */
 export function configKeysMarkdown(): string {
   const brokerKeys: [string, ConfigKey<unknown>][] = Object.entries(BROKER_CONFIG_KEYS);
-  const broker = brokerKeys.map(([name, def]) =>
-    `| \`${name}\` | ${cell(formatValue(def, def.default) ?? "(unset)")} | ${cell(def.doc)} |`);
+  const broker = brokerKeys.map(
+    ([name, def]) =>
+      `| \`${name}\` | ${cell(formatValue(def, def.default) ?? "(unset)")} | ${cell(def.doc)} |`,
+  );
   const topicKeys: [string, TopicKey<unknown>][] = Object.entries(TOPIC_CONFIG_KEYS);
   const topic = topicKeys.map(([name, def]) => {
     const from = def.synonyms.length === 0 ? "(none)" : `\`${def.synonyms.join("`, `")}\``;
     return `| \`${name}\` | ${from} | ${cell(def.doc)} |`;
   });
   const notApplied = topicKeys.flatMap(([name, { notApplied: n }]) =>
-    n === undefined ? [] : [`- \`${name}\` (except at \`${n.inert === "" ? '""' : n.inert}\`)`]);
+    n === undefined ? [] : [`- \`${name}\` (except at \`${n.inert === "" ? '""' : n.inert}\`)`],
+  );
   return [
     "Broker keys (`--config` file, `QUILL_<KEY>` environment variables, `--set key=value`):",
     "",

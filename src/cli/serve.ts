@@ -1,9 +1,11 @@
 import {
-  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey,
+  BROKER_CONFIG_KEYS,
+  type BrokerConfig,
+  type BrokerConfigKey,
 } from "../config/broker-config.ts";
-import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
+import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
 import { parseFlags, UsageError } from "./args.ts";
 
 export const SERVE_HELP = `Usage: quill serve [options]
@@ -82,7 +84,6 @@ export interface RunningBroker {
 /** Starts the broker; null means there is nothing to keep running (the process exits 0). */
 export type StartBroker = (config: BrokerConfig) => Promise<RunningBroker | null>;
 
-
 /**
  * `quill serve`: loads the configuration (a mistake throws before anything binds), starts the
  * broker and keeps it running until SIGTERM or SIGINT, then stops it and returns 0.
@@ -94,7 +95,9 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     return 0;
   }
   const { config, warning } = loadConfig({
-    configFile: options.configFile, env: process.env, flags: options.settings,
+    configFile: options.configFile,
+    env: process.env,
+    flags: options.settings,
   });
   if (warning !== null) console.error(`quill: warning: ${warning}`);
   for (const line of exposureWarnings(config)) console.error(`quill: warning: ${line}`);
@@ -123,9 +126,11 @@ export function exposureWarnings(config: BrokerConfig): string[] {
   return config.listeners.flatMap((l) => {
     if (LOOPBACK_HOST.test(l.host) || l.securityProtocol.startsWith("SASL_")) return [];
     const where = l.host === "" ? "every interface" : l.host;
-    return [`listener ${l.listenerName} on ${where}:${l.port} (${l.securityProtocol}) is reachable ` +
-      "from other hosts and does not authenticate clients: anyone who can reach it may read, " +
-      "write and delete every topic"];
+    return [
+      `listener ${l.listenerName} on ${where}:${l.port} (${l.securityProtocol}) is reachable ` +
+        "from other hosts and does not authenticate clients: anyone who can reach it may read, " +
+        "write and delete every topic",
+    ];
   });
 }
 

@@ -1,16 +1,36 @@
 import { type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import {
-  boolean, type ConfigKey, double, formatValue, int, INT_MAX, key, list, long,
-  LONG_MAX_AS_NUMBER, nullableKey, oneOf, string,
+  boolean,
+  type ConfigKey,
+  double,
+  formatValue,
+  INT_MAX,
+  int,
+  key,
+  LONG_MAX_AS_NUMBER,
+  list,
+  long,
+  nullableKey,
+  oneOf,
+  string,
 } from "./config-key.ts";
 import { GZIP_LEVEL, LZ4_LEVEL, messageFormatVersion, ZSTD_LEVEL } from "./kafka-value-types.ts";
-import { resolveListeners, type ResolvedListeners } from "./listener-resolution.ts";
+import { type ResolvedListeners, resolveListeners } from "./listener-resolution.ts";
 import {
-  DEFAULT_SECURITY_PROTOCOL_MAP, listenerList, SECURITY_PROTOCOLS, securityProtocolMap,
+  DEFAULT_SECURITY_PROTOCOL_MAP,
+  listenerList,
+  SECURITY_PROTOCOLS,
+  securityProtocolMap,
 } from "./listeners.ts";
 
-export const COMPRESSION_TYPES =
-  ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] as const;
+export const COMPRESSION_TYPES = [
+  "uncompressed",
+  "zstd",
+  "lz4",
+  "snappy",
+  "gzip",
+  "producer",
+] as const;
 export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
 export const CLEANUP_POLICIES = ["compact", "delete"] as const;
 
@@ -23,151 +43,330 @@ const MINUTE_MS = 60 * 1000;
  * the doc says so.
  */
 export const BROKER_CONFIG_KEYS = {
-  "broker.id": key(int({ min: -1 }), 0,
+  "broker.id": key(
+    int({ min: -1 }),
+    0,
     "This broker's id (`--broker-id`). -1 in ZooKeeper mode: the id recorded in the data dir, " +
-    "else one generated from /brokers/seqid (above 1000), as Kafka; Quill's default is 0."),
+      "else one generated from /brokers/seqid (above 1000), as Kafka; Quill's default is 0.",
+  ),
   "broker.rack": nullableKey(string(), "Rack of this broker, reported in Metadata."),
-  "listeners": key(listenerList(), [{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092 }],
+  listeners: key(
+    listenerList(),
+    [{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092 }],
     "Where the broker listens (`--listen`): NAME://HOST:PORT listeners separated by commas; " +
-    "one PLAINTEXT listener on loopback by default (Kafka's binds every interface)."),
-  "advertised.listeners": nullableKey(listenerList(),
+      "one PLAINTEXT listener on loopback by default (Kafka's binds every interface).",
+  ),
+  "advertised.listeners": nullableKey(
+    listenerList(),
     "What Metadata tells clients of each listener (`--advertise`); a listener not named here " +
-    "advertises its own address, a wildcard host replaced by the host name."),
-  "listener.security.protocol.map": key(securityProtocolMap(), DEFAULT_SECURITY_PROTOCOL_MAP,
-    "The security protocol of each listener name (NAME:PROTOCOL pairs)."),
-  "inter.broker.listener.name": nullableKey(string(),
+      "advertises its own address, a wildcard host replaced by the host name.",
+  ),
+  "listener.security.protocol.map": key(
+    securityProtocolMap(),
+    DEFAULT_SECURITY_PROTOCOL_MAP,
+    "The security protocol of each listener name (NAME:PROTOCOL pairs).",
+  ),
+  "inter.broker.listener.name": nullableKey(
+    string(),
     "The listener brokers use to reach each other; unset: the one named by " +
-    "security.inter.broker.protocol."),
-  "security.inter.broker.protocol": key(oneOf(SECURITY_PROTOCOLS), "PLAINTEXT",
-    "Names the inter-broker listener when inter.broker.listener.name is unset."),
-  "socket.request.max.bytes": key(int({ min: 1 }), 104857600,
-    "Largest request frame; a bigger one closes the connection."),
-  "connections.max.idle.ms": key(long(), 600000,
-    "Connections idle this long are closed; -1 never closes them."),
+      "security.inter.broker.protocol.",
+  ),
+  "security.inter.broker.protocol": key(
+    oneOf(SECURITY_PROTOCOLS),
+    "PLAINTEXT",
+    "Names the inter-broker listener when inter.broker.listener.name is unset.",
+  ),
+  "socket.request.max.bytes": key(
+    int({ min: 1 }),
+    104857600,
+    "Largest request frame; a bigger one closes the connection.",
+  ),
+  "connections.max.idle.ms": key(
+    long(),
+    600000,
+    "Connections idle this long are closed; -1 never closes them.",
+  ),
   "max.connections": key(int({ min: 0 }), INT_MAX, "Most client connections open at once."),
-  "queued.max.requests": key(int({ min: 1 }), 500,
-    "Most requests read but not yet answered before the network stops reading."),
+  "queued.max.requests": key(
+    int({ min: 1 }),
+    500,
+    "Most requests read but not yet answered before the network stops reading.",
+  ),
   "num.partitions": key(int({ min: 1 }), 1, "Partitions of an automatically created topic."),
-  "default.replication.factor": key(int({ min: 1 }), 1,
-    "Replication factor of an automatically created topic."),
-  "auto.create.topics.enable": key(boolean(), true,
-    "Create a topic when Metadata asks for one that does not exist."),
+  "default.replication.factor": key(
+    int({ min: 1 }),
+    1,
+    "Replication factor of an automatically created topic.",
+  ),
+  "auto.create.topics.enable": key(
+    boolean(),
+    true,
+    "Create a topic when Metadata asks for one that does not exist.",
+  ),
   "delete.topic.enable": key(boolean(), true, "Allow DeleteTopics."),
   "min.insync.replicas": key(int({ min: 1 }), 1, "Default for topic min.insync.replicas."),
-  "message.max.bytes": key(int({ min: 0 }), 1048588,
-    "Largest record batch accepted; default for topic max.message.bytes."),
-  "compression.type": key(oneOf(COMPRESSION_TYPES), "producer",
-    "Default for topic compression.type; `producer` keeps the producer's codec."),
-  "compression.gzip.level": key(GZIP_LEVEL, -1,
-    "Default for topic compression.gzip.level (-1: zlib's default, 6)."),
+  "message.max.bytes": key(
+    int({ min: 0 }),
+    1048588,
+    "Largest record batch accepted; default for topic max.message.bytes.",
+  ),
+  "compression.type": key(
+    oneOf(COMPRESSION_TYPES),
+    "producer",
+    "Default for topic compression.type; `producer` keeps the producer's codec.",
+  ),
+  "compression.gzip.level": key(
+    GZIP_LEVEL,
+    -1,
+    "Default for topic compression.gzip.level (-1: zlib's default, 6).",
+  ),
   "compression.lz4.level": key(LZ4_LEVEL, 9, "Default for topic compression.lz4.level."),
   "compression.zstd.level": key(ZSTD_LEVEL, 3, "Default for topic compression.zstd.level."),
   "fetch.max.bytes": key(int({ min: 1024 }), 57671680, "Most bytes one Fetch response returns."),
-  "replica.fetch.max.bytes": key(int({ min: 0 }), 1048576,
-    "Bytes a follower asks for per partition."),
-  "replica.fetch.wait.max.ms": key(int({ min: 0 }), 500,
-    "How long a follower's fetch waits at the leader for new records."),
-  "replica.fetch.min.bytes": key(int({ min: 1 }), 1,
-    "Bytes a follower's fetch waits for at the leader."),
-  "replica.fetch.backoff.ms": key(int({ min: 0 }), 1000,
-    "Pause of a follower after a failed fetch before it tries again."),
-  "replica.socket.timeout.ms": key(int({ min: 1 }), 30000,
-    "How long a follower waits for a fetch answer beyond replica.fetch.wait.max.ms."),
-  "replica.lag.time.max.ms": key(long({ min: 1n }), 30000,
-    "A follower not caught up with the leader for this long leaves the ISR."),
-  "log.dirs": nullableKey(list("directories", { minItems: 1 }),
-    "Data directories (`--data-dir`); when unset, log.dir is used."),
-  "log.dir": key(string(), "./data",
-    "Data directory when log.dirs is unset. Kafka's default is /tmp/kafka-logs."),
+  "replica.fetch.max.bytes": key(
+    int({ min: 0 }),
+    1048576,
+    "Bytes a follower asks for per partition.",
+  ),
+  "replica.fetch.wait.max.ms": key(
+    int({ min: 0 }),
+    500,
+    "How long a follower's fetch waits at the leader for new records.",
+  ),
+  "replica.fetch.min.bytes": key(
+    int({ min: 1 }),
+    1,
+    "Bytes a follower's fetch waits for at the leader.",
+  ),
+  "replica.fetch.backoff.ms": key(
+    int({ min: 0 }),
+    1000,
+    "Pause of a follower after a failed fetch before it tries again.",
+  ),
+  "replica.socket.timeout.ms": key(
+    int({ min: 1 }),
+    30000,
+    "How long a follower waits for a fetch answer beyond replica.fetch.wait.max.ms.",
+  ),
+  "replica.lag.time.max.ms": key(
+    long({ min: 1n }),
+    30000,
+    "A follower not caught up with the leader for this long leaves the ISR.",
+  ),
+  "log.dirs": nullableKey(
+    list("directories", { minItems: 1 }),
+    "Data directories (`--data-dir`); when unset, log.dir is used.",
+  ),
+  "log.dir": key(
+    string(),
+    "./data",
+    "Data directory when log.dirs is unset. Kafka's default is /tmp/kafka-logs.",
+  ),
   "log.segment.bytes": key(int({ min: 14 }), 1073741824, "Size at which a new segment is rolled."),
-  "log.roll.ms": nullableKey(long({ min: 1n }),
-    "Roll a new segment after this age; overrides log.roll.hours."),
+  "log.roll.ms": nullableKey(
+    long({ min: 1n }),
+    "Roll a new segment after this age; overrides log.roll.hours.",
+  ),
   "log.roll.hours": key(int({ min: 1 }), 168, "Roll a new segment after this many hours."),
-  "log.retention.ms": nullableKey(long(),
-    "Delete segments older than this; overrides the minutes and hours keys; -1: keep forever."),
-  "log.retention.minutes": nullableKey(int(),
-    "Retention in minutes; overrides log.retention.hours."),
-  "log.retention.hours": key(int(), 168,
-    "Retention in hours, used when the ms and minutes keys are unset."),
-  "log.retention.bytes": key(long(), -1,
-    "Delete old segments while a partition is larger than this; -1: no limit."),
+  "log.retention.ms": nullableKey(
+    long(),
+    "Delete segments older than this; overrides the minutes and hours keys; -1: keep forever.",
+  ),
+  "log.retention.minutes": nullableKey(
+    int(),
+    "Retention in minutes; overrides log.retention.hours.",
+  ),
+  "log.retention.hours": key(
+    int(),
+    168,
+    "Retention in hours, used when the ms and minutes keys are unset.",
+  ),
+  "log.retention.bytes": key(
+    long(),
+    -1,
+    "Delete old segments while a partition is larger than this; -1: no limit.",
+  ),
   "log.retention.check.interval.ms": key(long({ min: 1n }), 300000, "How often retention runs."),
   "log.index.interval.bytes": key(int({ min: 0 }), 4096, "Bytes between offset index entries."),
-  "log.index.size.max.bytes": key(int({ min: 4 }), 10485760,
-    "Largest offset or time index; a full index rolls the segment."),
-  "log.roll.jitter.ms": nullableKey(long({ min: 0n }),
-    "Most random time taken off segment.ms per segment; overrides log.roll.jitter.hours."),
-  "log.roll.jitter.hours": key(int({ min: 0 }), 0,
-    "Most random hours taken off segment.ms per segment, when log.roll.jitter.ms is unset."),
-  "log.segment.delete.delay.ms": key(long({ min: 0n }), 60000,
-    "How long a deleted segment stays on disk, renamed .deleted, before its files go."),
-  "log.preallocate": key(boolean(), false,
-    "Default for topic preallocate. Accepted; Quill never preallocates segment files."),
-  "log.message.format.version": key(messageFormatVersion(), "3.0-IV1",
-    "Default for topic message.format.version; ignored, as Kafka 3.x ignores it."),
-  "log.message.timestamp.difference.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
-    "Deprecated default for both timestamp bounds below, when they are unset."),
-  "log.message.timestamp.before.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
-    "Default for topic message.timestamp.before.max.ms."),
-  "log.message.timestamp.after.max.ms": key(long({ min: 0n }), LONG_MAX_AS_NUMBER,
-    "Default for topic message.timestamp.after.max.ms."),
-  "log.message.downconversion.enable": key(boolean(), true,
-    "Default for topic message.downconversion.enable (Quill never down-converts)."),
-  "log.cleaner.enable": key(boolean(), true,
-    "Run the log cleaner, which compacts topics whose cleanup.policy includes compact."),
-  "log.cleaner.dedupe.buffer.size": key(long({ min: 40n }), 134217728,
+  "log.index.size.max.bytes": key(
+    int({ min: 4 }),
+    10485760,
+    "Largest offset or time index; a full index rolls the segment.",
+  ),
+  "log.roll.jitter.ms": nullableKey(
+    long({ min: 0n }),
+    "Most random time taken off segment.ms per segment; overrides log.roll.jitter.hours.",
+  ),
+  "log.roll.jitter.hours": key(
+    int({ min: 0 }),
+    0,
+    "Most random hours taken off segment.ms per segment, when log.roll.jitter.ms is unset.",
+  ),
+  "log.segment.delete.delay.ms": key(
+    long({ min: 0n }),
+    60000,
+    "How long a deleted segment stays on disk, renamed .deleted, before its files go.",
+  ),
+  "log.preallocate": key(
+    boolean(),
+    false,
+    "Default for topic preallocate. Accepted; Quill never preallocates segment files.",
+  ),
+  "log.message.format.version": key(
+    messageFormatVersion(),
+    "3.0-IV1",
+    "Default for topic message.format.version; ignored, as Kafka 3.x ignores it.",
+  ),
+  "log.message.timestamp.difference.max.ms": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Deprecated default for both timestamp bounds below, when they are unset.",
+  ),
+  "log.message.timestamp.before.max.ms": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Default for topic message.timestamp.before.max.ms.",
+  ),
+  "log.message.timestamp.after.max.ms": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Default for topic message.timestamp.after.max.ms.",
+  ),
+  "log.message.downconversion.enable": key(
+    boolean(),
+    true,
+    "Default for topic message.downconversion.enable (Quill never down-converts).",
+  ),
+  "log.cleaner.enable": key(
+    boolean(),
+    true,
+    "Run the log cleaner, which compacts topics whose cleanup.policy includes compact.",
+  ),
+  "log.cleaner.dedupe.buffer.size": key(
+    long({ min: 40n }),
+    134217728,
     "Memory of the cleaner's key -> offset map (20 bytes a key); a dirty section with more " +
-    "keys is cleaned in several passes."),
-  "log.cleaner.io.buffer.size": key(int({ min: 1 }), 524288,
-    "Bytes the cleaner reads and writes at a time (one slice of work between requests)."),
-  "log.cleaner.io.buffer.load.factor": key(double({ min: 0.01, max: 1 }), 0.9,
-    "Share of the cleaner's map filled before a pass stops."),
-  "log.cleaner.io.max.bytes.per.second": key(double({ min: 1, max: Number.MAX_VALUE }),
-    Number.MAX_VALUE, "Limit on the cleaner's reads plus writes."),
-  "log.cleaner.backoff.ms": key(long({ min: 0n }), 15000,
-    "How long the cleaner sleeps when no log needs cleaning."),
-  "log.cleaner.delete.retention.ms": key(long({ min: 0n }), 86400000,
-    "Default for topic delete.retention.ms."),
-  "log.cleaner.min.cleanable.ratio": key(double({ min: 0, max: 1 }), 0.5,
-    "Default for topic min.cleanable.dirty.ratio."),
-  "log.cleaner.min.compaction.lag.ms": key(long({ min: 0n }), 0,
-    "Default for topic min.compaction.lag.ms."),
-  "log.cleaner.max.compaction.lag.ms": key(long({ min: 1n }), LONG_MAX_AS_NUMBER,
-    "Default for topic max.compaction.lag.ms."),
-  "log.local.retention.ms": key(long({ min: -2n }), -2,
-    "Default for topic local.retention.ms (tiered storage; Quill has none)."),
-  "log.local.retention.bytes": key(long({ min: -2n }), -2,
-    "Default for topic local.retention.bytes (tiered storage; Quill has none)."),
-  "unclean.leader.election.enable": key(boolean(), false,
-    "Default for topic unclean.leader.election.enable. Quill never elects an out-of-sync leader."),
-  "log.flush.interval.messages": key(long({ min: 1n }), LONG_MAX_AS_NUMBER,
-    "fsync a partition after this many messages (default: leave it to the OS)."),
-  "log.flush.interval.ms": nullableKey(long({ min: 0n }),
-    "fsync a partition when its oldest unflushed message is this old (unset: never)."),
-  "log.message.timestamp.type": key(oneOf(TIMESTAMP_TYPES), "CreateTime",
-    "Default for topic message.timestamp.type."),
-  "log.cleanup.policy": key(list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }),
-    ["delete"], "Default for topic cleanup.policy."),
-  "group.initial.rebalance.delay.ms": key(int(), 3000,
-    "How long a new group waits for more members before its first rebalance."),
-  "group.min.session.timeout.ms": key(int(), 6000,
-    "Smallest session timeout a consumer may ask for."),
-  "group.max.session.timeout.ms": key(int(), 1800000,
-    "Largest session timeout a consumer may ask for."),
-  "offsets.retention.minutes": key(int({ min: 1 }), 10080,
-    "How long committed offsets of an empty group are kept."),
-  "auto.leader.rebalance.enable": key(boolean(), true,
-    "Cluster mode: the controller moves leadership back to each partition's preferred replica."),
-  "leader.imbalance.check.interval.seconds": key(int({ min: 1 }), 300,
-    "How often the controller checks leadership against the preferred replicas."),
-  "leader.imbalance.per.broker.percentage": key(int({ min: 0, max: 100 }), 10,
+      "keys is cleaned in several passes.",
+  ),
+  "log.cleaner.io.buffer.size": key(
+    int({ min: 1 }),
+    524288,
+    "Bytes the cleaner reads and writes at a time (one slice of work between requests).",
+  ),
+  "log.cleaner.io.buffer.load.factor": key(
+    double({ min: 0.01, max: 1 }),
+    0.9,
+    "Share of the cleaner's map filled before a pass stops.",
+  ),
+  "log.cleaner.io.max.bytes.per.second": key(
+    double({ min: 1, max: Number.MAX_VALUE }),
+    Number.MAX_VALUE,
+    "Limit on the cleaner's reads plus writes.",
+  ),
+  "log.cleaner.backoff.ms": key(
+    long({ min: 0n }),
+    15000,
+    "How long the cleaner sleeps when no log needs cleaning.",
+  ),
+  "log.cleaner.delete.retention.ms": key(
+    long({ min: 0n }),
+    86400000,
+    "Default for topic delete.retention.ms.",
+  ),
+  "log.cleaner.min.cleanable.ratio": key(
+    double({ min: 0, max: 1 }),
+    0.5,
+    "Default for topic min.cleanable.dirty.ratio.",
+  ),
+  "log.cleaner.min.compaction.lag.ms": key(
+    long({ min: 0n }),
+    0,
+    "Default for topic min.compaction.lag.ms.",
+  ),
+  "log.cleaner.max.compaction.lag.ms": key(
+    long({ min: 1n }),
+    LONG_MAX_AS_NUMBER,
+    "Default for topic max.compaction.lag.ms.",
+  ),
+  "log.local.retention.ms": key(
+    long({ min: -2n }),
+    -2,
+    "Default for topic local.retention.ms (tiered storage; Quill has none).",
+  ),
+  "log.local.retention.bytes": key(
+    long({ min: -2n }),
+    -2,
+    "Default for topic local.retention.bytes (tiered storage; Quill has none).",
+  ),
+  "unclean.leader.election.enable": key(
+    boolean(),
+    false,
+    "Default for topic unclean.leader.election.enable. Quill never elects an out-of-sync leader.",
+  ),
+  "log.flush.interval.messages": key(
+    long({ min: 1n }),
+    LONG_MAX_AS_NUMBER,
+    "fsync a partition after this many messages (default: leave it to the OS).",
+  ),
+  "log.flush.interval.ms": nullableKey(
+    long({ min: 0n }),
+    "fsync a partition when its oldest unflushed message is this old (unset: never).",
+  ),
+  "log.message.timestamp.type": key(
+    oneOf(TIMESTAMP_TYPES),
+    "CreateTime",
+    "Default for topic message.timestamp.type.",
+  ),
+  "log.cleanup.policy": key(
+    list("policies", { allowed: CLEANUP_POLICIES, minItems: 1 }),
+    ["delete"],
+    "Default for topic cleanup.policy.",
+  ),
+  "group.initial.rebalance.delay.ms": key(
+    int(),
+    3000,
+    "How long a new group waits for more members before its first rebalance.",
+  ),
+  "group.min.session.timeout.ms": key(
+    int(),
+    6000,
+    "Smallest session timeout a consumer may ask for.",
+  ),
+  "group.max.session.timeout.ms": key(
+    int(),
+    1800000,
+    "Largest session timeout a consumer may ask for.",
+  ),
+  "offsets.retention.minutes": key(
+    int({ min: 1 }),
+    10080,
+    "How long committed offsets of an empty group are kept.",
+  ),
+  "auto.leader.rebalance.enable": key(
+    boolean(),
+    true,
+    "Cluster mode: the controller moves leadership back to each partition's preferred replica.",
+  ),
+  "leader.imbalance.check.interval.seconds": key(
+    int({ min: 1 }),
+    300,
+    "How often the controller checks leadership against the preferred replicas.",
+  ),
+  "leader.imbalance.per.broker.percentage": key(
+    int({ min: 0, max: 100 }),
+    10,
     "A broker's share of partitions not led by it though it is their preferred replica, above " +
-    "which the controller moves them back."),
-  "zookeeper.connect": nullableKey(string(),
-    "ZooKeeper connect string (`--zookeeper`) for cluster mode; unset: embedded single broker."),
+      "which the controller moves them back.",
+  ),
+  "zookeeper.connect": nullableKey(
+    string(),
+    "ZooKeeper connect string (`--zookeeper`) for cluster mode; unset: embedded single broker.",
+  ),
   "zookeeper.session.timeout.ms": key(int(), 18000, "ZooKeeper session timeout."),
-  "zookeeper.connection.timeout.ms": nullableKey(int(),
-    "How long to wait for a ZooKeeper connection; unset: zookeeper.session.timeout.ms."),
+  "zookeeper.connection.timeout.ms": nullableKey(
+    int(),
+    "How long to wait for a ZooKeeper connection; unset: zookeeper.session.timeout.ms.",
+  ),
 } satisfies Record<string, ConfigKey<unknown>>;
 
 export type BrokerConfigKey = keyof typeof BROKER_CONFIG_KEYS;
@@ -177,26 +376,34 @@ export type BrokerConfigValues = {
 };
 
 /** The keys whose effective value combines several settings (see BrokerConfig). */
-type ResolvedKey = "log.retention.ms" | "log.roll.ms" | "log.roll.jitter.ms" | "log.dirs" |
-  "listeners" | "advertised.listeners" | "inter.broker.listener.name";
+type ResolvedKey =
+  | "log.retention.ms"
+  | "log.roll.ms"
+  | "log.roll.jitter.ms"
+  | "log.dirs"
+  | "listeners"
+  | "advertised.listeners"
+  | "inter.broker.listener.name";
 
 /**
  * The broker's configuration: Kafka's dotted key names (so code, docs and DescribeConfigs use
  * one vocabulary), with the keys that combine several settings resolved by Kafka's rules.
  */
-export type BrokerConfig = Readonly<Omit<BrokerConfigValues, ResolvedKey> & {
-  /** From log.retention.ms, else .minutes, else .hours (Kafka's order); -1: keep forever. */
-  "log.retention.ms": number;
-  /** From log.roll.ms, else log.roll.hours. */
-  "log.roll.ms": number;
-  /** From log.roll.jitter.ms, else log.roll.jitter.hours. */
-  "log.roll.jitter.ms": number;
-  /** From log.dirs, else log.dir. */
-  "log.dirs": readonly string[];
-} & ResolvedListeners & {
-  /** The source of every key that was set; keys left at their default are absent. */
-  origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
-}>;
+export type BrokerConfig = Readonly<
+  Omit<BrokerConfigValues, ResolvedKey> & {
+    /** From log.retention.ms, else .minutes, else .hours (Kafka's order); -1: keep forever. */
+    "log.retention.ms": number;
+    /** From log.roll.ms, else log.roll.hours. */
+    "log.roll.ms": number;
+    /** From log.roll.jitter.ms, else log.roll.jitter.hours. */
+    "log.roll.jitter.ms": number;
+    /** From log.dirs, else log.dir. */
+    "log.dirs": readonly string[];
+  } & ResolvedListeners & {
+      /** The source of every key that was set; keys left at their default are absent. */
+      origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
+    }
+>;
 
 export const isBrokerConfigKey = (name: string): name is BrokerConfigKey =>
   Object.hasOwn(BROKER_CONFIG_KEYS, name);
@@ -207,16 +414,31 @@ export const isBrokerConfigKey = (name: string): name is BrokerConfigKey =>
  * never ignored: see security-guard.ts.
  */
 export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
-  "num.network.threads", "num.io.threads", "background.threads",
-  "num.recovery.threads.per.data.dir", "num.replica.fetchers", "num.replica.alter.log.dirs.threads",
-  "socket.send.buffer.bytes", "socket.receive.buffer.bytes", "offsets.topic.replication.factor",
-  "offsets.topic.num.partitions", "transaction.state.log.replication.factor",
-  "transaction.state.log.min.isr", "log.flush.scheduler.interval.ms",
+  "num.network.threads",
+  "num.io.threads",
+  "background.threads",
+  "num.recovery.threads.per.data.dir",
+  "num.replica.fetchers",
+  "num.replica.alter.log.dirs.threads",
+  "socket.send.buffer.bytes",
+  "socket.receive.buffer.bytes",
+  "offsets.topic.replication.factor",
+  "offsets.topic.num.partitions",
+  "transaction.state.log.replication.factor",
+  "transaction.state.log.min.isr",
+  "log.flush.scheduler.interval.ms",
   "log.flush.offset.checkpoint.interval.ms",
-  "log.cleaner.threads", "process.roles", "node.id", "controller.quorum.voters",
-  "controller.quorum.bootstrap.servers", "controller.listener.names",
-  "inter.broker.protocol.version", "controlled.shutdown.enable", "broker.id.generation.enable",
-  "reserved.broker.max.id", "metadata.log.dir",
+  "log.cleaner.threads",
+  "process.roles",
+  "node.id",
+  "controller.quorum.voters",
+  "controller.quorum.bootstrap.servers",
+  "controller.listener.names",
+  "inter.broker.protocol.version",
+  "controlled.shutdown.enable",
+  "broker.id.generation.enable",
+  "reserved.broker.max.id",
+  "metadata.log.dir",
 ]);
 
 type Origins = ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
@@ -237,11 +459,12 @@ export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins
 /** Kafka's KafkaConfig.logRetentionTimeMillis, including its "-1 or at least 1" check. */
 function retentionMs(values: BrokerConfigValues, origins: Origins): number {
   const { "log.retention.ms": ms, "log.retention.minutes": minutes } = values;
-  const [from, retention] = ms !== null
-    ? ["log.retention.ms" as const, ms]
-    : minutes !== null
-      ? ["log.retention.minutes" as const, minutes * MINUTE_MS]
-      : ["log.retention.hours" as const, values["log.retention.hours"] * HOUR_MS];
+  const [from, retention] =
+    ms !== null
+      ? ["log.retention.ms" as const, ms]
+      : minutes !== null
+        ? ["log.retention.minutes" as const, minutes * MINUTE_MS]
+        : ["log.retention.hours" as const, values["log.retention.hours"] * HOUR_MS];
   if (retention === 0) {
     const text = formatValue(BROKER_CONFIG_KEYS[from] as ConfigKey<unknown>, values[from]) ?? "";
     const source = (origins.get(from) ?? DEFAULT_ORIGIN).label;

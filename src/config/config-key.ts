@@ -5,7 +5,15 @@ import { z } from "zod";
  * Quill uses some of them; the numbers are Kafka's wire values.
  */
 export const ConfigType = {
-  UNKNOWN: 0, BOOLEAN: 1, STRING: 2, INT: 3, SHORT: 4, LONG: 5, DOUBLE: 6, LIST: 7, CLASS: 8,
+  UNKNOWN: 0,
+  BOOLEAN: 1,
+  STRING: 2,
+  INT: 3,
+  SHORT: 4,
+  LONG: 5,
+  DOUBLE: 6,
+  LIST: 7,
+  CLASS: 8,
   PASSWORD: 9,
 } as const;
 export type ConfigTypeName = "BOOLEAN" | "STRING" | "INT" | "LONG" | "DOUBLE" | "LIST";
@@ -43,12 +51,18 @@ export interface ConfigKey<T> {
   readonly doc: string;
 }
 
-export const key = <T>(valueType: ValueType<T>, defaultValue: T, doc: string): ConfigKey<T> =>
-  ({ valueType, default: defaultValue, doc });
+export const key = <T>(valueType: ValueType<T>, defaultValue: T, doc: string): ConfigKey<T> => ({
+  valueType,
+  default: defaultValue,
+  doc,
+});
 
 /** A key whose absence means something (for example "use the hours key instead"). */
-export const nullableKey = <T>(valueType: ValueType<T>, doc: string): ConfigKey<T | null> =>
-  ({ valueType: valueType as ValueType<T | null>, default: null, doc });
+export const nullableKey = <T>(valueType: ValueType<T>, doc: string): ConfigKey<T | null> => ({
+  valueType: valueType as ValueType<T | null>,
+  default: null,
+  doc,
+});
 
 /** Formats a key's value; an unset nullable key stays null, as in DescribeConfigs. */
 export const formatValue = <T>(k: ConfigKey<T>, value: T): string | null =>
@@ -86,8 +100,13 @@ function integer(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigint
   const valueType: ValueType<number> = {
     type,
     expected: rangeText(type, min, max, typeMin),
-    schema: z.string().trim().regex(INTEGER_TEXT).transform((text) => BigInt(text))
-      .pipe(z.bigint().min(min).max(max)).transform(Number),
+    schema: z
+      .string()
+      .trim()
+      .regex(INTEGER_TEXT)
+      .transform((text) => BigInt(text))
+      .pipe(z.bigint().min(min).max(max))
+      .transform(Number),
     format: (value) => (value >= LONG_MAX_AS_NUMBER ? LONG_MAX.toString() : String(value)),
     refusal(text) {
       const trimmed = text.trim();
@@ -111,7 +130,11 @@ export const long = ({ min = LONG_MIN, max = LONG_MAX }: { min?: bigint; max?: b
 export const boolean = (): ValueType<boolean> => ({
   type: "BOOLEAN",
   expected: "true or false",
-  schema: z.string().trim().toLowerCase().pipe(z.enum(["true", "false"]))
+  schema: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(["true", "false"]))
     .transform((text) => text === "true"),
   format: String,
   refusal: (text) => ({ value: text, reason: "Expected value to be either true or false" }),
@@ -124,7 +147,11 @@ export function double({ min, max }: { min: number; max: number }): ValueType<nu
   return {
     type: "DOUBLE",
     expected: `a number between ${min} and ${max}`,
-    schema: z.string().trim().regex(DOUBLE_TEXT).transform(Number)
+    schema: z
+      .string()
+      .trim()
+      .regex(DOUBLE_TEXT)
+      .transform(Number)
       .pipe(z.number().min(min).max(max)),
     format: (value) => (Number.isInteger(value) ? value.toFixed(1) : String(value)),
     refusal(text) {
@@ -152,8 +179,10 @@ export function oneOf<const T extends readonly [string, ...string[]]>(values: T)
     expected: `one of ${values.join(", ")}`,
     schema: z.string().trim().pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>,
     format: (value) => value,
-    refusal: (text) =>
-      ({ value: text.trim(), reason: `String must be one of: ${values.join(", ")}` }),
+    refusal: (text) => ({
+      value: text.trim(),
+      reason: `String must be one of: ${values.join(", ")}`,
+    }),
   };
   return valueType;
 }
@@ -169,8 +198,10 @@ export function list<T extends string>(
   const valueType: ValueType<T[]> = {
     type: "LIST",
     expected: `a comma-separated list of ${allowed ? allowed.join(", ") : what}`,
-    schema: z.string().transform(splitList).pipe(z.array(item).min(minItems)) as
-      unknown as z.ZodType<T[], string>,
+    schema: z
+      .string()
+      .transform(splitList)
+      .pipe(z.array(item).min(minItems)) as unknown as z.ZodType<T[], string>,
     format: (value) => value.join(","),
     refusal(text) {
       const items = splitList(text);

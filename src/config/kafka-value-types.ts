@@ -30,10 +30,35 @@ export const ZSTD_LEVEL = int({ min: -131072, max: 22 });
  * alone ("2.8", "0.10.2") means its last IV; "2.8-IV0" names one; "2.8.1" counts as "2.8".
  */
 const RELEASE_LAST_IV: Readonly<Record<string, number | null>> = {
-  "0.8.0": null, "0.8.1": null, "0.8.2": null, "0.9.0": null, "0.10.0": 1, "0.10.1": 2,
-  "0.10.2": 0, "0.11.0": 2, "1.0": 0, "1.1": 0, "2.0": 1, "2.1": 2, "2.2": 1, "2.3": 1, "2.4": 1,
-  "2.5": 0, "2.6": 0, "2.7": 2, "2.8": 1, "3.0": 1, "3.1": 0, "3.2": 0, "3.3": 3, "3.4": 0,
-  "3.5": 2, "3.6": 2, "3.7": 4, "3.8": 0, "3.9": 0,
+  "0.8.0": null,
+  "0.8.1": null,
+  "0.8.2": null,
+  "0.9.0": null,
+  "0.10.0": 1,
+  "0.10.1": 2,
+  "0.10.2": 0,
+  "0.11.0": 2,
+  "1.0": 0,
+  "1.1": 0,
+  "2.0": 1,
+  "2.1": 2,
+  "2.2": 1,
+  "2.3": 1,
+  "2.4": 1,
+  "2.5": 0,
+  "2.6": 0,
+  "2.7": 2,
+  "2.8": 1,
+  "3.0": 1,
+  "3.1": 0,
+  "3.2": 0,
+  "3.3": 3,
+  "3.4": 0,
+  "3.5": 2,
+  "3.6": 2,
+  "3.7": 4,
+  "3.8": 0,
+  "3.9": 0,
 };
 
 function isMetadataVersion(text: string): boolean {
@@ -53,8 +78,10 @@ export const messageFormatVersion = (): ValueType<string> => ({
   expected: "a Kafka version such as 3.0-IV1 or 2.8",
   schema: z.string().trim().refine(isMetadataVersion),
   format: (value) => value,
-  refusal: (text) =>
-    ({ value: text.trim(), reason: `Version ${text.trim()} is not a valid version` }),
+  refusal: (text) => ({
+    value: text.trim(),
+    reason: `Version ${text.trim()} is not a valid version`,
+  }),
 });
 
 const REPLICA = /^(\d+:\d+)?$/;
@@ -73,7 +100,8 @@ export function throttledReplicas(name: string): ValueType<string[]> {
     format: (value) => value.join(","),
     refusal: (text) => ({
       value: `[${splitItems(text).join(", ")}]`,
-      reason: `${name} must be the literal '*' or a list of replicas in the following format: ` +
+      reason:
+        `${name} must be the literal '*' or a list of replicas in the following format: ` +
         "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
     }),
   };

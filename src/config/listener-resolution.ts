@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { BrokerConfigKey, BrokerConfigValues } from "./broker-config.ts";
-import { type ConfigOrigin, ConfigError, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
+import { ConfigError, type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import { formatListener, type Listener, type ListenerAddress } from "./listeners.ts";
 import { refuseProtocol, SUPPORTED_SECURITY_PROTOCOLS } from "./security-guard.ts";
 
@@ -29,12 +29,20 @@ export function resolveListeners(values: BrokerConfigValues, origins: Origins): 
   const listeners = values.listeners.map((l): Listener => {
     const securityProtocol = map[l.listenerName];
     if (securityProtocol === undefined) {
-      throw invalidValue("listeners", listenersText, sourceOf(origins, "listeners"),
-        `listener names found in listener.security.protocol.map (${l.listenerName} is not)`);
+      throw invalidValue(
+        "listeners",
+        listenersText,
+        sourceOf(origins, "listeners"),
+        `listener names found in listener.security.protocol.map (${l.listenerName} is not)`,
+      );
     }
     if (!SUPPORTED_SECURITY_PROTOCOLS.has(securityProtocol)) {
-      throw refuseProtocol("listeners", listenersText, sourceOf(origins, "listeners"),
-        securityProtocol);
+      throw refuseProtocol(
+        "listeners",
+        listenersText,
+        sourceOf(origins, "listeners"),
+        securityProtocol,
+      );
     }
     return { ...l, securityProtocol };
   });
@@ -46,14 +54,17 @@ export function resolveListeners(values: BrokerConfigValues, origins: Origins): 
 }
 
 function advertisedListeners(
-  values: BrokerConfigValues, listeners: readonly Listener[], origins: Origins,
+  values: BrokerConfigValues,
+  listeners: readonly Listener[],
+  origins: Origins,
 ): Listener[] {
   const advertised: readonly ListenerAddress[] = values["advertised.listeners"] ?? [];
   const text = advertised.map(formatListener).join(",");
   const fail = (expected: string) =>
     invalidValue("advertised.listeners", text, sourceOf(origins, "advertised.listeners"), expected);
   for (const a of advertised) {
-    if (WILDCARD_HOSTS.has(a.host)) throw fail("a host clients can connect to, not a wildcard address");
+    if (WILDCARD_HOSTS.has(a.host))
+      throw fail("a host clients can connect to, not a wildcard address");
     if (!listeners.some((l) => l.listenerName === a.listenerName)) {
       throw fail(`listener names found in listeners (${a.listenerName} is not)`);
     }
@@ -72,29 +83,39 @@ function advertisedListeners(
  * inter-broker listener must be the PLAINTEXT one.
  */
 function interBrokerListenerName(
-  values: BrokerConfigValues, listeners: readonly Listener[], origins: Origins,
+  values: BrokerConfigValues,
+  listeners: readonly Listener[],
+  origins: Origins,
 ): string {
   const named = values["inter.broker.listener.name"]?.toUpperCase() ?? null;
   // Equal values are allowed, unlike Kafka, so --print-config output reads back.
   const protocol = values["security.inter.broker.protocol"];
   if (named !== null && origins.has("security.inter.broker.protocol") && named !== protocol) {
-    throw new ConfigError("only one of inter.broker.listener.name " +
-      `(from ${sourceOf(origins, "inter.broker.listener.name")}) and ` +
-      `security.inter.broker.protocol (from ${sourceOf(origins, "security.inter.broker.protocol")})` +
-      " may be set");
+    throw new ConfigError(
+      "only one of inter.broker.listener.name " +
+        `(from ${sourceOf(origins, "inter.broker.listener.name")}) and ` +
+        `security.inter.broker.protocol (from ${sourceOf(origins, "security.inter.broker.protocol")})` +
+        " may be set",
+    );
   }
   const name = named ?? protocol;
   if (values["zookeeper.connect"] === null) return name;
   const key = named !== null ? "inter.broker.listener.name" : "security.inter.broker.protocol";
   const listener = listeners.find((l) => l.listenerName === name);
   if (listener === undefined) {
-    throw invalidValue(key, name, sourceOf(origins, key), "the name of one of the listeners " +
-      `(${listeners.map((l) => l.listenerName).join(", ")})`);
+    throw invalidValue(
+      key,
+      name,
+      sourceOf(origins, key),
+      "the name of one of the listeners " + `(${listeners.map((l) => l.listenerName).join(", ")})`,
+    );
   }
   if (name !== "PLAINTEXT" || listener.securityProtocol !== "PLAINTEXT") {
-    throw new ConfigError(`refusing to start: ${key}=${JSON.stringify(name)} ` +
-      `(from ${sourceOf(origins, key)}): brokers of this build reach each other only through ` +
-      "a PLAINTEXT listener named PLAINTEXT; inter-broker TLS and SASL are not implemented yet");
+    throw new ConfigError(
+      `refusing to start: ${key}=${JSON.stringify(name)} ` +
+        `(from ${sourceOf(origins, key)}): brokers of this build reach each other only through ` +
+        "a PLAINTEXT listener named PLAINTEXT; inter-broker TLS and SASL are not implemented yet",
+    );
   }
   return name;
 }

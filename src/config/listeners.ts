@@ -11,8 +11,12 @@ export const SECURITY_PROTOCOLS = ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_S
 export type SecurityProtocol = (typeof SECURITY_PROTOCOLS)[number];
 
 /** Kafka's SecurityProtocol ids, as UpdateMetadata carries them. */
-export const SECURITY_PROTOCOL_IDS: Readonly<Record<SecurityProtocol, number>> =
-  { PLAINTEXT: 0, SSL: 1, SASL_PLAINTEXT: 2, SASL_SSL: 3 };
+export const SECURITY_PROTOCOL_IDS: Readonly<Record<SecurityProtocol, number>> = {
+  PLAINTEXT: 0,
+  SSL: 1,
+  SASL_PLAINTEXT: 2,
+  SASL_SSL: 3,
+};
 
 export const isSecurityProtocol = (text: string): text is SecurityProtocol =>
   (SECURITY_PROTOCOLS as readonly string[]).includes(text);
@@ -33,8 +37,7 @@ export interface Listener extends ListenerAddress {
 /** At most this many listeners; Kafka has no limit, but each one is a bound port. */
 export const LISTENERS_MAX = 16;
 
-const LISTENER_TEXT =
-  /^(?:([A-Za-z0-9_]+):\/\/)?(\[[0-9a-fA-F:.]*\]|[^:[\]/,\s]*):(\d{1,5})$/;
+const LISTENER_TEXT = /^(?:([A-Za-z0-9_]+):\/\/)?(\[[0-9a-fA-F:.]*\]|[^:[\]/,\s]*):(\d{1,5})$/;
 
 function parseListener(text: string): ListenerAddress | null {
   const match = LISTENER_TEXT.exec(text.trim());
@@ -42,7 +45,11 @@ function parseListener(text: string): ListenerAddress | null {
   const [, name = "PLAINTEXT", host = "", port = ""] = match;
   const portNumber = Number(port);
   if (portNumber > 65535) return null;
-  return { listenerName: name.toUpperCase(), host: host.replace(/^\[(.*)\]$/, "$1"), port: portNumber };
+  return {
+    listenerName: name.toUpperCase(),
+    host: host.replace(/^\[(.*)\]$/, "$1"),
+    port: portNumber,
+  };
 }
 
 /** Names and non-zero ports must be unique: two listeners cannot share either. */
@@ -61,7 +68,8 @@ export const formatListener = ({ listenerName, host, port }: ListenerAddress): s
  */
 export const listenerList = (): ValueType<ListenerAddress[]> => ({
   type: "STRING",
-  expected: "NAME://HOST:PORT listeners separated by commas (HOST:PORT alone is PLAINTEXT), " +
+  expected:
+    "NAME://HOST:PORT listeners separated by commas (HOST:PORT alone is PLAINTEXT), " +
     `distinct names and ports between 0 and 65535, at most ${LISTENERS_MAX}`,
   schema: z.string().transform((text, ctx) => {
     const parsed = text.split(",").map(parseListener);
@@ -79,13 +87,15 @@ export const listenerList = (): ValueType<ListenerAddress[]> => ({
 export type SecurityProtocolMap = Readonly<Record<string, SecurityProtocol>>;
 
 /** Kafka's default: each protocol's name is a listener name of that protocol. */
-export const DEFAULT_SECURITY_PROTOCOL_MAP: SecurityProtocolMap =
-  Object.fromEntries(SECURITY_PROTOCOLS.map((p) => [p, p]));
+export const DEFAULT_SECURITY_PROTOCOL_MAP: SecurityProtocolMap = Object.fromEntries(
+  SECURITY_PROTOCOLS.map((p) => [p, p]),
+);
 
 /** `listener.security.protocol.map`: `NAME:PROTOCOL` pairs separated by commas. */
 export const securityProtocolMap = (): ValueType<SecurityProtocolMap> => ({
   type: "STRING",
-  expected: `LISTENER_NAME:PROTOCOL pairs separated by commas, each protocol one of ` +
+  expected:
+    `LISTENER_NAME:PROTOCOL pairs separated by commas, each protocol one of ` +
     SECURITY_PROTOCOLS.join(", "),
   schema: z.string().transform((text, ctx) => {
     const map: Record<string, SecurityProtocol> = {};
@@ -100,6 +110,9 @@ export const securityProtocolMap = (): ValueType<SecurityProtocolMap> => ({
     }
     return map;
   }),
-  format: (map) => Object.entries(map).map(([name, p]) => `${name}:${p}`).join(","),
+  format: (map) =>
+    Object.entries(map)
+      .map(([name, p]) => `${name}:${p}`)
+      .join(","),
   refusal: (text) => ({ value: text, reason: "Not a map of LISTENER_NAME:PROTOCOL pairs" }),
 });

@@ -1,10 +1,15 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import {
-  BROKER_CONFIG_KEYS, type BrokerConfig, type BrokerConfigKey, type BrokerConfigValues,
-  isBrokerConfigKey, KAFKA_KEYS_QUILL_IGNORES, resolveBrokerConfig,
+  BROKER_CONFIG_KEYS,
+  type BrokerConfig,
+  type BrokerConfigKey,
+  type BrokerConfigValues,
+  isBrokerConfigKey,
+  KAFKA_KEYS_QUILL_IGNORES,
+  resolveBrokerConfig,
 } from "./broker-config.ts";
-import { type ConfigOrigin, ConfigError, invalidValue } from "./config-error.ts";
+import { ConfigError, type ConfigOrigin, invalidValue } from "./config-error.ts";
 import type { ConfigKey } from "./config-key.ts";
 import { parseProperties } from "./properties.ts";
 import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
@@ -58,8 +63,9 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const settings = [
     ...fileSettings(sources.configFile),
     ...envSettings(sources.env ?? {}),
-    ...(sources.flags ?? []).map(({ key, value, flag }): Setting =>
-      ({ key, value, origin: { kind: "flag", label: flag } })),
+    ...(sources.flags ?? []).map(
+      ({ key, value, flag }): Setting => ({ key, value, origin: { kind: "flag", label: flag } }),
+    ),
   ];
   const values = defaultValues();
   const origins = new Map<BrokerConfigKey, ConfigOrigin>();
@@ -114,13 +120,17 @@ function fileSettings(path: string | null | undefined): Setting[] {
   }
   const name = basename(path);
   return parseProperties(text).map(({ key, value, line }) => ({
-    key, value, origin: { kind: "file", label: `${name}:${line}` },
+    key,
+    value,
+    origin: { kind: "file", label: `${name}:${line}` },
   }));
 }
 
 /** Sorted by name, so the outcome does not depend on the environment's order. */
 function envSettings(env: Readonly<Record<string, string | undefined>>): Setting[] {
-  const names = Object.keys(env).filter((name) => name.startsWith(ENV_PREFIX)).sort();
+  const names = Object.keys(env)
+    .filter((name) => name.startsWith(ENV_PREFIX))
+    .sort();
   return names.flatMap((name) => {
     const value = env[name];
     if (value === undefined) return [];

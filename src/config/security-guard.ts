@@ -18,8 +18,12 @@ const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token.
 
 /** Whole keys of Kafka's authentication and authorization settings. */
 const SECURITY_KEYS: ReadonlySet<string> = new Set([
-  "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
-  "principal.builder.class", "connections.max.reauth.ms", "security.providers",
+  "authorizer.class.name",
+  "super.users",
+  "allow.everyone.if.no.acl.found",
+  "principal.builder.class",
+  "connections.max.reauth.ms",
+  "security.providers",
 ]);
 
 /** One setting as the loader sees it: the key, its raw value and where it came from. */
@@ -41,14 +45,19 @@ export function isSecurityKey(key: string): boolean {
  */
 export function checkSecuritySetting(setting: SecuritySetting): void {
   if (setting.value.trim() === "") return;
-  throw refusal(setting, `asks for ${feature(setting.key)}, which this build of Quill does not ` +
-    "provide");
+  throw refusal(
+    setting,
+    `asks for ${feature(setting.key)}, which this build of Quill does not ` + "provide",
+  );
 }
 
 /** A listener whose protocol this build cannot speak. */
 export function refuseProtocol(key: string, value: string, source: string, protocol: string) {
-  return refusal({ key, value, source }, `asks for the ${protocol} security protocol, which ` +
-    `this build of Quill does not provide (it has ${[...SUPPORTED_SECURITY_PROTOCOLS].join(", ")})`);
+  return refusal(
+    { key, value, source },
+    `asks for the ${protocol} security protocol, which ` +
+      `this build of Quill does not provide (it has ${[...SUPPORTED_SECURITY_PROTOCOLS].join(", ")})`,
+  );
 }
 
 function feature(key: string): string {
@@ -64,6 +73,8 @@ function feature(key: string): string {
 
 function refusal(setting: SecuritySetting, why: string): ConfigError {
   const quoted = JSON.stringify(setting.value);
-  return new ConfigError(`refusing to start: security config ${setting.key}=${quoted} ` +
-    `(from ${setting.source}) ${why}; remove it, or the broker would run unprotected`);
+  return new ConfigError(
+    `refusing to start: security config ${setting.key}=${quoted} ` +
+      `(from ${setting.source}) ${why}; remove it, or the broker would run unprotected`,
+  );
 }

@@ -7,8 +7,13 @@ export { TOPIC_CONFIG_KEYS };
 
 /** DescribeConfigs `config_source` values (Kafka's wire numbers). */
 export const ConfigSource = {
-  UNKNOWN: 0, DYNAMIC_TOPIC_CONFIG: 1, DYNAMIC_BROKER_CONFIG: 2, DYNAMIC_DEFAULT_BROKER_CONFIG: 3,
-  STATIC_BROKER_CONFIG: 4, DEFAULT_CONFIG: 5, DYNAMIC_BROKER_LOGGER_CONFIG: 6,
+  UNKNOWN: 0,
+  DYNAMIC_TOPIC_CONFIG: 1,
+  DYNAMIC_BROKER_CONFIG: 2,
+  DYNAMIC_DEFAULT_BROKER_CONFIG: 3,
+  STATIC_BROKER_CONFIG: 4,
+  DEFAULT_CONFIG: 5,
+  DYNAMIC_BROKER_LOGGER_CONFIG: 6,
 } as const;
 
 export type TopicConfigKey = keyof typeof TOPIC_CONFIG_KEYS;
@@ -61,14 +66,19 @@ export function checkTopicConfig(overrides: TopicConfigOverrides, broker: Broker
   const minLagMs = t["min.compaction.lag.ms"];
   const maxLagMs = t["max.compaction.lag.ms"];
   if (minLagMs > maxLagMs) {
-    const [min, max] = [minLagMs, maxLagMs].map((ms) => TOPIC_CONFIG_KEYS["min.compaction.lag.ms"]
-      .valueType.format(ms));
-    throw new TopicConfigConflict("conflict topic config setting min.compaction.lag.ms " +
-      `(${min}) > max.compaction.lag.ms (${max})`);
+    const [min, max] = [minLagMs, maxLagMs].map((ms) =>
+      TOPIC_CONFIG_KEYS["min.compaction.lag.ms"].valueType.format(ms),
+    );
+    throw new TopicConfigConflict(
+      "conflict topic config setting min.compaction.lag.ms " +
+        `(${min}) > max.compaction.lag.ms (${max})`,
+    );
   }
   if (t["remote.storage.enable"]) {
-    throw new TopicConfigConflict("Tiered Storage functionality is disabled in the broker. " +
-      "Topic cannot be configured with remote log storage.");
+    throw new TopicConfigConflict(
+      "Tiered Storage functionality is disabled in the broker. " +
+        "Topic cannot be configured with remote log storage.",
+    );
   }
 }
 
@@ -84,16 +94,19 @@ export function notAppliedTopicConfigs(overrides: TopicConfigOverrides): [string
 /** The topic's effective config: its overrides over the broker's defaults. */
 export function topicConfig(overrides: TopicConfigOverrides, broker: BrokerConfig): TopicConfig {
   const names = Object.keys(TOPIC_CONFIG_KEYS) as TopicConfigKey[];
-  const entries = names.map((name) =>
-    [name, Object.hasOwn(overrides, name) ? overrides[name] : topicKeyOf(name).fromBroker(broker)]);
+  const entries = names.map((name) => [
+    name,
+    Object.hasOwn(overrides, name) ? overrides[name] : topicKeyOf(name).fromBroker(broker),
+  ]);
   return Object.fromEntries(entries) as TopicConfig;
 }
 
 /** Overrides as the strings Kafka would show, for persisting them and for AlterConfigs. */
 export function formatTopicConfigs(overrides: TopicConfigOverrides): Record<string, string> {
   const names = Object.keys(overrides) as TopicConfigKey[];
-  return Object.fromEntries(names.map((name) =>
-    [name, topicKeyOf(name).valueType.format(overrides[name])]));
+  return Object.fromEntries(
+    names.map((name) => [name, topicKeyOf(name).valueType.format(overrides[name])]),
+  );
 }
 
 export interface ConfigSynonym {
@@ -158,8 +171,15 @@ function description(
 ): ConfigDescription {
   const source = synonyms[0]?.source ?? ConfigSource.DEFAULT_CONFIG;
   return {
-    name, value, source, isDefault: source === ConfigSource.DEFAULT_CONFIG, readOnly,
-    sensitive: false, type: ConfigType[type], documentation, synonyms,
+    name,
+    value,
+    source,
+    isDefault: source === ConfigSource.DEFAULT_CONFIG,
+    readOnly,
+    sensitive: false,
+    type: ConfigType[type],
+    documentation,
+    synonyms,
   };
 }
 

@@ -5,8 +5,9 @@
  * connection until it succeeds, the broker leaves the cluster, or this controller resigns;
  * a broker that rejoins gets the full state anew, so nothing is lost by dropping its queue.
  */
-import type { ApiKeyNumber, ApiMessages, Init } from "../protocol/generated/index.ts";
+
 import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
+import type { ApiKeyNumber, ApiMessages, Init } from "../protocol/generated/index.ts";
 
 /** Requests waiting for one broker; past this the broker is hopelessly behind and is reset. */
 export const QUEUED_REQUESTS_MAX = 10_000;
@@ -41,7 +42,12 @@ export class ControllerChannelManager {
     if (existing !== undefined && existing.host === host && existing.port === port) return;
     if (existing !== undefined) this.removeBroker(brokerId);
     this.channels.set(brokerId, {
-      host, port, client: null, queue: Promise.resolve(), queued: 0, removed: false,
+      host,
+      port,
+      client: null,
+      queue: Promise.resolve(),
+      queued: 0,
+      removed: false,
     });
   }
 
@@ -68,8 +74,10 @@ export class ControllerChannelManager {
     const channel = this.channels.get(brokerId);
     if (channel === undefined) return Promise.resolve();
     if (channel.queued >= QUEUED_REQUESTS_MAX) {
-      this.log.warn(`quill: controller dropped ${channel.queued} requests queued for broker ` +
-        `${brokerId}; it gets the full state when it registers again`);
+      this.log.warn(
+        `quill: controller dropped ${channel.queued} requests queued for broker ` +
+          `${brokerId}; it gets the full state when it registers again`,
+      );
       this.removeBroker(brokerId);
       return Promise.resolve();
     }
@@ -115,8 +123,10 @@ export class ControllerChannelManager {
       } catch (error) {
         if (!(error instanceof InterBrokerError)) throw error;
         if (attempt === 1 || attempt % 25 === 0) {
-          this.log.warn(`quill: controller request (API key ${apiKey}) to broker ${brokerId} ` +
-            `failed, retrying: ${error.message}`);
+          this.log.warn(
+            `quill: controller request (API key ${apiKey}) to broker ${brokerId} ` +
+              `failed, retrying: ${error.message}`,
+          );
         }
         await Bun.sleep(RETRY_DELAY_MS);
       }

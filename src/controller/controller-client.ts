@@ -5,10 +5,11 @@
  * unknown, unreachable or no longer the controller, the request is retried against whoever is
  * the controller by then, until the deadline.
  */
+
+import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { ALTER_PARTITION_VERSION, CONTROLLED_SHUTDOWN_VERSION } from "./controller-requests.ts";
-import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
 
 export interface ControllerEndpoint {
   readonly id: number;
@@ -45,14 +46,29 @@ export class ControllerClient {
   ): Promise<AlterIsrOutcome> => {
     const failed = (errorCode: number) => ({ errorCode, leaderEpoch, partitionEpoch, isr: [] });
     const response = await this.withController(async (client) => {
-      const answer = await client.request(ApiKey.AlterPartition, ALTER_PARTITION_VERSION, {
-        brokerId: this.brokerId,
-        brokerEpoch: -1n,
-        topics: [{ topicName: topic, partitions: [{
-          partitionIndex: partition, leaderEpoch, newIsr: [...newIsr], leaderRecoveryState: 0,
-          partitionEpoch,
-        }] }],
-      }, this.requestTimeoutMs);
+      const answer = await client.request(
+        ApiKey.AlterPartition,
+        ALTER_PARTITION_VERSION,
+        {
+          brokerId: this.brokerId,
+          brokerEpoch: -1n,
+          topics: [
+            {
+              topicName: topic,
+              partitions: [
+                {
+                  partitionIndex: partition,
+                  leaderEpoch,
+                  newIsr: [...newIsr],
+                  leaderRecoveryState: 0,
+                  partitionEpoch,
+                },
+              ],
+            },
+          ],
+        },
+        this.requestTimeoutMs,
+      );
       return answer.errorCode === ErrorCode.NOT_CONTROLLER ? null : answer;
     });
     if (response === null) return failed(ErrorCode.REQUEST_TIMED_OUT);
@@ -60,7 +76,9 @@ export class ControllerClient {
     const p = response.topics[0]?.partitions[0];
     if (p === undefined) return failed(ErrorCode.UNKNOWN_SERVER_ERROR);
     return {
-      errorCode: p.errorCode, leaderEpoch: p.leaderEpoch, partitionEpoch: p.partitionEpoch,
+      errorCode: p.errorCode,
+      leaderEpoch: p.leaderEpoch,
+      partitionEpoch: p.partitionEpoch,
       isr: p.isr,
     };
   };
@@ -72,8 +90,12 @@ export class ControllerClient {
    */
   async controlledShutdown(timeoutMs: number): Promise<number> {
     const response = await this.withController(async (client) => {
-      const answer = await client.request(ApiKey.ControlledShutdown, CONTROLLED_SHUTDOWN_VERSION,
-        { brokerId: this.brokerId, brokerEpoch: -1n }, timeoutMs);
+      const answer = await client.request(
+        ApiKey.ControlledShutdown,
+        CONTROLLED_SHUTDOWN_VERSION,
+        { brokerId: this.brokerId, brokerEpoch: -1n },
+        timeoutMs,
+      );
       return answer.errorCode === ErrorCode.NOT_CONTROLLER ? null : answer;
     }, timeoutMs);
     if (response === null || response.errorCode !== ErrorCode.NONE) return -1;
@@ -81,7 +103,10 @@ export class ControllerClient {
   }
 
   close(): void {
-    void this.client?.then((c) => c.close(), () => {});
+    void this.client?.then(
+      (c) => c.close(),
+      () => {},
+    );
     this.client = null;
   }
 

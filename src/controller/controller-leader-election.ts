@@ -39,13 +39,22 @@ export function electLeader(
 ): PartitionStateZnode | null {
   if (state === null) {
     const isr = replicas.filter((r) => live.has(r));
-    return { leader: isr[0] ?? NO_LEADER, leaderEpoch: 0, isr: isr.length > 0 ? isr : [...replicas],
-      controllerEpoch };
+    return {
+      leader: isr[0] ?? NO_LEADER,
+      leaderEpoch: 0,
+      isr: isr.length > 0 ? isr : [...replicas],
+      controllerEpoch,
+    };
   }
   const liveIsr = state.isr.filter((r) => live.has(r));
   if (state.leader !== NO_LEADER && live.has(state.leader)) {
     if (liveIsr.length === state.isr.length) return null;
-    return { leader: state.leader, leaderEpoch: state.leaderEpoch + 1, isr: liveIsr, controllerEpoch };
+    return {
+      leader: state.leader,
+      leaderEpoch: state.leaderEpoch + 1,
+      isr: liveIsr,
+      controllerEpoch,
+    };
   }
   const candidate = leaderCandidate(replicas, state.isr, (id) => live.has(id));
   if (candidate !== undefined) {
@@ -53,8 +62,12 @@ export function electLeader(
   }
   if (state.leader === NO_LEADER) return null;
   // Nobody in the ISR lives: keep the last leader as the ISR, waiting for it to return.
-  return { leader: NO_LEADER, leaderEpoch: state.leaderEpoch + 1, isr: [state.leader],
-    controllerEpoch };
+  return {
+    leader: NO_LEADER,
+    leaderEpoch: state.leaderEpoch + 1,
+    isr: [state.leader],
+    controllerEpoch,
+  };
 }
 
 /**
@@ -72,12 +85,21 @@ export function electForShutdown(
   const others = state.isr.filter((r) => r !== brokerId);
   if (state.leader !== brokerId) {
     if (others.length === 0) return null;
-    return { leader: state.leader, leaderEpoch: state.leaderEpoch + 1, isr: others, controllerEpoch };
+    return {
+      leader: state.leader,
+      leaderEpoch: state.leaderEpoch + 1,
+      isr: others,
+      controllerEpoch,
+    };
   }
   const candidate = leaderCandidate(replicas, others, (id) => live.has(id) && id !== brokerId);
   if (candidate === undefined) return null;
-  return { leader: candidate, leaderEpoch: state.leaderEpoch + 1,
-    isr: others.filter((r) => live.has(r)), controllerEpoch };
+  return {
+    leader: candidate,
+    leaderEpoch: state.leaderEpoch + 1,
+    isr: others.filter((r) => live.has(r)),
+    controllerEpoch,
+  };
 }
 
 /** A partition as the preferred-replica check sees it. */

@@ -2,11 +2,15 @@
  * The bodies of the controller's requests to brokers, built from what the controller read from
  * ZooKeeper, and the versions it sends them at (Kafka 3.9's for a ZooKeeper-mode cluster).
  */
-import type {
-  Init, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
-} from "../protocol/generated/index.ts";
+
 import { SECURITY_PROTOCOL_IDS } from "../config/listeners.ts";
 import type { BrokerRegistrationInfo, PartitionStateZnode } from "../metadata/kafka-znodes.ts";
+import type {
+  Init,
+  LeaderAndIsrRequest,
+  StopReplicaRequest,
+  UpdateMetadataRequest,
+} from "../protocol/generated/index.ts";
 
 export const LEADER_AND_ISR_VERSION = 7;
 export const UPDATE_METADATA_VERSION = 8;
@@ -108,11 +112,14 @@ export function updateMetadataRequest(
     })),
     liveBrokers: [...liveBrokers.values()].map((b) => ({
       id: b.brokerId,
-      endpoints: (b.endpoints ?? [{ ...b, listenerName: "PLAINTEXT", securityProtocol: "PLAINTEXT" as const }])
-        .map((e) => ({
-          port: e.port, host: e.host, listener: e.listenerName,
-          securityProtocol: SECURITY_PROTOCOL_IDS[e.securityProtocol],
-        })),
+      endpoints: (
+        b.endpoints ?? [{ ...b, listenerName: "PLAINTEXT", securityProtocol: "PLAINTEXT" as const }]
+      ).map((e) => ({
+        port: e.port,
+        host: e.host,
+        listener: e.listenerName,
+        securityProtocol: SECURITY_PROTOCOL_IDS[e.securityProtocol],
+      })),
       rack: b.rack,
     })),
   };
@@ -133,7 +140,9 @@ export function stopReplicaRequest(
       topicName,
       partitionStates: indexes.map((partitionIndex) => ({
         // -2: Kafka's EpochDuringDelete, accepted whatever epoch the broker holds.
-        partitionIndex, leaderEpoch: deletePartitions ? -2 : -1, deletePartition: deletePartitions,
+        partitionIndex,
+        leaderEpoch: deletePartitions ? -2 : -1,
+        deletePartition: deletePartitions,
       })),
     })),
   };

@@ -5,24 +5,24 @@
  * to answer Metadata correctly before the controller first speaks to it.
  */
 import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
-import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import {
   BROKER_IDS_PATH,
+  type BrokerRegistrationInfo,
   brokerIdPath,
   decodeBrokerRegistration,
   decodePartitionState,
   decodeTopicAssignment,
   isLegalTopicName,
   MalformedZnodeError,
+  type PartitionStateZnode,
   partitionStatePath,
+  TOPICS_PATH,
   topicIdFromBase64,
   topicPath,
-  TOPICS_PATH,
-  type BrokerRegistrationInfo,
-  type PartitionStateZnode,
 } from "../metadata/kafka-znodes.ts";
 import { mapLimit } from "../util/map-limit.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 
 /** One partition as the controller tracks it. */
 export interface ControllerPartition {
@@ -57,7 +57,6 @@ export interface SnapshotLogger {
 
 /** Reads run this many at a time. */
 const READ_CONCURRENCY = 128;
-
 
 /** Reads brokers, topics and partition states; znodes deleted meanwhile are left out. */
 export async function readClusterSnapshot(
@@ -127,10 +126,12 @@ export async function readTopic(
     log.warn(`quill: controller ignores topic ${topic}: ${error.message}`);
     return [];
   }
-  return await Promise.all(assignment.map(async (replicas, partition) => {
-    const { state, version } = await readPartitionState(zk, log, topic, partition);
-    return { topic, topicIdHex, partition, replicas, state, version };
-  }));
+  return await Promise.all(
+    assignment.map(async (replicas, partition) => {
+      const { state, version } = await readPartitionState(zk, log, topic, partition);
+      return { topic, topicIdHex, partition, replicas, state, version };
+    }),
+  );
 }
 
 export async function readPartitionState(

@@ -21,31 +21,52 @@
  * of partitions, which PARTITION_STATES_MAX in MetadataCache bounds anyway.
  */
 import { topicPartitionKey } from "../common/topic-partition.ts";
+import {
+  type BrokerRegistrationInfo,
+  CONTROLLER_EPOCH_PATH,
+  CONTROLLER_PATH,
+  decodeController,
+  decodeControllerEpoch,
+  encodeController,
+  encodeControllerEpoch,
+  encodePartitionState,
+  type PartitionStateZnode,
+  partitionPath,
+  partitionStatePath,
+} from "../metadata/kafka-znodes.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import { mapLimit } from "../util/map-limit.ts";
 import type { ZooKeeperOp } from "../zookeeper/znode.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
-  BadVersionError, NodeExistsError, NoNodeError, ZooKeeperError,
+  BadVersionError,
+  NodeExistsError,
+  NoNodeError,
+  ZooKeeperError,
 } from "../zookeeper/zookeeper-errors.ts";
 import { ControllerChannelManager } from "./controller-channel-manager.ts";
 import {
-  electForShutdown, electLeader, electPreferred, partitionsToRebalance,
+  electForShutdown,
+  electLeader,
+  electPreferred,
+  partitionsToRebalance,
 } from "./controller-leader-election.ts";
 import {
-  leaderAndIsrRequest, LEADER_AND_ISR_VERSION, stopReplicaRequest, STOP_REPLICA_VERSION,
-  updateMetadataRequest, UPDATE_METADATA_VERSION, type StatedPartition,
+  LEADER_AND_ISR_VERSION,
+  leaderAndIsrRequest,
+  STOP_REPLICA_VERSION,
+  type StatedPartition,
+  stopReplicaRequest,
+  UPDATE_METADATA_VERSION,
+  updateMetadataRequest,
 } from "./controller-requests.ts";
 import {
-  readClusterSnapshot, readPartitionState, type ClusterSnapshot,
+  type ClusterSnapshot,
   type ControllerPartition,
+  readClusterSnapshot,
+  readPartitionState,
 } from "./controller-state.ts";
-import {
-  CONTROLLER_EPOCH_PATH, CONTROLLER_PATH, decodeController, decodeControllerEpoch,
-  encodeController, encodeControllerEpoch, encodePartitionState, partitionPath,
-  partitionStatePath, type BrokerRegistrationInfo, type PartitionStateZnode,
-} from "../metadata/kafka-znodes.ts";
-import { mapLimit } from "../util/map-limit.ts";
 
 export interface ControllerLogger {
   info(message: string): void;
@@ -61,8 +82,10 @@ export interface ControllerOptions {
   /** Called whenever another controller (or this broker) is seen to be the active one. */
   readonly onControllerChange: (controllerId: number, epoch: number) => void;
   /** auto.leader.rebalance.enable and its check interval and threshold; null: disabled. */
-  readonly leaderRebalance: { readonly intervalMs: number; readonly imbalancePercentage: number }
-    | null;
+  readonly leaderRebalance: {
+    readonly intervalMs: number;
+    readonly imbalancePercentage: number;
+  } | null;
 }
 
 /** What AlterPartition answers for one partition. */
@@ -152,8 +175,10 @@ export class KafkaController {
     return this.exclusive(async () => {
       const active = this.active;
       if (active === null) return { errorCode: ErrorCode.NOT_CONTROLLER, remaining: [] };
-      this.options.log.info(`quill: controller moves leaderships away from broker ${brokerId} ` +
-        "for its controlled shutdown");
+      this.options.log.info(
+        `quill: controller moves leaderships away from broker ${brokerId} ` +
+          "for its controlled shutdown",
+      );
       const live = new Set(active.brokers.keys());
       const changed: StatedPartition[] = [];
       const remaining: { topic: string; partition: number }[] = [];
@@ -187,15 +212,22 @@ export class KafkaController {
     return this.exclusive(async () => {
       const active = this.active;
       const failed = (errorCode: number) => ({
-        errorCode, leader: -1, leaderEpoch: -1, partitionEpoch: -1, isr: [],
+        errorCode,
+        leader: -1,
+        leaderEpoch: -1,
+        partitionEpoch: -1,
+        isr: [],
       });
       if (active === null) return failed(ErrorCode.NOT_CONTROLLER);
       const known = active.partitions.get(topicPartitionKey(topic, partition));
       const fresh = known === undefined ? null : await this.freshPartition(known);
       if (fresh === null) return failed(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
       const outcome = (p: StatedPartition) => ({
-        errorCode: ErrorCode.NONE, leader: p.state.leader, leaderEpoch: p.state.leaderEpoch,
-        partitionEpoch: p.version, isr: p.state.isr,
+        errorCode: ErrorCode.NONE,
+        leader: p.state.leader,
+        leaderEpoch: p.state.leaderEpoch,
+        partitionEpoch: p.version,
+        isr: p.state.isr,
       });
       const { state } = fresh;
       if (state.leader !== brokerId) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
@@ -209,11 +241,17 @@ export class KafkaController {
       const written = await this.writeState(active, fresh, next);
       if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);
       active.partitions.set(topicPartitionKey(topic, partition), written);
-      this.options.log.info(`quill: controller changed the ISR of ${topic}-${partition} from ` +
-        `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`);
+      this.options.log.info(
+        `quill: controller changed the ISR of ${topic}-${partition} from ` +
+          `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`,
+      );
       for (const id of active.brokers.keys()) {
-        void active.channels.send(id, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
-          updateMetadataRequest(this.identity(active), [written], active.brokers));
+        void active.channels.send(
+          id,
+          ApiKey.UpdateMetadata,
+          UPDATE_METADATA_VERSION,
+          updateMetadataRequest(this.identity(active), [written], active.brokers),
+        );
       }
       return outcome(written);
     });
@@ -241,10 +279,18 @@ export class KafkaController {
     }
     const { epoch, version } = await this.readControllerEpoch();
     const ops: ZooKeeperOp[] = [
-      { type: "create", path: CONTROLLER_PATH, mode: "ephemeral",
-        data: encodeController(this.options.brokerId, Date.now()) },
-      { type: "setData", path: CONTROLLER_EPOCH_PATH, data: encodeControllerEpoch(epoch + 1),
-        version },
+      {
+        type: "create",
+        path: CONTROLLER_PATH,
+        mode: "ephemeral",
+        data: encodeController(this.options.brokerId, Date.now()),
+      },
+      {
+        type: "setData",
+        path: CONTROLLER_EPOCH_PATH,
+        data: encodeControllerEpoch(epoch + 1),
+        version,
+      },
     ];
     try {
       const results = await this.zk.multi(ops);
@@ -290,12 +336,16 @@ export class KafkaController {
     const { brokerId, requestTimeoutMs, log } = this.options;
     log.info(`quill: broker ${brokerId} is the controller (epoch ${epoch})`);
     const rebalance = this.options.leaderRebalance;
-    const rebalanceTimer = rebalance === null ? null : setInterval(() => {
-      this.schedule("rebalance", () => this.rebalanceLeaders());
-    }, rebalance.intervalMs);
+    const rebalanceTimer =
+      rebalance === null
+        ? null
+        : setInterval(() => {
+            this.schedule("rebalance", () => this.rebalanceLeaders());
+          }, rebalance.intervalMs);
     rebalanceTimer?.unref();
     this.active = {
-      epoch, epochZkVersion,
+      epoch,
+      epochZkVersion,
       channels: new ControllerChannelManager(brokerId, requestTimeoutMs, log),
       partitions: new Map(),
       brokers: new Map(),
@@ -307,8 +357,9 @@ export class KafkaController {
 
   private resign(why: string): void {
     if (this.active === null) return;
-    this.options.log.info(`quill: broker ${this.options.brokerId} stops being the controller ` +
-      `(${why})`);
+    this.options.log.info(
+      `quill: broker ${this.options.brokerId} stops being the controller ` + `(${why})`,
+    );
     this.active.channels.close();
     if (this.active.rebalanceTimer !== null) clearInterval(this.active.rebalanceTimer);
     this.active = null;
@@ -337,7 +388,9 @@ export class KafkaController {
       return watch;
     };
     const snapshot = await readClusterSnapshot(this.zk, this.options.log, {
-      brokers: arm("brokers"), topics: arm("topics"), topic: (topic) => arm(`topic:${topic}`),
+      brokers: arm("brokers"),
+      topics: arm("topics"),
+      topic: (topic) => arm(`topic:${topic}`),
     }).catch((error: unknown) => {
       // Some reads failed and set no watch; arming again on the retry at worst doubles one.
       for (const key of armedNow) this.armed.delete(key);
@@ -349,11 +402,15 @@ export class KafkaController {
     const live = new Set(snapshot.brokers.keys());
     const changed: StatedPartition[] = [];
     const added: StatedPartition[] = [];
-    const results = await mapLimit([...snapshot.partitions.values()], WRITE_CONCURRENCY, async (p) => {
-      const next = electLeader(p.state, p.replicas, live, active.epoch);
-      if (next === null) return p as StatedPartition;
-      return await this.writeState(active, p, next);
-    });
+    const results = await mapLimit(
+      [...snapshot.partitions.values()],
+      WRITE_CONCURRENCY,
+      async (p) => {
+        const next = electLeader(p.state, p.replicas, live, active.epoch);
+        if (next === null) return p as StatedPartition;
+        return await this.writeState(active, p, next);
+      },
+    );
     if (this.active !== active) return;
     for (const stated of results) {
       if (stated === null) {
@@ -391,8 +448,12 @@ export class KafkaController {
     const joined: number[] = [];
     for (const [id, info] of snapshot.brokers) {
       const before = active.brokers.get(id);
-      if (before === undefined || before.timestampMs !== info.timestampMs ||
-        before.port !== info.port || before.host !== info.host) {
+      if (
+        before === undefined ||
+        before.timestampMs !== info.timestampMs ||
+        before.port !== info.port ||
+        before.host !== info.host
+      ) {
         active.channels.removeBroker(id);
         active.channels.addBroker(id, info.host, info.port);
         joined.push(id);
@@ -405,8 +466,10 @@ export class KafkaController {
       }
     }
     if (joined.length > 0) {
-      this.options.log.info(`quill: controller sees brokers [${joined.join(",")}] join ` +
-        `(live: [${[...snapshot.brokers.keys()].join(",")}])`);
+      this.options.log.info(
+        `quill: controller sees brokers [${joined.join(",")}] join ` +
+          `(live: [${[...snapshot.brokers.keys()].join(",")}])`,
+      );
     }
     active.brokers = snapshot.brokers;
     return joined;
@@ -414,14 +477,19 @@ export class KafkaController {
 
   /** Topics gone from ZooKeeper: their replicas stop and delete them. */
   private forgetDeleted(active: ActiveState, snapshot: ClusterSnapshot): void {
-    const gone = [...active.partitions.values()]
-      .filter((p) => !snapshot.partitions.has(topicPartitionKey(p.topic, p.partition)));
+    const gone = [...active.partitions.values()].filter(
+      (p) => !snapshot.partitions.has(topicPartitionKey(p.topic, p.partition)),
+    );
     for (const p of gone) active.partitions.delete(topicPartitionKey(p.topic, p.partition));
     for (const id of active.brokers.keys()) {
       const hosted = gone.filter((p) => p.replicas.includes(id));
       if (hosted.length === 0) continue;
-      void active.channels.send(id, ApiKey.StopReplica, STOP_REPLICA_VERSION,
-        stopReplicaRequest(this.identity(active), hosted, true));
+      void active.channels.send(
+        id,
+        ApiKey.StopReplica,
+        STOP_REPLICA_VERSION,
+        stopReplicaRequest(this.identity(active), hosted, true),
+      );
     }
   }
 
@@ -429,12 +497,20 @@ export class KafkaController {
   private sendFullState(active: ActiveState, brokerId: number): void {
     const all = [...active.partitions.values()];
     const identity = this.identity(active);
-    void active.channels.send(brokerId, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
-      updateMetadataRequest(identity, all, active.brokers));
+    void active.channels.send(
+      brokerId,
+      ApiKey.UpdateMetadata,
+      UPDATE_METADATA_VERSION,
+      updateMetadataRequest(identity, all, active.brokers),
+    );
     const hosted = all.filter((p) => p.replicas.includes(brokerId));
     if (hosted.length === 0) return;
-    void active.channels.send(brokerId, ApiKey.LeaderAndIsr, LEADER_AND_ISR_VERSION,
-      leaderAndIsrRequest(identity, hosted, active.brokers, false));
+    void active.channels.send(
+      brokerId,
+      ApiKey.LeaderAndIsr,
+      LEADER_AND_ISR_VERSION,
+      leaderAndIsrRequest(identity, hosted, active.brokers, false),
+    );
   }
 
   /**
@@ -455,11 +531,23 @@ export class KafkaController {
       if (told.has(id)) continue;
       const hosted = changed.filter((p) => p.replicas.includes(id));
       if (hosted.length > 0) {
-        sends.push(active.channels.send(id, ApiKey.LeaderAndIsr, LEADER_AND_ISR_VERSION,
-          leaderAndIsrRequest(identity, hosted, active.brokers, false)));
+        sends.push(
+          active.channels.send(
+            id,
+            ApiKey.LeaderAndIsr,
+            LEADER_AND_ISR_VERSION,
+            leaderAndIsrRequest(identity, hosted, active.brokers, false),
+          ),
+        );
       }
-      sends.push(active.channels.send(id, ApiKey.UpdateMetadata, UPDATE_METADATA_VERSION,
-        updateMetadataRequest(identity, changed, active.brokers)));
+      sends.push(
+        active.channels.send(
+          id,
+          ApiKey.UpdateMetadata,
+          UPDATE_METADATA_VERSION,
+          updateMetadataRequest(identity, changed, active.brokers),
+        ),
+      );
     }
     await withTimeout(Promise.all(sends), this.options.requestTimeoutMs);
   }
@@ -470,22 +558,30 @@ export class KafkaController {
     const rebalance = this.options.leaderRebalance;
     if (active === null || rebalance === null) return;
     const live = new Set(active.brokers.keys());
-    const moves = partitionsToRebalance([...active.partitions.values()], live,
-      rebalance.imbalancePercentage);
+    const moves = partitionsToRebalance(
+      [...active.partitions.values()],
+      live,
+      rebalance.imbalancePercentage,
+    );
     const changed: StatedPartition[] = [];
     for (const p of moves) {
       const fresh = await this.freshPartition(p);
       if (fresh === null || fresh.state.leader === fresh.replicas[0]) continue;
       if (!fresh.state.isr.includes(fresh.replicas[0]!)) continue;
-      const written = await this.writeState(active, fresh,
-        electPreferred(fresh.state, fresh.replicas, active.epoch));
+      const written = await this.writeState(
+        active,
+        fresh,
+        electPreferred(fresh.state, fresh.replicas, active.epoch),
+      );
       if (written === null) continue;
       active.partitions.set(topicPartitionKey(p.topic, p.partition), written);
       changed.push(written);
     }
     if (changed.length > 0) {
-      this.options.log.info(`quill: controller moved ${changed.length} leaderships back to ` +
-        "their preferred replicas");
+      this.options.log.info(
+        `quill: controller moved ${changed.length} leaderships back to ` +
+          "their preferred replicas",
+      );
     }
     await this.announce(active, changed, false);
   }
@@ -493,9 +589,15 @@ export class KafkaController {
   // ---- state znodes --------------------------------------------------------------------------
 
   /** The partition's state as ZooKeeper has it now; null when the partition is gone. */
-  private async freshPartition(p: ControllerPartition | StatedPartition): Promise<StatedPartition | null> {
-    const { state, version } = await readPartitionState(this.zk, this.options.log, p.topic,
-      p.partition);
+  private async freshPartition(
+    p: ControllerPartition | StatedPartition,
+  ): Promise<StatedPartition | null> {
+    const { state, version } = await readPartitionState(
+      this.zk,
+      this.options.log,
+      p.topic,
+      p.partition,
+    );
     return state === null ? null : { ...p, state, version };
   }
 
@@ -510,8 +612,11 @@ export class KafkaController {
   ): Promise<StatedPartition | null> {
     const path = partitionStatePath(p.topic, p.partition);
     const data = encodePartitionState(next);
-    const epochCheck: ZooKeeperOp =
-      { type: "check", path: CONTROLLER_EPOCH_PATH, version: active.epochZkVersion };
+    const epochCheck: ZooKeeperOp = {
+      type: "check",
+      path: CONTROLLER_EPOCH_PATH,
+      version: active.epochZkVersion,
+    };
     try {
       if (p.version < 0) {
         await this.zk.mkdirp(partitionPath(p.topic, p.partition));
@@ -519,7 +624,8 @@ export class KafkaController {
         return { ...p, state: next, version: 0 };
       }
       const results = await this.zk.multi([
-        epochCheck, { type: "setData", path, data, version: p.version },
+        epochCheck,
+        { type: "setData", path, data, version: p.version },
       ]);
       const result = results[1];
       const version = result?.type === "setData" ? result.stat.version : p.version + 1;
@@ -532,7 +638,9 @@ export class KafkaController {
         this.schedule("elect", () => this.elect());
         return null;
       }
-      const raced = error instanceof BadVersionError || error instanceof NoNodeError ||
+      const raced =
+        error instanceof BadVersionError ||
+        error instanceof NoNodeError ||
         error instanceof NodeExistsError;
       if (!raced) throw error;
       return null;
@@ -542,9 +650,11 @@ export class KafkaController {
   private logChange(p: ControllerPartition | StatedPartition, next: PartitionStateZnode): void {
     const before = p.state;
     if (before === null || before.leader === next.leader) return;
-    this.options.log.info(`quill: controller moved the leader of ${p.topic}-${p.partition} ` +
-      `from ${before.leader} to ${next.leader} (leader epoch ${next.leaderEpoch}, ISR ` +
-      `[${next.isr.join(",")}])`);
+    this.options.log.info(
+      `quill: controller moved the leader of ${p.topic}-${p.partition} ` +
+        `from ${before.leader} to ${next.leader} (leader epoch ${next.leaderEpoch}, ISR ` +
+        `[${next.isr.join(",")}])`,
+    );
   }
 
   private identity(active: ActiveState) {
@@ -555,7 +665,10 @@ export class KafkaController {
 
   private exclusive<T>(task: () => Promise<T>): Promise<T> {
     const result = this.queue.then(task);
-    this.queue = result.then(() => undefined, () => undefined);
+    this.queue = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 

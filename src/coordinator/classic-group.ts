@@ -1,10 +1,13 @@
-import type { TopicPartitionKey } from "../common/topic-partition.ts";
 import { randomUUID } from "node:crypto";
+import type { TopicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { CONSUMER_PROTOCOL_TYPE, subscribedTopics } from "./consumer-protocol.ts";
 import type {
-  JoinGroupMember, JoinGroupProtocol, JoinGroupResult, SyncGroupResult,
+  JoinGroupMember,
+  JoinGroupProtocol,
+  JoinGroupResult,
+  SyncGroupResult,
 } from "./group-operations.ts";
 import { assertTransition, canTransition, GroupState } from "./group-state.ts";
 import { EMPTY_BYTES, type MemberMetadata } from "./member-metadata.ts";
@@ -152,7 +155,9 @@ export class ClassicGroup {
    * old id belongs to a duplicate instance, which is fenced.
    */
   replaceStaticMember(
-    groupInstanceId: string, oldMemberId: string, newMemberId: string,
+    groupInstanceId: string,
+    oldMemberId: string,
+    newMemberId: string,
   ): MemberMetadata {
     const member = this.get(oldMemberId);
     assert(member.groupInstanceId === groupInstanceId, `${oldMemberId} is not ${groupInstanceId}`);
@@ -298,7 +303,8 @@ export class ClassicGroup {
   }
 
   private setAwaitingJoin(
-    member: MemberMetadata, callback: ((r: JoinGroupResult) => void) | null,
+    member: MemberMetadata,
+    callback: ((r: JoinGroupResult) => void) | null,
   ): void {
     if (callback !== null && !member.isAwaitingJoin) this.awaitingJoinCount++;
     if (callback === null && member.isAwaitingJoin) this.awaitingJoinCount--;

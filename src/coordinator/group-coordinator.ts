@@ -2,22 +2,46 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
 import {
-  DEFAULT_GROUP_CONFIG, type GroupConfig, NEW_MEMBER_JOIN_TIMEOUT_MS,
+  DEFAULT_GROUP_CONFIG,
+  type GroupConfig,
+  NEW_MEMBER_JOIN_TIMEOUT_MS,
 } from "./group-config.ts";
 import { describedError, describeGroup } from "./group-description.ts";
 import {
-  commitError, countCommitPartitions, deleteOffsets, ensureOffsetsLoaded, fetchOffsets,
-  partitionErrors, storeOffsets,
+  commitError,
+  countCommitPartitions,
+  deleteOffsets,
+  ensureOffsetsLoaded,
+  fetchOffsets,
+  partitionErrors,
+  storeOffsets,
 } from "./group-offsets.ts";
 import type {
-  DeleteGroupResult, DescribedGroup, HeartbeatRequest, JoinGroupRequest, JoinGroupResult,
-  LeaveGroupRequest, LeaveGroupResult, LeavingMember, ListGroupsRequest, ListGroupsResult,
-  OffsetCommitRequest, OffsetCommitResult, OffsetDeleteRequest, OffsetDeleteResult,
-  OffsetFetchRequest, OffsetFetchResult, SyncGroupRequest, SyncGroupResult,
+  DeleteGroupResult,
+  DescribedGroup,
+  HeartbeatRequest,
+  JoinGroupRequest,
+  JoinGroupResult,
+  LeaveGroupRequest,
+  LeaveGroupResult,
+  LeavingMember,
+  ListGroupsRequest,
+  ListGroupsResult,
+  OffsetCommitRequest,
+  OffsetCommitResult,
+  OffsetDeleteRequest,
+  OffsetDeleteResult,
+  OffsetFetchRequest,
+  OffsetFetchResult,
+  SyncGroupRequest,
+  SyncGroupResult,
 } from "./group-operations.ts";
 import { GroupState } from "./group-state.ts";
 import {
-  uniqueProtocols, validateCurrentMember, validateOffsetCommit, validateSync,
+  uniqueProtocols,
+  validateCurrentMember,
+  validateOffsetCommit,
+  validateSync,
 } from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
 import type { OffsetStore } from "./offset-store.ts";
@@ -163,8 +187,10 @@ export class GroupCoordinator {
       case GroupState.PreparingRebalance:
         // Counting members awaiting join (not all members) lets the group shed the members
         // that rejoin last when group.max.size was lowered.
-        return (group.has(memberId) && group.get(memberId).isAwaitingJoin) ||
-          group.awaitingJoinMembers < this.config.maxSize;
+        return (
+          (group.has(memberId) && group.get(memberId).isAwaitingJoin) ||
+          group.awaitingJoinMembers < this.config.maxSize
+        );
       case GroupState.CompletingRebalance:
       case GroupState.Stable:
         return group.has(memberId) || group.size < this.config.maxSize;
@@ -175,7 +201,12 @@ export class GroupCoordinator {
     if (group.is(GroupState.Dead)) {
       return resolve(joinError("", ErrorCode.COORDINATOR_NOT_AVAILABLE));
     }
-    if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
+    if (
+      !group.supportsProtocols(
+        req.protocolType,
+        req.protocols.map((p) => p.name),
+      )
+    ) {
       return resolve(joinError("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     }
     const newMemberId = group.generateMemberId(req.clientId, req.groupInstanceId);
@@ -202,12 +233,19 @@ export class GroupCoordinator {
   }
 
   private currentMemberJoin(
-    group: ClassicGroup, req: JoinGroupRequest, resolve: JoinCallback,
+    group: ClassicGroup,
+    req: JoinGroupRequest,
+    resolve: JoinCallback,
   ): void {
     if (group.is(GroupState.Dead)) {
       return resolve(joinError(req.memberId, ErrorCode.COORDINATOR_NOT_AVAILABLE));
     }
-    if (!group.supportsProtocols(req.protocolType, req.protocols.map((p) => p.name))) {
+    if (
+      !group.supportsProtocols(
+        req.protocolType,
+        req.protocols.map((p) => p.name),
+      )
+    ) {
       return resolve(joinError(req.memberId, ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
     }
     if (group.pendingMembers.has(req.memberId)) {
@@ -244,7 +282,9 @@ export class GroupCoordinator {
 
   /** The current generation's JoinGroup answer, with the member list for the leader only. */
   private currentGeneration(
-    group: ClassicGroup, memberId: string, skipAssignment = false,
+    group: ClassicGroup,
+    memberId: string,
+    skipAssignment = false,
   ): JoinGroupResult {
     const isLeader = group.isLeader(memberId);
     return {
@@ -260,11 +300,20 @@ export class GroupCoordinator {
   }
 
   private addMemberAndRebalance(
-    group: ClassicGroup, memberId: string, req: JoinGroupRequest, resolve: JoinCallback,
+    group: ClassicGroup,
+    memberId: string,
+    req: JoinGroupRequest,
+    resolve: JoinCallback,
   ): void {
     const member = new MemberMetadata(
-      memberId, req.groupInstanceId, req.clientId, req.clientHost,
-      Math.max(0, req.rebalanceTimeoutMs), req.sessionTimeoutMs, req.protocolType, req.protocols,
+      memberId,
+      req.groupInstanceId,
+      req.clientId,
+      req.clientHost,
+      Math.max(0, req.rebalanceTimeoutMs),
+      req.sessionTimeoutMs,
+      req.protocolType,
+      req.protocols,
     );
     member.isNew = true;
     // A member joining during the initial delay extends it, up to the rebalance timeout.
@@ -279,7 +328,10 @@ export class GroupCoordinator {
   }
 
   private updateMemberAndRebalance(
-    group: ClassicGroup, member: MemberMetadata, req: JoinGroupRequest, resolve: JoinCallback,
+    group: ClassicGroup,
+    member: MemberMetadata,
+    req: JoinGroupRequest,
+    resolve: JoinCallback,
   ): void {
     // A JoinGroup already parked for this member was given up by its client; answer it so
     // its connection's response queue does not stall.
@@ -290,7 +342,10 @@ export class GroupCoordinator {
 
   /** Records a rejoining member's protocols and timeouts and parks its JoinGroup. */
   private updateMember(
-    group: ClassicGroup, member: MemberMetadata, req: JoinGroupRequest, resolve: JoinCallback,
+    group: ClassicGroup,
+    member: MemberMetadata,
+    req: JoinGroupRequest,
+    resolve: JoinCallback,
   ): void {
     const rebalanceTimeoutMs = Math.max(0, req.rebalanceTimeoutMs);
     group.updateMember(member, req.protocols, rebalanceTimeoutMs, req.sessionTimeoutMs, resolve);
@@ -302,7 +357,10 @@ export class GroupCoordinator {
    * rebalance: the member gets the current generation and keeps its assignment.
    */
   private replaceStaticMember(
-    group: ClassicGroup, oldMemberId: string, newMemberId: string, req: JoinGroupRequest,
+    group: ClassicGroup,
+    oldMemberId: string,
+    newMemberId: string,
+    req: JoinGroupRequest,
     resolve: JoinCallback,
   ): void {
     assert(req.groupInstanceId !== null, "only static members are replaced");
@@ -367,7 +425,10 @@ export class GroupCoordinator {
   }
 
   private scheduleJoin(
-    group: ClassicGroup, wait: JoinWait, delayMs: number, remainingMs: number,
+    group: ClassicGroup,
+    wait: JoinWait,
+    delayMs: number,
+    remainingMs: number,
   ): void {
     if (group.joinTimer !== null) clearTimeout(group.joinTimer);
     group.joinWait = wait;
@@ -378,7 +439,10 @@ export class GroupCoordinator {
 
   /** Kafka's InitialDelayedJoin and DelayedJoin expiry. */
   private onJoinTimer(
-    group: ClassicGroup, wait: JoinWait, delayMs: number, remainingMs: number,
+    group: ClassicGroup,
+    wait: JoinWait,
+    delayMs: number,
+    remainingMs: number,
   ): void {
     group.joinTimer = null;
     if (!group.is(GroupState.PreparingRebalance)) return;
@@ -451,7 +515,9 @@ export class GroupCoordinator {
 
   /** Arms the member's session deadline; a heartbeat (or any proof of life) re-arms it. */
   private scheduleSessionTimeout(
-    group: ClassicGroup, member: MemberMetadata, timeoutMs: number,
+    group: ClassicGroup,
+    member: MemberMetadata,
+    timeoutMs: number,
   ): void {
     member.heartbeatSatisfied = false;
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
@@ -537,7 +603,9 @@ export class GroupCoordinator {
 
   /** Parks a SyncGroup until the leader's assignment arrives; the leader's own sync delivers it. */
   private parkSync(
-    group: ClassicGroup, req: SyncGroupRequest, resolve: (r: SyncGroupResult) => void,
+    group: ClassicGroup,
+    req: SyncGroupRequest,
+    resolve: (r: SyncGroupResult) => void,
   ): void {
     const member = group.get(req.memberId);
     group.answerSync(member, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
@@ -578,7 +646,9 @@ export class GroupCoordinator {
     if (invalidId !== null) return { errorCode: invalidId, members: [] };
     const group = this.groups.get(req.groupId);
     const answer = (m: LeavingMember, errorCode: number) => ({
-      memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode,
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode,
     });
     if (group === undefined) {
       const members = req.members.map((m) => answer(m, ErrorCode.UNKNOWN_MEMBER_ID));
@@ -659,17 +729,18 @@ export class GroupCoordinator {
       else if (!this.isCoordinatorFor(groupId)) results.set(groupId, ErrorCode.NOT_COORDINATOR);
       else if (group === undefined || group.is(GroupState.Dead)) {
         results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
-      }
-      else if (!group.is(GroupState.Empty)) results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
+      } else if (!group.is(GroupState.Empty)) results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
       else eligible.push(group);
     }
     for (const group of eligible) {
       group.transitionTo(GroupState.Dead);
       this.groups.delete(group.groupId);
     }
-    await Promise.all(eligible.map(async (group) => {
-      results.set(group.groupId, await this.deleteStoredGroup(group));
-    }));
+    await Promise.all(
+      eligible.map(async (group) => {
+        results.set(group.groupId, await this.deleteStoredGroup(group));
+      }),
+    );
     return [...results].map(([groupId, errorCode]) => ({ groupId, errorCode }));
   }
 
@@ -749,7 +820,8 @@ export class GroupCoordinator {
       .flatMap((t) => t.partitions.map((partition) => ({ topic: t.name, partition })));
     const deleteError = await deleteOffsets(this.store, group, eligible);
     const topics = partitionErrors(req.topics, (topic) =>
-      (subscribed(topic) ? ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC : deleteError));
+      subscribed(topic) ? ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC : deleteError,
+    );
     return { errorCode: ErrorCode.NONE, topics };
   }
 

@@ -28,7 +28,9 @@ export function describeGroup(group: ClassicGroup): DescribedGroup {
 
 /** An unknown group (or an error) as DescribeGroups reports it: Dead, with nothing in it. */
 export function describedError(
-  groupId: string, errorCode: number, errorMessage: string | null,
+  groupId: string,
+  errorCode: number,
+  errorMessage: string | null,
 ): DescribedGroup {
   return {
     errorCode,

@@ -1,13 +1,20 @@
 import {
-  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+  type TopicPartitionKey,
+  topicPartitionKey,
+  topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { ClassicGroup } from "./classic-group.ts";
 import type { GroupConfig } from "./group-config.ts";
 import type {
-  FetchedOffset, OffsetCommitRequest, OffsetCommitResult, OffsetFetchRequest, OffsetFetchResult,
-  PartitionError, TopicPartitionErrors,
+  FetchedOffset,
+  OffsetCommitRequest,
+  OffsetCommitResult,
+  OffsetFetchRequest,
+  OffsetFetchResult,
+  PartitionError,
+  TopicPartitionErrors,
 } from "./group-operations.ts";
 import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 
@@ -59,7 +66,10 @@ export function countCommitPartitions(req: OffsetCommitRequest): number {
 
 /** Writes the valid partitions of an already-authorized commit to the store, then to the cache. */
 export async function storeOffsets(
-  store: OffsetStore, config: GroupConfig, group: ClassicGroup, req: OffsetCommitRequest,
+  store: OffsetStore,
+  config: GroupConfig,
+  group: ClassicGroup,
+  req: OffsetCommitRequest,
   nowMs: number,
 ): Promise<OffsetCommitResult> {
   const offsets = group.offsets;
@@ -96,7 +106,9 @@ export async function storeOffsets(
 }
 
 async function persist(
-  store: OffsetStore, config: GroupConfig, group: ClassicGroup,
+  store: OffsetStore,
+  config: GroupConfig,
+  group: ClassicGroup,
   offsets: Map<TopicPartitionKey, CommittedOffset>,
   accepted: readonly { topic: string; partition: number; committed: CommittedOffset }[],
 ): Promise<number> {
@@ -118,7 +130,8 @@ async function persist(
 
 /** Answers an OffsetFetch from the group's loaded offsets (all of them when topics is null). */
 export function fetchOffsets(
-  offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset>, req: OffsetFetchRequest,
+  offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset>,
+  req: OffsetFetchRequest,
 ): OffsetFetchResult {
   if (req.topics === null) return { errorCode: ErrorCode.NONE, topics: allOffsets(offsets) };
   return {
@@ -145,7 +158,8 @@ function allOffsets(
     byTopic.set(topic, partitions);
   }
   return [...byTopic].map(([name, partitions]) => ({
-    name, partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex),
+    name,
+    partitions: partitions.sort((a, b) => a.partitionIndex - b.partitionIndex),
   }));
 }
 
@@ -161,7 +175,8 @@ function fetched(partitionIndex: number, committed: CommittedOffset): FetchedOff
 
 /** Removes offsets from the store and then from the cache; every partition gets `errorCode`. */
 export async function deleteOffsets(
-  store: OffsetStore, group: ClassicGroup,
+  store: OffsetStore,
+  group: ClassicGroup,
   partitions: readonly { topic: string; partition: number }[],
 ): Promise<number> {
   if (partitions.length === 0) return ErrorCode.NONE;
@@ -181,8 +196,11 @@ export function partitionErrors(
 ): TopicPartitionErrors[] {
   return topics.map((t) => ({
     name: t.name,
-    partitions: t.partitions.map((partitionIndex): PartitionError => ({
-      partitionIndex, errorCode: errorOf(t.name, partitionIndex),
-    })),
+    partitions: t.partitions.map(
+      (partitionIndex): PartitionError => ({
+        partitionIndex,
+        errorCode: errorOf(t.name, partitionIndex),
+      }),
+    ),
   }));
 }

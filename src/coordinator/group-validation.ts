@@ -1,7 +1,9 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import type { ClassicGroup } from "./classic-group.ts";
 import type {
-  JoinGroupProtocol, OffsetCommitRequest, SyncGroupRequest,
+  JoinGroupProtocol,
+  OffsetCommitRequest,
+  SyncGroupRequest,
 } from "./group-operations.ts";
 import { GroupState } from "./group-state.ts";
 
@@ -12,7 +14,9 @@ import { GroupState } from "./group-state.ts";
 
 /** If an instance id is given it must map to this member id; else the member id must exist. */
 export function validateCurrentMember(
-  group: ClassicGroup, memberId: string, groupInstanceId: string | null,
+  group: ClassicGroup,
+  memberId: string,
+  groupInstanceId: string | null,
 ): number | null {
   if (groupInstanceId !== null) {
     const currentMemberId = group.staticMemberId(groupInstanceId);

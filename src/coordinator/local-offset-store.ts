@@ -1,12 +1,18 @@
-import {
-  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
-} from "../common/topic-partition.ts";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import {
+  type TopicPartitionKey,
+  topicPartitionKey,
+  topicPartitionOf,
+} from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import {
-  encodeRecord, type OffsetLogRecord, type PartitionRef, readRecords, type StoredOffset,
+  encodeRecord,
+  type OffsetLogRecord,
+  type PartitionRef,
+  readRecords,
+  type StoredOffset,
 } from "./offset-log-record.ts";
 import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 
@@ -279,8 +285,10 @@ export class LocalOffsetStore implements OffsetStore {
   private compact(): void {
     const frames: Uint8Array[] = [];
     for (const [groupId, offsets] of this.groups) {
-      const stored = [...offsets]
-        .map(([key, committed]) => ({ ...topicPartitionOf(key), committed }));
+      const stored = [...offsets].map(([key, committed]) => ({
+        ...topicPartitionOf(key),
+        committed,
+      }));
       const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
       assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
       frames.push(frame);

@@ -14,10 +14,10 @@ import type { CommittedOffset } from "./offset-store.ts";
 export type OffsetLogRecord =
   | { readonly type: "commit"; readonly groupId: string; readonly offsets: readonly StoredOffset[] }
   | {
-    readonly type: "deleteOffsets";
-    readonly groupId: string;
-    readonly partitions: readonly PartitionRef[];
-  }
+      readonly type: "deleteOffsets";
+      readonly groupId: string;
+      readonly partitions: readonly PartitionRef[];
+    }
   | { readonly type: "deleteGroup"; readonly groupId: string };
 
 export interface PartitionRef {
@@ -33,8 +33,14 @@ export const RECORD_HEADER_BYTES = 8;
 /** Largest payload accepted; a longer length field on disk means a torn or corrupt tail. */
 export const RECORD_PAYLOAD_BYTES_MAX = 64 << 20;
 
-type OffsetTuple = [topic: string, partition: number, offset: string, leaderEpoch: number,
-  metadata: string | null, commitTimestampMs: number];
+type OffsetTuple = [
+  topic: string,
+  partition: number,
+  offset: string,
+  leaderEpoch: number,
+  metadata: string | null,
+  commitTimestampMs: number,
+];
 
 type Payload =
   | { c: string; o: OffsetTuple[] }
@@ -61,9 +67,16 @@ function toPayload(record: OffsetLogRecord): Payload {
     case "commit":
       return {
         c: record.groupId,
-        o: record.offsets.map(({ topic, partition, committed: c }): OffsetTuple => [
-          topic, partition, c.offset.toString(), c.leaderEpoch, c.metadata, c.commitTimestampMs,
-        ]),
+        o: record.offsets.map(
+          ({ topic, partition, committed: c }): OffsetTuple => [
+            topic,
+            partition,
+            c.offset.toString(),
+            c.leaderEpoch,
+            c.metadata,
+            c.commitTimestampMs,
+          ],
+        ),
       };
     case "deleteOffsets":
       return { d: record.groupId, p: record.partitions.map((p) => [p.topic, p.partition]) };
@@ -79,7 +92,8 @@ function toPayload(record: OffsetLogRecord): Payload {
  * foreign data, and fails an assertion naming the file.
  */
 export function readRecords(
-  buf: Uint8Array, filePath: string,
+  buf: Uint8Array,
+  filePath: string,
 ): { records: OffsetLogRecord[]; validBytes: number } {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const records: OffsetLogRecord[] = [];

@@ -28,10 +28,13 @@
  * becomes KafkaError(COORDINATOR_NOT_AVAILABLE), which clients retry; Kafka's own group
  * coordinator maps a timed-out offset write to the same code.
  */
+
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
-import { decodeZnodeName, encodeZnodeName } from "../zookeeper/znode-name.ts";
+import { mapLimit } from "../util/map-limit.ts";
 import type { ZnodeStat, ZooKeeperOp } from "../zookeeper/znode.ts";
+import { decodeZnodeName, encodeZnodeName } from "../zookeeper/znode-name.ts";
 import {
   estimateMultiBytes,
   MAX_REQUEST_BYTES,
@@ -45,9 +48,7 @@ import {
   ZooKeeperError,
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
-import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
-import { mapLimit } from "../util/map-limit.ts";
 
 export interface ZooKeeperOffsetStoreOptions {
   /**

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import { NoNodeError, NodeExistsError } from "../zookeeper/zookeeper-errors.ts";
+import { NodeExistsError, NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import { ClusterStartupError } from "./zookeeper-connection.ts";
 
 export const META_PROPERTIES_FILE = "meta.properties";
@@ -37,22 +37,31 @@ export async function resolveBrokerId(
   });
   for (const { dir, meta } of recorded) {
     if (meta.clusterId !== null && meta.clusterId !== clusterId) {
-      throw new ClusterStartupError(`${path.join(dir, META_PROPERTIES_FILE)} belongs to cluster ` +
-        `${meta.clusterId}, but ZooKeeper holds cluster ${clusterId}`);
+      throw new ClusterStartupError(
+        `${path.join(dir, META_PROPERTIES_FILE)} belongs to cluster ` +
+          `${meta.clusterId}, but ZooKeeper holds cluster ${clusterId}`,
+      );
     }
   }
   const ids = new Set(recorded.map((r) => r.meta.brokerId));
   if (ids.size > 1) {
-    throw new ClusterStartupError(`the log dirs record different broker ids: ${[...ids].join(", ")}`);
+    throw new ClusterStartupError(
+      `the log dirs record different broker ids: ${[...ids].join(", ")}`,
+    );
   }
   const recordedId = recorded[0]?.meta.brokerId;
-  if (recordedId !== undefined && configuredId !== GENERATE_BROKER_ID && recordedId !== configuredId) {
-    throw new ClusterStartupError(`configured broker.id ${configuredId} does not match the id ` +
-      `${recordedId} recorded in ${META_PROPERTIES_FILE}; the data dir belongs to another broker`);
+  if (
+    recordedId !== undefined &&
+    configuredId !== GENERATE_BROKER_ID &&
+    recordedId !== configuredId
+  ) {
+    throw new ClusterStartupError(
+      `configured broker.id ${configuredId} does not match the id ` +
+        `${recordedId} recorded in ${META_PROPERTIES_FILE}; the data dir belongs to another broker`,
+    );
   }
-  const brokerId = recordedId ?? (configuredId === GENERATE_BROKER_ID
-    ? await generateBrokerId(zk)
-    : configuredId);
+  const brokerId =
+    recordedId ?? (configuredId === GENERATE_BROKER_ID ? await generateBrokerId(zk) : configuredId);
   for (const dir of logDirs) writeMetaProperties(dir, { brokerId, clusterId });
   return brokerId;
 }
@@ -66,9 +75,11 @@ export async function generateBrokerId(zk: ZooKeeperClient): Promise<number> {
     } catch (error) {
       if (!(error instanceof NoNodeError)) throw error;
     }
-    await zk.create(BROKER_SEQID_PATH, new Uint8Array(0), { createParents: true }).catch((error) => {
-      if (!(error instanceof NodeExistsError)) throw error;
-    });
+    await zk
+      .create(BROKER_SEQID_PATH, new Uint8Array(0), { createParents: true })
+      .catch((error) => {
+        if (!(error instanceof NodeExistsError)) throw error;
+      });
   }
 }
 
@@ -92,7 +103,8 @@ export function readMetaProperties(dir: string): MetaProperties | null {
 function writeMetaProperties(dir: string, meta: MetaProperties): void {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, META_PROPERTIES_FILE);
-  const text = `#\n#written by quill\nversion=0\nbroker.id=${meta.brokerId}\n` +
+  const text =
+    `#\n#written by quill\nversion=0\nbroker.id=${meta.brokerId}\n` +
     (meta.clusterId === null ? "" : `cluster.id=${meta.clusterId}\n`);
   writeFileSync(`${file}.tmp`, text);
   renameSync(`${file}.tmp`, file);

@@ -20,10 +20,10 @@ import {
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
 import {
+  type BrokerRegistrationInfo,
   brokerIdPath,
   decodeBrokerRegistration,
   encodeBrokerRegistration,
-  type BrokerRegistrationInfo,
 } from "./kafka-znodes.ts";
 import { ClusterStartupError } from "./zookeeper-connection.ts";
 
@@ -93,8 +93,10 @@ export class BrokerRegistration {
       registration.stop();
       throw error;
     }
-    options.log.info(`quill: registered broker ${options.brokerId} at ` +
-      `${brokerIdPath(options.brokerId)} (ZooKeeper session ${hexSessionId(zk.sessionId)})`);
+    options.log.info(
+      `quill: registered broker ${options.brokerId} at ` +
+        `${brokerIdPath(options.brokerId)} (ZooKeeper session ${hexSessionId(zk.sessionId)})`,
+    );
     return registration;
   }
 
@@ -166,19 +168,25 @@ export class BrokerRegistration {
     const where = `${holder.info.host}:${holder.info.port}`;
     const session = hexSessionId(holder.owner);
     if (holder.owner === 0n) {
-      throw new BrokerIdConflictError(`${this.path} is a persistent znode, not a broker ` +
-        "registration; remove it or choose another --broker-id");
+      throw new BrokerIdConflictError(
+        `${this.path} is a persistent znode, not a broker ` +
+          "registration; remove it or choose another --broker-id",
+      );
     }
     const ownEndpoint = holder.info.host === host && holder.info.port === port;
     if (!ownEndpoint && (await endpointAnswers(holder.info.host, holder.info.port))) {
-      throw new BrokerIdConflictError(`broker id ${brokerId} is registered by a live broker at ` +
-        `${where} (ZooKeeper session ${session}); give this broker another --broker-id or ` +
-        "stop that one");
+      throw new BrokerIdConflictError(
+        `broker id ${brokerId} is registered by a live broker at ` +
+          `${where} (ZooKeeper session ${session}); give this broker another --broker-id or ` +
+          "stop that one",
+      );
     }
     const why = ownEndpoint ? "this broker's own endpoint" : "which does not answer";
-    log.warn(`quill: broker id ${brokerId} is still registered by ZooKeeper session ${session} ` +
-      `(${where}, ${why}), probably this broker before a crash; waiting up to ` +
-      `${Math.max(0, deadlineMs - Date.now())} ms for that session to expire`);
+    log.warn(
+      `quill: broker id ${brokerId} is still registered by ZooKeeper session ${session} ` +
+        `(${where}, ${why}), probably this broker before a crash; waiting up to ` +
+        `${Math.max(0, deadlineMs - Date.now())} ms for that session to expire`,
+    );
   }
 
   /** Resolves once the znode is gone or owned by another session; throws at the deadline. */
@@ -187,15 +195,19 @@ export class BrokerRegistration {
     while (Date.now() < deadlineMs) {
       const stat = await this.zk.exists(this.path);
       if (stat === null || stat.ephemeralOwner !== owner) {
-        this.options.log.info(`quill: ZooKeeper session ${hexSessionId(owner)} released ` +
-          `${this.path} after ${Date.now() - startedMs} ms`);
+        this.options.log.info(
+          `quill: ZooKeeper session ${hexSessionId(owner)} released ` +
+            `${this.path} after ${Date.now() - startedMs} ms`,
+        );
         return;
       }
       await Bun.sleep(EXPIRY_POLL_MS);
     }
-    throw new BrokerIdConflictError(`broker id ${this.options.brokerId} is still registered by ` +
-      `ZooKeeper session ${hexSessionId(owner)} after ${this.options.expiryWaitMs} ms; ` +
-      "another broker may be using this id");
+    throw new BrokerIdConflictError(
+      `broker id ${this.options.brokerId} is still registered by ` +
+        `ZooKeeper session ${hexSessionId(owner)} after ${this.options.expiryWaitMs} ms; ` +
+        "another broker may be using this id",
+    );
   }
 
   /**
@@ -207,8 +219,10 @@ export class BrokerRegistration {
     if (this.closed || this.retryTimer !== null) return;
     this.claim().then(
       () => {
-        this.options.log.info(`quill: registered broker ${this.options.brokerId} again after ` +
-          `the ZooKeeper session expired (new session ${hexSessionId(this.zk.sessionId)})`);
+        this.options.log.info(
+          `quill: registered broker ${this.options.brokerId} again after ` +
+            `the ZooKeeper session expired (new session ${hexSessionId(this.zk.sessionId)})`,
+        );
       },
       (error: unknown) => {
         if (this.closed) return;
@@ -219,8 +233,10 @@ export class BrokerRegistration {
           }, RETRY_DELAY_MS);
           return;
         }
-        this.options.log.error(`quill: could not register broker ${this.options.brokerId} ` +
-          `again after the ZooKeeper session expired: ${String(error)}`);
+        this.options.log.error(
+          `quill: could not register broker ${this.options.brokerId} ` +
+            `again after the ZooKeeper session expired: ${String(error)}`,
+        );
       },
     );
   }

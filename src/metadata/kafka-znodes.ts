@@ -159,14 +159,20 @@ const bracketed = (host: string) => (host.includes(":") ? `[${host}]` : host);
 export function encodeBrokerRegistration(info: BrokerRegistrationInfo): Uint8Array {
   assert(Number.isInteger(info.port) && info.port > 0, `broker port ${info.port} must be > 0`);
   assert(info.host.length > 0, "broker host must not be empty");
-  const endpoints = info.endpoints ?? [{
-    listenerName: "PLAINTEXT", host: info.host, port: info.port, securityProtocol: "PLAINTEXT",
-  }];
+  const endpoints = info.endpoints ?? [
+    {
+      listenerName: "PLAINTEXT",
+      host: info.host,
+      port: info.port,
+      securityProtocol: "PLAINTEXT",
+    },
+  ];
   const plaintext = endpoints.find((e) => e.securityProtocol === "PLAINTEXT");
   const json: Record<string, unknown> = {
     features: {},
-    listener_security_protocol_map:
-      Object.fromEntries(endpoints.map((e) => [e.listenerName, e.securityProtocol])),
+    listener_security_protocol_map: Object.fromEntries(
+      endpoints.map((e) => [e.listenerName, e.securityProtocol]),
+    ),
     endpoints: endpoints.map((e) => `${e.listenerName}://${bracketed(e.host)}:${e.port}`),
     jmx_port: -1,
     port: plaintext?.port ?? -1,
@@ -194,21 +200,28 @@ export function decodeBrokerRegistration(
     const match = text.match(ENDPOINT_PATTERN);
     if (match === null) throw new MalformedZnodeError(path, `bad endpoint ${text}`);
     const listenerName = match[1]!.toUpperCase();
-    return { listenerName, host: match[2]!, port: Number(match[3]),
-      securityProtocol: protocols[listenerName] ?? listenerName };
+    return {
+      listenerName,
+      host: match[2]!,
+      port: Number(match[3]),
+      securityProtocol: protocols[listenerName] ?? listenerName,
+    };
   });
   // An endpoint whose protocol is unknown here still locates the broker, but is no listener.
   const endpoints = parsed.filter((e): e is Listener => isSecurityProtocol(e.securityProtocol));
   const named = parsed.find((e) => e.listenerName === "PLAINTEXT");
-  const topLevel = json.host != null && (json.port ?? -1) > 0
-    ? { host: json.host, port: json.port! } : undefined;
+  const topLevel =
+    json.host != null && (json.port ?? -1) > 0 ? { host: json.host, port: json.port! } : undefined;
   const interBroker = named ?? topLevel ?? parsed[0];
   if (interBroker === undefined) throw new MalformedZnodeError(path, "no endpoint");
   const timestampMs = json.timestamp === undefined ? 0 : Number(json.timestamp);
   return {
-    brokerId, host: interBroker.host, port: interBroker.port,
+    brokerId,
+    host: interBroker.host,
+    port: interBroker.port,
     ...(endpoints.length > 0 ? { endpoints } : {}),
-    rack: json.rack ?? null, timestampMs,
+    rack: json.rack ?? null,
+    timestampMs,
   };
 }
 
@@ -300,8 +313,10 @@ const PartitionStateJson = z.object({
 
 export function encodePartitionState(state: PartitionStateZnode): Uint8Array {
   assert(state.leaderEpoch >= 0, `leader epoch ${state.leaderEpoch} must be >= 0`);
-  assert(state.leader === -1 || state.isr.includes(state.leader),
-    `leader ${state.leader} must be in the ISR [${state.isr.join(",")}]`);
+  assert(
+    state.leader === -1 || state.isr.includes(state.leader),
+    `leader ${state.leader} must be in the ISR [${state.isr.join(",")}]`,
+  );
   return encodeJson({
     controller_epoch: state.controllerEpoch,
     leader: state.leader,
@@ -351,7 +366,10 @@ export const CONTROLLER_EPOCH_PATH = "/controller_epoch";
 export function encodeController(brokerId: number, timestampMs: number): Uint8Array {
   assert(brokerId >= 0, `controller broker id ${brokerId} must be >= 0`);
   return encodeJson({
-    version: 2, brokerid: brokerId, timestamp: String(timestampMs), kraftControllerEpoch: -1,
+    version: 2,
+    brokerid: brokerId,
+    timestamp: String(timestampMs),
+    kraftControllerEpoch: -1,
   });
 }
 

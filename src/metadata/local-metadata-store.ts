@@ -1,6 +1,6 @@
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { randomBytes } from "node:crypto";
 import { assert } from "../util/assert.ts";
 import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "./metadata-store.ts";
 
@@ -69,7 +69,11 @@ export class LocalMetadataStore implements MetadataStore {
   async close(): Promise<void> {}
 
   private persist(): void {
-    const file: MetadataFile = { version: 1, clusterId: this.clusterId, topics: this.topics() as TopicRecord[] };
+    const file: MetadataFile = {
+      version: 1,
+      clusterId: this.clusterId,
+      topics: this.topics() as TopicRecord[],
+    };
     const tmp = `${this.filePath}.tmp`;
     const fd = fs.openSync(tmp, "w");
     try {

@@ -29,22 +29,33 @@ export function assignReplicasToBrokers(
   options: AssignmentOptions = {},
 ): number[][] {
   if (replicationFactor <= 0) {
-    throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-      "Replication factor must be larger than 0.");
+    throw new KafkaError(
+      ErrorCode.INVALID_REPLICATION_FACTOR,
+      "Replication factor must be larger than 0.",
+    );
   }
   if (replicationFactor > brokers.length) {
-    throw new KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+    throw new KafkaError(
+      ErrorCode.INVALID_REPLICATION_FACTOR,
       `Replication factor: ${replicationFactor} larger than available brokers: ` +
-      `${brokers.length}.`);
+        `${brokers.length}.`,
+    );
   }
   assert(count >= 0, `partition count ${count} must be >= 0`);
   const sorted = [...brokers].sort((a, b) => a.id - b.id);
   if (sorted.every((b) => b.rack === null)) {
-    return rackUnaware(sorted.map((b) => b.id), count, replicationFactor, options);
+    return rackUnaware(
+      sorted.map((b) => b.id),
+      count,
+      replicationFactor,
+      options,
+    );
   }
   if (sorted.some((b) => b.rack === null)) {
-    throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-      "Not all brokers have rack information for replica rack aware assignment.");
+    throw new KafkaError(
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "Not all brokers have rack information for replica rack aware assignment.",
+    );
   }
   return rackAware(sorted, count, replicationFactor, options);
 }

@@ -4,16 +4,16 @@
  * writer last read: two brokers changing one topic at once cannot both win.
  */
 import { assert } from "../util/assert.ts";
-import { estimateMultiBytes, MAX_REQUEST_BYTES } from "../zookeeper/zookeeper-client.ts";
 import type { ZooKeeperOp } from "../zookeeper/znode.ts";
+import { estimateMultiBytes, MAX_REQUEST_BYTES } from "../zookeeper/zookeeper-client.ts";
 import {
   deleteTopicPath,
   encodePartitionState,
   encodeTopicAssignment,
   encodeTopicConfig,
   partitionPath,
-  partitionsPath,
   partitionStatePath,
+  partitionsPath,
   topicConfigPath,
   topicIdToBase64,
   topicPath,
@@ -56,9 +56,8 @@ function partitionOps(topic: string, assignment: TopicRecord["assignment"], from
 function configOp(topic: string, configs: TopicRecord["configs"], version: number | null) {
   const path = topicConfigPath(topic);
   const data = encodeTopicConfig(configs);
-  const op: ZooKeeperOp = version === null
-    ? { type: "create", path, data }
-    : { type: "setData", path, data, version };
+  const op: ZooKeeperOp =
+    version === null ? { type: "create", path, data } : { type: "setData", path, data, version };
   return op;
 }
 
@@ -122,8 +121,10 @@ export function deleteTopicOps(
   configExists: boolean,
   markerExists: boolean,
 ): ZooKeeperOp[] {
-  assert(subtree.length === 0 || subtree[0] === topicPath(topic),
-    `subtree of ${topic} starts at ${subtree[0]}`);
+  assert(
+    subtree.length === 0 || subtree[0] === topicPath(topic),
+    `subtree of ${topic} starts at ${subtree[0]}`,
+  );
   const ops: ZooKeeperOp[] = [...subtree].reverse().map((path) => ({ type: "delete", path }));
   if (configExists) ops.push({ type: "delete", path: topicConfigPath(topic) });
   if (markerExists) ops.push({ type: "delete", path: deleteTopicPath(topic) });

@@ -5,10 +5,10 @@
  */
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
+import { assert } from "../util/assert.ts";
 import { InvalidConnectStringError, parseConnectString } from "../zookeeper/connect-string.ts";
 import { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
-import { assert } from "../util/assert.ts";
 
 /**
  * The broker cannot start in cluster mode for a reason outside Quill: ZooKeeper unreachable,

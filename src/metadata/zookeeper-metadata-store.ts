@@ -24,6 +24,7 @@
 import { randomBytes } from "node:crypto";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { mapLimit } from "../util/map-limit.ts";
 import type { ZnodeStat, ZooKeeperOp } from "../zookeeper/znode.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
@@ -36,31 +37,30 @@ import {
 } from "../zookeeper/zookeeper-errors.ts";
 import {
   CLUSTER_ID_PATH,
+  DELETE_TOPICS_PATH,
   decodeClusterId,
   decodeTopicAssignment,
   decodeTopicConfig,
-  DELETE_TOPICS_PATH,
   deleteTopicPath,
   encodeClusterId,
   encodeTopicAssignment,
   isLegalTopicName,
   MalformedZnodeError,
   PERSISTENT_PATHS,
+  TOPICS_PATH,
   topicConfigPath,
   topicIdFromBase64,
   topicIdToBase64,
   topicPath,
-  TOPICS_PATH,
 } from "./kafka-znodes.ts";
 import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "./metadata-store.ts";
 import {
   chunkOps,
   createTopicOps,
   deleteTopicOps,
-  updateTopicOps,
   type TopicZnodeVersions,
+  updateTopicOps,
 } from "./topic-znode-ops.ts";
-import { mapLimit } from "../util/map-limit.ts";
 
 export interface MetadataStoreLogger {
   info(message: string): void;
@@ -114,8 +114,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     readonly clusterId: string,
     private readonly options: ZooKeeperMetadataStoreOptions,
   ) {
-    assert(options.requestTimeoutMs > 0,
-      `requestTimeoutMs ${options.requestTimeoutMs} must be > 0`);
+    assert(
+      options.requestTimeoutMs > 0,
+      `requestTimeoutMs ${options.requestTimeoutMs} must be > 0`,
+    );
     this.unsubscribe = zk.onSessionEvent((event) => {
       if (event !== "session-recreated") return;
       // A new session has none of the old watches: read everything again and watch anew.
@@ -169,8 +171,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     await this.write(topic.name, async (deadlineMs) => {
       // The caller checked; another process may have created it since.
       if (this.cached.has(topic.name)) {
-        throw new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
-          `Topic '${topic.name}' already exists.`);
+        throw new KafkaError(
+          ErrorCode.TOPIC_ALREADY_EXISTS,
+          `Topic '${topic.name}' already exists.`,
+        );
       }
       assert(this.cached.size < TOPICS_MAX, `topic limit ${TOPICS_MAX} reached`);
       // A config left by an earlier topic of this name (Kafka deletes it, others may not).
@@ -245,8 +249,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       await this.exclusive(() => {
         // Starting now, a write could be applied and still be reported as timed out.
         if (Date.now() >= deadlineMs) {
-          throw new ZooKeeperUnavailableError("earlier ZooKeeper work took the whole deadline",
-            { op: "write", path: topicPath(name) });
+          throw new ZooKeeperUnavailableError("earlier ZooKeeper work took the whole deadline", {
+            op: "write",
+            path: topicPath(name),
+          });
         }
         return body(deadlineMs);
       });
@@ -291,7 +297,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
 
   private async deleteTopicOps(name: string, deadlineMs: number): Promise<ZooKeeperOp[]> {
     const timeoutMs = () => deadlineMs - Date.now();
-    const subtree = await this.zk.listSubtree(topicPath(name), { timeoutMs: timeoutMs() })
+    const subtree = await this.zk
+      .listSubtree(topicPath(name), { timeoutMs: timeoutMs() })
       .catch((error) => {
         if (error instanceof NoNodeError) return [];
         throw error;
@@ -302,7 +309,6 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     ]);
     return deleteTopicOps(name, subtree, config !== null, marker !== null);
   }
-
 
   // ---- reading and watching ------------------------------------------------------------------
 
@@ -315,8 +321,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const changed = !sameTopics(this.cached, next);
     const missing = [...this.cached.keys()].filter((name) => !next.has(name));
     if (missing.length > 0) {
-      this.options.log.warn(`quill: topics no longer in ZooKeeper after a new session, kept ` +
-        `on disk but no longer served: ${missing.join(", ")}`);
+      this.options.log.warn(
+        `quill: topics no longer in ZooKeeper after a new session, kept ` +
+          `on disk but no longer served: ${missing.join(", ")}`,
+      );
     }
     const replaced = [...next.values()].filter((t) => {
       const old = this.cached.get(t.record.name);
@@ -329,17 +337,25 @@ export class ZooKeeperMetadataStore implements MetadataStore {
 
   /** The legal topic names under `/brokers/topics`, watching for children to come and go. */
   private async topicNames(): Promise<string[]> {
-    const children = await this.watched(`children:${TOPICS_PATH}`, () => {
-      this.schedule("topics", () => this.reloadTopicList());
-    }, (watch) => this.zk.getChildren(TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs }));
+    const children = await this.watched(
+      `children:${TOPICS_PATH}`,
+      () => {
+        this.schedule("topics", () => this.reloadTopicList());
+      },
+      (watch) => this.zk.getChildren(TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs }),
+    );
     const legal = children.filter((name) => isLegalTopicName(name)).sort();
     if (legal.length !== children.length) {
-      this.options.log.warn(`quill: ignoring znodes under ${TOPICS_PATH} that are not legal ` +
-        `topic names: ${children.filter((name) => !isLegalTopicName(name)).join(", ")}`);
+      this.options.log.warn(
+        `quill: ignoring znodes under ${TOPICS_PATH} that are not legal ` +
+          `topic names: ${children.filter((name) => !isLegalTopicName(name)).join(", ")}`,
+      );
     }
     if (legal.length > TOPICS_MAX) {
-      this.options.log.warn(`quill: ${legal.length} topics in ZooKeeper; this broker follows ` +
-        `only the first ${TOPICS_MAX}`);
+      this.options.log.warn(
+        `quill: ${legal.length} topics in ZooKeeper; this broker follows ` +
+          `only the first ${TOPICS_MAX}`,
+      );
     }
     return legal.slice(0, TOPICS_MAX);
   }
@@ -399,9 +415,13 @@ export class ZooKeeperMetadataStore implements MetadataStore {
   private async readAssignment(name: string) {
     const path = topicPath(name);
     try {
-      const { data, stat } = await this.watched(`data:${path}`, () => {
-        this.schedule(`topic:${name}`, () => this.reloadTopic(name));
-      }, (watch) => this.zk.getData(path, { watch, timeoutMs: this.readTimeoutMs }));
+      const { data, stat } = await this.watched(
+        `data:${path}`,
+        () => {
+          this.schedule(`topic:${name}`, () => this.reloadTopic(name));
+        },
+        (watch) => this.zk.getData(path, { watch, timeoutMs: this.readTimeoutMs }),
+      );
       const znode = decodeTopicAssignment(name, data);
       if (znode.topicIdBase64 === null) {
         return await this.assignTopicId(name, znode.assignment, stat.version);
@@ -431,7 +451,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const data = encodeTopicAssignment({ topicIdBase64: topicIdToBase64(topicIdHex), assignment });
     try {
       const stat = await this.zk.setData(topicPath(name), data, {
-        version, timeoutMs: this.readTimeoutMs,
+        version,
+        timeoutMs: this.readTimeoutMs,
       });
       this.options.log.info(`quill: gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
       return { topicIdHex, assignment, version: stat.version };
@@ -469,17 +490,24 @@ export class ZooKeeperMetadataStore implements MetadataStore {
    * delete.topic.enable=false, only the marker, as Kafka's controller does) and keeps watching.
    */
   private async processDeletionMarkers(): Promise<void> {
-    const markers = await this.watched(`children:${DELETE_TOPICS_PATH}`, () => {
-      this.schedule("markers", () => this.processDeletionMarkers());
-    }, (watch) => {
-      return this.zk.getChildren(DELETE_TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs });
-    });
+    const markers = await this.watched(
+      `children:${DELETE_TOPICS_PATH}`,
+      () => {
+        this.schedule("markers", () => this.processDeletionMarkers());
+      },
+      (watch) => {
+        return this.zk.getChildren(DELETE_TOPICS_PATH, { watch, timeoutMs: this.readTimeoutMs });
+      },
+    );
     for (const name of markers.filter((m) => isLegalTopicName(m))) {
       const deadlineMs = Date.now() + this.options.requestTimeoutMs;
       if (!this.options.deleteTopicEnable) {
-        this.options.log.warn(`quill: ignoring the deletion of topic ${name} requested in ` +
-          `${DELETE_TOPICS_PATH}: delete.topic.enable is false`);
-        await this.zk.delete(deleteTopicPath(name), { timeoutMs: this.readTimeoutMs })
+        this.options.log.warn(
+          `quill: ignoring the deletion of topic ${name} requested in ` +
+            `${DELETE_TOPICS_PATH}: delete.topic.enable is false`,
+        );
+        await this.zk
+          .delete(deleteTopicPath(name), { timeoutMs: this.readTimeoutMs })
           .catch(ignoreNoNode);
         continue;
       }
@@ -498,10 +526,12 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     onFire: () => void,
     read: (watch: (() => void) | undefined) => Promise<T>,
   ): Promise<T> {
-    const watch = this.armed.has(key) ? undefined : () => {
-      this.armed.delete(key);
-      if (!this.closed) onFire();
-    };
+    const watch = this.armed.has(key)
+      ? undefined
+      : () => {
+          this.armed.delete(key);
+          if (!this.closed) onFire();
+        };
     if (watch !== undefined) this.armed.add(key);
     try {
       return await read(watch);
@@ -515,7 +545,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
 
   private exclusive<T>(task: () => Promise<T>): Promise<T> {
     const result = this.queue.then(task);
-    this.queue = result.then(() => undefined, () => undefined);
+    this.queue = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 
@@ -579,17 +612,24 @@ async function getOrCreateClusterId(zk: ZooKeeperClient): Promise<string> {
 /** What a client can do about a failed write: retry later, or learn that the topic exists. */
 function toKafkaError(topic: string, error: ZooKeeperError): KafkaError {
   if (error instanceof ZooKeeperUnavailableError) {
-    return new KafkaError(ErrorCode.REQUEST_TIMED_OUT,
-      `ZooKeeper did not answer in time while changing topic '${topic}'.`, { cause: error });
+    return new KafkaError(
+      ErrorCode.REQUEST_TIMED_OUT,
+      `ZooKeeper did not answer in time while changing topic '${topic}'.`,
+      { cause: error },
+    );
   }
   if (error instanceof NodeExistsError && error.path === topicPath(topic)) {
-    return new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${topic}' already exists.`,
-      { cause: error });
+    return new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${topic}' already exists.`, {
+      cause: error,
+    });
   }
   // NOT_CONTROLLER is retriable: clients refresh metadata and send the request again.
-  return new KafkaError(ErrorCode.NOT_CONTROLLER,
+  return new KafkaError(
+    ErrorCode.NOT_CONTROLLER,
     `Topic '${topic}' changed in ZooKeeper while this broker changed it (${error.message}); ` +
-    "retry.", { cause: error });
+      "retry.",
+    { cause: error },
+  );
 }
 
 /**
@@ -601,13 +641,17 @@ function checkStillUpdatable(
   current: CachedTopic | undefined,
 ): asserts current is CachedTopic {
   if (current === undefined) {
-    throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-      `The topic '${next.name}' does not exist.`);
+    throw new KafkaError(
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      `The topic '${next.name}' does not exist.`,
+    );
   }
   const replaced = current.record.topicIdHex !== next.topicIdHex;
   if (replaced || current.record.assignment.length > next.assignment.length) {
-    throw new KafkaError(ErrorCode.NOT_CONTROLLER,
-      `Topic '${next.name}' changed in ZooKeeper while this broker changed it; retry.`);
+    throw new KafkaError(
+      ErrorCode.NOT_CONTROLLER,
+      `Topic '${next.name}' changed in ZooKeeper while this broker changed it; retry.`,
+    );
   }
 }
 

@@ -193,9 +193,11 @@ export class Connection implements ConnectionContext {
 
   private canDispatch(): boolean {
     const limits = this.options.limits;
-    return !this.endWhenIdle &&
+    return (
+      !this.endWhenIdle &&
       this.inFlightRequests < limits.maxInFlightRequestsPerConnection &&
-      this.writer.queuedBytes < limits.maxQueuedResponseBytesPerConnection;
+      this.writer.queuedBytes < limits.maxQueuedResponseBytesPerConnection
+    );
   }
 
   /** Pauses the socket while a limit is reached or undecoded bytes wait, resumes otherwise. */
@@ -236,7 +238,10 @@ export class Connection implements ConnectionContext {
     if (result instanceof Promise) {
       const slot: PendingResponse = { completed: false, response: null };
       this.pending.push(slot);
-      result.then((response) => this.complete(slot, response), (error) => this.failHandler(error));
+      result.then(
+        (response) => this.complete(slot, response),
+        (error) => this.failHandler(error),
+      );
     } else if (this.inFlightRequests === 0) {
       this.apply(result);
     } else {

@@ -58,9 +58,10 @@ export class FrameDecoder {
     const sizeBytes = this.readSizePrefix();
     if (sizeBytes === null) return null;
     if (sizeBytes < this.frameMinBytes || sizeBytes > this.frameMaxBytes) {
-      const reason = sizeBytes < this.frameMinBytes
-        ? `below the request header minimum ${this.frameMinBytes}`
-        : `above socket.request.max.bytes ${this.frameMaxBytes}`;
+      const reason =
+        sizeBytes < this.frameMinBytes
+          ? `below the request header minimum ${this.frameMinBytes}`
+          : `above socket.request.max.bytes ${this.frameMaxBytes}`;
       return { sizeBytes, reason };
     }
     const input = this.inputs[0];
@@ -128,6 +129,10 @@ export class FrameDecoder {
 
 /** A big-endian signed 32-bit integer, as Kafka encodes a frame size. */
 function readInt32(bytes: Uint8Array, offset: number): number {
-  return (bytes[offset]! << 24) | (bytes[offset + 1]! << 16) | (bytes[offset + 2]! << 8) |
-    bytes[offset + 3]!;
+  return (
+    (bytes[offset]! << 24) |
+    (bytes[offset + 1]! << 16) |
+    (bytes[offset + 2]! << 8) |
+    bytes[offset + 3]!
+  );
 }

@@ -11,8 +11,13 @@
  */
 import type { Socket } from "bun";
 import {
-  type ApiKeyNumber, type ApiMessages, decodeResponse, decodeResponseHeader, encodeRequest,
-  encodeRequestHeader, type Init,
+  type ApiKeyNumber,
+  type ApiMessages,
+  decodeResponse,
+  decodeResponseHeader,
+  encodeRequest,
+  encodeRequestHeader,
+  type Init,
 } from "../protocol/generated/index.ts";
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
@@ -66,9 +71,15 @@ export class InterBrokerClient {
     const client = new InterBrokerClient(host, port, options);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new InterBrokerError(
-        `connecting to ${host}:${port} took over ${options.connectTimeoutMs} ms`)),
-      options.connectTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new InterBrokerError(
+              `connecting to ${host}:${port} took over ${options.connectTimeoutMs} ms`,
+            ),
+          ),
+        options.connectTimeoutMs,
+      );
     });
     const connecting = Bun.connect<undefined>({
       hostname: host,
@@ -78,17 +89,23 @@ export class InterBrokerClient {
         drain: () => client.flush(),
         close: () => client.fail(new InterBrokerError(`${host}:${port} closed the connection`)),
         error: (_socket, error) => {
-          client.fail(new InterBrokerError(`connection to ${host}:${port} failed: ${error.message}`));
+          client.fail(
+            new InterBrokerError(`connection to ${host}:${port} failed: ${error.message}`),
+          );
         },
       },
     });
     try {
       client.socket = await Promise.race([connecting, timeout]);
     } catch (error) {
-      void connecting.then((s) => s.end(), () => {});
+      void connecting.then(
+        (s) => s.end(),
+        () => {},
+      );
       if (error instanceof InterBrokerError) throw error;
-      throw new InterBrokerError(`cannot connect to ${host}:${port}: ${String(error)}`,
-        { cause: error });
+      throw new InterBrokerError(`cannot connect to ${host}:${port}: ${String(error)}`, {
+        cause: error,
+      });
     } finally {
       clearTimeout(timer);
     }
@@ -116,7 +133,9 @@ export class InterBrokerClient {
     const w = new Writer();
     w.int32(0);
     encodeRequestHeader(w, {
-      requestApiKey: apiKey, requestApiVersion: apiVersion, correlationId,
+      requestApiKey: apiKey,
+      requestApiVersion: apiVersion,
+      correlationId,
       clientId: this.options.clientId,
     });
     encodeRequest(apiKey, apiVersion, w, body);
@@ -124,11 +143,19 @@ export class InterBrokerClient {
     new DataView(frame.buffer, frame.byteOffset, 4).setInt32(0, frame.byteLength - 4);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.fail(new InterBrokerError(`no answer from ${this.host}:${this.port} to API key ` +
-          `${apiKey} within ${timeoutMs} ms`));
+        this.fail(
+          new InterBrokerError(
+            `no answer from ${this.host}:${this.port} to API key ` +
+              `${apiKey} within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       this.pending.push({
-        apiKey, apiVersion, correlationId, reject, timer,
+        apiKey,
+        apiVersion,
+        correlationId,
+        reject,
+        timer,
         resolve: resolve as (body: unknown) => void,
       });
       this.unsent.push(frame);

@@ -30,8 +30,12 @@ export class ListenerServers {
     try {
       for (const listener of listeners) {
         const server = new SocketServer({
-          host: listener.host, port: listener.port, listenerName: listener.listenerName,
-          handler, limits, logger,
+          host: listener.host,
+          port: listener.port,
+          listenerName: listener.listenerName,
+          handler,
+          limits,
+          logger,
         });
         const address = await server.start();
         servers.push(server);

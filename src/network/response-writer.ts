@@ -43,7 +43,10 @@ export class ConnectionIoError extends Error {
   override readonly name = "ConnectionIoError";
 
   /** `peerGone`: the client closed or reset the connection, which is routine, not news. */
-  constructor(message: string, readonly peerGone = false) {
+  constructor(
+    message: string,
+    readonly peerGone = false,
+  ) {
     super(message);
   }
 }
@@ -78,7 +81,7 @@ class PendingFileRange {
   private released = false;
 
   constructor(readonly range: FileRange) {
-    if (!(Number.isSafeInteger(range.position))) {
+    if (!Number.isSafeInteger(range.position)) {
       assert(false, `bad file range position ${range.position}`);
     }
     if (!(range.position >= 0)) assert(false, `negative file range position ${range.position}`);
@@ -319,8 +322,13 @@ function readWholeRange(item: PendingFileRange, offset: number): void {
   while (doneBytes < item.remainingBytes) {
     let readBytes: number;
     try {
-      readBytes = readSync(item.range.fd, scratch, offset + doneBytes,
-        item.remainingBytes - doneBytes, item.position + doneBytes);
+      readBytes = readSync(
+        item.range.fd,
+        scratch,
+        offset + doneBytes,
+        item.remainingBytes - doneBytes,
+        item.position + doneBytes,
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new ConnectionIoError(`reading fd ${item.range.fd} at ${item.position}: ${message}`);

@@ -13,8 +13,8 @@
  */
 import zlib from "node:zlib";
 import { compressFrameSync, decompressFrameSync } from "lz4-napi";
-import { CorruptRecordError } from "./record-errors.ts";
 import { lz4FrameOutputBound } from "./lz4-frame.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 import { snappyCompressXerial, snappyDecompress } from "./snappy-xerial.ts";
 
 export const CompressionType = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3, Zstd: 4 } as const;

@@ -238,7 +238,9 @@ export class Reader {
   }
 
   nullableArray<T>(
-    compact: boolean, version: number, read: (r: Reader, version: number) => T,
+    compact: boolean,
+    version: number,
+    read: (r: Reader, version: number) => T,
   ): T[] | null {
     const count = this.arrayLength(compact);
     if (count < 0) return null;

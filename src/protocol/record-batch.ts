@@ -16,14 +16,14 @@
  */
 import { assert } from "../util/assert.ts";
 import { CompressionType, compress, decompress } from "./compression.ts";
-import { ErrorCode, KafkaError } from "./errors.ts";
-import { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 import { crc32cRange } from "./crc32c.ts";
-import { decodeRecordBody, encodeRecordBody } from "./record.ts";
+import { ErrorCode, KafkaError } from "./errors.ts";
 import type { Record, RecordInput } from "./record.ts";
+import { decodeRecordBody, encodeRecordBody } from "./record.ts";
+import { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 
-export { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 export type { Record, RecordHeader, RecordInput } from "./record.ts";
+export { CorruptRecordError, InvalidRecordError } from "./record-errors.ts";
 
 export const RECORD_BATCH_OVERHEAD = 61;
 /** baseOffset int64 + batchLength int32: the prefix every message set entry shares. */

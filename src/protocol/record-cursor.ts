@@ -5,8 +5,9 @@
  * compacted topics) allocates nothing per record. Timestamp deltas are read as float64 numbers,
  * exact for any real millisecond timestamp. Throws CorruptRecordError on malformed bytes.
  */
-import { CorruptRecordError } from "./record-errors.ts";
+
 import { RECORD_MIN_SIZE_BYTES } from "./record.ts";
+import { CorruptRecordError } from "./record-errors.ts";
 
 export class RecordCursor {
   /** Where the current record starts (its length varint) and ends. */
@@ -31,7 +32,9 @@ export class RecordCursor {
     recordCount: number,
   ) {
     if (recordCount < 0 || recordCount > (end - start) / RECORD_MIN_SIZE_BYTES) {
-      throw new CorruptRecordError(`record count ${recordCount} impossible in ${end - start} bytes`);
+      throw new CorruptRecordError(
+        `record count ${recordCount} impossible in ${end - start} bytes`,
+      );
     }
     this.pos = start;
     this.remainingRecords = recordCount;

@@ -253,7 +253,9 @@ export class Writer {
   }
 
   array<T>(
-    compact: boolean, version: number, items: readonly T[],
+    compact: boolean,
+    version: number,
+    items: readonly T[],
     write: (w: Writer, version: number, item: T) => void,
   ): void {
     this.arrayLength(items.length, compact);
@@ -261,7 +263,9 @@ export class Writer {
   }
 
   nullableArray<T>(
-    compact: boolean, version: number, items: readonly T[] | null,
+    compact: boolean,
+    version: number,
+    items: readonly T[] | null,
     write: (w: Writer, version: number, item: T) => void,
   ): void {
     if (items === null) this.arrayLength(-1, compact);

@@ -44,18 +44,41 @@ export const CLUSTER_RESOURCE_NAME = "kafka-cluster";
 export const AUTHORIZED_OPERATIONS_NOT_REQUESTED = -2147483648;
 
 const {
-  READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
-  IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS,
+  READ,
+  WRITE,
+  CREATE,
+  DELETE,
+  ALTER,
+  DESCRIBE,
+  CLUSTER_ACTION,
+  DESCRIBE_CONFIGS,
+  ALTER_CONFIGS,
+  IDEMPOTENT_WRITE,
+  CREATE_TOKENS,
+  DESCRIBE_TOKENS,
 } = AclOperation;
 
 /** The operations that apply to each resource type (Kafka's AclEntry.supportedOperations). */
 const SUPPORTED_OPERATIONS: Readonly<Record<ResourceType, readonly AclOperation[]>> = {
   [ResourceType.TOPIC]: [
-    READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+    READ,
+    WRITE,
+    CREATE,
+    DELETE,
+    ALTER,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    ALTER_CONFIGS,
   ],
   [ResourceType.GROUP]: [READ, DELETE, DESCRIBE],
   [ResourceType.CLUSTER]: [
-    CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE,
+    CREATE,
+    ALTER,
+    DESCRIBE,
+    CLUSTER_ACTION,
+    DESCRIBE_CONFIGS,
+    ALTER_CONFIGS,
+    IDEMPOTENT_WRITE,
   ],
   [ResourceType.TRANSACTIONAL_ID]: [WRITE, DESCRIBE],
   [ResourceType.DELEGATION_TOKEN]: [DESCRIBE],
@@ -87,7 +110,9 @@ export function supportedOperations(resourceType: ResourceType): readonly AclOpe
  * authorizer allows.
  */
 export function authorizedOperations(
-  resourceType: ResourceType, resourceName: string, authorizer: RequestAuthorizer | null = null,
+  resourceType: ResourceType,
+  resourceName: string,
+  authorizer: RequestAuthorizer | null = null,
 ): number {
   const operations = supportedOperations(resourceType);
   if (authorizer === null) return toBitField(operations);

@@ -1,12 +1,19 @@
 import { randomBytes } from "node:crypto";
-import { assignReplicasToBrokers } from "../metadata/replica-assignment.ts";
-import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
 import {
-  checkTopicConfig, formatTopicConfigs, isTopicConfigKey, parseTopicConfigs, TOPIC_CONFIG_KEYS,
-  topicConfig, TopicConfigConflict, type TopicConfigKey, type TopicConfigOverrides,
+  checkTopicConfig,
+  formatTopicConfigs,
+  isTopicConfigKey,
+  parseTopicConfigs,
+  TOPIC_CONFIG_KEYS,
+  TopicConfigConflict,
+  type TopicConfigKey,
+  type TopicConfigOverrides,
+  topicConfig,
 } from "../config/topic-config.ts";
+import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "../metadata/metadata-store.ts";
+import { assignReplicasToBrokers } from "../metadata/replica-assignment.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import { assert } from "../util/assert.ts";
@@ -88,8 +95,10 @@ export class AdminManager {
     }
     const nullConfigs = topic.configs.filter((c) => c.value === null).map((c) => c.name);
     if (nullConfigs.length > 0) {
-      throw new KafkaError(ErrorCode.INVALID_REQUEST,
-        `Null value not supported for topic configs : ${nullConfigs.join(",")}`);
+      throw new KafkaError(
+        ErrorCode.INVALID_REQUEST,
+        `Null value not supported for topic configs : ${nullConfigs.join(",")}`,
+      );
     }
     const automatic = this.automaticAssignment(topic);
     checkTopicName(topic.name);
@@ -98,8 +107,10 @@ export class AdminManager {
     const configs = parseCreateConfigs(topic.configs, this.config);
     this.checkBrokerLimits(1, assignment.length);
     assert(assignment.length >= 1, `topic ${topic.name} would have no partitions`);
-    assert(assignment.every((r) => r.length === assignment[0]!.length),
-      `topic ${topic.name} would have unequal replication factors`);
+    assert(
+      assignment.every((r) => r.length === assignment[0]!.length),
+      `topic ${topic.name} would have unequal replication factors`,
+    );
     const created = {
       topicId: validateOnly ? ZERO_TOPIC_ID : new Uint8Array(randomBytes(16)),
       numPartitions: assignment.length,
@@ -149,18 +160,23 @@ export class AdminManager {
     const record = this.existingTopic(name);
     const current = record.assignment.length;
     if (count < current) {
-      throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
-        `Topic currently has ${current} partitions, which is higher than the requested ${count}.`);
+      throw new KafkaError(
+        ErrorCode.INVALID_PARTITIONS,
+        `Topic currently has ${current} partitions, which is higher than the requested ${count}.`,
+      );
     }
     if (count === current) {
-      throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
-        `Topic already has ${current} partitions.`);
+      throw new KafkaError(
+        ErrorCode.INVALID_PARTITIONS,
+        `Topic already has ${current} partitions.`,
+      );
     }
     checkPartitionCount(count);
     const replicationFactor = record.assignment[0]!.length;
-    const added = assignments === null
-      ? this.autoAssign(current, count - current, replicationFactor, record.assignment)
-      : this.checkedNewPartitions(assignments, current, count, replicationFactor);
+    const added =
+      assignments === null
+        ? this.autoAssign(current, count - current, replicationFactor, record.assignment)
+        : this.checkedNewPartitions(assignments, current, count, replicationFactor);
     this.checkBrokerLimits(0, added.length);
     assert(current + added.length === count, `topic ${name} would have ${current}+${added.length}`);
     if (validateOnly) return;
@@ -207,22 +223,28 @@ export class AdminManager {
   private checkBrokerLimits(newTopics: number, newPartitions: number): void {
     const topics = this.store.topics();
     if (topics.length + newTopics > TOPICS_MAX) {
-      throw new KafkaError(ErrorCode.POLICY_VIOLATION,
-        `This broker holds at most ${TOPICS_MAX} topics.`);
+      throw new KafkaError(
+        ErrorCode.POLICY_VIOLATION,
+        `This broker holds at most ${TOPICS_MAX} topics.`,
+      );
     }
     const partitions = topics.reduce((sum, t) => sum + t.assignment.length, 0);
     if (partitions + newPartitions > PARTITIONS_PER_BROKER_MAX) {
-      throw new KafkaError(ErrorCode.POLICY_VIOLATION,
+      throw new KafkaError(
+        ErrorCode.POLICY_VIOLATION,
         `This broker holds at most ${PARTITIONS_PER_BROKER_MAX} partitions; it has ` +
-        `${partitions}, the request adds ${newPartitions}.`);
+          `${partitions}, the request adds ${newPartitions}.`,
+      );
     }
   }
 
   private existingTopic(name: string): TopicRecord {
     const record = this.store.topic(name);
     if (record === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        `The topic '${name}' does not exist.`);
+      throw new KafkaError(
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        `The topic '${name}' does not exist.`,
+      );
     }
     return record;
   }
@@ -257,20 +279,24 @@ export class AdminManager {
     const explicit = topic.assignments.length > 0;
     const sized = topic.numPartitions !== USE_DEFAULT || topic.replicationFactor !== USE_DEFAULT;
     if (explicit && sized) {
-      throw new KafkaError(ErrorCode.INVALID_REQUEST,
+      throw new KafkaError(
+        ErrorCode.INVALID_REQUEST,
         "Both numPartitions or replicationFactor and replicasAssignments were set. " +
-        "Both cannot be used at the same time.");
+          "Both cannot be used at the same time.",
+      );
     }
     if (explicit) return null;
-    const count = topic.numPartitions === USE_DEFAULT
-      ? this.config["num.partitions"]
-      : topic.numPartitions;
-    const replicationFactor = topic.replicationFactor === USE_DEFAULT
-      ? this.config["default.replication.factor"]
-      : topic.replicationFactor;
+    const count =
+      topic.numPartitions === USE_DEFAULT ? this.config["num.partitions"] : topic.numPartitions;
+    const replicationFactor =
+      topic.replicationFactor === USE_DEFAULT
+        ? this.config["default.replication.factor"]
+        : topic.replicationFactor;
     if (count <= 0) {
-      throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
-        "Number of partitions must be larger than 0.");
+      throw new KafkaError(
+        ErrorCode.INVALID_PARTITIONS,
+        "Number of partitions must be larger than 0.",
+      );
     }
     checkPartitionCount(count);
     return this.autoAssign(0, count, replicationFactor);
@@ -282,16 +308,22 @@ export class AdminManager {
     checkPartitionCount(sorted.length);
     const sizes = new Set(sorted.map((a) => a.brokerIds.length));
     if (sizes.size !== 1) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-        "All partitions should have the same number of replicas");
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "All partitions should have the same number of replicas",
+      );
     }
     if (sorted.some((a) => new Set(a.brokerIds).size !== a.brokerIds.length)) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-        `Duplicate replica assignment found: ${assignmentText(sorted)}`);
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Duplicate replica assignment found: ${assignmentText(sorted)}`,
+      );
     }
     if (sorted.some((a, i) => a.partitionIndex !== i)) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-        "partitions should be a consecutive 0-based integer sequence");
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        "partitions should be a consecutive 0-based integer sequence",
+      );
     }
     const ids = sorted.map((a) => [...a.brokerIds]);
     this.checkReplicas(ids, 0);
@@ -308,13 +340,17 @@ export class AdminManager {
     const live = new Set(this.brokerIds());
     const unknown = [...new Set(assignments.flat())].filter((id) => !live.has(id));
     if (unknown.length > 0) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-        `Unknown broker(s) in replica assignment: ${unknown.join(", ")}.`);
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        `Unknown broker(s) in replica assignment: ${unknown.join(", ")}.`,
+      );
     }
     if (assignments.length !== count - current) {
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
         `Increasing the number of partitions by ${count - current} but ` +
-        `${assignments.length} assignments provided.`);
+          `${assignments.length} assignments provided.`,
+      );
     }
     const ids = assignments.map((a) => [...a]);
     this.checkReplicas(ids, current);
@@ -324,10 +360,12 @@ export class AdminManager {
     if (bad.length > 0) {
       const partitions = bad.map(([p]) => p).join(", ");
       const factors = bad.map(([, n]) => n).join(", ");
-      throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      throw new KafkaError(
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
         "Inconsistent replication factor between partitions, " +
-        `partition 0 has ${replicationFactor} while partitions [${partitions}] have ` +
-        `replication factors [${factors}], respectively.`);
+          `partition 0 has ${replicationFactor} while partitions [${partitions}] have ` +
+          `replication factors [${factors}], respectively.`,
+      );
     }
     return ids;
   }
@@ -338,19 +376,25 @@ export class AdminManager {
     assignment.forEach((replicas, i) => {
       const partition = firstPartition + i;
       if (replicas.length === 0) {
-        throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-          `Cannot have replication factor of 0 for partition id ${partition}.`);
+        throw new KafkaError(
+          ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+          `Cannot have replication factor of 0 for partition id ${partition}.`,
+        );
       }
       if (new Set(replicas).size !== replicas.length) {
-        throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        throw new KafkaError(
+          ErrorCode.INVALID_REPLICA_ASSIGNMENT,
           `Duplicate brokers not allowed in replica assignment: ${replicas.join(", ")} ` +
-          `for partition id ${partition}.`);
+            `for partition id ${partition}.`,
+        );
       }
       const missing = replicas.find((id) => !live.has(id));
       if (missing !== undefined) {
-        throw new KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        throw new KafkaError(
+          ErrorCode.INVALID_REPLICA_ASSIGNMENT,
           `The manual partition assignment includes broker ${missing}, but no broker with ` +
-          "that ID is registered.");
+            "that ID is registered.",
+        );
       }
     });
   }
@@ -362,8 +406,10 @@ export class AdminManager {
     const colliding = this.store.topics().filter((t) => unifyCollisionChars(t.name) === unified);
     if (colliding.length > 0) {
       const names = colliding.map((t) => t.name).join(", ");
-      throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-        `Topic '${name}' collides with existing topics: ${names}`);
+      throw new KafkaError(
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        `Topic '${name}' collides with existing topics: ${names}`,
+      );
     }
   }
 
@@ -377,29 +423,40 @@ export class AdminManager {
     replicationFactor: number,
     existing: readonly (readonly number[])[] = [],
   ): number[][] {
-    const brokers = this.brokerIds().map((id) => ({ id, rack: this.cache.broker(id)?.rack ?? null }));
+    const brokers = this.brokerIds().map((id) => ({
+      id,
+      rack: this.cache.broker(id)?.rack ?? null,
+    }));
     const sortedIds = brokers.map((b) => b.id).sort((a, b) => a - b);
     const firstLeader = existing[0]?.[0];
-    const fixedStartIndex = firstLeader === undefined
-      ? undefined
-      : Math.max(0, sortedIds.findIndex((id) => id >= firstLeader));
-    return assignReplicasToBrokers(brokers, count, replicationFactor,
-      { startPartition: firstPartition, fixedStartIndex });
+    const fixedStartIndex =
+      firstLeader === undefined
+        ? undefined
+        : Math.max(
+            0,
+            sortedIds.findIndex((id) => id >= firstLeader),
+          );
+    return assignReplicasToBrokers(brokers, count, replicationFactor, {
+      startPartition: firstPartition,
+      fixedStartIndex,
+    });
   }
 }
 
 /** Kafka's Topic.validate, with its messages. */
 export function checkTopicName(name: string): void {
   const problem =
-    name.length === 0 ? "Topic name is illegal, it can't be empty"
-    : name === "." || name === ".." ? "Topic name cannot be \".\" or \"..\""
-    : name.length > TOPIC_NAME_BYTES_MAX
-      ? `Topic name is illegal, it can't be longer than ${TOPIC_NAME_BYTES_MAX} characters, ` +
-        `topic name: ${name}`
-    : !TOPIC_NAME.test(name)
-      ? `Topic name "${name}" is illegal, it contains a character other than ASCII ` +
-        "alphanumerics, '.', '_' and '-'"
-    : null;
+    name.length === 0
+      ? "Topic name is illegal, it can't be empty"
+      : name === "." || name === ".."
+        ? 'Topic name cannot be "." or ".."'
+        : name.length > TOPIC_NAME_BYTES_MAX
+          ? `Topic name is illegal, it can't be longer than ${TOPIC_NAME_BYTES_MAX} characters, ` +
+            `topic name: ${name}`
+          : !TOPIC_NAME.test(name)
+            ? `Topic name "${name}" is illegal, it contains a character other than ASCII ` +
+              "alphanumerics, '.', '_' and '-'"
+            : null;
   if (problem !== null) throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem);
 }
 
@@ -407,8 +464,10 @@ const unifyCollisionChars = (name: string) => name.replaceAll(".", "_");
 
 function checkPartitionCount(count: number): void {
   if (!Number.isInteger(count) || count < 1 || count > PARTITIONS_PER_TOPIC_MAX) {
-    throw new KafkaError(ErrorCode.INVALID_PARTITIONS,
-      `Number of partitions must be between 1 and ${PARTITIONS_PER_TOPIC_MAX}, got ${count}.`);
+    throw new KafkaError(
+      ErrorCode.INVALID_PARTITIONS,
+      `Number of partitions must be between 1 and ${PARTITIONS_PER_TOPIC_MAX}, got ${count}.`,
+    );
   }
 }
 
@@ -454,8 +513,10 @@ function parseAlterConfigs(
     if (e instanceof TopicConfigConflict) throw new KafkaError(ErrorCode.INVALID_CONFIG, e.message);
     if (!(e instanceof ConfigError)) throw e;
     const resource = `ConfigResource(type=TOPIC, name='${topic}')`;
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Invalid config value for resource ${resource}: ${e.message}`);
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
+      `Invalid config value for resource ${resource}: ${e.message}`,
+    );
   }
 }
 
@@ -472,8 +533,10 @@ function checkConfigShape(changes: readonly ConfigChange[]): void {
     .filter((c) => c.value === null && c.operation !== ConfigOperation.DELETE)
     .map((c) => c.name);
   if (nullUpdates.length > 0) {
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Null value not supported for : ${nullUpdates.join(", ")}`);
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
+      `Null value not supported for : ${nullUpdates.join(", ")}`,
+    );
   }
 }
 
@@ -513,15 +576,18 @@ function appliedToList(
   }
   const verb = operation === ConfigOperation.APPEND ? "append" : "subtract";
   if (TOPIC_CONFIG_KEYS[name].valueType.type !== "LIST") {
-    throw new KafkaError(ErrorCode.INVALID_REQUEST,
-      `Config value ${verb} is not allowed for config key: ${name}`);
+    throw new KafkaError(
+      ErrorCode.INVALID_REQUEST,
+      `Config value ${verb} is not allowed for config key: ${name}`,
+    );
   }
   const old = merged.get(name) ?? effectiveText(name, current, broker);
   const oldItems = splitItems(old);
   const items = splitItems(value!);
-  const next = operation === ConfigOperation.APPEND
-    ? [...oldItems, ...items.filter((i) => !oldItems.includes(i))]
-    : oldItems.filter((i) => !items.includes(i));
+  const next =
+    operation === ConfigOperation.APPEND
+      ? [...oldItems, ...items.filter((i) => !oldItems.includes(i))]
+      : oldItems.filter((i) => !items.includes(i));
   return next.join(",");
 }
 
@@ -531,4 +597,8 @@ function effectiveText(name: TopicConfigKey, current: TopicConfigOverrides, brok
   return value.join(",");
 }
 
-const splitItems = (text: string) => text.split(",").map((s) => s.trim()).filter((s) => s !== "");
+const splitItems = (text: string) =>
+  text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");

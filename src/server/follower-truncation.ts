@@ -28,7 +28,9 @@ export interface TruncationContext {
  * epochs). Throws when the leader answers with an error; the fetcher retries after its backoff.
  */
 export async function truncateToLeader(
-  p: Partition, client: InterBrokerClient, ctx: TruncationContext,
+  p: Partition,
+  client: InterBrokerClient,
+  ctx: TruncationContext,
 ): Promise<void> {
   const log = p.log;
   const epoch = log.leaderEpochCache.latestEpoch;
@@ -44,20 +46,38 @@ export async function truncateToLeader(
 }
 
 async function askEpochEnd(
-  p: Partition, client: InterBrokerClient, epoch: number, ctx: TruncationContext,
+  p: Partition,
+  client: InterBrokerClient,
+  epoch: number,
+  ctx: TruncationContext,
 ): Promise<EpochEndOffset> {
   const version = OFFSET_FOR_LEADER_EPOCH_VERSION;
-  const response = await client.request(ApiKey.OffsetForLeaderEpoch, version, {
-    replicaId: ctx.localBrokerId,
-    topics: [{ topic: p.topic, partitions: [{
-      partition: p.partition, currentLeaderEpoch: p.leaderEpoch, leaderEpoch: epoch,
-    }] }],
-  }, ctx.requestTimeoutMs);
+  const response = await client.request(
+    ApiKey.OffsetForLeaderEpoch,
+    version,
+    {
+      replicaId: ctx.localBrokerId,
+      topics: [
+        {
+          topic: p.topic,
+          partitions: [
+            {
+              partition: p.partition,
+              currentLeaderEpoch: p.leaderEpoch,
+              leaderEpoch: epoch,
+            },
+          ],
+        },
+      ],
+    },
+    ctx.requestTimeoutMs,
+  );
   const found = response.topics[0]?.partitions[0];
   if (found === undefined) throw new Error(`OffsetForLeaderEpoch answered no partition`);
   if (found.errorCode !== ErrorCode.NONE) {
-    throw new Error(`OffsetForLeaderEpoch for ${p.topic}-${p.partition} answered ` +
-      errorName(found.errorCode));
+    throw new Error(
+      `OffsetForLeaderEpoch for ${p.topic}-${p.partition} answered ` + errorName(found.errorCode),
+    );
   }
   return { epoch: found.leaderEpoch, endOffset: found.endOffset };
 }

@@ -38,9 +38,14 @@ export class IsrManager {
       if (!p.isLeader || p.pendingIsr !== null) continue;
       const out = p.outOfSyncReplicas(nowMs, this.options.lagTimeMaxMs);
       if (out.length === 0) continue;
-      this.options.warn(`[isr] ${p.topic}-${p.partition}: shrinking ISR [${p.isr.join(",")}] ` +
-        `without [${out.join(",")}], not caught up for ${this.options.lagTimeMaxMs} ms`);
-      this.propose(p, p.isr.filter((id) => !out.includes(id)));
+      this.options.warn(
+        `[isr] ${p.topic}-${p.partition}: shrinking ISR [${p.isr.join(",")}] ` +
+          `without [${out.join(",")}], not caught up for ${this.options.lagTimeMaxMs} ms`,
+      );
+      this.propose(
+        p,
+        p.isr.filter((id) => !out.includes(id)),
+      );
     }
   }
 
@@ -49,7 +54,10 @@ export class IsrManager {
     if (!p.isLeader || p.pendingIsr !== null) return;
     const joining = p.catchingUpReplicas();
     if (joining.length === 0) return;
-    this.propose(p, [...p.isr, ...joining].sort((a, b) => a - b));
+    this.propose(
+      p,
+      [...p.isr, ...joining].sort((a, b) => a - b),
+    );
   }
 
   private propose(p: Partition, newIsr: readonly number[]): void {
@@ -59,14 +67,20 @@ export class IsrManager {
       (result) => {
         const applied = p.completeIsrChange(result);
         if (!applied && result.errorCode !== ErrorCode.NONE) {
-          this.options.warn(`[isr] ${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
-            `refused with error ${result.errorCode}`);
+          this.options.warn(
+            `[isr] ${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
+              `refused with error ${result.errorCode}`,
+          );
         }
         this.options.onIsrChanged(p);
       },
       (error: unknown) => {
-        p.completeIsrChange({ errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, leaderEpoch: -1,
-          partitionEpoch: -1, isr: [] });
+        p.completeIsrChange({
+          errorCode: ErrorCode.UNKNOWN_SERVER_ERROR,
+          leaderEpoch: -1,
+          partitionEpoch: -1,
+          isr: [],
+        });
         this.options.warn(`[isr] ${topic}-${partition}: ISR change failed: ${String(error)}`);
       },
     );

@@ -1,7 +1,7 @@
-import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
-import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
 import type { Listener } from "../config/listeners.ts";
+import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
+import type { MetadataStore, TopicRecord } from "../metadata/metadata-store.ts";
 import { assert } from "../util/assert.ts";
 
 /** One partition as Metadata describes it. */
@@ -47,7 +47,8 @@ export interface BrokerEndpoint {
 
 /** Where clients of one listener reach a broker; undefined when it lacks that listener. */
 export function endpointOn(
-  broker: BrokerEndpoint, listenerName: string,
+  broker: BrokerEndpoint,
+  listenerName: string,
 ): { host: string; port: number } | undefined {
   if (broker.listeners === undefined) return broker;
   return broker.listeners.find((l) => l.listenerName === listenerName);
@@ -108,11 +109,14 @@ export class MetadataCache {
    * The live brokers clients of one listener can reach, each at that listener's address, as
    * Kafka's MetadataCache.getAliveBrokerNodes(listenerName): brokers without it are left out.
    */
-  brokersOn(listenerName: string): { nodeId: number; host: string; port: number;
-    rack: string | null }[] {
+  brokersOn(
+    listenerName: string,
+  ): { nodeId: number; host: string; port: number; rack: string | null }[] {
     return this.brokers.flatMap((b) => {
       const e = endpointOn(b, listenerName);
-      return e === undefined ? [] : [{ nodeId: b.nodeId, host: e.host, port: e.port, rack: b.rack }];
+      return e === undefined
+        ? []
+        : [{ nodeId: b.nodeId, host: e.host, port: e.port, rack: b.rack }];
     });
   }
 
@@ -192,8 +196,10 @@ export class MetadataCache {
         this.leaderStates.set(state.topic, byPartition);
       }
       if (held === undefined) {
-        assert(this.leaderStateCount < PARTITION_STATES_MAX,
-          `more than ${PARTITION_STATES_MAX} partition states`);
+        assert(
+          this.leaderStateCount < PARTITION_STATES_MAX,
+          `more than ${PARTITION_STATES_MAX} partition states`,
+        );
         this.leaderStateCount++;
       }
       byPartition.set(state.partition, state);
@@ -261,8 +267,12 @@ export class MetadataCache {
       const s = stated?.get(partition);
       if (s !== undefined && sameTopicId(s.topicId, topicId)) {
         return {
-          partition, leaderId: s.leader, leaderEpoch: s.leaderEpoch,
-          partitionEpoch: s.partitionEpoch, replicas: s.replicas, isr: s.isr,
+          partition,
+          leaderId: s.leader,
+          leaderEpoch: s.leaderEpoch,
+          partitionEpoch: s.partitionEpoch,
+          replicas: s.replicas,
+          isr: s.isr,
         };
       }
       // Embedded, this broker leads as the assignment says. In a cluster the first replica

@@ -18,8 +18,10 @@ export class NotAppliedConfigWarnings {
         const id = `${topic.name}\0${name}=${value}`;
         next.add(id);
         if (this.warned.has(id)) continue;
-        this.warn(`topic ${topic.name}: config ${name}=${value} is accepted but not applied ` +
-          "(see the README's topic keys)");
+        this.warn(
+          `topic ${topic.name}: config ${name}=${value} is accepted but not applied ` +
+            "(see the README's topic keys)",
+        );
       }
     }
     this.warned = next;

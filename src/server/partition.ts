@@ -40,7 +40,10 @@ export interface AlterIsrResult {
 
 /** Proposes a new ISR to the controller; resolves with the committed state or an error. */
 export type AlterIsr = (
-  topic: string, partition: number, leaderEpoch: number, partitionEpoch: number,
+  topic: string,
+  partition: number,
+  leaderEpoch: number,
+  partitionEpoch: number,
   newIsr: readonly number[],
 ) => Promise<AlterIsrResult>;
 
@@ -93,8 +96,14 @@ export class Partition {
    */
   static soleReplica(log: UnifiedLog, localBrokerId: number, topicId: Uint8Array): Partition {
     const p = new Partition(log.topic, log.partition, log, localBrokerId, {
-      topic: log.topic, partition: log.partition, topicId, leader: localBrokerId, leaderEpoch: 0,
-      partitionEpoch: 0, isr: [localBrokerId], replicas: [localBrokerId],
+      topic: log.topic,
+      partition: log.partition,
+      topicId,
+      leader: localBrokerId,
+      leaderEpoch: 0,
+      partitionEpoch: 0,
+      isr: [localBrokerId],
+      replicas: [localBrokerId],
     });
     p.maybeIncrementHighWatermark();
     return p;
@@ -102,7 +111,9 @@ export class Partition {
 
   /** A partition as the controller described it; call makeLeader or makeFollower next. */
   static fromLeadership(
-    log: UnifiedLog, localBrokerId: number, state: PartitionLeadership,
+    log: UnifiedLog,
+    localBrokerId: number,
+    state: PartitionLeadership,
   ): Partition {
     const p = new Partition(state.topic, state.partition, log, localBrokerId, state);
     p.leaderIdValue = -1;
@@ -223,7 +234,10 @@ export class Partition {
    * keeps up with a busy leader is never exactly at the LEO). False for an unknown replica.
    */
   updateFollowerFetchState(
-    brokerId: number, fetchOffset: bigint, nowMs: number, logStartOffset = UNKNOWN_OFFSET,
+    brokerId: number,
+    fetchOffset: bigint,
+    nowMs: number,
+    logStartOffset = UNKNOWN_OFFSET,
   ): boolean {
     assert(this.isLeader, `${this.topic}-${this.partition}: follower fetch on a non-leader`);
     const f = this.followers.get(brokerId);
@@ -303,8 +317,10 @@ export class Partition {
       if (id === this.localBrokerId || this.isrValue.includes(id)) return false;
       const f = this.followers.get(id);
       if (f === undefined || f.logEndOffset === UNKNOWN_OFFSET) return false;
-      return f.logEndOffset >= this.log.highWatermark &&
-        f.logEndOffset >= this.leaderEpochStartOffsetValue;
+      return (
+        f.logEndOffset >= this.log.highWatermark &&
+        f.logEndOffset >= this.leaderEpochStartOffsetValue
+      );
     });
   }
 
@@ -334,14 +350,18 @@ export class Partition {
    * still answers NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas
    * meanwhile, since the record is then not as durable as the producer asked.
    */
-  checkEnoughReplicasReachOffset(requiredOffset: bigint, minInsyncReplicas: number):
-    { readonly outcome: AcksOutcome; readonly errorCode: number } {
+  checkEnoughReplicasReachOffset(
+    requiredOffset: bigint,
+    minInsyncReplicas: number,
+  ): { readonly outcome: AcksOutcome; readonly errorCode: number } {
     if (!this.isLeader) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
     if (this.log.highWatermark < requiredOffset) {
       return { outcome: "waiting", errorCode: ErrorCode.NONE };
     }
-    const errorCode = this.isrValue.length < minInsyncReplicas
-      ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND : ErrorCode.NONE;
+    const errorCode =
+      this.isrValue.length < minInsyncReplicas
+        ? ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        : ErrorCode.NONE;
     return { outcome: "done", errorCode };
   }
 }

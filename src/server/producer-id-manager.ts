@@ -15,7 +15,7 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { readFileIfExists, writeFileAtomically } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import { BadVersionError, NoNodeError, NodeExistsError } from "../zookeeper/zookeeper-errors.ts";
+import { BadVersionError, NodeExistsError, NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 
 export const PRODUCER_ID_BLOCK_SIZE = 1000n;
 export const PRODUCER_ID_BLOCK_ZNODE = "/latest_producer_id_block";
@@ -73,8 +73,11 @@ export class ProducerIdManager {
       block = await this.store.claimNext(this.brokerId);
     } catch (error) {
       if (error instanceof KafkaError) throw error;
-      throw new KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        `Producer ID block is not available yet: ${String(error)}`, { cause: error });
+      throw new KafkaError(
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        `Producer ID block is not available yet: ${String(error)}`,
+        { cause: error },
+      );
     }
     assert(block.lastId >= block.firstId, `empty producer id block ${block.firstId}`);
     assert(this.block === null || block.firstId > this.block.lastId, "producer id blocks overlap");
@@ -84,12 +87,14 @@ export class ProducerIdManager {
 }
 
 export function encodeBlock(block: ProducerIdBlock): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({
-    version: BLOCK_VERSION,
-    broker: block.brokerId,
-    block_start: block.firstId.toString(),
-    block_end: block.lastId.toString(),
-  }));
+  return new TextEncoder().encode(
+    JSON.stringify({
+      version: BLOCK_VERSION,
+      broker: block.brokerId,
+      block_start: block.firstId.toString(),
+      block_end: block.lastId.toString(),
+    }),
+  );
 }
 
 /** The block after `data` (the latest recorded block), or the first one when there is none. */
@@ -135,16 +140,19 @@ export class ZooKeeperProducerIdBlockStore implements ProducerIdBlockStore {
         if (current === null) {
           await this.zk.create(PRODUCER_ID_BLOCK_ZNODE, encodeBlock(block));
         } else {
-          await this.zk.setData(PRODUCER_ID_BLOCK_ZNODE, encodeBlock(block),
-            { version: current.version });
+          await this.zk.setData(PRODUCER_ID_BLOCK_ZNODE, encodeBlock(block), {
+            version: current.version,
+          });
         }
         return block;
       } catch (error) {
         if (!(error instanceof BadVersionError) && !(error instanceof NodeExistsError)) throw error;
       }
     }
-    throw new KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-      `${ZOOKEEPER_ATTEMPTS_MAX} attempts to claim a producer id block lost to other brokers`);
+    throw new KafkaError(
+      ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+      `${ZOOKEEPER_ATTEMPTS_MAX} attempts to claim a producer id block lost to other brokers`,
+    );
   }
 
   private async read(): Promise<{ data: Uint8Array; version: number } | null> {
@@ -164,8 +172,9 @@ export function openProducerIdManager(
   zooKeeper: ZooKeeperClient | null,
   firstLogDir: string,
 ): ProducerIdManager {
-  const store = zooKeeper !== null
-    ? new ZooKeeperProducerIdBlockStore(zooKeeper)
-    : new LocalProducerIdBlockStore(path.resolve(firstLogDir));
+  const store =
+    zooKeeper !== null
+      ? new ZooKeeperProducerIdBlockStore(zooKeeper)
+      : new LocalProducerIdBlockStore(path.resolve(firstLogDir));
   return new ProducerIdManager(brokerId, store);
 }

@@ -2,7 +2,9 @@ import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-parti
 import { assert } from "../util/assert.ts";
 import type { Partition } from "./partition.ts";
 import {
-  ReplicaFetcher, type ReplicaFetcherHost, type ReplicaFetcherSettings,
+  ReplicaFetcher,
+  type ReplicaFetcherHost,
+  type ReplicaFetcherSettings,
 } from "./replica-fetcher.ts";
 
 /** Leaders one broker fetches from at once: one fetcher (and connection) per leader broker. */

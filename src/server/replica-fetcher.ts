@@ -13,7 +13,9 @@ import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-parti
 import { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import type {
-  FetchRequest, FetchResponse, FetchResponsePartitionData,
+  FetchRequest,
+  FetchResponse,
+  FetchResponsePartitionData,
 } from "../protocol/generated/fetch.ts";
 import { ApiKey, type Init } from "../protocol/generated/index.ts";
 import { assert } from "../util/assert.ts";
@@ -64,7 +66,6 @@ interface FetchTarget {
   delayedUntilMs: number;
 }
 
-
 export class ReplicaFetcher {
   private readonly targets = new Map<TopicPartitionKey, FetchTarget>();
   private client: InterBrokerClient | null = null;
@@ -90,7 +91,10 @@ export class ReplicaFetcher {
     assert(partition.leaderId === this.sourceBrokerId, `${partition.topic} led by another broker`);
     assert(this.targets.size < FETCHER_PARTITIONS_MAX, `fetcher holds ${this.targets.size}`);
     this.targets.set(topicPartitionKey(partition.topic, partition.partition), {
-      partition, leaderEpoch: partition.leaderEpoch, truncated: false, delayedUntilMs: 0,
+      partition,
+      leaderEpoch: partition.leaderEpoch,
+      truncated: false,
+      delayedUntilMs: 0,
     });
     this.wakeUp();
   }
@@ -139,8 +143,10 @@ export class ReplicaFetcher {
         await this.fetchOnce(client);
       } catch (error) {
         if (this.stopped) break;
-        this.host.warn(`[replica-fetcher] fetching from broker ${this.sourceBrokerId} failed: ` +
-          `${String(error)}; retrying in ${this.settings.backoffMs} ms`);
+        this.host.warn(
+          `[replica-fetcher] fetching from broker ${this.sourceBrokerId} failed: ` +
+            `${String(error)}; retrying in ${this.settings.backoffMs} ms`,
+        );
         this.client?.close();
         this.client = null;
         await this.sleep(this.settings.backoffMs);
@@ -187,8 +193,12 @@ export class ReplicaFetcher {
     const usesIds = targets.every((t) => t.partition.topicId.some((b) => b !== 0));
     const version = usesIds ? FETCH_VERSION_WITH_IDS : FETCH_VERSION_WITH_NAMES;
     const request = this.buildRequest(targets, version);
-    const response = await client.request(ApiKey.Fetch, version, request,
-      this.settings.maxWaitMs + this.settings.socketTimeoutMs);
+    const response = await client.request(
+      ApiKey.Fetch,
+      version,
+      request,
+      this.settings.maxWaitMs + this.settings.socketTimeoutMs,
+    );
     if (response.errorCode !== ErrorCode.NONE) {
       throw new Error(`Fetch answered ${errorName(response.errorCode)}`);
     }
@@ -203,9 +213,10 @@ export class ReplicaFetcher {
       byTopic.set(t.partition.topic, list);
     }
     const s = this.settings;
-    const replica = version >= 15
-      ? { replicaState: { replicaId: s.localBrokerId, replicaEpoch: -1n } }
-      : { replicaId: s.localBrokerId };
+    const replica =
+      version >= 15
+        ? { replicaState: { replicaId: s.localBrokerId, replicaEpoch: -1n } }
+        : { replicaId: s.localBrokerId };
     return {
       ...replica,
       maxWaitMs: s.maxWaitMs,
@@ -227,7 +238,9 @@ export class ReplicaFetcher {
   }
 
   private handleResponse(
-    targets: readonly FetchTarget[], response: FetchResponse, usesIds: boolean,
+    targets: readonly FetchTarget[],
+    response: FetchResponse,
+    usesIds: boolean,
   ): void {
     const byKey = new Map(targets.map((t) => [this.responseKey(t, usesIds), t]));
     for (const topic of response.responses) {
@@ -252,15 +265,19 @@ export class ReplicaFetcher {
     const partition = target.partition;
     const behindLeaderStart = p.logStartOffset > partition.log.logEndOffset;
     if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && behindLeaderStart) {
-      this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition}: the leader ` +
-        `starts at ${p.logStartOffset}, past this replica's end; starting over there`);
+      this.host.warn(
+        `[replica-fetcher] ${partition.topic}-${partition.partition}: the leader ` +
+          `starts at ${p.logStartOffset}, past this replica's end; starting over there`,
+      );
       this.host.startOverAt(partition, p.logStartOffset);
       return;
     }
     if (p.errorCode !== ErrorCode.NONE) {
-      this.host.warn(`[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
-        `${this.sourceBrokerId}: ${errorName(p.errorCode)}; ` +
-        `retrying in ${this.settings.backoffMs} ms`);
+      this.host.warn(
+        `[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
+          `${this.sourceBrokerId}: ${errorName(p.errorCode)}; ` +
+          `retrying in ${this.settings.backoffMs} ms`,
+      );
       target.delayedUntilMs = Date.now() + this.settings.backoffMs;
       // Past the leader's end: the logs diverged after all, so ask the leader's epochs again.
       if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE) target.truncated = false;

@@ -1,9 +1,13 @@
 import {
-  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+  type TopicPartitionKey,
+  topicPartitionKey,
+  topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import {
-  iterateBatches, setPartitionLeaderEpoch, validateProduceRecords,
+  iterateBatches,
+  setPartitionLeaderEpoch,
+  validateProduceRecords,
 } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
@@ -17,8 +21,8 @@ import { IsrManager } from "./isr-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
 import { type AlterIsr, Partition, type PartitionLeadership } from "./partition.ts";
-import { ReplicaFetcherManager } from "./replica-fetcher-manager.ts";
 import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
+import { ReplicaFetcherManager } from "./replica-fetcher-manager.ts";
 
 /** Long-poll fetches parked at once, across all connections. */
 export const PARKED_FETCHES_MAX = 10_000;
@@ -165,30 +169,36 @@ export class ReplicaManager {
     this.localBrokerId = config["broker.id"];
     this.clusterMode = config["zookeeper.connect"] !== null;
     this.log = options.logger ?? ((line) => console.warn(line));
-    this.brokerEndpoint = options.brokerEndpoint ??
-      ((id) => cache.brokers.find((b) => b.nodeId === id));
+    this.brokerEndpoint =
+      options.brokerEndpoint ?? ((id) => cache.brokers.find((b) => b.nodeId === id));
     for (const log of logs.allLogs()) {
       // A lone replica has everything it wrote; in a cluster the HW was what the ISR had then.
       const checkpointed = logs.checkpointedHighWatermark(log.topic, log.partition) ?? 0n;
       const end = log.logEndOffset;
       log.highWatermark = !this.clusterMode ? end : checkpointed < end ? checkpointed : end;
     }
-    this.fetchers = new ReplicaFetcherManager({
-      localBrokerId: this.localBrokerId,
-      maxWaitMs: config["replica.fetch.wait.max.ms"],
-      minBytes: config["replica.fetch.min.bytes"],
-      maxBytes: REPLICA_FETCH_RESPONSE_MAX_BYTES,
-      partitionMaxBytes: config["replica.fetch.max.bytes"],
-      backoffMs: config["replica.fetch.backoff.ms"],
-      socketTimeoutMs: config["replica.socket.timeout.ms"],
-    }, this.fetcherHost());
-    this.isrManager = options.alterIsr === undefined ? null : new IsrManager({
-      alterIsr: options.alterIsr,
-      lagTimeMaxMs: config["replica.lag.time.max.ms"],
-      partitions: () => this.partitions.values(),
-      onIsrChanged: (p) => this.afterLeaderStateChange(p),
-      warn: this.log,
-    });
+    this.fetchers = new ReplicaFetcherManager(
+      {
+        localBrokerId: this.localBrokerId,
+        maxWaitMs: config["replica.fetch.wait.max.ms"],
+        minBytes: config["replica.fetch.min.bytes"],
+        maxBytes: REPLICA_FETCH_RESPONSE_MAX_BYTES,
+        partitionMaxBytes: config["replica.fetch.max.bytes"],
+        backoffMs: config["replica.fetch.backoff.ms"],
+        socketTimeoutMs: config["replica.socket.timeout.ms"],
+      },
+      this.fetcherHost(),
+    );
+    this.isrManager =
+      options.alterIsr === undefined
+        ? null
+        : new IsrManager({
+            alterIsr: options.alterIsr,
+            lagTimeMaxMs: config["replica.lag.time.max.ms"],
+            partitions: () => this.partitions.values(),
+            onIsrChanged: (p) => this.afterLeaderStateChange(p),
+            warn: this.log,
+          });
     // A fetch parked on a partition that stops existing can be answered (with an error) now.
     cache.onReload(() => {
       this.purgatory.wakeWhere((key) => !this.isHosted(key));
@@ -215,7 +225,9 @@ export class ReplicaManager {
    * produceRecords). `produceVersion` decides which record formats and codecs may be carried.
    */
   appendRecords(
-    acks: number, entries: readonly AppendEntry[], produceVersion: number,
+    acks: number,
+    entries: readonly AppendEntry[],
+    produceVersion: number,
   ): AppendOutcome[] {
     return entries.map((e) => this.appendOne(acks, e, produceVersion).outcome);
   }
@@ -225,7 +237,10 @@ export class ReplicaManager {
    * each batch (the whole ISR has it) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
   async produceRecords(
-    acks: number, timeoutMs: number, entries: readonly AppendEntry[], produceVersion: number,
+    acks: number,
+    timeoutMs: number,
+    entries: readonly AppendEntry[],
+    produceVersion: number,
   ): Promise<AppendOutcome[]> {
     const appended = entries.map((e) => this.appendOne(acks, e, produceVersion));
     const outcomes = appended.map((a) => a.outcome);
@@ -236,7 +251,10 @@ export class ReplicaManager {
       waiting.push({ index, wait: this.produceWait(entries[index]!, a.requiredOffset) });
     });
     if (waiting.length === 0) return outcomes;
-    const codes = await this.produces.park(waiting.map((w) => w.wait), timeoutMs);
+    const codes = await this.produces.park(
+      waiting.map((w) => w.wait),
+      timeoutMs,
+    );
     waiting.forEach((w, i) => {
       if (codes[i] === ErrorCode.NONE) return;
       outcomes[w.index] = { ...outcomes[w.index]!, errorCode: codes[i]!, errorMessage: null };
@@ -285,8 +303,13 @@ export class ReplicaManager {
       return { outcome, requiredOffset: result.lastOffset < 0n ? null : result.lastOffset + 1n };
     } catch (e) {
       const error = asKafkaError(e);
-      const outcome = { errorCode: error.code, errorMessage: error.message, baseOffset: -1n,
-        logAppendTimeMs: -1n, logStartOffset: -1n };
+      const outcome = {
+        errorCode: error.code,
+        errorMessage: error.message,
+        baseOffset: -1n,
+        logAppendTimeMs: -1n,
+        logStartOffset: -1n,
+      };
       return { outcome, requiredOffset: null };
     }
   }
@@ -301,9 +324,11 @@ export class ReplicaManager {
     const required = this.minInsyncReplicas(topic);
     const isrSize = partition.isr.length;
     if (isrSize < required) {
-      throw new KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+      throw new KafkaError(
+        ErrorCode.NOT_ENOUGH_REPLICAS,
         `The size of the current ISR ${isrSize} is insufficient to satisfy the min.isr ` +
-        `requirement of ${required}`);
+          `requirement of ${required}`,
+      );
     }
   }
 
@@ -353,7 +378,10 @@ export class ReplicaManager {
 
   /** Consumers read below the HW; a follower reads to the log end and reports its LEO. */
   private readOne(
-    entry: FetchEntry, maxBytes: number, minOneMessage: boolean, replicaId: number,
+    entry: FetchEntry,
+    maxBytes: number,
+    minOneMessage: boolean,
+    replicaId: number,
   ): FetchOutcome {
     let partition: Partition;
     try {
@@ -384,8 +412,10 @@ export class ReplicaManager {
     if (fetchOffset > partition.log.logEndOffset) return;
     const startOffset = entry.logStartOffset ?? -1n;
     if (!partition.updateFollowerFetchState(replicaId, fetchOffset, Date.now(), startOffset)) {
-      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`);
+      throw new KafkaError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${replicaId} is not a replica of ${partition.topic}-${partition.partition}`,
+      );
     }
     const key = topicPartitionKey(partition.topic, partition.partition);
     if (partition.maybeIncrementHighWatermark()) {
@@ -411,7 +441,9 @@ export class ReplicaManager {
       const found = log.offsetForTimestamp(timestamp);
       if (found === null) return { ...NOT_FOUND, errorCode: ErrorCode.NONE };
       return {
-        errorCode: ErrorCode.NONE, timestamp: found.timestamp, offset: found.offset,
+        errorCode: ErrorCode.NONE,
+        timestamp: found.timestamp,
+        offset: found.offset,
         leaderEpoch: epochs.epochForOffset(found.offset),
       };
     } catch (e) {
@@ -428,7 +460,8 @@ export class ReplicaManager {
    * OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks `delete` is POLICY_VIOLATION.
    */
   async deleteRecords(
-    timeoutMs: number, entries: readonly DeleteRecordsEntry[],
+    timeoutMs: number,
+    entries: readonly DeleteRecordsEntry[],
   ): Promise<DeleteRecordsOutcome[]> {
     const outcomes: DeleteRecordsOutcome[] = [];
     const waiting: { index: number; wait: ProduceWait }[] = [];
@@ -443,12 +476,18 @@ export class ReplicaManager {
       }
     });
     if (waiting.length === 0) return outcomes;
-    const codes = await this.deleteRecordsWaits.park(waiting.map((w) => w.wait), timeoutMs);
+    const codes = await this.deleteRecordsWaits.park(
+      waiting.map((w) => w.wait),
+      timeoutMs,
+    );
     waiting.forEach((w, i) => {
-      const p = this.partitions.get(topicPartitionKey(entries[w.index]!.topic,
-        entries[w.index]!.partition));
-      const lowWatermark = codes[i] === ErrorCode.NONE && p !== undefined && p.isLeader
-        ? this.lowWatermarkOf(p) : outcomes[w.index]!.lowWatermark;
+      const p = this.partitions.get(
+        topicPartitionKey(entries[w.index]!.topic, entries[w.index]!.partition),
+      );
+      const lowWatermark =
+        codes[i] === ErrorCode.NONE && p !== undefined && p.isLeader
+          ? this.lowWatermarkOf(p)
+          : outcomes[w.index]!.lowWatermark;
       outcomes[w.index] = { errorCode: codes[i]!, lowWatermark };
     });
     return outcomes;
@@ -457,20 +496,28 @@ export class ReplicaManager {
   /** Moves the leader's log start offset; returns the offset the replicas must reach. */
   private deleteRecordsOnLocalLog(entry: DeleteRecordsEntry): bigint {
     if (INTERNAL_TOPICS.has(entry.topic)) {
-      throw new KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-        `Cannot delete records of internal topic ${entry.topic}`);
+      throw new KafkaError(
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        `Cannot delete records of internal topic ${entry.topic}`,
+      );
     }
     const p = this.leaderPartition(entry.topic, entry.partition, -1);
     const log = p.log;
     if (!log.config.cleanupPolicy.split(",").includes("delete")) {
-      throw new KafkaError(ErrorCode.POLICY_VIOLATION, `Records of partition ` +
-        `${p.topic}-${p.partition} can not be deleted due to the configured policy`);
+      throw new KafkaError(
+        ErrorCode.POLICY_VIOLATION,
+        `Records of partition ` +
+          `${p.topic}-${p.partition} can not be deleted due to the configured policy`,
+      );
     }
     const offset = entry.offset === HIGH_WATERMARK ? log.highWatermark : entry.offset;
     if (offset < 0n || offset > log.highWatermark) {
-      throw new KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, `Cannot increment the log start ` +
-        `offset to ${offset} of ${p.topic}-${p.partition}: the high watermark is ` +
-        `${log.highWatermark}`);
+      throw new KafkaError(
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        `Cannot increment the log start ` +
+          `offset to ${offset} of ${p.topic}-${p.partition}: the high watermark is ` +
+          `${log.highWatermark}`,
+      );
     }
     if (log.maybeIncrementLogStartOffset(offset, "DeleteRecords")) {
       this.logs.checkpointLogStartOffsetsOf(log);
@@ -502,7 +549,10 @@ export class ReplicaManager {
    * at or below it that the log knows (UNDEFINED, -1, for an epoch above all it knows).
    */
   lastOffsetForLeaderEpoch(
-    topic: string, partition: number, currentLeaderEpoch: number, leaderEpoch: number,
+    topic: string,
+    partition: number,
+    currentLeaderEpoch: number,
+    leaderEpoch: number,
   ): EpochEndLookup {
     try {
       const log = this.leaderPartition(topic, partition, currentLeaderEpoch).log;
@@ -533,7 +583,8 @@ export class ReplicaManager {
    * request comes from an older controller than one already heard from.
    */
   becomeLeaderOrFollower(
-    controllerEpoch: number, states: readonly PartitionLeadership[],
+    controllerEpoch: number,
+    states: readonly PartitionLeadership[],
   ): Map<TopicPartitionKey, number> {
     const result = new Map<TopicPartitionKey, number>();
     if (controllerEpoch < this.controllerEpoch) {
@@ -600,7 +651,8 @@ export class ReplicaManager {
    * goes too. Waiters on them are answered at once (NOT_LEADER_OR_FOLLOWER or an empty read).
    */
   async stopReplicas(
-    partitions: readonly { topic: string; partition: number }[], deletePartitions: boolean,
+    partitions: readonly { topic: string; partition: number }[],
+    deletePartitions: boolean,
   ): Promise<void> {
     for (const { topic, partition } of partitions) {
       const key = topicPartitionKey(topic, partition);
@@ -636,7 +688,9 @@ export class ReplicaManager {
         return truncateToLeader(p, client, {
           localBrokerId: this.localBrokerId,
           requestTimeoutMs: this.cache.brokerConfig["replica.socket.timeout.ms"],
-          stillFollowing: () => !p.isLeader && p.leaderEpoch === leaderEpochWhenAsked &&
+          stillFollowing: () =>
+            !p.isLeader &&
+            p.leaderEpoch === leaderEpochWhenAsked &&
             this.partitions.get(topicPartitionKey(p.topic, p.partition)) === p,
         });
       },
@@ -668,8 +722,10 @@ export class ReplicaManager {
   private hostedLog(topic: string, partition: number): UnifiedLog {
     const log = this.logs.getLog(topic, partition);
     if (log === undefined || this.cache.topic(topic) === undefined) {
-      throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        `This server does not host this topic-partition: ${topic}-${partition}`);
+      throw new KafkaError(
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        `This server does not host this topic-partition: ${topic}-${partition}`,
+      );
     }
     return log;
   }
@@ -685,8 +741,10 @@ export class ReplicaManager {
     const existing = this.partitions.get(key);
     if (existing !== undefined && existing.log === log) return existing;
     if (this.clusterMode) {
-      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `broker ${this.localBrokerId} has no role for ${topic}-${partition} from the controller`);
+      throw new KafkaError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${this.localBrokerId} has no role for ${topic}-${partition} from the controller`,
+      );
     }
     const topicId = this.cache.topic(topic)!.topicId;
     const p = Partition.soleReplica(log, this.localBrokerId, topicId);
@@ -701,14 +759,21 @@ export class ReplicaManager {
   private leaderPartition(topic: string, partition: number, currentLeaderEpoch: number): Partition {
     const p = this.partitionOf(topic, partition);
     if (currentLeaderEpoch >= 0 && currentLeaderEpoch !== p.leaderEpoch) {
-      const code = currentLeaderEpoch < p.leaderEpoch
-        ? ErrorCode.FENCED_LEADER_EPOCH : ErrorCode.UNKNOWN_LEADER_EPOCH;
-      throw new KafkaError(code, `${topic}-${partition}: leader epoch ${currentLeaderEpoch} ` +
-        `in the request, ${p.leaderEpoch} here`);
+      const code =
+        currentLeaderEpoch < p.leaderEpoch
+          ? ErrorCode.FENCED_LEADER_EPOCH
+          : ErrorCode.UNKNOWN_LEADER_EPOCH;
+      throw new KafkaError(
+        code,
+        `${topic}-${partition}: leader epoch ${currentLeaderEpoch} ` +
+          `in the request, ${p.leaderEpoch} here`,
+      );
     }
     if (!p.isLeader) {
-      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        `broker ${this.localBrokerId} does not lead ${topic}-${partition} (leader ${p.leaderId})`);
+      throw new KafkaError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `broker ${this.localBrokerId} does not lead ${topic}-${partition} (leader ${p.leaderId})`,
+      );
     }
     return p;
   }
@@ -727,11 +792,17 @@ const HIGH_WATERMARK = -1n;
 const INTERNAL_TOPICS = new Set(["__consumer_offsets", "__transaction_state"]);
 
 const NOT_FOUND: OffsetLookup = Object.freeze({
-  errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1,
+  errorCode: ErrorCode.NONE,
+  timestamp: -1n,
+  offset: -1n,
+  leaderEpoch: -1,
 });
 
 const EMPTY_OUTCOME: FetchOutcome = Object.freeze({
-  errorCode: ErrorCode.NONE, highWatermark: -1n, logStartOffset: -1n, records: [],
+  errorCode: ErrorCode.NONE,
+  highWatermark: -1n,
+  logStartOffset: -1n,
+  records: [],
 });
 
 function rangesBytes(ranges: readonly FileRange[]): number {

@@ -17,9 +17,13 @@
  */
 import { CompressionType, compress, decompress } from "../protocol/compression.ts";
 import { crc32cRange } from "../protocol/crc32c.ts";
-import { RECORD_BATCH_OVERHEAD, LOG_OVERHEAD } from "../protocol/record-batch.ts";
-import { RecordCursor, varlongNumberSizeBytes, writeVarlongNumber } from "../protocol/record-cursor.ts";
-import { writeVarint, varintSizeBytes } from "../protocol/varint.ts";
+import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
+import {
+  RecordCursor,
+  varlongNumberSizeBytes,
+  writeVarlongNumber,
+} from "../protocol/record-cursor.ts";
+import { varintSizeBytes, writeVarint } from "../protocol/varint.ts";
 import type { OffsetMap } from "./offset-map.ts";
 
 const ATTRIBUTES_AT = 21;
@@ -63,13 +67,19 @@ export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredB
   // Transaction markers (control batches) stay until transactions clean them (issue 15: the
   // cleaner will drop aborted batches and markers past their horizon here).
   if ((attributes & CONTROL_BIT) !== 0) {
-    return { bytes: batch, recordsRead: recordCount, recordsKept: recordCount,
-      deleteHorizonMs: -1, maxTimestamp };
+    return {
+      bytes: batch,
+      recordsRead: recordCount,
+      recordsKept: recordCount,
+      deleteHorizonMs: -1,
+      maxTimestamp,
+    };
   }
   const codec = attributes & COMPRESSION_MASK;
-  const body = codec === CompressionType.None
-    ? batch.subarray(RECORD_BATCH_OVERHEAD)
-    : decompress(codec, batch.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
+  const body =
+    codec === CompressionType.None
+      ? batch.subarray(RECORD_BATCH_OVERHEAD)
+      : decompress(codec, batch.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
   const baseOffset = Number(view.getBigInt64(0));
   const baseTimestamp = Number(view.getBigInt64(BASE_TIMESTAMP_AT));
   const horizon = (attributes & DELETE_HORIZON_BIT) !== 0 ? baseTimestamp : -1;
@@ -84,20 +94,35 @@ export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredB
   const keptCount = kept.length / 3;
   const needHorizon = keptTombstone && horizon < 0;
   if (keptCount === recordCount && !needHorizon) {
-    return { bytes: batch, recordsRead: recordCount, recordsKept: keptCount,
-      deleteHorizonMs: keptTombstone ? horizon : -1, maxTimestamp };
+    return {
+      bytes: batch,
+      recordsRead: recordCount,
+      recordsKept: keptCount,
+      deleteHorizonMs: keptTombstone ? horizon : -1,
+      maxTimestamp,
+    };
   }
   if (keptCount === 0) {
     const producerId = view.getBigInt64(PRODUCER_ID_AT);
     const lastOffset = view.getBigInt64(0) + BigInt(view.getInt32(LAST_OFFSET_DELTA_AT));
     const keep = producerId >= 0n && filter.lastOffsetOfProducer.get(producerId) === lastOffset;
-    return { bytes: keep ? emptyBatch(batch, view) : null, recordsRead: recordCount,
-      recordsKept: 0, deleteHorizonMs: -1, maxTimestamp };
+    return {
+      bytes: keep ? emptyBatch(batch, view) : null,
+      recordsRead: recordCount,
+      recordsKept: 0,
+      deleteHorizonMs: -1,
+      maxTimestamp,
+    };
   }
   const newHorizon = needHorizon ? filter.nowMs + filter.deleteRetentionMs : horizon;
   const rebuilt = rebuildBatch(batch, view, body, kept, newHorizon);
-  return { bytes: rebuilt.bytes, recordsRead: recordCount, recordsKept: keptCount,
-    deleteHorizonMs: keptTombstone ? newHorizon : -1, maxTimestamp: rebuilt.maxTimestamp };
+  return {
+    bytes: rebuilt.bytes,
+    recordsRead: recordCount,
+    recordsKept: keptCount,
+    deleteHorizonMs: keptTombstone ? newHorizon : -1,
+    maxTimestamp: rebuilt.maxTimestamp,
+  };
 }
 
 function shouldRetain(

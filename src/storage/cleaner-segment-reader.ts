@@ -20,7 +20,8 @@ function readChunk(fd: number, position: number, length: number): Promise<Uint8A
   return new Promise((resolve, reject) => {
     const buffer = new Uint8Array(length);
     fs.read(fd, buffer, 0, length, position, (error, bytesRead) =>
-      error ? reject(error) : resolve(buffer.subarray(0, bytesRead)));
+      error ? reject(error) : resolve(buffer.subarray(0, bytesRead)),
+    );
   });
 }
 
@@ -97,6 +98,8 @@ function splitChunk(
 }
 
 function changed(segment: LogSegment, position: number, what: string): never {
-  throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-    `${segment.file.filePath} changed on disk (${what} at ${position}); cleaning stopped`);
+  throw new KafkaError(
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    `${segment.file.filePath} changed on disk (${what} at ${position}); cleaning stopped`,
+  );
 }

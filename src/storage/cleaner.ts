@@ -17,24 +17,27 @@
  * next chunk and abandons the cleaning; its `.cleaned` files are removed.
  */
 import * as fs from "node:fs";
-import { RecordCursor } from "../protocol/record-cursor.ts";
 import { CompressionType, decompress } from "../protocol/compression.ts";
 import { RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
-import { filterBatch } from "./cleaner-batch-filter.ts";
+import { RecordCursor } from "../protocol/record-cursor.ts";
 import type { CleanerFilter, FilteredBatch } from "./cleaner-batch-filter.ts";
-import { readSegmentBatches } from "./cleaner-segment-reader.ts";
+import { filterBatch } from "./cleaner-batch-filter.ts";
 import type { ChunkBatch } from "./cleaner-segment-reader.ts";
-import { LogSegment } from "./log-segment.ts";
+import { readSegmentBatches } from "./cleaner-segment-reader.ts";
 import type { AppendedBatch } from "./log-segment.ts";
-import type { OffsetMap } from "./offset-map.ts";
+import { LogSegment } from "./log-segment.ts";
 import { OFFSET_INDEX_ENTRY_BYTES } from "./offset-index.ts";
+import type { OffsetMap } from "./offset-map.ts";
 import {
-  CLEANED_FILE_SUFFIX, deleteCleanedFiles, finishSwap, markCleanedAsSwap,
+  CLEANED_FILE_SUFFIX,
+  deleteCleanedFiles,
+  finishSwap,
+  markCleanedAsSwap,
 } from "./segment-swap.ts";
 import type { Throttler } from "./throttler.ts";
 import { TIME_INDEX_ENTRY_BYTES } from "./time-index.ts";
-import { settingsOf } from "./unified-log.ts";
 import type { UnifiedLog } from "./unified-log.ts";
+import { settingsOf } from "./unified-log.ts";
 
 const MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024;
 const INT32_MAX = 0x7fffffffn;
@@ -79,8 +82,13 @@ export class Cleaner {
   /** Cleans once; returns the offset up to which the log is now clean. */
   async clean(target: LogToClean, nowMs: number): Promise<CleanResult> {
     const stats: CleanerStats = {
-      bytesRead: 0, bytesWritten: 0, recordsRead: 0, recordsKept: 0, mapRecords: 0,
-      segmentsCleaned: 0, groups: 0,
+      bytesRead: 0,
+      bytesWritten: 0,
+      recordsRead: 0,
+      recordsKept: 0,
+      mapRecords: 0,
+      segmentsCleaned: 0,
+      groups: 0,
     };
     const { log } = target;
     const epoch = log.layoutEpoch;
@@ -166,7 +174,8 @@ export class Cleaner {
       const output = new CleanedOutput(cleaned, indexIntervalBytes, this.options.ioBufferBytes);
       for (const segment of group) {
         for await (const batches of this.chunks(segment, stats, guard)) {
-          for (const batch of batches) output.add(batch, filterBatch(batch.bytes, filter), stats, log);
+          for (const batch of batches)
+            output.add(batch, filterBatch(batch.bytes, filter), stats, log);
           await output.flushIfFull(this.options.throttler, stats);
         }
       }
@@ -202,9 +211,10 @@ function addBatchToMap(
   // Control batches carry no keyed data (issue 15: aborted transactions are skipped here).
   if ((attributes & 0x20) === 0) {
     const codec = attributes & 0x07;
-    const body = codec === CompressionType.None
-      ? bytes.subarray(RECORD_BATCH_OVERHEAD)
-      : decompress(codec, bytes.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
+    const body =
+      codec === CompressionType.None
+        ? bytes.subarray(RECORD_BATCH_OVERHEAD)
+        : decompress(codec, bytes.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
     const baseOffset = Number(batch.baseOffset);
     const cursor = new RecordCursor(body, 0, body.length, view.getInt32(57));
     while (cursor.next()) {
@@ -275,7 +285,9 @@ function swapIn(log: UnifiedLog, group: readonly LogSegment[]): void {
   const nextOffset = after?.baseOffset ?? log.activeSegmentBaseOffset;
   markCleanedAsSwap(log.dir, base);
   for (const old of group) {
-    void old.delete().catch((error: unknown) => log.logLine(`deleting a cleaned segment: ${error}`));
+    void old
+      .delete()
+      .catch((error: unknown) => log.logLine(`deleting a cleaned segment: ${error}`));
   }
   finishSwap(log.dir, base);
   const replacement = LogSegment.open(log.dir, base, nextOffset, log.filePool);
@@ -306,7 +318,8 @@ export function groupSegmentsBySize(
       const next = segments[i];
       const nextEnd = segments[i + 1]?.baseOffset ?? firstUncleanableOffset;
       const [nextIndexSize, nextTimeIndexSize] = indexBytes(next);
-      const fits = logSize + next.sizeBytes <= maxSize &&
+      const fits =
+        logSize + next.sizeBytes <= maxSize &&
         indexSize + nextIndexSize <= maxIndexSize &&
         timeIndexSize + nextTimeIndexSize <= maxIndexSize &&
         (next.sizeBytes === 0 || nextEnd - 1n - group[0].baseOffset <= INT32_MAX);
@@ -324,8 +337,10 @@ export function groupSegmentsBySize(
 
 /** The sizes of a segment's offset index and time index files. */
 function indexBytes(segment: LogSegment): [number, number] {
-  return [segment.offsetIndex().entries * OFFSET_INDEX_ENTRY_BYTES,
-    segment.timeIndex().entries * TIME_INDEX_ENTRY_BYTES];
+  return [
+    segment.offsetIndex().entries * OFFSET_INDEX_ENTRY_BYTES,
+    segment.timeIndex().entries * TIME_INDEX_ENTRY_BYTES,
+  ];
 }
 
 /** Producer id -> last data offset, for keeping each active producer's last batch. */

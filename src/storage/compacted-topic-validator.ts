@@ -29,18 +29,21 @@ export function refuseRecordsWithoutKey(
     if ((attributes & CONTROL_BIT) !== 0) continue;
     const codec = attributes & COMPRESSION_MASK;
     const stored = records.subarray(at + RECORD_BATCH_OVERHEAD, at + b.sizeBytes);
-    const body = codec === CompressionType.None
-      ? stored
-      : decompress(codec, stored, MAX_UNCOMPRESSED_BYTES);
+    const body =
+      codec === CompressionType.None ? stored : decompress(codec, stored, MAX_UNCOMPRESSED_BYTES);
     const cursor = new RecordCursor(body, 0, body.length, view.getInt32(at + RECORD_COUNT_AT));
     for (let index = 0; cursor.next(); index++) {
       if (cursor.keyLength >= 0) continue;
-      errors.push(`RecordError(batchIndex=${index}, message='Compacted topic cannot accept ` +
-        `message without key in topic partition ${partitionName}')`);
+      errors.push(
+        `RecordError(batchIndex=${index}, message='Compacted topic cannot accept ` +
+          `message without key in topic partition ${partitionName}')`,
+      );
     }
   }
   if (errors.length === 0) return;
-  throw new InvalidRecordError(`One or more records have been rejected due to ${errors.length} ` +
-    "record errors in total, and only showing the first three errors at most: " +
-    `[${errors.slice(0, ERRORS_SHOWN).join(", ")}]`);
+  throw new InvalidRecordError(
+    `One or more records have been rejected due to ${errors.length} ` +
+      "record errors in total, and only showing the first three errors at most: " +
+      `[${errors.slice(0, ERRORS_SHOWN).join(", ")}]`,
+  );
 }

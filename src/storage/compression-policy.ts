@@ -9,12 +9,12 @@
  */
 import { CompressionType } from "../protocol/compression.ts";
 import {
-  CorruptRecordError,
-  InvalidRecordError,
   buildRecordBatch,
+  CorruptRecordError,
   checkMagic,
   compressionType,
   decodeRecords,
+  InvalidRecordError,
   isControl,
   isTransactional,
   iterateBatches,

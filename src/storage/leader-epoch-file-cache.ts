@@ -38,7 +38,10 @@ export interface EpochEndOffset {
 export class LeaderEpochFileCache {
   private entries: EpochEntry[];
 
-  private constructor(private filePath: string, entries: EpochEntry[]) {
+  private constructor(
+    private filePath: string,
+    entries: EpochEntry[],
+  ) {
     this.entries = entries;
   }
 
@@ -124,7 +127,10 @@ export class LeaderEpochFileCache {
 function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
   const bytes = readFileIfExists(filePath);
   if (bytes === null) return [];
-  const lines = new TextDecoder().decode(bytes).split("\n").filter((l) => l.length > 0);
+  const lines = new TextDecoder()
+    .decode(bytes)
+    .split("\n")
+    .filter((l) => l.length > 0);
   const count = Number(lines[1]);
   const malformed = (why: string) => {
     logger(`[storage] ignoring malformed ${filePath}: ${why}`);
@@ -140,8 +146,8 @@ function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
     if (match === null) return malformed(`line "${line}"`);
     const entry = { epoch: Number(match[1]), startOffset: BigInt(match[2]!) };
     const last = entries.at(-1);
-    const ordered = last === undefined ||
-      (entry.epoch > last.epoch && entry.startOffset > last.startOffset);
+    const ordered =
+      last === undefined || (entry.epoch > last.epoch && entry.startOffset > last.startOffset);
     if (!ordered) {
       return malformed(`entries out of order at "${line}"`);
     }

@@ -18,10 +18,10 @@
  * until restart, as Kafka does, and the others go on.
  */
 import { assert } from "../util/assert.ts";
-import { Cleaner, CleaningAbortedError } from "./cleaner.ts";
 import type { CleanResult, LogToClean } from "./cleaner.ts";
-import type { StorageLogger } from "./log-environment.ts";
+import { Cleaner, CleaningAbortedError } from "./cleaner.ts";
 import { isCompacted } from "./log-config.ts";
+import type { StorageLogger } from "./log-environment.ts";
 import { OffsetMap } from "./offset-map.ts";
 import { Throttler } from "./throttler.ts";
 import type { UnifiedLog } from "./unified-log.ts";
@@ -170,18 +170,22 @@ export class LogCleaner {
     const dirtyBytes = target.firstUncleanableOffset > target.firstDirtyOffset;
     if (result.endOffset <= target.firstDirtyOffset && dirtyBytes && !target.tombstonesExpired) {
       this.uncleanable.add(log);
-      this.logger(`[log-cleaner] ${log.name} marked uncleanable: one batch at offset ` +
-        `${target.firstDirtyOffset} has more keys than log.cleaner.dedupe.buffer.size holds`);
+      this.logger(
+        `[log-cleaner] ${log.name} marked uncleanable: one batch at offset ` +
+          `${target.firstDirtyOffset} has more keys than log.cleaner.dedupe.buffer.size holds`,
+      );
       return;
     }
     if (result.endOffset > log.cleanerOffset) log.cleanerOffset = result.endOffset;
     const s = result.stats;
     const mb = (n: number): string => (n / 1048576).toFixed(1);
-    this.logger(`[log-cleaner] cleaned ${log.name} (dirty section [${target.firstDirtyOffset}, ` +
-      `${result.endOffset})): ${mb(s.bytesRead)} MB read, ${mb(s.bytesWritten)} MB written in ` +
-      `${(elapsedMs / 1000).toFixed(1)} s (${mb((s.bytesRead * 1000) / Math.max(1, elapsedMs))} ` +
-      `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +
-      `segments into ${s.groups}`);
+    this.logger(
+      `[log-cleaner] cleaned ${log.name} (dirty section [${target.firstDirtyOffset}, ` +
+        `${result.endOffset})): ${mb(s.bytesRead)} MB read, ${mb(s.bytesWritten)} MB written in ` +
+        `${(elapsedMs / 1000).toFixed(1)} s (${mb((s.bytesRead * 1000) / Math.max(1, elapsedMs))} ` +
+        `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +
+        `segments into ${s.groups}`,
+    );
     this.hooks.onCleaned?.(log, result);
   }
 
@@ -198,8 +202,10 @@ export class LogCleaner {
     for (const log of this.logs()) {
       if (log.isClosed || !isCompacted(log.config) || this.uncleanable.has(log)) continue;
       const candidate = cleanableOf(log, nowMs);
-      const eligible = (candidate.needCompactionNow && candidate.firstUncleanableOffset >
-        candidate.firstDirtyOffset) || candidate.cleanableRatio > log.config.minCleanableDirtyRatio;
+      const eligible =
+        (candidate.needCompactionNow &&
+          candidate.firstUncleanableOffset > candidate.firstDirtyOffset) ||
+        candidate.cleanableRatio > log.config.minCleanableDirtyRatio;
       if (eligible && (best === null || candidate.cleanableRatio > best.cleanableRatio)) {
         best = candidate;
       } else if (!eligible && candidate.tombstonesExpired) {
@@ -231,10 +237,13 @@ export function cleanableOf(log: UnifiedLog, nowMs: number): CleanableLog {
       cleanBytes += segment.sizeBytes;
       continue;
     }
-    if (minLagMs > 0 && segment.largestTimestampMs() > nowMs - minLagMs &&
-      segment.baseOffset < firstUncleanableOffset) {
-      firstUncleanableOffset = segment.baseOffset > firstDirtyOffset
-        ? segment.baseOffset : firstDirtyOffset;
+    if (
+      minLagMs > 0 &&
+      segment.largestTimestampMs() > nowMs - minLagMs &&
+      segment.baseOffset < firstUncleanableOffset
+    ) {
+      firstUncleanableOffset =
+        segment.baseOffset > firstDirtyOffset ? segment.baseOffset : firstDirtyOffset;
     }
     if (segment.baseOffset < firstUncleanableOffset) cleanableBytes += segment.sizeBytes;
     const first = Number(segment.firstBatchTimestamp());

@@ -20,15 +20,15 @@ import * as path from "node:path";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import type { StorageLogger } from "./log-environment.ts";
+import type { SegmentSettings } from "./log-segment.ts";
 import {
   INDEX_FILE_SUFFIX,
   LOG_FILE_SUFFIX,
   LogSegment,
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
-import type { SegmentSettings } from "./log-segment.ts";
-import type { LoadParams } from "./unified-log.ts";
 import { recoverInterruptedSwaps } from "./segment-swap.ts";
+import type { LoadParams } from "./unified-log.ts";
 
 const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
 const SEGMENT_STEM = /^\d{20}$/;

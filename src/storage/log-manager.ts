@@ -19,9 +19,12 @@ import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { fsyncDirectory, writeFileAtomically } from "./durable-file.ts";
-import { DEFAULT_LOG_CONFIG } from "./log-config.ts";
+import type { LogCleanerConfig, LogCleanerHooks } from "./log-cleaner.ts";
+import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
 import type { LogConfig } from "./log-config.ts";
+import { DEFAULT_LOG_CONFIG, isCompacted } from "./log-config.ts";
 import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
+import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
 import {
   CLEANER_OFFSET_CHECKPOINT_FILE,
   HIGH_WATERMARK_CHECKPOINT_FILE,
@@ -30,12 +33,8 @@ import {
   readOffsetCheckpoint,
   writeOffsetCheckpoint,
 } from "./offset-checkpoint-file.ts";
-import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
 import { OpenFilePool } from "./open-file-pool.ts";
-import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
-import type { LogCleanerConfig, LogCleanerHooks } from "./log-cleaner.ts";
-import { isCompacted } from "./log-config.ts";
-import { UnifiedLog, partitionDirName } from "./unified-log.ts";
+import { partitionDirName, UnifiedLog } from "./unified-log.ts";
 
 export const CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
 const DELETE_DIR_SUFFIX = "-delete";
@@ -117,7 +116,10 @@ export class LogManager {
 
   /** Opens every log dir, loading (and if needed recovering) every partition in it. */
   static open(options: LogManagerOptions): LogManager {
-    const manager = new LogManager(options.logDirs.map((d) => path.resolve(d)), options);
+    const manager = new LogManager(
+      options.logDirs.map((d) => path.resolve(d)),
+      options,
+    );
     for (const logDir of manager.logDirs) manager.loadLogDir(logDir);
     return manager;
   }
@@ -154,17 +156,20 @@ export class LogManager {
       const key = partitionDirName(topic, partition);
       const highWatermark = highWatermarks.get(key);
       if (highWatermark !== undefined) this.checkpointedHighWatermarks.set(key, highWatermark);
-      this.addLog(logDir, UnifiedLog.load({
-        dir: path.join(logDir, entry.name),
-        topic,
-        partition,
-        config: this.options.configForTopic?.(topic) ?? this.defaultConfig,
-        recoveryPoint: recoveryPoints.get(key) ?? 0n,
-        logStartOffset: startOffsets.get(key) ?? 0n,
-        cleanerOffset: cleanerOffsets.get(key) ?? 0n,
-        cleanShutdown,
-        env: this.env,
-      }));
+      this.addLog(
+        logDir,
+        UnifiedLog.load({
+          dir: path.join(logDir, entry.name),
+          topic,
+          partition,
+          config: this.options.configForTopic?.(topic) ?? this.defaultConfig,
+          recoveryPoint: recoveryPoints.get(key) ?? 0n,
+          logStartOffset: startOffsets.get(key) ?? 0n,
+          cleanerOffset: cleanerOffsets.get(key) ?? 0n,
+          cleanShutdown,
+          env: this.env,
+        }),
+      );
     }
     // The high watermarks are not rewritten here: until the replica manager has set them, each
     // log's is its LEO, and a crash now must still find the ones just read.
@@ -261,8 +266,11 @@ export class LogManager {
     const startOffsets: CheckpointEntry[] = [];
     for (const [other, dir] of this.logDirOf) {
       if (dir !== logDir) continue;
-      startOffsets.push({ topic: other.topic, partition: other.partition,
-        offset: other.logStartOffset });
+      startOffsets.push({
+        topic: other.topic,
+        partition: other.partition,
+        offset: other.logStartOffset,
+      });
     }
     writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
   }
@@ -333,9 +341,11 @@ export class LogManager {
   private flushDueLogs(): void {
     const nowMs = Date.now();
     for (const log of this.logs.values()) {
-      log.flushIfDue(nowMs)?.catch((error: unknown) =>
-        this.env.logger(`[storage] flush.ms flush of ${log.name} failed: ${String(error)}`),
-      );
+      log
+        .flushIfDue(nowMs)
+        ?.catch((error: unknown) =>
+          this.env.logger(`[storage] flush.ms flush of ${log.name} failed: ${String(error)}`),
+        );
     }
   }
 

@@ -14,17 +14,21 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import {
+  decodeRecords,
+  readBatchHeader,
+  TimestampType,
+  timestampType,
+} from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
-import { decodeRecords, readBatchHeader, timestampType } from "../protocol/record-batch.ts";
-import { TimestampType } from "../protocol/record-batch.ts";
 import { assert } from "../util/assert.ts";
-import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import { storageError, writeFully } from "./durable-file.ts";
+import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { OffsetIndex } from "./offset-index.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
-import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
+import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
 import { SegmentFile } from "./segment-file.ts";
 import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from "./time-index.ts";
 
@@ -130,12 +134,7 @@ export class LogSegment {
   }
 
   /** Opens an existing segment; `nextOffset` is the next segment's base (an upper bound). */
-  static open(
-    dir: string,
-    baseOffset: bigint,
-    nextOffset: bigint,
-    pool: OpenFilePool,
-  ): LogSegment {
+  static open(dir: string, baseOffset: bigint, nextOffset: bigint, pool: OpenFilePool): LogSegment {
     const logPath = path.join(dir, segmentFileStem(baseOffset) + LOG_FILE_SUFFIX);
     const segment = new LogSegment(dir, baseOffset, pool, fs.statSync(logPath).size);
     segment.nextOffset = nextOffset;
@@ -176,8 +175,7 @@ export class LogSegment {
     if (this.sizeBytesValue > config.segmentBytes - appendBytes) return true;
     if (this.offsetIndex().isFull() || this.timeIndex().isFull()) return true;
     const first = this.firstBatchTimestamp();
-    const waitedMs =
-      first >= 0n ? Number(maxTimestampOfAppend - first) : nowMs - this.createdMs;
+    const waitedMs = first >= 0n ? Number(maxTimestampOfAppend - first) : nowMs - this.createdMs;
     return waitedMs > config.segmentMs;
   }
 
@@ -403,7 +401,10 @@ export class LogSegment {
     const droppedBytes = this.sizeBytesValue - entry.position;
     fs.truncateSync(this.file.filePath, entry.position);
     this.recover(settings);
-    assert(this.nextOffset <= offset, `${this.file.filePath} ends at ${this.nextOffset} > ${offset}`);
+    assert(
+      this.nextOffset <= offset,
+      `${this.file.filePath} ends at ${this.nextOffset} > ${offset}`,
+    );
     return droppedBytes;
   }
 

@@ -12,16 +12,16 @@
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import {
   CorruptRecordError,
+  checkMagic,
   LOG_OVERHEAD,
   RECORD_BATCH_OVERHEAD,
-  checkMagic,
   setMaxTimestampAndLogAppendTime,
   verifyBatchCrc,
 } from "../protocol/record-batch.ts";
 import { assert } from "../util/assert.ts";
 import type { AppendedBatch } from "./log-segment.ts";
-import { batchEntryAt } from "./segment-batch-reader.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
+import { batchEntryAt } from "./segment-batch-reader.ts";
 
 export interface ValidationInput {
   readonly assignOffsets: boolean;

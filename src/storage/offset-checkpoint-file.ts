@@ -43,7 +43,10 @@ export function readOffsetCheckpoint(filePath: string, logger: StorageLogger): M
   const bytes = readFileIfExists(filePath);
   const offsets = new Map<string, bigint>();
   if (bytes === null) return offsets;
-  const lines = new TextDecoder().decode(bytes).split("\n").filter((l) => l.length > 0);
+  const lines = new TextDecoder()
+    .decode(bytes)
+    .split("\n")
+    .filter((l) => l.length > 0);
   const count = Number(lines[1]);
   const wellFormed =
     lines[0] === String(CHECKPOINT_VERSION) &&

@@ -12,8 +12,8 @@
  * rebuilds anyway. Not thread-safe; Quill is single-threaded.
  */
 import { assert } from "../util/assert.ts";
-import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
+import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
 
 export const OFFSET_INDEX_ENTRY_BYTES = 8;
 const INITIAL_CAPACITY = 64;

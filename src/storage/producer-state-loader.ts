@@ -26,9 +26,10 @@ export function replayProducerState(
     const segment = segments[i];
     const next = segments[i + 1];
     if (next !== undefined && next.baseOffset <= fromOffset) continue;
-    const start = fromOffset > segment.baseOffset
-      ? segment.translateOffset(fromOffset)?.position ?? segment.sizeBytes
-      : 0;
+    const start =
+      fromOffset > segment.baseOffset
+        ? (segment.translateOffset(fromOffset)?.position ?? segment.sizeBytes)
+        : 0;
     const fd = segment.file.acquire();
     try {
       replayed += replaySegment(state, fd, start, segment.sizeBytes, fromOffset);
@@ -89,6 +90,8 @@ export function producerBatchAt(view: DataView, at: number): ProducerBatch {
 }
 
 function corrupt(position: number, reason: string): never {
-  throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
-    `segment data changed on disk while rebuilding producer state: ${reason} at ${position}`);
+  throw new KafkaError(
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    `segment data changed on disk while rebuilding producer state: ${reason} at ${position}`,
+  );
 }

@@ -26,10 +26,10 @@ import { assert } from "../util/assert.ts";
 import type { StorageLogger } from "./log-environment.ts";
 import {
   type BatchMetadata,
+  incrementSequence,
   NO_PRODUCER_EPOCH,
   NO_PRODUCER_ID,
   ProducerStateEntry,
-  incrementSequence,
 } from "./producer-state-entry.ts";
 import {
   CorruptSnapshotError,
@@ -152,34 +152,44 @@ export class ProducerStateManager {
       if (origin === "client") this.checkBatch(s, batch);
       s.epoch = batch.producerEpoch;
       s.lastSeq = lastSeq;
-      s.batches.push({ lastSeq, lastOffset: batch.lastOffset, offsetDelta,
-        timestampMs: batch.maxTimestampMs });
+      s.batches.push({
+        lastSeq,
+        lastOffset: batch.lastOffset,
+        offsetDelta,
+        timestampMs: batch.maxTimestampMs,
+      });
     }
     return staged === null ? NOTHING_STAGED : { duplicate: null, staged };
   }
 
   private checkBatch(s: StagedProducer, batch: ProducerBatch): void {
-    const where = `producer ${batch.producerId} at offset ${batch.firstOffset} in ` +
-      this.options.name;
+    const where =
+      `producer ${batch.producerId} at offset ${batch.firstOffset} in ` + this.options.name;
     if (batch.producerEpoch < s.epoch) {
-      throw new KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+      throw new KafkaError(
+        ErrorCode.INVALID_PRODUCER_EPOCH,
         `Epoch of ${where} is ${batch.producerEpoch}, which is smaller than the last seen ` +
-        `epoch ${s.epoch}`);
+          `epoch ${s.epoch}`,
+      );
     }
     if (batch.producerEpoch !== s.epoch) {
       if (batch.baseSequence !== 0 && s.epoch !== NO_PRODUCER_EPOCH) {
-        throw new KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        throw new KafkaError(
+          ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
           `Invalid sequence number for new epoch of ${where}: ${batch.producerEpoch} (request ` +
-          `epoch), ${batch.baseSequence} (seq. number), ${s.epoch} (current producer epoch)`);
+            `epoch), ${batch.baseSequence} (seq. number), ${s.epoch} (current producer epoch)`,
+        );
       }
       return;
     }
     // A producer this partition has no state for may start anywhere (KIP-360).
     if (!s.known && s.batches.length === 0) return;
     if (!inSequence(s.lastSeq, batch.baseSequence)) {
-      throw new KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      throw new KafkaError(
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         `Out of order sequence number for ${where}: ${batch.baseSequence} (incoming seq. ` +
-        `number), ${s.lastSeq} (current end sequence number)`);
+          `number), ${s.lastSeq} (current end sequence number)`,
+      );
     }
   }
 
@@ -187,8 +197,10 @@ export class ProducerStateManager {
   commit(prepared: PreparedAppend, endOffset: bigint): void {
     assert(prepared.duplicate === null, "a duplicate append must not be committed");
     if (endOffset < this.mapEndOffsetValue) {
-      assert(false,
-        `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`);
+      assert(
+        false,
+        `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`,
+      );
     }
     for (const s of prepared.staged) {
       let entry = this.producers.get(s.producerId);
@@ -219,8 +231,10 @@ export class ProducerStateManager {
     }
     assert(oldest !== null, "a full producer map has an oldest entry");
     this.producers.delete(oldest.producerId);
-    this.options.logger(`[storage] ${this.options.name}: forgot producer ${oldest.producerId}, ` +
-      `the least recent of ${this.options.maxProducers}`);
+    this.options.logger(
+      `[storage] ${this.options.name}: forgot producer ${oldest.producerId}, ` +
+        `the least recent of ${this.options.maxProducers}`,
+    );
   }
 
   /** Forgets producers whose last batch is older than the expiration (Kafka's check). */
@@ -309,8 +323,10 @@ function inSequence(lastSeq: number, nextSeq: number): boolean {
 /** Kafka's LogValidator: a batch with a producer id must carry a sequence. */
 function checkSequencePresent(batch: ProducerBatch): void {
   if (batch.baseSequence < 0) {
-    throw new KafkaError(ErrorCode.INVALID_RECORD,
+    throw new KafkaError(
+      ErrorCode.INVALID_RECORD,
       `Invalid sequence number ${batch.baseSequence} in record batch with producerId ` +
-      `${batch.producerId}`);
+        `${batch.producerId}`,
+    );
   }
 }

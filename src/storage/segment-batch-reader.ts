@@ -13,9 +13,9 @@
  * Single-threaded: the shared buffers are only used within one synchronous call.
  */
 import * as fs from "node:fs";
+import { crc32cRange } from "../protocol/crc32c.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, verifyBatchCrc } from "../protocol/record-batch.ts";
-import { crc32cRange } from "../protocol/crc32c.ts";
 
 /** Where a batch is and what it covers; enough for indexes, reads and time lookups. */
 export interface BatchEntry {

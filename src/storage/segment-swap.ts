@@ -66,7 +66,8 @@ function renameSegmentFiles(dir: string, baseOffset: bigint, from: string, to: s
  * Index `.swap` files without a `.log.swap` are left for the loader's stray-file cleanup.
  */
 export function recoverInterruptedSwaps(dir: string, logger: StorageLogger): number {
-  const logSwaps = fs.readdirSync(dir)
+  const logSwaps = fs
+    .readdirSync(dir)
     .filter((name) => name.endsWith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX))
     .map((name) => BigInt(name.slice(0, 20)));
   for (const baseOffset of logSwaps) {
@@ -83,8 +84,10 @@ export function recoverInterruptedSwaps(dir: string, logger: StorageLogger): num
       fs.rmSync(path.join(dir, name), { force: true });
     }
     finishSwap(dir, baseOffset);
-    logger(`[storage] ${dir}: finished the interrupted swap of segment ${baseOffset}` +
-      ` (offsets ${baseOffset}..${nextOffset - 1n})`);
+    logger(
+      `[storage] ${dir}: finished the interrupted swap of segment ${baseOffset}` +
+        ` (offsets ${baseOffset}..${nextOffset - 1n})`,
+    );
   }
   return logSwaps.length;
 }

@@ -29,30 +29,29 @@
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
-import { hasDeletePolicy, isCompacted } from "./log-config.ts";
-import type { LogConfig } from "./log-config.ts";
-import { LogSegment } from "./log-segment.ts";
-import type { SegmentSettings } from "./log-segment.ts";
 import { assert } from "../util/assert.ts";
-import { validateAndAssignOffsets } from "./log-validator.ts";
-import type { ValidatedAppend } from "./log-validator.ts";
-import type { AppendedBatch } from "./log-segment.ts";
-import { storageError } from "./durable-file.ts";
-import { installIndexLoader, loadSegments } from "./log-loader.ts";
-import type { LogEnvironment } from "./log-environment.ts";
-import type { OpenFilePool } from "./open-file-pool.ts";
+import { refuseRecordsWithoutKey } from "./compacted-topic-validator.ts";
 import { applyCompressionPolicy } from "./compression-policy.ts";
+import { storageError } from "./durable-file.ts";
+import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
+import type { LogConfig } from "./log-config.ts";
+import { hasDeletePolicy, isCompacted } from "./log-config.ts";
+import type { LogEnvironment } from "./log-environment.ts";
+import { installIndexLoader, loadSegments } from "./log-loader.ts";
+import type { AppendedBatch, SegmentSettings } from "./log-segment.ts";
+import { LogSegment } from "./log-segment.ts";
+import type { ValidatedAppend } from "./log-validator.ts";
+import { validateAndAssignOffsets } from "./log-validator.ts";
+import type { OpenFilePool } from "./open-file-pool.ts";
+import type { BatchMetadata } from "./producer-state-entry.ts";
+import { firstOffsetOf } from "./producer-state-entry.ts";
+import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
+import type { ProducerBatch } from "./producer-state-manager.ts";
 import {
-  PRODUCERS_PER_PARTITION_MAX,
   PRODUCER_ID_EXPIRATION_MS,
+  PRODUCERS_PER_PARTITION_MAX,
   ProducerStateManager,
 } from "./producer-state-manager.ts";
-import type { ProducerBatch } from "./producer-state-manager.ts";
-import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
-import { firstOffsetOf } from "./producer-state-entry.ts";
-import type { BatchMetadata } from "./producer-state-entry.ts";
-import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
-import { refuseRecordsWithoutKey } from "./compacted-topic-validator.ts";
 
 export interface AppendOptions {
   /** True on the leader (offsets are assigned here); false for a follower copying batches. */
@@ -382,8 +381,10 @@ export class UnifiedLog {
     }
     const last = this.activeSegment;
     const droppedBytes = last.truncateTo(target, settingsOf(this.configValue));
-    this.env.logger(`[storage] ${this.name}: truncated to offset ${this.logEndOffset} ` +
-      `(asked ${offset}; ${droppedBytes} bytes cut from segment ${last.baseOffset})`);
+    this.env.logger(
+      `[storage] ${this.name}: truncated to offset ${this.logEndOffset} ` +
+        `(asked ${offset}; ${droppedBytes} bytes cut from segment ${last.baseOffset})`,
+    );
     const end = this.logEndOffset;
     this.layoutEpochValue++;
     if (this.highWatermarkValue > end) this.highWatermarkValue = end;
@@ -429,10 +430,17 @@ export class UnifiedLog {
   }
 
   private reloadProducerState(): void {
-    this.producerStateValue = loadProducerState({
-      dir: this.dir, topic: this.topic, partition: this.partition, env: this.env,
-      producerIdExpirationMs: this.producerIdExpirationMs,
-    }, this.segments, this.logStartOffsetValue);
+    this.producerStateValue = loadProducerState(
+      {
+        dir: this.dir,
+        topic: this.topic,
+        partition: this.partition,
+        env: this.env,
+        producerIdExpirationMs: this.producerIdExpirationMs,
+      },
+      this.segments,
+      this.logStartOffsetValue,
+    );
   }
 
   /** A retried batch already in the log: its first append's offsets, nothing written (KIP-98). */
@@ -673,8 +681,11 @@ export class UnifiedLog {
   maybeIncrementLogStartOffset(offset: bigint, reason: string): boolean {
     this.ensureOpen();
     if (offset > this.highWatermarkValue) {
-      throw new KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, `${this.name}: log start offset ` +
-        `${offset} above the high watermark ${this.highWatermarkValue}`);
+      throw new KafkaError(
+        ErrorCode.OFFSET_OUT_OF_RANGE,
+        `${this.name}: log start offset ` +
+          `${offset} above the high watermark ${this.highWatermarkValue}`,
+      );
     }
     if (offset <= this.logStartOffsetValue) return false;
     this.logStartOffsetValue = offset;
@@ -735,9 +746,11 @@ export class UnifiedLog {
         `[storage] ${this.name}: deleting segment ${segment.baseOffset} ` +
           `(${segment.sizeBytes} bytes): ${reason}; log start offset ${this.logStartOffsetValue}`,
       );
-      void segment.delete().catch((error: unknown) =>
-        this.env.logger(`[storage] ${this.name}: deleting segment failed: ${String(error)}`),
-      );
+      void segment
+        .delete()
+        .catch((error: unknown) =>
+          this.env.logger(`[storage] ${this.name}: deleting segment failed: ${String(error)}`),
+        );
       deleted++;
     }
     return deleted;
@@ -809,8 +822,10 @@ function loadProducerState(
   state.advanceMapEndOffset(logEndOffset);
   state.removeExpiredProducers(nowMs);
   if (replayed > 0) {
-    params.env.logger(`[storage] ${state.name}: producer state rebuilt from ${replayed} ` +
-      `batches after offset ${from} (${state.producerCount} producers)`);
+    params.env.logger(
+      `[storage] ${state.name}: producer state rebuilt from ${replayed} ` +
+        `batches after offset ${from} (${state.producerCount} producers)`,
+    );
   }
   return state;
 }

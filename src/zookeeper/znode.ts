@@ -22,7 +22,10 @@ export interface ZnodeStat {
 }
 
 export type CreateMode =
-  "persistent" | "ephemeral" | "persistent-sequential" | "ephemeral-sequential";
+  | "persistent"
+  | "ephemeral"
+  | "persistent-sequential"
+  | "ephemeral-sequential";
 
 /** ZooKeeper's numeric create flags (`CreateMode.toFlag()` in the Java client). */
 export const CREATE_MODE_FLAGS: Record<CreateMode, number> = {

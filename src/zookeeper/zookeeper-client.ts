@@ -20,31 +20,32 @@
  * Threading: single event loop; calls may be issued concurrently and are pipelined on one
  * connection, and ZooKeeper answers one session's requests in order.
  */
-import * as zookeeper from "node-zookeeper-client";
+
 import type { Client, Stat, Transaction } from "node-zookeeper-client";
+import * as zookeeper from "node-zookeeper-client";
 import { assert } from "../util/assert.ts";
 import { parseConnectString } from "./connect-string.ts";
 import {
-  NodeExistsError,
-  NoNodeError,
-  ZooKeeperCode,
-  ZooKeeperError,
-  ZooKeeperUnavailableError,
-  zooKeeperErrorFromCode,
-  type ZooKeeperErrorContext,
-} from "./zookeeper-errors.ts";
-import {
   CREATE_MODE_FLAGS,
+  type CreateMode,
   parentPath,
   toBuffer,
   toWatchEvent,
   toZnodeStat,
-  type CreateMode,
   type Watcher,
   type ZnodeStat,
   type ZooKeeperOp,
   type ZooKeeperOpResult,
 } from "./znode.ts";
+import {
+  NodeExistsError,
+  NoNodeError,
+  ZooKeeperCode,
+  ZooKeeperError,
+  type ZooKeeperErrorContext,
+  ZooKeeperUnavailableError,
+  zooKeeperErrorFromCode,
+} from "./zookeeper-errors.ts";
 
 export interface ZooKeeperClientOptions {
   /** Requested session timeout; the server clamps it to its min/max session timeouts. */

@@ -18,7 +18,10 @@ test("v0 and v3 answer this broker for a group key", async () => {
   for (const version of [0, 3]) {
     const res = await find(version, { key: "any-group", keyType: 0 });
     expect(res).toMatchObject({
-      errorCode: ErrorCode.NONE, nodeId: 0, host: "127.0.0.1", port: b.port,
+      errorCode: ErrorCode.NONE,
+      nodeId: 0,
+      host: "127.0.0.1",
+      port: b.port,
     });
   }
 });
@@ -26,13 +29,18 @@ test("v0 and v3 answer this broker for a group key", async () => {
 test("v4+ answers each batched key", async () => {
   const res = await find(4, { keyType: 0, coordinatorKeys: ["a", "b"] });
   const self = { nodeId: 0, host: "127.0.0.1", port: b.port, errorCode: 0, errorMessage: null };
-  expect(res.coordinators).toEqual([{ key: "a", ...self }, { key: "b", ...self }]);
+  expect(res.coordinators).toEqual([
+    { key: "a", ...self },
+    { key: "b", ...self },
+  ]);
 });
 
 test("transactional keys get COORDINATOR_NOT_AVAILABLE, share groups INVALID_REQUEST", async () => {
   const txn = await find(6, { keyType: 1, coordinatorKeys: ["tx"] });
   expect(txn.coordinators[0]).toMatchObject({
-    errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, nodeId: -1, port: -1,
+    errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    nodeId: -1,
+    port: -1,
   });
   const share = await find(6, { keyType: 2, coordinatorKeys: ["s"] });
   expect(share.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);

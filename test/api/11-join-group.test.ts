@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { KafkaClient, requestOnce, type TestBroker } from "../support/kafka-client.ts";
-import { joinAlone, startGroupBroker, SUBSCRIPTION } from "./group-api-support.ts";
+import { joinAlone, SUBSCRIPTION, startGroupBroker } from "./group-api-support.ts";
 
 let b: TestBroker;
 beforeAll(async () => {
@@ -35,8 +35,12 @@ test("highest: JoinGroup v9, SyncGroup v5, Heartbeat v4, batched LeaveGroup v5",
   const client = await KafkaClient.connect(b.port);
   try {
     const first = await client.request(ApiKey.JoinGroup, 9, {
-      groupId: "g-v9", sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 5_000, memberId: "",
-      protocolType: "consumer", protocols: [{ name: "range", metadata: SUBSCRIPTION }],
+      groupId: "g-v9",
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 5_000,
+      memberId: "",
+      protocolType: "consumer",
+      protocols: [{ name: "range", metadata: SUBSCRIPTION }],
     });
     expect(first.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
     expect(first.protocolName).toBeNull();
@@ -46,10 +50,13 @@ test("highest: JoinGroup v9, SyncGroup v5, Heartbeat v4, batched LeaveGroup v5",
     const heartbeat = { groupId: "g-v9", generationId, memberId };
     const beat = await client.request(ApiKey.Heartbeat, 4, heartbeat);
     expect(beat.errorCode).toBe(ErrorCode.NONE);
-    const left = await client.request(ApiKey.LeaveGroup, 5, { groupId: "g-v9", members: [
-      { memberId, groupInstanceId: null, reason: "done" },
-      { memberId: "nobody", groupInstanceId: null, reason: null },
-    ] });
+    const left = await client.request(ApiKey.LeaveGroup, 5, {
+      groupId: "g-v9",
+      members: [
+        { memberId, groupInstanceId: null, reason: "done" },
+        { memberId: "nobody", groupInstanceId: null, reason: null },
+      ],
+    });
     expect(left.errorCode).toBe(ErrorCode.NONE);
     const codes = left.members.map((m) => m.errorCode);
     expect(codes).toEqual([ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]);
@@ -60,20 +67,35 @@ test("highest: JoinGroup v9, SyncGroup v5, Heartbeat v4, batched LeaveGroup v5",
 
 test("INVALID_SESSION_TIMEOUT below group.min.session.timeout.ms", async () => {
   const res = await requestOnce(b.port, ApiKey.JoinGroup, 5, {
-    groupId: "g-bad", sessionTimeoutMs: 10, rebalanceTimeoutMs: 5_000, memberId: "",
-    protocolType: "consumer", protocols: [{ name: "range", metadata: SUBSCRIPTION }],
+    groupId: "g-bad",
+    sessionTimeoutMs: 10,
+    rebalanceTimeoutMs: 5_000,
+    memberId: "",
+    protocolType: "consumer",
+    protocols: [{ name: "range", metadata: SUBSCRIPTION }],
   });
   expect(res.errorCode).toBe(ErrorCode.INVALID_SESSION_TIMEOUT);
 });
 
 test("ApiVersions advertises the group API ranges", async () => {
   const res = await requestOnce(b.port, ApiKey.ApiVersions, 3, {
-    clientSoftwareName: "t", clientSoftwareVersion: "1",
+    clientSoftwareName: "t",
+    clientSoftwareVersion: "1",
   });
   const ranges = Object.fromEntries(
-    res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]));
+    res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]),
+  );
   expect(ranges).toMatchObject({
-    8: [0, 9], 9: [0, 9], 10: [0, 6], 11: [0, 9], 12: [0, 4], 13: [0, 5], 14: [0, 5],
-    15: [0, 5], 16: [0, 5], 42: [0, 2], 47: [0, 0],
+    8: [0, 9],
+    9: [0, 9],
+    10: [0, 6],
+    11: [0, 9],
+    12: [0, 4],
+    13: [0, 5],
+    14: [0, 5],
+    15: [0, 5],
+    16: [0, 5],
+    42: [0, 2],
+    47: [0, 0],
   });
 });

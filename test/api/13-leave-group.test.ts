@@ -6,8 +6,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { joinAlone, startGroupBroker } from "./group-api-support.ts";
 import { KafkaClient, type TestBroker } from "../support/kafka-client.ts";
+import { joinAlone, startGroupBroker } from "./group-api-support.ts";
 
 let broker: TestBroker;
 
@@ -20,7 +20,9 @@ afterAll(async () => {
 
 test("kafkajs: DeleteGroups right after a consumer's disconnect succeeds", async () => {
   const kafka = new Kafka({
-    clientId: "leave-test", brokers: [`127.0.0.1:${broker.port}`], logLevel: logLevel.NOTHING,
+    clientId: "leave-test",
+    brokers: [`127.0.0.1:${broker.port}`],
+    logLevel: logLevel.NOTHING,
   });
   const admin = kafka.admin();
   await admin.connect();
@@ -49,11 +51,13 @@ test("LeaveGroup and DescribeGroups pipelined on one connection: Empty at once",
   try {
     const { memberId } = await joinAlone(client, "pipelined", 5, 5);
     const left = client.request(ApiKey.LeaveGroup, 4, {
-      groupId: "pipelined", members: [{ memberId, groupInstanceId: null, reason: "closing" }],
+      groupId: "pipelined",
+      members: [{ memberId, groupInstanceId: null, reason: "closing" }],
     });
     // Sent before the LeaveGroup response arrives: the broker handles it right after.
     const described = client.request(ApiKey.DescribeGroups, 5, {
-      groups: ["pipelined"], includeAuthorizedOperations: false,
+      groups: ["pipelined"],
+      includeAuthorizedOperations: false,
     });
     const deleted = client.request(ApiKey.DeleteGroups, 2, { groupsNames: ["pipelined"] });
     expect((await left).members[0]!.errorCode).toBe(ErrorCode.NONE);

@@ -24,14 +24,18 @@ test("DescribeGroups v0 and v5, ListGroups v0 and v5, DeleteGroups v0 and v2", a
     await simpleCommit(b.port, 8, "g-idle", 1n);
     const v0 = await client.request(ApiKey.DescribeGroups, 0, { groups: ["g-admin", "missing"] });
     expect(v0.groups.map((g) => [g.groupId, g.errorCode, g.groupState])).toEqual([
-      ["g-admin", 0, "Stable"], ["missing", 0, "Dead"],
+      ["g-admin", 0, "Stable"],
+      ["missing", 0, "Dead"],
     ]);
     expect(v0.groups[0]!.members[0]!.memberId).toBe(memberId);
     const v5 = await client.request(ApiKey.DescribeGroups, 5, {
-      groups: ["g-admin"], includeAuthorizedOperations: true,
+      groups: ["g-admin"],
+      includeAuthorizedOperations: true,
     });
     expect(v5.groups[0]).toMatchObject({
-      protocolType: "consumer", protocolData: "range", authorizedOperations: GROUP_OPERATIONS,
+      protocolType: "consumer",
+      protocolData: "range",
+      authorizedOperations: GROUP_OPERATIONS,
     });
     expect([...v5.groups[0]!.members[0]!.memberAssignment]).toEqual([7, 7]);
 
@@ -39,7 +43,8 @@ test("DescribeGroups v0 and v5, ListGroups v0 and v5, DeleteGroups v0 and v2", a
     const ids0 = listed0.groups.map((g) => g.groupId);
     expect(ids0).toEqual(expect.arrayContaining(["g-admin", "g-idle"]));
     const stableOnly = await client.request(ApiKey.ListGroups, 5, {
-      statesFilter: ["STABLE"], typesFilter: ["classic"],
+      statesFilter: ["STABLE"],
+      typesFilter: ["classic"],
     });
     expect(stableOnly.groups.map((g) => g.groupId)).toContain("g-admin");
     expect(stableOnly.groups.map((g) => g.groupId)).not.toContain("g-idle");

@@ -18,8 +18,14 @@ afterAll(async () => {
 
 const create = (version: number, topics: object[], validateOnly = false) =>
   client.request(ApiKey.CreateTopics, version, { topics, timeoutMs: 5000, validateOnly });
-const topic = (name: string, extra: object = {}) =>
-  ({ name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [], ...extra });
+const topic = (name: string, extra: object = {}) => ({
+  name,
+  numPartitions: -1,
+  replicationFactor: -1,
+  assignments: [],
+  configs: [],
+  ...extra,
+});
 
 test("kafkajs creates topics with partitions and configs; creating again fails", async () => {
   const kafka = new Kafka({ brokers: [`127.0.0.1:${b.port}`], logLevel: logLevel.NOTHING });
@@ -27,10 +33,13 @@ test("kafkajs creates topics with partitions and configs; creating again fails",
   await admin.connect();
   try {
     const created = await admin.createTopics({
-      topics: [{
-        topic: "kjs-a", numPartitions: 4,
-        configEntries: [{ name: "retention.ms", value: "1234" }],
-      }],
+      topics: [
+        {
+          topic: "kjs-a",
+          numPartitions: 4,
+          configEntries: [{ name: "retention.ms", value: "1234" }],
+        },
+      ],
     });
     expect(created).toBe(true);
     const meta = await admin.fetchTopicMetadata({ topics: ["kjs-a"] });
@@ -56,9 +65,13 @@ test("v2 (lowest): created with the broker default partition count", async () =>
 });
 
 test("v7 (highest): topic id, counts and every topic config with its source", async () => {
-  const res = await create(7, [topic("high", {
-    numPartitions: 2, replicationFactor: 1, configs: [{ name: "cleanup.policy", value: "compact" }],
-  })]);
+  const res = await create(7, [
+    topic("high", {
+      numPartitions: 2,
+      replicationFactor: 1,
+      configs: [{ name: "cleanup.policy", value: "compact" }],
+    }),
+  ]);
   const t = res.topics[0]!;
   expect(t.errorCode).toBe(ErrorCode.NONE);
   const known = b.broker.services.metadataCache.topic("high")!;
@@ -68,11 +81,13 @@ test("v7 (highest): topic id, counts and every topic config with its source", as
   expect(t.replicationFactor).toBe(1);
   const policy = t.configs!.find((c) => c.name === "cleanup.policy")!;
   expect(policy).toMatchObject({
-    value: "compact", configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    value: "compact",
+    configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
   });
   const retention = t.configs!.find((c) => c.name === "retention.ms")!;
   expect(retention).toMatchObject({
-    value: "604800000", configSource: ConfigSource.DEFAULT_CONFIG,
+    value: "604800000",
+    configSource: ConfigSource.DEFAULT_CONFIG,
   });
   expect(t.configs!.length).toBe(36); // every key Kafka 3.9 lists for a topic
 });
@@ -101,22 +116,46 @@ test("error paths answer per topic with Kafka's codes and messages", async () =>
     [topic(""), ErrorCode.INVALID_TOPIC_EXCEPTION, "it can't be empty"],
     [topic("x".repeat(250)), ErrorCode.INVALID_TOPIC_EXCEPTION, "longer than 249 characters"],
     [topic("zero", { numPartitions: 0 }), ErrorCode.INVALID_PARTITIONS, "must be larger than 0"],
-    [topic("rf0", { replicationFactor: 0 }), ErrorCode.INVALID_REPLICATION_FACTOR,
-      "must be larger than 0"],
-    [topic("rf3", { replicationFactor: 3 }), ErrorCode.INVALID_REPLICATION_FACTOR,
-      "Replication factor: 3 larger than available brokers: 1."],
-    [topic("cfg", { configs: [{ name: "retention.ms", value: "soon" }] }), ErrorCode.INVALID_CONFIG,
-      "retention.ms"],
-    [topic("cfg2", { configs: [{ name: "no.such.key", value: "1" }] }), ErrorCode.INVALID_CONFIG,
-      "no.such.key"],
-    [topic("nullcfg", { configs: [{ name: "retention.ms", value: null }] }),
-      ErrorCode.INVALID_REQUEST, "Null value not supported for topic configs : retention.ms"],
-    [topic("both", { numPartitions: 1, assignments: [{ partitionIndex: 0, brokerIds: [0] }] }),
-      ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor"],
-    [topic("gap", { assignments: [{ partitionIndex: 1, brokerIds: [0] }] }),
-      ErrorCode.INVALID_REPLICA_ASSIGNMENT, "consecutive 0-based"],
-    [topic("nobroker", { assignments: [{ partitionIndex: 0, brokerIds: [7] }] }),
-      ErrorCode.INVALID_REPLICA_ASSIGNMENT, "broker 7"],
+    [
+      topic("rf0", { replicationFactor: 0 }),
+      ErrorCode.INVALID_REPLICATION_FACTOR,
+      "must be larger than 0",
+    ],
+    [
+      topic("rf3", { replicationFactor: 3 }),
+      ErrorCode.INVALID_REPLICATION_FACTOR,
+      "Replication factor: 3 larger than available brokers: 1.",
+    ],
+    [
+      topic("cfg", { configs: [{ name: "retention.ms", value: "soon" }] }),
+      ErrorCode.INVALID_CONFIG,
+      "retention.ms",
+    ],
+    [
+      topic("cfg2", { configs: [{ name: "no.such.key", value: "1" }] }),
+      ErrorCode.INVALID_CONFIG,
+      "no.such.key",
+    ],
+    [
+      topic("nullcfg", { configs: [{ name: "retention.ms", value: null }] }),
+      ErrorCode.INVALID_REQUEST,
+      "Null value not supported for topic configs : retention.ms",
+    ],
+    [
+      topic("both", { numPartitions: 1, assignments: [{ partitionIndex: 0, brokerIds: [0] }] }),
+      ErrorCode.INVALID_REQUEST,
+      "Both numPartitions or replicationFactor",
+    ],
+    [
+      topic("gap", { assignments: [{ partitionIndex: 1, brokerIds: [0] }] }),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "consecutive 0-based",
+    ],
+    [
+      topic("nobroker", { assignments: [{ partitionIndex: 0, brokerIds: [7] }] }),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "broker 7",
+    ],
   ];
   for (const [t, code, message] of cases) {
     const res = await create(7, [t]);
@@ -138,7 +177,9 @@ test("a name that collides with an existing one by '.' versus '_' is refused", a
 test("a topic named twice in a request: INVALID_REQUEST for each entry, not created", async () => {
   const res = await create(4, [topic("twice"), topic("once"), topic("twice")]);
   expect(res.topics.map((t) => [t.name, t.errorCode])).toEqual([
-    ["twice", ErrorCode.INVALID_REQUEST], ["once", 0], ["twice", ErrorCode.INVALID_REQUEST],
+    ["twice", ErrorCode.INVALID_REQUEST],
+    ["once", 0],
+    ["twice", ErrorCode.INVALID_REQUEST],
   ]);
   expect(res.topics[0]!.errorMessage).toBe("Found multiple entries for this topic.");
   expect(b.broker.services.metadataCache.topic("twice")).toBeUndefined();
@@ -194,10 +235,13 @@ print(json.dumps(out))
 test("librdkafka (confluent-kafka) creates, describes, alters, grows and deletes", async () => {
   // Asynchronous spawn: the broker runs in this process and must keep serving meanwhile.
   const child = Bun.spawn(["/usr/bin/python3", "-c", LIBRDKAFKA_ADMIN, `127.0.0.1:${b.port}`], {
-    stdout: "pipe", stderr: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
   ]);
   expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: "" });
   expect(JSON.parse(stdout)).toEqual({

@@ -5,7 +5,10 @@ import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
-  KafkaClient, requestOnce, startTestBroker, type TestBroker,
+  KafkaClient,
+  requestOnce,
+  startTestBroker,
+  type TestBroker,
 } from "../support/kafka-client.ts";
 
 let b: TestBroker;
@@ -39,7 +42,8 @@ test("kafkajs deletes a topic: metadata, logs and directories are gone", async (
   try {
     await admin.deleteTopics({ topics: ["kjs-del"] });
     expect(await admin.listTopics()).not.toContain("kjs-del");
-    const missing = await admin.deleteTopics({ topics: ["kjs-del"] })
+    const missing = await admin
+      .deleteTopics({ topics: ["kjs-del"] })
       .catch((e: { cause?: { type?: string } }) => e.cause?.type);
     expect(missing).toBe("UNKNOWN_TOPIC_OR_PARTITION");
   } finally {
@@ -53,10 +57,12 @@ test("kafkajs deletes a topic: metadata, logs and directories are gone", async (
 test("v1 (lowest): by name, unknown names answer UNKNOWN_TOPIC_OR_PARTITION", async () => {
   await createTopic("del-v1");
   const res = await client.request(ApiKey.DeleteTopics, 1, {
-    topicNames: ["del-v1", "nope"], timeoutMs: 5000,
+    topicNames: ["del-v1", "nope"],
+    timeoutMs: 5000,
   });
   expect(res.responses.map((r) => [r.name, r.errorCode])).toEqual([
-    ["del-v1", ErrorCode.NONE], ["nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+    ["del-v1", ErrorCode.NONE],
+    ["nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
   ]);
   expect(b.broker.services.metadataCache.topic("del-v1")).toBeUndefined();
 });
@@ -67,7 +73,9 @@ test("v6 (highest): by topic id and by name; unknown id is UNKNOWN_TOPIC_ID", as
   const unknownId = new Uint8Array(16).fill(7);
   const res = await client.request(ApiKey.DeleteTopics, 6, {
     topics: [
-      { name: null, topicId: id }, { name: "del-by-name" }, { name: null, topicId: unknownId },
+      { name: null, topicId: id },
+      { name: "del-by-name" },
+      { name: null, topicId: unknownId },
     ],
     timeoutMs: 5000,
   });
@@ -85,7 +93,8 @@ test("v6 (highest): by topic id and by name; unknown id is UNKNOWN_TOPIC_ID", as
 test("v6: a name and an id in one entry make the whole request INVALID_REQUEST", async () => {
   const id = await createTopic("del-both");
   const res = await client.request(ApiKey.DeleteTopics, 6, {
-    topics: [{ name: "del-both", topicId: id }], timeoutMs: 5000,
+    topics: [{ name: "del-both", topicId: id }],
+    timeoutMs: 5000,
   });
   expect(res.responses[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
   expect(b.broker.services.metadataCache.topic("del-both")).toBeDefined();
@@ -113,7 +122,8 @@ test("a deleted topic can be created again, empty", async () => {
 test("deletion survives a restart", async () => {
   await createTopic("gone-after-restart");
   await client.request(ApiKey.DeleteTopics, 4, {
-    topicNames: ["gone-after-restart"], timeoutMs: 5000,
+    topicNames: ["gone-after-restart"],
+    timeoutMs: 5000,
   });
   client.close();
   b = await b.restart();
@@ -163,14 +173,20 @@ print(json.dumps(out))
 test("kafka-python's admin client creates, alters, describes, grows and deletes", async () => {
   // Asynchronous spawn: the broker runs in this process and must keep serving meanwhile.
   const child = Bun.spawn(["/usr/bin/python3", "-c", KAFKA_PYTHON_ADMIN, `127.0.0.1:${b.port}`], {
-    stdout: "pipe", stderr: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
   ]);
   expect({ exitCode, stderr }).toEqual({ exitCode: 0, stderr: "" });
   expect(JSON.parse(stdout)).toEqual({
-    created: 0, retention: "6000", grown: 0, deleted: 0,
+    created: 0,
+    retention: "6000",
+    grown: 0,
+    deleted: 0,
     missing: "UnknownTopicOrPartitionError",
   });
   expect(b.broker.services.metadataCache.topic("kp")).toBeUndefined();

@@ -17,10 +17,18 @@ beforeAll(async () => {
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: [
-      { name: TOPIC, numPartitions: 1, replicationFactor: 1,
-        configs: [{ name: "segment.bytes", value: "1024" }] },
-      { name: "compacted", numPartitions: 1, replicationFactor: 1,
-        configs: [{ name: "cleanup.policy", value: "compact" }] },
+      {
+        name: TOPIC,
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: "segment.bytes", value: "1024" }],
+      },
+      {
+        name: "compacted",
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: "cleanup.policy", value: "compact" }],
+      },
     ],
   });
   expect(res.topics.map((t) => t.errorCode)).toEqual([ErrorCode.NONE, ErrorCode.NONE]);
@@ -35,10 +43,13 @@ afterAll(async () => {
 
 async function produce(topic: string, count: number) {
   const records = Array.from({ length: count }, (_, i) => ({
-    key: new TextEncoder().encode(`k${i}`), value: new Uint8Array(100),
+    key: new TextEncoder().encode(`k${i}`),
+    value: new Uint8Array(100),
   }));
   const res = await client.request(ApiKey.Produce, 9, {
-    transactionalId: null, acks: 1, timeoutMs: 5000,
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5000,
     topicData: [{ name: topic, partitionData: [{ index: 0, records: buildRecordBatch(records) }] }],
   });
   expect(res.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.NONE);
@@ -57,7 +68,8 @@ async function deleteRecords(version: number, offsets: Record<string, bigint>, t
 
 async function earliest(topic: string): Promise<bigint> {
   const res = await client.request(ApiKey.ListOffsets, 7, {
-    replicaId: -1, isolationLevel: 0,
+    replicaId: -1,
+    isolationLevel: 0,
     topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp: -2n }] }],
   });
   expect(res.topics[0].partitions[0].errorCode).toBe(ErrorCode.NONE);
@@ -66,16 +78,36 @@ async function earliest(topic: string): Promise<bigint> {
 
 async function fetchAt(offset: bigint) {
   const res = await client.request(ApiKey.Fetch, 12, {
-    replicaId: -1, maxWaitMs: 0, minBytes: 1, maxBytes: 1 << 20, isolationLevel: 0,
-    sessionId: 0, sessionEpoch: -1,
-    topics: [{ topic: TOPIC, partitions: [{ partition: 0, fetchOffset: offset,
-      currentLeaderEpoch: -1, logStartOffset: -1n, partitionMaxBytes: 1 << 20 }] }],
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      {
+        topic: TOPIC,
+        partitions: [
+          {
+            partition: 0,
+            fetchOffset: offset,
+            currentLeaderEpoch: -1,
+            logStartOffset: -1n,
+            partitionMaxBytes: 1 << 20,
+          },
+        ],
+      },
+    ],
   });
   return res.responses[0].partitions[0];
 }
 
 const segmentFiles = () =>
-  fs.readdirSync(path.join(b.dataDir, `${TOPIC}-0`)).filter((f) => f.endsWith(".log")).sort();
+  fs
+    .readdirSync(path.join(b.dataDir, `${TOPIC}-0`))
+    .filter((f) => f.endsWith(".log"))
+    .sort();
 
 test("v0, v1 and v2 move the log start offset; segments wholly below it are deleted", async () => {
   const before = segmentFiles();
@@ -86,8 +118,11 @@ test("v0, v1 and v2 move the log start offset; segments wholly below it are dele
   expect(await earliest(TOPIC)).toBe(12n);
   // A lower offset leaves it where it is, and answers where it is.
   expect((await deleteRecords(1, { [`${TOPIC}:0`]: 3n }))[0].lowWatermark).toBe(12n);
-  expect((await deleteRecords(2, { [`${TOPIC}:0`]: 101n }))[0]).toEqual(
-    { partitionIndex: 0, lowWatermark: 101n, errorCode: ErrorCode.NONE });
+  expect((await deleteRecords(2, { [`${TOPIC}:0`]: 101n }))[0]).toEqual({
+    partitionIndex: 0,
+    lowWatermark: 101n,
+    errorCode: ErrorCode.NONE,
+  });
   const after = segmentFiles();
   expect(after.length).toBeLessThan(before.length);
   // The first remaining segment holds offset 101: every one before it lay wholly below.
@@ -122,23 +157,25 @@ test("errors as Kafka: above the HW, negative, unknown partitions, compacted top
   expect(await earliest("compacted")).toBe(0n);
 });
 
-test("-1 means the high watermark; the start offset is checkpointed and survives a restart",
-  async () => {
-    expect(await deleteRecords(2, { [`${TOPIC}:0`]: 150n })).toEqual([
-      { partitionIndex: 0, lowWatermark: 150n, errorCode: ErrorCode.NONE },
-    ]);
-    const checkpoint = fs.readFileSync(path.join(b.dataDir, "log-start-offset-checkpoint"), "utf8");
-    expect(checkpoint.split("\n")).toContain(`${TOPIC} 0 150`);
-    client.close();
-    b = await b.restart();
-    client = await KafkaClient.connect(b.port);
-    expect(await earliest(TOPIC)).toBe(150n);
-    expect((await fetchAt(149n)).errorCode).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);
-    expect((await deleteRecords(0, { [`${TOPIC}:0`]: -1n }))[0]).toEqual(
-      { partitionIndex: 0, lowWatermark: 200n, errorCode: ErrorCode.NONE });
-    expect(await earliest(TOPIC)).toBe(200n);
-    // Everything is deleted; new records still go in and start at 200.
-    await produce(TOPIC, 5);
-    expect(await earliest(TOPIC)).toBe(200n);
-    expect((await fetchAt(200n)).errorCode).toBe(ErrorCode.NONE);
+test("-1 means the high watermark; the start offset is checkpointed and survives a restart", async () => {
+  expect(await deleteRecords(2, { [`${TOPIC}:0`]: 150n })).toEqual([
+    { partitionIndex: 0, lowWatermark: 150n, errorCode: ErrorCode.NONE },
+  ]);
+  const checkpoint = fs.readFileSync(path.join(b.dataDir, "log-start-offset-checkpoint"), "utf8");
+  expect(checkpoint.split("\n")).toContain(`${TOPIC} 0 150`);
+  client.close();
+  b = await b.restart();
+  client = await KafkaClient.connect(b.port);
+  expect(await earliest(TOPIC)).toBe(150n);
+  expect((await fetchAt(149n)).errorCode).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);
+  expect((await deleteRecords(0, { [`${TOPIC}:0`]: -1n }))[0]).toEqual({
+    partitionIndex: 0,
+    lowWatermark: 200n,
+    errorCode: ErrorCode.NONE,
   });
+  expect(await earliest(TOPIC)).toBe(200n);
+  // Everything is deleted; new records still go in and start at 200.
+  await produce(TOPIC, 5);
+  expect(await earliest(TOPIC)).toBe(200n);
+  expect((await fetchAt(200n)).errorCode).toBe(ErrorCode.NONE);
+});

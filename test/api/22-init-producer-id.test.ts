@@ -21,7 +21,9 @@ afterAll(async () => {
 
 const init = (version: number, body: object = {}) =>
   client.request(ApiKey.InitProducerId, version, {
-    transactionalId: null, transactionTimeoutMs: 60_000, ...body,
+    transactionalId: null,
+    transactionTimeoutMs: 60_000,
+    ...body,
   });
 
 function produce(producerId: bigint, epoch: number, seq: number, partition = 0, count = 3) {
@@ -29,10 +31,14 @@ function produce(producerId: bigint, epoch: number, seq: number, partition = 0, 
     value: new TextEncoder().encode(`s${seq + i}`),
   }));
   const batch = buildRecordBatch(records, { producerId, producerEpoch: epoch, baseSequence: seq });
-  return client.request(ApiKey.Produce, 9, {
-    transactionalId: null, acks: -1, timeoutMs: 5000,
-    topicData: [{ name: "idem", partitionData: [{ index: partition, records: batch }] }],
-  }).then((r) => r.responses[0].partitionResponses[0]);
+  return client
+    .request(ApiKey.Produce, 9, {
+      transactionalId: null,
+      acks: -1,
+      timeoutMs: 5000,
+      topicData: [{ name: "idem", partitionData: [{ index: partition, records: batch }] }],
+    })
+    .then((r) => r.responses[0].partitionResponses[0]);
 }
 
 test("every version hands out a new id with epoch 0, increasing", async () => {
@@ -47,24 +53,23 @@ test("every version hands out a new id with epoch 0, increasing", async () => {
   expect([...ids].sort((x, y) => (x < y ? -1 : 1))).toEqual(ids);
 });
 
-test("an idempotent producer re-initialising with its id and epoch gets a new id (as Kafka)",
-  async () => {
-    const first = await init(4);
-    const again = await init(4, { producerId: first.producerId, producerEpoch: 0 });
-    expect(again.errorCode).toBe(ErrorCode.NONE);
-    expect(again.producerId).not.toBe(first.producerId);
-    expect(again.producerEpoch).toBe(0);
-  });
+test("an idempotent producer re-initialising with its id and epoch gets a new id (as Kafka)", async () => {
+  const first = await init(4);
+  const again = await init(4, { producerId: first.producerId, producerEpoch: 0 });
+  expect(again.errorCode).toBe(ErrorCode.NONE);
+  expect(again.producerId).not.toBe(first.producerId);
+  expect(again.producerEpoch).toBe(0);
+});
 
-test("refusals: transactional ids (no coordinator), empty ids, half a producer id/epoch pair",
-  async () => {
-    expect((await init(3, { transactionalId: "txn-1" })).errorCode)
-      .toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
-    expect((await init(0, { transactionalId: "" })).errorCode).toBe(ErrorCode.INVALID_REQUEST);
-    const half = await init(3, { producerId: 12n, producerEpoch: -1 });
-    expect(half.errorCode).toBe(ErrorCode.INVALID_REQUEST);
-    expect(half.producerId).toBe(-1n);
-  });
+test("refusals: transactional ids (no coordinator), empty ids, half a producer id/epoch pair", async () => {
+  expect((await init(3, { transactionalId: "txn-1" })).errorCode).toBe(
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+  );
+  expect((await init(0, { transactionalId: "" })).errorCode).toBe(ErrorCode.INVALID_REQUEST);
+  const half = await init(3, { producerId: 12n, producerEpoch: -1 });
+  expect(half.errorCode).toBe(ErrorCode.INVALID_REQUEST);
+  expect(half.producerId).toBe(-1n);
+});
 
 test("ids stay unique across a broker restart", async () => {
   const before = (await init(4)).producerId;
@@ -82,6 +87,5 @@ test("produce with the id: a retry returns the first offset, a gap is refused", 
   const retry = await produce(producerId, 0, 0);
   expect(retry.errorCode).toBe(ErrorCode.NONE);
   expect(retry.baseOffset).toBe(0n);
-  expect((await produce(producerId, 0, 9)).errorCode)
-    .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+  expect((await produce(producerId, 0, 9)).errorCode).toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
 });

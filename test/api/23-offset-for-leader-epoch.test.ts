@@ -11,11 +11,13 @@ beforeAll(async () => {
   broker = await startTestBroker();
   client = await KafkaClient.connect(broker.port);
   await client.request(ApiKey.CreateTopics, 7, {
-    topics: [{ name: "epochs", numPartitions: 1, replicationFactor: 1 }], timeoutMs: 5_000,
+    topics: [{ name: "epochs", numPartitions: 1, replicationFactor: 1 }],
+    timeoutMs: 5_000,
   });
   const records = buildRecordBatch([{ value: new Uint8Array(3) }, { value: new Uint8Array(4) }]);
   const produced = await client.request(ApiKey.Produce, 9, {
-    acks: -1, timeoutMs: 5_000,
+    acks: -1,
+    timeoutMs: 5_000,
     topicData: [{ name: "epochs", partitionData: [{ index: 0, records }] }],
   });
   expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
@@ -27,7 +29,10 @@ afterAll(async () => {
 });
 
 async function ask(
-  version: number, leaderEpoch: number, currentLeaderEpoch = -1, topic = "epochs",
+  version: number,
+  leaderEpoch: number,
+  currentLeaderEpoch = -1,
+  topic = "epochs",
 ) {
   // CurrentLeaderEpoch is not ignorable: unset below v2.
   const current = version >= 2 ? { currentLeaderEpoch } : {};
@@ -48,8 +53,11 @@ test("the lone broker's epoch 0 ends at its log end offset, at every version", a
 });
 
 test("an epoch above any known is UNDEFINED; unknown topics and epochs are errors", async () => {
-  expect(await ask(4, 7))
-    .toMatchObject({ errorCode: ErrorCode.NONE, leaderEpoch: -1, endOffset: -1n });
+  expect(await ask(4, 7)).toMatchObject({
+    errorCode: ErrorCode.NONE,
+    leaderEpoch: -1,
+    endOffset: -1n,
+  });
   expect((await ask(4, 0, 0, "missing")).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   expect((await ask(4, 0, 3)).errorCode).toBe(ErrorCode.UNKNOWN_LEADER_EPOCH);
   expect((await ask(4, 0, 0)).errorCode).toBe(ErrorCode.NONE);

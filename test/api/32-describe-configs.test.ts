@@ -17,10 +17,14 @@ beforeAll(async () => {
   b = await startTestBroker({ "log.segment.bytes": "1048576" });
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
-    topics: [{
-      name: "described", numPartitions: 1, replicationFactor: 1,
-      configs: [{ name: "retention.ms", value: "60000" }],
-    }],
+    topics: [
+      {
+        name: "described",
+        numPartitions: 1,
+        replicationFactor: 1,
+        configs: [{ name: "retention.ms", value: "60000" }],
+      },
+    ],
   });
   expect(res.topics[0]!.errorCode).toBe(ErrorCode.NONE);
 });
@@ -31,11 +35,16 @@ afterAll(async () => {
 
 const describe = (version: number, resources: object[], synonyms = false, documentation = false) =>
   client.request(ApiKey.DescribeConfigs, version, {
-    resources, includeSynonyms: synonyms, includeDocumentation: documentation,
+    resources,
+    includeSynonyms: synonyms,
+    includeDocumentation: documentation,
   });
 /** The topic "described", with only `keys` (null: all). */
-const described = (keys: string[] | null) =>
-  ({ resourceType: TOPIC, resourceName: "described", configurationKeys: keys });
+const described = (keys: string[] | null) => ({
+  resourceType: TOPIC,
+  resourceName: "described",
+  configurationKeys: keys,
+});
 
 test("kafkajs describes a topic: override, broker and default values with sources", async () => {
   const kafka = new Kafka({ brokers: [`127.0.0.1:${b.port}`], logLevel: logLevel.NOTHING });
@@ -50,17 +59,22 @@ test("kafkajs describes a topic: override, broker and default values with source
     const byName = new Map(entries.map((e) => [e.configName, e]));
     expect(byName.size).toBe(Object.keys(TOPIC_CONFIG_KEYS).length);
     expect(byName.get("retention.ms")).toMatchObject({
-      configValue: "60000", configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG, readOnly: false,
+      configValue: "60000",
+      configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+      readOnly: false,
     });
     expect(byName.get("retention.ms")!.configSynonyms[0]).toMatchObject({
-      configName: "retention.ms", configValue: "60000",
+      configName: "retention.ms",
+      configValue: "60000",
       configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     });
     expect(byName.get("segment.bytes")).toMatchObject({
-      configValue: "1048576", configSource: ConfigSource.STATIC_BROKER_CONFIG,
+      configValue: "1048576",
+      configSource: ConfigSource.STATIC_BROKER_CONFIG,
     });
     expect(byName.get("cleanup.policy")).toMatchObject({
-      configValue: "delete", configSource: ConfigSource.DEFAULT_CONFIG,
+      configValue: "delete",
+      configSource: ConfigSource.DEFAULT_CONFIG,
     });
   } finally {
     await admin.disconnect();
@@ -90,7 +104,9 @@ test("v4 (highest): config types, documentation when asked for, key filter", asy
   expect(configs.map((c) => c.name).sort()).toEqual(["cleanup.policy", "retention.ms"]);
   const retention = configs.find((c) => c.name === "retention.ms")!;
   expect(retention).toMatchObject({
-    value: "60000", configType: ConfigType.LONG, isSensitive: false,
+    value: "60000",
+    configType: ConfigType.LONG,
+    isSensitive: false,
   });
   expect(retention.documentation).toContain("older than");
   expect(configs.find((c) => c.name === "cleanup.policy")!.configType).toBe(ConfigType.LIST);
@@ -100,17 +116,22 @@ test("v4 (highest): config types, documentation when asked for, key filter", asy
 });
 
 test("broker: every broker key, read-only; the empty name lists no dynamic defaults", async () => {
-  const res = await describe(4, [
-    { resourceType: BROKER, resourceName: "0", configurationKeys: null },
-    { resourceType: BROKER, resourceName: "", configurationKeys: null },
-  ], true);
+  const res = await describe(
+    4,
+    [
+      { resourceType: BROKER, resourceName: "0", configurationKeys: null },
+      { resourceType: BROKER, resourceName: "", configurationKeys: null },
+    ],
+    true,
+  );
   const [own, defaults] = res.results;
   expect(own!.errorCode).toBe(ErrorCode.NONE);
   expect(own!.configs.length).toBe(Object.keys(BROKER_CONFIG_KEYS).length);
   expect(own!.configs.every((c) => c.readOnly)).toBe(true);
   const segment = own!.configs.find((c) => c.name === "log.segment.bytes")!;
   expect(segment).toMatchObject({
-    value: "1048576", configSource: ConfigSource.STATIC_BROKER_CONFIG,
+    value: "1048576",
+    configSource: ConfigSource.STATIC_BROKER_CONFIG,
   });
   const listeners = own!.configs.find((c) => c.name === "listeners")!;
   expect(listeners.value).toBe("PLAINTEXT://127.0.0.1:0");
@@ -134,8 +155,9 @@ test("errors per resource: missing topic, illegal name, other broker, other type
     [8, "0", ErrorCode.INVALID_REQUEST],
     [TOPIC, "described", ErrorCode.NONE],
   ]);
-  expect(res.results[2]!.errorMessage)
-    .toBe("Unexpected broker id, expected 0 or empty string, but received 3");
+  expect(res.results[2]!.errorMessage).toBe(
+    "Unexpected broker id, expected 0 or empty string, but received 3",
+  );
   expect(res.results[3]!.errorMessage).toBe("Broker id must be an integer, but it is: zero");
   expect(res.results[4]!.errorMessage).toBe("Unsupported resource type: BROKER_LOGGER");
   expect(res.results.slice(0, 5).every((r) => r.configs.length === 0)).toBe(true);

@@ -14,7 +14,9 @@ beforeAll(async () => {
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: ["altered", "validated", "kjs-altered"].map((name) => ({
-      name, numPartitions: 2, replicationFactor: 1,
+      name,
+      numPartitions: 2,
+      replicationFactor: 1,
       configs: [{ name: "retention.ms", value: "1000" }],
     })),
   });
@@ -30,7 +32,8 @@ const alter = (version: number, resources: object[], validateOnly = false) =>
   client.request(ApiKey.AlterConfigs, version, { resources, validateOnly });
 /** A topic resource setting `configs` ([name, value] pairs). */
 const topicResource = (name: string, ...configs: [string, string | null][]) => ({
-  resourceType: TOPIC, resourceName: name,
+  resourceType: TOPIC,
+  resourceName: name,
   configs: configs.map(([key, value]) => ({ name: key, value })),
 });
 
@@ -41,17 +44,23 @@ test("kafkajs alterConfigs replaces the overrides, and describeConfigs shows the
   try {
     await admin.alterConfigs({
       validateOnly: false,
-      resources: [{
-        type: ConfigResourceTypes.TOPIC, name: "kjs-altered",
-        configEntries: [{ name: "max.message.bytes", value: "2048" }],
-      }],
+      resources: [
+        {
+          type: ConfigResourceTypes.TOPIC,
+          name: "kjs-altered",
+          configEntries: [{ name: "max.message.bytes", value: "2048" }],
+        },
+      ],
     });
     const described = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [{
-        type: ConfigResourceTypes.TOPIC, name: "kjs-altered",
-        configNames: ["max.message.bytes", "retention.ms"],
-      }],
+      resources: [
+        {
+          type: ConfigResourceTypes.TOPIC,
+          name: "kjs-altered",
+          configNames: ["max.message.bytes", "retention.ms"],
+        },
+      ],
     });
     const entries = described.resources[0]!.configEntries;
     const values = Object.fromEntries(entries.map((e) => [e.configName, e.configValue]));
@@ -72,8 +81,10 @@ test("v0 (lowest) and v2 (highest) replace the topic's overrides", async () => {
     topicResource("altered", ["cleanup.policy", "compact,delete"], ["retention.ms", "-1"]),
   ]);
   expect(v2.responses[0]!.errorCode).toBe(0);
-  expect(overrides("altered"))
-    .toEqual({ "cleanup.policy": ["compact", "delete"], "retention.ms": -1 });
+  expect(overrides("altered")).toEqual({
+    "cleanup.policy": ["compact", "delete"],
+    "retention.ms": -1,
+  });
 });
 
 test("validate_only checks and changes nothing", async () => {
@@ -112,8 +123,9 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
   expect(messages[2]).toStartWith(`Invalid config value for resource ${resource}:`);
   expect(messages[3]).toContain("static");
   expect(messages[4]).toBe("Unexpected broker id, expected 0, but received 9");
-  expect(messages[5])
-    .toBe("AlterConfigs is only supported for topics and brokers, but resource type is GROUP");
+  expect(messages[5]).toBe(
+    "AlterConfigs is only supported for topics and brokers, but resource type is GROUP",
+  );
   expect(messages[6]).toBe("Each resource must appear at most once.");
   expect(overrides("validated")).toEqual({ "retention.ms": 1000 });
   expect(b.broker.services.config["num.partitions"]).toBe(1);
@@ -129,7 +141,8 @@ test("null values and duplicate keys are INVALID_REQUEST", async () => {
     topicResource("validated", ["retention.ms", "1"], ["retention.ms", "2"]),
   ]);
   expect(dup.responses[0]).toMatchObject({
-    errorCode: ErrorCode.INVALID_REQUEST, errorMessage: "Error due to duplicate config keys",
+    errorCode: ErrorCode.INVALID_REQUEST,
+    errorMessage: "Error due to duplicate config keys",
   });
 });
 
@@ -144,6 +157,8 @@ test("altered configs persist across a restart", async () => {
       { resourceType: TOPIC, resourceName: "altered", configurationKeys: ["retention.bytes"] },
     ],
   });
-  expect(described.results[0]!.configs[0])
-    .toMatchObject({ name: "retention.bytes", value: "123456" });
+  expect(described.results[0]!.configs[0]).toMatchObject({
+    name: "retention.bytes",
+    value: "123456",
+  });
 }, 20_000);

@@ -13,7 +13,9 @@ beforeAll(async () => {
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: ["kjs-grow", "grow-v0", "grow-v3", "dry", "errors"].map((name) => ({
-      name, numPartitions: 1, replicationFactor: 1,
+      name,
+      numPartitions: 1,
+      replicationFactor: 1,
       configs: [{ name: "retention.ms", value: "77777" }],
     })),
   });
@@ -39,7 +41,8 @@ test("kafkajs createPartitions grows a topic; producing to a new partition works
     const meta = await admin.fetchTopicMetadata({ topics: ["kjs-grow"] });
     expect(meta.topics[0]!.partitions.map((p) => p.partitionId).sort()).toEqual([0, 1, 2]);
     const [sent] = await producer.send({
-      topic: "kjs-grow", messages: [{ value: "v", partition: 2 }],
+      topic: "kjs-grow",
+      messages: [{ value: "v", partition: 2 }],
     });
     expect(sent).toMatchObject({ partition: 2, errorCode: 0 });
   } finally {
@@ -76,25 +79,52 @@ test("validate_only checks and creates nothing", async () => {
 
 test("error paths, each with Kafka's code and message", async () => {
   await grow(3, [{ name: "errors", count: 2, assignments: null }]);
-  const placing = (count: number, ...brokerIds: number[][]) =>
-    ({ name: "errors", count, assignments: brokerIds.map((ids) => ({ brokerIds: ids })) });
+  const placing = (count: number, ...brokerIds: number[][]) => ({
+    name: "errors",
+    count,
+    assignments: brokerIds.map((ids) => ({ brokerIds: ids })),
+  });
   const cases: [object, number, string][] = [
-    [{ name: "missing", count: 2, assignments: null }, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-      "The topic 'missing' does not exist."],
-    [{ name: "errors", count: 1, assignments: null }, ErrorCode.INVALID_PARTITIONS,
-      "Topic currently has 2 partitions, which is higher than the requested 1."],
-    [{ name: "errors", count: 2, assignments: null }, ErrorCode.INVALID_PARTITIONS,
-      "Topic already has 2 partitions."],
-    [placing(4, [0]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-      "Increasing the number of partitions by 2 but 1 assignments provided."],
-    [placing(3, [5]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-      "Unknown broker(s) in replica assignment: 5."],
-    [placing(3, [0, 0]), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-      "Duplicate brokers not allowed in replica assignment: 0, 0 for partition id 2."],
-    [placing(3, []), ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-      "Cannot have replication factor of 0 for partition id 2."],
-    [{ name: "errors", count: 20_000, assignments: null }, ErrorCode.INVALID_PARTITIONS,
-      "Number of partitions must be between 1 and 10000, got 20000."],
+    [
+      { name: "missing", count: 2, assignments: null },
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      "The topic 'missing' does not exist.",
+    ],
+    [
+      { name: "errors", count: 1, assignments: null },
+      ErrorCode.INVALID_PARTITIONS,
+      "Topic currently has 2 partitions, which is higher than the requested 1.",
+    ],
+    [
+      { name: "errors", count: 2, assignments: null },
+      ErrorCode.INVALID_PARTITIONS,
+      "Topic already has 2 partitions.",
+    ],
+    [
+      placing(4, [0]),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "Increasing the number of partitions by 2 but 1 assignments provided.",
+    ],
+    [
+      placing(3, [5]),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "Unknown broker(s) in replica assignment: 5.",
+    ],
+    [
+      placing(3, [0, 0]),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "Duplicate brokers not allowed in replica assignment: 0, 0 for partition id 2.",
+    ],
+    [
+      placing(3, []),
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+      "Cannot have replication factor of 0 for partition id 2.",
+    ],
+    [
+      { name: "errors", count: 20_000, assignments: null },
+      ErrorCode.INVALID_PARTITIONS,
+      "Number of partitions must be between 1 and 10000, got 20000.",
+    ],
   ];
   for (const [t, code, message] of cases) {
     const res = await grow(1, [t]);
@@ -111,7 +141,8 @@ test("a topic named twice gets one INVALID_REQUEST result and does not grow", as
   ]);
   expect(res.results).toEqual([
     {
-      name: "errors", errorCode: ErrorCode.INVALID_REQUEST,
+      name: "errors",
+      errorCode: ErrorCode.INVALID_REQUEST,
       errorMessage: "Duplicate topic in request.",
     },
   ]);

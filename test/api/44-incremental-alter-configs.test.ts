@@ -21,7 +21,9 @@ beforeAll(async () => {
   kafka = new Kafka({ brokers: [`127.0.0.1:${b.port}`], logLevel: logLevel.NOTHING });
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: ["inc", "retained", "limited"].map((name) => ({
-      name, numPartitions: 1, replicationFactor: 1,
+      name,
+      numPartitions: 1,
+      replicationFactor: 1,
       configs: [{ name: "segment.bytes", value: "1024" }],
     })),
   });
@@ -36,10 +38,13 @@ const overrides = (topic: string) => b.broker.services.metadataCache.topic(topic
 type Op = [name: string, op: number, value: string | null];
 const alter = (version: number, topic: string, ops: Op[], validateOnly = false, type = TOPIC) =>
   client.request(ApiKey.IncrementalAlterConfigs, version, {
-    resources: [{
-      resourceType: type, resourceName: topic,
-      configs: ops.map(([name, configOperation, value]) => ({ name, configOperation, value })),
-    }],
+    resources: [
+      {
+        resourceType: type,
+        resourceName: topic,
+        configs: ops.map(([name, configOperation, value]) => ({ name, configOperation, value })),
+      },
+    ],
     validateOnly,
   });
 /** The error code of one change to one topic, at v1. */
@@ -77,27 +82,41 @@ test("v1 (highest): DELETE falls back to the broker; APPEND and SUBTRACT edit li
 test("APPEND and SUBTRACT on a non-list key are INVALID_REQUEST, and nothing changes", async () => {
   const before = { ...overrides("inc") };
   const res = await alter(1, "inc", [
-    ["max.message.bytes", SET, "5000"], ["retention.ms", APPEND, "1"],
+    ["max.message.bytes", SET, "5000"],
+    ["retention.ms", APPEND, "1"],
   ]);
   expect(res.responses[0]).toMatchObject({
     errorCode: ErrorCode.INVALID_REQUEST,
     errorMessage: "Config value append is not allowed for config key: retention.ms",
   });
   const sub = await alter(1, "inc", [["segment.ms", SUBTRACT, "1"]]);
-  expect(sub.responses[0]!.errorMessage)
-    .toBe("Config value subtract is not allowed for config key: segment.ms");
+  expect(sub.responses[0]!.errorMessage).toBe(
+    "Config value subtract is not allowed for config key: segment.ms",
+  );
   expect(overrides("inc")).toEqual(before);
 });
 
 test("errors: unknown key, bad or null value, duplicate key, missing topic, broker", async () => {
   const cases: [Op[], number, string, number?][] = [
     [[["no.such", SET, "1"]], ErrorCode.INVALID_CONFIG, "Unknown topic config name: no.such"],
-    [[["retention.ms", SET, "later"]], ErrorCode.INVALID_REQUEST,
-      "Invalid config value for resource"],
-    [[["retention.ms", SET, null]], ErrorCode.INVALID_REQUEST,
-      "Null value not supported for : retention.ms"],
-    [[["retention.ms", SET, "1"], ["retention.ms", DELETE, null]], ErrorCode.INVALID_REQUEST,
-      "Error due to duplicate config keys"],
+    [
+      [["retention.ms", SET, "later"]],
+      ErrorCode.INVALID_REQUEST,
+      "Invalid config value for resource",
+    ],
+    [
+      [["retention.ms", SET, null]],
+      ErrorCode.INVALID_REQUEST,
+      "Null value not supported for : retention.ms",
+    ],
+    [
+      [
+        ["retention.ms", SET, "1"],
+        ["retention.ms", DELETE, null],
+      ],
+      ErrorCode.INVALID_REQUEST,
+      "Error due to duplicate config keys",
+    ],
     [[["cleanup.policy", SUBTRACT, "delete,compact"]], ErrorCode.INVALID_REQUEST, "cleanup.policy"],
   ];
   for (const [ops, code, message] of cases) {
@@ -148,9 +167,12 @@ test("max.message.bytes set incrementally applies to the next produce", async ()
   try {
     await producer.send({ topic: "limited", messages: [{ value: "y".repeat(600) }] });
     expect(await alterCode("limited", ["max.message.bytes", SET, "200"])).toBe(0);
-    const error = await producer.send({ topic: "limited", messages: [{ value: "y".repeat(600) }] })
-      .then(() => "sent", (e: { type?: string; cause?: { type?: string } }) =>
-        e.type ?? e.cause?.type);
+    const error = await producer
+      .send({ topic: "limited", messages: [{ value: "y".repeat(600) }] })
+      .then(
+        () => "sent",
+        (e: { type?: string; cause?: { type?: string } }) => e.type ?? e.cause?.type,
+      );
     expect(error).toBe("MESSAGE_TOO_LARGE");
   } finally {
     await producer.disconnect();

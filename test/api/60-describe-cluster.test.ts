@@ -33,8 +33,10 @@ test("v0 (lowest): brokers, cluster id, controller; operations only when asked",
     requestOnce(b.port, ApiKey.DescribeCluster, 0, { includeClusterAuthorizedOperations });
   const res = await describe(false);
   expect(res).toMatchObject({
-    errorCode: ErrorCode.NONE, errorMessage: null,
-    clusterId: b.broker.services.clusterId, controllerId: 3,
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    clusterId: b.broker.services.clusterId,
+    controllerId: 3,
     brokers: [{ brokerId: 3, host: "127.0.0.1", port: b.port, rack: "r1" }],
     clusterAuthorizedOperations: NOT_REQUESTED,
   });
@@ -53,18 +55,26 @@ test("v1 (highest): endpoint type BROKER; controllers or unknown types are refus
   expect(controllers.brokers).toEqual([]);
   const unknown = await requestOnce(b.port, ApiKey.DescribeCluster, 1, { endpointType: 9 });
   expect(unknown).toMatchObject({
-    errorCode: ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, errorMessage: "Unsupported endpoint type 9",
+    errorCode: ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+    errorMessage: "Unsupported endpoint type 9",
   });
 });
 
 test("ApiVersions advertises exactly the admin ranges", async () => {
   const res = await requestOnce(b.port, ApiKey.ApiVersions, 3, {
-    clientSoftwareName: "t", clientSoftwareVersion: "1",
+    clientSoftwareName: "t",
+    clientSoftwareVersion: "1",
   });
   const ranges = Object.fromEntries(
     res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]),
   );
   expect(ranges).toMatchObject({
-    19: [2, 7], 20: [1, 6], 32: [1, 4], 33: [0, 2], 37: [0, 3], 44: [0, 1], 60: [0, 1],
+    19: [2, 7],
+    20: [1, 6],
+    32: [1, 4],
+    33: [0, 2],
+    37: [0, 3],
+    44: [0, 1],
+    60: [0, 1],
   });
 });

@@ -23,36 +23,39 @@ async function produce(producerId: bigint, epoch: number, seq: number, count: nu
   const records = Array.from({ length: count }, () => ({ value: new Uint8Array(4) }));
   const batch = buildRecordBatch(records, { producerId, producerEpoch: epoch, baseSequence: seq });
   const res = await client.request(ApiKey.Produce, 9, {
-    transactionalId: null, acks: 1, timeoutMs: 5000,
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5000,
     topicData: [{ name: "described", partitionData: [{ index: 0, records: batch }] }],
   });
   expect(res.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.NONE);
 }
 
-test("v0 lists each producer's epoch, last sequence and timestamp; unknown partitions fail",
-  async () => {
-    await produce(100n, 2, 0, 3);
-    await produce(100n, 2, 3, 4);
-    await produce(200n, 0, 50, 1);
-    const described = await client.request(ApiKey.DescribeProducers, 0, {
-      topics: [
-        { name: "described", partitionIndexes: [0, 1, 7] },
-        { name: "nope", partitionIndexes: [0] },
-      ],
-    });
-    const [p0, p1, p7] = described.topics[0].partitions;
-    expect(p0.errorCode).toBe(ErrorCode.NONE);
-    const byId = new Map(p0.activeProducers.map((p) => [p.producerId, p]));
-    expect(byId.get(100n)).toMatchObject({
-      producerEpoch: 2, lastSequence: 6, coordinatorEpoch: -1, currentTxnStartOffset: -1n,
-    });
-    expect(byId.get(200n)).toMatchObject({ producerEpoch: 0, lastSequence: 50 });
-    expect(byId.get(100n)!.lastTimestamp).toBeGreaterThan(0n);
-    expect(p1.activeProducers).toEqual([]);
-    expect(p7.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
-    expect(described.topics[1].partitions[0].errorCode)
-      .toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+test("v0 lists each producer's epoch, last sequence and timestamp; unknown partitions fail", async () => {
+  await produce(100n, 2, 0, 3);
+  await produce(100n, 2, 3, 4);
+  await produce(200n, 0, 50, 1);
+  const described = await client.request(ApiKey.DescribeProducers, 0, {
+    topics: [
+      { name: "described", partitionIndexes: [0, 1, 7] },
+      { name: "nope", partitionIndexes: [0] },
+    ],
   });
+  const [p0, p1, p7] = described.topics[0].partitions;
+  expect(p0.errorCode).toBe(ErrorCode.NONE);
+  const byId = new Map(p0.activeProducers.map((p) => [p.producerId, p]));
+  expect(byId.get(100n)).toMatchObject({
+    producerEpoch: 2,
+    lastSequence: 6,
+    coordinatorEpoch: -1,
+    currentTxnStartOffset: -1n,
+  });
+  expect(byId.get(200n)).toMatchObject({ producerEpoch: 0, lastSequence: 50 });
+  expect(byId.get(100n)!.lastTimestamp).toBeGreaterThan(0n);
+  expect(p1.activeProducers).toEqual([]);
+  expect(p7.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  expect(described.topics[1].partitions[0].errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+});
 
 test("the producers survive a broker restart (snapshot at shutdown)", async () => {
   client.close();

@@ -32,26 +32,52 @@ afterAll(async () => {
 test("confluent-kafka admin: cluster, topic and group operations, and none unasked", async () => {
   const python = await compatPython("confluent-kafka-python");
   const produced = await requestOnce(broker.port, ApiKey.Produce, 9, {
-    transactionalId: null, acks: 1, timeoutMs: 5_000,
-    topicData: [{ name: "t", partitionData: [0, 1].map((index) => ({
-      index, records: batchOf("hello"),
-    })) }],
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5_000,
+    topicData: [
+      {
+        name: "t",
+        partitionData: [0, 1].map((index) => ({
+          index,
+          records: batchOf("hello"),
+        })),
+      },
+    ],
   });
   expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
   const proc = Bun.spawn([python, SCRIPT, `127.0.0.1:${broker.port}`, "t", "ops-group"], {
-    stdout: "pipe", stderr: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const [code, stdout, stderr] = await Promise.all([
-    proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text(),
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
   ]);
   expect(code, stderr).toBe(0);
   const out = JSON.parse(stdout);
   expect(out.consumed).toBe(true);
   expect(out.asked).toEqual({
-    cluster: ["ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE",
-      "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE"],
-    topic: ["ALTER", "ALTER_CONFIGS", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "READ",
-      "WRITE"],
+    cluster: [
+      "ALTER",
+      "ALTER_CONFIGS",
+      "CLUSTER_ACTION",
+      "CREATE",
+      "DESCRIBE",
+      "DESCRIBE_CONFIGS",
+      "IDEMPOTENT_WRITE",
+    ],
+    topic: [
+      "ALTER",
+      "ALTER_CONFIGS",
+      "CREATE",
+      "DELETE",
+      "DESCRIBE",
+      "DESCRIBE_CONFIGS",
+      "READ",
+      "WRITE",
+    ],
     group: ["DELETE", "DESCRIBE", "READ"],
     group_state: "STABLE",
   });
@@ -65,20 +91,26 @@ function batchOf(value: string) {
 
 test("Metadata v8-v12: topic operations when asked, the cluster's in v8-v10 only", async () => {
   for (const version of [8, 10, 11, 12]) {
-    const ask = (include: boolean) => requestOnce(broker.port, ApiKey.Metadata, version, {
-      topics: ["t", "nope"].map((name) => ({ name, topicId: new Uint8Array(16) })),
-      allowAutoTopicCreation: false,
-      includeClusterAuthorizedOperations: include && version <= 10,
-      includeTopicAuthorizedOperations: include,
-    });
+    const ask = (include: boolean) =>
+      requestOnce(broker.port, ApiKey.Metadata, version, {
+        topics: ["t", "nope"].map((name) => ({ name, topicId: new Uint8Array(16) })),
+        allowAutoTopicCreation: false,
+        includeClusterAuthorizedOperations: include && version <= 10,
+        includeTopicAuthorizedOperations: include,
+      });
     const asked = await ask(true);
-    expect(asked.topics.map((t) => t.topicAuthorizedOperations))
-      .toEqual([TOPIC_OPERATIONS, TOPIC_OPERATIONS]);
-    expect(asked.clusterAuthorizedOperations)
-      .toBe(version <= 10 ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_NOT_REQUESTED);
+    expect(asked.topics.map((t) => t.topicAuthorizedOperations)).toEqual([
+      TOPIC_OPERATIONS,
+      TOPIC_OPERATIONS,
+    ]);
+    expect(asked.clusterAuthorizedOperations).toBe(
+      version <= 10 ? CLUSTER_OPERATIONS : AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    );
     const unasked = await ask(false);
-    expect(unasked.topics.map((t) => t.topicAuthorizedOperations))
-      .toEqual([AUTHORIZED_OPERATIONS_NOT_REQUESTED, AUTHORIZED_OPERATIONS_NOT_REQUESTED]);
+    expect(unasked.topics.map((t) => t.topicAuthorizedOperations)).toEqual([
+      AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+      AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+    ]);
     expect(unasked.clusterAuthorizedOperations).toBe(AUTHORIZED_OPERATIONS_NOT_REQUESTED);
   }
 });
@@ -87,11 +119,13 @@ test("DescribeGroups v3-v5: group operations for groups answered without an erro
   await simpleCommit(broker.port, 8, "committed-group", 5n);
   for (const version of [3, 5]) {
     const res = await requestOnce(broker.port, ApiKey.DescribeGroups, version, {
-      groups: ["committed-group"], includeAuthorizedOperations: true,
+      groups: ["committed-group"],
+      includeAuthorizedOperations: true,
     });
     expect(res.groups[0]!.authorizedOperations).toBe(GROUP_OPERATIONS);
     const unasked = await requestOnce(broker.port, ApiKey.DescribeGroups, version, {
-      groups: ["committed-group"], includeAuthorizedOperations: false,
+      groups: ["committed-group"],
+      includeAuthorizedOperations: false,
     });
     expect(unasked.groups[0]!.authorizedOperations).toBe(AUTHORIZED_OPERATIONS_NOT_REQUESTED);
   }

@@ -31,7 +31,11 @@ class TrackedConsumer {
   assignment: number[] = [];
   readonly consumer: Consumer;
 
-  constructor(kafka: Kafka, readonly name: string, private readonly seen: Map<string, string[]>) {
+  constructor(
+    kafka: Kafka,
+    readonly name: string,
+    private readonly seen: Map<string, string[]>,
+  ) {
     const options = { groupId: GROUP, heartbeatInterval: 300, sessionTimeout: 10_000 };
     this.consumer = kafka.consumer(options);
     this.consumer.on(this.consumer.events.GROUP_JOIN, (e) => {
@@ -82,7 +86,8 @@ async function produce(kafka: Kafka, from: number, count: number): Promise<void>
   await producer.connect();
   for (let start = from; start < from + count; start += 1_000) {
     const messages = Array.from({ length: Math.min(1_000, from + count - start) }, (_, i) => ({
-      partition: (start + i) % PARTITIONS, value: `record-${start + i}`,
+      partition: (start + i) % PARTITIONS,
+      value: `record-${start + i}`,
     }));
     await producer.send({ topic: TOPIC, messages });
   }
@@ -125,24 +130,30 @@ describe("a kafkajs consumer group", () => {
       expect([...read].sort()).toEqual(c.assignment);
     }
     await waitFor("commits of the last batches", async () =>
-      (await committedOffsets(kafka)).every((o) => o === RECORDS / PARTITIONS));
+      (await committedOffsets(kafka)).every((o) => o === RECORDS / PARTITIONS),
+    );
 
     // Consumer c leaves (LeaveGroup): a and b take over its partitions.
     const [a, b, c] = consumers as [TrackedConsumer, TrackedConsumer, TrackedConsumer];
     const leftPartitions = c.assignment;
     await c.consumer.disconnect();
-    await waitFor("the two remaining members to own all partitions", () =>
-      a.assignment.length + b.assignment.length === PARTITIONS && partitionsExactlyOnce([a, b]));
+    await waitFor(
+      "the two remaining members to own all partitions",
+      () =>
+        a.assignment.length + b.assignment.length === PARTITIONS && partitionsExactlyOnce([a, b]),
+    );
     await produce(kafka, RECORDS, 6_000);
     await waitFor("6,000 more records consumed", () => seen.size === RECORDS + 6_000);
     expect([...seen.values()].filter((by) => by.length > 1)).toEqual([]);
-    const afterMove = [...seen].filter(([key]) =>
-      leftPartitions.includes(partitionOf(key)) && offsetOf(key) >= RECORDS / PARTITIONS);
+    const afterMove = [...seen].filter(
+      ([key]) => leftPartitions.includes(partitionOf(key)) && offsetOf(key) >= RECORDS / PARTITIONS,
+    );
     const movedTo = new Set(afterMove.map(([, by]) => by[0]));
     expect(movedTo.has("c")).toBe(false);
     expect(movedTo.size).toBeGreaterThan(0);
     await waitFor("commits after the move", async () =>
-      (await committedOffsets(kafka)).every((o) => o === (RECORDS + 6_000) / PARTITIONS));
+      (await committedOffsets(kafka)).every((o) => o === (RECORDS + 6_000) / PARTITIONS),
+    );
 
     await Promise.all([a.consumer.disconnect(), b.consumer.disconnect()]);
     await admin.disconnect();
@@ -157,8 +168,10 @@ describe("a kafkajs consumer group", () => {
     const resumedSeen = new Map<string, string[]>();
     const resumed = new TrackedConsumer(restarted, "d", resumedSeen);
     await resumed.start();
-    await waitFor("the resumed consumer to own all", () =>
-      resumed.assignment.length === PARTITIONS);
+    await waitFor(
+      "the resumed consumer to own all",
+      () => resumed.assignment.length === PARTITIONS,
+    );
     await produce(restarted, RECORDS + 6_000, 600);
     await waitFor("600 new records", () => resumedSeen.size === 600);
     await Bun.sleep(500);

@@ -5,7 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import {
-  AssignerProtocol, Kafka, logLevel, type PartitionAssigner, PartitionAssigners,
+  AssignerProtocol,
+  Kafka,
+  logLevel,
+  type PartitionAssigner,
+  PartitionAssigners,
 } from "kafkajs";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 
@@ -24,15 +28,35 @@ afterAll(async () => {
 });
 
 /** kafkajs's round robin, announced as librdkafka's "roundrobin". */
-const librdkafkaRoundRobin: PartitionAssigner = (config) =>
-  ({ ...PartitionAssigners.roundRobin(config), name: "roundrobin" });
+const librdkafkaRoundRobin: PartitionAssigner = (config) => ({
+  ...PartitionAssigners.roundRobin(config),
+  name: "roundrobin",
+});
 
 function startKcat(name: string): { proc: Subprocess<"ignore", "pipe", "pipe">; lines: string[] } {
-  const proc = Bun.spawn(["kcat", "-b", broker.bootstrap, "-G", GROUP, TOPIC,
-    "-X", "partition.assignment.strategy=roundrobin", "-X", "auto.offset.reset=earliest",
-    "-X", "heartbeat.interval.ms=300", "-X", "fetch.wait.max.ms=100",
-    "-q", "-u", "-f", `${name} %p %o\n`],
-  { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [
+      "kcat",
+      "-b",
+      broker.bootstrap,
+      "-G",
+      GROUP,
+      TOPIC,
+      "-X",
+      "partition.assignment.strategy=roundrobin",
+      "-X",
+      "auto.offset.reset=earliest",
+      "-X",
+      "heartbeat.interval.ms=300",
+      "-X",
+      "fetch.wait.max.ms=100",
+      "-q",
+      "-u",
+      "-f",
+      `${name} %p %o\n`,
+    ],
+    { stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+  );
   const lines: string[] = [];
   void (async () => {
     let buffered = "";
@@ -47,7 +71,9 @@ function startKcat(name: string): { proc: Subprocess<"ignore", "pipe", "pipe">; 
 }
 
 async function waitFor(
-  what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 45_000,
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 45_000,
 ) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -66,21 +92,27 @@ describe("kafkajs and librdkafka in one group", () => {
 
     const seen: string[] = [];
     const consumer = kafka.consumer({
-      groupId: GROUP, partitionAssigners: [librdkafkaRoundRobin], heartbeatInterval: 300,
+      groupId: GROUP,
+      partitionAssigners: [librdkafkaRoundRobin],
+      heartbeatInterval: 300,
     });
     await consumer.connect();
     await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ partition, message }) => {
-      seen.push(`kafkajs ${partition} ${message.offset}`);
-    } });
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        seen.push(`kafkajs ${partition} ${message.offset}`);
+      },
+    });
     const kcats = [startKcat("kcat-1"), startKcat("kcat-2")];
     try {
       let owners: number[][] = [];
       await waitFor("a stable group of three that covers every partition once", async () => {
         const [group] = (await admin.describeGroups([GROUP])).groups;
         if (group!.state !== "Stable" || group!.members.length !== 3) return false;
-        owners = group!.members.map((m) =>
-          AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[TOPIC] ?? []);
+        owners = group!.members.map(
+          (m) =>
+            AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment[TOPIC] ?? [],
+        );
         const all = [...Array(PARTITIONS).keys()].join();
         const everyPartitionOnce = owners.flat().sort().join() === all;
         return everyPartitionOnce && owners.every((o) => o.length > 0);
@@ -92,7 +124,8 @@ describe("kafkajs and librdkafka in one group", () => {
       const producer = kafka.producer();
       await producer.connect();
       const messages = Array.from({ length: RECORDS }, (_, i) => ({
-        partition: i % PARTITIONS, value: `${i}`,
+        partition: i % PARTITIONS,
+        value: `${i}`,
       }));
       await producer.send({ topic: TOPIC, messages });
       await producer.disconnect();

@@ -29,7 +29,9 @@ class StaticMember {
 
   constructor(instanceId: string) {
     this.proc = Bun.spawn([PYTHON, SCRIPT, broker.bootstrap, GROUP, instanceId, TOPIC], {
-      stdin: "ignore", stdout: "pipe", stderr: "inherit",
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "inherit",
     });
     void this.read();
   }
@@ -62,7 +64,9 @@ class StaticMember {
 }
 
 async function waitFor(
-  what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 30_000,
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 30_000,
 ) {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -115,8 +119,10 @@ describe("static membership with librdkafka", () => {
       const messages = [0, 1, 2, 3].map((partition) => ({ partition, value: "v" }));
       await producer.send({ topic: TOPIC, messages });
       await producer.disconnect();
-      await waitFor("four records", () =>
-        [...x.lines, ...y.lines].filter((l) => l.startsWith("record ")).length === 4);
+      await waitFor(
+        "four records",
+        () => [...x.lines, ...y.lines].filter((l) => l.startsWith("record ")).length === 4,
+      );
     } finally {
       await Promise.all([x.kill9(), y.kill9()]);
       await admin.disconnect();

@@ -14,11 +14,17 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { CLEAN_SHUTDOWN_FILE } from "../../src/storage/log-manager.ts";
 import {
-  LineLogger, removeDir, type Settings, startInProcessBroker, tempDir,
+  LineLogger,
+  removeDir,
+  type Settings,
+  startInProcessBroker,
+  tempDir,
 } from "../support/broker-harness.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import {
-  fourLetterWord, startZooKeeper, type ZooKeeperServer,
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperServer,
 } from "../support/zookeeper-server.ts";
 
 /** Files this process holds open under `dir` (read from /proc, so nothing is left out). */
@@ -88,7 +94,8 @@ describe("embedded", () => {
       try {
         const metadata = await requestOnce(again.port, ApiKey.Metadata, 9, {
           topics: [{ name: "kept", topicId: new Uint8Array(16) }],
-          allowAutoTopicCreation: false, includeTopicAuthorizedOperations: false,
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: false,
         });
         expect(metadata.topics[0]!.errorCode).toBe(ErrorCode.NONE);
         expect(metadata.topics[0]!.partitions.length).toBe(3);

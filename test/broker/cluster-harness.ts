@@ -6,8 +6,8 @@
 import { expect } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
-import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
@@ -23,19 +23,28 @@ export interface Cluster {
 
 export async function startCluster(connect: string): Promise<Cluster> {
   const brokers = new Map<number, ChildBroker>();
-  const started = await Promise.all([1, 2, 3].map((id) => ChildBroker.start({
-    settings: {
-      "zookeeper.connect": connect,
-      "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
-      "broker.id": String(id),
-      "default.replication.factor": "3",
-      "num.partitions": "3",
-    },
-  })));
+  const started = await Promise.all(
+    [1, 2, 3].map((id) =>
+      ChildBroker.start({
+        settings: {
+          "zookeeper.connect": connect,
+          "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
+          "broker.id": String(id),
+          "default.replication.factor": "3",
+          "num.partitions": "3",
+        },
+      }),
+    ),
+  );
   for (const [i, b] of started.entries()) brokers.set(i + 1, b);
-  const zk = await ZooKeeperClient.connect(connect, { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 });
+  const zk = await ZooKeeperClient.connect(connect, {
+    sessionTimeoutMs: 4_000,
+    connectTimeoutMs: 5_000,
+  });
   return {
-    connect, brokers, zk,
+    connect,
+    brokers,
+    zk,
     close: async () => {
       await zk.close();
       await Promise.all([...brokers.values()].map((b) => b.remove()));
@@ -44,15 +53,27 @@ export async function startCluster(connect: string): Promise<Cluster> {
 }
 
 export function metadata(broker: ChildBroker): Promise<MetadataResponse> {
-  return requestOnce(broker.port, ApiKey.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+  return requestOnce(broker.port, ApiKey.Metadata, 12, {
+    topics: null,
+    allowAutoTopicCreation: false,
+  });
 }
 
 /** Brokers, controller and partition leaders, as one comparable string. */
 export function summary(m: MetadataResponse): string {
-  const brokers = m.brokers.map((b) => `${b.nodeId}@${b.port}`).sort().join(",");
-  const topics = [...m.topics].sort((a, b) => (a.name ?? "").localeCompare(b.name ?? ""))
-    .map((t) => `${t.name}:` + t.partitions.map((p) =>
-      `${p.partitionIndex}=${p.leaderId}/${p.leaderEpoch}[${p.isrNodes.join(",")}]`).join(" "));
+  const brokers = m.brokers
+    .map((b) => `${b.nodeId}@${b.port}`)
+    .sort()
+    .join(",");
+  const topics = [...m.topics]
+    .sort((a, b) => (a.name ?? "").localeCompare(b.name ?? ""))
+    .map(
+      (t) =>
+        `${t.name}:` +
+        t.partitions
+          .map((p) => `${p.partitionIndex}=${p.leaderId}/${p.leaderEpoch}[${p.isrNodes.join(",")}]`)
+          .join(" "),
+    );
   return `controller ${m.controllerId}; brokers ${brokers}; ${topics.join("; ")}`;
 }
 
@@ -71,16 +92,26 @@ export async function until<T>(
 }
 
 /** Waits until every running broker answers the same metadata listing `brokerCount` brokers. */
-export async function consistentMetadata(cluster: Cluster, brokerCount: number, timeoutMs = 15_000) {
+export async function consistentMetadata(
+  cluster: Cluster,
+  brokerCount: number,
+  timeoutMs = 15_000,
+) {
   const running = [...cluster.brokers.values()].filter((b) => b.running);
-  return await until(async () => {
-    const answers = await Promise.all(running.map(metadata));
-    const summaries = new Set(answers.map(summary));
-    const first = answers[0]!;
-    const settled = first.brokers.length === brokerCount && first.controllerId >= 0 &&
-      first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
-    return summaries.size === 1 && settled ? first : undefined;
-  }, timeoutMs, `consistent metadata over ${brokerCount} brokers`);
+  return await until(
+    async () => {
+      const answers = await Promise.all(running.map(metadata));
+      const summaries = new Set(answers.map(summary));
+      const first = answers[0]!;
+      const settled =
+        first.brokers.length === brokerCount &&
+        first.controllerId >= 0 &&
+        first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
+      return summaries.size === 1 && settled ? first : undefined;
+    },
+    timeoutMs,
+    `consistent metadata over ${brokerCount} brokers`,
+  );
 }
 
 export async function createTopic(
@@ -91,7 +122,8 @@ export async function createTopic(
 ) {
   const response = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
     topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs }],
-    timeoutMs: 10_000, validateOnly: false,
+    timeoutMs: 10_000,
+    validateOnly: false,
   });
   expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
 }
@@ -100,7 +132,9 @@ export async function createTopic(
 export async function produceAcksAll(broker: ChildBroker, topic: string, timeoutMs: number) {
   const records = buildRecordBatch([{ value: new TextEncoder().encode("direct") }]);
   const res = await requestOnce(broker.port, ApiKey.Produce, 9, {
-    transactionalId: null, acks: -1, timeoutMs,
+    transactionalId: null,
+    acks: -1,
+    timeoutMs,
     topicData: [{ name: topic, partitionData: [{ index: 0, records }] }],
   });
   return res.responses[0]!.partitionResponses[0]!.errorCode;
@@ -109,7 +143,9 @@ export async function produceAcksAll(broker: ChildBroker, topic: string, timeout
 export async function produceWithKafkajs(cluster: Cluster, topic: string, values: string[]) {
   const bootstrap = [...cluster.brokers.values()].filter((b) => b.running).map((b) => b.bootstrap);
   const kafka = new Kafka({
-    clientId: "three-brokers", brokers: bootstrap, logLevel: logLevel.NOTHING,
+    clientId: "three-brokers",
+    brokers: bootstrap,
+    logLevel: logLevel.NOTHING,
     retry: { retries: 8, initialRetryTime: 200 },
   });
   const producer = kafka.producer({ allowAutoTopicCreation: false });
@@ -120,4 +156,3 @@ export async function produceWithKafkajs(cluster: Cluster, topic: string, values
     await producer.disconnect();
   }
 }
-

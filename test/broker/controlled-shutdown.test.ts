@@ -4,10 +4,14 @@
  * fails, and every acknowledged record reaches the group.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Kafka, logLevel, type Consumer, type Producer } from "kafkajs";
+import { type Consumer, Kafka, logLevel, type Producer } from "kafkajs";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
-  consistentMetadata, createTopic, startCluster, until, type Cluster,
+  type Cluster,
+  consistentMetadata,
+  createTopic,
+  startCluster,
+  until,
 } from "./cluster-harness.ts";
 
 let zkServer: ZooKeeperServer;
@@ -26,22 +30,33 @@ afterAll(async () => {
 
 function client(id: string): Kafka {
   return new Kafka({
-    clientId: id, brokers: [...cluster.brokers.values()].map((b) => b.bootstrap),
-    logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 100 },
+    clientId: id,
+    brokers: [...cluster.brokers.values()].map((b) => b.bootstrap),
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 10, initialRetryTime: 100 },
   });
 }
 
 test("SIGTERM of a leader while a producer and a consumer group run: no failed send, nothing lost", async () => {
-  await createTopic(cluster.brokers.get(1)!, "steady", 3, [{ name: "min.insync.replicas", value: "2" }]);
+  await createTopic(cluster.brokers.get(1)!, "steady", 3, [
+    { name: "min.insync.replicas", value: "2" },
+  ]);
   const m = await consistentMetadata(cluster, 3);
   const leaving = m.topics.find((t) => t.name === "steady")!.partitions[0]!.leaderId;
   const seen = new Set<string>();
   const consumers: Consumer[] = [];
   for (const i of [1, 2]) {
-    const consumer = client(`member-${i}`).consumer({ groupId: "steady-group", sessionTimeout: 10_000 });
+    const consumer = client(`member-${i}`).consumer({
+      groupId: "steady-group",
+      sessionTimeout: 10_000,
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: "steady", fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => { seen.add(message.value!.toString()); } });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        seen.add(message.value!.toString());
+      },
+    });
     consumers.push(consumer);
   }
   const producer: Producer = client("steady-producer").producer();
@@ -65,13 +80,19 @@ test("SIGTERM of a leader while a producer and a consumer group run: no failed s
     await until(async () => (acknowledged.length > 5 ? true : undefined), 45_000, "records before");
     expect(await cluster.brokers.get(leaving)!.terminate()).toBe(0);
     const count = acknowledged.length;
-    await until(async () => (acknowledged.length > count + 5 ? true : undefined), 45_000,
-      "records after the shutdown");
+    await until(
+      async () => (acknowledged.length > count + 5 ? true : undefined),
+      45_000,
+      "records after the shutdown",
+    );
     producing = false;
     await loop;
     expect(failures).toBe(0);
-    await until(async () => (acknowledged.every((v) => seen.has(v)) ? true : undefined), 30_000,
-      "every acknowledged record consumed by the group");
+    await until(
+      async () => (acknowledged.every((v) => seen.has(v)) ? true : undefined),
+      30_000,
+      "every acknowledged record consumed by the group",
+    );
   } finally {
     producing = false;
     await loop;

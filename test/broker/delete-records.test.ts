@@ -14,7 +14,12 @@ import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
-  consistentMetadata, createTopic, produceWithKafkajs, startCluster, until, type Cluster,
+  type Cluster,
+  consistentMetadata,
+  createTopic,
+  produceWithKafkajs,
+  startCluster,
+  until,
 } from "./cluster-harness.ts";
 
 const TOPIC = "trim-replicated";
@@ -37,13 +42,17 @@ afterAll(async () => {
 /** The base offsets of the segments each broker holds for partition 0. */
 function segmentBases(): bigint[][] {
   return [...cluster.brokers.values()].map((b) =>
-    readdirSync(join(b.dataDir, `${TOPIC}-0`)).filter((f) => f.endsWith(".log"))
-      .map((f) => BigInt(f.replace(".log", ""))).sort((x, y) => (x < y ? -1 : 1)));
+    readdirSync(join(b.dataDir, `${TOPIC}-0`))
+      .filter((f) => f.endsWith(".log"))
+      .map((f) => BigInt(f.replace(".log", "")))
+      .sort((x, y) => (x < y ? -1 : 1)),
+  );
 }
 
 async function deleteRaw(port: number, offset: bigint, timeoutMs: number) {
   const res = await requestOnce(port, ApiKey.DeleteRecords, 2, {
-    timeoutMs, topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, offset }] }],
+    timeoutMs,
+    topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, offset }] }],
   });
   return res.topics[0]!.partitions[0]!;
 }
@@ -54,11 +63,17 @@ test("kafkajs deleteTopicRecords completes once every replica dropped the record
     await produceWithKafkajs(cluster, TOPIC, values.slice(i, i + 10));
   }
   // Every replica has every segment before the deletion.
-  await until(async () => segmentBases().every((b) => b.length > 5 && b[0] === 0n) || undefined,
-    20_000, "replicas to hold the segments");
+  await until(
+    async () => segmentBases().every((b) => b.length > 5 && b[0] === 0n) || undefined,
+    20_000,
+    "replicas to hold the segments",
+  );
   const bootstrap = [...cluster.brokers.values()].map((b) => b.bootstrap);
-  const kafka = new Kafka({ clientId: "delete-records", brokers: bootstrap,
-    logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({
+    clientId: "delete-records",
+    brokers: bootstrap,
+    logLevel: logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
   try {

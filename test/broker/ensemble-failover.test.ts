@@ -6,8 +6,12 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startZooKeeperEnsemble, type ZooKeeperEnsemble } from "../support/zookeeper-server.ts";
 import {
-  consistentMetadata, createTopic, produceWithKafkajs, SESSION_TIMEOUT_MS, startCluster,
   type Cluster,
+  consistentMetadata,
+  createTopic,
+  produceWithKafkajs,
+  SESSION_TIMEOUT_MS,
+  startCluster,
 } from "./cluster-harness.ts";
 
 let ensemble: ZooKeeperEnsemble;

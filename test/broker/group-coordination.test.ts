@@ -13,8 +13,13 @@ import type { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
-  consistentMetadata, createTopic, produceWithKafkajs, SESSION_TIMEOUT_MS, startCluster, until,
   type Cluster,
+  consistentMetadata,
+  createTopic,
+  produceWithKafkajs,
+  SESSION_TIMEOUT_MS,
+  startCluster,
+  until,
 } from "./cluster-harness.ts";
 
 let zkServer: ZooKeeperServer;
@@ -41,16 +46,31 @@ async function coordinatorOf(broker: ChildBroker, group: string): Promise<number
 
 function commit(broker: ChildBroker, group: string, offset: bigint) {
   return requestOnce(broker.port, ApiKey.OffsetCommit, 8, {
-    groupId: group, generationIdOrMemberEpoch: -1, memberId: "", groupInstanceId: null,
-    topics: [{ name: "offsets", partitions: [
-      { partitionIndex: 0, committedOffset: offset, committedLeaderEpoch: -1, committedMetadata: "" },
-    ] }],
+    groupId: group,
+    generationIdOrMemberEpoch: -1,
+    memberId: "",
+    groupInstanceId: null,
+    topics: [
+      {
+        name: "offsets",
+        partitions: [
+          {
+            partitionIndex: 0,
+            committedOffset: offset,
+            committedLeaderEpoch: -1,
+            committedMetadata: "",
+          },
+        ],
+      },
+    ],
   });
 }
 
 async function fetchOffset(broker: ChildBroker, group: string) {
   const res = await requestOnce(broker.port, ApiKey.OffsetFetch, 7, {
-    groupId: group, topics: [{ name: "offsets", partitionIndexes: [0] }], requireStable: false,
+    groupId: group,
+    topics: [{ name: "offsets", partitionIndexes: [0] }],
+    requireStable: false,
   });
   return { errorCode: res.errorCode, offset: res.topics[0]?.partitions[0]?.committedOffset };
 }
@@ -83,10 +103,14 @@ test("a killed coordinator's group moves, and its committed offsets come from Zo
   await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
   const next = await coordinatorOf(other, group);
   expect(next).not.toBe(first);
-  const taken = await until(async () => {
-    const answer = await fetchOffset(cluster.brokers.get(next)!, group);
-    return answer.errorCode === ErrorCode.NONE ? answer : undefined;
-  }, 10_000, "the new coordinator to answer OffsetFetch");
+  const taken = await until(
+    async () => {
+      const answer = await fetchOffset(cluster.brokers.get(next)!, group);
+      return answer.errorCode === ErrorCode.NONE ? answer : undefined;
+    },
+    10_000,
+    "the new coordinator to answer OffsetFetch",
+  );
   expect(taken.offset).toBe(42n);
   cluster.brokers.set(first, await coordinator.restart());
   await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
@@ -98,25 +122,31 @@ test("a kafkajs group whose members bootstrap from different brokers shares the 
   const values = Array.from({ length: 40 }, (_, i) => `v${i}`);
   await produceWithKafkajs(cluster, "shared", values);
   const seen = new Map<string, number>();
-  const consumers = await Promise.all([1, 2].map(async (i) => {
-    const kafka = new Kafka({
-      clientId: `member-${i}`, brokers: [cluster.brokers.get(i)!.bootstrap],
-      logLevel: logLevel.NOTHING,
-    });
-    const consumer = kafka.consumer({ groupId: "spread-group", sessionTimeout: 10_000 });
-    await consumer.connect();
-    await consumer.subscribe({ topic: "shared", fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        const value = message.value!.toString();
-        seen.set(value, (seen.get(value) ?? 0) + 1);
-      },
-    });
-    return consumer;
-  }));
+  const consumers = await Promise.all(
+    [1, 2].map(async (i) => {
+      const kafka = new Kafka({
+        clientId: `member-${i}`,
+        brokers: [cluster.brokers.get(i)!.bootstrap],
+        logLevel: logLevel.NOTHING,
+      });
+      const consumer = kafka.consumer({ groupId: "spread-group", sessionTimeout: 10_000 });
+      await consumer.connect();
+      await consumer.subscribe({ topic: "shared", fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          const value = message.value!.toString();
+          seen.set(value, (seen.get(value) ?? 0) + 1);
+        },
+      });
+      return consumer;
+    }),
+  );
   try {
-    await until(async () => (seen.size === values.length ? true : undefined), 30_000,
-      "every record consumed by the group");
+    await until(
+      async () => (seen.size === values.length ? true : undefined),
+      30_000,
+      "every record consumed by the group",
+    );
     expect([...seen.values()].every((n) => n >= 1)).toBe(true);
   } finally {
     await Promise.all(consumers.map((c) => c.disconnect()));

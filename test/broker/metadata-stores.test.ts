@@ -5,12 +5,12 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
-import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-store.ts";
+import { openMetadataStores, openOffsetStore } from "../../src/broker/metadata-stores.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ZooKeeperOffsetStore } from "../../src/coordinator/zookeeper-offset-store.ts";
-import { openMetadataStores, openOffsetStore } from "../../src/broker/metadata-stores.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
+import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-store.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { LineLogger, removeDir, tempDir } from "../support/broker-harness.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -33,8 +33,10 @@ afterAll(async () => {
 function config(settings: Record<string, string>) {
   const dataDir = tempDir();
   cleanups.push(() => removeDir(dataDir));
-  const flags = [{ key: "log.dirs", value: dataDir, flag: "--data-dir" },
-    ...Object.entries(settings).map(([key, value]) => ({ key, value, flag: "--set" }))];
+  const flags = [
+    { key: "log.dirs", value: dataDir, flag: "--data-dir" },
+    ...Object.entries(settings).map(([key, value]) => ({ key, value, flag: "--set" })),
+  ];
   return { config: loadConfig({ flags }).config, dataDir };
 }
 
@@ -63,7 +65,8 @@ test("with zookeeper.connect: both stores on one ZooKeeper session, under the ch
   expect(offsets).toBeInstanceOf(ZooKeeperOffsetStore);
   await offsets.commit("g", [{ topic: "t", partition: 0, committed }]);
   const observer = await ZooKeeperClient.connect(server.connectString, {
-    sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000,
+    sessionTimeoutMs: 4_000,
+    connectTimeoutMs: 5_000,
   });
   cleanups.push(() => observer.close());
   const { data } = await observer.getData("/stores/consumers/g/offsets/t/0");

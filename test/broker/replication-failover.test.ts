@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
-  buildRecordBatch, decodeRecords, iterateBatches, readBatchHeader,
+  buildRecordBatch,
+  decodeRecords,
+  iterateBatches,
+  readBatchHeader,
 } from "../../src/protocol/record-batch.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 import { KafkaClient, requestOnce } from "../support/kafka-client.ts";
@@ -34,7 +37,9 @@ afterAll(async () => {
 });
 
 async function until<T>(
-  probe: () => Promise<T | undefined>, timeoutMs: number, what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
 ): Promise<T> {
   const deadlineMs = Date.now() + timeoutMs;
   for (;;) {
@@ -54,7 +59,8 @@ interface Leadership {
 async function leadership(): Promise<Leadership | undefined> {
   const running = [...brokers.values()].filter((b) => b.running);
   const m = await requestOnce(running[0]!.port, ApiKey.Metadata, 12, {
-    topics: [{ name: TOPIC }], allowAutoTopicCreation: false,
+    topics: [{ name: TOPIC }],
+    allowAutoTopicCreation: false,
   });
   const p = m.topics[0]?.partitions[0];
   if (p === undefined || p.errorCode !== ErrorCode.NONE || p.leaderId < 0) return undefined;
@@ -79,7 +85,8 @@ class AcksAllProducer {
       }
       const records = buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
       const response = await this.client.client.request(ApiKey.Produce, 9, {
-        acks: -1, timeoutMs: 5_000,
+        acks: -1,
+        timeoutMs: 5_000,
         topicData: [{ name: TOPIC, partitionData: [{ index: 0, records }] }],
       });
       const p = response.responses[0]!.partitionResponses[0]!;
@@ -107,11 +114,16 @@ async function readAll(leader: ChildBroker): Promise<Map<bigint, string>> {
     let offset = 0n;
     for (let round = 0; round < 10_000; round++) {
       const r = await client.request(ApiKey.Fetch, 12, {
-        replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20,
-        topics: [{
-          topic: TOPIC,
-          partitions: [{ partition: 0, fetchOffset: offset, partitionMaxBytes: 1 << 20 }],
-        }],
+        replicaId: -1,
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: 1 << 20,
+        topics: [
+          {
+            topic: TOPIC,
+            partitions: [{ partition: 0, fetchOffset: offset, partitionMaxBytes: 1 << 20 }],
+          },
+        ],
       });
       const p = r.responses[0]!.partitions[0]!;
       expect(p.errorCode).toBe(ErrorCode.NONE);
@@ -137,20 +149,32 @@ const segment = (b: ChildBroker) =>
 
 test(`kill -9 of the leader ${KILLS} times under acks=all: no acknowledged loss`, async () => {
   const connect = `${zooKeeper.connectString}/failover`;
-  const started = await Promise.all([1, 2, 3].map((id) => ChildBroker.start({
-    settings: {
-      "zookeeper.connect": connect, "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
-      "broker.id": String(id), "min.insync.replicas": "2", "replica.fetch.wait.max.ms": "100",
-      "replica.fetch.backoff.ms": "100",
-    },
-  })));
+  const started = await Promise.all(
+    [1, 2, 3].map((id) =>
+      ChildBroker.start({
+        settings: {
+          "zookeeper.connect": connect,
+          "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),
+          "broker.id": String(id),
+          "min.insync.replicas": "2",
+          "replica.fetch.wait.max.ms": "100",
+          "replica.fetch.backoff.ms": "100",
+        },
+      }),
+    ),
+  );
   for (const [i, b] of started.entries()) brokers.set(i + 1, b);
-  await until(async () => {
-    const m = await requestOnce(brokers.get(1)!.port, ApiKey.Metadata, 12, { topics: [] });
-    return m.brokers.length === 3 ? true : undefined;
-  }, 15_000, "three live brokers");
+  await until(
+    async () => {
+      const m = await requestOnce(brokers.get(1)!.port, ApiKey.Metadata, 12, { topics: [] });
+      return m.brokers.length === 3 ? true : undefined;
+    },
+    15_000,
+    "three live brokers",
+  );
   const created = await requestOnce(brokers.get(1)!.port, ApiKey.CreateTopics, 7, {
-    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 3 }], timeoutMs: 10_000,
+    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 3 }],
+    timeoutMs: 10_000,
   });
   expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
   const producer = new AcksAllProducer();
@@ -166,24 +190,35 @@ test(`kill -9 of the leader ${KILLS} times under acks=all: no acknowledged loss`
   const gapsMs: number[] = [];
   for (let kill = 0; kill < KILLS; kill++) {
     const ackedBefore = producer.acked.length;
-    const lead = await until(async () => {
-      const l = await leadership();
-      const progressed = producer.acked.length >= ackedBefore + 5;
-      return l !== undefined && l.isr.length === 3 && progressed ? l : undefined;
-    }, 30_000, `a full ISR and new acknowledged records before kill ${kill + 1}`);
+    const lead = await until(
+      async () => {
+        const l = await leadership();
+        const progressed = producer.acked.length >= ackedBefore + 5;
+        return l !== undefined && l.isr.length === 3 && progressed ? l : undefined;
+      },
+      30_000,
+      `a full ISR and new acknowledged records before kill ${kill + 1}`,
+    );
     victims.push(lead.leaderId);
     const victim = brokers.get(lead.leaderId)!;
     const killedAtMs = Date.now();
     const ackedAtKill = producer.acked.length;
     await victim.kill9();
-    await until(async () => {
-      const l = await leadership();
-      return l !== undefined && l.leaderId !== lead.leaderId ? l : undefined;
-    }, 20_000, `a new leader after kill ${kill + 1}`);
+    await until(
+      async () => {
+        const l = await leadership();
+        return l !== undefined && l.leaderId !== lead.leaderId ? l : undefined;
+      },
+      20_000,
+      `a new leader after kill ${kill + 1}`,
+    );
     brokers.set(lead.leaderId, await victim.restart());
     // The failover gap: from the kill to the first acknowledgement of a record sent after it.
-    const next = await until(async () => producer.acked.slice(ackedAtKill)
-      .find((a) => a.sentAtMs >= killedAtMs), 30_000, "an acknowledgement");
+    const next = await until(
+      async () => producer.acked.slice(ackedAtKill).find((a) => a.sentAtMs >= killedAtMs),
+      30_000,
+      "an acknowledgement",
+    );
     gapsMs.push(next.atMs - killedAtMs);
   }
   const fullIsr = async () => ((await leadership())?.isr.length === 3 ? true : undefined);
@@ -191,14 +226,19 @@ test(`kill -9 of the leader ${KILLS} times under acks=all: no acknowledged loss`
   producing = false;
   await producing$;
   producer.close();
-  console.error(`failover: ${producer.acked.length} records acknowledged, ${producer.failures} ` +
-    `failed attempts, leaders killed: ${victims.join(",")}; kill-to-next-ack ms: ` +
-    `${[...gapsMs].sort((a, b) => a - b).join(",")}`);
+  console.error(
+    `failover: ${producer.acked.length} records acknowledged, ${producer.failures} ` +
+      `failed attempts, leaders killed: ${victims.join(",")}; kill-to-next-ack ms: ` +
+      `${[...gapsMs].sort((a, b) => a - b).join(",")}`,
+  );
   const leader = brokers.get((await leadership())!.leaderId)!;
   const stored = await readAll(leader);
   for (const { value, offset } of producer.acked) expect(stored.get(offset)).toBe(value);
   const all = [...brokers.values()];
-  await until(async () => (all.every((b) => segment(b).equals(segment(leader))) ? true : undefined),
-    15_000, "identical replicas");
+  await until(
+    async () => (all.every((b) => segment(b).equals(segment(leader))) ? true : undefined),
+    15_000,
+    "identical replicas",
+  );
   expect(producer.acked.length).toBeGreaterThanOrEqual(KILLS * 5);
 }, 150_000);

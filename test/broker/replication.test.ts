@@ -11,11 +11,14 @@ import { join } from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
+import { batchOffsets, readRanges } from "../storage/helpers.ts";
 import {
-  type InProcessBroker, removeDir, startInProcessBroker, tempDir,
+  type InProcessBroker,
+  removeDir,
+  startInProcessBroker,
+  tempDir,
 } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
-import { batchOffsets, readRanges } from "../storage/helpers.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const LAG_TIME_MAX_MS = 2_000;
@@ -49,15 +52,20 @@ async function startCluster(size: number, settings: Record<string, string> = {})
   chrootCount++;
   const connect = `${zooKeeper.connectString}/replication-${chrootCount}`;
   const dataDirs = Array.from({ length: size }, () => tempDir("quill-replication-"));
-  const start = (id: number) => startInProcessBroker({
-    dataDir: dataDirs[id],
-    settings: {
-      "broker.id": String(id), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000",
-      "replica.lag.time.max.ms": String(LAG_TIME_MAX_MS), "replica.fetch.wait.max.ms": "200",
-      "replica.fetch.backoff.ms": "100", "default.replication.factor": String(size),
-      ...settings,
-    },
-  });
+  const start = (id: number) =>
+    startInProcessBroker({
+      dataDir: dataDirs[id],
+      settings: {
+        "broker.id": String(id),
+        "zookeeper.connect": connect,
+        "zookeeper.session.timeout.ms": "4000",
+        "replica.lag.time.max.ms": String(LAG_TIME_MAX_MS),
+        "replica.fetch.wait.max.ms": "200",
+        "replica.fetch.backoff.ms": "100",
+        "default.replication.factor": String(size),
+        ...settings,
+      },
+    });
   const brokers: InProcessBroker[] = [];
   for (let id = 0; id < size; id++) brokers.push(await start(id));
   const stopped = new Set<number>();
@@ -66,7 +74,9 @@ async function startCluster(size: number, settings: Record<string, string> = {})
     for (const dir of dataDirs) removeDir(dir);
   });
   return {
-    brokers, dataDirs, connect,
+    brokers,
+    dataDirs,
+    connect,
     async restart(id) {
       brokers[id] = await start(id);
       stopped.delete(id);
@@ -80,7 +90,9 @@ async function startCluster(size: number, settings: Record<string, string> = {})
 }
 
 async function until(
-  condition: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = "condition",
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  what = "condition",
 ) {
   const deadlineMs = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -94,8 +106,11 @@ const rm = (b: InProcessBroker) => b.broker.services.replicaManager;
 /** Creates a topic through broker 0 and waits until every replica knows its role. */
 async function createTopic(cluster: Cluster, topic: string, settings: Record<string, string> = {}) {
   const size = cluster.brokers.length;
-  await until(() => cluster.brokers[0]!.broker.services.metadataCache.brokers.length === size,
-    15_000, "broker 0 sees every broker alive");
+  await until(
+    () => cluster.brokers[0]!.broker.services.metadataCache.brokers.length === size,
+    15_000,
+    "broker 0 sees every broker alive",
+  );
   const client = await KafkaClient.connect(cluster.brokers[0]!.port);
   cleanups.push(() => client.close());
   const configs = Object.entries(settings).map(([name, value]) => ({ name, value }));
@@ -111,17 +126,26 @@ async function createTopic(cluster: Cluster, topic: string, settings: Record<str
 }
 
 let sequence = 0;
-const recordBatch = (count: number) => buildRecordBatch(Array.from({ length: count }, () => ({
-  key: null, value: new TextEncoder().encode(`record-${sequence++}`),
-})));
+const recordBatch = (count: number) =>
+  buildRecordBatch(
+    Array.from({ length: count }, () => ({
+      key: null,
+      value: new TextEncoder().encode(`record-${sequence++}`),
+    })),
+  );
 
 async function produce(
-  broker: InProcessBroker, topic: string, acks: number, count = 1, timeoutMs = 10_000,
+  broker: InProcessBroker,
+  topic: string,
+  acks: number,
+  count = 1,
+  timeoutMs = 10_000,
 ) {
   const client = await KafkaClient.connect(broker.port);
   try {
     const response = await client.request(ApiKey.Produce, 9, {
-      acks, timeoutMs,
+      acks,
+      timeoutMs,
       topicData: [{ name: topic, partitionData: [{ index: 0, records: recordBatch(count) }] }],
     });
     return response.responses[0]!.partitionResponses[0]!;
@@ -146,8 +170,11 @@ test("acks=all records reach every replica byte for byte; the HW covers them all
     expect(logOf(leader, "copied").highWatermark).toBeGreaterThanOrEqual(BigInt(i * 5 + 5));
   }
   for (const b of cluster.brokers) expect(logOf(b, "copied").logEndOffset).toBe(100n);
-  await until(() => cluster.brokers.every((b) => logOf(b, "copied").highWatermark === 100n),
-    5_000, "followers learn the HW");
+  await until(
+    () => cluster.brokers.every((b) => logOf(b, "copied").highWatermark === 100n),
+    5_000,
+    "followers learn the HW",
+  );
   const leaderBytes = segmentBytes(cluster.dataDirs[leader.broker.services.brokerId]!, "copied");
   for (const dir of cluster.dataDirs) {
     expect(segmentBytes(dir, "copied").equals(leaderBytes)).toBe(true);
@@ -176,8 +203,11 @@ test("the HW moves only as followers fetch: acks=all waits until a stuck one lea
   // Back from a restart, the follower catches up and the leader takes it into the ISR again.
   await cluster.stopBroker(followerId);
   await cluster.restart(followerId);
-  await until(() => rm(leader).partitionState("lagging", 0)!.isr.includes(followerId), 20_000,
-    "the restarted follower rejoins the ISR");
+  await until(
+    () => rm(leader).partitionState("lagging", 0)!.isr.includes(followerId),
+    20_000,
+    "the restarted follower rejoins the ISR",
+  );
   expect(logOf(cluster.brokers[followerId]!, "lagging").logEndOffset).toBe(3n);
 }, 90_000);
 
@@ -200,8 +230,11 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   // The leader stops; the controller makes one of the (still in-sync) followers lead epoch 1.
   await cluster.stopBroker(oldLeaderId);
   const survivors = cluster.brokers.filter((_, id) => id !== oldLeaderId);
-  await until(() => survivors.some((b) => rm(b).partitionState("diverged", 0)?.isLeader === true),
-    15_000, "a new leader");
+  await until(
+    () => survivors.some((b) => rm(b).partitionState("diverged", 0)?.isLeader === true),
+    15_000,
+    "a new leader",
+  );
   const newLeader = survivors.find((b) => rm(b).partitionState("diverged", 0)?.isLeader === true)!;
   expect(rm(newLeader).partitionState("diverged", 0)!.leaderEpoch).toBeGreaterThan(0);
   for (let i = 0; i < 2; i++) {
@@ -209,10 +242,18 @@ test("a replica that restarts truncates its divergent tail to the new leader's l
   }
   // Back, the old leader asks where epoch 0 ends (offset 5), cuts its three records and copies.
   const restarted = await cluster.restart(oldLeaderId);
-  await until(() => rm(restarted).partitionState("diverged", 0)?.log.logEndOffset === 7n &&
-    logOf(newLeader, "diverged").highWatermark === 7n, 20_000, "the old leader catches up");
-  await until(() => cluster.brokers.every((b) => logOf(b, "diverged").highWatermark === 7n),
-    5_000, "every replica learns the HW");
+  await until(
+    () =>
+      rm(restarted).partitionState("diverged", 0)?.log.logEndOffset === 7n &&
+      logOf(newLeader, "diverged").highWatermark === 7n,
+    20_000,
+    "the old leader catches up",
+  );
+  await until(
+    () => cluster.brokers.every((b) => logOf(b, "diverged").highWatermark === 7n),
+    5_000,
+    "every replica learns the HW",
+  );
   const newLeaderDir = cluster.dataDirs[newLeader.broker.services.brokerId]!;
   const expected = segmentBytes(newLeaderDir, "diverged");
   for (const dir of cluster.dataDirs) {
@@ -239,12 +280,18 @@ test("a broker restarted with an empty data dir copies the partition again", asy
   await cluster.stopBroker(wipedId);
   removeDir(cluster.dataDirs[wipedId]!);
   const wiped = await cluster.restart(wipedId);
-  await until(() => rm(wiped).partitionState("recopied", 0)?.log.logEndOffset === 30n, 20_000,
-    "the wiped broker copies all 30 records");
+  await until(
+    () => rm(wiped).partitionState("recopied", 0)?.log.logEndOffset === 30n,
+    20_000,
+    "the wiped broker copies all 30 records",
+  );
   const expected = segmentBytes(cluster.dataDirs[leaderId]!, "recopied");
   expect(segmentBytes(cluster.dataDirs[wipedId]!, "recopied").equals(expected)).toBe(true);
-  await until(() => rm(leader).partitionState("recopied", 0)!.isr.includes(wipedId), 20_000,
-    "the wiped broker back in the ISR");
+  await until(
+    () => rm(leader).partitionState("recopied", 0)!.isr.includes(wipedId),
+    20_000,
+    "the wiped broker back in the ISR",
+  );
 }, 60_000);
 
 test("a follower behind the leader's log start (retention) starts over at it", async () => {
@@ -261,15 +308,18 @@ test("a follower behind the leader's log start (retention) starts over at it", a
   removeDir(cluster.dataDirs[wipedId]!);
   const wiped = await cluster.restart(wipedId);
   const leaderLog = logOf(leader, "retained");
-  await until(() => rm(wiped).partitionState("retained", 0)?.log.logEndOffset === 80n, 20_000,
-    "the wiped broker copies what the leader still has");
+  await until(
+    () => rm(wiped).partitionState("retained", 0)?.log.logEndOffset === 80n,
+    20_000,
+    "the wiped broker copies what the leader still has",
+  );
   const copy = logOf(wiped, "retained");
   expect(copy.logStartOffset).toBeGreaterThan(0n);
   expect(wiped.logger.lines.some((l) => l.includes("starting over"))).toBe(true);
   // Same batches, byte for byte, from the copy's start on (segment boundaries may differ).
   const bytesFrom = (log: typeof copy) => {
     const chunks: Uint8Array[] = [];
-    for (let offset = copy.logStartOffset; offset < 80n;) {
+    for (let offset = copy.logStartOffset; offset < 80n; ) {
       const { ranges } = log.read(offset, 1 << 20, { maxOffset: 80n, minOneMessage: true });
       const bytes = readRanges(ranges);
       for (const r of ranges) r.release();

@@ -8,18 +8,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
-import { loadConfig } from "../../src/config/load-config.ts";
 import { startBroker } from "../../src/broker/broker.ts";
+import { loadConfig } from "../../src/config/load-config.ts";
+import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { kcat, kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import {
+  type InProcessBroker,
   LineLogger,
   REPO_ROOT,
   removeDir,
   startInProcessBroker,
   tempDir,
-  type InProcessBroker,
 } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -58,7 +58,9 @@ async function client(connectString: string): Promise<ZooKeeperClient> {
 async function inProcess(connectString: string, settings: Record<string, string> = {}) {
   const broker = await startInProcessBroker({
     settings: {
-      "zookeeper.connect": connectString, "zookeeper.session.timeout.ms": "4000", ...settings,
+      "zookeeper.connect": connectString,
+      "zookeeper.session.timeout.ms": "4000",
+      ...settings,
     },
   });
   cleanups.push(() => broker.stop());
@@ -92,7 +94,9 @@ async function produceAndConsume(bootstrap: string, topic: string, count: number
 
 function kafkaAdmin(bootstrap: string) {
   const kafka = new Kafka({
-    clientId: "zk-broker-test", brokers: [bootstrap], logLevel: logLevel.NOTHING,
+    clientId: "zk-broker-test",
+    brokers: [bootstrap],
+    logLevel: logLevel.NOTHING,
   });
   const admin = kafka.admin();
   cleanups.push(() => admin.disconnect());
@@ -106,7 +110,9 @@ describe("in-process broker with zookeeper.connect", () => {
     const zk = await client(`${server.connectString}${chroot}`);
     const registration = await json(zk, "/brokers/ids/0");
     expect(registration).toMatchObject({
-      version: 5, host: "127.0.0.1", port: broker.port,
+      version: 5,
+      host: "127.0.0.1",
+      port: broker.port,
       endpoints: [`PLAINTEXT://127.0.0.1:${broker.port}`],
       listener_security_protocol_map: { PLAINTEXT: "PLAINTEXT" },
     });
@@ -115,8 +121,11 @@ describe("in-process broker with zookeeper.connect", () => {
     await produceAndConsume(broker.bootstrap, "auto-created", 50, "a");
     const topic = await json(zk, "/brokers/topics/auto-created");
     expect(topic).toMatchObject({ version: 3, partitions: { 0: [0] } });
-    expect(await json(zk, "/brokers/topics/auto-created/partitions/0/state"))
-      .toMatchObject({ leader: 0, leader_epoch: 0, isr: [0] });
+    expect(await json(zk, "/brokers/topics/auto-created/partitions/0/state")).toMatchObject({
+      leader: 0,
+      leader_epoch: 0,
+      isr: [0],
+    });
   }, 60_000);
 
   test("a topic made through the broker has znodes and config; deleting removes them", async () => {
@@ -129,20 +138,30 @@ describe("in-process broker with zookeeper.connect", () => {
     const topics = [{ topic: "made", numPartitions: 3, configEntries }];
     expect(await admin.createTopics({ topics })).toBe(true);
     expect(await zk.getChildren("/brokers/topics/made/partitions")).toEqual(["0", "1", "2"]);
-    expect(await json(zk, "/config/topics/made"))
-      .toEqual({ version: 1, config: { "retention.ms": "3600000" } });
+    expect(await json(zk, "/config/topics/made")).toEqual({
+      version: 1,
+      config: { "retention.ms": "3600000" },
+    });
     const described = await admin.describeCluster();
     expect(described.clusterId).toBe(broker.broker.services.clusterId);
     await admin.createPartitions({ topicPartitions: [{ topic: "made", count: 5 }] });
-    expect(Object.keys((await json(zk, "/brokers/topics/made")).partitions as object))
-      .toEqual(["0", "1", "2", "3", "4"]);
+    expect(Object.keys((await json(zk, "/brokers/topics/made")).partitions as object)).toEqual([
+      "0",
+      "1",
+      "2",
+      "3",
+      "4",
+    ]);
     expect(await json(zk, "/brokers/topics/made/partitions/4/state")).toMatchObject({ leader: 0 });
     const retention = { name: "retention.ms", value: "60000" };
     await admin.alterConfigs({
-      validateOnly: false, resources: [{ type: 2, name: "made", configEntries: [retention] }],
+      validateOnly: false,
+      resources: [{ type: 2, name: "made", configEntries: [retention] }],
     });
-    expect(await json(zk, "/config/topics/made"))
-      .toEqual({ version: 1, config: { "retention.ms": "60000" } });
+    expect(await json(zk, "/config/topics/made")).toEqual({
+      version: 1,
+      config: { "retention.ms": "60000" },
+    });
     await admin.deleteTopics({ topics: ["made"] });
     expect(await zk.exists("/brokers/topics/made")).toBeNull();
     expect(await zk.exists("/config/topics/made")).toBeNull();
@@ -154,7 +173,8 @@ describe("in-process broker with zookeeper.connect", () => {
     const zk = await client(`${server.connectString}${chroot}`);
     const config = '{"version":1,"config":{"segment.bytes":"1048576"}}';
     await zk.create("/config/topics/external", bytes(config));
-    const assignment = '{"version":3,"partitions":{"0":[0],"1":[0]},' +
+    const assignment =
+      '{"version":3,"partitions":{"0":[0],"1":[0]},' +
       '"topic_id":"FdpeypFPmbmcBRf85YxqqA","adding_replicas":{},"removing_replicas":{}}';
     await zk.create("/brokers/topics/external", bytes(assignment));
     await until(() => broker.broker.services.metadataCache.topic("external") !== undefined);
@@ -174,12 +194,22 @@ describe("in-process broker with zookeeper.connect", () => {
 
   test("a kcat -G group commits to /consumers/<group>/offsets and resumes from there", async () => {
     const chroot = freshChroot();
-    const broker = await inProcess(`${server.connectString}${chroot}`,
-      { "group.initial.rebalance.delay.ms": "0" });
+    const broker = await inProcess(`${server.connectString}${chroot}`, {
+      "group.initial.rebalance.delay.ms": "0",
+    });
     const zk = await client(`${server.connectString}${chroot}`);
     await kcatOk(broker.bootstrap, ["-P", "-t", "grouped", "-p", "0"], { stdin: "a\nb\nc\n" });
-    const consume = () => kcatOk(broker.bootstrap,
-      ["-G", "readers", "-X", "auto.offset.reset=earliest", "-e", "-f", "%s\n", "grouped"]);
+    const consume = () =>
+      kcatOk(broker.bootstrap, [
+        "-G",
+        "readers",
+        "-X",
+        "auto.offset.reset=earliest",
+        "-e",
+        "-f",
+        "%s\n",
+        "grouped",
+      ]);
     expect(stdoutText(await consume())).toBe("a\nb\nc\n");
     expect(text((await zk.getData("/consumers/readers/offsets/grouped/0")).data)).toBe("3");
     await kcatOk(broker.bootstrap, ["-P", "-t", "grouped", "-p", "0"], { stdin: "d\n" });
@@ -200,14 +230,19 @@ describe("in-process broker with zookeeper.connect", () => {
     const [port] = await freePorts(1);
     const dataDir = tempDir();
     cleanups.push(() => removeDir(dataDir));
-    const { config } = loadConfig({ flags: [
-      { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
-      { key: "log.dirs", value: dataDir, flag: "--data-dir" },
-      { key: "zookeeper.connect", value: `127.0.0.1:${port}`, flag: "--zookeeper" },
-      { key: "zookeeper.connection.timeout.ms", value: "800", flag: "--set" },
-    ] });
+    const { config } = loadConfig({
+      flags: [
+        { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
+        { key: "log.dirs", value: dataDir, flag: "--data-dir" },
+        { key: "zookeeper.connect", value: `127.0.0.1:${port}`, flag: "--zookeeper" },
+        { key: "zookeeper.connection.timeout.ms", value: "800", flag: "--set" },
+      ],
+    });
     const startedMs = Date.now();
-    const error = await startBroker(config, new LineLogger()).then(() => null, (e: unknown) => e);
+    const error = await startBroker(config, new LineLogger()).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ClusterStartupError);
     expect(String(error)).toContain(`cannot reach ZooKeeper at 127.0.0.1:${port} within 800 ms`);
     expect(Date.now() - startedMs).toBeLessThan(5_000);
@@ -224,15 +259,29 @@ describe("broker processes", () => {
     cleanups.push(() => first.remove());
     const dataDir = tempDir();
     cleanups.push(() => removeDir(dataDir));
-    const second = Bun.spawn([process.execPath, join(REPO_ROOT, "src", "main.ts"), "serve",
-      "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--broker-id", "7",
-      "--zookeeper", connectString], { stdout: "pipe", stderr: "pipe" });
+    const second = Bun.spawn(
+      [
+        process.execPath,
+        join(REPO_ROOT, "src", "main.ts"),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        dataDir,
+        "--broker-id",
+        "7",
+        "--zookeeper",
+        connectString,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     const timer = setTimeout(() => second.kill("SIGKILL"), 20_000);
     const [code, stderr] = await Promise.all([second.exited, new Response(second.stderr).text()]);
     clearTimeout(timer);
     expect(code).toBe(1);
-    expect(stderr)
-      .toContain(`broker id 7 is registered by a live broker at 127.0.0.1:${first.port}`);
+    expect(stderr).toContain(
+      `broker id 7 is registered by a live broker at 127.0.0.1:${first.port}`,
+    );
     expect(first.running).toBe(true);
     await produceAndConsume(first.bootstrap, "still-served", 10, "s");
     expect(await first.terminate()).toBe(0);

@@ -7,8 +7,12 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
-  consistentMetadata, createTopic, produceWithKafkajs, SESSION_TIMEOUT_MS, startCluster,
   type Cluster,
+  consistentMetadata,
+  createTopic,
+  produceWithKafkajs,
+  SESSION_TIMEOUT_MS,
+  startCluster,
 } from "./cluster-harness.ts";
 
 let zkServer: ZooKeeperServer;

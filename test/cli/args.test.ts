@@ -5,8 +5,21 @@ import { parseServeArgs } from "../../src/cli/serve.ts";
 describe("quill serve arguments", () => {
   test("dedicated flags become settings of their Kafka keys, in command-line order", () => {
     const options = parseServeArgs([
-      "--listen", "0.0.0.0:9093", "--advertise=broker1:9093", "--data-dir", "/var/quill", "--broker-id", "3",
-      "--set", "num.partitions=6", "--set", "log.retention.hours = 24", "--zookeeper", "zk:2181", "--config", "s.properties",
+      "--listen",
+      "0.0.0.0:9093",
+      "--advertise=broker1:9093",
+      "--data-dir",
+      "/var/quill",
+      "--broker-id",
+      "3",
+      "--set",
+      "num.partitions=6",
+      "--set",
+      "log.retention.hours = 24",
+      "--zookeeper",
+      "zk:2181",
+      "--config",
+      "s.properties",
     ]);
     expect(options.configFile).toBe("s.properties");
     expect(options.help).toBe(false);
@@ -22,8 +35,11 @@ describe("quill serve arguments", () => {
   });
 
   test("--set keeps everything after the first = as the value", () => {
-    expect(parseServeArgs(["--set", "listeners=PLAINTEXT://h:1"]).settings[0]).toEqual(
-      { key: "listeners", value: "PLAINTEXT://h:1", flag: "--set" });
+    expect(parseServeArgs(["--set", "listeners=PLAINTEXT://h:1"]).settings[0]).toEqual({
+      key: "listeners",
+      value: "PLAINTEXT://h:1",
+      flag: "--set",
+    });
   });
 
   test("switches", () => {

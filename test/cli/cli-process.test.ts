@@ -10,16 +10,29 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs `bun src/main.ts …` as its own process, with only the given QUILL_ variables. */
 function quill(args: string[], env: Record<string, string> = {}) {
-  const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("QUILL_")));
+  const cleanEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("QUILL_")),
+  );
   const result = Bun.spawnSync([process.execPath, join(root, "src", "main.ts"), ...args], {
-    cwd: dir, env: { ...cleanEnv, ...env }, stdout: "pipe", stderr: "pipe",
+    cwd: dir,
+    env: { ...cleanEnv, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
   });
-  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  return {
+    code: result.exitCode,
+    stdout: result.stdout.toString(),
+    stderr: result.stderr.toString(),
+  };
 }
 
 describe("quill (source, as a process)", () => {
   test("--version prints package.json's version", () => {
-    expect(quill(["--version"])).toEqual({ code: 0, stdout: `quill ${packageJson.version}\n`, stderr: "" });
+    expect(quill(["--version"])).toEqual({
+      code: 0,
+      stdout: `quill ${packageJson.version}\n`,
+      stderr: "",
+    });
   });
 
   test("--help lists the commands; no command is a usage error", () => {
@@ -30,14 +43,24 @@ describe("quill (source, as a process)", () => {
     const none = quill([]);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain("Usage: quill <command>");
-    expect(quill(["bogus"])).toMatchObject({ code: 2, stderr: 'quill: unknown command "bogus" (try quill --help)\n' });
+    expect(quill(["bogus"])).toMatchObject({
+      code: 2,
+      stderr: 'quill: unknown command "bogus" (try quill --help)\n',
+    });
   });
 
   test("serve --help names every flag", () => {
     const { code, stdout } = quill(["serve", "--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--listen HOST:PORT", "--advertise HOST:PORT", "--data-dir DIR", "--broker-id N", "--config FILE",
-      "--set KEY=VALUE", "--zookeeper CONNECT"]) {
+    for (const flag of [
+      "--listen HOST:PORT",
+      "--advertise HOST:PORT",
+      "--data-dir DIR",
+      "--broker-id N",
+      "--config FILE",
+      "--set KEY=VALUE",
+      "--zookeeper CONNECT",
+    ]) {
       expect(stdout).toContain(flag);
     }
   });
@@ -46,39 +69,68 @@ describe("quill (source, as a process)", () => {
     const { code, stdout, stderr } = quill(["serve", "--set", "log.segment.bytes=abc"]);
     expect(code).toBe(2);
     expect(stdout).toBe("");
-    expect(stderr).toBe('quill: invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647\n');
+    expect(stderr).toBe(
+      'quill: invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647\n',
+    );
     expect(quill(["serve", "--broker-id", "x"]).stderr).toBe(
-      'quill: invalid config broker.id="x" (from --broker-id): expected an integer between -1 and 2147483647\n');
-    expect(quill(["serve"], { QUILL_NUM_PARTITIONS: "-1" })).toMatchObject({ code: 2,
-      stderr: 'quill: invalid config num.partitions="-1" (from QUILL_NUM_PARTITIONS): expected an integer between 1 and 2147483647\n' });
+      'quill: invalid config broker.id="x" (from --broker-id): expected an integer between -1 and 2147483647\n',
+    );
+    expect(quill(["serve"], { QUILL_NUM_PARTITIONS: "-1" })).toMatchObject({
+      code: 2,
+      stderr:
+        'quill: invalid config num.partitions="-1" (from QUILL_NUM_PARTITIONS): expected an integer between 1 and 2147483647\n',
+    });
   });
 
   test("a security key this build cannot honour exits 2 naming it, before anything binds", () => {
     const config = join(dir, "secure.properties");
-    writeFileSync(config, "listeners=PLAINTEXT://127.0.0.1:0\nsasl.enabled.mechanisms=SCRAM-SHA-512\n");
-    const { code, stdout, stderr } = quill(["serve", "--config", config, "--data-dir", join(dir, "never")]);
+    writeFileSync(
+      config,
+      "listeners=PLAINTEXT://127.0.0.1:0\nsasl.enabled.mechanisms=SCRAM-SHA-512\n",
+    );
+    const { code, stdout, stderr } = quill([
+      "serve",
+      "--config",
+      config,
+      "--data-dir",
+      join(dir, "never"),
+    ]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
-    expect(stderr).toBe('quill: refusing to start: security config sasl.enabled.mechanisms="SCRAM-SHA-512" ' +
-      "(from secure.properties:2) asks for SASL authentication, which this build of Quill does not provide; " +
-      "remove it, or the broker would run unprotected\n");
+    expect(stderr).toBe(
+      'quill: refusing to start: security config sasl.enabled.mechanisms="SCRAM-SHA-512" ' +
+        "(from secure.properties:2) asks for SASL authentication, which this build of Quill does not provide; " +
+        "remove it, or the broker would run unprotected\n",
+    );
     expect(existsSync(join(dir, "never"))).toBe(false);
   });
 
   test("a listener off loopback without authentication is warned about", () => {
     const { code, stderr } = quill(["serve", "--listen", "0.0.0.0:9092", "--print-config"]);
     expect(code).toBe(0);
-    expect(stderr).toBe("quill: warning: listener PLAINTEXT on 0.0.0.0:9092 (PLAINTEXT) is reachable from other " +
-      "hosts and does not authenticate clients: anyone who can reach it may read, write and delete every topic\n");
+    expect(stderr).toBe(
+      "quill: warning: listener PLAINTEXT on 0.0.0.0:9092 (PLAINTEXT) is reachable from other " +
+        "hosts and does not authenticate clients: anyone who can reach it may read, write and delete every topic\n",
+    );
     expect(quill(["serve", "--listen", "127.0.0.1:9092", "--print-config"]).stderr).toBe("");
   });
 
   test("an unknown flag exits 2 naming it", () => {
-    expect(quill(["serve", "--listne", "1.2.3.4:1"])).toMatchObject({ code: 2, stderr: "quill: unknown flag --listne\n" });
+    expect(quill(["serve", "--listne", "1.2.3.4:1"])).toMatchObject({
+      code: 2,
+      stderr: "quill: unknown flag --listne\n",
+    });
   });
 
   test("--zookeeper with no ZooKeeper there exits 1 naming it, after the connection timeout", () => {
-    const { code, stderr } = quill(["serve", "--listen", "127.0.0.1:0", "--zookeeper", "127.0.0.1:1",
-      "--set", "zookeeper.connection.timeout.ms=500"]);
+    const { code, stderr } = quill([
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--zookeeper",
+      "127.0.0.1:1",
+      "--set",
+      "zookeeper.connection.timeout.ms=500",
+    ]);
     expect(code).toBe(1);
     expect(stderr).toContain("quill: cannot reach ZooKeeper at 127.0.0.1:1 within 500 ms");
   });
@@ -87,7 +139,16 @@ describe("quill (source, as a process)", () => {
     const file = join(dir, "server.properties");
     writeFileSync(file, "num.partitions=3\nlog.segment.bytes=1000\nbroker.id=9\nno.such.key=1\n");
     const { code, stdout, stderr } = quill(
-      ["serve", "--config", file, "--set", "num.partitions=5", "--data-dir", "/srv/q", "--print-config"],
+      [
+        "serve",
+        "--config",
+        file,
+        "--set",
+        "num.partitions=5",
+        "--data-dir",
+        "/srv/q",
+        "--print-config",
+      ],
       { QUILL_NUM_PARTITIONS: "4", QUILL_LOG_SEGMENT_BYTES: "2000" },
     );
     expect(code).toBe(0);
@@ -98,11 +159,20 @@ describe("quill (source, as a process)", () => {
     expect(lines).toContain("log.dirs=/srv/q");
     expect(lines).toContain("message.max.bytes=1048588");
     expect(lines).toContain("#zookeeper.connect=");
-    expect(stderr).toBe("quill: warning: unknown config keys, not used: no.such.key (server.properties:4)\n");
+    expect(stderr).toBe(
+      "quill: warning: unknown config keys, not used: no.such.key (server.properties:4)\n",
+    );
   });
 
   test("--print-config output reads back through --config to the same configuration", () => {
-    const first = quill(["serve", "--set", "log.retention.minutes=7", "--listen", "[::1]:19092", "--print-config"]);
+    const first = quill([
+      "serve",
+      "--set",
+      "log.retention.minutes=7",
+      "--listen",
+      "[::1]:19092",
+      "--print-config",
+    ]);
     const file = join(dir, "printed.properties");
     writeFileSync(file, first.stdout);
     const second = quill(["serve", "--config", file, "--print-config"]);
@@ -113,6 +183,8 @@ describe("quill (source, as a process)", () => {
     const { code, stdout } = quill(["config-keys"]);
     expect(code).toBe(0);
     expect(stdout).toContain("| `log.segment.bytes` | 1073741824 |");
-    expect(stdout).toContain("| `retention.ms` | `log.retention.ms`, `log.retention.minutes`, `log.retention.hours` |");
+    expect(stdout).toContain(
+      "| `retention.ms` | `log.retention.ms`, `log.retention.minutes`, `log.retention.hours` |",
+    );
   });
 });

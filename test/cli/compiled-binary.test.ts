@@ -17,8 +17,11 @@ function newestMtimeMs(path: string): number {
 
 /** Reuses dist/quill when it is newer than every input (CI builds first); otherwise builds it. */
 function ensureFreshBuild(): void {
-  const inputsMs = Math.max(newestMtimeMs(join(root, "src")), newestMtimeMs(join(root, "package.json")),
-    newestMtimeMs(join(root, "scripts", "build.ts")));
+  const inputsMs = Math.max(
+    newestMtimeMs(join(root, "src")),
+    newestMtimeMs(join(root, "package.json")),
+    newestMtimeMs(join(root, "scripts", "build.ts")),
+  );
   let builtMs = 0;
   try {
     builtMs = statSync(built).mtimeMs;
@@ -26,8 +29,13 @@ function ensureFreshBuild(): void {
     // Not built yet.
   }
   if (builtMs > inputsMs) return;
-  const result = Bun.spawnSync([process.execPath, "run", "build"], { cwd: root, stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
+  const result = Bun.spawnSync([process.execPath, "run", "build"], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (result.exitCode !== 0)
+    throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
 }
 
 beforeAll(() => {
@@ -39,14 +47,25 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function run(args: string[], env: Record<string, string> = {}) {
   const result = Bun.spawnSync([binary, ...args], {
-    cwd: dir, env: { PATH: "/usr/bin:/bin", HOME: dir, ...env }, stdout: "pipe", stderr: "pipe",
+    cwd: dir,
+    env: { PATH: "/usr/bin:/bin", HOME: dir, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
   });
-  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+  return {
+    code: result.exitCode,
+    stdout: result.stdout.toString(),
+    stderr: result.stderr.toString(),
+  };
 }
 
 describe("the compiled dist/quill, alone in an empty directory", () => {
   test("--version prints package.json's version", () => {
-    expect(run(["--version"])).toEqual({ code: 0, stdout: `quill ${packageJson.version}\n`, stderr: "" });
+    expect(run(["--version"])).toEqual({
+      code: 0,
+      stdout: `quill ${packageJson.version}\n`,
+      stderr: "",
+    });
   });
 
   test("--help and serve --help", () => {
@@ -72,8 +91,10 @@ describe("the compiled dist/quill, alone in an empty directory", () => {
 
   test("--print-config resolves file, environment and flags inside the binary", () => {
     writeFileSync(join(dir, "server.properties"), "num.partitions=3\nlog.retention.minutes=10\n");
-    const { code, stdout } = run(["serve", "--config", "server.properties", "--broker-id", "4", "--print-config"],
-      { QUILL_NUM_PARTITIONS: "8" });
+    const { code, stdout } = run(
+      ["serve", "--config", "server.properties", "--broker-id", "4", "--print-config"],
+      { QUILL_NUM_PARTITIONS: "8" },
+    );
     expect(code).toBe(0);
     expect(stdout).toContain("num.partitions=8\n");
     expect(stdout).toContain("broker.id=4\n");

@@ -3,7 +3,10 @@ import { join } from "node:path";
 
 const fixture = join(import.meta.dir, "fixtures", "serve-with-listener.ts");
 
-async function readUntil(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }, pattern: RegExp): Promise<RegExpMatchArray> {
+async function readUntil(
+  reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> },
+  pattern: RegExp,
+): Promise<RegExpMatchArray> {
   const decoder = new TextDecoder();
   let text = "";
   for (let reads = 0; reads < 1000; reads++) {
@@ -29,7 +32,10 @@ async function connects(port: number): Promise<boolean> {
 describe("quill serve stops cleanly on a signal", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     test(`${signal}: the stop callback finishes, then exit 0`, async () => {
-      const proc = Bun.spawn([process.execPath, fixture, "--listen", "127.0.0.1:0"], { stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn([process.execPath, fixture, "--listen", "127.0.0.1:0"], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       const reader = proc.stdout.getReader();
       const port = Number((await readUntil(reader, /listening (\d+)/))[1]);
       expect(await connects(port)).toBe(true);
@@ -42,8 +48,10 @@ describe("quill serve stops cleanly on a signal", () => {
   }
 
   test("a bad config exits 2 before the broker starts (nothing listens)", async () => {
-    const proc = Bun.spawn([process.execPath, fixture, "--listen", "127.0.0.1:0", "--set", "message.max.bytes=-5"],
-      { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(
+      [process.execPath, fixture, "--listen", "127.0.0.1:0", "--set", "message.max.bytes=-5"],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stdout).text()).toBe("");
   }, 15_000);

@@ -16,9 +16,13 @@ test("equal partitions give equal keys, and a key gives its partition back", () 
 });
 
 test("a map keyed by TopicPartitionKey finds a partition by a key made elsewhere", () => {
-  const leaders = new Map([[topicPartitionKey("t", 0), 1], [topicPartitionKey("t", 1), 2]]);
+  const leaders = new Map([
+    [topicPartitionKey("t", 0), 1],
+    [topicPartitionKey("t", 1), 2],
+  ]);
   expect(leaders.get(topicPartitionKey("t", 1))).toBe(2);
   expect([...leaders.keys()].map(topicPartitionOf)).toEqual([
-    { topic: "t", partition: 0 }, { topic: "t", partition: 1 },
+    { topic: "t", partition: 0 },
+    { topic: "t", partition: 1 },
   ]);
 });

@@ -45,8 +45,12 @@ describe("defaults", () => {
     expect(config["auto.create.topics.enable"]).toBe(true);
     expect(config["group.initial.rebalance.delay.ms"]).toBe(3000);
     expect(config["zookeeper.connect"]).toBeNull();
-    expect(config.listeners).toEqual([{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }]);
-    expect(config["advertised.listeners"]).toEqual([{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" }]);
+    expect(config.listeners).toEqual([
+      { listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" },
+    ]);
+    expect(config["advertised.listeners"]).toEqual([
+      { listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092, securityProtocol: "PLAINTEXT" },
+    ]);
     expect(config["inter.broker.listener.name"]).toBe("PLAINTEXT");
     expect(config["log.dirs"]).toEqual(["./data"]);
     expect(config.origins.size).toBe(0);
@@ -54,7 +58,10 @@ describe("defaults", () => {
 });
 
 describe("precedence: flag > env > file > default", () => {
-  const file = () => propertiesFile("num.partitions=3\nlog.segment.bytes=1000\nbroker.id=7\nmessage.max.bytes=500\n");
+  const file = () =>
+    propertiesFile(
+      "num.partitions=3\nlog.segment.bytes=1000\nbroker.id=7\nmessage.max.bytes=500\n",
+    );
   const env = { QUILL_NUM_PARTITIONS: "4", QUILL_LOG_SEGMENT_BYTES: "2000" };
 
   test("each source overrides the one below it, key by key", () => {
@@ -64,7 +71,10 @@ describe("precedence: flag > env > file > default", () => {
     expect(config["broker.id"]).toBe(7); // file over default
     expect(config["socket.request.max.bytes"]).toBe(104857600); // default
     expect(config.origins.get("num.partitions")).toEqual({ kind: "flag", label: "--set" });
-    expect(config.origins.get("log.segment.bytes")).toEqual({ kind: "env", label: "QUILL_LOG_SEGMENT_BYTES" });
+    expect(config.origins.get("log.segment.bytes")).toEqual({
+      kind: "env",
+      label: "QUILL_LOG_SEGMENT_BYTES",
+    });
     expect(config.origins.get("broker.id")?.kind).toBe("file");
     expect(config.origins.has("socket.request.max.bytes")).toBe(false);
   });
@@ -77,14 +87,21 @@ describe("precedence: flag > env > file > default", () => {
 
   test("the env name of a key is QUILL_ + upper case with dots as underscores", () => {
     expect(envName("log.retention.hours")).toBe("QUILL_LOG_RETENTION_HOURS");
-    const { config } = loadConfig({ env: { QUILL_AUTO_CREATE_TOPICS_ENABLE: "false", QUILL_LOG_DIRS: "/a, /b", PATH: "/bin" } });
+    const { config } = loadConfig({
+      env: { QUILL_AUTO_CREATE_TOPICS_ENABLE: "false", QUILL_LOG_DIRS: "/a, /b", PATH: "/bin" },
+    });
     expect(config["auto.create.topics.enable"]).toBe(false);
     expect(config["log.dirs"]).toEqual(["/a", "/b"]);
   });
 
   test("log.dirs beats log.dir in any source; log.dir alone is used as the one directory", () => {
-    expect(loadConfig({ configFile: propertiesFile("log.dir=/only") }).config["log.dirs"]).toEqual(["/only"]);
-    const both = loadConfig({ configFile: propertiesFile("log.dirs=/many"), flags: [set("log.dir", "/one")] });
+    expect(loadConfig({ configFile: propertiesFile("log.dir=/only") }).config["log.dirs"]).toEqual([
+      "/only",
+    ]);
+    const both = loadConfig({
+      configFile: propertiesFile("log.dirs=/many"),
+      flags: [set("log.dir", "/one")],
+    });
     expect(both.config["log.dirs"]).toEqual(["/many"]);
   });
 
@@ -113,23 +130,37 @@ group.initial.rebalance.delay.ms=0
     expect(config["zookeeper.connect"]).toBe("localhost:2181");
     expect(config["group.initial.rebalance.delay.ms"]).toBe(0);
     expect(config["log.dirs"]).toEqual(["/tmp/kafka-logs"]);
-    expect(warning).toBe("Kafka config keys Quill ignores: num.io.threads, num.network.threads, " +
-      "num.recovery.threads.per.data.dir, offsets.topic.replication.factor, socket.receive.buffer.bytes, " +
-      "socket.send.buffer.bytes, transaction.state.log.min.isr, transaction.state.log.replication.factor");
+    expect(warning).toBe(
+      "Kafka config keys Quill ignores: num.io.threads, num.network.threads, " +
+        "num.recovery.threads.per.data.dir, offsets.topic.replication.factor, socket.receive.buffer.bytes, " +
+        "socket.send.buffer.bytes, transaction.state.log.min.isr, transaction.state.log.replication.factor",
+    );
   });
 });
 
 describe("retention and roll: Kafka's ms > minutes > hours", () => {
-  const retention = (...settings: FlagSetting[]) => loadConfig({ flags: settings }).config["log.retention.ms"];
+  const retention = (...settings: FlagSetting[]) =>
+    loadConfig({ flags: settings }).config["log.retention.ms"];
 
   test("hours alone, minutes over hours, ms over both", () => {
     expect(retention(set("log.retention.hours", "2"))).toBe(7_200_000);
-    expect(retention(set("log.retention.hours", "2"), set("log.retention.minutes", "3"))).toBe(180_000);
-    expect(retention(set("log.retention.minutes", "3"), set("log.retention.ms", "1234"), set("log.retention.hours", "9"))).toBe(1234);
+    expect(retention(set("log.retention.hours", "2"), set("log.retention.minutes", "3"))).toBe(
+      180_000,
+    );
+    expect(
+      retention(
+        set("log.retention.minutes", "3"),
+        set("log.retention.ms", "1234"),
+        set("log.retention.hours", "9"),
+      ),
+    ).toBe(1234);
   });
 
   test("the order of keys is applied after merging sources, as in Kafka", () => {
-    const { config } = loadConfig({ configFile: propertiesFile("log.retention.ms=5000"), flags: [set("log.retention.hours", "1")] });
+    const { config } = loadConfig({
+      configFile: propertiesFile("log.retention.ms=5000"),
+      flags: [set("log.retention.hours", "1")],
+    });
     expect(config["log.retention.ms"]).toBe(5000);
   });
 
@@ -137,110 +168,181 @@ describe("retention and roll: Kafka's ms > minutes > hours", () => {
     expect(retention(set("log.retention.hours", "-5"))).toBe(-1);
     expect(retention(set("log.retention.ms", "-1"))).toBe(-1);
     expect(configError(() => retention(set("log.retention.minutes", "0")))).toBe(
-      'invalid config log.retention.minutes="0" (from --set): expected a retention of -1 (unlimited) or at least 1 ms');
+      'invalid config log.retention.minutes="0" (from --set): expected a retention of -1 (unlimited) or at least 1 ms',
+    );
     expect(configError(() => loadConfig({ env: { QUILL_LOG_RETENTION_HOURS: "0" } }))).toContain(
-      'log.retention.hours="0" (from QUILL_LOG_RETENTION_HOURS)');
+      'log.retention.hours="0" (from QUILL_LOG_RETENTION_HOURS)',
+    );
   });
 
   test("log.roll.ms overrides log.roll.hours", () => {
-    expect(loadConfig({ flags: [set("log.roll.hours", "1")] }).config["log.roll.ms"]).toBe(3_600_000);
-    expect(loadConfig({ flags: [set("log.roll.hours", "1"), set("log.roll.ms", "10")] }).config["log.roll.ms"]).toBe(10);
+    expect(loadConfig({ flags: [set("log.roll.hours", "1")] }).config["log.roll.ms"]).toBe(
+      3_600_000,
+    );
+    expect(
+      loadConfig({ flags: [set("log.roll.hours", "1"), set("log.roll.ms", "10")] }).config[
+        "log.roll.ms"
+      ],
+    ).toBe(10);
   });
 });
 
 describe("bad values", () => {
   test("the message names key, value, source and what was expected", () => {
     expect(configError(() => loadConfig({ flags: [set("log.segment.bytes", "abc")] }))).toBe(
-      'invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647');
+      'invalid config log.segment.bytes="abc" (from --set): expected an integer between 14 and 2147483647',
+    );
     const file = propertiesFile("# first\n\nnum.partitions = 0\n");
     expect(configError(() => loadConfig({ configFile: file }))).toBe(
-      `invalid config num.partitions="0" (from ${file.split("/").pop()}:3): expected an integer between 1 and 2147483647`);
+      `invalid config num.partitions="0" (from ${file.split("/").pop()}:3): expected an integer between 1 and 2147483647`,
+    );
     expect(configError(() => loadConfig({ env: { QUILL_AUTO_CREATE_TOPICS_ENABLE: "yes" } }))).toBe(
-      'invalid config auto.create.topics.enable="yes" (from QUILL_AUTO_CREATE_TOPICS_ENABLE): expected true or false');
+      'invalid config auto.create.topics.enable="yes" (from QUILL_AUTO_CREATE_TOPICS_ENABLE): expected true or false',
+    );
   });
 
   test("every key rejects a value of the wrong shape, and the message names it", () => {
     const keys = Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[];
     for (const k of keys) {
-      const bad = BROKER_CONFIG_KEYS[k].valueType.type === "STRING" && !["listeners", "advertised.listeners"].includes(k)
-        && !k.endsWith(".type") ? "   " : "not a value,";
-      const message = configError(() => loadConfig({ flags: [{ key: k, value: bad, flag: "--set" }] }));
-      expect(message).toStartWith(`invalid config ${k}=${JSON.stringify(bad)} (from --set): expected `);
+      const bad =
+        BROKER_CONFIG_KEYS[k].valueType.type === "STRING" &&
+        !["listeners", "advertised.listeners"].includes(k) &&
+        !k.endsWith(".type")
+          ? "   "
+          : "not a value,";
+      const message = configError(() =>
+        loadConfig({ flags: [{ key: k, value: bad, flag: "--set" }] }),
+      );
+      expect(message).toStartWith(
+        `invalid config ${k}=${JSON.stringify(bad)} (from --set): expected `,
+      );
     }
   });
 
   test("integers: no decimals, exponents or hex; 64-bit bounds are exact; blanks are trimmed", () => {
     for (const value of ["1.5", "1e3", "0x10", "", "9223372036854775808"]) {
-      expect(configError(() => loadConfig({ flags: [set("log.retention.bytes", value)] }))).toContain("log.retention.bytes");
+      expect(
+        configError(() => loadConfig({ flags: [set("log.retention.bytes", value)] })),
+      ).toContain("log.retention.bytes");
     }
-    expect(configError(() => loadConfig({ flags: [set("broker.id", "2147483648")] }))).toContain("broker.id");
-    const ok = loadConfig({ flags: [set("log.retention.bytes", " 9223372036854775807 "), set("broker.id", "+3")] });
+    expect(configError(() => loadConfig({ flags: [set("broker.id", "2147483648")] }))).toContain(
+      "broker.id",
+    );
+    const ok = loadConfig({
+      flags: [set("log.retention.bytes", " 9223372036854775807 "), set("broker.id", "+3")],
+    });
     expect(ok.config["log.retention.bytes"]).toBe(2 ** 63);
     expect(ok.config["broker.id"]).toBe(3);
   });
 
   test("enumerations are case-sensitive like Kafka's; booleans are not", () => {
-    expect(configError(() => loadConfig({ flags: [set("log.message.timestamp.type", "createtime")] }))).toContain(
-      "expected one of CreateTime, LogAppendTime");
-    expect(loadConfig({ flags: [set("delete.topic.enable", "FALSE")] }).config["delete.topic.enable"]).toBe(false);
+    expect(
+      configError(() => loadConfig({ flags: [set("log.message.timestamp.type", "createtime")] })),
+    ).toContain("expected one of CreateTime, LogAppendTime");
+    expect(
+      loadConfig({ flags: [set("delete.topic.enable", "FALSE")] }).config["delete.topic.enable"],
+    ).toBe(false);
   });
 
   test("listeners: HOST:PORT (PLAINTEXT) or NAME://HOST:PORT, several, IPv6 in brackets", () => {
     const listen = (value: string, ...more: FlagSetting[]) =>
       loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }, ...more] }).config;
-    const plain = (host: string, port: number) =>
-      ({ listenerName: "PLAINTEXT", host, port, securityProtocol: "PLAINTEXT" as const });
+    const plain = (host: string, port: number) => ({
+      listenerName: "PLAINTEXT",
+      host,
+      port,
+      securityProtocol: "PLAINTEXT" as const,
+    });
     expect(listen("PLAINTEXT://10.0.0.1:9093").listeners).toEqual([plain("10.0.0.1", 9093)]);
     expect(listen("[::1]:0").listeners).toEqual([plain("::1", 0)]);
     expect(listen("localhost:19092")["advertised.listeners"]).toEqual([plain("localhost", 19092)]);
-    const two = listen("plaintext://127.0.0.1:9092,INTERNAL://:9093",
+    const two = listen(
+      "plaintext://127.0.0.1:9092,INTERNAL://:9093",
       set("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT"),
-      set("advertised.listeners", "INTERNAL://broker1:9093"));
+      set("advertised.listeners", "INTERNAL://broker1:9093"),
+    );
     expect(two.listeners.map((l) => l.listenerName)).toEqual(["PLAINTEXT", "INTERNAL"]);
-    expect(two["advertised.listeners"]).toEqual([plain("127.0.0.1", 9092),
-      { listenerName: "INTERNAL", host: "broker1", port: 9093, securityProtocol: "PLAINTEXT" as const }]);
+    expect(two["advertised.listeners"]).toEqual([
+      plain("127.0.0.1", 9092),
+      {
+        listenerName: "INTERNAL",
+        host: "broker1",
+        port: 9093,
+        securityProtocol: "PLAINTEXT" as const,
+      },
+    ]);
     for (const bad of ["9092", "h:1,h:1", "A://h:1,a://h:2", "h:65536", "h:-1"]) {
-      expect(configError(() => listen(bad))).toContain(`listeners=${JSON.stringify(bad)} (from --listen)`);
+      expect(configError(() => listen(bad))).toContain(
+        `listeners=${JSON.stringify(bad)} (from --listen)`,
+      );
     }
     expect(configError(() => listen("OTHER://h:1"))).toContain(
-      "expected listener names found in listener.security.protocol.map (OTHER is not)");
+      "expected listener names found in listener.security.protocol.map (OTHER is not)",
+    );
     expect(configError(() => listen("h:1", set("advertised.listeners", "SSL://h:2")))).toContain(
-      "expected listener names found in listeners (SSL is not)");
+      "expected listener names found in listeners (SSL is not)",
+    );
   });
 
   test("a listener whose protocol this build cannot speak refuses the start", () => {
     const listen = (value: string) =>
       loadConfig({ flags: [{ key: "listeners", value, flag: "--listen" }] }).config;
     expect(configError(() => listen("PLAINTEXT://h:1,SASL_SSL://h:2"))).toContain(
-      "asks for the SASL_SSL security protocol, which this build of Quill does not provide");
+      "asks for the SASL_SSL security protocol, which this build of Quill does not provide",
+    );
   });
 
   test("inter-broker listener: one key of two; a cluster's must be the PLAINTEXT listener", () => {
-    expect(configError(() => loadConfig({ flags: [set("inter.broker.listener.name", "INTERNAL"),
-      set("security.inter.broker.protocol", "PLAINTEXT")] }))).toContain("only one of");
+    expect(
+      configError(() =>
+        loadConfig({
+          flags: [
+            set("inter.broker.listener.name", "INTERNAL"),
+            set("security.inter.broker.protocol", "PLAINTEXT"),
+          ],
+        }),
+      ),
+    ).toContain("only one of");
     const zk = set("zookeeper.connect", "127.0.0.1:2181");
-    expect(loadConfig({ flags: [zk, set("inter.broker.listener.name", "plaintext")] })
-      .config["inter.broker.listener.name"]).toBe("PLAINTEXT");
-    expect(configError(() => loadConfig({ flags: [zk, set("inter.broker.listener.name", "X")] })))
-      .toContain("expected the name of one of the listeners (PLAINTEXT)");
-    const internal = [zk, set("listeners", "INTERNAL://h:1"), set("inter.broker.listener.name",
-      "INTERNAL"), set("listener.security.protocol.map", "INTERNAL:PLAINTEXT")];
+    expect(
+      loadConfig({ flags: [zk, set("inter.broker.listener.name", "plaintext")] }).config[
+        "inter.broker.listener.name"
+      ],
+    ).toBe("PLAINTEXT");
+    expect(
+      configError(() => loadConfig({ flags: [zk, set("inter.broker.listener.name", "X")] })),
+    ).toContain("expected the name of one of the listeners (PLAINTEXT)");
+    const internal = [
+      zk,
+      set("listeners", "INTERNAL://h:1"),
+      set("inter.broker.listener.name", "INTERNAL"),
+      set("listener.security.protocol.map", "INTERNAL:PLAINTEXT"),
+    ];
     expect(configError(() => loadConfig({ flags: internal }))).toContain(
-      "inter-broker TLS and SASL are not implemented yet");
+      "inter-broker TLS and SASL are not implemented yet",
+    );
   });
 
   test("a wildcard listener advertises the host name; a wildcard advertised address is rejected", () => {
-    const { config } = loadConfig({ flags: [{ key: "listeners", value: "0.0.0.0:9092", flag: "--listen" }] });
+    const { config } = loadConfig({
+      flags: [{ key: "listeners", value: "0.0.0.0:9092", flag: "--listen" }],
+    });
     expect(config["advertised.listeners"][0]!.host).not.toBe("0.0.0.0");
     expect(config["advertised.listeners"][0]!.port).toBe(9092);
-    expect(configError(() => loadConfig({ flags: [{ key: "advertised.listeners", value: "0.0.0.0:1", flag: "--advertise" }] })))
-      .toContain('advertised.listeners="PLAINTEXT://0.0.0.0:1" (from --advertise)');
+    expect(
+      configError(() =>
+        loadConfig({
+          flags: [{ key: "advertised.listeners", value: "0.0.0.0:1", flag: "--advertise" }],
+        }),
+      ),
+    ).toContain('advertised.listeners="PLAINTEXT://0.0.0.0:1" (from --advertise)');
   });
 
   test("an unreadable config file is one ConfigError naming it", () => {
     const missing = join(dir, "missing.properties");
     expect(configError(() => loadConfig({ configFile: missing }))).toBe(
-      `cannot read config file ${missing} (from --config): ENOENT`);
+      `cannot read config file ${missing} (from --config): ENOENT`,
+    );
   });
 });
 
@@ -252,7 +354,9 @@ describe("unknown and ignored keys", () => {
       flags: [set("also.bogus", "2"), set("num.partitions", "2")],
     });
     expect(config["num.partitions"]).toBe(2);
-    expect(warning).toMatch(/^unknown config keys, not used: bogus\.key \(server-\d+\.properties:2\), not\.a\.key \(QUILL_NOT_A_KEY\), also\.bogus \(--set\); Kafka config keys Quill ignores: num\.io\.threads$/);
+    expect(warning).toMatch(
+      /^unknown config keys, not used: bogus\.key \(server-\d+\.properties:2\), not\.a\.key \(QUILL_NOT_A_KEY\), also\.bogus \(--set\); Kafka config keys Quill ignores: num\.io\.threads$/,
+    );
   });
 });
 
@@ -263,32 +367,40 @@ describe("security settings this build cannot honour refuse the start (never ope
   test("TLS, SASL, ACL and per-listener keys each name the key, its value and source", () => {
     expect(refused("ssl.keystore.location", "/etc/k.pem")).toBe(
       'refusing to start: security config ssl.keystore.location="/etc/k.pem" (from --set) asks ' +
-      "for TLS, which this build of Quill does not provide; remove it, or the broker would run " +
-      "unprotected");
+        "for TLS, which this build of Quill does not provide; remove it, or the broker would run " +
+        "unprotected",
+    );
     expect(refused("sasl.enabled.mechanisms", "SCRAM-SHA-512")).toContain(
-      "sasl.enabled.mechanisms=\"SCRAM-SHA-512\" (from --set) asks for SASL authentication");
-    expect(refused("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer"))
-      .toContain("authorizer.class.name=\"kafka.security.authorizer.AclAuthorizer\" (from --set) " +
-        "asks for authorization (ACLs)");
+      'sasl.enabled.mechanisms="SCRAM-SHA-512" (from --set) asks for SASL authentication',
+    );
+    expect(refused("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer")).toContain(
+      'authorizer.class.name="kafka.security.authorizer.AclAuthorizer" (from --set) ' +
+        "asks for authorization (ACLs)",
+    );
     expect(refused("super.users", "User:admin")).toContain("authorization (ACLs)");
-    expect(refused("listener.name.internal.scram-sha-512.sasl.jaas.config", "x"))
-      .toContain("per-listener security settings");
+    expect(refused("listener.name.internal.scram-sha-512.sasl.jaas.config", "x")).toContain(
+      "per-listener security settings",
+    );
   });
 
   test("a malformed protocol map or an unknown protocol is an invalid value", () => {
-    expect(refused("listener.security.protocol.map", "EXTERNAL:BOGUS"))
-      .toContain("expected LISTENER_NAME:PROTOCOL pairs separated by commas");
+    expect(refused("listener.security.protocol.map", "EXTERNAL:BOGUS")).toContain(
+      "expected LISTENER_NAME:PROTOCOL pairs separated by commas",
+    );
     expect(refused("listener.security.protocol.map", "EXTERNAL")).toContain(
-      "expected LISTENER_NAME:PROTOCOL pairs");
+      "expected LISTENER_NAME:PROTOCOL pairs",
+    );
     expect(refused("security.inter.broker.protocol", "TLS")).toContain("expected one of PLAINTEXT");
   });
 
   test("from the file and the environment too; the first refused key is named", () => {
     const file = propertiesFile("broker.id=1\nssl.client.auth=required\n");
-    expect(configError(() => loadConfig({ configFile: file })))
-      .toMatch(/ssl\.client\.auth="required" \(from server-\d+\.properties:2\)/);
-    expect(configError(() => loadConfig({ env: { QUILL_SASL_ENABLED_MECHANISMS: "PLAIN" } })))
-      .toContain("(from QUILL_SASL_ENABLED_MECHANISMS)");
+    expect(configError(() => loadConfig({ configFile: file }))).toMatch(
+      /ssl\.client\.auth="required" \(from server-\d+\.properties:2\)/,
+    );
+    expect(
+      configError(() => loadConfig({ env: { QUILL_SASL_ENABLED_MECHANISMS: "PLAIN" } })),
+    ).toContain("(from QUILL_SASL_ENABLED_MECHANISMS)");
   });
 
   test("PLAINTEXT as written, blank values and a later blank override start quietly", () => {

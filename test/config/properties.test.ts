@@ -2,19 +2,32 @@ import { describe, expect, test } from "bun:test";
 import { ConfigError } from "../../src/config/config-error.ts";
 import { parseProperties } from "../../src/config/properties.ts";
 
-const asMap = (text: string) => Object.fromEntries(parseProperties(text).map((e) => [e.key, e.value]));
+const asMap = (text: string) =>
+  Object.fromEntries(parseProperties(text).map((e) => [e.key, e.value]));
 
 describe("parseProperties", () => {
   test("separators: =, :, blanks, and blanks around a separator", () => {
-    expect(asMap("a=1\nb:2\nc 3\nd = 4\ne\t:\t5\nf   =   6")).toEqual({ a: "1", b: "2", c: "3", d: "4", e: "5", f: "6" });
+    expect(asMap("a=1\nb:2\nc 3\nd = 4\ne\t:\t5\nf   =   6")).toEqual({
+      a: "1",
+      b: "2",
+      c: "3",
+      d: "4",
+      e: "5",
+      f: "6",
+    });
   });
 
   test("only the first separator splits; later ones belong to the value", () => {
-    expect(asMap("listeners=PLAINTEXT://:9092\nurl: http://x=y")).toEqual({ listeners: "PLAINTEXT://:9092", url: "http://x=y" });
+    expect(asMap("listeners=PLAINTEXT://:9092\nurl: http://x=y")).toEqual({
+      listeners: "PLAINTEXT://:9092",
+      url: "http://x=y",
+    });
   });
 
   test("comments with # and !, blank lines and leading blanks are skipped", () => {
-    expect(asMap("# comment\n! also\n\n   \n  key=value\n\t# indented comment")).toEqual({ key: "value" });
+    expect(asMap("# comment\n! also\n\n   \n  key=value\n\t# indented comment")).toEqual({
+      key: "value",
+    });
   });
 
   test("a key with no value has the empty string; trailing blanks of a value are kept as in Java", () => {
@@ -22,11 +35,16 @@ describe("parseProperties", () => {
   });
 
   test("escapes: \\t \\n \\uXXXX, escaped separators in keys, escaped backslash", () => {
-    expect(asMap("k\\=ey\\:x\\ y = a\\tb\\nc\\u00e9\\\\d\\q")).toEqual({ "k=ey:x y": "a\tb\nc\u00e9\\dq" });
+    expect(asMap("k\\=ey\\:x\\ y = a\\tb\\nc\\u00e9\\\\d\\q")).toEqual({
+      "k=ey:x y": "a\tb\nc\u00e9\\dq",
+    });
   });
 
   test("a line ending in an odd number of backslashes continues, leading blanks of the next dropped", () => {
-    expect(asMap("log.dirs=/a,\\\n    /b,\\\n\t/c\nnext=1")).toEqual({ "log.dirs": "/a,/b,/c", next: "1" });
+    expect(asMap("log.dirs=/a,\\\n    /b,\\\n\t/c\nnext=1")).toEqual({
+      "log.dirs": "/a,/b,/c",
+      next: "1",
+    });
   });
 
   test("an even number of trailing backslashes is a literal backslash, not a continuation", () => {

@@ -2,8 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ConfigResourceTypes, Kafka, logLevel } from "kafkajs";
 import { loadConfig } from "../../src/config/load-config.ts";
 import {
-  checkTopicConfig, ConfigSource, describeTopicConfig, notAppliedTopicConfigs, parseTopicConfigs,
-  TOPIC_CONFIG_KEYS, TopicConfigConflict,
+  ConfigSource,
+  checkTopicConfig,
+  describeTopicConfig,
+  notAppliedTopicConfigs,
+  parseTopicConfigs,
+  TOPIC_CONFIG_KEYS,
+  TopicConfigConflict,
 } from "../../src/config/topic-config.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
@@ -11,26 +16,49 @@ import { type InProcessBroker, startInProcessBroker } from "../support/broker-ha
 import { KafkaClient } from "../support/kafka-client.ts";
 
 const broker = (settings: Record<string, string> = {}) =>
-  loadConfig({ flags: Object.entries(settings).map(([key, value]) => ({ key, value, flag: "--set" })) }).config;
+  loadConfig({
+    flags: Object.entries(settings).map(([key, value]) => ({ key, value, flag: "--set" })),
+  }).config;
 
 const LONG_MAX = "9223372036854775807";
 
 /** Every topic key Kafka 3.9's LogConfig defines, at Kafka's default value. */
 const KAFKA_39_DEFAULTS: Record<string, string> = {
-  "cleanup.policy": "delete", "compression.gzip.level": "-1", "compression.lz4.level": "9",
-  "compression.type": "producer", "compression.zstd.level": "3", "delete.retention.ms": "86400000",
-  "file.delete.delay.ms": "60000", "flush.messages": LONG_MAX, "flush.ms": LONG_MAX,
-  "follower.replication.throttled.replicas": "", "index.interval.bytes": "4096",
-  "leader.replication.throttled.replicas": "", "local.retention.bytes": "-2",
-  "local.retention.ms": "-2", "max.compaction.lag.ms": LONG_MAX, "max.message.bytes": "1048588",
-  "message.downconversion.enable": "true", "message.format.version": "3.0-IV1",
-  "message.timestamp.after.max.ms": LONG_MAX, "message.timestamp.before.max.ms": LONG_MAX,
-  "message.timestamp.difference.max.ms": LONG_MAX, "message.timestamp.type": "CreateTime",
-  "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0", "min.insync.replicas": "1",
-  "preallocate": "false", "remote.log.copy.disable": "false",
-  "remote.log.delete.on.disable": "false", "remote.storage.enable": "false",
-  "retention.bytes": "-1", "retention.ms": "604800000", "segment.bytes": "1073741824",
-  "segment.index.bytes": "10485760", "segment.jitter.ms": "0", "segment.ms": "604800000",
+  "cleanup.policy": "delete",
+  "compression.gzip.level": "-1",
+  "compression.lz4.level": "9",
+  "compression.type": "producer",
+  "compression.zstd.level": "3",
+  "delete.retention.ms": "86400000",
+  "file.delete.delay.ms": "60000",
+  "flush.messages": LONG_MAX,
+  "flush.ms": LONG_MAX,
+  "follower.replication.throttled.replicas": "",
+  "index.interval.bytes": "4096",
+  "leader.replication.throttled.replicas": "",
+  "local.retention.bytes": "-2",
+  "local.retention.ms": "-2",
+  "max.compaction.lag.ms": LONG_MAX,
+  "max.message.bytes": "1048588",
+  "message.downconversion.enable": "true",
+  "message.format.version": "3.0-IV1",
+  "message.timestamp.after.max.ms": LONG_MAX,
+  "message.timestamp.before.max.ms": LONG_MAX,
+  "message.timestamp.difference.max.ms": LONG_MAX,
+  "message.timestamp.type": "CreateTime",
+  "min.cleanable.dirty.ratio": "0.5",
+  "min.compaction.lag.ms": "0",
+  "min.insync.replicas": "1",
+  preallocate: "false",
+  "remote.log.copy.disable": "false",
+  "remote.log.delete.on.disable": "false",
+  "remote.storage.enable": "false",
+  "retention.bytes": "-1",
+  "retention.ms": "604800000",
+  "segment.bytes": "1073741824",
+  "segment.index.bytes": "10485760",
+  "segment.jitter.ms": "0",
+  "segment.ms": "604800000",
   "unclean.leader.election.enable": "false",
 };
 
@@ -44,13 +72,21 @@ describe("Kafka 3.9's topic keys", () => {
   });
 
   test("every key is accepted at Kafka's default and formats back to the same text", () => {
-    const overrides = parseTopicConfigs(Object.entries(KAFKA_39_DEFAULTS).map(([name, value]) => ({ name, value })));
+    const overrides = parseTopicConfigs(
+      Object.entries(KAFKA_39_DEFAULTS).map(([name, value]) => ({ name, value })),
+    );
     for (const [name, value] of Object.entries(KAFKA_39_DEFAULTS)) {
       const d = describeTopicConfig(name as keyof typeof TOPIC_CONFIG_KEYS, overrides, broker());
-      expect({ name, value: d.value, source: d.source }).toEqual({ name, value, source: ConfigSource.DYNAMIC_TOPIC_CONFIG });
+      expect({ name, value: d.value, source: d.source }).toEqual({
+        name,
+        value,
+        source: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+      });
     }
     expect(() => checkTopicConfig(overrides, broker())).not.toThrow();
-    expect(notAppliedTopicConfigs(overrides).map(([n]) => n)).not.toContain("unclean.leader.election.enable");
+    expect(notAppliedTopicConfigs(overrides).map(([n]) => n)).not.toContain(
+      "unclean.leader.election.enable",
+    );
   });
 
   test("bad values are refused with Kafka's ConfigException text", () => {
@@ -81,13 +117,17 @@ describe("Kafka 3.9's topic keys", () => {
       ["segment.bytes", "2147483648", "Not a number of type INT"],
     ];
     for (const [name, value, reason] of cases) {
-      const shown = /^-?\d+$/.test(value) && !reason.startsWith("Not") ? String(Number(value)) : value;
-      expect(refused(name, value)).toBe(`Invalid value ${shown} for configuration ${name}: ${reason}`);
+      const shown =
+        /^-?\d+$/.test(value) && !reason.startsWith("Not") ? String(Number(value)) : value;
+      expect(refused(name, value)).toBe(
+        `Invalid value ${shown} for configuration ${name}: ${reason}`,
+      );
     }
     expect(refused("leader.replication.throttled.replicas", "0:1,x")).toBe(
       "Invalid value [0:1, x] for configuration leader.replication.throttled.replicas: " +
-      "leader.replication.throttled.replicas must be the literal '*' or a list of replicas in the " +
-      "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...");
+        "leader.replication.throttled.replicas must be the literal '*' or a list of replicas in the " +
+        "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...",
+    );
   });
 
   test("values Kafka accepts that look odd are accepted", () => {
@@ -106,23 +146,44 @@ describe("Kafka 3.9's topic keys", () => {
 
   test("keys that conflict, or need tiered storage, are refused as Kafka refuses them", () => {
     const conflict = parseTopicConfigs([{ name: "min.compaction.lag.ms", value: "10" }]);
-    expect(() => checkTopicConfig(conflict, broker({ "log.cleaner.max.compaction.lag.ms": "5" }))).toThrow(
-      new TopicConfigConflict("conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)"));
+    expect(() =>
+      checkTopicConfig(conflict, broker({ "log.cleaner.max.compaction.lag.ms": "5" })),
+    ).toThrow(
+      new TopicConfigConflict(
+        "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)",
+      ),
+    );
     const remote = parseTopicConfigs([{ name: "remote.storage.enable", value: "true" }]);
-    expect(() => checkTopicConfig(remote, broker())).toThrow("Tiered Storage functionality is disabled in the broker");
+    expect(() => checkTopicConfig(remote, broker())).toThrow(
+      "Tiered Storage functionality is disabled in the broker",
+    );
   });
 
   test("broker keys give the default, listed as synonyms with their source", () => {
-    const d = describeTopicConfig("segment.jitter.ms", {}, broker({ "log.roll.jitter.hours": "1" }));
+    const d = describeTopicConfig(
+      "segment.jitter.ms",
+      {},
+      broker({ "log.roll.jitter.hours": "1" }),
+    );
     expect(d).toMatchObject({ value: "3600000", source: ConfigSource.STATIC_BROKER_CONFIG });
     expect(d.synonyms).toEqual([
       { name: "log.roll.jitter.hours", value: "1", source: ConfigSource.STATIC_BROKER_CONFIG },
       { name: "log.roll.jitter.hours", value: "0", source: ConfigSource.DEFAULT_CONFIG },
     ]);
     const ratio = describeTopicConfig("min.cleanable.dirty.ratio", {}, broker());
-    expect(ratio.synonyms).toEqual([{ name: "log.cleaner.min.cleanable.ratio", value: "0.5", source: ConfigSource.DEFAULT_CONFIG }]);
+    expect(ratio.synonyms).toEqual([
+      {
+        name: "log.cleaner.min.cleanable.ratio",
+        value: "0.5",
+        source: ConfigSource.DEFAULT_CONFIG,
+      },
+    ]);
     const throttled = describeTopicConfig("leader.replication.throttled.replicas", {}, broker());
-    expect(throttled).toMatchObject({ value: "", source: ConfigSource.DEFAULT_CONFIG, synonyms: [] });
+    expect(throttled).toMatchObject({
+      value: "",
+      source: ConfigSource.DEFAULT_CONFIG,
+      synonyms: [],
+    });
   });
 });
 
@@ -139,18 +200,29 @@ describe("with kafkajs against a broker", () => {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const configEntries = Object.entries(KAFKA_39_DEFAULTS).map(([name, value]) => ({ name, value }));
-      expect(await admin.createTopics({ topics: [{ topic: "all-keys", configEntries }] })).toBe(true);
+      const configEntries = Object.entries(KAFKA_39_DEFAULTS).map(([name, value]) => ({
+        name,
+        value,
+      }));
+      expect(await admin.createTopics({ topics: [{ topic: "all-keys", configEntries }] })).toBe(
+        true,
+      );
       const described = await admin.describeConfigs({
-        includeSynonyms: true, resources: [{ type: ConfigResourceTypes.TOPIC, name: "all-keys" }],
+        includeSynonyms: true,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: "all-keys" }],
       });
       const entries = described.resources[0]!.configEntries;
       expect(entries.length).toBe(Object.keys(KAFKA_39_DEFAULTS).length);
       for (const e of entries) {
-        expect({ name: e.configName, value: e.configValue, source: e.configSource })
-          .toEqual({ name: e.configName, value: KAFKA_39_DEFAULTS[e.configName]!, source: ConfigSource.DYNAMIC_TOPIC_CONFIG });
+        expect({ name: e.configName, value: e.configValue, source: e.configSource }).toEqual({
+          name: e.configName,
+          value: KAFKA_39_DEFAULTS[e.configName]!,
+          source: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        });
       }
-      expect(b.logger.lines.filter((l) => l.includes("all-keys") && l.includes("not applied"))).toEqual([]);
+      expect(
+        b.logger.lines.filter((l) => l.includes("all-keys") && l.includes("not applied")),
+      ).toEqual([]);
     } finally {
       await admin.disconnect();
     }
@@ -160,21 +232,36 @@ describe("with kafkajs against a broker", () => {
     const admin = kafka.admin();
     await admin.connect();
     try {
-      const error = await admin.createTopics({
-        topics: [{ topic: "bad-jitter", configEntries: [{ name: "segment.jitter.ms", value: "-1" }] }],
-      }).then(() => null, (e: unknown) => e as { errors?: { type: string; message: string }[] });
+      const error = await admin
+        .createTopics({
+          topics: [
+            { topic: "bad-jitter", configEntries: [{ name: "segment.jitter.ms", value: "-1" }] },
+          ],
+        })
+        .then(
+          () => null,
+          (e: unknown) => e as { errors?: { type: string; message: string }[] },
+        );
       // kafkajs shows its own text for the code; the wire carries Kafka's message (below).
       expect(error?.errors?.[0]?.type).toBe("INVALID_CONFIG");
       expect(await admin.listTopics()).not.toContain("bad-jitter");
       const client = await KafkaClient.connect(b.port);
       try {
-        const res = await client.request(ApiKey.CreateTopics, 7, { topics: [{
-          name: "bad-jitter", numPartitions: 1, replicationFactor: 1, assignments: [],
-          configs: [{ name: "segment.jitter.ms", value: "-1" }],
-        }] });
+        const res = await client.request(ApiKey.CreateTopics, 7, {
+          topics: [
+            {
+              name: "bad-jitter",
+              numPartitions: 1,
+              replicationFactor: 1,
+              assignments: [],
+              configs: [{ name: "segment.jitter.ms", value: "-1" }],
+            },
+          ],
+        });
         expect(res.topics[0]).toMatchObject({
           errorCode: ErrorCode.INVALID_CONFIG,
-          errorMessage: "Invalid value -1 for configuration segment.jitter.ms: Value must be at least 0",
+          errorMessage:
+            "Invalid value -1 for configuration segment.jitter.ms: Value must be at least 0",
         });
       } finally {
         client.close();
@@ -189,24 +276,37 @@ describe("with kafkajs against a broker", () => {
     await admin.connect();
     try {
       await admin.createTopics({ topics: [{ topic: "unclean", configEntries: [] }] });
-      const set = (value: string) => admin.alterConfigs({
-        validateOnly: false,
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: "unclean",
-          configEntries: [{ name: "unclean.leader.election.enable", value }] }],
-      });
+      const set = (value: string) =>
+        admin.alterConfigs({
+          validateOnly: false,
+          resources: [
+            {
+              type: ConfigResourceTypes.TOPIC,
+              name: "unclean",
+              configEntries: [{ name: "unclean.leader.election.enable", value }],
+            },
+          ],
+        });
       await set("true");
       await set("true");
       const described = await admin.describeConfigs({
         includeSynonyms: false,
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: "unclean", configNames: ["unclean.leader.election.enable"] }],
+        resources: [
+          {
+            type: ConfigResourceTypes.TOPIC,
+            name: "unclean",
+            configNames: ["unclean.leader.election.enable"],
+          },
+        ],
       });
       expect(described.resources[0]!.configEntries[0]).toMatchObject({
-        configValue: "true", configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+        configValue: "true",
+        configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
       });
       const warned = b.logger.lines.filter((l) => l.includes("unclean.leader.election.enable"));
       expect(warned).toEqual([
         "WARN topic unclean: config unclean.leader.election.enable=true is accepted but not applied " +
-        "(see the README's topic keys)",
+          "(see the README's topic keys)",
       ]);
     } finally {
       await admin.disconnect();

@@ -1,17 +1,29 @@
 /** The controller's leader and ISR decisions, as Kafka's ZooKeeper-mode state machines make them. */
 import { describe, expect, test } from "bun:test";
 import {
-  electForShutdown, electLeader, electPreferred, NO_LEADER, partitionsToRebalance,
+  electForShutdown,
+  electLeader,
+  electPreferred,
+  NO_LEADER,
+  partitionsToRebalance,
 } from "../../src/controller/controller-leader-election.ts";
 
-const state = (leader: number, isr: number[], leaderEpoch = 3) =>
-  ({ leader, leaderEpoch, isr, controllerEpoch: 1 });
+const state = (leader: number, isr: number[], leaderEpoch = 3) => ({
+  leader,
+  leaderEpoch,
+  isr,
+  controllerEpoch: 1,
+});
 const live = (...ids: number[]) => new Set(ids);
 
 describe("electLeader", () => {
   test("a new partition is led by its first live replica, with the live replicas as ISR", () => {
-    expect(electLeader(null, [2, 1, 3], live(1, 3), 5))
-      .toEqual({ leader: 1, leaderEpoch: 0, isr: [1, 3], controllerEpoch: 5 });
+    expect(electLeader(null, [2, 1, 3], live(1, 3), 5)).toEqual({
+      leader: 1,
+      leaderEpoch: 0,
+      isr: [1, 3],
+      controllerEpoch: 5,
+    });
   });
 
   test("nothing changes while the leader and the whole ISR live", () => {
@@ -19,37 +31,61 @@ describe("electLeader", () => {
   });
 
   test("a dead follower leaves the ISR and the leader epoch is bumped", () => {
-    expect(electLeader(state(1, [1, 2, 3]), [1, 2, 3], live(1, 3), 5))
-      .toEqual({ leader: 1, leaderEpoch: 4, isr: [1, 3], controllerEpoch: 5 });
+    expect(electLeader(state(1, [1, 2, 3]), [1, 2, 3], live(1, 3), 5)).toEqual({
+      leader: 1,
+      leaderEpoch: 4,
+      isr: [1, 3],
+      controllerEpoch: 5,
+    });
   });
 
   test("a dead leader is replaced by the first live ISR member in assignment order", () => {
-    expect(electLeader(state(1, [1, 3, 2]), [1, 2, 3], live(2, 3), 5))
-      .toEqual({ leader: 2, leaderEpoch: 4, isr: [3, 2], controllerEpoch: 5 });
+    expect(electLeader(state(1, [1, 3, 2]), [1, 2, 3], live(2, 3), 5)).toEqual({
+      leader: 2,
+      leaderEpoch: 4,
+      isr: [3, 2],
+      controllerEpoch: 5,
+    });
   });
 
   test("a live replica outside the ISR is never elected (no unclean election)", () => {
-    expect(electLeader(state(1, [1]), [1, 2, 3], live(2, 3), 5))
-      .toEqual({ leader: NO_LEADER, leaderEpoch: 4, isr: [1], controllerEpoch: 5 });
+    expect(electLeader(state(1, [1]), [1, 2, 3], live(2, 3), 5)).toEqual({
+      leader: NO_LEADER,
+      leaderEpoch: 4,
+      isr: [1],
+      controllerEpoch: 5,
+    });
   });
 
   test("an offline partition stays offline until its last ISR member returns, then it leads", () => {
     const offline = state(NO_LEADER, [1], 4);
     expect(electLeader(offline, [1, 2, 3], live(2, 3), 5)).toBeNull();
-    expect(electLeader(offline, [1, 2, 3], live(1, 2, 3), 6))
-      .toEqual({ leader: 1, leaderEpoch: 5, isr: [1], controllerEpoch: 6 });
+    expect(electLeader(offline, [1, 2, 3], live(1, 2, 3), 6)).toEqual({
+      leader: 1,
+      leaderEpoch: 5,
+      isr: [1],
+      controllerEpoch: 6,
+    });
   });
 });
 
 describe("electForShutdown", () => {
   test("leadership moves to another live ISR member; the leaving broker leaves the ISR", () => {
-    expect(electForShutdown(state(1, [1, 2, 3]), [1, 2, 3], 1, live(1, 2, 3), 5))
-      .toEqual({ leader: 2, leaderEpoch: 4, isr: [2, 3], controllerEpoch: 5 });
+    expect(electForShutdown(state(1, [1, 2, 3]), [1, 2, 3], 1, live(1, 2, 3), 5)).toEqual({
+      leader: 2,
+      leaderEpoch: 4,
+      isr: [2, 3],
+      controllerEpoch: 5,
+    });
   });
 
   test("a follower that leaves drops out of the ISR; the leader stays", () => {
-    expect(electForShutdown(state(2, [1, 2]), [1, 2], 1, live(1, 2), 5))
-      .toEqual({ leader: 2, leaderEpoch: 4, isr: [2], controllerEpoch: 5 });
+    expect(electForShutdown(state(2, [1, 2]), [1, 2], 1, live(1, 2), 5)).toEqual({
+      leader: 2,
+      leaderEpoch: 4,
+      isr: [2],
+      controllerEpoch: 5,
+    });
   });
 
   test("a sole ISR member keeps its leadership (nowhere to move it)", () => {
@@ -62,8 +98,10 @@ describe("electForShutdown", () => {
 });
 
 describe("partitionsToRebalance", () => {
-  const p = (replicas: number[], leader: number, isr = replicas) =>
-    ({ replicas, state: state(leader, isr) });
+  const p = (replicas: number[], leader: number, isr = replicas) => ({
+    replicas,
+    state: state(leader, isr),
+  });
 
   test("a broker leading none of its preferred partitions gets those whose ISR has it", () => {
     const moved = p([1, 2], 2);
@@ -79,7 +117,11 @@ describe("partitionsToRebalance", () => {
   });
 
   test("electPreferred hands leadership back with a new leader epoch, ISR unchanged", () => {
-    expect(electPreferred(state(2, [2, 1]), [1, 2], 7))
-      .toEqual({ leader: 1, leaderEpoch: 4, isr: [2, 1], controllerEpoch: 7 });
+    expect(electPreferred(state(2, [2, 1]), [1, 2], 7)).toEqual({
+      leader: 1,
+      leaderEpoch: 4,
+      isr: [2, 1],
+      controllerEpoch: 7,
+    });
   });
 });

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
-import { startInProcessBroker, type InProcessBroker } from "../support/broker-harness.ts";
+import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
@@ -34,10 +34,15 @@ afterAll(async () => {
 }, 60_000);
 
 function startBroker(id: number): Promise<InProcessBroker> {
-  return startInProcessBroker({ settings: {
-    "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "4000", "broker.id": String(id),
-    "default.replication.factor": "3", "leader.imbalance.check.interval.seconds": "1",
-  } });
+  return startInProcessBroker({
+    settings: {
+      "zookeeper.connect": connect,
+      "zookeeper.session.timeout.ms": "4000",
+      "broker.id": String(id),
+      "default.replication.factor": "3",
+      "leader.imbalance.check.interval.seconds": "1",
+    },
+  });
 }
 
 async function json(path: string) {
@@ -58,13 +63,18 @@ async function until<T>(probe: () => Promise<T | undefined>, what: string): Prom
   }
 }
 
-const activeControllers = () => [...brokers.entries()]
-  .filter(([, b]) => b.broker.services.controller?.isActive === true).map(([id]) => id);
+const activeControllers = () =>
+  [...brokers.entries()]
+    .filter(([, b]) => b.broker.services.controller?.isActive === true)
+    .map(([id]) => id);
 
 async function createTopic(b: InProcessBroker, name: string, partitions: number) {
   const res = await requestOnce(b.port, ApiKey.CreateTopics, 7, {
-    topics: [{ name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] }],
-    timeoutMs: 5_000, validateOnly: false,
+    topics: [
+      { name, numPartitions: partitions, replicationFactor: 3, assignments: [], configs: [] },
+    ],
+    timeoutMs: 5_000,
+    validateOnly: false,
   });
   expect(res.topics[0]!.errorCode).toBe(ErrorCode.NONE);
 }
@@ -77,8 +87,10 @@ describe("controller", () => {
     }, "one active controller");
     expect((await json("/controller")).brokerid).toBe(active);
     for (const b of brokers.values()) {
-      await until(async () => ((await metadata(b)).controllerId === active ? true : undefined),
-        "every broker to name the controller");
+      await until(
+        async () => ((await metadata(b)).controllerId === active ? true : undefined),
+        "every broker to name the controller",
+      );
     }
   });
 
@@ -89,25 +101,48 @@ describe("controller", () => {
     const state = await json(statePath);
     const version = (await zk.getData(statePath)).stat.version;
     const follower = [1, 2, 3].find((id) => id !== state.leader)!;
-    const alter = (brokerId: number, leaderEpoch: number, partitionEpoch: number, newIsr: number[]) =>
+    const alter = (
+      brokerId: number,
+      leaderEpoch: number,
+      partitionEpoch: number,
+      newIsr: number[],
+    ) =>
       requestOnce(via.port, ApiKey.AlterPartition, 1, {
-        brokerId, brokerEpoch: -1n,
-        topics: [{ topicName: "isr", partitions: [{ partitionIndex: 0, leaderEpoch, newIsr,
-          leaderRecoveryState: 0, partitionEpoch }] }],
+        brokerId,
+        brokerEpoch: -1n,
+        topics: [
+          {
+            topicName: "isr",
+            partitions: [
+              { partitionIndex: 0, leaderEpoch, newIsr, leaderRecoveryState: 0, partitionEpoch },
+            ],
+          },
+        ],
       });
-    const code = async (r: ReturnType<typeof alter>) => (await r).topics[0]!.partitions[0]!.errorCode;
+    const code = async (r: ReturnType<typeof alter>) =>
+      (await r).topics[0]!.partitions[0]!.errorCode;
     const shrunk = [state.leader];
-    expect(await code(alter(follower, state.leader_epoch, version, shrunk)))
-      .toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-    expect(await code(alter(state.leader, state.leader_epoch - 1, version, shrunk)))
-      .toBe(ErrorCode.FENCED_LEADER_EPOCH);
-    expect(await code(alter(state.leader, state.leader_epoch, version + 1, shrunk)))
-      .toBe(ErrorCode.INVALID_UPDATE_VERSION);
-    expect(await code(alter(state.leader, state.leader_epoch, version, [state.leader, 42])))
-      .toBe(ErrorCode.INELIGIBLE_REPLICA);
-    const ok = (await alter(state.leader, state.leader_epoch, version, shrunk)).topics[0]!.partitions[0]!;
-    expect(ok).toMatchObject({ errorCode: ErrorCode.NONE, leaderId: state.leader,
-      leaderEpoch: state.leader_epoch, isr: shrunk, partitionEpoch: version + 1 });
+    expect(await code(alter(follower, state.leader_epoch, version, shrunk))).toBe(
+      ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    );
+    expect(await code(alter(state.leader, state.leader_epoch - 1, version, shrunk))).toBe(
+      ErrorCode.FENCED_LEADER_EPOCH,
+    );
+    expect(await code(alter(state.leader, state.leader_epoch, version + 1, shrunk))).toBe(
+      ErrorCode.INVALID_UPDATE_VERSION,
+    );
+    expect(await code(alter(state.leader, state.leader_epoch, version, [state.leader, 42]))).toBe(
+      ErrorCode.INELIGIBLE_REPLICA,
+    );
+    const ok = (await alter(state.leader, state.leader_epoch, version, shrunk)).topics[0]!
+      .partitions[0]!;
+    expect(ok).toMatchObject({
+      errorCode: ErrorCode.NONE,
+      leaderId: state.leader,
+      leaderEpoch: state.leader_epoch,
+      isr: shrunk,
+      partitionEpoch: version + 1,
+    });
     expect(await json(statePath)).toMatchObject({ leader: state.leader, isr: shrunk });
     // The controller tells every broker (the leader may expand the ISR again later).
     for (const b of brokers.values()) {
@@ -119,7 +154,8 @@ describe("controller", () => {
     // A broker that is not the controller refuses.
     const other = [...brokers.values()].find((b) => b !== via)!;
     const refused = await requestOnce(other.port, ApiKey.AlterPartition, 1, {
-      brokerId: state.leader, topics: [],
+      brokerId: state.leader,
+      topics: [],
     });
     expect(refused.errorCode).toBe(ErrorCode.NOT_CONTROLLER);
   });
@@ -129,7 +165,8 @@ describe("controller", () => {
     const via = [...brokers.entries()].find(([id]) => id !== controllerId)![1];
     await createTopic(via, "grown", 2);
     const grown = await requestOnce(via.port, ApiKey.CreatePartitions, 3, {
-      topics: [{ name: "grown", count: 5, assignments: null }], timeoutMs: 5_000,
+      topics: [{ name: "grown", count: 5, assignments: null }],
+      timeoutMs: 5_000,
       validateOnly: false,
     });
     expect(grown.results[0]!.errorCode).toBe(ErrorCode.NONE);
@@ -140,7 +177,8 @@ describe("controller", () => {
       }, "five partitions everywhere");
     }
     const leaders = await until(async () => {
-      const ids = (await metadata(via)).topics.find((t) => t.name === "grown")!
+      const ids = (await metadata(via)).topics
+        .find((t) => t.name === "grown")!
         .partitions.map((p) => p.leaderId);
       return ids.every((id) => id >= 0) ? ids : undefined;
     }, "leaders for the new partitions");
@@ -148,7 +186,8 @@ describe("controller", () => {
     // Replication factor 3: every broker holds a log of every partition.
     for (const b of brokers.values()) expect(existsSync(join(b.dataDir, "grown-4"))).toBe(true);
     const deleted = await requestOnce(via.port, ApiKey.DeleteTopics, 6, {
-      topics: [{ name: "grown" }], timeoutMs: 5_000,
+      topics: [{ name: "grown" }],
+      timeoutMs: 5_000,
     });
     expect(deleted.responses[0]!.errorCode).toBe(ErrorCode.NONE);
     for (const b of brokers.values()) {
@@ -182,16 +221,20 @@ describe("controller", () => {
     }
     brokers.set(old, await startBroker(old));
     for (const b of brokers.values()) {
-      await until(async () => ((await metadata(b)).brokers.length === 3 ? true : undefined),
-        "the restarted broker in everyone's Metadata");
+      await until(
+        async () => ((await metadata(b)).brokers.length === 3 ? true : undefined),
+        "the restarted broker in everyone's Metadata",
+      );
     }
   }, 60_000);
 
   test("leaderships return to their preferred replicas once a restarted broker is in sync", async () => {
     const via = brokers.get(1)!;
     await createTopic(via, "preferred", 3);
-    const preferredOf = (m: MetadataResponse) => m.topics.find((t) => t.name === "preferred")!
-      .partitions.map((p) => [p.replicaNodes[0], p.leaderId]);
+    const preferredOf = (m: MetadataResponse) =>
+      m.topics
+        .find((t) => t.name === "preferred")!
+        .partitions.map((p) => [p.replicaNodes[0], p.leaderId]);
     // New partitions have leaders once the controller's LeaderAndIsr reached the brokers.
     const initial = await until(async () => {
       const led = preferredOf(await metadata(via));

@@ -5,8 +5,21 @@ import { join } from "node:path";
 import { GroupState } from "../../src/coordinator/group-state.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import {
-  commit, commitCodes, type Fixture, heartbeat, joinRequest, joinWithId, leave, openFixture,
-  protocols, rejoin, sleep, subscription, syncAll, text, waitFor,
+  commit,
+  commitCodes,
+  type Fixture,
+  heartbeat,
+  joinRequest,
+  joinWithId,
+  leave,
+  openFixture,
+  protocols,
+  rejoin,
+  sleep,
+  subscription,
+  syncAll,
+  text,
+  waitFor,
 } from "./group-test-support.ts";
 
 let fixture: Fixture | null = null;
@@ -111,7 +124,8 @@ describe("JoinGroup and SyncGroup", () => {
     const c = await open({ initialRebalanceDelayMs: 50 });
     const sticky = (topics: string[]) => ({ protocols: protocols("cooperative-sticky", topics) });
     const joins = await Promise.all([
-      joinWithId(c, "g", sticky(["a"])), joinWithId(c, "g", sticky(["a"])),
+      joinWithId(c, "g", sticky(["a"])),
+      joinWithId(c, "g", sticky(["a"])),
     ]);
     await syncAll(c, "g", joins);
     const leader = joins.find(isLeader)!;
@@ -140,8 +154,13 @@ describe("JoinGroup and SyncGroup", () => {
     const joins = await Promise.all([joinWithId(c, "g"), joinWithId(c, "g")]);
     const follower = joins.find((j) => !isLeader(j))!;
     const parked = c.syncGroup({
-      groupId: "g", generationId: 1, memberId: follower.memberId, groupInstanceId: null,
-      protocolType: "consumer", protocolName: "range", assignments: [],
+      groupId: "g",
+      generationId: 1,
+      memberId: follower.memberId,
+      groupInstanceId: null,
+      protocolType: "consumer",
+      protocolName: "range",
+      assignments: [],
     });
     void joinWithId(c, "g");
     expect((await parked).errorCode).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
@@ -152,8 +171,13 @@ describe("JoinGroup and SyncGroup", () => {
     const c = await open();
     const a = await joinWithId(c, "g");
     const base = {
-      groupId: "g", generationId: 1, memberId: a.memberId, groupInstanceId: null,
-      protocolType: "consumer", protocolName: "range", assignments: [],
+      groupId: "g",
+      generationId: 1,
+      memberId: a.memberId,
+      groupInstanceId: null,
+      protocolType: "consumer",
+      protocolName: "range",
+      assignments: [],
     };
     const code = async (overrides: Partial<typeof base>) =>
       (await c.syncGroup({ ...base, ...overrides })).errorCode;
@@ -279,10 +303,13 @@ describe("sessions and leaving", () => {
     const c = await open({ initialRebalanceDelayMs: 50 });
     const [x, y] = await Promise.all([joinWithId(c, "g"), joinWithId(c, "g")]);
     await syncAll(c, "g", [x!, y!]);
-    const left = c.leaveGroup({ groupId: "g", members: [
-      { memberId: x!.memberId, groupInstanceId: null, reason: "shutting down" },
-      { memberId: "stranger", groupInstanceId: null, reason: null },
-    ] });
+    const left = c.leaveGroup({
+      groupId: "g",
+      members: [
+        { memberId: x!.memberId, groupInstanceId: null, reason: "shutting down" },
+        { memberId: "stranger", groupInstanceId: null, reason: null },
+      ],
+    });
     expect(left.errorCode).toBe(NONE);
     expect(left.members.map((m) => m.errorCode)).toEqual([NONE, ErrorCode.UNKNOWN_MEMBER_ID]);
     expect(c.groupState("g")).toBe(GroupState.PreparingRebalance);
@@ -376,8 +403,13 @@ describe("static membership (KIP-345)", () => {
     expect(restarted.memberId).toStartWith("pod-2-");
     expect(c.groupState("g")).toBe(GroupState.Stable);
     const sync = await c.syncGroup({
-      groupId: "g", generationId: 1, memberId: restarted.memberId, groupInstanceId: "pod-2",
-      protocolType: "consumer", protocolName: "range", assignments: [],
+      groupId: "g",
+      generationId: 1,
+      memberId: restarted.memberId,
+      groupInstanceId: "pod-2",
+      protocolType: "consumer",
+      protocolName: "range",
+      assignments: [],
     });
     expect(text(sync.assignment)).toBe(`assigned:${oldId}`);
     // The old incarnation is fenced.
@@ -466,7 +498,9 @@ describe("DescribeGroups, ListGroups, DeleteGroups", () => {
     await commit(c, "idle", { "t:0": 9n });
     const results = await c.deleteGroups(["busy", "idle", "ghost"]);
     expect(Object.fromEntries(results.map((r) => [r.groupId, r.errorCode]))).toEqual({
-      busy: ErrorCode.NON_EMPTY_GROUP, idle: NONE, ghost: ErrorCode.GROUP_ID_NOT_FOUND,
+      busy: ErrorCode.NON_EMPTY_GROUP,
+      idle: NONE,
+      ghost: ErrorCode.GROUP_ID_NOT_FOUND,
     });
     expect(c.groupState("idle")).toBeNull();
     expect(await fixture!.store.listGroups()).not.toContain("idle");
@@ -485,13 +519,18 @@ describe("offsets", () => {
     const topics = [{ name: "a", partitionIndexes: [1, 7] }];
     const some = await c.offsetFetch({ groupId: "simple", topics, requireStable: true });
     const fetched = (partitionIndex: number, offset: bigint, epoch: number, metadata: string) => ({
-      partitionIndex, committedOffset: offset, committedLeaderEpoch: epoch, metadata, errorCode: 0,
+      partitionIndex,
+      committedOffset: offset,
+      committedLeaderEpoch: epoch,
+      metadata,
+      errorCode: 0,
     });
     const expected = [fetched(1, 11n, 3, "m11"), fetched(7, -1n, -1, "")];
     expect(some.topics[0]!.partitions).toEqual(expected);
     const all = await c.offsetFetch({ groupId: "simple", topics: null, requireStable: false });
     expect(all.topics.map((t) => [t.name, t.partitions.map((p) => p.committedOffset)])).toEqual([
-      ["a", [10n, 11n]], ["b", [20n]],
+      ["a", [10n, 11n]],
+      ["b", [20n]],
     ]);
   });
 
@@ -522,11 +561,18 @@ describe("offsets", () => {
 
   test("metadata longer than offset.metadata.max.bytes fails only that partition", async () => {
     const c = await open({ offsetMetadataMaxBytes: 4 });
-    const partition = (partitionIndex: number, committedMetadata: string) =>
-      ({ partitionIndex, committedOffset: 2n, committedLeaderEpoch: -1, committedMetadata });
+    const partition = (partitionIndex: number, committedMetadata: string) => ({
+      partitionIndex,
+      committedOffset: 2n,
+      committedLeaderEpoch: -1,
+      committedMetadata,
+    });
     const partitions = [partition(0, "five!"), partition(1, "four")];
     const result = await c.offsetCommit({
-      groupId: "g", generationId: -1, memberId: "", groupInstanceId: null,
+      groupId: "g",
+      generationId: -1,
+      memberId: "",
+      groupInstanceId: null,
       topics: [{ name: "t", partitions }],
     });
     expect(commitCodes(result)).toEqual([ErrorCode.OFFSET_METADATA_TOO_LARGE, NONE]);
@@ -557,12 +603,20 @@ describe("offsets", () => {
     const listed = c.listGroups({ statesFilter: [], typesFilter: [] }).groups;
     expect(listed.map((g) => `${g.groupId}:${g.groupState}`)).toEqual(["g:Empty"]);
     const fetched = await c.offsetFetch({ groupId: "g", topics: null, requireStable: false });
-    expect(fetched.topics).toEqual([{ name: "t", partitions: [
+    expect(fetched.topics).toEqual([
       {
-        partitionIndex: 4, committedOffset: 1234n, committedLeaderEpoch: 3, metadata: "m1234",
-        errorCode: NONE,
+        name: "t",
+        partitions: [
+          {
+            partitionIndex: 4,
+            committedOffset: 1234n,
+            committedLeaderEpoch: 3,
+            metadata: "m1234",
+            errorCode: NONE,
+          },
+        ],
       },
-    ] }]);
+    ]);
     await fixture.close();
     fixture = null;
     rmSync(dir, { recursive: true, force: true });
@@ -573,12 +627,17 @@ describe("offsets", () => {
     const a = await joinWithId(c, "g", { protocols: protocols("range", ["orders"]) });
     await syncAll(c, "g", [a]);
     await commit(c, "g", { "orders:0": 5n, "old:0": 6n }, a);
-    const result = await c.offsetDelete({ groupId: "g", topics: [
-      { name: "orders", partitions: [0] }, { name: "old", partitions: [0] },
-    ] });
+    const result = await c.offsetDelete({
+      groupId: "g",
+      topics: [
+        { name: "orders", partitions: [0] },
+        { name: "old", partitions: [0] },
+      ],
+    });
     expect(result.errorCode).toBe(NONE);
     expect(result.topics.map((t) => [t.name, t.partitions[0]!.errorCode])).toEqual([
-      ["orders", ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC], ["old", NONE],
+      ["orders", ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC],
+      ["old", NONE],
     ]);
     const fetched = await c.offsetFetch({ groupId: "g", topics: null, requireStable: false });
     expect(fetched.topics.map((t) => t.name)).toEqual(["orders"]);

@@ -1,10 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type { GroupConfig } from "../../src/coordinator/group-config.ts";
+import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type {
-  JoinGroupRequest, JoinGroupResult, LeaveGroupResult, OffsetCommitPartition, OffsetCommitResult,
+  JoinGroupRequest,
+  JoinGroupResult,
+  LeaveGroupResult,
+  OffsetCommitPartition,
+  OffsetCommitResult,
   SyncGroupResult,
 } from "../../src/coordinator/group-operations.ts";
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
@@ -24,7 +28,8 @@ export interface Fixture {
 }
 
 export async function openFixture(
-  config: Partial<GroupConfig> = {}, dir?: string,
+  config: Partial<GroupConfig> = {},
+  dir?: string,
 ): Promise<Fixture> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), "quill-coordinator-"));
   const store = LocalOffsetStore.open(dataDir);
@@ -65,7 +70,8 @@ export function subscription(topics: readonly string[], userData = ""): Uint8Arr
 }
 
 export function joinRequest(
-  groupId: string, overrides: Partial<JoinGroupRequest> = {},
+  groupId: string,
+  overrides: Partial<JoinGroupRequest> = {},
 ): JoinGroupRequest {
   return {
     groupId,
@@ -84,12 +90,15 @@ export function joinRequest(
 }
 
 /** One protocol offer: an assignor name with a subscription to `topics`. */
-export const protocols = (name: string, topics: string[] = ["orders"]) =>
-  [{ name, metadata: subscription(topics) }];
+export const protocols = (name: string, topics: string[] = ["orders"]) => [
+  { name, metadata: subscription(topics) },
+];
 
 /** JoinGroup v4+ the way clients do it: first get a member id, then join with it. */
 export async function joinWithId(
-  coordinator: GroupCoordinator, groupId: string, overrides: Partial<JoinGroupRequest> = {},
+  coordinator: GroupCoordinator,
+  groupId: string,
+  overrides: Partial<JoinGroupRequest> = {},
 ): Promise<JoinGroupResult> {
   const first = await coordinator.joinGroup(joinRequest(groupId, overrides));
   if (first.errorCode !== ErrorCode.MEMBER_ID_REQUIRED) return first;
@@ -98,7 +107,9 @@ export async function joinWithId(
 
 /** A rejoin of a known member (no MEMBER_ID_REQUIRED step). */
 export function rejoin(
-  coordinator: GroupCoordinator, groupId: string, memberId: string,
+  coordinator: GroupCoordinator,
+  groupId: string,
+  memberId: string,
   overrides: Partial<JoinGroupRequest> = {},
 ): Promise<JoinGroupResult> {
   return coordinator.joinGroup(joinRequest(groupId, { ...overrides, memberId }));
@@ -106,27 +117,46 @@ export function rejoin(
 
 /** Leader syncs with one assignment per member; followers sync with none. */
 export function syncAll(
-  coordinator: GroupCoordinator, groupId: string, joins: readonly JoinGroupResult[],
+  coordinator: GroupCoordinator,
+  groupId: string,
+  joins: readonly JoinGroupResult[],
 ): Promise<SyncGroupResult[]> {
   const assignmentOf = (id: string) => new TextEncoder().encode(`assigned:${id}`);
-  return Promise.all(joins.map((j) => coordinator.syncGroup({
-    groupId, generationId: j.generationId, memberId: j.memberId, groupInstanceId: null,
-    protocolType: j.protocolType, protocolName: j.protocolName,
-    assignments: j.leader !== j.memberId
-      ? []
-      : j.members.map((m) => ({ memberId: m.memberId, assignment: assignmentOf(m.memberId) })),
-  })));
+  return Promise.all(
+    joins.map((j) =>
+      coordinator.syncGroup({
+        groupId,
+        generationId: j.generationId,
+        memberId: j.memberId,
+        groupInstanceId: null,
+        protocolType: j.protocolType,
+        protocolName: j.protocolName,
+        assignments:
+          j.leader !== j.memberId
+            ? []
+            : j.members.map((m) => ({
+                memberId: m.memberId,
+                assignment: assignmentOf(m.memberId),
+              })),
+      }),
+    ),
+  );
 }
 
 export function heartbeat(
-  coordinator: GroupCoordinator, groupId: string, generationId: number, memberId: string,
+  coordinator: GroupCoordinator,
+  groupId: string,
+  generationId: number,
+  memberId: string,
   groupInstanceId: string | null = null,
 ): number {
   return coordinator.heartbeat({ groupId, generationId, memberId, groupInstanceId });
 }
 
 export function leave(
-  coordinator: GroupCoordinator, groupId: string, memberId: string,
+  coordinator: GroupCoordinator,
+  groupId: string,
+  memberId: string,
   groupInstanceId: string | null = null,
 ): LeaveGroupResult {
   const members = [{ memberId, groupInstanceId, reason: null }];
@@ -138,7 +168,9 @@ export function leave(
  * "m<offset>"; generation -1 and no member (a simple consumer) unless `member` says otherwise.
  */
 export function commit(
-  coordinator: GroupCoordinator, groupId: string, offsets: Record<string, bigint>,
+  coordinator: GroupCoordinator,
+  groupId: string,
+  offsets: Record<string, bigint>,
   member: { generationId: number; memberId: string } = { generationId: -1, memberId: "" },
 ): Promise<OffsetCommitResult> {
   const byTopic = new Map<string, OffsetCommitPartition[]>();
@@ -154,7 +186,9 @@ export function commit(
     byTopic.set(topic, list);
   }
   return coordinator.offsetCommit({
-    groupId, ...member, groupInstanceId: null,
+    groupId,
+    ...member,
+    groupInstanceId: null,
     topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })),
   });
 }
@@ -167,7 +201,9 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 /** Polls until `condition` holds; timer-driven outcomes may come late on a loaded machine. */
 export async function waitFor(
-  what: string, condition: () => boolean, timeoutMs = 5_000,
+  what: string,
+  condition: () => boolean,
+  timeoutMs = 5_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {

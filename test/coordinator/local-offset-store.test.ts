@@ -1,13 +1,19 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import {
-  appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync,
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
-import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
 import { LocalOffsetStore, OFFSETS_DIR_NAME } from "../../src/coordinator/local-offset-store.ts";
 import { encodeRecord } from "../../src/coordinator/offset-log-record.ts";
+import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 
 const dirs: string[] = [];
@@ -22,7 +28,10 @@ function tempDir(): string {
 }
 
 const committed = (offset: bigint, metadata: string | null = `m${offset}`): CommittedOffset => ({
-  offset, leaderEpoch: 7, metadata, commitTimestampMs: 1_700_000_000_000,
+  offset,
+  leaderEpoch: 7,
+  metadata,
+  commitTimestampMs: 1_700_000_000_000,
 });
 
 const logPath = (dir: string) => join(dir, OFFSETS_DIR_NAME, "commits.log");
@@ -63,7 +72,8 @@ describe("LocalOffsetStore", () => {
   test("commits issued in the same turn share one fdatasync", async () => {
     const store = LocalOffsetStore.open(tempDir());
     const commits = Array.from({ length: 200 }, (_, i) =>
-      store.commit(`g${i % 7}`, [{ topic: "t", partition: i, committed: committed(BigInt(i)) }]));
+      store.commit(`g${i % 7}`, [{ topic: "t", partition: i, committed: committed(BigInt(i)) }]),
+    );
     await Promise.all(commits);
     expect(store.stats.recordsWritten).toBe(200);
     expect(store.stats.fsyncs).toBe(1);
@@ -71,7 +81,8 @@ describe("LocalOffsetStore", () => {
     const first = store.commit("g", [{ topic: "t", partition: 0, committed: committed(1n) }]);
     await new Promise((resolve) => setImmediate(resolve));
     const later = Array.from({ length: 50 }, (_, i) =>
-      store.commit("g", [{ topic: "t", partition: i, committed: committed(2n) }]));
+      store.commit("g", [{ topic: "t", partition: i, committed: committed(2n) }]),
+    );
     await Promise.all([first, ...later]);
     expect(store.stats.fsyncs).toBeLessThanOrEqual(3);
     await store.close();
@@ -148,7 +159,9 @@ describe("LocalOffsetStore under kill -9", () => {
 
   /** Runs the writer until it has acknowledged at least `acksMin` commits, then SIGKILLs it. */
   async function runAndKill(
-    dir: string, acksMin: number, compactLogBytes: number,
+    dir: string,
+    acksMin: number,
+    compactLogBytes: number,
   ): Promise<Map<number, bigint>> {
     const argv = [process.execPath, CHILD, dir, String(compactLogBytes)];
     const child = Bun.spawn(argv, { stdout: "pipe", stderr: "inherit" });

@@ -22,9 +22,11 @@ for (;;) {
     const partition = Number(offset % BigInt(PARTITIONS));
     const commitTimestampMs = Date.now();
     const committed = { offset, leaderEpoch: 0, metadata: `m${offset}`, commitTimestampMs };
-    commits.push(store.commit("g", [{ topic: "t", partition, committed }]).then(() => {
-      process.stdout.write(`ack ${partition} ${offset}\n`);
-    }));
+    commits.push(
+      store.commit("g", [{ topic: "t", partition, committed }]).then(() => {
+        process.stdout.write(`ack ${partition} ${offset}\n`);
+      }),
+    );
   }
   await Promise.all(commits);
 }

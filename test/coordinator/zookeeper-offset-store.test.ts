@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as zookeeper from "node-zookeeper-client";
-import { ZooKeeperOffsetStore } from "../../src/coordinator/zookeeper-offset-store.ts";
 import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
 import type { CommittedOffset } from "../../src/coordinator/offset-store.ts";
+import { ZooKeeperOffsetStore } from "../../src/coordinator/zookeeper-offset-store.ts";
 import { ErrorCode, isRetriable, KafkaError } from "../../src/protocol/errors.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -83,9 +83,7 @@ describe("layout and round trip", () => {
     const loaded = await (await newStore()).loadGroup("round-trip");
     expect(loaded.size).toBe(3);
     expect(loaded.get(tp("orders", 0))).toEqual(committed(42));
-    expect(loaded.get(tp("orders", 1))).toEqual(
-      committed(7, { metadata: null, leaderEpoch: -1 }),
-    );
+    expect(loaded.get(tp("orders", 1))).toEqual(committed(7, { metadata: null, leaderEpoch: -1 }));
     expect(loaded.get(tp("audit.log", 5))?.offset).toBe(9_007_199_254_740_993n);
   });
 

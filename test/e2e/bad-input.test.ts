@@ -34,10 +34,12 @@ class RawClient {
       this.wakeReader();
     });
     socket.on("error", () => {});
-    this.closed = new Promise((resolve) => socket.on("close", () => {
-      this.wakeReader();
-      resolve();
-    }));
+    this.closed = new Promise((resolve) =>
+      socket.on("close", () => {
+        this.wakeReader();
+        resolve();
+      }),
+    );
   }
 
   static connect(port: number): Promise<RawClient> {
@@ -81,8 +83,13 @@ class RawClient {
 }
 
 /** A request header v1 (v2 adds an empty tagged-field section) and body, with its size prefix. */
-function requestFrame(apiKey: number, apiVersion: number, correlationId: number, flexible: boolean,
-  body: Uint8Array = new Uint8Array(0)): Buffer {
+function requestFrame(
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+  flexible: boolean,
+  body: Uint8Array = new Uint8Array(0),
+): Buffer {
   const clientId = Buffer.from("bad-input-test");
   const header = Buffer.alloc(10 + clientId.length + (flexible ? 1 : 0));
   header.writeInt16BE(apiKey, 0);
@@ -216,8 +223,15 @@ describe("bad input on a raw socket", () => {
   test("after all of that, kcat still lists metadata and round-trips a record", async () => {
     expect(broker.running).toBe(true);
     await kcatOk(broker.bootstrap, ["-P", "-t", "after-bad-input"], { stdin: "still here\n" });
-    const back = await kcatOk(broker.bootstrap,
-      ["-C", "-e", "-q", "-t", "after-bad-input", "-f", "%s\n"]);
+    const back = await kcatOk(broker.bootstrap, [
+      "-C",
+      "-e",
+      "-q",
+      "-t",
+      "after-bad-input",
+      "-f",
+      "%s\n",
+    ]);
     expect(stdoutText(back)).toBe("still here\n");
     expect(stdoutText(await kcatOk(broker.bootstrap, ["-L"]))).toContain("(controller)");
   }, 30_000);

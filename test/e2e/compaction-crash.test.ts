@@ -11,10 +11,10 @@ import * as path from "node:path";
 import { CompressionTypes, Kafka, logLevel } from "kafkajs";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
+import type { StoredRecord } from "../storage/cleaner-support.ts";
+import { readAllRecords } from "../storage/cleaner-support.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
-import { readAllRecords } from "../storage/cleaner-support.ts";
-import type { StoredRecord } from "../storage/cleaner-support.ts";
 
 const TOPIC = "compacted";
 const KILLS = 20;
@@ -34,8 +34,10 @@ beforeAll(async () => {
   root = tempDir("quill-compaction-crash-");
   snapshot = path.join(root, "snapshot");
   fs.mkdirSync(snapshot);
-  const broker = await ChildBroker.start({ dataDir: snapshot,
-    settings: { "log.cleaner.enable": "false" } });
+  const broker = await ChildBroker.start({
+    dataDir: snapshot,
+    settings: { "log.cleaner.enable": "false" },
+  });
   try {
     await produceDirtyTopic(broker.bootstrap);
   } finally {
@@ -52,9 +54,19 @@ async function produceDirtyTopic(bootstrap: string): Promise<void> {
   const kafka = new Kafka({ clientId: "crash", brokers: [bootstrap], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: TOPIC, numPartitions: 1,
-    configEntries: [{ name: "cleanup.policy", value: "compact" },
-      { name: "segment.bytes", value: "32768" }] }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [
+      {
+        topic: TOPIC,
+        numPartitions: 1,
+        configEntries: [
+          { name: "cleanup.policy", value: "compact" },
+          { name: "segment.bytes", value: "32768" },
+        ],
+      },
+    ],
+  });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();
@@ -83,8 +95,11 @@ function copyOf(dir: string, name: string): string {
 /** Opens the data dir the way a restarted broker does (recovery, swap completion) and reads. */
 function recordsIn(dataDir: string): StoredRecord[] {
   const lines: string[] = [];
-  const manager = LogManager.open({ logDirs: [dataDir], logger: (l) => lines.push(l),
-    configForTopic: () => ({ ...DEFAULT_LOG_CONFIG, cleanupPolicy: "compact" }) });
+  const manager = LogManager.open({
+    logDirs: [dataDir],
+    logger: (l) => lines.push(l),
+    configForTopic: () => ({ ...DEFAULT_LOG_CONFIG, cleanupPolicy: "compact" }),
+  });
   try {
     return readAllRecords(manager.getLog(TOPIC, 0)!);
   } finally {
@@ -110,7 +125,8 @@ function violations(after: readonly StoredRecord[]): string[] {
   const expected = lastOf(model);
   const found = lastOf(after);
   for (const [key, offset] of expected) {
-    if (found.get(key) !== offset) problems.push(`${key}: last at ${found.get(key)}, not ${offset}`);
+    if (found.get(key) !== offset)
+      problems.push(`${key}: last at ${found.get(key)}, not ${offset}`);
   }
   if (after.at(-1)?.offset !== model.at(-1)?.offset) problems.push("the log end moved");
   return problems;
@@ -139,7 +155,9 @@ test(`kill -9 at ${KILLS} random moments of cleaning loses nothing that must sur
     expect({ round, problems: problems.slice(0, 5) }).toEqual({ round, problems: [] });
     removeDir(dataDir);
   }
-  console.log(`compaction crash: ${midCleaning} of ${KILLS} kills landed before the cleaning ` +
-    `finished (an undisturbed cleaning took ${cleaningMs.toFixed(0)} ms)`);
+  console.log(
+    `compaction crash: ${midCleaning} of ${KILLS} kills landed before the cleaning ` +
+      `finished (an undisturbed cleaning took ${cleaningMs.toFixed(0)} ms)`,
+  );
   expect(midCleaning).toBeGreaterThanOrEqual(KILLS / 2);
 }, 600_000);

@@ -19,12 +19,25 @@ afterAll(async () => {
   for (const b of incarnations.reverse()) await b.remove();
 });
 
-const payload = (codec: string) => Array.from({ length: 500 },
-  (_, i) => `k${i % 9}\t${codec} ${i} ${"abc".repeat(i % 40)}\n`).join("");
+const payload = (codec: string) =>
+  Array.from({ length: 500 }, (_, i) => `k${i % 9}\t${codec} ${i} ${"abc".repeat(i % 40)}\n`).join(
+    "",
+  );
 
 async function consume(topic: string, format: string): Promise<string> {
-  const result = await kcatOk(broker.bootstrap,
-    ["-C", "-e", "-q", "-t", topic, "-p", "0", "-X", "fetch.wait.max.ms=100", "-f", format]);
+  const result = await kcatOk(broker.bootstrap, [
+    "-C",
+    "-e",
+    "-q",
+    "-t",
+    topic,
+    "-p",
+    "0",
+    "-X",
+    "fetch.wait.max.ms=100",
+    "-f",
+    format,
+  ]);
   return stdoutText(result);
 }
 
@@ -46,15 +59,28 @@ describe("dist/quill serve as the broker", () => {
 
   test("kafkajs produces keyed records; kcat reads them in order per key", async () => {
     const kafka = new Kafka({
-      clientId: "binary-e2e", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+      clientId: "binary-e2e",
+      brokers: [broker.bootstrap],
+      logLevel: logLevel.NOTHING,
     });
     const producer = kafka.producer();
     await producer.connect();
     const messages = Array.from({ length: 1000 }, (_, i) => ({ key: "same-key", value: `v${i}` }));
     const [result] = await producer.send({ topic: "from-kafkajs", acks: -1, messages });
     await producer.disconnect();
-    const out = await kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-t", "from-kafkajs",
-      "-p", String(result!.partition), "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
+    const out = await kcatOk(broker.bootstrap, [
+      "-C",
+      "-e",
+      "-q",
+      "-t",
+      "from-kafkajs",
+      "-p",
+      String(result!.partition),
+      "-X",
+      "fetch.wait.max.ms=100",
+      "-f",
+      "%k=%s\n",
+    ]);
     expect(stdoutText(out)).toBe(messages.map((m) => `${m.key}=${m.value}\n`).join(""));
   }, 30_000);
 

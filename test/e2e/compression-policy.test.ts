@@ -14,16 +14,27 @@ type Codec = keyof typeof CODEC_IDS;
 const CODECS = Object.keys(CODEC_IDS) as Codec[];
 const POLICIES = ["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"] as const;
 const POLICY_CODEC: Record<string, number> = {
-  uncompressed: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4,
+  uncompressed: 0,
+  gzip: 1,
+  snappy: 2,
+  lz4: 3,
+  zstd: 4,
 };
 const KAFKAJS_TYPES: Record<Codec, number> = {
-  none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy,
-  lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD,
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
 };
 
 // kafkajs ships gzip only; the other codecs are plugged in from Quill's own codec module (the
 // same framing Java and librdkafka use: xerial snappy, LZ4 frames, zstd frames).
-for (const [codec, type] of [["snappy", 2], ["lz4", 3], ["zstd", 4]] as const) {
+for (const [codec, type] of [
+  ["snappy", 2],
+  ["lz4", 3],
+  ["zstd", 4],
+] as const) {
   const codecType = KAFKAJS_TYPES[codec];
   (CompressionCodecs as Record<number, unknown>)[codecType] = () => ({
     compress: async (encoder: { buffer: Buffer }) => Buffer.from(compress(type, encoder.buffer)),
@@ -38,10 +49,13 @@ beforeAll(async () => {
   kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  const topics = POLICIES.flatMap((policy) => ["kcat", "kafkajs"].map((from) => ({
-    topic: `${from}-${policy}`, numPartitions: 1,
-    configEntries: [{ name: "compression.type", value: policy }],
-  })));
+  const topics = POLICIES.flatMap((policy) =>
+    ["kcat", "kafkajs"].map((from) => ({
+      topic: `${from}-${policy}`,
+      numPartitions: 1,
+      configEntries: [{ name: "compression.type", value: policy }],
+    })),
+  );
   expect(await admin.createTopics({ topics })).toBe(true);
   await admin.disconnect();
 });
@@ -89,8 +103,9 @@ describe.each(POLICIES)("compression.type=%s", (policy) => {
     const sent: string[] = [];
     for (const codec of CODECS) {
       const values = valuesFor(codec);
-      await kcatOk(broker.bootstrap, ["-P", "-t", topic, "-p", "0", "-z", codec],
-        { stdin: values.join("\n") + "\n" });
+      await kcatOk(broker.bootstrap, ["-P", "-t", topic, "-p", "0", "-z", codec], {
+        stdin: values.join("\n") + "\n",
+      });
       sent.push(...values);
     }
     expect(await kafkajsValues(topic, sent.length)).toEqual(sent);
@@ -110,17 +125,33 @@ describe.each(POLICIES)("compression.type=%s", (policy) => {
     for (const codec of CODECS) {
       const values = valuesFor(codec);
       await producer.send({
-        topic, compression: KAFKAJS_TYPES[codec], messages: values.map((value) => ({ value })),
+        topic,
+        compression: KAFKAJS_TYPES[codec],
+        messages: values.map((value) => ({ value })),
       });
       sent.push(...values);
     }
     await producer.disconnect();
-    const out = await kcatOk(broker.bootstrap,
-      ["-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%s\n"]);
-    expect(stdoutText(out).split("\n").filter((l) => l !== "")).toEqual(sent);
-    const expected = policy === "producer"
-      ? [0, 1, 2, 3, 4]
-      : CODECS.map(() => POLICY_CODEC[policy]);
+    const out = await kcatOk(broker.bootstrap, [
+      "-C",
+      "-t",
+      topic,
+      "-p",
+      "0",
+      "-o",
+      "beginning",
+      "-e",
+      "-q",
+      "-f",
+      "%s\n",
+    ]);
+    expect(
+      stdoutText(out)
+        .split("\n")
+        .filter((l) => l !== ""),
+    ).toEqual(sent);
+    const expected =
+      policy === "producer" ? [0, 1, 2, 3, 4] : CODECS.map(() => POLICY_CODEC[policy]);
     expect(storedCodecs(broker.dataDir, topic)).toEqual(expected);
   }, 60_000);
 });
@@ -128,8 +159,9 @@ describe.each(POLICIES)("compression.type=%s", (policy) => {
 test("the broker-level compression.type applies to topics without their own", async () => {
   const own = await startInProcessBroker({ settings: { "compression.type": "lz4" } });
   try {
-    await kcatOk(own.bootstrap, ["-P", "-t", "defaulted", "-p", "0", "-z", "gzip"],
-      { stdin: valuesFor("gzip").join("\n") + "\n" });
+    await kcatOk(own.bootstrap, ["-P", "-t", "defaulted", "-p", "0", "-z", "gzip"], {
+      stdin: valuesFor("gzip").join("\n") + "\n",
+    });
     expect(storedCodecs(own.dataDir, "defaulted")).toEqual([CODEC_IDS.lz4]);
   } finally {
     await own.stop();

@@ -11,8 +11,12 @@ afterEach(async () => {
 });
 
 function client(broker: ChildBroker) {
-  return new Kafka({ clientId: "delete-records-e2e", brokers: [broker.bootstrap],
-    logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 100 } });
+  return new Kafka({
+    clientId: "delete-records-e2e",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 5, initialRetryTime: 100 },
+  });
 }
 
 async function consumeValues(broker: ChildBroker, topic: string, count: number) {
@@ -33,36 +37,49 @@ async function consumeValues(broker: ChildBroker, topic: string, count: number) 
   return values;
 }
 
-test("kafkajs deleteTopicRecords, kill -9, restart: earliest and consumers start there",
-  async () => {
-    const first = await ChildBroker.start();
-    started.push(first);
-    const kafka = client(first);
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: "trimmed", numPartitions: 1,
-      configEntries: [{ name: "segment.bytes", value: "2048" }] }] });
-    const producer = kafka.producer();
-    await producer.connect();
-    for (let i = 0; i < 100; i += 10) {
-      await producer.send({ topic: "trimmed", messages: Array.from({ length: 10 },
-        (_, j) => ({ value: `v${i + j}` })) });
-    }
-    await producer.disconnect();
-    await admin.fetchTopicOffsets("trimmed");
-    await admin.deleteTopicRecords({ topic: "trimmed", partitions: [{ partition: 0, offset: "64" }] });
-    expect(await admin.fetchTopicOffsets("trimmed"))
-      .toEqual([expect.objectContaining({ partition: 0, low: "64", high: "100" })]);
-    await admin.disconnect();
+test("kafkajs deleteTopicRecords, kill -9, restart: earliest and consumers start there", async () => {
+  const first = await ChildBroker.start();
+  started.push(first);
+  const kafka = client(first);
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [
+      {
+        topic: "trimmed",
+        numPartitions: 1,
+        configEntries: [{ name: "segment.bytes", value: "2048" }],
+      },
+    ],
+  });
+  const producer = kafka.producer();
+  await producer.connect();
+  for (let i = 0; i < 100; i += 10) {
+    await producer.send({
+      topic: "trimmed",
+      messages: Array.from({ length: 10 }, (_, j) => ({ value: `v${i + j}` })),
+    });
+  }
+  await producer.disconnect();
+  await admin.fetchTopicOffsets("trimmed");
+  await admin.deleteTopicRecords({
+    topic: "trimmed",
+    partitions: [{ partition: 0, offset: "64" }],
+  });
+  expect(await admin.fetchTopicOffsets("trimmed")).toEqual([
+    expect.objectContaining({ partition: 0, low: "64", high: "100" }),
+  ]);
+  await admin.disconnect();
 
-    await first.kill9();
-    const second = await first.restart();
-    started.push(second);
-    const admin2 = client(second).admin();
-    await admin2.connect();
-    expect(await admin2.fetchTopicOffsets("trimmed"))
-      .toEqual([expect.objectContaining({ partition: 0, low: "64", high: "100" })]);
-    await admin2.disconnect();
-    const values = await consumeValues(second, "trimmed", 36);
-    expect(values).toEqual(Array.from({ length: 36 }, (_, i) => `v${64 + i}`));
-  }, 60_000);
+  await first.kill9();
+  const second = await first.restart();
+  started.push(second);
+  const admin2 = client(second).admin();
+  await admin2.connect();
+  expect(await admin2.fetchTopicOffsets("trimmed")).toEqual([
+    expect.objectContaining({ partition: 0, low: "64", high: "100" }),
+  ]);
+  await admin2.disconnect();
+  const values = await consumeValues(second, "trimmed", 36);
+  expect(values).toEqual(Array.from({ length: 36 }, (_, i) => `v${64 + i}`));
+}, 60_000);

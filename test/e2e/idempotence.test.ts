@@ -23,7 +23,8 @@ async function createTopic(client: KafkaClient, name: string, numPartitions = 1)
 
 async function initProducerId(client: KafkaClient): Promise<bigint> {
   const res = await client.request(ApiKey.InitProducerId, 4, {
-    transactionalId: null, transactionTimeoutMs: 60_000,
+    transactionalId: null,
+    transactionTimeoutMs: 60_000,
   });
   expect(res.errorCode).toBe(ErrorCode.NONE);
   return res.producerId;
@@ -31,12 +32,19 @@ async function initProducerId(client: KafkaClient): Promise<bigint> {
 
 /** One raw Produce v9 of `count` records from sequence `seq`; resolves to the partition answer. */
 async function produce(
-  client: KafkaClient, topic: string, producerId: bigint, epoch: number, seq: number, count = 3,
+  client: KafkaClient,
+  topic: string,
+  producerId: bigint,
+  epoch: number,
+  seq: number,
+  count = 3,
 ) {
   const records = Array.from({ length: count }, (_, i) => ({ value: enc.encode(`v${seq + i}`) }));
   const batch = buildRecordBatch(records, { producerId, producerEpoch: epoch, baseSequence: seq });
   const res = await client.request(ApiKey.Produce, 9, {
-    transactionalId: null, acks: -1, timeoutMs: 5000,
+    transactionalId: null,
+    acks: -1,
+    timeoutMs: 5000,
     topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
   });
   return res.responses[0].partitionResponses[0];
@@ -44,7 +52,8 @@ async function produce(
 
 async function latestOffset(client: KafkaClient, topic: string): Promise<bigint> {
   const res = await client.request(ApiKey.ListOffsets, 7, {
-    replicaId: -1, isolationLevel: 0,
+    replicaId: -1,
+    isolationLevel: 0,
     topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
   });
   return res.topics[0].partitions[0].offset;
@@ -52,9 +61,22 @@ async function latestOffset(client: KafkaClient, topic: string): Promise<bigint>
 
 /** Every value of partition 0, in offset order, read by kcat. */
 async function values(bootstrap: string, topic: string): Promise<string[]> {
-  const out = await kcatOk(bootstrap, ["-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
-    "-q", "-f", "%s\n"]);
-  return stdoutText(out).split("\n").filter((line) => line !== "");
+  const out = await kcatOk(bootstrap, [
+    "-C",
+    "-t",
+    topic,
+    "-p",
+    "0",
+    "-o",
+    "beginning",
+    "-e",
+    "-q",
+    "-f",
+    "%s\n",
+  ]);
+  return stdoutText(out)
+    .split("\n")
+    .filter((line) => line !== "");
 }
 
 describe("kafkajs idempotent producer behind a proxy that loses produce responses", () => {
@@ -65,9 +87,12 @@ describe("kafkajs idempotent producer behind a proxy that loses produce response
     // Clients learn the proxy's address from Metadata, so every connection goes through it. A
     // fixed listener port, since with port 0 the broker advertises the port it bound.
     const [port] = await freePorts(1);
-    broker = await startInProcessBroker({ settings: {
-      "listeners": `127.0.0.1:${port}`, "advertised.listeners": `127.0.0.1:${dropper.port}`,
-    } });
+    broker = await startInProcessBroker({
+      settings: {
+        listeners: `127.0.0.1:${port}`,
+        "advertised.listeners": `127.0.0.1:${dropper.port}`,
+      },
+    });
     dropper.targetPort = broker.port;
   });
   afterAll(async () => {
@@ -77,7 +102,8 @@ describe("kafkajs idempotent producer behind a proxy that loses produce response
 
   test("every record is stored exactly once, in order", async () => {
     const kafka = new Kafka({
-      brokers: [`127.0.0.1:${dropper.port}`], logLevel: logLevel.NOTHING,
+      brokers: [`127.0.0.1:${dropper.port}`],
+      logLevel: logLevel.NOTHING,
       retry: { retries: 20, initialRetryTime: 20, maxRetryTime: 200 },
     });
     const admin = kafka.admin();
@@ -169,8 +195,9 @@ describe("broker killed with SIGKILL between a write and its retry", () => {
         expect(retry.baseOffset).toBe(BigInt(seq));
       }
       expect(await latestOffset(client, "crashy")).toBe(30n);
-      expect((await produce(client, "crashy", producerId, 0, 31)).errorCode)
-        .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+      expect((await produce(client, "crashy", producerId, 0, 31)).errorCode).toBe(
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+      );
       expect((await produce(client, "crashy", producerId, 0, 30)).baseOffset).toBe(30n);
       const expected = Array.from({ length: 33 }, (_, i) => `v${i}`);
       expect(await values(broker.bootstrap, "crashy")).toEqual(expected);

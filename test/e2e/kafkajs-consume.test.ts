@@ -21,7 +21,9 @@ let kafka: Kafka;
 beforeAll(async () => {
   broker = await startInProcessBroker();
   kafka = new Kafka({
-    clientId: "kafkajs-consume-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+    clientId: "kafkajs-consume-test",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
   });
   const admin = kafka.admin();
   await admin.connect();
@@ -45,8 +47,12 @@ async function consumeRecords(consumer: Consumer, count: number): Promise<KeyedR
   await consumer.run({
     eachBatch: async ({ batch }) => {
       for (const m of batch.messages) {
-        records.push({ key: m.key!.toString(), partition: batch.partition, offset: Number(m.offset),
-          value: Number(m.value!.toString()) });
+        records.push({
+          key: m.key!.toString(),
+          partition: batch.partition,
+          offset: Number(m.offset),
+          value: Number(m.value!.toString()),
+        });
       }
       if (records.length >= count) resolve();
     },

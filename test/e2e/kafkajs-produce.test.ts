@@ -19,7 +19,9 @@ let kafka: Kafka;
 beforeAll(async () => {
   broker = await startInProcessBroker();
   kafka = new Kafka({
-    clientId: "kafkajs-produce-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
+    clientId: "kafkajs-produce-test",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
   });
 });
 afterAll(async () => {
@@ -44,8 +46,23 @@ describe("kafkajs producer, 100,000 keyed records over 6 partitions", () => {
     const total = offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
     expect(total).toBe(RECORDS);
 
-    const out = await kcatOk(broker.bootstrap, ["-C", "-e", "-q", "-t", TOPIC, "-o", "beginning",
-      "-X", "fetch.wait.max.ms=100", "-f", "%k %p %o %s\n"], { timeoutMs: 60_000 });
+    const out = await kcatOk(
+      broker.bootstrap,
+      [
+        "-C",
+        "-e",
+        "-q",
+        "-t",
+        TOPIC,
+        "-o",
+        "beginning",
+        "-X",
+        "fetch.wait.max.ms=100",
+        "-f",
+        "%k %p %o %s\n",
+      ],
+      { timeoutMs: 60_000 },
+    );
     const perPartition = checkKeyedRecords(parseKcatRows(stdoutText(out)), 0, RECORDS, KEYS);
     expect(perPartition.length).toBe(PARTITIONS);
     expect(perPartition.every((count) => count > 0)).toBe(true);

@@ -24,12 +24,16 @@ export async function kcat(
 ): Promise<KcatResult> {
   const input = options.stdin === undefined ? "ignore" : new Blob([options.stdin]);
   const proc = Bun.spawn(["kcat", "-b", bootstrap, "-m", "10", ...args], {
-    stdin: input, stdout: "pipe", stderr: "pipe",
+    stdin: input,
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const timeoutMs = options.timeoutMs ?? KCAT_TIMEOUT_MS;
   const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
   const [stdout, stderr, exitCode] = await Promise.all([
-    new Response(proc.stdout).bytes(), new Response(proc.stderr).text(), proc.exited,
+    new Response(proc.stdout).bytes(),
+    new Response(proc.stderr).text(),
+    proc.exited,
   ]);
   clearTimeout(timer);
   if (proc.signalCode === "SIGKILL") {

@@ -5,7 +5,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  type InProcessBroker, removeDir, startInProcessBroker, tempDir,
+  type InProcessBroker,
+  removeDir,
+  startInProcessBroker,
+  tempDir,
 } from "../support/broker-harness.ts";
 import { kcatOk, stdoutText } from "./kcat-process.ts";
 
@@ -30,8 +33,10 @@ const consume = (args: string[]) =>
 
 /** Lines of `key\tvalue`, with repeated keys and values long enough for codecs to matter. */
 function keyedLines(count: number, tag: string): string {
-  const lines = Array.from({ length: count }, (_, i) =>
-    `key-${i % 37}\t${tag} record ${i} ${"lorem ipsum dolor ".repeat(1 + (i % 5))}ü✓`);
+  const lines = Array.from(
+    { length: count },
+    (_, i) => `key-${i % 37}\t${tag} record ${i} ${"lorem ipsum dolor ".repeat(1 + (i % 5))}ü✓`,
+  );
   return lines.join("\n") + "\n";
 }
 
@@ -39,7 +44,7 @@ function keyedLines(count: number, tag: string): string {
 function lengthPrefixed(bytes: Uint8Array): Uint8Array[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: Uint8Array[] = [];
-  for (let at = 0; at < bytes.length;) {
+  for (let at = 0; at < bytes.length; ) {
     const length = view.getInt32(at);
     out.push(bytes.subarray(at + 4, at + 4 + length));
     at += 4 + length;
@@ -52,7 +57,7 @@ function storedCodecs(topic: string, partition: number): number[] {
   const segment = join(broker.dataDir, `${topic}-${partition}`, "00000000000000000000.log");
   const log = readFileSync(segment);
   const codecs: number[] = [];
-  for (let at = 0; at + 61 <= log.length;) {
+  for (let at = 0; at + 61 <= log.length; ) {
     const batchLength = log.readInt32BE(at + 8);
     if (batchLength === 0) break;
     codecs.push(log.readInt16BE(at + 21) & 7);
@@ -73,21 +78,39 @@ describe("kcat metadata listing", () => {
     expect(json.brokers).toEqual([{ id: 0, name: broker.bootstrap }]);
     const listed = json.topics.find((t: { topic: string }) => t.topic === "listed");
     const partitions: { partition: number; leader: number }[] = listed.partitions;
-    expect(partitions.map((p) => [p.partition, p.leader]))
-      .toEqual([[0, 0], [1, 0], [2, 0], [3, 0]]);
+    expect(partitions.map((p) => [p.partition, p.leader])).toEqual([
+      [0, 0],
+      [1, 0],
+      [2, 0],
+      [3, 0],
+    ]);
   }, 30_000);
 });
 
 describe("kcat produce from a file and consume with -e, byte for byte", () => {
-  const codecIds = [["none", 0], ["gzip", 1], ["snappy", 2], ["lz4", 3], ["zstd", 4]] as const;
+  const codecIds = [
+    ["none", 0],
+    ["gzip", 1],
+    ["snappy", 2],
+    ["lz4", 3],
+    ["zstd", 4],
+  ] as const;
   for (const [codec, id] of codecIds) {
     test(`-z ${codec}: keyed text lines and binary values come back identical`, async () => {
       const text = keyedLines(3000, codec);
       const textFile = join(files, `${codec}.txt`);
       writeFileSync(textFile, text);
       await produce(["-t", `text-${codec}`, "-p", "0", "-z", codec, "-K", "\t", "-l", textFile]);
-      const back = await consume(
-        ["-t", `text-${codec}`, "-p", "0", "-o", "beginning", "-f", "%k\t%s\n"]);
+      const back = await consume([
+        "-t",
+        `text-${codec}`,
+        "-p",
+        "0",
+        "-o",
+        "beginning",
+        "-f",
+        "%k\t%s\n",
+      ]);
       expect(Buffer.from(back.stdout).equals(Buffer.from(text))).toBe(true);
       // The codec on disk proves the client compressed. librdkafka 2.0 enables lz4 only when the
       // broker lists FindCoordinator (its marker for Kafka >= 0.8.2), so lz4 needs that API.
@@ -102,8 +125,16 @@ describe("kcat produce from a file and consume with -e, byte for byte", () => {
       const paths = values.map((_value, i) => join(files, `${codec}-${i}.bin`));
       for (const [i, value] of values.entries()) writeFileSync(paths[i]!, value);
       await produce(["-t", `binary-${codec}`, "-p", "0", "-z", codec, ...paths]);
-      const binary = await consume(
-        ["-t", `binary-${codec}`, "-p", "0", "-o", "beginning", "-f", "%R%s"]);
+      const binary = await consume([
+        "-t",
+        `binary-${codec}`,
+        "-p",
+        "0",
+        "-o",
+        "beginning",
+        "-f",
+        "%R%s",
+      ]);
       const got = lengthPrefixed(binary.stdout);
       expect(got.length).toBe(values.length);
       got.forEach((value, i) => {
@@ -137,7 +168,10 @@ describe("kcat with several partitions", () => {
     await produce(["-t", "spread", "-K", "\t", "-z", "snappy"], lines.join("\n") + "\n");
     const args = ["-t", "spread", "-o", "beginning", "-f", "%p %o %k %s\n"];
     const out = stdoutText(await consume(args));
-    const rows = out.trimEnd().split("\n").map((line) => line.split(" "));
+    const rows = out
+      .trimEnd()
+      .split("\n")
+      .map((line) => line.split(" "));
     expect(rows.length).toBe(2000);
     const partitionOfKey = new Map<string, string>();
     const lastOfKey = new Map<string, number>();
@@ -169,11 +203,24 @@ describe("kcat acknowledgement levels", () => {
   test("acks=0 (no response), acks=1 and acks=all are all stored", async () => {
     for (const acks of ["0", "1", "all"]) {
       const input = Array.from({ length: 300 }, (_, i) => `acks-${acks}-${i}\n`).join("");
-      await kcatOk(broker.bootstrap, ["-P", "-t", `acks-${acks}`, "-p", "0", "-X", `acks=${acks}`],
-        { stdin: input });
+      await kcatOk(
+        broker.bootstrap,
+        ["-P", "-t", `acks-${acks}`, "-p", "0", "-X", `acks=${acks}`],
+        { stdin: input },
+      );
       // -c rather than -e: an acks=0 producer may exit before the broker has appended.
-      const back = await kcatOk(broker.bootstrap,
-        ["-C", "-q", "-c", "300", "-t", `acks-${acks}`, "-p", "0", "-f", "%s\n"]);
+      const back = await kcatOk(broker.bootstrap, [
+        "-C",
+        "-q",
+        "-c",
+        "300",
+        "-t",
+        `acks-${acks}`,
+        "-p",
+        "0",
+        "-f",
+        "%s\n",
+      ]);
       expect(stdoutText(back)).toBe(input);
     }
   }, 30_000);
@@ -206,8 +253,16 @@ describe("kcat start offsets and timestamp queries", () => {
     expect(await query(Date.now() + 60_000)).toBe("times [0] offset -1");
     expect(await query(-1)).toBe("times [0] offset 5");
     expect(await query(-2)).toBe("times [0] offset 0");
-    const fromTime = await consume(
-      ["-t", "times", "-p", "0", "-o", `s@${splitMs}`, "-f", "%o=%s "]);
+    const fromTime = await consume([
+      "-t",
+      "times",
+      "-p",
+      "0",
+      "-o",
+      `s@${splitMs}`,
+      "-f",
+      "%o=%s ",
+    ]);
     expect(stdoutText(fromTime).trim()).toBe("3=late-3 4=late-4");
   }, 30_000);
 });

@@ -14,8 +14,14 @@ export interface KeyedRecord {
 }
 
 /** Sends values from..from+count-1 in batches, one batch at a time so per-key order holds. */
-export async function produceKeyed(producer: Producer, topic: string, from: number, count: number,
-  keyCount: number, batchSize: number): Promise<void> {
+export async function produceKeyed(
+  producer: Producer,
+  topic: string,
+  from: number,
+  count: number,
+  keyCount: number,
+  batchSize: number,
+): Promise<void> {
   for (let start = from; start < from + count; start += batchSize) {
     const size = Math.min(batchSize, from + count - start);
     const messages = Array.from({ length: size }, (_, i) => ({
@@ -28,10 +34,13 @@ export async function produceKeyed(producer: Producer, topic: string, from: numb
 
 /** kcat `-f '%k %p %o %s\n'` output as records. */
 export function parseKcatRows(text: string): KeyedRecord[] {
-  return text.split("\n").filter((line) => line !== "").map((line) => {
-    const [key, partition, offset, value] = line.split(" ") as [string, string, string, string];
-    return { key, partition: Number(partition), offset: Number(offset), value: Number(value) };
-  });
+  return text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => {
+      const [key, partition, offset, value] = line.split(" ") as [string, string, string, string];
+      return { key, partition: Number(partition), offset: Number(offset), value: Number(value) };
+    });
 }
 
 /**
@@ -39,8 +48,13 @@ export function parseKcatRows(text: string): KeyedRecord[] {
  * (partitions may interleave): all present once, keys pinned and in order, offsets dense from
  * `firstOffsets[p]` (0 unless given). Returns the number of records per partition.
  */
-export function checkKeyedRecords(records: readonly KeyedRecord[], from: number, count: number,
-  keyCount: number, firstOffsets: readonly number[] = []): number[] {
+export function checkKeyedRecords(
+  records: readonly KeyedRecord[],
+  from: number,
+  count: number,
+  keyCount: number,
+  firstOffsets: readonly number[] = [],
+): number[] {
   const seen = new Uint8Array(count);
   const partitionOfKey = new Map<string, number>();
   const lastValueOfKey = new Map<string, number>();

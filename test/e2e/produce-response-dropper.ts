@@ -5,7 +5,7 @@
  * of the connection, as a network failure after the broker wrote the batch would. The client
  * then retries a batch that is already in the log.
  */
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 
 const PRODUCE_API_KEY = 0;
 
@@ -47,23 +47,29 @@ export class ProduceResponseDropper {
         cut();
       });
     }
-    client.on("data", frames((frame) => {
-      const view = Buffer.from(frame);
-      if (view.readInt16BE(4) === PRODUCE_API_KEY) produceIds.add(view.readInt32BE(8));
-      broker.write(frame);
-    }));
-    broker.on("data", frames((frame) => {
-      const correlationId = Buffer.from(frame).readInt32BE(4);
-      if (produceIds.delete(correlationId)) {
-        this.produceResponses++;
-        if (this.dropped < this.dropsMax && this.produceResponses % this.dropEvery === 0) {
-          this.dropped++;
-          cut();
-          return;
+    client.on(
+      "data",
+      frames((frame) => {
+        const view = Buffer.from(frame);
+        if (view.readInt16BE(4) === PRODUCE_API_KEY) produceIds.add(view.readInt32BE(8));
+        broker.write(frame);
+      }),
+    );
+    broker.on(
+      "data",
+      frames((frame) => {
+        const correlationId = Buffer.from(frame).readInt32BE(4);
+        if (produceIds.delete(correlationId)) {
+          this.produceResponses++;
+          if (this.dropped < this.dropsMax && this.produceResponses % this.dropEvery === 0) {
+            this.dropped++;
+            cut();
+            return;
+          }
         }
-      }
-      client.write(frame);
-    }));
+        client.write(frame);
+      }),
+    );
   }
 
   async stop(): Promise<void> {

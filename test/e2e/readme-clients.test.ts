@@ -33,10 +33,14 @@ describe("the README's client commands", () => {
   test("the kcat block runs as written and reads back what it wrote", async () => {
     const script = blocks("sh")[1]!.replaceAll(README_ADDRESS, broker.bootstrap);
     const proc = Bun.spawn(["bash", "-euo", "pipefail", "-c", script], {
-      cwd: workDir, stdout: "pipe", stderr: "pipe",
+      cwd: workDir,
+      stdout: "pipe",
+      stderr: "pipe",
     });
     const [out, err, code] = await Promise.all([
-      new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited,
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
     ]);
     expect({ code, err: code === 0 ? "" : err }).toEqual({ code: 0, err: "" });
     expect(out).toContain(`broker 0 at ${broker.bootstrap} (controller)`);
@@ -49,8 +53,17 @@ describe("the README's client commands", () => {
     const proc = spawnReadmeScript(blocks("js")[0]!, "producer");
     const [err, exitCode] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
     expect({ exitCode, err: exitCode === 0 ? "" : err }).toEqual({ exitCode: 0, err: "" });
-    const back = await kcatOk(broker.bootstrap,
-      ["-C", "-e", "-q", "-t", "demo", "-X", "fetch.wait.max.ms=100", "-f", "%k=%s\n"]);
+    const back = await kcatOk(broker.bootstrap, [
+      "-C",
+      "-e",
+      "-q",
+      "-t",
+      "demo",
+      "-X",
+      "fetch.wait.max.ms=100",
+      "-f",
+      "%k=%s\n",
+    ]);
     expect(stdoutText(back)).toContain("user-1=hello\n");
   }, 30_000);
 

@@ -40,10 +40,22 @@ async function produce(broker: ChildBroker, topic: string, input: string, acks: 
 
 /** Every record of the topic as `partition offset key value` rows, sorted by value. */
 async function consumeAll(broker: ChildBroker, topic: string): Promise<string[]> {
-  const result = await kcatOk(broker.bootstrap,
-    ["-C", "-e", "-q", "-t", topic, "-o", "beginning", "-X", "fetch.wait.max.ms=100",
-      "-f", "%p %o %k %s\n"]);
-  return stdoutText(result).split("\n").filter((row) => row !== "");
+  const result = await kcatOk(broker.bootstrap, [
+    "-C",
+    "-e",
+    "-q",
+    "-t",
+    topic,
+    "-o",
+    "beginning",
+    "-X",
+    "fetch.wait.max.ms=100",
+    "-f",
+    "%p %o %k %s\n",
+  ]);
+  return stdoutText(result)
+    .split("\n")
+    .filter((row) => row !== "");
 }
 
 /** The offsets of partition `p`'s rows, in the order they were read. */
@@ -115,8 +127,12 @@ describe("restart on the same data dir", () => {
  */
 async function produceUntilKilled(broker: ChildBroker, topic: string): Promise<string[]> {
   const kafka = new Kafka({
-    clientId: "restart-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING,
-    retry: { retries: 0 }, connectionTimeout: 2_000, requestTimeout: 5_000,
+    clientId: "restart-test",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+    connectionTimeout: 2_000,
+    requestTimeout: 5_000,
   });
   const producer = kafka.producer({ allowAutoTopicCreation: true, retry: { retries: 5 } });
   await producer.connect();
@@ -136,7 +152,10 @@ async function produceUntilKilled(broker: ChildBroker, topic: string): Promise<s
     inFlight.push(sendOne().catch(() => {}));
     if (inFlight.length % 4 === 0) await Promise.all(inFlight.slice(-4));
     if (acknowledged.length >= 20 * 200) {
-      inFlight.push(sendOne().catch(() => {}), sendOne().catch(() => {}));
+      inFlight.push(
+        sendOne().catch(() => {}),
+        sendOne().catch(() => {}),
+      );
       await broker.kill9();
       killed = true;
     }

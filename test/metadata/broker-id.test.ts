@@ -21,10 +21,14 @@ afterAll(async () => {
 });
 
 function start(chroot: string, dataDir: string, brokerId: string) {
-  return startInProcessBroker({ dataDir, settings: {
-    "zookeeper.connect": `${zkServer.connectString}${chroot}`,
-    "zookeeper.session.timeout.ms": "4000", "broker.id": brokerId,
-  } });
+  return startInProcessBroker({
+    dataDir,
+    settings: {
+      "zookeeper.connect": `${zkServer.connectString}${chroot}`,
+      "zookeeper.session.timeout.ms": "4000",
+      "broker.id": brokerId,
+    },
+  });
 }
 
 async function startError(chroot: string, dataDir: string, brokerId: string): Promise<unknown> {

@@ -102,7 +102,11 @@ describe("registering", () => {
     expect(stat.ephemeralOwner).toBe(zk.sessionId);
     const json = JSON.parse(text(data));
     expect(json).toMatchObject({
-      version: 5, host: "127.0.0.1", port: 9092, rack: "r1", jmx_port: -1,
+      version: 5,
+      host: "127.0.0.1",
+      port: 9092,
+      rack: "r1",
+      jmx_port: -1,
       endpoints: ["PLAINTEXT://127.0.0.1:9092"],
     });
     expect(Math.abs(Number(json.timestamp) - Date.now())).toBeLessThan(60_000);
@@ -117,7 +121,10 @@ describe("registering", () => {
     const zk = await client(connectString);
     const startedMs = Date.now();
     const attempt = BrokerRegistration.register(zk, options(9092, []));
-    const error = await attempt.then(() => null, (e: unknown) => e);
+    const error = await attempt.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(BrokerIdConflictError);
     expect(String(error)).toContain(`registered by a live broker at 127.0.0.1:${live.port}`);
     expect(String(error)).toContain("--broker-id");
@@ -162,7 +169,10 @@ describe("waiting for a crashed predecessor", () => {
     await holder(connectString, deadPort!);
     const zk = await client(connectString);
     const attempt = BrokerRegistration.register(zk, options(9092, [], { expiryWaitMs: 500 }));
-    const error = await attempt.then(() => null, (e: unknown) => e);
+    const error = await attempt.then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(BrokerIdConflictError);
     expect(String(error)).toContain("still registered");
     expect(String(error)).toContain("after 500 ms");

@@ -18,8 +18,18 @@ test("topics and cluster id survive reopening", async () => {
   const dir = tempDir();
   const store = LocalMetadataStore.open(dir);
   expect(store.clusterId).toHaveLength(22);
-  await store.createTopic({ name: "a", topicIdHex: "00".repeat(16), assignment: [[0], [0]], configs: { "retention.ms": "5" } });
-  await store.createTopic({ name: "b", topicIdHex: "11".repeat(16), assignment: [[0]], configs: {} });
+  await store.createTopic({
+    name: "a",
+    topicIdHex: "00".repeat(16),
+    assignment: [[0], [0]],
+    configs: { "retention.ms": "5" },
+  });
+  await store.createTopic({
+    name: "b",
+    topicIdHex: "11".repeat(16),
+    assignment: [[0]],
+    configs: {},
+  });
   await store.deleteTopic("b");
   const again = LocalMetadataStore.open(dir);
   expect(again.clusterId).toBe(store.clusterId);
@@ -31,7 +41,12 @@ test("topics and cluster id survive reopening", async () => {
 test("a leftover temp file from a crash mid-write does not replace the real file", async () => {
   const dir = tempDir();
   const store = LocalMetadataStore.open(dir);
-  await store.createTopic({ name: "kept", topicIdHex: "22".repeat(16), assignment: [[0]], configs: {} });
+  await store.createTopic({
+    name: "kept",
+    topicIdHex: "22".repeat(16),
+    assignment: [[0]],
+    configs: {},
+  });
   fs.writeFileSync(path.join(dir, "__quill_metadata.json.tmp"), "{torn");
   expect(LocalMetadataStore.open(dir).topic("kept")).toBeDefined();
 });

@@ -1,12 +1,18 @@
 /** Kafka's AdminUtils placement, checked against the expectations of Kafka's own tests. */
 import { describe, expect, test } from "bun:test";
-import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import {
-  assignReplicasToBrokers, rackAlternatedBrokers,
+  assignReplicasToBrokers,
+  rackAlternatedBrokers,
 } from "../../src/metadata/replica-assignment.ts";
+import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 
 const racks: Record<number, string> = {
-  0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1",
+  0: "rack1",
+  1: "rack3",
+  2: "rack3",
+  3: "rack2",
+  4: "rack2",
+  5: "rack1",
 };
 const rackBrokers = Object.entries(racks).map(([id, rack]) => ({ id: Number(id), rack }));
 const plain = (ids: number[]) => ids.map((id) => ({ id, rack: null }));
@@ -23,9 +29,18 @@ function codeOf(fn: () => unknown): number {
 
 describe("rack-unaware", () => {
   test("AssignmentTest.testReplicaAssignment: 5 brokers, 10 partitions, RF 3, start 0", () => {
-    expect(assignReplicasToBrokers(plain([0, 1, 2, 3, 4]), 10, 3, { fixedStartIndex: 0 }))
-      .toEqual([[0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 0], [4, 0, 1],
-        [0, 2, 3], [1, 3, 4], [2, 4, 0], [3, 0, 1], [4, 1, 2]]);
+    expect(assignReplicasToBrokers(plain([0, 1, 2, 3, 4]), 10, 3, { fixedStartIndex: 0 })).toEqual([
+      [0, 1, 2],
+      [1, 2, 3],
+      [2, 3, 4],
+      [3, 4, 0],
+      [4, 0, 1],
+      [0, 2, 3],
+      [1, 3, 4],
+      [2, 4, 0],
+      [3, 0, 1],
+      [4, 1, 2],
+    ]);
   });
 
   test("a random start still gives each broker an equal share of leaders and replicas", () => {
@@ -39,18 +54,22 @@ describe("rack-unaware", () => {
 
   test("leaders continue the round robin from startPartition, as in CreatePartitions", () => {
     const all = assignReplicasToBrokers(plain([0, 1, 2]), 6, 2, { fixedStartIndex: 1 });
-    const tail = assignReplicasToBrokers(plain([0, 1, 2]), 2, 2,
-      { fixedStartIndex: 1, startPartition: 4 });
+    const tail = assignReplicasToBrokers(plain([0, 1, 2]), 2, 2, {
+      fixedStartIndex: 1,
+      startPartition: 4,
+    });
     // Kafka's follower shift restarts with the call, so only the leaders line up.
     expect(tail.map((r) => r[0])).toEqual(all.slice(4).map((r) => r[0]));
     for (const replicas of tail) expect(new Set(replicas).size).toBe(2);
   });
 
   test("a replication factor above the broker count or below 1 is refused", () => {
-    expect(codeOf(() => assignReplicasToBrokers(plain([0, 1]), 1, 3)))
-      .toBe(ErrorCode.INVALID_REPLICATION_FACTOR);
-    expect(codeOf(() => assignReplicasToBrokers(plain([0, 1]), 1, 0)))
-      .toBe(ErrorCode.INVALID_REPLICATION_FACTOR);
+    expect(codeOf(() => assignReplicasToBrokers(plain([0, 1]), 1, 3))).toBe(
+      ErrorCode.INVALID_REPLICATION_FACTOR,
+    );
+    expect(codeOf(() => assignReplicasToBrokers(plain([0, 1]), 1, 0))).toBe(
+      ErrorCode.INVALID_REPLICATION_FACTOR,
+    );
   });
 });
 
@@ -61,8 +80,15 @@ describe("rack-aware", () => {
   });
 
   test("Kafka's expected assignment of 7 partitions, RF 3, start 0", () => {
-    expect(assignReplicasToBrokers(rackBrokers, 7, 3, { fixedStartIndex: 0 }))
-      .toEqual([[0, 3, 1], [3, 1, 5], [1, 5, 4], [5, 4, 2], [4, 2, 0], [2, 0, 3], [0, 4, 2]]);
+    expect(assignReplicasToBrokers(rackBrokers, 7, 3, { fixedStartIndex: 0 })).toEqual([
+      [0, 3, 1],
+      [3, 1, 5],
+      [1, 5, 4],
+      [5, 4, 2],
+      [4, 2, 0],
+      [2, 0, 3],
+      [0, 4, 2],
+    ]);
   });
 
   test("every partition spans as many racks as it has replicas, leaders spread evenly", () => {
@@ -76,8 +102,12 @@ describe("rack-aware", () => {
   });
 
   test("racks on some brokers only is refused", () => {
-    const mixed = [{ id: 0, rack: "a" }, { id: 1, rack: null }];
-    expect(codeOf(() => assignReplicasToBrokers(mixed, 1, 1)))
-      .toBe(ErrorCode.INVALID_REPLICA_ASSIGNMENT);
+    const mixed = [
+      { id: 0, rack: "a" },
+      { id: 1, rack: null },
+    ];
+    expect(codeOf(() => assignReplicasToBrokers(mixed, 1, 1))).toBe(
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    );
   });
 });

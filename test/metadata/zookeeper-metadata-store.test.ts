@@ -58,7 +58,9 @@ async function openStore(connectString: string, deleteTopicEnable = true): Promi
   const logLines: string[] = [];
   const log = { info: (m: string) => logLines.push(m), warn: (m: string) => logLines.push(m) };
   const store = await ZooKeeperMetadataStore.open(zk, {
-    requestTimeoutMs: 1_000, deleteTopicEnable, log,
+    requestTimeoutMs: 1_000,
+    deleteTopicEnable,
+    log,
   });
   cleanups.push(() => store.close());
   let changeCount = 0;
@@ -96,7 +98,10 @@ async function json(zk: ZooKeeperClient, path: string): Promise<unknown> {
 }
 
 async function kafkaErrorOf(promise: Promise<unknown>): Promise<KafkaError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(KafkaError);
   return error as KafkaError;
 }
@@ -108,8 +113,14 @@ describe("opening", () => {
     expect(a.store.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(b.store.clusterId).toBe(a.store.clusterId);
     expect(await json(a.zk, "/cluster/id")).toEqual({ version: "1", id: a.store.clusterId });
-    for (const path of ["/brokers/ids", "/brokers/topics", "/config/topics", "/admin/delete_topics",
-      "/consumers", "/isr_change_notification"]) {
+    for (const path of [
+      "/brokers/ids",
+      "/brokers/topics",
+      "/config/topics",
+      "/admin/delete_topics",
+      "/consumers",
+      "/isr_change_notification",
+    ]) {
       expect(await a.zk.exists(path)).not.toBeNull();
     }
   }, 20_000);
@@ -127,7 +138,8 @@ describe("writes", () => {
   test("createTopic writes assignment, partition states and config in Kafka's JSON", async () => {
     const { store, zk, changes } = await openStore(freshConnectString());
     const topic = record("orders", {
-      assignment: [[0], [0], [0]], configs: { "cleanup.policy": "compact" },
+      assignment: [[0], [0], [0]],
+      configs: { "cleanup.policy": "compact" },
     });
     await store.createTopic(topic);
     expect(store.topic("orders")).toEqual(topic);
@@ -139,10 +151,15 @@ describe("writes", () => {
       removing_replicas: {},
     });
     expect(await json(zk, "/brokers/topics/orders/partitions/2/state")).toEqual({
-      controller_epoch: 1, leader: 0, version: 1, leader_epoch: 0, isr: [0],
+      controller_epoch: 1,
+      leader: 0,
+      version: 1,
+      leader_epoch: 0,
+      isr: [0],
     });
     expect(await json(zk, "/config/topics/orders")).toEqual({
-      version: 1, config: { "cleanup.policy": "compact" },
+      version: 1,
+      config: { "cleanup.policy": "compact" },
     });
     await Bun.sleep(200);
     expect(changes()).toBe(0);
@@ -179,7 +196,8 @@ describe("writes", () => {
     expect(isRetriable(error.code)).toBe(true);
     const winner = results[0]!.status === "fulfilled" ? "1" : "2";
     expect(await json(a.zk, "/config/topics/raced")).toEqual({
-      version: 1, config: { "retention.ms": winner },
+      version: 1,
+      config: { "retention.ms": winner },
     });
     // The loser's copy catches up with the winner's write.
     await until(() => a.store.topic("raced")?.configs["retention.ms"] === winner);

@@ -34,11 +34,22 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 test("pipelined requests of different APIs come back in order, decoded", async () => {
   const client = await InterBrokerClient.connect("127.0.0.1", b.port, OPTIONS);
   try {
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0
-      ? client.request(ApiKey.ApiVersions, 3, { clientSoftwareName: "t", clientSoftwareVersion: "1" }, 5_000)
-        .then((r) => `versions:${r.errorCode}:${r.apiKeys.length > 10}`)
-      : client.request(ApiKey.Metadata, 12, { topics: null }, 5_000)
-        .then((r) => `metadata:${r.brokers[0]!.port}`))));
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        i % 2 === 0
+          ? client
+              .request(
+                ApiKey.ApiVersions,
+                3,
+                { clientSoftwareName: "t", clientSoftwareVersion: "1" },
+                5_000,
+              )
+              .then((r) => `versions:${r.errorCode}:${r.apiKeys.length > 10}`)
+          : client
+              .request(ApiKey.Metadata, 12, { topics: null }, 5_000)
+              .then((r) => `metadata:${r.brokers[0]!.port}`),
+      ),
+    );
     answers.forEach((answer, i) => {
       expect(answer).toBe(i % 2 === 0 ? "versions:0:true" : `metadata:${b.port}`);
     });
@@ -51,13 +62,21 @@ test("a 3 MB produce request is written whole (the broker answers it)", async ()
   const client = await InterBrokerClient.connect("127.0.0.1", b.port, OPTIONS);
   try {
     const records = buildRecordBatch([{ value: new Uint8Array(3 * 1024 * 1024).fill(7) }]);
-    const res = await client.request(ApiKey.Produce, 9, {
-      transactionalId: null, acks: 1, timeoutMs: 5_000,
-      topicData: [{ name: "big", partitionData: [{ index: 0, records }] }],
-    }, 10_000);
+    const res = await client.request(
+      ApiKey.Produce,
+      9,
+      {
+        transactionalId: null,
+        acks: 1,
+        timeoutMs: 5_000,
+        topicData: [{ name: "big", partitionData: [{ index: 0, records }] }],
+      },
+      10_000,
+    );
     // The topic does not exist; that the broker could say so proves every byte arrived.
-    expect(res.responses[0]!.partitionResponses[0]!.errorCode)
-      .toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+    expect(res.responses[0]!.partitionResponses[0]!.errorCode).toBe(
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    );
     const after = await client.request(ApiKey.Metadata, 12, { topics: null }, 5_000);
     expect(after.brokers).toHaveLength(1);
   } finally {
@@ -67,8 +86,9 @@ test("a 3 MB produce request is written whole (the broker answers it)", async ()
 
 test("a refused connection and a silent peer are InterBrokerErrors", async () => {
   const [unused] = await freePorts(1);
-  expect(await failure(InterBrokerClient.connect("127.0.0.1", unused!, OPTIONS)))
-    .toBeInstanceOf(InterBrokerError);
+  expect(await failure(InterBrokerClient.connect("127.0.0.1", unused!, OPTIONS))).toBeInstanceOf(
+    InterBrokerError,
+  );
   const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   try {
     const client = await InterBrokerClient.connect("127.0.0.1", silent.port, OPTIONS);
@@ -77,8 +97,9 @@ test("a refused connection and a silent peer are InterBrokerErrors", async () =>
     expect(error).toBeInstanceOf(InterBrokerError);
     expect(Date.now() - startedMs).toBeGreaterThanOrEqual(290);
     expect(client.isClosed).toBe(true);
-    expect(await failure(client.request(ApiKey.Metadata, 12, { topics: null }, 300)))
-      .toBeInstanceOf(InterBrokerError);
+    expect(
+      await failure(client.request(ApiKey.Metadata, 12, { topics: null }, 300)),
+    ).toBeInstanceOf(InterBrokerError);
   } finally {
     silent.stop(true);
   }

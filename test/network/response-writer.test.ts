@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, test } from "bun:test";
 import { dlopen, FFIType } from "bun:ffi";
+import { afterAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,8 +49,11 @@ function responseChunks(i: number, onRelease: () => void): RecordsChunk[] {
 }
 
 function expectedBody(i: number): Buffer {
-  return Buffer.concat(responseChunks(i, () => {}).map((c) =>
-    c instanceof Uint8Array ? c : fileBytes.subarray(c.position, c.position + c.sizeBytes)));
+  return Buffer.concat(
+    responseChunks(i, () => {}).map((c) =>
+      c instanceof Uint8Array ? c : fileBytes.subarray(c.position, c.position + c.sizeBytes),
+    ),
+  );
 }
 
 describe.each([true, false])("ResponseWriter on a 4 KiB send buffer (sendfile %p)", (sendfile) => {
@@ -109,10 +112,16 @@ describe("ResponseWriter gathers small file ranges", () => {
     let releaseCount = 0;
     const header = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     const smallRange = {
-      fd: fileFd, position: 1000, sizeBytes: 1024, release: () => releaseCount++,
+      fd: fileFd,
+      position: 1000,
+      sizeBytes: 1024,
+      release: () => releaseCount++,
     };
     const largeRange = {
-      fd: fileFd, position: 5000, sizeBytes: 100_000, release: () => releaseCount++,
+      fd: fileFd,
+      position: 5000,
+      sizeBytes: 100_000,
+      release: () => releaseCount++,
     };
     const listener = Bun.listen<undefined>({
       hostname: "127.0.0.1",

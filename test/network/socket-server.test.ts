@@ -13,8 +13,8 @@ import { SocketServer } from "../../src/network/socket-server.ts";
 import type { FileRange } from "../../src/protocol/records.ts";
 import {
   FrameClient,
-  RecordingLogger,
   frame,
+  RecordingLogger,
   requestBody,
   requests,
   sleep,
@@ -326,7 +326,8 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
 
   // Ranges under 32 KiB are read into the gathered write (pread: EBADF); larger ones go by
   // sendfile when it is enabled (errno 9).
-  test.each([10, 64 * 1024])("a %p-byte range on a bad fd closes the connection with one log line",
+  test.each([10, 64 * 1024])(
+    "a %p-byte range on a bad fd closes the connection with one log line",
     async (sizeBytes) => {
       let releaseCount = 0;
       const release = () => releaseCount++;
@@ -341,7 +342,8 @@ describe.each([true, false])("SocketServer file ranges (sendfile %p)", (sendfile
       const viaSendfile = sendfileEnabled && sizeBytes > 32 * 1024;
       expect(logger.lines[0]).toMatch(viaSendfile ? /errno 9/ : /EBADF/);
       expect(releaseCount).toBe(1);
-    });
+    },
+  );
 
   test("ranges of a connection that dies are released exactly once", async () => {
     const file = new SegmentFile(randomBytes(8 * 1024 * 1024));

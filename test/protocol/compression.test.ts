@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compressSync } from "snappy";
 import {
-  compress,
   CompressionType,
+  compress,
   decompress,
   isCompressionType,
 } from "../../src/protocol/compression.ts";
@@ -33,8 +33,9 @@ function logLines(sizeBytes: number): Uint8Array {
   const lines: string[] = [];
   let total = 0;
   for (let i = 0; total < sizeBytes; i++) {
-    const line = `{"ts":${1_700_000_000_000 + i * 7},"level":"${i % 9 ? "info" : "warn"}",` +
-      `"msg":"request ${i * 2654435761 % 100_000} served","path":"/api/v1/items/${i % 97}",` +
+    const line =
+      `{"ts":${1_700_000_000_000 + i * 7},"level":"${i % 9 ? "info" : "warn"}",` +
+      `"msg":"request ${(i * 2654435761) % 100_000} served","path":"/api/v1/items/${i % 97}",` +
       `"ms":${(i * 31) % 500}}\n`;
     lines.push(line);
     total += line.length;
@@ -194,28 +195,28 @@ describe("hostile input", () => {
 });
 
 describe("inside a compiled binary", () => {
-  test(
-    "every codec works in a `bun build --compile` binary run without node_modules",
-    async () => {
-      const dir = mkdtempSync(join(tmpdir(), "quill-codecs-"));
-      try {
-        const binary = join(dir, "codecs");
-        const build = Bun.spawnSync([
-          process.execPath, "build", "--compile",
-          join(import.meta.dir, "compiled-codecs-main.ts"), "--outfile", binary,
-        ]);
-        expect(build.exitCode, build.stderr.toString()).toBe(0);
-        const env = { PATH: "/usr/bin:/bin", TMPDIR: dir };
-        const run = Bun.spawnSync([binary], { cwd: dir, env });
-        const report = JSON.parse(run.stdout.toString());
-        expect(report.standalone).toBe(true);
-        const allOk = { None: true, Gzip: true, Snappy: true, Lz4: true, Zstd: true };
-        expect(report.results).toEqual(allOk);
-        expect(run.exitCode).toBe(0);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-    30_000,
-  );
+  test("every codec works in a `bun build --compile` binary run without node_modules", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quill-codecs-"));
+    try {
+      const binary = join(dir, "codecs");
+      const build = Bun.spawnSync([
+        process.execPath,
+        "build",
+        "--compile",
+        join(import.meta.dir, "compiled-codecs-main.ts"),
+        "--outfile",
+        binary,
+      ]);
+      expect(build.exitCode, build.stderr.toString()).toBe(0);
+      const env = { PATH: "/usr/bin:/bin", TMPDIR: dir };
+      const run = Bun.spawnSync([binary], { cwd: dir, env });
+      const report = JSON.parse(run.stdout.toString());
+      expect(report.standalone).toBe(true);
+      const allOk = { None: true, Gzip: true, Snappy: true, Lz4: true, Zstd: true };
+      expect(report.results).toEqual(allOk);
+      expect(run.exitCode).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

@@ -60,7 +60,9 @@ test("the native path (large inputs) agrees with the table path at every size ar
     for (const start of [0, 1, 7]) {
       const end = start + sizeBytes;
       expect(crc32cRange(data, start, end)).toBe(tableCrc32cRange(data, start, end));
-      expect(crc32cRange(data, start, end, 0x1234_5678)).toBe(tableCrc32cRange(data, start, end, 0x1234_5678));
+      expect(crc32cRange(data, start, end, 0x1234_5678)).toBe(
+        tableCrc32cRange(data, start, end, 0x1234_5678),
+      );
     }
   }
 });

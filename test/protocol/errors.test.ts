@@ -1,11 +1,19 @@
 import { describe, expect, test } from "bun:test";
 import {
-  DecodeError, ErrorCode, errorInfo, errorName, isRetriable, KAFKA_ERRORS, KafkaError,
+  DecodeError,
+  ErrorCode,
+  errorInfo,
+  errorName,
+  isRetriable,
+  KAFKA_ERRORS,
+  KafkaError,
 } from "../../src/protocol/errors.ts";
 
 describe("Kafka error table", () => {
   test("covers every code Kafka 3.9 defines, -1 to 127, with unique names", () => {
-    const codes = Object.keys(KAFKA_ERRORS).map(Number).sort((a, b) => a - b);
+    const codes = Object.keys(KAFKA_ERRORS)
+      .map(Number)
+      .sort((a, b) => a - b);
     expect(codes).toEqual(Array.from({ length: 129 }, (_, i) => i - 1));
     const names = new Set(Object.values(KAFKA_ERRORS).map((e) => e.name));
     expect(names.size).toBe(129);

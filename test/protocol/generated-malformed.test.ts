@@ -1,11 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { DecodeError, UnsupportedApiError } from "../../src/protocol/errors.ts";
 import {
-  API_SPECS, decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, encodeResponse,
+  API_SPECS,
+  decodeRequest,
+  decodeRequestHeader,
+  decodeResponse,
+  encodeRequest,
+  encodeResponse,
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { HAVE_SPECS, sampleMessage, SPECS } from "./spec-samples.ts";
+import { HAVE_SPECS, SPECS, sampleMessage } from "./spec-samples.ts";
 
 const hex = (s: string) => new Uint8Array(Buffer.from(s.replace(/\s+/g, ""), "hex"));
 
@@ -66,8 +71,12 @@ describe("requests that cannot be decoded", () => {
   test("a header newer than any version is still read, as flexible (v2)", () => {
     // ApiVersions v9 from a future client: the header must decode so the broker can answer.
     const h = decodeRequestHeader(new Reader(hex("0012 0009 0000002a 0003 616263 00")));
-    expect(h).toEqual(
-      { requestApiKey: 18, requestApiVersion: 9, correlationId: 42, clientId: "abc" });
+    expect(h).toEqual({
+      requestApiKey: 18,
+      requestApiVersion: 9,
+      correlationId: 42,
+      clientId: "abc",
+    });
   });
 
   test("truncated header", () => {
@@ -89,8 +98,9 @@ describe("requests that cannot be decoded", () => {
     // Metadata v12: compact count 2^32-2 (varint ff ff ff ff 0f).
     expectDecodeError(() => decodeRequest(3, 12, new Reader(hex("ffffffff0f 00"))));
     // Produce v3 with a plausible header but an enormous partition count.
-    expectDecodeError(() => decodeRequest(0, 3,
-      new Reader(hex("ffff 0001 00001388 00000001 0001 74 7ffffff0 00000000"))));
+    expectDecodeError(() =>
+      decodeRequest(0, 3, new Reader(hex("ffff 0001 00001388 00000001 0001 74 7ffffff0 00000000"))),
+    );
     expect(performance.now() - started).toBeLessThan(50);
   });
 
@@ -98,16 +108,26 @@ describe("requests that cannot be decoded", () => {
     // Produce v3: transactional id of length -2.
     expectDecodeError(() => decodeRequest(0, 3, new Reader(hex("fffe 0001 00001388 00000000"))));
     // Produce v3: records of length -5.
-    expectDecodeError(() => decodeRequest(0, 3,
-      new Reader(hex("ffff 0001 00001388 00000001 0001 74 00000001 00000000 fffffffb"))));
+    expectDecodeError(() =>
+      decodeRequest(
+        0,
+        3,
+        new Reader(hex("ffff 0001 00001388 00000001 0001 74 00000001 00000000 fffffffb")),
+      ),
+    );
     // Metadata v1: topics array of length -2.
     expectDecodeError(() => decodeRequest(3, 1, new Reader(hex("fffffffe"))));
   });
 
   test("lengths beyond the frame", () => {
     // Produce v3: 1000 bytes of records promised, 3 present.
-    expectDecodeError(() => decodeRequest(0, 3,
-      new Reader(hex("ffff 0001 00001388 00000001 0001 74 00000001 00000000 000003e8 010203"))));
+    expectDecodeError(() =>
+      decodeRequest(
+        0,
+        3,
+        new Reader(hex("ffff 0001 00001388 00000001 0001 74 00000001 00000000 000003e8 010203")),
+      ),
+    );
     // SaslAuthenticate v0: auth bytes of 2^31-1.
     expectDecodeError(() => decodeRequest(36, 0, new Reader(hex("7fffffff 00"))));
   });
@@ -176,7 +196,10 @@ describe.skipIf(!HAVE_SPECS)("damaged copies of valid messages", () => {
     const started = performance.now();
     for (const { api, request, response } of apis) {
       for (let v = api.minVersion; v <= api.latestVersion; v++) {
-        for (const [spec, isResponse] of [[request, false], [response, true]] as const) {
+        for (const [spec, isResponse] of [
+          [request, false],
+          [response, true],
+        ] as const) {
           const bytes = encoded(api.apiKey, v, isResponse, sampleMessage(spec, v, "values"));
           const decode = isResponse ? decodeResponse : decodeRequest;
           for (let n = 0; n < bytes.length; n++) {
@@ -195,7 +218,10 @@ describe.skipIf(!HAVE_SPECS)("damaged copies of valid messages", () => {
     let outcomes = 0;
     for (const { api, request, response } of apis) {
       for (let v = api.minVersion; v <= api.latestVersion; v++) {
-        for (const [spec, isResponse] of [[request, false], [response, true]] as const) {
+        for (const [spec, isResponse] of [
+          [request, false],
+          [response, true],
+        ] as const) {
           const bytes = encoded(api.apiKey, v, isResponse, sampleMessage(spec, v, "values"));
           const decode = isResponse ? decodeResponse : decodeRequest;
           for (let i = 0; i < 30; i++) {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import * as generated from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { HAVE_SPECS, MESSAGES_DIR, sampleMessage, SPECS, versionsOf } from "./spec-samples.ts";
+import { HAVE_SPECS, MESSAGES_DIR, SPECS, sampleMessage, versionsOf } from "./spec-samples.ts";
 
 type Decode = (r: Reader, version: number) => unknown;
 type Encode = (w: Writer, version: number, m: unknown) => void;

@@ -5,8 +5,15 @@
  */
 import { describe, expect, test } from "bun:test";
 import {
-  decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, encodeRequestHeader,
-  encodeResponse, encodeResponseHeader, requestHeaderVersion, responseHeaderVersion,
+  decodeRequest,
+  decodeRequestHeader,
+  decodeResponse,
+  encodeRequest,
+  encodeRequestHeader,
+  encodeResponse,
+  encodeResponseHeader,
+  requestHeaderVersion,
+  responseHeaderVersion,
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
@@ -21,17 +28,27 @@ describe("flexible encoding by hand", () => {
       02 00000000000000000000000000000000 0274 00
       01 00 00`);
     const r = new Reader(bytes);
-    expect(decodeRequestHeader(r)).toEqual(
-      { requestApiKey: 3, requestApiVersion: 12, correlationId: 5, clientId: "c" });
+    expect(decodeRequestHeader(r)).toEqual({
+      requestApiKey: 3,
+      requestApiVersion: 12,
+      correlationId: 5,
+      clientId: "c",
+    });
     const body = decodeRequest(3, 12, r);
     expect(r.remaining()).toBe(0);
     expect(body).toEqual({
-      topics: [{ topicId: new Uint8Array(16), name: "t" }], allowAutoTopicCreation: true,
-      includeClusterAuthorizedOperations: false, includeTopicAuthorizedOperations: false,
+      topics: [{ topicId: new Uint8Array(16), name: "t" }],
+      allowAutoTopicCreation: true,
+      includeClusterAuthorizedOperations: false,
+      includeTopicAuthorizedOperations: false,
     });
     const w = new Writer();
-    encodeRequestHeader(w, { requestApiKey: 3, requestApiVersion: 12, correlationId: 5,
-      clientId: "c" });
+    encodeRequestHeader(w, {
+      requestApiKey: 3,
+      requestApiVersion: 12,
+      correlationId: 5,
+      clientId: "c",
+    });
     encodeRequest(3, 12, w, { topics: [{ name: "t" }], allowAutoTopicCreation: true });
     expect(toHex(w.toBytes())).toBe(toHex(bytes));
   });
@@ -45,13 +62,23 @@ describe("flexible encoding by hand", () => {
       00000000
       01 00 0d 02 00000002 0268 00002384 00 00`);
     const expected = {
-      responses: [{
-        name: "t",
-        partitionResponses: [{
-          index: 0, errorCode: 6, baseOffset: -1n, logAppendTimeMs: -1n, logStartOffset: -1n,
-          recordErrors: [], errorMessage: null, currentLeader: { leaderId: 2, leaderEpoch: 3 },
-        }],
-      }],
+      responses: [
+        {
+          name: "t",
+          partitionResponses: [
+            {
+              index: 0,
+              errorCode: 6,
+              baseOffset: -1n,
+              logAppendTimeMs: -1n,
+              logStartOffset: -1n,
+              recordErrors: [],
+              errorMessage: null,
+              currentLeader: { leaderId: 2, leaderEpoch: 3 },
+            },
+          ],
+        },
+      ],
       throttleTimeMs: 0,
       nodeEndpoints: [{ nodeId: 2, host: "h", port: 9092, rack: null }],
     };
@@ -70,8 +97,12 @@ describe("flexible encoding by hand", () => {
     });
     // The partition ends with an empty tagged section (00): CurrentLeader -1/-1 is the default.
     expect(toHex(w.toBytes())).toBe(
-      "020274020000000000000000000000000000ffffffffffffffffffffffffffffffff0100" + "00" + "00" +
-      "00000000" + "00");
+      "020274020000000000000000000000000000ffffffffffffffffffffffffffffffff0100" +
+        "00" +
+        "00" +
+        "00000000" +
+        "00",
+    );
   });
 
   test("header versions", () => {
@@ -92,8 +123,12 @@ describe("flexible encoding by hand", () => {
   test("ControlledShutdown v0 uses request header v0, without a client id", () => {
     const bytes = hex("0007 0000 00000009 00000004");
     const r = new Reader(bytes);
-    expect(decodeRequestHeader(r)).toEqual(
-      { requestApiKey: 7, requestApiVersion: 0, correlationId: 9, clientId: "" });
+    expect(decodeRequestHeader(r)).toEqual({
+      requestApiKey: 7,
+      requestApiVersion: 0,
+      correlationId: 9,
+      clientId: "",
+    });
     expect(decodeRequest(7, 0, r)).toMatchObject({ brokerId: 4 });
     const w = new Writer();
     encodeRequestHeader(w, { requestApiKey: 7, requestApiVersion: 0, correlationId: 9 });
@@ -105,7 +140,8 @@ describe("flexible encoding by hand", () => {
     const w = new Writer();
     // ProduceRequest.TransactionalId exists from v3 and is not ignorable.
     expect(() => encodeRequest(0, 2, w, { transactionalId: "tx" })).toThrow(
-      "ProduceRequest.transactionalId has a non-default value but version 2 lacks it");
+      "ProduceRequest.transactionalId has a non-default value but version 2 lacks it",
+    );
     w.reset();
     encodeRequest(0, 2, w, { transactionalId: null, acks: 1 });
     // FetchRequest.MaxBytes exists from v3 but is ignorable: dropped silently at v2.

@@ -7,7 +7,11 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
-  API_SPECS, decodeRequest, decodeRequestHeader, encodeRequest, encodeRequestHeader,
+  API_SPECS,
+  decodeRequest,
+  decodeRequestHeader,
+  encodeRequest,
+  encodeRequestHeader,
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
@@ -38,8 +42,13 @@ function fixtures(): Fixture[] {
       const m = /^v(\d+)_request\.([a-z]+)\.hex$/.exec(f);
       if (!m) continue;
       const bytes = new Uint8Array(Buffer.from(readFileSync(join(dir, f), "utf8").trim(), "hex"));
-      out.push({ path: `${kebab(api.name)}/${f}`, apiKey: api.apiKey, version: Number(m[1]),
-        client: m[2]!, bytes });
+      out.push({
+        path: `${kebab(api.name)}/${f}`,
+        apiKey: api.apiKey,
+        version: Number(m[1]),
+        client: m[2]!,
+        bytes,
+      });
     }
   }
   return out;
@@ -78,17 +87,25 @@ describe("golden requests from real clients", () => {
 
   test("ApiVersions v3 (flexible, header v2) from librdkafka", () => {
     const { header, body } = decodeFixture("api-versions/v3_request.kcat.hex");
-    expect(header).toEqual({ requestApiKey: 18, requestApiVersion: 3, correlationId: 1,
-      clientId: "rdkafka" });
+    expect(header).toEqual({
+      requestApiKey: 18,
+      requestApiVersion: 3,
+      correlationId: 1,
+      clientId: "rdkafka",
+    });
     expect(body).toEqual({ clientSoftwareName: "librdkafka", clientSoftwareVersion: "2.0.2" });
     const python = decodeFixture("api-versions/v3_request.librdkafka.hex");
-    expect(python.body).toEqual({ clientSoftwareName: "confluent-kafka-python",
-      clientSoftwareVersion: "1.7.0-rdkafka-2.0.2" });
+    expect(python.body).toEqual({
+      clientSoftwareName: "confluent-kafka-python",
+      clientSoftwareVersion: "1.7.0-rdkafka-2.0.2",
+    });
   });
 
   test("Metadata: kcat -L asks for all topics, kafkajs for the one it produces to", () => {
-    expect(decodeFixture("metadata/v4_request.kcat.hex").body).toMatchObject(
-      { topics: [], allowAutoTopicCreation: false });
+    expect(decodeFixture("metadata/v4_request.kcat.hex").body).toMatchObject({
+      topics: [],
+      allowAutoTopicCreation: false,
+    });
     const kafkajs = decodeFixture("metadata/v6_request.kafkajs.hex");
     expect(kafkajs.header.clientId).toBe("quill-golden");
     expect(kafkajs.body).toMatchObject({ topics: [{ name: "golden" }] });
@@ -98,11 +115,16 @@ describe("golden requests from real clients", () => {
     for (const path of ["produce/v7_request.kcat.hex", "produce/v7_request.kafkajs.hex"]) {
       const { body } = decodeFixture(path);
       const { acks, timeoutMs, transactionalId, topicData } = body as {
-        acks: number; timeoutMs: number; transactionalId: string | null;
+        acks: number;
+        timeoutMs: number;
+        transactionalId: string | null;
         topicData: { name: string; partitionData: { index: number; records: Uint8Array }[] }[];
       };
-      expect({ acks, timeoutMs, transactionalId }).toEqual(
-        { acks: -1, timeoutMs: 30000, transactionalId: null });
+      expect({ acks, timeoutMs, transactionalId }).toEqual({
+        acks: -1,
+        timeoutMs: 30000,
+        transactionalId: null,
+      });
       expect(topicData[0]!.name).toBe("golden");
       const records = topicData[0]!.partitionData[0]!.records;
       expect(records[16]).toBe(2); // The magic byte of a v2 batch.
@@ -121,48 +143,74 @@ describe("golden requests from real clients", () => {
   test("Fetch v11 from kcat: read-committed, from offset 0 of golden", () => {
     const { body } = decodeFixture("fetch/v11_request.kcat.hex");
     expect(body).toMatchObject({
-      replicaId: -1, maxWaitMs: 500, minBytes: 1, isolationLevel: 1, sessionId: 0,
+      replicaId: -1,
+      maxWaitMs: 500,
+      minBytes: 1,
+      isolationLevel: 1,
+      sessionId: 0,
       sessionEpoch: -1,
       topics: [{ topic: "golden", partitions: [{ partition: 0, fetchOffset: 0n }] }],
     });
   });
 
   test("ListOffsets: kcat asks for the earliest offset, kafkajs for the latest", () => {
-    expect(decodeFixture("list-offsets/v2_request.kcat.hex").body).toMatchObject(
-      { topics: [{ name: "golden", partitions: [{ partitionIndex: 0, timestamp: -2n }] }] });
-    expect(decodeFixture("list-offsets/v3_request.kafkajs.hex").body).toMatchObject(
-      { topics: [{ name: "golden", partitions: [{ partitionIndex: 0, timestamp: -1n }] }] });
+    expect(decodeFixture("list-offsets/v2_request.kcat.hex").body).toMatchObject({
+      topics: [{ name: "golden", partitions: [{ partitionIndex: 0, timestamp: -2n }] }],
+    });
+    expect(decodeFixture("list-offsets/v3_request.kafkajs.hex").body).toMatchObject({
+      topics: [{ name: "golden", partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+    });
   });
 
   test("group membership: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup", () => {
-    expect(decodeFixture("find-coordinator/v2_request.kcat.hex").body).toMatchObject(
-      { key: "golden-group", keyType: 0 });
+    expect(decodeFixture("find-coordinator/v2_request.kcat.hex").body).toMatchObject({
+      key: "golden-group",
+      keyType: 0,
+    });
     expect(decodeFixture("join-group/v5_request.kcat.hex").body).toMatchObject({
-      groupId: "golden-group", memberId: "", protocolType: "consumer",
+      groupId: "golden-group",
+      memberId: "",
+      protocolType: "consumer",
       protocols: [{ name: "range" }, { name: "roundrobin" }],
     });
-    expect(decodeFixture("join-group/v5_request.kafkajs.hex").body).toMatchObject(
-      { protocols: [{ name: "RoundRobinAssigner" }] });
-    expect(decodeFixture("sync-group/v3_request.kafkajs.hex").body).toMatchObject(
-      { generationId: 1, memberId: "member-1", assignments: [{ memberId: "member-1" }] });
-    expect(decodeFixture("heartbeat/v3_request.kcat.hex").body).toMatchObject(
-      { groupId: "golden-group", generationId: 1, memberId: "member-1" });
-    expect(decodeFixture("leave-group/v3_request.kafkajs.hex").body).toMatchObject(
-      { groupId: "golden-group", members: [{ memberId: "member-1" }] });
-    expect(decodeFixture("offset-fetch/v4_request.kafkajs.hex").body).toMatchObject(
-      { groupId: "golden-group", topics: [{ name: "golden", partitionIndexes: [0] }] });
+    expect(decodeFixture("join-group/v5_request.kafkajs.hex").body).toMatchObject({
+      protocols: [{ name: "RoundRobinAssigner" }],
+    });
+    expect(decodeFixture("sync-group/v3_request.kafkajs.hex").body).toMatchObject({
+      generationId: 1,
+      memberId: "member-1",
+      assignments: [{ memberId: "member-1" }],
+    });
+    expect(decodeFixture("heartbeat/v3_request.kcat.hex").body).toMatchObject({
+      groupId: "golden-group",
+      generationId: 1,
+      memberId: "member-1",
+    });
+    expect(decodeFixture("leave-group/v3_request.kafkajs.hex").body).toMatchObject({
+      groupId: "golden-group",
+      members: [{ memberId: "member-1" }],
+    });
+    expect(decodeFixture("offset-fetch/v4_request.kafkajs.hex").body).toMatchObject({
+      groupId: "golden-group",
+      topics: [{ name: "golden", partitionIndexes: [0] }],
+    });
   });
 
   test("admin requests from kafkajs and librdkafka", () => {
-    expect(decodeFixture("create-topics/v3_request.kafkajs.hex").body).toMatchObject(
-      { topics: [{ name: "created", numPartitions: 3, replicationFactor: -1 }] });
-    expect(decodeFixture("create-topics/v4_request.librdkafka.hex").body).toMatchObject(
-      { topics: [{ name: "created", numPartitions: 3, replicationFactor: 1 }] });
-    expect(decodeFixture("create-partitions/v0_request.librdkafka.hex").body).toMatchObject(
-      { topics: [{ name: "created", count: 6, assignments: null }] });
-    expect(decodeFixture("delete-topics/v1_request.librdkafka.hex").body).toMatchObject(
-      { topicNames: ["created"] });
-    expect(decodeFixture("describe-configs/v1_request.librdkafka.hex").body).toMatchObject(
-      { resources: [{ resourceType: 2, resourceName: "golden", configurationKeys: null }] });
+    expect(decodeFixture("create-topics/v3_request.kafkajs.hex").body).toMatchObject({
+      topics: [{ name: "created", numPartitions: 3, replicationFactor: -1 }],
+    });
+    expect(decodeFixture("create-topics/v4_request.librdkafka.hex").body).toMatchObject({
+      topics: [{ name: "created", numPartitions: 3, replicationFactor: 1 }],
+    });
+    expect(decodeFixture("create-partitions/v0_request.librdkafka.hex").body).toMatchObject({
+      topics: [{ name: "created", count: 6, assignments: null }],
+    });
+    expect(decodeFixture("delete-topics/v1_request.librdkafka.hex").body).toMatchObject({
+      topicNames: ["created"],
+    });
+    expect(decodeFixture("describe-configs/v1_request.librdkafka.hex").body).toMatchObject({
+      resources: [{ resourceType: 2, resourceName: "golden", configurationKeys: null }],
+    });
   });
 });

@@ -5,8 +5,14 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { FieldSpec, MessageSpec, Range } from "../../scripts/gen-protocol.ts";
-import { camel, DEFAULT_MESSAGES_DIR, inRange, loadSpecs, parseRange, PRIMITIVES }
-  from "../../scripts/gen-protocol.ts";
+import {
+  camel,
+  DEFAULT_MESSAGES_DIR,
+  inRange,
+  loadSpecs,
+  PRIMITIVES,
+  parseRange,
+} from "../../scripts/gen-protocol.ts";
 
 export const MESSAGES_DIR = resolve(process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR);
 export const HAVE_SPECS = existsSync(MESSAGES_DIR);
@@ -44,12 +50,18 @@ function defaultValue(f: FieldSpec, structs: Map<string, FieldSpec[]>, version: 
   if (d === "null") return null;
   if (f.type.startsWith("[]")) return [];
   switch (f.type) {
-    case "bool": return d === true || d === "true";
-    case "int64": return d === undefined ? 0n : BigInt(d as string);
-    case "string": return d === undefined ? "" : String(d);
-    case "uuid": return new Uint8Array(16);
-    case "bytes": return new Uint8Array(0);
-    case "records": return null;
+    case "bool":
+      return d === true || d === "true";
+    case "int64":
+      return d === undefined ? 0n : BigInt(d as string);
+    case "string":
+      return d === undefined ? "" : String(d);
+    case "uuid":
+      return new Uint8Array(16);
+    case "bytes":
+      return new Uint8Array(0);
+    case "records":
+      return null;
   }
   if (PRIMITIVES.has(f.type)) return d === undefined ? 0 : Number(d);
   return buildStruct(structs.get(f.type)!, structs, version, "defaults", { n: 0 });
@@ -59,35 +71,50 @@ type Mode = "values" | "nulls" | "defaults";
 
 function sampleScalar(type: string, c: number): unknown {
   switch (type) {
-    case "bool": return true;
-    case "int8": return (c % 120) + 2;
-    case "int16": return 1000 + c;
-    case "uint16": return 65000 - c;
-    case "int32": return -100000 - c;
-    case "int64": return 10n ** 12n + BigInt(c);
-    case "float64": return c + 0.25;
-    case "string": return `s${c}-é`;
-    case "uuid": return new Uint8Array(16).fill((c % 250) + 1);
-    case "bytes": return new Uint8Array([c & 0xff, 1, 2]);
-    case "records": return new Uint8Array([9, 8, 7, c & 0xff]);
+    case "bool":
+      return true;
+    case "int8":
+      return (c % 120) + 2;
+    case "int16":
+      return 1000 + c;
+    case "uint16":
+      return 65000 - c;
+    case "int32":
+      return -100000 - c;
+    case "int64":
+      return 10n ** 12n + BigInt(c);
+    case "float64":
+      return c + 0.25;
+    case "string":
+      return `s${c}-é`;
+    case "uuid":
+      return new Uint8Array(16).fill((c % 250) + 1);
+    case "bytes":
+      return new Uint8Array([c & 0xff, 1, 2]);
+    case "records":
+      return new Uint8Array([9, 8, 7, c & 0xff]);
   }
   throw new Error(`not a scalar: ${type}`);
 }
 
 function fieldValue(
-  f: FieldSpec, structs: Map<string, FieldSpec[]>, version: number, mode: Mode,
+  f: FieldSpec,
+  structs: Map<string, FieldSpec[]>,
+  version: number,
+  mode: Mode,
   counter: { n: number },
 ): unknown {
   const present = inRange(parseRange(f.taggedVersions ?? f.versions), version);
   if (!present || mode === "defaults") return defaultValue(f, structs, version);
-  const nullable = f.nullableVersions !== undefined &&
-    inRange(parseRange(f.nullableVersions), version);
+  const nullable =
+    f.nullableVersions !== undefined && inRange(parseRange(f.nullableVersions), version);
   if (mode === "nulls" && nullable) return null;
   const c = ++counter.n;
   const elem = f.type.replace(/^\[\]/, "");
-  const one = (): unknown => PRIMITIVES.has(elem)
-    ? sampleScalar(elem, c)
-    : buildStruct(structs.get(elem)!, structs, version, mode, counter);
+  const one = (): unknown =>
+    PRIMITIVES.has(elem)
+      ? sampleScalar(elem, c)
+      : buildStruct(structs.get(elem)!, structs, version, mode, counter);
   if (!f.type.startsWith("[]")) {
     // A boolean whose default is true is only non-default when false.
     if (f.type === "bool") return !(defaultValue(f, structs, version) as boolean);
@@ -98,7 +125,10 @@ function fieldValue(
 }
 
 function buildStruct(
-  fields: FieldSpec[], structs: Map<string, FieldSpec[]>, version: number, mode: Mode,
+  fields: FieldSpec[],
+  structs: Map<string, FieldSpec[]>,
+  version: number,
+  mode: Mode,
   counter: { n: number },
 ): Sample {
   const out: Sample = {};
@@ -111,7 +141,9 @@ function buildStruct(
  * every field nullable in that version, for mode "nulls") and the decoder's default elsewhere.
  */
 export function sampleMessage(
-  spec: MessageSpec, version: number, mode: "values" | "nulls",
+  spec: MessageSpec,
+  version: number,
+  mode: "values" | "nulls",
 ): Sample {
   return buildStruct(spec.fields, structsOf(spec), version, mode, { n: 0 });
 }

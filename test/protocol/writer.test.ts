@@ -3,34 +3,64 @@ import { EncodeError } from "../../src/protocol/errors.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import type { FileRange } from "../../src/protocol/records.ts";
 import { isFileRange } from "../../src/protocol/records.ts";
-import { Writer, WRITER_ZERO_COPY_MIN_BYTES } from "../../src/protocol/writer.ts";
+import { WRITER_ZERO_COPY_MIN_BYTES, Writer } from "../../src/protocol/writer.ts";
 
 const fileRange = (sizeBytes: number): FileRange => ({
-  fd: 99, position: 0, sizeBytes, release: () => {},
+  fd: 99,
+  position: 0,
+  sizeBytes,
+  release: () => {},
 });
 
 describe("Writer", () => {
   test("writes what Reader reads back, for every primitive", () => {
     const w = new Writer(8); // Tiny, so the buffer grows several times.
-    w.int8(-5); w.int16(-300); w.uint16(65000); w.int32(-70000); w.uint32(0xfffffff0);
-    w.int64(-(2n ** 63n)); w.float64(Math.PI); w.bool(true);
+    w.int8(-5);
+    w.int16(-300);
+    w.uint16(65000);
+    w.int32(-70000);
+    w.uint32(0xfffffff0);
+    w.int64(-(2n ** 63n));
+    w.float64(Math.PI);
+    w.bool(true);
     w.uuid(new Uint8Array(16).fill(7));
-    w.unsignedVarint(0xffffffff); w.varint(-2147483648); w.varlong(2n ** 63n - 1n);
-    w.varlong(-1n); w.string("héllo"); w.nullableString(null); w.compactString("x".repeat(300));
-    w.compactString("ünï"); w.compactNullableString(null); w.bytes(new Uint8Array([1, 2]));
-    w.nullableBytes(null); w.compactBytes(new Uint8Array(0)); w.compactNullableBytes(null);
+    w.unsignedVarint(0xffffffff);
+    w.varint(-2147483648);
+    w.varlong(2n ** 63n - 1n);
+    w.varlong(-1n);
+    w.string("héllo");
+    w.nullableString(null);
+    w.compactString("x".repeat(300));
+    w.compactString("ünï");
+    w.compactNullableString(null);
+    w.bytes(new Uint8Array([1, 2]));
+    w.nullableBytes(null);
+    w.compactBytes(new Uint8Array(0));
+    w.compactNullableBytes(null);
     const r = new Reader(w.toBytes());
-    expect(r.int8()).toBe(-5); expect(r.int16()).toBe(-300); expect(r.uint16()).toBe(65000);
-    expect(r.int32()).toBe(-70000); expect(r.uint32()).toBe(0xfffffff0);
-    expect(r.int64()).toBe(-(2n ** 63n)); expect(r.float64()).toBe(Math.PI);
-    expect(r.bool()).toBe(true); expect(r.uuid()).toEqual(new Uint8Array(16).fill(7));
-    expect(r.unsignedVarint()).toBe(0xffffffff); expect(r.varint()).toBe(-2147483648);
-    expect(r.varlong()).toBe(2n ** 63n - 1n); expect(r.varlong()).toBe(-1n);
-    expect(r.string()).toBe("héllo"); expect(r.nullableString()).toBeNull();
-    expect(r.compactString()).toBe("x".repeat(300)); expect(r.compactString()).toBe("ünï");
-    expect(r.compactNullableString()).toBeNull(); expect(r.bytes()).toEqual(new Uint8Array([1, 2]));
-    expect(r.nullableBytes()).toBeNull(); expect(r.compactBytes().length).toBe(0);
-    expect(r.compactNullableBytes()).toBeNull(); expect(r.remaining()).toBe(0);
+    expect(r.int8()).toBe(-5);
+    expect(r.int16()).toBe(-300);
+    expect(r.uint16()).toBe(65000);
+    expect(r.int32()).toBe(-70000);
+    expect(r.uint32()).toBe(0xfffffff0);
+    expect(r.int64()).toBe(-(2n ** 63n));
+    expect(r.float64()).toBe(Math.PI);
+    expect(r.bool()).toBe(true);
+    expect(r.uuid()).toEqual(new Uint8Array(16).fill(7));
+    expect(r.unsignedVarint()).toBe(0xffffffff);
+    expect(r.varint()).toBe(-2147483648);
+    expect(r.varlong()).toBe(2n ** 63n - 1n);
+    expect(r.varlong()).toBe(-1n);
+    expect(r.string()).toBe("héllo");
+    expect(r.nullableString()).toBeNull();
+    expect(r.compactString()).toBe("x".repeat(300));
+    expect(r.compactString()).toBe("ünï");
+    expect(r.compactNullableString()).toBeNull();
+    expect(r.bytes()).toEqual(new Uint8Array([1, 2]));
+    expect(r.nullableBytes()).toBeNull();
+    expect(r.compactBytes().length).toBe(0);
+    expect(r.compactNullableBytes()).toBeNull();
+    expect(r.remaining()).toBe(0);
   });
 
   test("a FileRange becomes its own chunk with the length prefix before it", () => {
@@ -109,7 +139,8 @@ describe("Writer", () => {
     expect(r.unsignedVarint()).toBe(3);
     expect(r.unsignedVarint()).toBe(4);
     expect(r.int32()).toBe(1);
-    expect(r.unsignedVarint()).toBe(200); expect(r.unsignedVarint()).toBe(300);
+    expect(r.unsignedVarint()).toBe(200);
+    expect(r.unsignedVarint()).toBe(300);
     expect(r.remaining()).toBe(300);
   });
 

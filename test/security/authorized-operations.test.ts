@@ -1,7 +1,12 @@
 import { expect, test } from "bun:test";
 import {
-  AclOperation, type AuthorizationAction, authorizedOperations, clusterAuthorizedOperations,
-  ResourceType, type RequestAuthorizer, supportedOperations,
+  AclOperation,
+  type AuthorizationAction,
+  authorizedOperations,
+  clusterAuthorizedOperations,
+  type RequestAuthorizer,
+  ResourceType,
+  supportedOperations,
 } from "../../src/security/authorized-operations.ts";
 
 /** Allows exactly the listed operations, recording what it was asked. */
@@ -23,20 +28,26 @@ test("without an authorizer: every operation of the type, as Kafka 3.9's bit fie
   expect(clusterAuthorizedOperations()).toBe(8096);
   expect(authorizedOperations(ResourceType.TRANSACTIONAL_ID, "tx")).toBe(bits(WRITE, DESCRIBE));
   expect(supportedOperations(ResourceType.USER)).toEqual([
-    AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS,
+    AclOperation.CREATE_TOKENS,
+    AclOperation.DESCRIBE_TOKENS,
   ]);
 });
 
 test("with an authorizer: only what it allows, asked once per supported operation", () => {
   const authorizer = new ListAuthorizer([READ, DESCRIBE, ALTER]);
   expect(authorizedOperations(ResourceType.GROUP, "g", authorizer)).toBe(bits(READ, DESCRIBE));
-  expect(authorizer.asked).toEqual(supportedOperations(ResourceType.GROUP).map((operation) => ({
-    operation, resourceType: ResourceType.GROUP, resourceName: "g",
-  })));
+  expect(authorizer.asked).toEqual(
+    supportedOperations(ResourceType.GROUP).map((operation) => ({
+      operation,
+      resourceType: ResourceType.GROUP,
+      resourceName: "g",
+    })),
+  );
 });
 
 test("the cluster's field is 0 for a caller that may not DESCRIBE the cluster", () => {
   expect(clusterAuthorizedOperations(new ListAuthorizer([ALTER, DELETE]))).toBe(0);
-  expect(clusterAuthorizedOperations(new ListAuthorizer([ALTER, DESCRIBE])))
-    .toBe(bits(ALTER, DESCRIBE));
+  expect(clusterAuthorizedOperations(new ListAuthorizer([ALTER, DESCRIBE]))).toBe(
+    bits(ALTER, DESCRIBE),
+  );
 });

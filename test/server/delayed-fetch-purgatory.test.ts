@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { DelayedFetchPurgatory } from "../../src/server/delayed-fetch-purgatory.ts";
 import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
+import { DelayedFetchPurgatory } from "../../src/server/delayed-fetch-purgatory.ts";
 
 test("an append of enough bytes wakes the fetch at once", async () => {
   const purgatory = new DelayedFetchPurgatory(10);

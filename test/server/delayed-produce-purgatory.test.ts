@@ -1,19 +1,22 @@
 import { expect, test } from "bun:test";
+import {
+  type TopicPartitionKey,
+  topicPartitionKey as tp,
+} from "../../src/common/topic-partition.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import {
-  type TopicPartitionKey, topicPartitionKey as tp,
-} from "../../src/common/topic-partition.ts";
-import {
-  DelayedProducePurgatory, type ProduceWait,
+  DelayedProducePurgatory,
+  type ProduceWait,
 } from "../../src/server/delayed-produce-purgatory.ts";
 
 /** A wait on `key` that is done (with `code`) once `state.done` is set. */
 function waitOn(key: TopicPartitionKey, state: { done: boolean; code: number }): ProduceWait {
   return {
     partitionKey: key,
-    check: () => state.done
-      ? { outcome: "done", errorCode: state.code }
-      : { outcome: "waiting", errorCode: ErrorCode.NONE },
+    check: () =>
+      state.done
+        ? { outcome: "done", errorCode: state.code }
+        : { outcome: "waiting", errorCode: ErrorCode.NONE },
   };
 }
 
@@ -37,7 +40,9 @@ test("partitions waiting at the timeout get REQUEST_TIMED_OUT; done ones keep th
   const purgatory = new DelayedProducePurgatory(10);
   const a = { done: false, code: ErrorCode.NONE };
   const pending = purgatory.park(
-    [waitOn(tp("a", 0), a), waitOn(tp("b", 0), { done: false, code: 0 })], 50);
+    [waitOn(tp("a", 0), a), waitOn(tp("b", 0), { done: false, code: 0 })],
+    50,
+  );
   a.done = true;
   purgatory.checkAndComplete(tp("a", 0));
   expect(await pending).toEqual([ErrorCode.NONE, ErrorCode.REQUEST_TIMED_OUT]);
@@ -48,8 +53,9 @@ test("done at once takes no slot; full answers REQUEST_TIMED_OUT; expireAll ends
   const purgatory = new DelayedProducePurgatory(1);
   expect(await purgatory.park([waitOn(tp("a", 0), { done: true, code: 0 })], 30_000)).toEqual([0]);
   const parked = purgatory.park([waitOn(tp("a", 0), { done: false, code: 0 })], 30_000);
-  expect(await purgatory.park([waitOn(tp("b", 0), { done: false, code: 0 })], 30_000))
-    .toEqual([ErrorCode.REQUEST_TIMED_OUT]);
+  expect(await purgatory.park([waitOn(tp("b", 0), { done: false, code: 0 })], 30_000)).toEqual([
+    ErrorCode.REQUEST_TIMED_OUT,
+  ]);
   purgatory.expireAll();
   expect(await parked).toEqual([ErrorCode.REQUEST_TIMED_OUT]);
   expect(purgatory.size).toBe(0);

@@ -6,8 +6,8 @@ import { afterEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { MetadataCache } from "../../src/server/metadata-cache.ts";
 
 const dirs: string[] = [];

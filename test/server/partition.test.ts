@@ -22,8 +22,15 @@ function openLog(): UnifiedLog {
 
 const TOPIC_ID = new Uint8Array(16).fill(7);
 const leadership = (over: Partial<PartitionLeadership> = {}): PartitionLeadership => ({
-  topic: "t", partition: 0, topicId: TOPIC_ID, leader: 1, leaderEpoch: 1, partitionEpoch: 1,
-  isr: [1, 2, 3], replicas: [1, 2, 3], ...over,
+  topic: "t",
+  partition: 0,
+  topicId: TOPIC_ID,
+  leader: 1,
+  leaderEpoch: 1,
+  partitionEpoch: 1,
+  isr: [1, 2, 3],
+  replicas: [1, 2, 3],
+  ...over,
 });
 
 function leaderWithRecords(count: number): { p: Partition; log: UnifiedLog } {
@@ -120,7 +127,10 @@ test("an ISR change in flight counts the replicas being added; the answer instal
   p.updateFollowerFetchState(2, 2n, 10);
   expect(p.maybeIncrementHighWatermark()).toBe(false); // 3 is counted while being added.
   const committed = {
-    errorCode: ErrorCode.NONE, leaderEpoch: 1, partitionEpoch: 2, isr: [1, 2, 3],
+    errorCode: ErrorCode.NONE,
+    leaderEpoch: 1,
+    partitionEpoch: 2,
+    isr: [1, 2, 3],
   };
   expect(p.completeIsrChange(committed)).toBe(true);
   expect([p.isr, p.partitionEpoch, p.pendingIsr]).toEqual([[1, 2, 3], 2, null]);
@@ -138,10 +148,14 @@ test("acks=-1 completes once the HW passes the batch, with AFTER_APPEND below mi
   p.updateFollowerFetchState(2, 2n, 10);
   p.updateFollowerFetchState(3, 2n, 10);
   p.maybeIncrementHighWatermark();
-  expect(p.checkEnoughReplicasReachOffset(2n, 2))
-    .toEqual({ outcome: "done", errorCode: ErrorCode.NONE });
-  expect(p.checkEnoughReplicasReachOffset(2n, 4))
-    .toEqual({ outcome: "done", errorCode: ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND });
+  expect(p.checkEnoughReplicasReachOffset(2n, 2)).toEqual({
+    outcome: "done",
+    errorCode: ErrorCode.NONE,
+  });
+  expect(p.checkEnoughReplicasReachOffset(2n, 4)).toEqual({
+    outcome: "done",
+    errorCode: ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+  });
 });
 
 test("controller decisions: newer epochs win, equal epochs need a newer partition epoch", () => {

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
   LocalProducerIdBlockStore,
   PRODUCER_ID_BLOCK_ZNODE,
   ProducerIdManager,
   ZooKeeperProducerIdBlockStore,
 } from "../../src/server/producer-id-manager.ts";
-import { ErrorCode } from "../../src/protocol/errors.ts";
-import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { startInProcessBroker } from "../support/broker-harness.ts";
 import { requestOnce } from "../support/kafka-client.ts";
@@ -100,8 +100,12 @@ describe("ZooKeeper mode: /latest_producer_id_block", () => {
       const manager = new ProducerIdManager(5, new ZooKeeperProducerIdBlockStore(zk));
       expect(await take(manager, 2)).toEqual([0n, 1n]);
       const { data } = await zk.getData(PRODUCER_ID_BLOCK_ZNODE);
-      expect(JSON.parse(text(data)))
-        .toEqual({ version: 1, broker: 5, block_start: "0", block_end: "999" });
+      expect(JSON.parse(text(data))).toEqual({
+        version: 1,
+        broker: 5,
+        block_start: "0",
+        block_end: "999",
+      });
     } finally {
       await zk.close();
     }
@@ -109,19 +113,28 @@ describe("ZooKeeper mode: /latest_producer_id_block", () => {
 
   test("a broker in ZooKeeper mode answers InitProducerId from the cluster's block", async () => {
     const zk = await chrootClient("pid-c");
-    const broker = await startInProcessBroker({ settings: {
-      "zookeeper.connect": `${server.connectString}/pid-c`, "broker.id": "3",
-    } });
+    const broker = await startInProcessBroker({
+      settings: {
+        "zookeeper.connect": `${server.connectString}/pid-c`,
+        "broker.id": "3",
+      },
+    });
     try {
-      const init = () => requestOnce(broker.port, ApiKey.InitProducerId, 4, {
-        transactionalId: null, transactionTimeoutMs: 60_000,
-      });
+      const init = () =>
+        requestOnce(broker.port, ApiKey.InitProducerId, 4, {
+          transactionalId: null,
+          transactionTimeoutMs: 60_000,
+        });
       const [first, second] = [await init(), await init()];
       expect(first.errorCode).toBe(ErrorCode.NONE);
       expect([first.producerId, second.producerId]).toEqual([0n, 1n]);
       const { data } = await zk.getData(PRODUCER_ID_BLOCK_ZNODE);
-      expect(JSON.parse(text(data)))
-        .toEqual({ version: 1, broker: 3, block_start: "0", block_end: "999" });
+      expect(JSON.parse(text(data))).toEqual({
+        version: 1,
+        broker: 3,
+        block_start: "0",
+        block_end: "999",
+      });
     } finally {
       await broker.stop();
       await zk.close();

@@ -5,12 +5,12 @@
  * leader epochs from becomeLeaderOrFollower. The network path is in replication.test.ts.
  */
 import { afterEach, expect, test } from "bun:test";
-import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
+import { topicPartitionKey as tp } from "../../src/common/topic-partition.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { buildRecordBatch, readBatchHeader } from "../../src/protocol/record-batch.ts";
 import type { FileRange } from "../../src/protocol/records.ts";
@@ -50,7 +50,11 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
   const admin = new AdminManager(config, () => [0], store, cache, logs);
   const topic = {
-    name: "t", numPartitions: 1, replicationFactor: -1, assignments: [], configs: [],
+    name: "t",
+    numPartitions: 1,
+    replicationFactor: -1,
+    assignments: [],
+    configs: [],
   };
   await admin.createTopic(topic, false);
   const isrChanges: (readonly number[])[] = [];
@@ -70,10 +74,18 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
 }
 
 const leadership = (
-  topicId: Uint8Array, over: Partial<PartitionLeadership> = {},
+  topicId: Uint8Array,
+  over: Partial<PartitionLeadership> = {},
 ): PartitionLeadership => ({
-  topic: "t", partition: 0, topicId, leader: 0, leaderEpoch: 1, partitionEpoch: 0,
-  isr: [0, 1, 2], replicas: [0, 1, 2], ...over,
+  topic: "t",
+  partition: 0,
+  topicId,
+  leader: 0,
+  leaderEpoch: 1,
+  partitionEpoch: 0,
+  isr: [0, 1, 2],
+  replicas: [0, 1, 2],
+  ...over,
 });
 
 const batch = (value: string) =>
@@ -86,11 +98,18 @@ const release = (ranges: readonly FileRange[]) => {
 };
 
 async function fetchAs(
-  rm: ReplicaManager, replicaId: number, fetchOffset: bigint, currentLeaderEpoch = -1,
+  rm: ReplicaManager,
+  replicaId: number,
+  fetchOffset: bigint,
+  currentLeaderEpoch = -1,
 ) {
   const partitionMaxBytes = 1 << 20;
   const [o] = await rm.fetchMessages({
-    maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, onCancel: neverCancel, replicaId,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
+    replicaId,
     entries: [{ topic: "t", partition: 0, fetchOffset, partitionMaxBytes, currentLeaderEpoch }],
   });
   const bytes = readRanges(o!.records);
@@ -126,11 +145,10 @@ test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OU
   expect(timedOut[0]!.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
   expect(performance.now() - started).toBeGreaterThanOrEqual(90);
   let answered = false;
-  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9)
-    .then((o) => {
-      answered = true;
-      return o;
-    });
+  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9).then((o) => {
+    answered = true;
+    return o;
+  });
   await fetchAs(rm, 1, 2n);
   await Bun.sleep(10);
   expect(answered).toBe(false);
@@ -184,12 +202,15 @@ test("a follower refuses produces and consumer fetches; stale controllers too", 
   const [produced] = rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
   expect(produced!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
   expect((await fetchAs(rm, -1, 0n)).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
-  expect(rm.becomeLeaderOrFollower(1, [leadership(topicId, { leaderEpoch: 9 })]).get(tp("t", 0)))
-    .toBe(ErrorCode.STALE_CONTROLLER_EPOCH);
-  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 2 })]).get(tp("t", 0)))
-    .toBe(ErrorCode.FENCED_LEADER_EPOCH);
-  expect(rm.becomeLeaderOrFollower(2, [leadership(topicId, { replicas: [1, 2] })]).get(tp("t", 0)))
-    .toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  expect(
+    rm.becomeLeaderOrFollower(1, [leadership(topicId, { leaderEpoch: 9 })]).get(tp("t", 0)),
+  ).toBe(ErrorCode.STALE_CONTROLLER_EPOCH);
+  expect(
+    rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 2 })]).get(tp("t", 0)),
+  ).toBe(ErrorCode.FENCED_LEADER_EPOCH);
+  expect(
+    rm.becomeLeaderOrFollower(2, [leadership(topicId, { replicas: [1, 2] })]).get(tp("t", 0)),
+  ).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
   // Leading again in epoch 4: a client still on epoch 3 is fenced, one on epoch 5 is ahead of us.
   rm.becomeLeaderOrFollower(2, [leadership(topicId, { leaderEpoch: 4 })]);
   expect((await fetchAs(rm, -1, 0n, 3)).errorCode).toBe(ErrorCode.FENCED_LEADER_EPOCH);

@@ -2,8 +2,8 @@ import { afterEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
+import { LocalMetadataStore } from "../../src/metadata/local-metadata-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import type { FileRange } from "../../src/protocol/records.ts";
@@ -21,10 +21,17 @@ async function setUp(partitions = 2) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-rm-"));
   const { config } = loadConfig({ flags: [{ key: "log.dirs", value: dir, flag: "--data-dir" }] });
   const store = LocalMetadataStore.open(dir);
-  const cache = new MetadataCache(store, { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null }, config);
+  const cache = new MetadataCache(
+    store,
+    { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null },
+    config,
+  );
   const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
   const admin = new AdminManager(config, () => [0], store, cache, logs);
-  await admin.createTopic({ name: "t", numPartitions: partitions, replicationFactor: -1, assignments: [], configs: [] }, false);
+  await admin.createTopic(
+    { name: "t", numPartitions: partitions, replicationFactor: -1, assignments: [], configs: [] },
+    false,
+  );
   cleanups.push(() => {
     logs.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -32,7 +39,8 @@ async function setUp(partitions = 2) {
   return { rm: new ReplicaManager(logs, cache), logs, admin };
 }
 
-const batch = (value: string) => buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
+const batch = (value: string) =>
+  buildRecordBatch([{ key: null, value: new TextEncoder().encode(value) }]);
 const neverCancel = () => () => {};
 const bytesOf = (ranges: readonly FileRange[]) => ranges.reduce((n, r) => n + r.sizeBytes, 0);
 const release = (ranges: readonly FileRange[]) => {
@@ -51,14 +59,21 @@ test("appends assign consecutive offsets and move the high watermark to the log 
 test("per-partition errors: unknown partition, missing records, two batches in one request", async () => {
   const { rm } = await setUp();
   const two = new Uint8Array([...batch("x"), ...batch("y")]);
-  const outcomes = rm.appendRecords(1, [
-    { topic: "t", partition: 7, records: batch("a") },
-    { topic: "t", partition: 0, records: null },
-    { topic: "t", partition: 0, records: two },
-    { topic: "t", partition: 1, records: batch("ok") },
-  ], 9);
+  const outcomes = rm.appendRecords(
+    1,
+    [
+      { topic: "t", partition: 7, records: batch("a") },
+      { topic: "t", partition: 0, records: null },
+      { topic: "t", partition: 0, records: two },
+      { topic: "t", partition: 1, records: batch("ok") },
+    ],
+    9,
+  );
   expect(outcomes.map((o) => o.errorCode)).toEqual([
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_RECORD, ErrorCode.INVALID_RECORD, ErrorCode.NONE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.INVALID_RECORD,
+    ErrorCode.INVALID_RECORD,
+    ErrorCode.NONE,
   ]);
 });
 
@@ -66,7 +81,10 @@ test("a parked fetch wakes as soon as an append brings min bytes, well before ma
   const { rm } = await setUp();
   const started = performance.now();
   const pending = rm.fetchMessages({
-    maxWaitMs: 10_000, minBytes: 1, maxBytes: 1 << 20, onCancel: neverCancel,
+    maxWaitMs: 10_000,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
     entries: [{ topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }],
   });
   await Bun.sleep(20);
@@ -83,12 +101,21 @@ test("max wait ends an empty long poll; a closed connection ends it at once", as
   const { rm } = await setUp();
   const entries = [{ topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }];
   const started = performance.now();
-  const [timedOut] = await rm.fetchMessages({ maxWaitMs: 60, minBytes: 1, maxBytes: 1 << 20, onCancel: neverCancel, entries });
+  const [timedOut] = await rm.fetchMessages({
+    maxWaitMs: 60,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
+    entries,
+  });
   expect(performance.now() - started).toBeGreaterThanOrEqual(50);
   expect(timedOut.records).toHaveLength(0);
   let cancel: () => void = () => {};
   const pending = rm.fetchMessages({
-    maxWaitMs: 60_000, minBytes: 1, maxBytes: 1 << 20, entries,
+    maxWaitMs: 60_000,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    entries,
     onCancel: (listener) => {
       cancel = listener;
       return () => {};
@@ -105,7 +132,10 @@ test("the response budget: later partitions get what the first left, but one bat
   rm.appendRecords(1, [{ topic: "t", partition: 0, records: big }], 9);
   rm.appendRecords(1, [{ topic: "t", partition: 1, records: batch("small") }], 9);
   const outcomes = await rm.fetchMessages({
-    maxWaitMs: 0, minBytes: 1, maxBytes: 100, onCancel: neverCancel,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 100,
+    onCancel: neverCancel,
     entries: [
       { topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: 100 },
       { topic: "t", partition: 1, fetchOffset: 0n, partitionMaxBytes: 100 },
@@ -119,7 +149,10 @@ test("the response budget: later partitions get what the first left, but one bat
 test("fetching beyond the log end is OFFSET_OUT_OF_RANGE and does not park", async () => {
   const { rm } = await setUp();
   const [o] = await rm.fetchMessages({
-    maxWaitMs: 60_000, minBytes: 1, maxBytes: 1 << 20, onCancel: neverCancel,
+    maxWaitMs: 60_000,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
     entries: [{ topic: "t", partition: 0, fetchOffset: 5n, partitionMaxBytes: 1 << 20 }],
   });
   expect(o.errorCode).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);
@@ -128,11 +161,16 @@ test("fetching beyond the log end is OFFSET_OUT_OF_RANGE and does not park", asy
 test("ListOffsets: earliest, latest and by timestamp", async () => {
   const { rm } = await setUp();
   const at = (ms: number) => buildRecordBatch([{ value: new Uint8Array(1) }], { timestampMs: ms });
-  for (const ms of [1000, 2000, 3000]) rm.appendRecords(1, [{ topic: "t", partition: 0, records: at(ms) }], 9);
+  for (const ms of [1000, 2000, 3000])
+    rm.appendRecords(1, [{ topic: "t", partition: 0, records: at(ms) }], 9);
   expect(rm.listOffset("t", 0, -2n).offset).toBe(0n);
   expect(rm.listOffset("t", 0, -1n).offset).toBe(3n);
-  expect(rm.listOffset("t", 0, 1500n))
-    .toEqual({ errorCode: ErrorCode.NONE, timestamp: 2000n, offset: 1n, leaderEpoch: 0 });
+  expect(rm.listOffset("t", 0, 1500n)).toEqual({
+    errorCode: ErrorCode.NONE,
+    timestamp: 2000n,
+    offset: 1n,
+    leaderEpoch: 0,
+  });
   expect(rm.listOffset("t", 0, -1n).leaderEpoch).toBe(0); // The lone broker leads epoch 0.
   expect(rm.listOffset("t", 0, 9999n).offset).toBe(-1n);
   expect(rm.listOffset("nope", 0, -1n).errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
@@ -149,7 +187,10 @@ test("a fetch parked on a topic that gets deleted is answered at once, not at ma
   const { rm, admin } = await setUp();
   const started = performance.now();
   const pending = rm.fetchMessages({
-    maxWaitMs: 10_000, minBytes: 1, maxBytes: 1 << 20, onCancel: neverCancel,
+    maxWaitMs: 10_000,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
     entries: [{ topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }],
   });
   await Bun.sleep(20);

@@ -2,8 +2,12 @@
  * Helpers for the log cleaner tests: keyed batches, reading a whole log back as records with
  * their offsets, and the model of what compaction must keep.
  */
-import { CompressionType } from "../../src/protocol/compression.ts";
-import { buildRecordBatch, decodeRecords, readBatchHeader } from "../../src/protocol/record-batch.ts";
+import type { CompressionType } from "../../src/protocol/compression.ts";
+import {
+  buildRecordBatch,
+  decodeRecords,
+  readBatchHeader,
+} from "../../src/protocol/record-batch.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { readBytes } from "./helpers.ts";
 
@@ -32,15 +36,27 @@ export interface StoredBatch {
 
 export function keyedBatch(
   records: readonly KeyedRecord[],
-  opts: { compression?: CompressionType; timestampMs?: number; producerId?: bigint;
-    producerEpoch?: number; baseSequence?: number } = {},
+  opts: {
+    compression?: CompressionType;
+    timestampMs?: number;
+    producerId?: bigint;
+    producerEpoch?: number;
+    baseSequence?: number;
+  } = {},
 ): Uint8Array {
-  return buildRecordBatch(records.map((r) => ({
-    key: r.key === null ? null : encoder.encode(r.key),
-    value: r.value === null ? null : encoder.encode(r.value),
-  })), { timestampMs: opts.timestampMs, compression: opts.compression,
-    producerId: opts.producerId, producerEpoch: opts.producerEpoch,
-    baseSequence: opts.baseSequence });
+  return buildRecordBatch(
+    records.map((r) => ({
+      key: r.key === null ? null : encoder.encode(r.key),
+      value: r.value === null ? null : encoder.encode(r.value),
+    })),
+    {
+      timestampMs: opts.timestampMs,
+      compression: opts.compression,
+      producerId: opts.producerId,
+      producerEpoch: opts.producerEpoch,
+      baseSequence: opts.baseSequence,
+    },
+  );
 }
 
 /** Every batch of the log from its start to its end, decoded. */
@@ -64,8 +80,14 @@ export function readAllBatches(log: UnifiedLog): StoredBatch[] {
         value: r.value === null ? null : decoder.decode(r.value),
       }));
       const lastOffset = header.baseOffset + BigInt(header.lastOffsetDelta);
-      out.push({ baseOffset: header.baseOffset, lastOffset, attributes: header.attributes,
-        producerId: header.producerId, baseSequence: header.baseSequence, records });
+      out.push({
+        baseOffset: header.baseOffset,
+        lastOffset,
+        attributes: header.attributes,
+        producerId: header.producerId,
+        baseSequence: header.baseSequence,
+        records,
+      });
       offset = lastOffset + 1n;
       at += size;
     }

@@ -48,7 +48,10 @@ function sample(codec: CompressionType, baseSequence = 100) {
     timestampMs: 1_700_000_000_000 + i * 7,
   }));
   const batch = buildRecordBatch(records, {
-    compression: codec, producerId: 42n, producerEpoch: 3, baseSequence,
+    compression: codec,
+    producerId: 42n,
+    producerEpoch: 3,
+    baseSequence,
   });
   return { records, batch };
 }
@@ -89,8 +92,9 @@ describe("compression.type on the leader", () => {
         expect(header.producerEpoch).toBe(3);
         expect(header.baseSequence).toBe(100 + i * 20);
         expect(header.lastOffsetDelta).toBe(19);
-        expect(got.map((r) => new TextDecoder().decode(r.value!)))
-          .toEqual(records.map((r) => new TextDecoder().decode(r.value)));
+        expect(got.map((r) => new TextDecoder().decode(r.value!))).toEqual(
+          records.map((r) => new TextDecoder().decode(r.value)),
+        );
         const timestamps = got.map((r) => header.baseTimestamp + r.timestampDelta);
         expect(timestamps).toEqual(records.map((r) => BigInt(r.timestampMs)));
         expect(got[3].headers[0].key).toBe("h");
@@ -135,8 +139,9 @@ describe("corrupt compressed payloads", () => {
 
   test("recompression refuses them with CORRUPT_MESSAGE and writes nothing", () => {
     const log = open("lz4");
-    expect(codeOf(() => log.append(corruptGzip(), { assignOffsets: true })))
-      .toBe(ErrorCode.CORRUPT_MESSAGE);
+    expect(codeOf(() => log.append(corruptGzip(), { assignOffsets: true }))).toBe(
+      ErrorCode.CORRUPT_MESSAGE,
+    );
     expect(log.logEndOffset).toBe(0n);
     expect(log.sizeBytes).toBe(0);
     // The log still takes good batches afterwards.
@@ -150,8 +155,9 @@ describe("corrupt compressed payloads", () => {
       const log = open(policy);
       const { batch } = sample(CompressionType.Snappy);
       batch[90] ^= 1;
-      expect(codeOf(() => log.append(batch, { assignOffsets: true })))
-        .toBe(ErrorCode.CORRUPT_MESSAGE);
+      expect(codeOf(() => log.append(batch, { assignOffsets: true }))).toBe(
+        ErrorCode.CORRUPT_MESSAGE,
+      );
       expect(log.logEndOffset).toBe(0n);
       log.close();
       removeDir(path.join(root, "events-0"));

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
-  LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache,
+  LEADER_EPOCH_CHECKPOINT_FILE,
+  LeaderEpochFileCache,
 } from "../../src/storage/leader-epoch-file-cache.ts";
 import { removeDir, tempDir } from "./helpers.ts";
 
@@ -25,7 +26,10 @@ test("epochs are checkpointed in Kafka's text format and read back", () => {
   cache.assign(2, 1500n); // Older than the latest: ignored.
   expect(checkpointText()).toBe("0\n2\n0 0\n3 1200\n");
   const again = LeaderEpochFileCache.load(dir, logger);
-  expect(again.all()).toEqual([{ epoch: 0, startOffset: 0n }, { epoch: 3, startOffset: 1200n }]);
+  expect(again.all()).toEqual([
+    { epoch: 0, startOffset: 0n },
+    { epoch: 3, startOffset: 1200n },
+  ]);
   expect(again.latestEpoch).toBe(3);
 });
 

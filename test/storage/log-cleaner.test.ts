@@ -3,16 +3,16 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { CompressionType } from "../../src/protocol/compression.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
-import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DELETE_HORIZON_BIT } from "../../src/storage/cleaner-batch-filter.ts";
 import type { LogCleanerConfig } from "../../src/storage/log-cleaner.ts";
+import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { CLEANER_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
-import { DELETE_HORIZON_BIT } from "../../src/storage/cleaner-batch-filter.ts";
-import { removeDir, tempDir } from "./helpers.ts";
 import type { KeyedRecord } from "./cleaner-support.ts";
 import { keyedBatch, latestByKey, readAllBatches, readAllRecords } from "./cleaner-support.ts";
+import { removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
 let manager: LogManager;
@@ -65,7 +65,8 @@ describe("LogCleaner: keys", () => {
     // Every surviving record is the one with that offset before, and offsets still increase.
     const byOffset = new Map(before.map((r) => [r.offset, r]));
     for (const r of after) expect(byOffset.get(r.offset)).toEqual(r);
-    for (let i = 1; i < after.length; i++) expect(after[i].offset).toBeGreaterThan(after[i - 1].offset);
+    for (let i = 1; i < after.length; i++)
+      expect(after[i].offset).toBeGreaterThan(after[i - 1].offset);
     // Sealed part: exactly one record per key; the active segment's record is still there.
     const sealed = after.filter((r) => r.offset < activeBase);
     expect(sealed.length).toBe(10);
@@ -113,7 +114,10 @@ describe("LogCleaner: tombstones", () => {
   test("kept with a delete horizon, then removed once delete.retention.ms has passed", async () => {
     const log = open({ deleteRetentionMs: 60_000 }).getOrCreateLog("t", 0);
     writeRounds(log, 5, 4);
-    append(log, [{ key: "k1", value: null }, { key: "k2", value: null }]);
+    append(log, [
+      { key: "k1", value: null },
+      { key: "k2", value: null },
+    ]);
     log.roll();
     const now = Date.now();
     await manager.cleaner.cleanOnce(now);
@@ -123,7 +127,8 @@ describe("LogCleaner: tombstones", () => {
     const horizonBatch = kept.find((b) => b.records.some((r) => r.value === null))!;
     expect(horizonBatch.attributes & DELETE_HORIZON_BIT).toBe(DELETE_HORIZON_BIT);
     // Record timestamps survive the new base timestamp.
-    for (const r of horizonBatch.records) expect(Math.abs(Number(r.timestamp) - now)).toBeLessThan(60_000);
+    for (const r of horizonBatch.records)
+      expect(Math.abs(Number(r.timestamp) - now)).toBeLessThan(60_000);
     expect(log.latestDeleteHorizonMs).toBe(now + 60_000);
     // Before the horizon nothing is due; after it the log is cleaned without new writes.
     expect(manager.cleaner.grabFilthiestLog(now + 59_000)).toBeNull();
@@ -152,8 +157,10 @@ describe("LogCleaner: lag settings", () => {
   });
 
   test("max.compaction.lag.ms makes a barely dirty log eligible", async () => {
-    const log = open({ minCleanableDirtyRatio: 0.99, maxCompactionLagMs: 60_000 })
-      .getOrCreateLog("t", 0);
+    const log = open({ minCleanableDirtyRatio: 0.99, maxCompactionLagMs: 60_000 }).getOrCreateLog(
+      "t",
+      0,
+    );
     writeRounds(log, 10, 3, { timestampMs: Date.now() - 120_000 });
     log.roll();
     await manager.cleaner.cleanOnce();
@@ -176,7 +183,8 @@ describe("LogCleaner: grouping", () => {
   test("small cleaned segments are merged into one, within segment.bytes", async () => {
     const log = open({ segmentBytes: 600 }).getOrCreateLog("t", 0);
     const fill = (): void => {
-      for (let i = 0; i < 40; i++) append(log, [{ key: `k${i % 4}`, value: `v${i}`.padEnd(60, ".") }]);
+      for (let i = 0; i < 40; i++)
+        append(log, [{ key: `k${i % 4}`, value: `v${i}`.padEnd(60, ".") }]);
       log.roll();
     };
     fill();
@@ -199,8 +207,12 @@ describe("LogCleaner: grouping", () => {
 describe("LogCleaner: batches", () => {
   test("compressed batches are filtered and written back with their codec", async () => {
     const log = open().getOrCreateLog("t", 0);
-    for (const codec of [CompressionType.Gzip, CompressionType.Zstd, CompressionType.Lz4,
-      CompressionType.Snappy]) {
+    for (const codec of [
+      CompressionType.Gzip,
+      CompressionType.Zstd,
+      CompressionType.Lz4,
+      CompressionType.Snappy,
+    ]) {
       writeRounds(log, 3, 4, { compression: codec });
     }
     append(log, [{ key: "k0", value: "last" }], { compression: CompressionType.Gzip });
@@ -224,31 +236,44 @@ describe("LogCleaner: batches", () => {
     const batches = readAllBatches(log);
     // The producer's first batch is gone, its last one stays with no records.
     expect(batches.map((b) => [b.baseOffset, b.producerId, b.records.length])).toEqual([
-      [1n, 7n, 0], [2n, -1n, 1]]);
+      [1n, 7n, 0],
+      [2n, -1n, 1],
+    ]);
     expect(batches[0].baseSequence).toBe(1);
     manager.close();
     const reopened = open().getLog("t", 0)!;
     // After a restart the producer state is rebuilt from the log: sequence 2 is next.
-    reopened.append(keyedBatch([{ key: "a", value: "4" }], { ...pid, baseSequence: 2 }),
-      { assignOffsets: true });
-    expect(() => reopened.append(keyedBatch([{ key: "a", value: "5" }],
-      { ...pid, baseSequence: 5 }), { assignOffsets: true })).toThrow();
+    reopened.append(keyedBatch([{ key: "a", value: "4" }], { ...pid, baseSequence: 2 }), {
+      assignOffsets: true,
+    });
+    expect(() =>
+      reopened.append(keyedBatch([{ key: "a", value: "5" }], { ...pid, baseSequence: 5 }), {
+        assignOffsets: true,
+      }),
+    ).toThrow();
   });
 
   test("a record without a key is refused with Kafka's INVALID_RECORD, nothing written", () => {
     const log = open().getOrCreateLog("t", 0);
     let error: unknown = null;
     try {
-      log.append(keyedBatch([{ key: "a", value: "1" }, { key: null, value: "2" }]),
-        { assignOffsets: true });
+      log.append(
+        keyedBatch([
+          { key: "a", value: "1" },
+          { key: null, value: "2" },
+        ]),
+        { assignOffsets: true },
+      );
     } catch (e) {
       error = e;
     }
     expect((error as { code: number }).code).toBe(ErrorCode.INVALID_RECORD);
-    expect((error as Error).message).toBe("One or more records have been rejected due to 1 " +
-      "record errors in total, and only showing the first three errors at most: " +
-      "[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key " +
-      "in topic partition t-0')]");
+    expect((error as Error).message).toBe(
+      "One or more records have been rejected due to 1 " +
+        "record errors in total, and only showing the first three errors at most: " +
+        "[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key " +
+        "in topic partition t-0')]",
+    );
     expect(log.logEndOffset).toBe(0n);
   });
 });
@@ -259,7 +284,10 @@ describe("LogCleaner: offset map", () => {
     const log = open({ segmentBytes: 8000 }, { dedupeBufferBytes: 2000 }).getOrCreateLog("t", 0);
     for (let round = 0; round < 3; round++) {
       for (let k = 0; k < 300; k += 10) {
-        append(log, Array.from({ length: 10 }, (_, i) => ({ key: `k${k + i}`, value: `v${round}` })));
+        append(
+          log,
+          Array.from({ length: 10 }, (_, i) => ({ key: `k${k + i}`, value: `v${round}` })),
+        );
       }
     }
     log.roll();

@@ -2,14 +2,16 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
-import { LOG_START_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
-import { RECOVERY_POINT_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
+import {
+  LOG_START_OFFSET_CHECKPOINT_FILE,
+  RECOVERY_POINT_CHECKPOINT_FILE,
+} from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
-import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 import { keyedBatch } from "./cleaner-support.ts";
+import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
 let manager: LogManager;
@@ -179,7 +181,12 @@ describe("log management", () => {
 
   test("illegal topic names and partitions are refused", () => {
     open();
-    for (const [topic, partition] of [["../x", 0], ["a/b", 0], ["..", 0], ["ok", -1]] as const) {
+    for (const [topic, partition] of [
+      ["../x", 0],
+      ["a/b", 0],
+      ["..", 0],
+      ["ok", -1],
+    ] as const) {
       expect(() => manager.getOrCreateLog(topic, partition)).toThrow(KafkaError);
     }
   });

@@ -198,9 +198,9 @@ describe("index rebuilds", () => {
     }
     reopenClean();
     // The producer state snapshot written at close is not a leftover.
-    const names = fs.readdirSync(path.join(dir, "events-3")).filter((n) => !n.endsWith(".snapshot"));
-    expect(names.sort()).toEqual(
-      [`${stem(0n)}.index`, `${stem(0n)}.log`, `${stem(0n)}.timeindex`],
-    );
+    const names = fs
+      .readdirSync(path.join(dir, "events-3"))
+      .filter((n) => !n.endsWith(".snapshot"));
+    expect(names.sort()).toEqual([`${stem(0n)}.index`, `${stem(0n)}.log`, `${stem(0n)}.timeindex`]);
   });
 });

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { LogSegment, segmentFileStem } from "../../src/storage/log-segment.ts";
-import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { validateAndAssignOffsets } from "../../src/storage/log-validator.ts";
+import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { batchOffsets, readRanges, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import { buildRecordBatch, verifyBatchCrc } from "../../src/protocol/record-batch.ts";
-import { validateAndAssignOffsets } from "../../src/storage/log-validator.ts";
 import type { ValidationInput } from "../../src/storage/log-validator.ts";
+import { validateAndAssignOffsets } from "../../src/storage/log-validator.ts";
 
 const leader: ValidationInput = {
   assignOffsets: true,

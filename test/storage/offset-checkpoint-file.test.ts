@@ -20,7 +20,12 @@ test("writes Kafka's text format atomically and reads it back", () => {
   expect(fs.existsSync(`${file}.tmp`)).toBe(false);
   const lines: string[] = [];
   const offsets = readOffsetCheckpoint(file, (l) => lines.push(l));
-  expect(offsets).toEqual(new Map([["orders-0", 1200n], ["my-topic-11", 7n]]));
+  expect(offsets).toEqual(
+    new Map([
+      ["orders-0", 1200n],
+      ["my-topic-11", 7n],
+    ]),
+  );
   expect(lines).toEqual([]);
 });
 

@@ -3,17 +3,16 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
-import { incrementSequence } from "../../src/storage/producer-state-entry.ts";
-import { ProducerStateEntry } from "../../src/storage/producer-state-entry.ts";
+import { incrementSequence, ProducerStateEntry } from "../../src/storage/producer-state-entry.ts";
+import { ProducerStateManager } from "../../src/storage/producer-state-manager.ts";
 import {
   decodeSnapshot,
   encodeSnapshot,
   listSnapshotOffsets,
 } from "../../src/storage/producer-state-snapshot.ts";
-import { ProducerStateManager } from "../../src/storage/producer-state-manager.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
@@ -42,7 +41,10 @@ function idem(producerId: bigint, epoch: number, seq: number, count = 5, timesta
     value: new TextEncoder().encode(`p${producerId}-e${epoch}-s${seq + i}`),
   }));
   return buildRecordBatch(records, {
-    producerId, producerEpoch: epoch, baseSequence: seq, timestampMs,
+    producerId,
+    producerEpoch: epoch,
+    baseSequence: seq,
+    timestampMs,
   });
 }
 
@@ -82,8 +84,9 @@ describe("sequence checks on the leader", () => {
     for (let i = 0; i < 6; i++) log.append(idem(7n, 0, i * 5), client);
     // Batch 1 (sequences 5-9) is still retained; batch 0 was pushed out.
     expect(log.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
-    expect(codeOf(() => log.append(idem(7n, 0, 0), client)))
-      .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect(codeOf(() => log.append(idem(7n, 0, 0), client))).toBe(
+      ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    );
     expect(log.logEndOffset).toBe(30n);
     log.close();
   });
@@ -91,8 +94,9 @@ describe("sequence checks on the leader", () => {
   test("a gap is OUT_OF_ORDER_SEQUENCE_NUMBER and writes nothing", () => {
     const log = open();
     log.append(idem(7n, 0, 0), client);
-    expect(codeOf(() => log.append(idem(7n, 0, 6), client)))
-      .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect(codeOf(() => log.append(idem(7n, 0, 6), client))).toBe(
+      ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    );
     expect(log.logEndOffset).toBe(5n);
     expect(log.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
     log.close();
@@ -101,14 +105,13 @@ describe("sequence checks on the leader", () => {
   test("an older epoch is INVALID_PRODUCER_EPOCH; a new epoch must start at 0", () => {
     const log = open();
     log.append(idem(7n, 3, 0), client);
-    expect(codeOf(() => log.append(idem(7n, 2, 5), client)))
-      .toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
-    expect(codeOf(() => log.append(idem(7n, 4, 5), client)))
-      .toBe(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect(codeOf(() => log.append(idem(7n, 2, 5), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.append(idem(7n, 4, 5), client))).toBe(
+      ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    );
     expect(log.append(idem(7n, 4, 0), client).baseOffset).toBe(5n);
     // The bumped epoch fences the old one for good.
-    expect(codeOf(() => log.append(idem(7n, 3, 5), client)))
-      .toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.append(idem(7n, 3, 5), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
     expect(log.producerState.entry(7n)?.producerEpoch).toBe(4);
     log.close();
   });
@@ -206,8 +209,9 @@ describe("state across restarts", () => {
     }
     log = open({ clean: false });
     expect(log.append(idem(7n, 2, 15), client).baseOffset).toBe(15n);
-    expect(codeOf(() => log.append(idem(7n, 1, 20), client)))
-      .toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.append(idem(7n, 1, 20), client))).toBe(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     log.close();
   });
 
@@ -267,14 +271,27 @@ describe("state across restarts", () => {
 describe("limits", () => {
   test("past the producer cap, the producer with the oldest batch is forgotten", () => {
     const state = new ProducerStateManager({
-      dir: root, name: "events-0", expirationMs: 1e12, maxProducers: 3,
+      dir: root,
+      name: "events-0",
+      expirationMs: 1e12,
+      maxProducers: 3,
       logger: (l) => lines.push(l),
     });
     const batch = (producerId: bigint, offset: bigint, timestampMs: bigint) => ({
-      producerId, producerEpoch: 0, baseSequence: 0, firstOffset: offset, lastOffset: offset,
-      offsetDelta: 0, maxTimestampMs: timestampMs,
+      producerId,
+      producerEpoch: 0,
+      baseSequence: 0,
+      firstOffset: offset,
+      lastOffset: offset,
+      offsetDelta: 0,
+      maxTimestampMs: timestampMs,
     });
-    for (const [id, ts] of [[1n, 300n], [2n, 100n], [3n, 200n], [4n, 400n]] as const) {
+    for (const [id, ts] of [
+      [1n, 300n],
+      [2n, 100n],
+      [3n, 200n],
+      [4n, 400n],
+    ] as const) {
       state.commit(state.prepareAppend([batch(id, id, ts)], "client"), id + 1n);
     }
     expect(state.producerCount).toBe(3);

@@ -11,10 +11,9 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { segmentFilePaths } from "../../src/storage/log-segment.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
-import { removeDir, tempDir } from "./helpers.ts";
-import { keyedBatch, readAllRecords } from "./cleaner-support.ts";
 import type { StoredRecord } from "./cleaner-support.ts";
-import { readRanges } from "./helpers.ts";
+import { keyedBatch, readAllRecords } from "./cleaner-support.ts";
+import { readRanges, removeDir, tempDir } from "./helpers.ts";
 
 let root: string;
 let lines: string[];
@@ -22,17 +21,27 @@ const managers: LogManager[] = [];
 const config = { ...DEFAULT_LOG_CONFIG, cleanupPolicy: "compact", segmentBytes: 1500 };
 
 function open(dir: string): LogManager {
-  const manager = LogManager.open({ logDirs: [dir], defaultConfig: config,
-    logger: (l) => lines.push(l), cleaner: { dedupeBufferBytes: 1 << 20 } });
+  const manager = LogManager.open({
+    logDirs: [dir],
+    defaultConfig: config,
+    logger: (l) => lines.push(l),
+    cleaner: { dedupeBufferBytes: 1 << 20 },
+  });
   managers.push(manager);
   return manager;
 }
 
 function fill(log: UnifiedLog): void {
   for (let round = 0; round < 12; round++) {
-    log.append(keyedBatch(Array.from({ length: 5 }, (_, k) =>
-      ({ key: `k${k}`, value: round === 11 && k === 2 ? null : `v${round}` }))),
-    { assignOffsets: true });
+    log.append(
+      keyedBatch(
+        Array.from({ length: 5 }, (_, k) => ({
+          key: `k${k}`,
+          value: round === 11 && k === 2 ? null : `v${round}`,
+        })),
+      ),
+      { assignOffsets: true },
+    );
     log.highWatermark = log.logEndOffset;
   }
   log.roll();
@@ -40,7 +49,10 @@ function fill(log: UnifiedLog): void {
 
 /** The dirty log, its cleaned twin, and the records of each. */
 async function dirtyAndCleaned(): Promise<{
-  dirtyDir: string; cleanedDir: string; dirty: StoredRecord[]; cleaned: StoredRecord[];
+  dirtyDir: string;
+  cleanedDir: string;
+  dirty: StoredRecord[];
+  cleaned: StoredRecord[];
 }> {
   const cleanedDir = path.join(root, "cleaned");
   const manager = open(cleanedDir);
@@ -69,7 +81,8 @@ function plant(cleanedDir: string, dir: string, suffix: string): void {
 function reopen(dir: string): StoredRecord[] {
   fs.rmSync(path.join(dir, ".kafka_cleanshutdown"), { force: true }); // as after a kill -9
   const records = readAllRecords(open(dir).getLog("t", 0)!);
-  const leftovers = fs.readdirSync(path.join(dir, "t-0"))
+  const leftovers = fs
+    .readdirSync(path.join(dir, "t-0"))
     .filter((n) => n.endsWith(".cleaned") || n.endsWith(".swap"));
   expect(leftovers).toEqual([]);
   return records;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
@@ -11,7 +11,9 @@ let manager: LogManager;
 
 function open(config: Partial<LogConfig> = {}): UnifiedLog {
   manager = LogManager.open({
-    logDirs: [dir], defaultConfig: { ...DEFAULT_LOG_CONFIG, ...config }, logger: () => {},
+    logDirs: [dir],
+    defaultConfig: { ...DEFAULT_LOG_CONFIG, ...config },
+    logger: () => {},
   });
   return manager.getOrCreateLog("orders", 0);
 }
@@ -24,17 +26,23 @@ afterEach(() => {
 
 /** A follower's copy of a leader batch: offsets and leader epoch already set. */
 const leaderBatch = (baseOffset: bigint, count: number, epoch: number, tag = "x") =>
-  buildRecordBatch(Array.from({ length: count }, (_, i) => ({
-    key: null, value: new TextEncoder().encode(`${tag}-${baseOffset + BigInt(i)}`),
-  })), { baseOffset, partitionLeaderEpoch: epoch });
+  buildRecordBatch(
+    Array.from({ length: count }, (_, i) => ({
+      key: null,
+      value: new TextEncoder().encode(`${tag}-${baseOffset + BigInt(i)}`),
+    })),
+    { baseOffset, partitionLeaderEpoch: epoch },
+  );
 
 test("appends record the first offset of each new leader epoch", () => {
   const log = open();
   log.append(leaderBatch(0n, 2, 0), { assignOffsets: false });
   log.append(leaderBatch(2n, 2, 0), { assignOffsets: false });
   log.append(leaderBatch(4n, 3, 2), { assignOffsets: false });
-  expect(log.leaderEpochCache.all())
-    .toEqual([{ epoch: 0, startOffset: 0n }, { epoch: 2, startOffset: 4n }]);
+  expect(log.leaderEpochCache.all()).toEqual([
+    { epoch: 0, startOffset: 0n },
+    { epoch: 2, startOffset: 4n },
+  ]);
 });
 
 test("truncateTo cuts the active segment at a batch boundary; appends go on from there", () => {
@@ -79,7 +87,8 @@ test("truncating into a sealed segment deletes later segments and rolls a writab
   const reopened = open({ segmentBytes: 300 });
   expect(reopened.logEndOffset).toBe(cutInside + 1n);
   expect(reopened.leaderEpochCache.all()).toEqual([
-    { epoch: 0, startOffset: 0n }, { epoch: 1, startOffset: cutInside },
+    { epoch: 0, startOffset: 0n },
+    { epoch: 1, startOffset: cutInside },
   ]);
 });
 

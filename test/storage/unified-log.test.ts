@@ -2,14 +2,20 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
-import { buildRecordBatch, decodeRecords } from "../../src/protocol/record-batch.ts";
-import { verifyBatchCrc } from "../../src/protocol/record-batch.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
+import {
+  buildRecordBatch,
+  decodeRecords,
+  verifyBatchCrc,
+} from "../../src/protocol/record-batch.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
-import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP } from "../../src/storage/unified-log.ts";
-import { MAX_TIMESTAMP } from "../../src/storage/unified-log.ts";
+import {
+  EARLIEST_TIMESTAMP,
+  LATEST_TIMESTAMP,
+  MAX_TIMESTAMP,
+} from "../../src/storage/unified-log.ts";
 import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
@@ -57,7 +63,10 @@ describe("append", () => {
     expect(second.logAppendTimeMs).toBe(-1);
     expect(log.logEndOffset).toBe(5n);
     const stored = readBytes(log, 0n, 1 << 20);
-    expect(batchOffsets(stored)).toEqual([{ base: 0n, last: 2n }, { base: 3n, last: 4n }]);
+    expect(batchOffsets(stored)).toEqual([
+      { base: 0n, last: 2n },
+      { base: 3n, last: 4n },
+    ]);
     expect(verifyBatchCrc(stored, 0)).toBe(true);
   });
 
@@ -246,7 +255,10 @@ describe("roll", () => {
     const bases = log.segmentBaseOffsets();
     expect(bases.length).toBeGreaterThan(2);
     const partitionDir = path.join(dir, "orders-0");
-    const names = fs.readdirSync(partitionDir).filter((n) => n.endsWith(".log")).sort();
+    const names = fs
+      .readdirSync(partitionDir)
+      .filter((n) => n.endsWith(".log"))
+      .sort();
     expect(names).toEqual(bases.map((b) => `${b.toString().padStart(20, "0")}.log`));
     for (const name of names) {
       expect(fs.statSync(path.join(partitionDir, name)).size).toBeLessThanOrEqual(1000);

@@ -6,8 +6,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig } from "../../src/config/load-config.ts";
 import { type BrokerLogger, type RunningBroker, startBroker } from "../../src/broker/broker.ts";
+import { loadConfig } from "../../src/config/load-config.ts";
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
 
@@ -57,8 +57,11 @@ export async function startInProcessBroker(
   const flags = [
     { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
     { key: "log.dirs", value: dataDir, flag: "--data-dir" },
-    ...Object.entries(options.settings ?? {})
-      .map(([key, value]) => ({ key, value, flag: "--set" })),
+    ...Object.entries(options.settings ?? {}).map(([key, value]) => ({
+      key,
+      value,
+      flag: "--set",
+    })),
   ];
   const { config } = loadConfig({ flags });
   const logger = new LineLogger();

@@ -66,13 +66,20 @@ export class ChildBroker {
     ownsDataDir: boolean,
   ): Promise<ChildBroker> {
     const argv = [
-      ...commandPrefix(options.command), "serve",
-      "--listen", `127.0.0.1:${options.port}`, "--data-dir", options.dataDir,
+      ...commandPrefix(options.command),
+      "serve",
+      "--listen",
+      `127.0.0.1:${options.port}`,
+      "--data-dir",
+      options.dataDir,
       ...Object.entries(options.settings).flatMap(([k, v]) => ["--set", `${k}=${v}`]),
     ];
     // The data dir as working directory: a compiled binary must not need the repo around it.
     const proc = Bun.spawn(argv, {
-      cwd: options.dataDir, stdin: "ignore", stdout: "pipe", stderr: "pipe",
+      cwd: options.dataDir,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
     });
     const stderr = new StderrText(proc.stderr);
     let match: RegExpMatchArray;
@@ -156,7 +163,9 @@ class StderrText {
   async waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs;
     let ended = false;
-    void this.done.then(() => { ended = true; });
+    void this.done.then(() => {
+      ended = true;
+    });
     for (;;) {
       const match = this.text.match(pattern);
       if (match !== null) return match;
@@ -219,7 +228,9 @@ export function ensureBuiltBinary(): string {
   }
   if (builtMs > inputsMs) return BUILT_BINARY;
   const result = Bun.spawnSync([process.execPath, "run", "build"], {
-    cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe",
+    cwd: REPO_ROOT,
+    stdout: "pipe",
+    stderr: "pipe",
   });
   if (result.exitCode !== 0) {
     throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);

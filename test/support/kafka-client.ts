@@ -8,14 +8,19 @@ import * as fs from "node:fs";
 import net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { loadConfig, type FlagSetting } from "../../src/config/load-config.ts";
+import { type RunningBroker, startBroker } from "../../src/broker/broker.ts";
+import { type FlagSetting, loadConfig } from "../../src/config/load-config.ts";
 import {
-  type ApiKeyNumber, type ApiMessages, decodeResponse, decodeResponseHeader, encodeRequest,
-  encodeRequestHeader, type Init,
+  type ApiKeyNumber,
+  type ApiMessages,
+  decodeResponse,
+  decodeResponseHeader,
+  encodeRequest,
+  encodeRequestHeader,
+  type Init,
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { type RunningBroker, startBroker } from "../../src/broker/broker.ts";
 
 interface Pending {
   readonly apiKey: number;
@@ -57,14 +62,20 @@ export class KafkaClient {
     const w = new Writer();
     w.int32(0);
     encodeRequestHeader(w, {
-      requestApiKey: apiKey, requestApiVersion: apiVersion, correlationId, clientId: "quill-test",
+      requestApiKey: apiKey,
+      requestApiVersion: apiVersion,
+      correlationId,
+      clientId: "quill-test",
     });
     encodeRequest(apiKey, apiVersion, w, body);
     const frame = Buffer.from(w.toBytes());
     frame.writeInt32BE(frame.length - 4, 0);
     return new Promise((resolve, reject) => {
       this.pending.push({
-        apiKey, apiVersion, correlationId, reject,
+        apiKey,
+        apiVersion,
+        correlationId,
+        reject,
         resolve: resolve as (body: unknown) => void,
       });
       this.socket.write(frame);

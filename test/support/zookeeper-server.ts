@@ -7,9 +7,9 @@
  * kills it too if the test process dies without running exit handlers (SIGKILL, a crash), so a
  * failed run never leaves ZooKeepers holding ports and memory.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, closeSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, connect } from "node:net";
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 

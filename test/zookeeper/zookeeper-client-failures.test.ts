@@ -4,7 +4,7 @@
  * the client must come back by itself.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ZooKeeperClient, type SessionEvent } from "../../src/zookeeper/zookeeper-client.ts";
+import { type SessionEvent, ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../../src/zookeeper/zookeeper-errors.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "./tcp-proxy.ts";

@@ -3,7 +3,8 @@
  * multi, watches, chroot, ephemeral and sequential znodes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ZooKeeperClient, MAX_REQUEST_BYTES } from "../../src/zookeeper/zookeeper-client.ts";
+import type { WatchEvent } from "../../src/zookeeper/znode.ts";
+import { MAX_REQUEST_BYTES, ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import {
   BadVersionError,
   NodeExistsError,
@@ -13,7 +14,6 @@ import {
   ZooKeeperError,
   ZooKeeperUnavailableError,
 } from "../../src/zookeeper/zookeeper-errors.ts";
-import type { WatchEvent } from "../../src/zookeeper/znode.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const OPTIONS = { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000, requestTimeoutMs: 2_000 };

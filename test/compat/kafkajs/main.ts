@@ -28,8 +28,8 @@ import {
   RESTART_TIMEOUT_MS,
   recordsFor,
   SENTINEL_COUNT,
-  sleep,
   StepRunner,
+  sleep,
   verifyConsumed,
   waitFor,
 } from "../support/scenario.ts";

@@ -7,8 +7,8 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import * as zlib from "node:zlib";
 import { dirname, join } from "node:path";
+import * as zlib from "node:zlib";
 import {
   Admin,
   Consumer,
@@ -32,8 +32,8 @@ import {
   RESTART_TIMEOUT_MS,
   recordsFor,
   SENTINEL_COUNT,
-  sleep,
   StepRunner,
+  sleep,
   verifyConsumed,
   waitFor,
 } from "../support/scenario.ts";
