@@ -11,6 +11,11 @@
  * --brokers N runs a cluster of N brokers in ZooKeeper mode, topics replicated to all of them
  * (default.replication.factor=N); the results go to .compat/results-cluster.*.
  *
+ * After the client libraries come real Kafka applications (test/compat/apps, jars from Maven
+ * Central): a Kafka Streams word count restored from its changelog, a distributed Kafka Connect
+ * worker running the FileStream connectors across a restart, and kafka-delete-records.sh. Each
+ * has its own steps, reported in a second table.
+ *
  * Each client program prints one JSON line per step (see test/compat/support/scenario.ts). A
  * client whose toolchain is missing is reported as `skipped (no java)` and fails the run, since a
  * matrix that did not run is no proof. Dependencies are cached outside the repository: Maven's
@@ -30,7 +35,7 @@ import {
 import { homedir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
-import { STEPS, type Step } from "../test/compat/support/scenario-steps.ts";
+import { STEPS } from "../test/compat/support/scenario-steps.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 
 const ROOT = join(import.meta.dir, "..");
@@ -56,6 +61,10 @@ const BROKER_LOG_LINES_MAX = 40;
 
 interface ClientSpec {
   readonly name: string;
+  /** The folder under test/compat/ it runs in; defaults to its name. */
+  readonly dir?: string;
+  /** Its steps, when it does not run the client scenario (the applications). */
+  readonly steps?: readonly string[];
   /** Executables that must be on PATH; the first one missing names the skip. */
   readonly needs: readonly string[];
   /** Build or install steps, run in the client's folder. */
@@ -72,7 +81,9 @@ type Cell =
 interface ClientResult {
   readonly client: string;
   version: string;
-  readonly cells: Partial<Record<Step, Cell>>;
+  readonly cells: Record<string, Cell>;
+  /** The steps of the row: the scenario's, or an application's own. */
+  readonly steps: readonly string[];
   /** Set when the client did not run at all (toolchain missing, build failed). */
   problem?: string;
   brokerLog: string[];
@@ -118,7 +129,44 @@ const CLIENTS: readonly ClientSpec[] = [
   nodeClient("kafkajs"),
   nodeClient("platformatic-kafka"),
   pythonClient("kafka-python"),
+  kafkaApplication("kafka-streams", [
+    "create-topics", "count", "changelog-compacted", "repartition-purged",
+    "restore-after-state-wipe",
+  ]),
+  kafkaApplication("kafka-connect", [
+    "worker-start", "internal-topics-compacted", "file-source-to-sink", "restart-resumes-exactly",
+  ]),
+  kafkaApplication("kafka-delete-records", ["produce", "delete-records", "above-high-watermark"]),
 ];
+
+/** Whether test/compat/apps was built in this run (the three applications share it). */
+let applicationsBuilt = false;
+
+/**
+ * A Kafka application from the Maven project test/compat/apps (one JVM running the named
+ * check; Connect's worker and the delete-records tool are JVMs it starts in turn).
+ */
+function kafkaApplication(name: string, steps: readonly string[]): ClientSpec {
+  return {
+    name,
+    dir: "apps",
+    steps,
+    needs: ["java", "mvn"],
+    prepare: [
+      () => {
+        if (applicationsBuilt) return undefined;
+        applicationsBuilt = true;
+        return ["mvn", "-B", "-q", "package", "dependency:build-classpath",
+          "-Dmdep.outputFile=target/classpath.txt"];
+      },
+    ],
+    run: () => {
+      const classpath = readFileSync(join(COMPAT_DIR, "apps", "target", "classpath.txt"), "utf8");
+      return ["java", "-Xmx512m", "-cp", `target/classes:${classpath.trim()}`,
+        "quill.compat.apps.Main", name];
+    },
+  };
+}
 
 /**
  * A JavaScript client, run by Node as its users run it: main.ts is bundled for Node with the
@@ -160,6 +208,8 @@ function pythonClient(name: string): ClientSpec {
 /** The broker, or the cluster's brokers when there are several; one log holds all their lines. */
 interface Broker {
   readonly processes: readonly Subprocess[];
+  /** How many brokers: the applications replicate their topics to all of them. */
+  readonly count: number;
   /** The first broker's address: clients find the others through Metadata. */
   readonly bootstrap: string;
   readonly logPath: string;
@@ -185,7 +235,7 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
     processes.push(started.process);
     addresses.push(started.address);
   }
-  return { processes, bootstrap: addresses[0] ?? "", logPath };
+  return { processes, count: settings.brokerCount, bootstrap: addresses[0] ?? "", logPath };
 }
 
 async function startBroker(
@@ -308,6 +358,7 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
     client: spec.name,
     version: "?",
     cells: {},
+    steps: spec.steps ?? STEPS,
     brokerLog: [],
     durationMs: 0,
   };
@@ -317,7 +368,9 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
     console.log(`!!! ${spec.name}: ${result.problem} — this client was NOT tested`);
     return result;
   }
-  const cwd = join(COMPAT_DIR, spec.name);
+  const cwd = join(COMPAT_DIR, spec.dir ?? spec.name);
+  const workDir = join(RUN_DIR, `${spec.name}-work`);
+  mkdirSync(workDir, { recursive: true });
   const prepareProblem = await prepareClient(spec, cwd);
   if (prepareProblem) {
     result.problem = prepareProblem;
@@ -332,6 +385,8 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
       BOOTSTRAP: broker.bootstrap,
       TOPIC: `compat-${spec.name}`,
       GROUP: `compat-${spec.name}-group`,
+      BROKERS: String(broker.count),
+      WORK_DIR: workDir,
     },
     timeoutMs: RUN_TIMEOUT_MS,
     logPrefix: join(RUN_DIR, spec.name),
@@ -360,8 +415,8 @@ function parseClientOutput(stdout: string, result: ClientResult): void {
     if (typeof parsed.client === "string" && typeof parsed.version === "string") {
       result.version = parsed.version;
     }
-    const step = parsed.step as Step;
-    if (!STEPS.includes(step)) continue;
+    const step = parsed.step;
+    if (typeof step !== "string" || !result.steps.includes(step)) continue;
     result.cells[step] = toCell(parsed);
   }
 }
@@ -386,7 +441,7 @@ function fillMissingCells(
     ? `the program was killed after ${RUN_TIMEOUT_MS / 1000} s`
     : `the program exited with code ${run.code} before this step: ${lastLines(run.stderr, 2)}`;
   let first = true;
-  for (const step of STEPS) {
+  for (const step of result.steps) {
     if (result.cells[step]) continue;
     result.cells[step] = first
       ? { status: "fail", error: why }
@@ -397,7 +452,7 @@ function fillMissingCells(
 
 // ---- The table -----------------------------------------------------------------------------
 
-function cellText(cell: Cell | undefined, notes: string[], client: string, step: Step): string {
+function cellText(cell: Cell | undefined, notes: string[], client: string, step: string): string {
   if (!cell) return "—";
   switch (cell.status) {
     case "ok":
@@ -417,7 +472,8 @@ function markdown(results: readonly ClientResult[], broker: string): string {
   const notes: string[] = [];
   const header = `| client | version | ${STEPS.join(" | ")} |`;
   const rule = `|${" --- |".repeat(STEPS.length + 2)}`;
-  const rows = results.map((result) => {
+  const clients = results.filter((result) => result.steps === STEPS);
+  const rows = clients.map((result) => {
     const cells = result.problem
       ? STEPS.map(() => (result.problem?.startsWith("skipped") ? result.problem : "**FAIL**"))
       : STEPS.map((step) => cellText(result.cells[step], notes, result.client, step));
@@ -425,18 +481,34 @@ function markdown(results: readonly ClientResult[], broker: string): string {
       notes.push(`${result.client}: ${result.problem}`);
     return `| ${result.client} | ${result.version} | ${cells.join(" | ")} |`;
   });
+  const applications = applicationRows(results.filter((r) => r.steps !== STEPS), notes);
   const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
   return [
     `Quill client compatibility matrix, ${new Date().toISOString()}, broker ${broker}, ` +
       `logs in ${relative(ROOT, RUN_DIR)}`,
     "",
-    header,
-    rule,
-    ...rows,
-    "",
+    ...(rows.length > 0 ? [header, rule, ...rows, ""] : []),
+    ...applications,
     ...noteLines,
     "",
   ].join("\n");
+}
+
+/** The applications' table: one row per application and step, since each has its own. */
+function applicationRows(results: readonly ClientResult[], notes: string[]): string[] {
+  if (results.length === 0) return [];
+  const rows = results.flatMap((result) => result.steps.map((step) => {
+    const text = result.problem
+      ? (untested(result) ? result.problem : "**FAIL**")
+      : cellText(result.cells[step], notes, result.client, step);
+    const cell = result.cells[step];
+    const detail = cell?.status === "ok" && cell.detail ? cell.detail : "";
+    return `| ${result.client} ${result.version} | ${step} | ${text} | ${detail} |`;
+  }));
+  for (const result of results) {
+    if (result.problem && !untested(result)) notes.push(`${result.client}: ${result.problem}`);
+  }
+  return ["| application | step | result | detail |", "| --- | --- | --- | --- |", ...rows, ""];
 }
 
 function untested(result: ClientResult): boolean {
@@ -462,8 +534,8 @@ function cellCounts(results: readonly ClientResult[]): string {
   let skipped = 0;
   for (const result of results) {
     if (result.problem) {
-      if (untested(result)) skipped += STEPS.length;
-      else failedCount += STEPS.length;
+      if (untested(result)) skipped += result.steps.length;
+      else failedCount += result.steps.length;
       continue;
     }
     for (const cell of Object.values(result.cells)) {
