@@ -130,11 +130,17 @@ const CLIENTS: readonly ClientSpec[] = [
   nodeClient("platformatic-kafka"),
   pythonClient("kafka-python"),
   kafkaApplication("kafka-streams", [
-    "create-topics", "count", "changelog-compacted", "repartition-purged",
+    "create-topics",
+    "count",
+    "changelog-compacted",
+    "repartition-purged",
     "restore-after-state-wipe",
   ]),
   kafkaApplication("kafka-connect", [
-    "worker-start", "internal-topics-compacted", "file-source-to-sink", "restart-resumes-exactly",
+    "worker-start",
+    "internal-topics-compacted",
+    "file-source-to-sink",
+    "restart-resumes-exactly",
   ]),
   kafkaApplication("kafka-delete-records", ["produce", "delete-records", "above-high-watermark"]),
 ];
@@ -156,14 +162,26 @@ function kafkaApplication(name: string, steps: readonly string[]): ClientSpec {
       () => {
         if (applicationsBuilt) return undefined;
         applicationsBuilt = true;
-        return ["mvn", "-B", "-q", "package", "dependency:build-classpath",
-          "-Dmdep.outputFile=target/classpath.txt"];
+        return [
+          "mvn",
+          "-B",
+          "-q",
+          "package",
+          "dependency:build-classpath",
+          "-Dmdep.outputFile=target/classpath.txt",
+        ];
       },
     ],
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "apps", "target", "classpath.txt"), "utf8");
-      return ["java", "-Xmx512m", "-cp", `target/classes:${classpath.trim()}`,
-        "quill.compat.apps.Main", name];
+      return [
+        "java",
+        "-Xmx512m",
+        "-cp",
+        `target/classes:${classpath.trim()}`,
+        "quill.compat.apps.Main",
+        name,
+      ];
     },
   };
 }
@@ -481,7 +499,10 @@ function markdown(results: readonly ClientResult[], broker: string): string {
       notes.push(`${result.client}: ${result.problem}`);
     return `| ${result.client} | ${result.version} | ${cells.join(" | ")} |`;
   });
-  const applications = applicationRows(results.filter((r) => r.steps !== STEPS), notes);
+  const applications = applicationRows(
+    results.filter((r) => r.steps !== STEPS),
+    notes,
+  );
   const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
   return [
     `Quill client compatibility matrix, ${new Date().toISOString()}, broker ${broker}, ` +
@@ -497,14 +518,18 @@ function markdown(results: readonly ClientResult[], broker: string): string {
 /** The applications' table: one row per application and step, since each has its own. */
 function applicationRows(results: readonly ClientResult[], notes: string[]): string[] {
   if (results.length === 0) return [];
-  const rows = results.flatMap((result) => result.steps.map((step) => {
-    const text = result.problem
-      ? (untested(result) ? result.problem : "**FAIL**")
-      : cellText(result.cells[step], notes, result.client, step);
-    const cell = result.cells[step];
-    const detail = cell?.status === "ok" && cell.detail ? cell.detail : "";
-    return `| ${result.client} ${result.version} | ${step} | ${text} | ${detail} |`;
-  }));
+  const rows = results.flatMap((result) =>
+    result.steps.map((step) => {
+      const text = result.problem
+        ? untested(result)
+          ? result.problem
+          : "**FAIL**"
+        : cellText(result.cells[step], notes, result.client, step);
+      const cell = result.cells[step];
+      const detail = cell?.status === "ok" && cell.detail ? cell.detail : "";
+      return `| ${result.client} ${result.version} | ${step} | ${text} | ${detail} |`;
+    }),
+  );
   for (const result of results) {
     if (result.problem && !untested(result)) notes.push(`${result.client}: ${result.problem}`);
   }
