@@ -178,3 +178,23 @@ test("a follower's HW is the leader's capped at its LEO; a new leader forgets LE
   expect(p.leaderEpochStartOffset).toBe(3n);
   expect(p.outOfSyncReplicas(60, 30_000)).toEqual([]);
 });
+
+test("the low watermark is the smallest log start offset over the leader and live followers", () => {
+  const { p, log } = leaderWithRecords(10);
+  const allAlive = () => true;
+  // Followers that have not fetched in this epoch hold it at -1: DeleteRecords waits for them.
+  expect(p.lowWatermark(allAlive)).toBe(-1n);
+  p.updateFollowerFetchState(2, 10n, 1_100, 0n);
+  p.updateFollowerFetchState(3, 10n, 1_100, 0n);
+  p.maybeIncrementHighWatermark();
+  log.maybeIncrementLogStartOffset(6n, "test");
+  expect(p.lowWatermark(allAlive)).toBe(0n);
+  p.updateFollowerFetchState(2, 10n, 1_200, 6n);
+  expect(p.lowWatermark(allAlive)).toBe(0n);
+  p.updateFollowerFetchState(3, 10n, 1_200, 4n);
+  expect(p.lowWatermark(allAlive)).toBe(4n);
+  // A follower on a broker that is gone does not hold it back, as in Kafka.
+  expect(p.lowWatermark((id) => id !== 3)).toBe(6n);
+  p.updateFollowerFetchState(3, 10n, 1_300, 6n);
+  expect(p.lowWatermark(allAlive)).toBe(6n);
+});
