@@ -6,12 +6,12 @@
  *
  * The server (this process) runs SocketServer with an echo handler; the client is a second Bun
  * process that keeps `--in-flight` requests outstanding and sends new ones in one write per data
- * event. Compare with notes/bun-1.4.4.md §3: 1.38M req/s at 64 in flight for a bare Bun.listen
+ * event. Compare with docs/bun.md, Sockets: 1.38M req/s at 64 in flight for a bare Bun.listen
  * server that batches its writes.
  *
  * With `--range-mib N`, every response is instead an N MiB FileRange of a temporary file (in the
- * page cache), sent with sendfile or with the pread fallback, to measure MB/s (§3 measured about
- * 2166 MB/s for sendfile and 2538 MB/s from memory, client-bound).
+ * page cache), sent with sendfile or with the pread fallback, to measure MB/s (docs/bun.md,
+ * Sockets: about 2166 MB/s for sendfile and 2538 MB/s from memory, client-bound).
  */
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -6,7 +6,7 @@
  *   bun scripts/bench-protocol.ts
  *
  * Every figure is the median of 5 timed runs of at least 100 ms each, after a warm-up run.
- * The machine is noisy (see ../shared/notes/bun-1.4.4.md): read them as orders of magnitude.
+ * The machine is noisy (see docs/bun.md): read them as orders of magnitude.
  */
 import { CompressionType, compress, decompress } from "../src/protocol/compression.ts";
 import { crc32c, tableCrc32cRange } from "../src/protocol/crc32c.ts";

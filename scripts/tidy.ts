@@ -122,6 +122,27 @@ export function findings(): Findings {
   return { functions, longLines };
 }
 
+/**
+ * A path outside the repository (the shared folder beside the clone, or an absolute one under
+ * /work) or the Bun notes kept there. Only the protocol generator reads such a path: Kafka's
+ * message definitions are its input and are never committed (docs/protocol.md).
+ */
+const OUTSIDE_POINTER = /\.\.\/shared\b|\/work\/|\bnotes\/bun-|\bnotes §/;
+const MAY_POINT_OUTSIDE = new Set(["scripts/gen-protocol.ts"]);
+
+/** `file:line` of each line of hand-written code or bunfig.toml that points outside the repo. */
+export function outsidePointers(): string[] {
+  const found: string[] = [];
+  for (const file of [...handWrittenFiles(), "bunfig.toml"]) {
+    if (MAY_POINT_OUTSIDE.has(file)) continue;
+    const lines = readFileSync(join(REPO_ROOT, file), "utf8").split("\n");
+    lines.forEach((line, i) => {
+      if (OUTSIDE_POINTER.test(line)) found.push(`${file}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  return found;
+}
+
 export function loadAllowlist(): Allowlist {
   return JSON.parse(readFileSync(ALLOWLIST_PATH, "utf8")) as Allowlist;
 }

@@ -5,7 +5,13 @@
  * may not gain long lines, and an entry that no longer offends must be removed.
  */
 import { expect, test } from "bun:test";
-import { FUNCTION_LINES_MAX, findings, LINE_COLUMNS_MAX, loadAllowlist } from "../scripts/tidy.ts";
+import {
+  FUNCTION_LINES_MAX,
+  findings,
+  LINE_COLUMNS_MAX,
+  loadAllowlist,
+  outsidePointers,
+} from "../scripts/tidy.ts";
 
 const found = findings();
 const allowed = loadAllowlist();
@@ -35,4 +41,8 @@ test("the allowlist only names offenders that remain (remove what was fixed)", (
     );
   expect(fixedFunctions).toEqual([]);
   expect(fixedFiles).toEqual([]);
+});
+
+test("no source comment or bunfig.toml points outside the repository (docs/ has it)", () => {
+  expect(outsidePointers()).toEqual([]);
 });

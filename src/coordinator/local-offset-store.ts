@@ -323,7 +323,10 @@ function concat(chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** fs.writeSync may write less than asked, so loop (never Bun.write to append: notes §7). */
+/**
+ * fs.writeSync may write less than asked, so loop (never Bun.write to append: docs/bun.md, File
+ * I/O).
+ */
 function writeFully(fd: number, bytes: Uint8Array): void {
   let written = 0;
   while (written < bytes.length) {

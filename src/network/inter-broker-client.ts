@@ -5,7 +5,7 @@
  * codecs, pipelined, and answered in order, as Kafka's protocol guarantees per connection.
  *
  * Bun's socket.write sends what it can and returns the count without buffering the rest
- * (notes/bun-1.4.4.md §3), so unsent bytes wait here and go out on `drain`. A request that
+ * (docs/bun.md, Sockets), so unsent bytes wait here and go out on `drain`. A request that
  * times out closes the connection: later responses could no longer be matched to requests
  * without reading the skipped one, and the peer may be gone.
  */

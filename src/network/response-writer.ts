@@ -2,7 +2,7 @@
  * The queue of response bytes for one connection and the code that pushes them into the socket.
  *
  * Bun's `socket.write` is unbuffered: it returns how many bytes the kernel took and silently
- * drops the rest (notes/bun-1.4.4.md §3), and `drain` fires after any short write. So nothing
+ * drops the rest (docs/bun.md, Sockets), and `drain` fires after any short write. So nothing
  * leaves this queue until the kernel has accepted it: each write advances the queue by exactly
  * the count it returned, and a short write stops the flush until `drain`.
  *

@@ -6,7 +6,8 @@
  *   as fast as Bun.gunzipSync here.
  * - snappy: napi-rs `snappy` raw blocks, in xerial framing (snappy-xerial.ts).
  * - lz4: napi-rs `lz4-napi` in the LZ4 frame format, which is what Kafka's magic v1+ batches use.
- *   Every napi-rs addon here is embedded by `bun build --compile` (../shared/notes §5).
+ *   Every napi-rs addon here is embedded by `bun build --compile` (docs/bun.md, Compression
+ *   codecs).
  *
  * `decompress` is fed client bytes: any failure becomes CorruptRecordError, and output larger
  * than `maxOutputBytes` is refused before it is allocated (no decompression bombs).

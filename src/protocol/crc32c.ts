@@ -3,7 +3,7 @@
  *
  * Bun has no built-in CRC-32C. Large inputs go to the SSE4.2 code of `@node-rs/crc32`; small
  * ones, and everything when that addon is missing, to a pure TypeScript slicing-by-8 that runs at
- * about 1.3-1.8 GB/s with no native code (../shared/notes/bun-1.4.4.md §1).
+ * about 1.3-1.8 GB/s with no native code (docs/bun.md, CRC-32C).
  */
 
 const POLYNOMIAL_REFLECTED = 0x82f63b78;
@@ -87,7 +87,7 @@ export function tableCrc32cRange(data: Uint8Array, start: number, end: number, c
   let i = start;
   const end8 = start + ((end - start) & ~7);
   // The hot loop reads bytes one at a time: Int32Array loads would need aligned offsets
-  // and measured no faster below 16 KiB (../shared/notes/bun-1.4.4.md §1).
+  // and measured no faster below 16 KiB (docs/bun.md, CRC-32C).
   for (; i < end8; i += 8) {
     const a = (data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)) ^ c;
     c =

@@ -3,7 +3,7 @@
  * place that turns an I/O failure into Kafka's KAFKA_STORAGE_ERROR.
  *
  * Everything here uses node:fs on plain fds. Bun.write is never used to append (it corrupts
- * O_APPEND files for writes of 256 KiB or more in Bun 1.4.4, ../shared/notes/bun-1.4.4.md §7),
+ * O_APPEND files for writes of 256 KiB or more in Bun 1.4.4, docs/bun.md, File I/O),
  * and nothing is mmapped, so no truncation here can ever raise SIGBUS.
  */
 import * as fs from "node:fs";

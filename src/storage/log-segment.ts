@@ -8,7 +8,7 @@
  *   00000000000000000000.timeindex  sparse timestamp -> offset index (TimeIndex)
  *
  * The last segment of a log is the active one: it is appended to with positional
- * fs.writeSync on an 'r+' fd (never Bun.write, see ../shared/notes/bun-1.4.4.md §7) and its
+ * fs.writeSync on an 'r+' fd (never Bun.write, see docs/bun.md, File I/O) and its
  * indexes are always in memory. Sealed segments are immutable; their fd and indexes are loaded
  * on demand and dropped again when the OpenFilePool evicts the file. Not thread-safe.
  */

@@ -9,7 +9,7 @@
  * - scanValidBatches: the recovery path. Reads every byte, checks length, magic, CRC and
  *   offsets, and stops at the first bad byte so the caller can truncate there.
  *
- * Nothing is mmapped (no SIGBUS risk after truncation, ../shared/notes/bun-1.4.4.md §4, §7).
+ * Nothing is mmapped (no SIGBUS risk after truncation, docs/bun.md, File I/O).
  * Single-threaded: the shared buffers are only used within one synchronous call.
  */
 import * as fs from "node:fs";
