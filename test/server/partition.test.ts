@@ -179,7 +179,7 @@ test("a follower's HW is the leader's capped at its LEO; a new leader forgets LE
   expect(p.outOfSyncReplicas(60, 30_000)).toEqual([]);
 });
 
-test("the low watermark is the smallest log start offset over the leader and live followers", () => {
+test("the low watermark is the smallest log start offset of leader and live followers", () => {
   const { p, log } = leaderWithRecords(10);
   const allAlive = () => true;
   // Followers that have not fetched in this epoch hold it at -1: DeleteRecords waits for them.
