@@ -243,9 +243,9 @@ export const BROKER_CONFIG_KEYS = {
     "Run the log cleaner, which compacts topics whose cleanup.policy includes compact.",
   ),
   "log.cleaner.dedupe.buffer.size": key(
-    long({ min: 40n }),
+    long({ min: 48n }),
     134217728,
-    "Memory of the cleaner's key -> offset map (20 bytes a key); a dirty section with more " +
+    "Memory of the cleaner's key -> offset map (24 bytes a key); a dirty section with more " +
       "keys is cleaned in several passes.",
   ),
   "log.cleaner.io.buffer.size": key(

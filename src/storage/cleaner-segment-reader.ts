@@ -16,9 +16,14 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
 import type { LogSegment } from "./log-segment.ts";
 
-function readChunk(fd: number, position: number, length: number): Promise<Uint8Array> {
+/** Reads into `buffer` (reused across chunks: the cleaner allocates no buffer per chunk). */
+function readChunk(
+  fd: number,
+  buffer: Uint8Array,
+  position: number,
+  length: number,
+): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
-    const buffer = new Uint8Array(length);
     fs.read(fd, buffer, 0, length, position, (error, bytesRead) =>
       error ? reject(error) : resolve(buffer.subarray(0, bytesRead)),
     );
@@ -36,7 +41,8 @@ export interface ChunkBatch {
 /**
  * Yields the segment's batches from `fromPosition`, a chunk of at least `chunkBytes` (more when
  * one batch is larger) at a time; `onChunk` is awaited after each read (throttling, abort
- * checks). Ends at the segment's size as it was when the walk started.
+ * checks). Ends at the segment's size as it was when the walk started. The batches are views
+ * into one buffer that the next chunk overwrites: use (or copy) them before asking for more.
  */
 export async function* readSegmentBatches(
   segment: LogSegment,
@@ -46,13 +52,15 @@ export async function* readSegmentBatches(
   const endPosition = segment.sizeBytes;
   let position = 0;
   let want = chunkBytes;
+  let buffer = new Uint8Array(chunkBytes);
   // Each pass consumes at least one whole batch or grows `want` to the batch's size.
   while (position < endPosition) {
     const length = Math.min(want, endPosition - position);
+    if (buffer.length < length) buffer = new Uint8Array(length);
     const fd = segment.file.acquire();
     let chunk: Uint8Array;
     try {
-      chunk = await readChunk(fd, position, length);
+      chunk = await readChunk(fd, buffer, position, length);
     } finally {
       segment.file.release();
     }

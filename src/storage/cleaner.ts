@@ -174,12 +174,14 @@ export class Cleaner {
       const output = new CleanedOutput(cleaned, indexIntervalBytes, this.options.ioBufferBytes);
       for (const segment of group) {
         for await (const batches of this.chunks(segment, stats, guard)) {
-          for (const batch of batches)
-            output.add(batch, filterBatch(batch.bytes, filter), stats, log);
-          await output.flushIfFull(this.options.throttler, stats);
+          let written = 0;
+          for (const batch of batches) {
+            written += output.add(batch, filterBatch(batch.bytes, filter), stats, log);
+          }
+          await this.options.throttler.maybeThrottle(written);
         }
       }
-      await output.flushIfFull(this.options.throttler, stats, true);
+      output.flush(stats);
       cleaned.onBecomeInactive();
       await cleaned.flushAsync();
       cleaned.close();
@@ -231,49 +233,57 @@ function addBatchToMap(
   return true;
 }
 
-/** Accumulates filtered batches and appends them to the cleaned segment in large writes. */
+/**
+ * Copies filtered batches into one buffer (the read chunk they may point into is reused) and
+ * appends them to the cleaned segment whenever the next one would not fit.
+ */
 class CleanedOutput {
-  private pending: Uint8Array[] = [];
+  private buffer: Uint8Array;
   private batches: AppendedBatch[] = [];
-  private pendingBytes = 0;
+  private usedBytes = 0;
 
   constructor(
     private readonly segment: LogSegment,
     private readonly indexIntervalBytes: number,
-    private readonly bufferBytes: number,
-  ) {}
+    bufferBytes: number,
+  ) {
+    this.buffer = new Uint8Array(bufferBytes);
+  }
 
-  add(batch: ChunkBatch, filtered: FilteredBatch, stats: CleanerStats, log: UnifiedLog): void {
+  /** Adds one filtered batch; returns the bytes appended to the segment to make room. */
+  add(batch: ChunkBatch, filtered: FilteredBatch, stats: CleanerStats, log: UnifiedLog): number {
     stats.recordsRead += filtered.recordsRead;
     stats.recordsKept += filtered.recordsKept;
     if (filtered.deleteHorizonMs > log.latestDeleteHorizonMs) {
       log.latestDeleteHorizonMs = filtered.deleteHorizonMs;
     }
-    if (filtered.bytes === null) return;
+    const bytes = filtered.bytes;
+    if (bytes === null) return 0;
+    let written = 0;
+    if (this.usedBytes + bytes.length > this.buffer.length) {
+      written = this.flush(stats);
+      if (bytes.length > this.buffer.length) this.buffer = new Uint8Array(bytes.length);
+    }
     this.batches.push({
-      relativePosition: this.pendingBytes,
-      sizeBytes: filtered.bytes.length,
+      relativePosition: this.usedBytes,
+      sizeBytes: bytes.length,
       lastOffset: batch.lastOffset,
       maxTimestamp: filtered.maxTimestamp,
     });
-    this.pending.push(filtered.bytes);
-    this.pendingBytes += filtered.bytes.length;
+    this.buffer.set(bytes, this.usedBytes);
+    this.usedBytes += bytes.length;
+    return written;
   }
 
-  async flushIfFull(throttler: Throttler, stats: CleanerStats, force = false): Promise<void> {
-    if (this.pendingBytes === 0 || (!force && this.pendingBytes < this.bufferBytes)) return;
-    const records = new Uint8Array(this.pendingBytes);
-    let at = 0;
-    for (const bytes of this.pending) {
-      records.set(bytes, at);
-      at += bytes.length;
-    }
-    this.segment.append(records, this.batches, this.indexIntervalBytes);
-    stats.bytesWritten += records.length;
-    this.pending = [];
+  /** Appends what is buffered to the segment; returns the bytes written. */
+  flush(stats: CleanerStats): number {
+    if (this.usedBytes === 0) return 0;
+    const written = this.usedBytes;
+    this.segment.append(this.buffer.subarray(0, written), this.batches, this.indexIntervalBytes);
+    stats.bytesWritten += written;
     this.batches = [];
-    this.pendingBytes = 0;
-    await throttler.maybeThrottle(records.length);
+    this.usedBytes = 0;
+    return written;
   }
 }
 

@@ -2,17 +2,20 @@
  * The cleaner's key -> latest offset map (Kafka's SkimpyOffsetMap): an open-addressing hash
  * table in one fixed buffer of `log.cleaner.dedupe.buffer.size` bytes, so its memory is bounded
  * whatever the keys are. Keys are not stored, only a 96-bit hash of them (two xxHash32 with
- * different seeds and a murmur3-32), 12 bytes, plus the offset as a float64 (exact below 2^53):
- * 20 bytes per slot where Kafka's MD5 entries take 24. Two keys with the same 96-bit hash would
- * be taken for one; at 10^8 keys that happens with probability about 10^-13.
+ * different seeds and a murmur3-32), 12 bytes, the offset as a float64 (exact below 2^53) and a
+ * 4-byte generation: 24 bytes per slot, as Kafka's MD5 entries. Two keys with the same 96-bit
+ * hash would be taken for one; at 10^8 keys that happens with probability about 10^-13.
+ *
+ * A slot is in use when its generation is the map's current one, so clear() is a counter bump:
+ * wiping a 128 MiB table before every cleaning would stall the event loop for tens of ms. The
+ * arrays are zero-filled by allocation (generation 0 is never current).
  *
  * The map accepts entries until `slots * loadFactor` (log.cleaner.io.buffer.load.factor) are
  * used; the cleaner then stops reading the dirty log there and cleans in several passes.
  */
 import { assert } from "../util/assert.ts";
 
-export const OFFSET_MAP_SLOT_BYTES = 20;
-const EMPTY = -1;
+export const OFFSET_MAP_SLOT_BYTES = 24;
 const SEED_A = 0;
 const SEED_B = 0x9e3779b9;
 
@@ -22,6 +25,8 @@ export class OffsetMap {
   readonly maxEntries: number;
   private readonly hashes: Uint32Array;
   private readonly offsets: Float64Array;
+  private readonly generations: Uint32Array;
+  private generation = 1;
   private entries = 0;
   /** The last offset of the last batch wholly read into the map; -1 when none. */
   latestOffset = -1;
@@ -33,7 +38,8 @@ export class OffsetMap {
     // One slot always stays empty so a probe for a missing key ends.
     this.maxEntries = Math.min(this.slots - 1, Math.floor(this.slots * loadFactor));
     this.hashes = new Uint32Array(this.slots * 3);
-    this.offsets = new Float64Array(this.slots).fill(EMPTY);
+    this.offsets = new Float64Array(this.slots);
+    this.generations = new Uint32Array(this.slots);
   }
 
   get size(): number {
@@ -45,7 +51,12 @@ export class OffsetMap {
   }
 
   clear(): void {
-    this.offsets.fill(EMPTY);
+    this.generation++;
+    if (this.generation === 0xffffffff) {
+      // Four billion cleanings later: start the generations over.
+      this.generations.fill(0);
+      this.generation = 1;
+    }
     this.entries = 0;
     this.latestOffset = -1;
   }
@@ -53,8 +64,9 @@ export class OffsetMap {
   /** Records `offset` as the latest for `key`. The caller checks isFull first. */
   put(key: Uint8Array, offset: number): void {
     const slot = this.find(key);
-    if (this.offsets[slot] === EMPTY) {
+    if (this.generations[slot] !== this.generation) {
       if (this.isFull) assert(false, "put into a full offset map");
+      this.generations[slot] = this.generation;
       this.entries++;
     }
     this.offsets[slot] = offset;
@@ -62,7 +74,8 @@ export class OffsetMap {
 
   /** The latest offset recorded for `key`, or -1. */
   get(key: Uint8Array): number {
-    return this.offsets[this.find(key)];
+    const slot = this.find(key);
+    return this.generations[slot] === this.generation ? this.offsets[slot] : -1;
   }
 
   /**
@@ -78,7 +91,7 @@ export class OffsetMap {
     slot %= this.slots;
     // At most `slots` probes: the table always has an empty slot (entries < slots).
     for (let probes = 0; probes < this.slots; probes++) {
-      if (this.offsets[slot] === EMPTY) {
+      if (this.generations[slot] !== this.generation) {
         hashes[slot * 3] = a;
         hashes[slot * 3 + 1] = b;
         hashes[slot * 3 + 2] = c;

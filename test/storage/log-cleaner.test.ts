@@ -280,7 +280,7 @@ describe("LogCleaner: batches", () => {
 
 describe("LogCleaner: offset map", () => {
   test("a dirty section larger than the map is cleaned in several passes", async () => {
-    // 2000 bytes / 20 per slot = 100 slots, 90 keys per pass.
+    // 2000 bytes / 24 per slot = 83 slots, 74 keys per pass.
     const log = open({ segmentBytes: 8000 }, { dedupeBufferBytes: 2000 }).getOrCreateLog("t", 0);
     for (let round = 0; round < 3; round++) {
       for (let k = 0; k < 300; k += 10) {
