@@ -8,8 +8,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { startInProcessBroker } from "../support/broker-harness.ts";
 import type { InProcessBroker } from "../support/broker-harness.ts";
+import { startInProcessBroker } from "../support/broker-harness.ts";
 
 const TOPIC = "compacted-py";
 const KEYS = 50;
@@ -19,12 +19,26 @@ let kafka: Kafka;
 
 beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "log.cleaner.backoff.ms": "100" } });
-  kafka = new Kafka({ clientId: "compacted", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  kafka = new Kafka({
+    clientId: "compacted",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic: TOPIC, numPartitions: 1,
-    configEntries: [{ name: "cleanup.policy", value: "compact" },
-      { name: "segment.bytes", value: "4096" }] }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [
+      {
+        topic: TOPIC,
+        numPartitions: 1,
+        configEntries: [
+          { name: "cleanup.policy", value: "compact" },
+          { name: "segment.bytes", value: "4096" },
+        ],
+      },
+    ],
+  });
   await admin.disconnect();
 });
 
@@ -43,8 +57,11 @@ function applied(records: readonly [number, string, string | null][]): Map<strin
 test("keyless records are refused, keyed ones compacted, read back by confluent-kafka", async () => {
   const producer = kafka.producer({ retry: { retries: 0 } });
   await producer.connect();
-  const keyless = producer.send({ topic: TOPIC, acks: -1, messages: [{ key: "a", value: "1" },
-    { value: "no key" }] });
+  const keyless = producer.send({
+    topic: TOPIC,
+    acks: -1,
+    messages: [{ key: "a", value: "1" }, { value: "no key" }],
+  });
   await expect(keyless).rejects.toMatchObject({ type: "INVALID_RECORD" });
   const produced: [number, string, string | null][] = [];
   for (let round = 0; round < ROUNDS; round++) {
@@ -57,13 +74,20 @@ test("keyless records are refused, keyed ones compacted, read back by confluent-
   }
   // Two large records: the second rolls the segment, so every keyed round above is sealed.
   for (const n of [1, 2]) {
-    await producer.send({ topic: TOPIC, acks: -1,
-      messages: [{ key: "filler", value: `${n}`.padEnd(3000, ".") }] });
+    await producer.send({
+      topic: TOPIC,
+      acks: -1,
+      messages: [{ key: "filler", value: `${n}`.padEnd(3000, ".") }],
+    });
   }
   await producer.disconnect();
   const dir = path.join(broker.dataDir, `${TOPIC}-0`);
-  const activeBase = Math.max(...fs.readdirSync(dir).filter((n) => n.endsWith(".log"))
-    .map((n) => Number(n.slice(0, 20))));
+  const activeBase = Math.max(
+    ...fs
+      .readdirSync(dir)
+      .filter((n) => n.endsWith(".log"))
+      .map((n) => Number(n.slice(0, 20))),
+  );
   const cleaned = new RegExp(`cleaned ${TOPIC}-0 \\(dirty section \\[\\d+, ${activeBase}\\)\\)`);
   for (let i = 0; i < 300 && !broker.logger.lines.some((l) => cleaned.test(l)); i++) {
     await Bun.sleep(100);
@@ -73,18 +97,25 @@ test("keyless records are refused, keyed ones compacted, read back by confluent-
   // The Debian interpreter, where python3-confluent-kafka is installed (not a pyenv shim); an
   // asynchronous spawn, since the broker runs on this event loop.
   const script = path.join(import.meta.dir, "read-compacted.py");
-  const python = Bun.spawn(["/usr/bin/python3", script, broker.bootstrap, TOPIC],
-    { stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr] = await Promise.all([new Response(python.stdout).text(),
-    new Response(python.stderr).text()]);
+  const python = Bun.spawn(["/usr/bin/python3", script, broker.bootstrap, TOPIC], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr] = await Promise.all([
+    new Response(python.stdout).text(),
+    new Response(python.stderr).text(),
+  ]);
   expect(await python.exited).toBe(0);
   expect(stderr).toBe("");
-  const read = stdout.trim().split("\n")
+  const read = stdout
+    .trim()
+    .split("\n")
     .map((line) => JSON.parse(line) as [number, string, string | null]);
   // The cleaned (sealed) part holds exactly one record per key: its latest, or its tombstone.
   const sealed = read.filter(([offset]) => offset < activeBase);
   expect(sealed.map(([, key]) => key).sort()).toEqual(
-    [...Array.from({ length: KEYS }, (_, k) => `key-${k}`), "filler"].sort());
+    [...Array.from({ length: KEYS }, (_, k) => `key-${k}`), "filler"].sort(),
+  );
   const expected = applied(produced);
   expected.set("filler", "2".padEnd(3000, "."));
   expect(applied(read)).toEqual(expected);
