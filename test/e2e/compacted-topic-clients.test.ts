@@ -54,7 +54,7 @@ function applied(records: readonly [number, string, string | null][]): Map<strin
   return state;
 }
 
-test("keyless records are refused, keyed ones compacted, read back by confluent-kafka", async () => {
+test("keyless records refused, keyed ones compacted, read by confluent-kafka", async () => {
   const producer = kafka.producer({ retry: { retries: 0 } });
   await producer.connect();
   const keyless = producer.send({
