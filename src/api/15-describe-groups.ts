@@ -23,9 +23,9 @@ export const describeGroupsHandler = defineHandler({
   apiKey: ApiKey.DescribeGroups,
   minVersion: 0,
   maxVersion: 5,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const groupIds = request.groups.slice(0, GROUPS_MAX);
-    const described = ctx.broker.groupCoordinator.describeGroups(groupIds, ctx.apiVersion);
+    const described = await ctx.broker.groupCoordinator.describeGroups(groupIds, ctx.apiVersion);
     const operationsOf = (groupId: string, errorCode: number) =>
       request.includeAuthorizedOperations && errorCode === ErrorCode.NONE
         ? authorizedOperations(ResourceType.GROUP, groupId)

@@ -10,8 +10,8 @@ export const listGroupsHandler = defineHandler({
   apiKey: ApiKey.ListGroups,
   minVersion: 0,
   maxVersion: 5,
-  handle(request, ctx) {
-    const result = ctx.broker.groupCoordinator.listGroups({
+  async handle(request, ctx) {
+    const result = await ctx.broker.groupCoordinator.listGroups({
       statesFilter: request.statesFilter,
       typesFilter: request.typesFilter,
     });

@@ -44,6 +44,8 @@ export class ClassicGroup {
   offsets: Map<TopicPartitionKey, CommittedOffset> | null = null;
   /** The store read in flight, so concurrent requests share one load. */
   offsetsLoading: Promise<void> | null = null;
+  /** The protocol type the offset store holds for this group; undefined until known. */
+  storedProtocolType: string | null | undefined = undefined;
 
   private readonly members = new Map<string, MemberMetadata>();
   private readonly staticMembers = new Map<string, string>();

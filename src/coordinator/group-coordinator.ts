@@ -1,5 +1,6 @@
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
 import {
   DEFAULT_GROUP_CONFIG,
@@ -44,7 +45,7 @@ import {
   validateSync,
 } from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
-import type { OffsetStore } from "./offset-store.ts";
+import type { OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 
 type JoinCallback = (result: JoinGroupResult) => void;
 
@@ -54,6 +55,8 @@ const MEMBER_ID_REQUIRED_MIN_VERSION = 4;
 const SKIP_ASSIGNMENT_MIN_VERSION = 9;
 /** DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for unknown groups instead of a Dead group. */
 const DESCRIBE_NOT_FOUND_MIN_VERSION = 6;
+/** Store reads one request (ListGroups, DescribeGroups, DeleteGroups) keeps in flight. */
+const STORE_READ_CONCURRENCY = 64;
 /** The only group type this coordinator runs (KIP-848 "consumer" groups are not implemented). */
 const CLASSIC_GROUP_TYPE = "classic";
 
@@ -93,12 +96,12 @@ export class GroupCoordinator {
     assert(this.config.maxSize > 0, `group.max.size must be positive, not ${this.config.maxSize}`);
   }
 
-  /** Makes groups with committed offsets visible (as Empty groups), then serves requests. */
+  /**
+   * Serves requests. Groups with committed offsets are taken from the store when a request
+   * needs them (see adoptStoredGroup), so a restart and a failover look the same.
+   */
   async start(): Promise<void> {
     assert(!this.active, "the group coordinator is already started");
-    for (const groupId of await this.store.listGroups()) {
-      if (!this.groups.has(groupId)) this.groups.set(groupId, new ClassicGroup(groupId));
-    }
     this.active = true;
     const cleanupIntervalMs = this.config.emptyGroupCleanupIntervalMs;
     this.cleanupTimer = setInterval(() => this.removeIdleGroups(), cleanupIntervalMs);
@@ -682,13 +685,15 @@ export class GroupCoordinator {
 
   // ---- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
 
-  describeGroups(groupIds: readonly string[], apiVersion: number): DescribedGroup[] {
-    return groupIds.map((groupId) => {
-      const group = this.groups.get(groupId);
+  describeGroups(groupIds: readonly string[], apiVersion: number): Promise<DescribedGroup[]> {
+    return mapLimit(groupIds, STORE_READ_CONCURRENCY, async (groupId) => {
       if (!this.active) return describedError(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
       if (!this.isCoordinatorFor(groupId)) {
         return describedError(groupId, ErrorCode.NOT_COORDINATOR, null);
       }
+      const adoptError = await this.adoptStoredGroup(groupId);
+      if (adoptError !== null) return describedError(groupId, adoptError, null);
+      const group = this.groups.get(groupId);
       if (group === undefined || group.is(GroupState.Dead)) {
         if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
           const message = `Group ${groupId} not found.`;
@@ -700,8 +705,10 @@ export class GroupCoordinator {
     });
   }
 
-  listGroups(req: ListGroupsRequest): ListGroupsResult {
+  async listGroups(req: ListGroupsRequest): Promise<ListGroupsResult> {
     if (!this.active) return { errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE, groups: [] };
+    const adoptError = await this.adoptStoredGroups();
+    if (adoptError !== null) return { errorCode: adoptError, groups: [] };
     const states = new Set(req.statesFilter.map((s) => s.toLowerCase()));
     const types = new Set(req.typesFilter.map((t) => t.toLowerCase()));
     if (types.size > 0 && !types.has(CLASSIC_GROUP_TYPE)) {
@@ -723,9 +730,15 @@ export class GroupCoordinator {
   async deleteGroups(groupIds: readonly string[]): Promise<DeleteGroupResult[]> {
     const results = new Map<string, number>();
     const eligible: ClassicGroup[] = [];
-    for (const groupId of new Set(groupIds)) {
+    const unique = [...new Set(groupIds)];
+    const adoptErrors = await mapLimit(unique, STORE_READ_CONCURRENCY, async (groupId) =>
+      this.active && this.isCoordinatorFor(groupId) ? this.adoptStoredGroup(groupId) : null,
+    );
+    for (const [i, groupId] of unique.entries()) {
       const group = this.groups.get(groupId);
+      const adoptError = adoptErrors[i] ?? null;
       if (!this.active) results.set(groupId, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+      else if (adoptError !== null) results.set(groupId, adoptError);
       else if (!this.isCoordinatorFor(groupId)) results.set(groupId, ErrorCode.NOT_COORDINATOR);
       else if (group === undefined || group.is(GroupState.Dead)) {
         results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
@@ -784,6 +797,8 @@ export class GroupCoordinator {
       const member = group.get(req.memberId);
       this.scheduleSessionTimeout(group, member, member.sessionTimeoutMs);
     }
+    const metadataError = await this.storeProtocolType(group);
+    if (metadataError !== null) return commitError(req, metadataError);
     return storeOffsets(this.store, this.config, group, req, this.nowMs());
   }
 
@@ -802,6 +817,8 @@ export class GroupCoordinator {
   async offsetDelete(req: OffsetDeleteRequest): Promise<OffsetDeleteResult> {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return { errorCode: invalidId, topics: [] };
+    const adoptError = await this.adoptStoredGroup(req.groupId);
+    if (adoptError !== null) return { errorCode: adoptError, topics: [] };
     const group = this.groups.get(req.groupId);
     if (group === undefined || group.is(GroupState.Dead)) {
       return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
@@ -846,6 +863,66 @@ export class GroupCoordinator {
   }
 
   // ---- Groups -----------------------------------------------------------------------------
+
+  /**
+   * Takes every stored group this broker coordinates and does not hold yet (ListGroups must
+   * show them all). Kafka loads its offsets partitions when it becomes their leader; here the
+   * store is shared, so groups are taken when asked for: after a restart or a failover alike.
+   */
+  private async adoptStoredGroups(): Promise<number | null> {
+    let stored: string[];
+    try {
+      stored = await this.store.listGroups();
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+    const missing = stored.filter((id) => this.isCoordinatorFor(id) && !this.groups.has(id));
+    const adopt = (groupId: string) => this.adoptStoredGroup(groupId);
+    const errors = await mapLimit(missing, STORE_READ_CONCURRENCY, adopt);
+    return errors.find((e) => e !== null) ?? null;
+  }
+
+  /**
+   * Brings a group with committed offsets into memory as an Empty group with its stored
+   * protocol type, as the coordinator before showed it. Null when done or nothing is stored.
+   */
+  private async adoptStoredGroup(groupId: string): Promise<number | null> {
+    if (this.groups.has(groupId)) return null;
+    let stored: StoredGroupMetadata | null;
+    try {
+      stored = await this.store.describeStoredGroup(groupId);
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+    if (stored === null || !this.active || !this.isCoordinatorFor(groupId)) return null;
+    // A JoinGroup or commit may have created the group during the read.
+    const group = this.groups.get(groupId) ?? this.createGroup(groupId);
+    if (group === null) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (group.is(GroupState.Empty) && group.protocolType === null) {
+      group.protocolType = stored.protocolType;
+    }
+    group.storedProtocolType = stored.protocolType;
+    return null;
+  }
+
+  /**
+   * Writes the group's protocol type before its first commit under it, so the group survives a
+   * failover with it: what the store holds matters only for groups with offsets.
+   */
+  private async storeProtocolType(group: ClassicGroup): Promise<number | null> {
+    const protocolType = group.protocolType;
+    if (protocolType === null || protocolType === group.storedProtocolType) return null;
+    try {
+      await this.store.storeGroupMetadata(group.groupId, { protocolType });
+      group.storedProtocolType = protocolType;
+      return null;
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+  }
 
   /** Kafka's isValidGroupId plus the coordinator-active and coordinator-owner checks. */
   private validateGroupId(groupId: string, emptyAllowed: boolean): number | null {

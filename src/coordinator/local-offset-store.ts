@@ -14,7 +14,7 @@ import {
   readRecords,
   type StoredOffset,
 } from "./offset-log-record.ts";
-import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
+import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 
 export const OFFSETS_DIR_NAME = "__consumer_offsets";
 const LOG_FILE = "commits.log";
@@ -52,8 +52,9 @@ export interface LocalOffsetStoreStats {
  *   while the previous fsync ran is written with one write and one fdatasync, and a commit's
  *   promise resolves only after its fdatasync: an acknowledged commit survives kill -9 or
  *   power loss.
- * - `offsets.snapshot`: the whole state as one commit record per group, written when the log
- *   passes `compactLogBytes` (write temp, fsync, rename, fsync dir, then truncate the log).
+ * - `offsets.snapshot`: the whole state as one commit record per group (and one record of its
+ *   protocol type, if known), written when the log passes `compactLogBytes` (write temp,
+ *   fsync, rename, fsync dir, then truncate the log).
  *   Replaying the log over a snapshot that already contains it gives the same state (every
  *   record sets or deletes keys, last writer wins), so a crash between rename and truncate is
  *   harmless.
@@ -64,6 +65,8 @@ export interface LocalOffsetStoreStats {
  */
 export class LocalOffsetStore implements OffsetStore {
   private readonly groups = new Map<string, Map<TopicPartitionKey, CommittedOffset>>();
+  /** Protocol types by group; an entry outlives its group's offsets only until a compaction. */
+  private readonly protocolTypes = new Map<string, string>();
   private pending: PendingWrite[] = [];
   private pendingBytes = 0;
   private flushScheduled = false;
@@ -124,6 +127,17 @@ export class LocalOffsetStore implements OffsetStore {
 
   async deleteGroup(groupId: string): Promise<void> {
     return this.append({ type: "deleteGroup", groupId });
+  }
+
+  async storeGroupMetadata(groupId: string, metadata: StoredGroupMetadata): Promise<void> {
+    if (metadata.protocolType === null) return;
+    return this.append({ type: "groupMetadata", groupId, protocolType: metadata.protocolType });
+  }
+
+  async describeStoredGroup(groupId: string): Promise<StoredGroupMetadata | null> {
+    this.assertOpen();
+    if (!this.groups.has(groupId)) return null;
+    return { protocolType: this.protocolTypes.get(groupId) ?? null };
   }
 
   async listGroups(): Promise<string[]> {
@@ -237,13 +251,21 @@ export class LocalOffsetStore implements OffsetStore {
       case "deleteOffsets": {
         const offsets = this.groups.get(record.groupId);
         for (const p of record.partitions) offsets?.delete(topicPartitionKey(p.topic, p.partition));
-        if (offsets?.size === 0) this.groups.delete(record.groupId);
+        if (offsets?.size === 0) this.forget(record.groupId);
         return;
       }
       case "deleteGroup":
-        this.groups.delete(record.groupId);
+        this.forget(record.groupId);
+        return;
+      case "groupMetadata":
+        this.protocolTypes.set(record.groupId, record.protocolType);
         return;
     }
+  }
+
+  private forget(groupId: string): void {
+    this.groups.delete(groupId);
+    this.protocolTypes.delete(groupId);
   }
 
   private replay(): void {
@@ -292,6 +314,10 @@ export class LocalOffsetStore implements OffsetStore {
       const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
       assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
       frames.push(frame);
+      const protocolType = this.protocolTypes.get(groupId);
+      if (protocolType !== undefined) {
+        frames.push(encodeRecord({ type: "groupMetadata", groupId, protocolType })!);
+      }
     }
     const tempPath = path.join(this.dir, SNAPSHOT_TEMP_FILE);
     const fd = fs.openSync(tempPath, "w");
@@ -307,6 +333,10 @@ export class LocalOffsetStore implements OffsetStore {
     fs.fsyncSync(this.logFd);
     this.logSizeBytes = 0;
     this.compactions++;
+    // The protocol type of a group that never committed was not carried into the snapshot.
+    for (const groupId of this.protocolTypes.keys()) {
+      if (!this.groups.has(groupId)) this.protocolTypes.delete(groupId);
+    }
   }
 }
 

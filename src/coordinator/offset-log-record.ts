@@ -18,7 +18,8 @@ export type OffsetLogRecord =
       readonly groupId: string;
       readonly partitions: readonly PartitionRef[];
     }
-  | { readonly type: "deleteGroup"; readonly groupId: string };
+  | { readonly type: "deleteGroup"; readonly groupId: string }
+  | { readonly type: "groupMetadata"; readonly groupId: string; readonly protocolType: string };
 
 export interface PartitionRef {
   readonly topic: string;
@@ -45,7 +46,8 @@ type OffsetTuple = [
 type Payload =
   | { c: string; o: OffsetTuple[] }
   | { d: string; p: [topic: string, partition: number][] }
-  | { x: string };
+  | { x: string }
+  | { g: string; t: string };
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -82,6 +84,8 @@ function toPayload(record: OffsetLogRecord): Payload {
       return { d: record.groupId, p: record.partitions.map((p) => [p.topic, p.partition]) };
     case "deleteGroup":
       return { x: record.groupId };
+    case "groupMetadata":
+      return { g: record.groupId, t: record.protocolType };
   }
 }
 
@@ -112,7 +116,7 @@ export function readRecords(
 }
 
 function fromPayload(json: string, where: string): OffsetLogRecord {
-  const p = JSON.parse(json) as Partial<Record<"c" | "d" | "x" | "o" | "p", unknown>>;
+  const p = JSON.parse(json) as Partial<Record<"c" | "d" | "x" | "o" | "p" | "g" | "t", unknown>>;
   if (typeof p.c === "string" && Array.isArray(p.o)) {
     const offsets = (p.o as OffsetTuple[]).map((t) => fromTuple(t, where));
     return { type: "commit", groupId: p.c, offsets };
@@ -122,7 +126,10 @@ function fromPayload(json: string, where: string): OffsetLogRecord {
     const partitions = tuples.map(([topic, partition]) => ({ topic, partition }));
     return { type: "deleteOffsets", groupId: p.d, partitions };
   }
-  assert(typeof p.x === "string", `offset log record is neither commit nor delete: ${where}`);
+  if (typeof p.g === "string" && typeof p.t === "string") {
+    return { type: "groupMetadata", groupId: p.g, protocolType: p.t };
+  }
+  assert(typeof p.x === "string", `offset log record of no known type: ${where}`);
   return { type: "deleteGroup", groupId: p.x };
 }
 

@@ -12,6 +12,15 @@ export interface CommittedOffset {
   readonly commitTimestampMs: number;
 }
 
+/**
+ * What a group keeps beside its offsets so that whichever broker coordinates it next shows it
+ * as before: its protocol type (Kafka keeps it in the group metadata record). Members,
+ * generation and assignment are not kept: members rejoin a new coordinator under new ids.
+ */
+export interface StoredGroupMetadata {
+  readonly protocolType: string | null;
+}
+
 export interface OffsetStore {
   /**
    * Loads every committed offset of a group, keyed by partition (called when
@@ -31,6 +40,10 @@ export interface OffsetStore {
     groupId: string,
     partitions: readonly { topic: string; partition: number }[],
   ): Promise<void>;
+  /** Records the group's protocol type; it is read back only while the group has offsets. */
+  storeGroupMetadata(groupId: string, metadata: StoredGroupMetadata): Promise<void>;
+  /** The group's metadata when it has committed offsets (a stored group), else null. */
+  describeStoredGroup(groupId: string): Promise<StoredGroupMetadata | null>;
   deleteGroup(groupId: string): Promise<void>;
   /** Groups that have committed offsets (for ListGroups after restart). */
   listGroups(): Promise<string[]>;

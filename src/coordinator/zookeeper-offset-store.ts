@@ -2,6 +2,8 @@
  * Committed offsets in ZooKeeper, in the layout Kafka's ZooKeeper-based consumers used, so tools
  * that read that layout still work:
  *
+ *   /consumers/<group>                                    JSON: {"version":1,
+ *                                                          "protocolType":"consumer"}
  *   /consumers/<group>/offsets/<topic>/<partition>        the offset in decimal, UTF-8 ("4217")
  *   /consumers/<group>/offsets-meta/<topic>/<partition>   JSON: {"version":1,"offset":"4217",
  *                                                          "leaderEpoch":5,"metadata":"...",
@@ -12,6 +14,11 @@
  * repeats the offset: when a tool rewrites an offset znode (a manual reset), the JSON no longer
  * matches it and is ignored, so a stale leader epoch or metadata never sticks to the new offset.
  * Group ids and topic names that are not valid znode names are percent-encoded (znode-name.ts).
+ *
+ * The group znode's data is what Kafka's group metadata record keeps of an Empty group that
+ * clients can see: its protocol type, so that a broker taking the group over after a failover
+ * lists and describes it as the previous coordinator did. Kafka's ZooKeeper-era consumers left
+ * that znode's data empty; an empty or foreign value reads as "no protocol type".
  *
  * One commit of many partitions is one ZooKeeper round trip: a multi of create-or-setData
  * operations. Choosing create or setData needs to know which znodes exist, so each group keeps
@@ -48,7 +55,7 @@ import {
   ZooKeeperError,
   ZooKeeperUnavailableError,
 } from "../zookeeper/zookeeper-errors.ts";
-import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
+import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 
 export interface ZooKeeperOffsetStoreOptions {
   /**
@@ -165,6 +172,35 @@ export class ZooKeeperOffsetStore implements OffsetStore {
         // Something changed the tree while it was being listed: list it again, once.
         await this.deleteTree(root, deadlineMs);
       }
+    });
+  }
+
+  async storeGroupMetadata(groupId: string, metadata: StoredGroupMetadata): Promise<void> {
+    if (metadata.protocolType === null) return;
+    const data = encodeGroupRecord(metadata.protocolType);
+    const deadlineMs = this.deadline();
+    await this.guard(async () => {
+      const cache = await this.cached(groupId, deadlineMs);
+      await this.retryOnceOnTreeChange(groupId, cache, deadlineMs, async (current) => {
+        const ops: ZooKeeperOp[] = [];
+        ensureOp(current.existing, ops, CONSUMERS_PATH);
+        ensureOp(current.existing, ops, groupPath(groupId), data);
+        await this.zk.multi(ops, { timeoutMs: deadlineMs - Date.now() });
+      });
+    });
+  }
+
+  /** The group znode's metadata, for a group with a topic under `offsets` (as listGroups). */
+  async describeStoredGroup(groupId: string): Promise<StoredGroupMetadata | null> {
+    const deadlineMs = this.deadline();
+    return this.guard(async () => {
+      const root = groupPath(groupId);
+      const [node, topics] = await Promise.all([
+        this.zk.getData(root, { timeoutMs: deadlineMs - Date.now() }).catch(nullOnNoNode),
+        this.childrenOrEmpty(`${root}/offsets`, deadlineMs),
+      ]);
+      if (node === null || topics.length === 0) return null;
+      return { protocolType: parseGroupRecord(node.data) };
     });
   }
 
@@ -421,14 +457,7 @@ function writeOps(
   const ops: ZooKeeperOp[] = [];
   const root = groupPath(groupId);
   const topicName = encodeZnodeName(topic);
-  const ensure = (path: string, data?: Uint8Array) => {
-    if (existing.has(path)) {
-      if (data !== undefined) ops.push({ type: "setData", path, data });
-      return;
-    }
-    ops.push(data === undefined ? { type: "create", path } : { type: "create", path, data });
-    existing.add(path);
-  };
+  const ensure = (path: string, data?: Uint8Array) => ensureOp(existing, ops, path, data);
   ensure(CONSUMERS_PATH);
   ensure(root);
   ensure(`${root}/offsets`);
@@ -441,6 +470,24 @@ function writeOps(
   ensure(`${root}/offsets-meta/${topicName}`);
   ensure(`${root}/offsets-meta/${topicName}/${partition}`, encodeMeta(committed));
   return ops;
+}
+
+/**
+ * Appends the create (when `existing` lacks the path) or setData (when there is data to write)
+ * that leaves `path` in place, and counts the path as existing from now on.
+ */
+function ensureOp(
+  existing: Set<string>,
+  ops: ZooKeeperOp[],
+  path: string,
+  data?: Uint8Array,
+): void {
+  if (existing.has(path)) {
+    if (data !== undefined) ops.push({ type: "setData", path, data });
+    return;
+  }
+  ops.push(data === undefined ? { type: "create", path } : { type: "create", path, data });
+  existing.add(path);
 }
 
 /** Packs per-partition operation lists into multis under the request size limit. */
@@ -471,6 +518,23 @@ function encodeMeta(committed: CommittedOffset): Uint8Array {
     commitTimestampMs: committed.commitTimestampMs,
   };
   return new TextEncoder().encode(JSON.stringify(record));
+}
+
+function encodeGroupRecord(protocolType: string): Uint8Array {
+  const record = { version: META_FORMAT_VERSION, protocolType };
+  return new TextEncoder().encode(JSON.stringify(record));
+}
+
+/** The protocol type in a group znode's data, or null for empty or foreign data. */
+function parseGroupRecord(data: Uint8Array): string | null {
+  try {
+    const text = new TextDecoder().decode(data);
+    const record = JSON.parse(text) as { version?: unknown; protocolType?: unknown };
+    if (record.version !== META_FORMAT_VERSION) return null;
+    return typeof record.protocolType === "string" ? record.protocolType : null;
+  } catch {
+    return null;
+  }
 }
 
 function parseMeta(data: Uint8Array): MetaRecord | null {

@@ -116,6 +116,85 @@ test("a killed coordinator's group moves, and its committed offsets come from Zo
   await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
 }, 90_000);
 
+/** What ListGroups, DescribeGroups and OffsetFetch on `broker` show of `group`. */
+async function groupView(broker: ChildBroker, group: string) {
+  const listed = await requestOnce(broker.port, ApiKey.ListGroups, 5, {
+    statesFilter: [],
+    typesFilter: [],
+  });
+  const described = await requestOnce(broker.port, ApiKey.DescribeGroups, 5, {
+    groups: [group],
+    includeAuthorizedOperations: false,
+  });
+  const fetched = await requestOnce(broker.port, ApiKey.OffsetFetch, 7, {
+    groupId: group,
+    topics: null,
+    requireStable: false,
+  });
+  return {
+    listErrorCode: listed.errorCode,
+    listed: listed.groups.filter((g) => g.groupId === group),
+    described: described.groups,
+    offsets: fetched.topics,
+  };
+}
+
+/** The group's view on whichever broker coordinates it, once that broker answers for it. */
+async function viewOnCoordinator(group: string) {
+  return await until(
+    async () => {
+      const node = await coordinatorOf(running()[0]!, group);
+      const view = await groupView(cluster.brokers.get(node)!, group);
+      return view.listErrorCode === ErrorCode.NONE && view.described[0]!.errorCode === 0
+        ? { node, view }
+        : undefined;
+    },
+    SESSION_TIMEOUT_MS + 20_000,
+    `the coordinator of ${group} to answer for it`,
+  );
+}
+
+test("a group is listed and described as before after its coordinator dies or stops", async () => {
+  await createTopic(cluster.brokers.get(1)!, "kept", 2);
+  await consistentMetadata(cluster, 3);
+  await produceWithKafkajs(cluster, "kept", ["a", "b", "c", "d"]);
+  const group = "kept-group";
+  const kafka = new Kafka({
+    clientId: "kept",
+    brokers: running().map((b) => b.bootstrap),
+    logLevel: logLevel.NOTHING,
+  });
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10_000, maxWaitTimeInMs: 100 });
+  let seen = 0;
+  await consumer.connect();
+  await consumer.subscribe({ topic: "kept", fromBeginning: true });
+  await consumer.run({ eachMessage: async () => void seen++ });
+  await until(async () => (seen === 4 ? true : undefined), 30_000, "the records consumed");
+  await consumer.disconnect();
+  const { view: before } = await viewOnCoordinator(group);
+  expect(before.listed).toEqual([
+    { groupId: group, protocolType: "consumer", groupState: "Empty", groupType: "classic" },
+  ]);
+  expect(before.described[0]).toMatchObject({ groupState: "Empty", protocolType: "consumer" });
+  const committed = before.offsets.flatMap((t) => t.partitions.map((p) => p.committedOffset));
+  expect(committed.reduce((a, b) => a + b, 0n)).toBe(4n);
+
+  for (const stop of ["kill -9", "SIGTERM"] as const) {
+    const { node } = await viewOnCoordinator(group);
+    const coordinator = cluster.brokers.get(node)!;
+    if (stop === "kill -9") await coordinator.kill9();
+    else expect(await coordinator.terminate()).toBe(0);
+    await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
+    const after = await viewOnCoordinator(group);
+    expect(after.node, stop).not.toBe(node);
+    expect(after.view, stop).toEqual(before);
+    // When the broker comes back the group may move back to it: it must look the same there.
+    cluster.brokers.set(node, await coordinator.restart());
+    await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+    expect((await viewOnCoordinator(group)).view, `${stop}, restarted`).toEqual(before);
+  }
+}, 180_000);
+
 test("a kafkajs group whose members bootstrap from different brokers shares the work", async () => {
   await createTopic(cluster.brokers.get(2)!, "shared", 4);
   await consistentMetadata(cluster, 3);

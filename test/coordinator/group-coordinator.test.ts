@@ -195,7 +195,7 @@ describe("JoinGroup and SyncGroup", () => {
     await syncAll(c, "g", [leader]);
     expect(c.groupState("g")).toBe(GroupState.Stable);
     await waitFor("the sync timeout", () => c.groupState("g") !== GroupState.Stable);
-    const described = c.describeGroups(["g"], 5)[0]!;
+    const described = (await c.describeGroups(["g"], 5))[0]!;
     expect(described.members.map((m) => m.memberId)).toEqual([leader.memberId]);
   });
 });
@@ -238,7 +238,7 @@ describe("validation and limits", () => {
     await syncAll(c, "g", joins);
     expect((await joinWithId(c, "g")).errorCode).toBe(ErrorCode.GROUP_MAX_SIZE_REACHED);
     expect(c.groupState("g")).toBe(GroupState.Stable);
-    expect(c.describeGroups(["g"], 5)[0]!.members).toHaveLength(2);
+    expect((await c.describeGroups(["g"], 5))[0]!.members).toHaveLength(2);
   });
 
   test("member metadata larger than the limit is refused with INVALID_REQUEST", async () => {
@@ -326,7 +326,7 @@ describe("sessions and leaving", () => {
     expect(leave(c, "g", a.memberId).members[0]!.errorCode).toBe(NONE);
     // Same tick: an admin's DeleteGroups right after a consumer's close must succeed.
     expect(c.groupState("g")).toBe(GroupState.Empty);
-    expect(c.describeGroups(["g"], 5)[0]!.groupState).toBe(GroupState.Empty);
+    expect((await c.describeGroups(["g"], 5))[0]!.groupState).toBe(GroupState.Empty);
   });
 
   test("a memberless group does not wait out the initial delay", async () => {
@@ -346,10 +346,10 @@ describe("sessions and leaving", () => {
     await syncAll(c, "g", [a]);
     // Sampled every millisecond: once the member is gone, no sample may show a rebalance.
     const deadlineMs = Date.now() + 5_000;
-    while (c.describeGroups(["g"], 5)[0]!.members.length > 0 && Date.now() < deadlineMs) {
+    while ((await c.describeGroups(["g"], 5))[0]!.members.length > 0 && Date.now() < deadlineMs) {
       await sleep(1);
     }
-    expect(c.describeGroups(["g"], 5)[0]!.members).toHaveLength(0);
+    expect((await c.describeGroups(["g"], 5))[0]!.members).toHaveLength(0);
     expect(c.groupState("g")).toBe(GroupState.Empty);
   });
 });
@@ -394,7 +394,7 @@ describe("static membership (KIP-345)", () => {
     ]);
     expect(joins.map((j) => j.errorCode)).toEqual([NONE, NONE]);
     await syncAll(c, "g", joins);
-    const members = c.describeGroups(["g"], 5)[0]!.members;
+    const members = (await c.describeGroups(["g"], 5))[0]!.members;
     const oldId = members.find((m) => m.groupInstanceId === "pod-2")!.memberId;
     const restarted = await c.joinGroup(joinRequest("g", { groupInstanceId: "pod-2" }));
     expect(restarted.errorCode).toBe(NONE);
@@ -444,7 +444,7 @@ describe("static membership (KIP-345)", () => {
       protocols: protocols("range", ["orders", "new"]),
     });
     expect(again.generationId).toBe(2);
-    expect(c.describeGroups(["g"], 5)[0]!.members).toHaveLength(2);
+    expect((await c.describeGroups(["g"], 5))[0]!.members).toHaveLength(2);
   });
 
   test("LeaveGroup by instance id alone removes the static member", async () => {
@@ -460,12 +460,12 @@ describe("DescribeGroups, ListGroups, DeleteGroups", () => {
   test("describe shows metadata once Stable; unknown groups Dead or not found (v6)", async () => {
     const c = await open();
     const a = await joinWithId(c, "g", { clientId: "app-1" });
-    const [completing] = c.describeGroups(["g"], 5);
+    const [completing] = await c.describeGroups(["g"], 5);
     expect(completing!.groupState).toBe("CompletingRebalance");
     expect(completing!.members[0]!.memberAssignment).toHaveLength(0);
     await syncAll(c, "g", [a]);
-    const [d, missing] = c.describeGroups(["g", "nope"], 5);
-    const [missingV6] = c.describeGroups(["nope"], 6);
+    const [d, missing] = await c.describeGroups(["g", "nope"], 5);
+    const [missingV6] = await c.describeGroups(["nope"], 6);
     expect(d!.groupState).toBe("Stable");
     expect(d!.protocolType).toBe("consumer");
     expect(d!.protocolData).toBe("range");
@@ -482,13 +482,13 @@ describe("DescribeGroups, ListGroups, DeleteGroups", () => {
     const a = await joinWithId(c, "live");
     await syncAll(c, "live", [a]);
     await commit(c, "simple", { "t:0": 1n });
-    const list = (statesFilter: string[], typesFilter: string[]) =>
-      c.listGroups({ statesFilter, typesFilter }).groups;
-    const all = list([], []).map((g) => `${g.groupId}:${g.groupState}`);
+    const list = async (statesFilter: string[], typesFilter: string[]) =>
+      (await c.listGroups({ statesFilter, typesFilter })).groups;
+    const all = (await list([], [])).map((g) => `${g.groupId}:${g.groupState}`);
     expect(all.sort()).toEqual(["live:Stable", "simple:Empty"]);
-    expect(list(["stable"], []).map((g) => g.groupId)).toEqual(["live"]);
-    expect(list([], ["Consumer"])).toHaveLength(0);
-    expect(list([], ["classic"])).toHaveLength(2);
+    expect((await list(["stable"], [])).map((g) => g.groupId)).toEqual(["live"]);
+    expect(await list([], ["Consumer"])).toHaveLength(0);
+    expect(await list([], ["classic"])).toHaveLength(2);
   });
 
   test("delete refuses a group with members, removes an Empty one with its offsets", async () => {
@@ -592,6 +592,30 @@ describe("offsets", () => {
     expect(await code({ "u:0": 1n })).toBe(tooLarge);
   });
 
+  test("after a restart a consumer group is listed and described as before", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "quill-coordinator-restart-"));
+    const first = await openFixture({}, dir);
+    const a = await joinWithId(first.coordinator, "readers");
+    await syncAll(first.coordinator, "readers", [a]);
+    const member = { generationId: a.generationId, memberId: a.memberId };
+    expect(commitCodes(await commit(first.coordinator, "readers", { "t:0": 5n }, member))).toEqual([
+      NONE,
+    ]);
+    leave(first.coordinator, "readers", a.memberId);
+    const view = async (c: typeof first.coordinator) => ({
+      listed: (await c.listGroups({ statesFilter: [], typesFilter: [] })).groups,
+      described: await c.describeGroups(["readers"], 5),
+    });
+    const before = await view(first.coordinator);
+    expect(before.listed).toEqual([
+      { groupId: "readers", protocolType: "consumer", groupState: "Empty", groupType: "classic" },
+    ]);
+    first.coordinator.close();
+    await first.store.close();
+    fixture = await openFixture({}, dir);
+    expect(await view(fixture.coordinator)).toEqual(before);
+  });
+
   test("offsets survive a restart: a new coordinator lists and serves them", async () => {
     const dir = mkdtempSync(join(tmpdir(), "quill-coordinator-restart-"));
     const first = await openFixture({}, dir);
@@ -600,7 +624,7 @@ describe("offsets", () => {
     await first.store.close();
     fixture = await openFixture({}, dir);
     const c = fixture.coordinator;
-    const listed = c.listGroups({ statesFilter: [], typesFilter: [] }).groups;
+    const listed = (await c.listGroups({ statesFilter: [], typesFilter: [] })).groups;
     expect(listed.map((g) => `${g.groupId}:${g.groupState}`)).toEqual(["g:Empty"]);
     const fetched = await c.offsetFetch({ groupId: "g", topics: null, requireStable: false });
     expect(fetched.topics).toEqual([

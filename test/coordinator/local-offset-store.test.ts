@@ -61,6 +61,29 @@ describe("LocalOffsetStore", () => {
     await reopened.close();
   });
 
+  test("a group's protocol type survives reopens and compactions, and goes with its offsets", async () => {
+    const dir = tempDir();
+    const store = LocalOffsetStore.open(dir, { compactLogBytes: 2048 });
+    await store.storeGroupMetadata("readers", { protocolType: "consumer" });
+    await store.storeGroupMetadata("never-committed", { protocolType: "connect" });
+    expect(await store.describeStoredGroup("readers")).toBeNull();
+    for (let i = 0; i < 100; i++) {
+      const offset = { topic: "t", partition: i % 4, committed: committed(BigInt(i)) };
+      await store.commit("readers", [offset]);
+    }
+    await store.commit("doomed", [{ topic: "t", partition: 0, committed: committed(1n) }]);
+    await store.storeGroupMetadata("doomed", { protocolType: "consumer" });
+    await store.deleteOffsets("doomed", [{ topic: "t", partition: 0 }]);
+    expect(store.stats.compactions).toBeGreaterThan(0);
+    await store.close();
+    const reopened = LocalOffsetStore.open(dir);
+    expect(await reopened.describeStoredGroup("readers")).toEqual({ protocolType: "consumer" });
+    expect(await reopened.describeStoredGroup("never-committed")).toBeNull();
+    await reopened.commit("doomed", [{ topic: "t", partition: 0, committed: committed(2n) }]);
+    expect(await reopened.describeStoredGroup("doomed")).toEqual({ protocolType: null });
+    await reopened.close();
+  });
+
   test("loadGroup returns a copy the caller may change", async () => {
     const store = LocalOffsetStore.open(tempDir());
     await store.commit("g", [{ topic: "t", partition: 0, committed: committed(1n) }]);

@@ -262,6 +262,29 @@ describe("deletes and listing", () => {
     await store.deleteGroup("never-existed");
   });
 
+  test("the group znode keeps the protocol type, read back only for a group with offsets", async () => {
+    const store = await newStore();
+    await store.storeGroupMetadata("typed", { protocolType: "consumer" });
+    expect(decode((await zk.getData("/consumers/typed")).data)).toBe(
+      '{"version":1,"protocolType":"consumer"}',
+    );
+    expect(await store.describeStoredGroup("typed")).toBeNull();
+    // The commit after it, and the rewrite after that, go through the same znode cache.
+    await store.commit(
+      "typed",
+      partitions("t", 2, () => 9),
+    );
+    await store.storeGroupMetadata("typed", { protocolType: "connect" });
+    const fresh = await newStore();
+    expect(await fresh.describeStoredGroup("typed")).toEqual({ protocolType: "connect" });
+    expect((await fresh.loadGroup("typed")).size).toBe(2);
+    // Kafka's ZooKeeper-era consumers left the group znode empty.
+    await zk.mkdirp("/consumers/old-style/offsets/t");
+    await zk.create("/consumers/old-style/offsets/t/0", new TextEncoder().encode("3"));
+    expect(await fresh.describeStoredGroup("old-style")).toEqual({ protocolType: null });
+    expect(await fresh.describeStoredGroup("nobody")).toBeNull();
+  });
+
   test("a chrooted store writes under its chroot", async () => {
     const store = await newStore(`${server.connectString}/quill/offsets-test`);
     await store.commit(
