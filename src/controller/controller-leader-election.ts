@@ -12,17 +12,18 @@
  * - Every change of leader or ISR made here bumps the leader epoch, which fences the old
  *   leader's requests and tells followers to truncate.
  */
+import type { BrokerId } from "../common/branded.ts";
 import type { PartitionStateZnode } from "../metadata/kafka-znodes.ts";
 
 /** Kafka's LeaderAndIsr.NoLeader. */
-export const NO_LEADER = -1;
+export const NO_LEADER: BrokerId = -1;
 
 /** The first replica that can lead: alive, in the ISR, not excluded. */
 function leaderCandidate(
-  replicas: readonly number[],
-  isr: readonly number[],
-  canLead: (id: number) => boolean,
-): number | undefined {
+  replicas: readonly BrokerId[],
+  isr: readonly BrokerId[],
+  canLead: (id: BrokerId) => boolean,
+): BrokerId | undefined {
   return replicas.find((r) => isr.includes(r) && canLead(r));
 }
 
@@ -33,8 +34,8 @@ function leaderCandidate(
  */
 export function electLeader(
   state: PartitionStateZnode | null,
-  replicas: readonly number[],
-  live: ReadonlySet<number>,
+  replicas: readonly BrokerId[],
+  live: ReadonlySet<BrokerId>,
   controllerEpoch: number,
 ): PartitionStateZnode | null {
   if (state === null) {
@@ -76,9 +77,9 @@ export function electLeader(
  */
 export function electForShutdown(
   state: PartitionStateZnode,
-  replicas: readonly number[],
+  replicas: readonly BrokerId[],
   brokerId: number,
-  live: ReadonlySet<number>,
+  live: ReadonlySet<BrokerId>,
   controllerEpoch: number,
 ): PartitionStateZnode | null {
   if (!state.isr.includes(brokerId)) return null;
@@ -104,7 +105,7 @@ export function electForShutdown(
 
 /** A partition as the preferred-replica check sees it. */
 export interface LeadershipView {
-  readonly replicas: readonly number[];
+  readonly replicas: readonly BrokerId[];
   readonly state: PartitionStateZnode;
 }
 
@@ -116,7 +117,7 @@ export interface LeadershipView {
  */
 export function partitionsToRebalance<P extends LeadershipView>(
   partitions: readonly P[],
-  live: ReadonlySet<number>,
+  live: ReadonlySet<BrokerId>,
   imbalancePercentage: number,
 ): P[] {
   const byPreferred = new Map<number, P[]>();
@@ -136,7 +137,7 @@ export function partitionsToRebalance<P extends LeadershipView>(
 /** The preferred replica leads again (Kafka's PreferredReplicaPartitionLeaderElection). */
 export function electPreferred(
   state: PartitionStateZnode,
-  replicas: readonly number[],
+  replicas: readonly BrokerId[],
   controllerEpoch: number,
 ): PartitionStateZnode {
   return { ...state, leader: replicas[0]!, leaderEpoch: state.leaderEpoch + 1, controllerEpoch };

@@ -15,6 +15,7 @@
  * broker, an operator's tool, a test), and a malformed one must be reported with its path, not
  * crash the broker somewhere later. Encoders write keys in the order Kafka's examples show.
  */
+import type { BrokerId, LeaderEpoch } from "../common/branded.ts";
 import { z } from "zod";
 import { isSecurityProtocol, type Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
@@ -297,9 +298,9 @@ export function topicIdFromBase64(topicIdBase64: string): string | null {
 // ---- /brokers/topics/<topic>/partitions/<p>/state -------------------------------------------
 
 export interface PartitionStateZnode {
-  readonly leader: number;
-  readonly leaderEpoch: number;
-  readonly isr: readonly number[];
+  readonly leader: BrokerId;
+  readonly leaderEpoch: LeaderEpoch;
+  readonly isr: readonly BrokerId[];
   readonly controllerEpoch: number;
 }
 

@@ -6,6 +6,7 @@
  * (the leader does not have it), so the copy that follows cannot disagree with the leader below
  * the high watermark.
  */
+import type { BrokerId, LeaderEpoch } from "../common/branded.ts";
 import type { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -16,7 +17,7 @@ import type { Partition } from "./partition.ts";
 const OFFSET_FOR_LEADER_EPOCH_VERSION = 4;
 
 export interface TruncationContext {
-  readonly localBrokerId: number;
+  readonly localBrokerId: BrokerId;
   readonly requestTimeoutMs: number;
   /** False once the partition's role changed while the leader was asked: nothing is cut then. */
   readonly stillFollowing: () => boolean;
@@ -48,7 +49,7 @@ export async function truncateToLeader(
 async function askEpochEnd(
   p: Partition,
   client: InterBrokerClient,
-  epoch: number,
+  epoch: LeaderEpoch,
   ctx: TruncationContext,
 ): Promise<EpochEndOffset> {
   const version = OFFSET_FOR_LEADER_EPOCH_VERSION;

@@ -14,6 +14,7 @@
  *
  * Not thread-safe: one event loop.
  */
+import type { BrokerId, LeaderEpoch, Offset, PartitionIndex } from "../common/branded.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import type { UnifiedLog } from "../storage/unified-log.ts";
 import { assert } from "../util/assert.ts";
@@ -21,69 +22,69 @@ import { assert } from "../util/assert.ts";
 /** What the controller decided for a partition (LeaderAndIsr), and what A's handler passes. */
 export interface PartitionLeadership {
   readonly topic: string;
-  readonly partition: number;
+  readonly partition: PartitionIndex;
   readonly topicId: Uint8Array;
-  readonly leader: number;
-  readonly leaderEpoch: number;
+  readonly leader: BrokerId;
+  readonly leaderEpoch: LeaderEpoch;
   /** The znode version of the partition's state: every committed ISR change bumps it. */
   readonly partitionEpoch: number;
-  readonly isr: readonly number[];
-  readonly replicas: readonly number[];
+  readonly isr: readonly BrokerId[];
+  readonly replicas: readonly BrokerId[];
 }
 
 export interface AlterIsrResult {
   readonly errorCode: number;
-  readonly leaderEpoch: number;
+  readonly leaderEpoch: LeaderEpoch;
   readonly partitionEpoch: number;
-  readonly isr: readonly number[];
+  readonly isr: readonly BrokerId[];
 }
 
 /** Proposes a new ISR to the controller; resolves with the committed state or an error. */
 export type AlterIsr = (
   topic: string,
-  partition: number,
-  leaderEpoch: number,
+  partition: PartitionIndex,
+  leaderEpoch: LeaderEpoch,
   partitionEpoch: number,
-  newIsr: readonly number[],
+  newIsr: readonly BrokerId[],
 ) => Promise<AlterIsrResult>;
 
 /** Kafka's LEO of a follower that has not fetched since this broker became leader. */
-export const UNKNOWN_OFFSET = -1n;
+export const UNKNOWN_OFFSET: Offset = -1n;
 
 /** A follower as its leader sees it (Kafka's Replica state). */
 export interface FollowerState {
-  logEndOffset: bigint;
+  logEndOffset: Offset;
   /** The last time the follower had fetched up to the leader's LEO of that moment. */
   lastCaughtUpTimeMs: number;
-  lastFetchLeaderLogEndOffset: bigint;
+  lastFetchLeaderLogEndOffset: Offset;
   lastFetchTimeMs: number;
   /** The follower's log start offset as its last fetch reported it (for DeleteRecords). */
-  logStartOffset: bigint;
+  logStartOffset: Offset;
 }
 
 export type AcksOutcome = "waiting" | "done";
 
 export class Partition {
   // Set by applyState(), which the constructor calls.
-  private leaderIdValue!: number;
-  private leaderEpochValue!: number;
+  private leaderIdValue!: BrokerId;
+  private leaderEpochValue!: LeaderEpoch;
   private partitionEpochValue!: number;
-  private replicasValue!: readonly number[];
-  private isrValue!: readonly number[];
+  private replicasValue!: readonly BrokerId[];
+  private isrValue!: readonly BrokerId[];
   /** The ISR proposed to the controller and not yet answered; null when none is in flight. */
-  private pendingIsrValue: readonly number[] | null = null;
+  private pendingIsrValue: readonly BrokerId[] | null = null;
   /** The LEO when this broker began leading this epoch (Kafka's leaderEpochStartOffset). */
-  private leaderEpochStartOffsetValue: bigint;
-  private readonly followers = new Map<number, FollowerState>();
+  private leaderEpochStartOffsetValue: Offset;
+  private readonly followers = new Map<BrokerId, FollowerState>();
   /** False for the sole-replica default, which any controller decision replaces. */
   private controllerStatedValue = false;
   topicId!: Uint8Array;
 
   private constructor(
     readonly topic: string,
-    readonly partition: number,
+    readonly partition: PartitionIndex,
     readonly log: UnifiedLog,
-    readonly localBrokerId: number,
+    readonly localBrokerId: BrokerId,
     state: PartitionLeadership,
   ) {
     this.applyState(state);
@@ -94,7 +95,7 @@ export class Partition {
    * The embedded default and any partition no controller has spoken about yet: this broker
    * leads in epoch 0 and is its own ISR, so the HW follows the LEO after every append.
    */
-  static soleReplica(log: UnifiedLog, localBrokerId: number, topicId: Uint8Array): Partition {
+  static soleReplica(log: UnifiedLog, localBrokerId: BrokerId, topicId: Uint8Array): Partition {
     const p = new Partition(log.topic, log.partition, log, localBrokerId, {
       topic: log.topic,
       partition: log.partition,
@@ -112,7 +113,7 @@ export class Partition {
   /** A partition as the controller described it; call makeLeader or makeFollower next. */
   static fromLeadership(
     log: UnifiedLog,
-    localBrokerId: number,
+    localBrokerId: BrokerId,
     state: PartitionLeadership,
   ): Partition {
     const p = new Partition(state.topic, state.partition, log, localBrokerId, state);
@@ -123,11 +124,11 @@ export class Partition {
     return p;
   }
 
-  get leaderId(): number {
+  get leaderId(): BrokerId {
     return this.leaderIdValue;
   }
 
-  get leaderEpoch(): number {
+  get leaderEpoch(): LeaderEpoch {
     return this.leaderEpochValue;
   }
 
@@ -135,15 +136,15 @@ export class Partition {
     return this.partitionEpochValue;
   }
 
-  get replicas(): readonly number[] {
+  get replicas(): readonly BrokerId[] {
     return this.replicasValue;
   }
 
-  get isr(): readonly number[] {
+  get isr(): readonly BrokerId[] {
     return this.isrValue;
   }
 
-  get pendingIsr(): readonly number[] | null {
+  get pendingIsr(): readonly BrokerId[] | null {
     return this.pendingIsrValue;
   }
 
@@ -155,18 +156,18 @@ export class Partition {
     return this.leaderIdValue === this.localBrokerId;
   }
 
-  get leaderEpochStartOffset(): bigint {
+  get leaderEpochStartOffset(): Offset {
     return this.leaderEpochStartOffsetValue;
   }
 
   /** The ISR the HW and acks=-1 count: the committed one plus replicas being added. */
-  get maximalIsr(): readonly number[] {
+  get maximalIsr(): readonly BrokerId[] {
     const pending = this.pendingIsrValue;
     if (pending === null) return this.isrValue;
     return [...new Set([...this.isrValue, ...pending])];
   }
 
-  follower(brokerId: number): Readonly<FollowerState> | undefined {
+  follower(brokerId: BrokerId): Readonly<FollowerState> | undefined {
     return this.followers.get(brokerId);
   }
 
@@ -234,8 +235,8 @@ export class Partition {
    * keeps up with a busy leader is never exactly at the LEO). False for an unknown replica.
    */
   updateFollowerFetchState(
-    brokerId: number,
-    fetchOffset: bigint,
+    brokerId: BrokerId,
+    fetchOffset: Offset,
     nowMs: number,
     logStartOffset = UNKNOWN_OFFSET,
   ): boolean {
@@ -260,7 +261,7 @@ export class Partition {
    * every live replica has dropped the records. A follower that has not fetched in this epoch
    * counts as -1, so the request waits for it.
    */
-  lowWatermark(isAlive: (brokerId: number) => boolean): bigint {
+  lowWatermark(isAlive: (brokerId: BrokerId) => boolean): Offset {
     assert(this.isLeader, `${this.topic}-${this.partition}: low watermark on a non-leader`);
     let low = this.log.logStartOffset;
     for (const [id, f] of this.followers) {
@@ -288,7 +289,7 @@ export class Partition {
   }
 
   /** A follower's view of the HW: the leader's, capped at what this replica holds. */
-  updateFollowerHighWatermark(leaderHighWatermark: bigint): void {
+  updateFollowerHighWatermark(leaderHighWatermark: Offset): void {
     assert(!this.isLeader, "updateFollowerHighWatermark on the leader");
     const end = this.log.logEndOffset;
     this.log.highWatermark = leaderHighWatermark < end ? leaderHighWatermark : end;
@@ -298,7 +299,7 @@ export class Partition {
    * ISR members (other than this leader) that have not been caught up for more than
    * `lagTimeMaxMs`: Kafka's replica.lag.time.max.ms rule, covering both stuck and slow ones.
    */
-  outOfSyncReplicas(nowMs: number, lagTimeMaxMs: number): number[] {
+  outOfSyncReplicas(nowMs: number, lagTimeMaxMs: number): BrokerId[] {
     if (!this.isLeader) return [];
     return this.isrValue.filter((id) => {
       if (id === this.localBrokerId) return false;
@@ -311,7 +312,7 @@ export class Partition {
    * Replicas outside the ISR that may join it: they hold everything below the HW and have
    * reached this epoch's start, so they cannot be missing a committed record.
    */
-  catchingUpReplicas(): number[] {
+  catchingUpReplicas(): BrokerId[] {
     if (!this.isLeader) return [];
     return this.replicasValue.filter((id) => {
       if (id === this.localBrokerId || this.isrValue.includes(id)) return false;
@@ -325,7 +326,7 @@ export class Partition {
   }
 
   /** Marks an ISR change as sent to the controller; only one may be in flight. */
-  beginIsrChange(newIsr: readonly number[]): void {
+  beginIsrChange(newIsr: readonly BrokerId[]): void {
     assert(this.pendingIsrValue === null, "an ISR change is already in flight");
     assert(newIsr.includes(this.localBrokerId), "the leader must stay in its ISR");
     this.pendingIsrValue = [...newIsr];
@@ -351,7 +352,7 @@ export class Partition {
    * meanwhile, since the record is then not as durable as the producer asked.
    */
   checkEnoughReplicasReachOffset(
-    requiredOffset: bigint,
+    requiredOffset: Offset,
     minInsyncReplicas: number,
   ): { readonly outcome: AcksOutcome; readonly errorCode: number } {
     if (!this.isLeader) return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };

@@ -12,6 +12,7 @@
  * Epochs and start offsets both strictly increase. The file is rewritten atomically on every
  * change, which happens once per leader change, not per append. Not thread-safe.
  */
+import type { LeaderEpoch, Offset } from "../common/branded.ts";
 import * as path from "node:path";
 import { assert } from "../util/assert.ts";
 import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
@@ -22,17 +23,17 @@ const CHECKPOINT_VERSION = 0;
 /** Epochs remembered per partition: one per leader change; the oldest go first beyond this. */
 export const LEADER_EPOCH_ENTRIES_MAX = 10_000;
 /** Kafka's answer for an epoch it cannot place (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET). */
-export const UNDEFINED_EPOCH = -1;
-export const UNDEFINED_EPOCH_OFFSET = -1n;
+export const UNDEFINED_EPOCH: LeaderEpoch = -1;
+export const UNDEFINED_EPOCH_OFFSET: Offset = -1n;
 
 export interface EpochEntry {
-  readonly epoch: number;
-  readonly startOffset: bigint;
+  readonly epoch: LeaderEpoch;
+  readonly startOffset: Offset;
 }
 
 export interface EpochEndOffset {
-  readonly epoch: number;
-  readonly endOffset: bigint;
+  readonly epoch: LeaderEpoch;
+  readonly endOffset: Offset;
 }
 
 export class LeaderEpochFileCache {
@@ -56,7 +57,7 @@ export class LeaderEpochFileCache {
     this.filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);
   }
 
-  get latestEpoch(): number {
+  get latestEpoch(): LeaderEpoch {
     return this.entries.at(-1)?.epoch ?? UNDEFINED_EPOCH;
   }
 
@@ -69,7 +70,7 @@ export class LeaderEpochFileCache {
    * batch of a new epoch appended). An older or equal epoch is ignored; entries that a new one
    * contradicts (starting at or after it) are dropped, as Kafka does after a truncation.
    */
-  assign(epoch: number, startOffset: bigint): void {
+  assign(epoch: LeaderEpoch, startOffset: Offset): void {
     assert(epoch >= 0, `leader epoch ${epoch} must be >= 0`);
     assert(startOffset >= 0n, `epoch start offset ${startOffset} must be >= 0`);
     if (epoch <= this.latestEpoch) return;
@@ -86,7 +87,7 @@ export class LeaderEpochFileCache {
    * the latest epoch, together with the largest known epoch <= the requested one (Kafka's
    * LeaderEpochFileCache.endOffsetFor). UNDEFINED when the epoch is unknown or above all.
    */
-  endOffsetFor(requestedEpoch: number, logEndOffset: bigint): EpochEndOffset {
+  endOffsetFor(requestedEpoch: LeaderEpoch, logEndOffset: Offset): EpochEndOffset {
     const undefinedAnswer = { epoch: UNDEFINED_EPOCH, endOffset: UNDEFINED_EPOCH_OFFSET };
     if (requestedEpoch === UNDEFINED_EPOCH || this.entries.length === 0) return undefinedAnswer;
     if (requestedEpoch === this.latestEpoch) {
@@ -100,7 +101,7 @@ export class LeaderEpochFileCache {
   }
 
   /** The epoch whose leader wrote `offset`: the latest one starting at or before it, else -1. */
-  epochForOffset(offset: bigint): number {
+  epochForOffset(offset: Offset): LeaderEpoch {
     let epoch = UNDEFINED_EPOCH;
     for (const e of this.entries) {
       if (e.startOffset > offset) break;
@@ -110,7 +111,7 @@ export class LeaderEpochFileCache {
   }
 
   /** After a truncation to `endOffset`: epochs starting at or after it never happened here. */
-  truncateFromEnd(endOffset: bigint): void {
+  truncateFromEnd(endOffset: Offset): void {
     const kept = this.entries.filter((e) => e.startOffset < endOffset);
     if (kept.length === this.entries.length) return;
     this.entries = kept;

@@ -26,6 +26,7 @@
  *
  * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
  */
+import type { Offset } from "../common/branded.ts";
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
@@ -74,7 +75,7 @@ export interface AppendResult {
 
 export interface ReadOptions {
   /** Exclusive bound, e.g. the high watermark for consumers or the LEO for followers. */
-  readonly maxOffset: bigint;
+  readonly maxOffset: Offset;
   /** Return the first batch even if it is larger than maxBytes (KIP-74), so fetches progress. */
   readonly minOneMessage: boolean;
 }
@@ -211,19 +212,19 @@ export class UnifiedLog {
     this.configValue = config;
   }
 
-  get logStartOffset(): bigint {
+  get logStartOffset(): Offset {
     return this.logStartOffsetValue;
   }
 
-  get logEndOffset(): bigint {
+  get logEndOffset(): Offset {
     return this.activeSegment.nextOffset;
   }
 
-  get highWatermark(): bigint {
+  get highWatermark(): Offset {
     return this.highWatermarkValue;
   }
 
-  set highWatermark(offset: bigint) {
+  set highWatermark(offset: Offset) {
     // Set on every append: the messages (bigints to text) are built only when a check fails.
     if (offset > this.logEndOffset) {
       assert(false, `high watermark ${offset} above LEO ${this.logEndOffset}`);
@@ -232,7 +233,7 @@ export class UnifiedLog {
     this.highWatermarkValue = offset;
   }
 
-  get flushedOffset(): bigint {
+  get flushedOffset(): Offset {
     return this.recoveryPoint;
   }
 
@@ -371,7 +372,7 @@ export class UnifiedLog {
    * Later segments are deleted, the one holding `offset` is cut and re-indexed; the leader-epoch
    * cache, the producer state, the high watermark and the recovery point follow the new end.
    */
-  truncateTo(offset: bigint): void {
+  truncateTo(offset: Offset): void {
     this.ensureOpen();
     if (offset >= this.logEndOffset) return;
     const target = offset > this.logStartOffsetValue ? offset : this.logStartOffsetValue;
@@ -400,7 +401,7 @@ export class UnifiedLog {
    * A follower too far behind (its leader no longer has the offsets it lacks): everything is
    * deleted and the log starts over, empty, at `offset`, the leader's log start offset.
    */
-  truncateFullyAndStartAt(offset: bigint): void {
+  truncateFullyAndStartAt(offset: Offset): void {
     this.ensureOpen();
     assert(offset >= 0n, `log start ${offset} must not be negative`);
     const old = this.segments.splice(0, this.segments.length);
@@ -570,7 +571,7 @@ export class UnifiedLog {
    * maxOffset. A fetch offset inside a batch starts at that batch (clients skip the records
    * below their offset). Throws OFFSET_OUT_OF_RANGE below the log start or above the LEO.
    */
-  read(fetchOffset: bigint, maxBytes: number, opts: ReadOptions): ReadResult {
+  read(fetchOffset: Offset, maxBytes: number, opts: ReadOptions): ReadResult {
     this.ensureOpen();
     const logEndOffset = this.logEndOffset;
     if (fetchOffset < this.logStartOffsetValue || fetchOffset > logEndOffset) {
@@ -678,7 +679,7 @@ export class UnifiedLog {
    * it back, nor past the high watermark: nothing a consumer has not been allowed to read may
    * disappear. True when it moved.
    */
-  maybeIncrementLogStartOffset(offset: bigint, reason: string): boolean {
+  maybeIncrementLogStartOffset(offset: Offset, reason: string): boolean {
     this.ensureOpen();
     if (offset > this.highWatermarkValue) {
       throw new KafkaError(
