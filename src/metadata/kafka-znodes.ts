@@ -15,8 +15,9 @@
  * broker, an operator's tool, a test), and a malformed one must be reported with its path, not
  * crash the broker somewhere later. Encoders write keys in the order Kafka's examples show.
  */
-import type { BrokerId, LeaderEpoch } from "../common/branded.ts";
+
 import { z } from "zod";
+import type { BrokerId, LeaderEpoch } from "../common/branded.ts";
 import { isSecurityProtocol, type Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
 

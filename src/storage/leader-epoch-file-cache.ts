@@ -12,8 +12,9 @@
  * Epochs and start offsets both strictly increase. The file is rewritten atomically on every
  * change, which happens once per leader change, not per append. Not thread-safe.
  */
-import type { LeaderEpoch, Offset } from "../common/branded.ts";
+
 import * as path from "node:path";
+import type { LeaderEpoch, Offset } from "../common/branded.ts";
 import { assert } from "../util/assert.ts";
 import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
 import type { StorageLogger } from "./log-environment.ts";

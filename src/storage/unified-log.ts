@@ -26,8 +26,9 @@
  *
  * Not thread-safe: Quill runs it on one event loop. Only flushAsync and delete are asynchronous.
  */
-import type { Offset } from "../common/branded.ts";
+
 import * as fs from "node:fs";
+import type { Offset } from "../common/branded.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";

@@ -10,8 +10,14 @@ import type { PartitionLeadership } from "../../src/server/partition.ts";
 import type { EpochEntry } from "../../src/storage/leader-epoch-file-cache.ts";
 
 const state: PartitionLeadership = {
-  topic: "t", partition: 2, topicId: new Uint8Array(16), leader: 1, leaderEpoch: 7,
-  partitionEpoch: 3, isr: [1, 2], replicas: [1, 2, 3],
+  topic: "t",
+  partition: 2,
+  topicId: new Uint8Array(16),
+  leader: 1,
+  leaderEpoch: 7,
+  partitionEpoch: 3,
+  isr: [1, 2],
+  replicas: [1, 2, 3],
 };
 
 test("values of one kind are refused where another is expected", () => {
@@ -22,8 +28,11 @@ test("values of one kind are refused where another is expected", () => {
   // @ts-expect-error a partition index is not a leader epoch
   const epoch: LeaderEpoch = state.partition;
   const znode: PartitionStateZnode = {
-    // @ts-expect-error nor is a partition's leader epoch its ISR's member
-    leader: state.leaderEpoch, leaderEpoch: state.leaderEpoch, isr: state.isr, controllerEpoch: 1,
+    // @ts-expect-error the znode's leader is a broker id, not an epoch
+    leader: state.leaderEpoch,
+    leaderEpoch: state.leaderEpoch,
+    isr: state.isr,
+    controllerEpoch: 1,
   };
   expect([leader, partition, epoch, znode.leader]).toEqual([7, 1, 2, 7]);
 });
