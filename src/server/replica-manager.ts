@@ -465,9 +465,10 @@ export class ReplicaManager {
   ): Promise<DeleteRecordsOutcome[]> {
     const outcomes: DeleteRecordsOutcome[] = [];
     const waiting: { index: number; wait: ProduceWait }[] = [];
+    const moved: UnifiedLog[] = [];
     entries.forEach((entry, index) => {
       try {
-        const required = this.deleteRecordsOnLocalLog(entry);
+        const required = this.deleteRecordsOnLocalLog(entry, moved);
         const p = this.partitions.get(topicPartitionKey(entry.topic, entry.partition))!;
         outcomes.push({ errorCode: ErrorCode.NONE, lowWatermark: this.lowWatermarkOf(p) });
         waiting.push({ index, wait: this.deleteRecordsWait(entry, required) });
@@ -475,6 +476,14 @@ export class ReplicaManager {
         outcomes.push({ errorCode: asKafkaError(e).code, lowWatermark: -1n });
       }
     });
+    // One checkpoint write per log dir for the whole request (Streams purges many partitions).
+    if (moved.length > 0 && !this.checkpointLogStartOffsets(moved)) {
+      return outcomes.map((o) =>
+        o.errorCode === ErrorCode.NONE
+          ? { errorCode: ErrorCode.KAFKA_STORAGE_ERROR, lowWatermark: -1n }
+          : o,
+      );
+    }
     if (waiting.length === 0) return outcomes;
     const codes = await this.deleteRecordsWaits.park(
       waiting.map((w) => w.wait),
@@ -493,8 +502,22 @@ export class ReplicaManager {
     return outcomes;
   }
 
-  /** Moves the leader's log start offset; returns the offset the replicas must reach. */
-  private deleteRecordsOnLocalLog(entry: DeleteRecordsEntry): bigint {
+  /** False (and logged) when the disk refused: the client must not think the move durable. */
+  private checkpointLogStartOffsets(moved: readonly UnifiedLog[]): boolean {
+    try {
+      this.logs.checkpointLogStartOffsetsOf(moved);
+      return true;
+    } catch (error) {
+      this.log(`[replica-manager] log-start-offset checkpoint after DeleteRecords: ${error}`);
+      return false;
+    }
+  }
+
+  /**
+   * Moves the leader's log start offset (adding the log to `moved` if it did); returns the
+   * offset the replicas must reach.
+   */
+  private deleteRecordsOnLocalLog(entry: DeleteRecordsEntry, moved: UnifiedLog[]): bigint {
     if (INTERNAL_TOPICS.has(entry.topic)) {
       throw new KafkaError(
         ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -519,9 +542,7 @@ export class ReplicaManager {
           `${log.highWatermark}`,
       );
     }
-    if (log.maybeIncrementLogStartOffset(offset, "DeleteRecords")) {
-      this.logs.checkpointLogStartOffsetsOf(log);
-    }
+    if (log.maybeIncrementLogStartOffset(offset, "DeleteRecords")) moved.push(log);
     return offset;
   }
 

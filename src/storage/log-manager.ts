@@ -257,12 +257,19 @@ export class LogManager {
   }
 
   /**
-   * Rewrites the log-start-offset checkpoint of the log dir holding `log` now (after
-   * DeleteRecords), so a start offset a client was told about survives a crash.
+   * Rewrites now (after DeleteRecords) the log-start-offset checkpoint of each log dir holding
+   * one of `logs`, so a start offset a client is told about survives a crash. One write per dir.
    */
-  checkpointLogStartOffsetsOf(log: UnifiedLog): void {
-    const logDir = this.logDirOf.get(log);
-    if (logDir === undefined) return;
+  checkpointLogStartOffsetsOf(logs: readonly UnifiedLog[]): void {
+    const logDirs = new Set<string>();
+    for (const log of logs) {
+      const logDir = this.logDirOf.get(log);
+      if (logDir !== undefined) logDirs.add(logDir);
+    }
+    for (const logDir of logDirs) this.writeLogStartOffsets(logDir);
+  }
+
+  private writeLogStartOffsets(logDir: string): void {
     const startOffsets: CheckpointEntry[] = [];
     for (const [other, dir] of this.logDirOf) {
       if (dir !== logDir) continue;

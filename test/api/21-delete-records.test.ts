@@ -179,3 +179,20 @@ test("-1 means the high watermark; the start offset is checkpointed and survives
   expect(await earliest(TOPIC)).toBe(200n);
   expect((await fetchAt(200n)).errorCode).toBe(ErrorCode.NONE);
 });
+
+test("a checkpoint the disk refuses is KAFKA_STORAGE_ERROR, not a success", async () => {
+  await produce(TOPIC, 5);
+  // A directory where the checkpoint's temporary file must go makes its open fail.
+  const blocker = path.join(b.dataDir, "log-start-offset-checkpoint.tmp");
+  fs.mkdirSync(blocker);
+  try {
+    expect(await deleteRecords(2, { [`${TOPIC}:0`]: 203n })).toEqual([
+      { partitionIndex: 0, lowWatermark: -1n, errorCode: ErrorCode.KAFKA_STORAGE_ERROR },
+    ]);
+  } finally {
+    fs.rmdirSync(blocker);
+  }
+  expect((await deleteRecords(2, { [`${TOPIC}:0`]: 204n }))[0].errorCode).toBe(ErrorCode.NONE);
+  const checkpoint = fs.readFileSync(path.join(b.dataDir, "log-start-offset-checkpoint"), "utf8");
+  expect(checkpoint.split("\n")).toContain(`${TOPIC} 0 204`);
+});
