@@ -7,10 +7,11 @@
 // * An unsupported version is answered by the dispatcher in v0 with UNSUPPORTED_VERSION.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { type ApiHandler, defineHandler } from "./handler.ts";
+import type { ImplementedApi } from "./broker-services.ts";
+import { defineHandler } from "./handler.ts";
 
 /** The advertised version range of every registered handler, in API key order. */
-export function supportedApiVersions(handlers: readonly ApiHandler[]) {
+export function supportedApiVersions(handlers: readonly ImplementedApi[]) {
   return [...handlers]
     .sort((a, b) => a.apiKey - b.apiKey)
     .map((h) => ({ apiKey: h.apiKey, minVersion: h.minVersion, maxVersion: h.maxVersion }));

@@ -5,7 +5,17 @@ import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
-import type { ApiHandler } from "./handler.ts";
+
+/**
+ * An implemented API and the versions of it Quill answers, as ApiVersions advertises them. Every
+ * ApiHandler is one; naming only these fields keeps this file from importing handler.ts, which
+ * imports it.
+ */
+export interface ImplementedApi {
+  readonly apiKey: number;
+  readonly minVersion: number;
+  readonly maxVersion: number;
+}
 
 /** Everything API handlers may call: the broker's services, wired in `broker/broker.ts`. */
 export interface BrokerServices {
@@ -25,5 +35,5 @@ export interface BrokerServices {
   /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */
   readonly controller: KafkaController | null;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
-  readonly handlers: readonly ApiHandler[];
+  readonly handlers: readonly ImplementedApi[];
 }
