@@ -6,11 +6,17 @@
  * in-flight ranges is itself bounded by the network layer's per-connection limits.
  */
 import { assert } from "../util/assert.ts";
-import type { SegmentFile } from "./segment-file.ts";
+
+/** What the pool needs of an open file (a SegmentFile); named here so the pool imports nothing. */
+export interface PooledFile {
+  readonly filePath: string;
+  /** Closes the fd if no reference is outstanding and the file is not pinned. */
+  evictIfIdle(): boolean;
+}
 
 export class OpenFilePool {
   /** Open files in least-recently-used-first order (a Map keeps insertion order). */
-  private readonly lru = new Map<SegmentFile, true>();
+  private readonly lru = new Map<PooledFile, true>();
 
   constructor(readonly maxOpenFiles: number) {
     assert(Number.isInteger(maxOpenFiles) && maxOpenFiles >= 1, `maxOpenFiles ${maxOpenFiles}`);
@@ -20,13 +26,13 @@ export class OpenFilePool {
     return this.lru.size;
   }
 
-  opened(file: SegmentFile): void {
+  opened(file: PooledFile): void {
     assert(!this.lru.has(file), `segment file ${file.filePath} opened twice`);
     this.lru.set(file, true);
     this.evictIdle();
   }
 
-  touched(file: SegmentFile): void {
+  touched(file: PooledFile): void {
     if (!this.lru.delete(file)) return;
     this.lru.set(file, true);
   }
@@ -36,7 +42,7 @@ export class OpenFilePool {
     this.evictIdle();
   }
 
-  closed(file: SegmentFile): void {
+  closed(file: PooledFile): void {
     this.lru.delete(file);
   }
 

@@ -12,9 +12,9 @@
 import * as fs from "node:fs";
 import type { FileRange } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
-import type { OpenFilePool } from "./open-file-pool.ts";
+import type { OpenFilePool, PooledFile } from "./open-file-pool.ts";
 
-export class SegmentFile {
+export class SegmentFile implements PooledFile {
   private fd = -1;
   private refCount = 0;
   private pinned = false;
