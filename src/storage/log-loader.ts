@@ -19,7 +19,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import type { StorageLogger } from "./log-environment.ts";
+import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import {
   INDEX_FILE_SUFFIX,
@@ -28,14 +28,22 @@ import {
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
 import { recoverInterruptedSwaps } from "./segment-swap.ts";
-import type { LoadParams } from "./unified-log.ts";
 
 const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
 const SEGMENT_STEM = /^\d{20}$/;
 /** An upper bound for the last segment's offsets before its real end is known. */
 const UNKNOWN_END_OFFSET = 1n << 62n;
 
-export function loadSegments(params: LoadParams, settings: SegmentSettings): LogSegment[] {
+/** What loading a log's segments needs; UnifiedLog's LoadParams extends it. */
+export interface SegmentLoadParams {
+  readonly dir: string;
+  readonly recoveryPoint: bigint;
+  readonly logStartOffset: bigint;
+  readonly cleanShutdown: boolean;
+  readonly env: LogEnvironment;
+}
+
+export function loadSegments(params: SegmentLoadParams, settings: SegmentSettings): LogSegment[] {
   const { dir, env } = params;
   recoverInterruptedSwaps(dir, env.logger);
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger);

@@ -39,7 +39,7 @@ import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 import type { LogConfig } from "./log-config.ts";
 import { hasDeletePolicy, isCompacted } from "./log-config.ts";
 import type { LogEnvironment } from "./log-environment.ts";
-import { installIndexLoader, loadSegments } from "./log-loader.ts";
+import { installIndexLoader, loadSegments, type SegmentLoadParams } from "./log-loader.ts";
 import type { AppendedBatch, SegmentSettings } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
 import type { ValidatedAppend } from "./log-validator.ts";
@@ -104,15 +104,10 @@ const EMPTY_READ: ReadResult = Object.freeze({ ranges: [], sizeBytes: 0 }) as Re
 
 export type AppendListener = (log: UnifiedLog) => void;
 
-export interface LoadParams {
-  readonly dir: string;
+export interface LoadParams extends SegmentLoadParams {
   readonly topic: string;
   readonly partition: number;
   readonly config: LogConfig;
-  readonly recoveryPoint: bigint;
-  readonly logStartOffset: bigint;
-  readonly cleanShutdown: boolean;
-  readonly env: LogEnvironment;
   /** producer.id.expiration.ms; defaults to Kafka's one day. */
   readonly producerIdExpirationMs?: number;
   /** Where the cleaner stopped last time (cleaner-offset-checkpoint); 0 when unknown. */
