@@ -86,14 +86,7 @@ async function startSteps(
 ): Promise<RunningBroker> {
   const { stores, config } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
-  const own = interBrokerEndpoint(config, config["advertised.listeners"]);
-  const self: SelfEndpoint = {
-    nodeId: brokerId,
-    host: own.host,
-    port: own.port,
-    rack: config["broker.rack"],
-    listeners: config["advertised.listeners"],
-  };
+  const self = selfEndpoint(config);
   const cache = new MetadataCache(stores.metadataStore, self, config);
   const logs = await openLogs(config, stores, cache, log, cleanups);
   const controllerClient =
@@ -147,20 +140,46 @@ async function startSteps(
     cleanups,
   );
   services = { ...services, controller };
+  logListening(config, server.bound, self, log);
+  const stop = stopOnce(brokerId, cleanups, log);
+  const first = server.bound[0]!;
+  return { host: first.host, port: first.port, listeners: server.bound, services, stop };
+}
+
+/** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */
+function selfEndpoint(config: BrokerConfig): SelfEndpoint {
+  const own = interBrokerEndpoint(config, config["advertised.listeners"]);
+  return {
+    nodeId: config["broker.id"],
+    host: own.host,
+    port: own.port,
+    rack: config["broker.rack"],
+    listeners: config["advertised.listeners"],
+  };
+}
+
+function logListening(
+  config: BrokerConfig,
+  bound: readonly BoundListener[],
+  self: SelfEndpoint,
+  log: BrokerLogger,
+): void {
   // Scripts read the first "HOST:PORT" after "listening on": the first listener comes first.
-  const bindings = server.bound.map((l) => `${l.host}:${l.port} (${l.listenerName})`).join(", ");
+  const bindings = bound.map((l) => `${l.host}:${l.port} (${l.listenerName})`).join(", ");
   log.info(
-    `quill: broker ${brokerId} listening on ${bindings} (advertised ` +
+    `quill: broker ${config["broker.id"]} listening on ${bindings} (advertised ` +
       `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`,
   );
+}
+
+/** stop(): unwinds the start-up's cleanups once, however often it is called. */
+function stopOnce(brokerId: number, cleanups: CleanupStack, log: BrokerLogger) {
   let stopping: Promise<void> | null = null;
-  const stop = () =>
+  return () =>
     (stopping ??= (async () => {
       await cleanups.unwind((message) => log.error(message));
       log.info(`quill: broker ${brokerId} stopped cleanly`);
     })());
-  const first = server.bound[0]!;
-  return { host: first.host, port: first.port, listeners: server.bound, services, stop };
 }
 
 function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[]): Listener {
