@@ -17,6 +17,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
@@ -81,7 +82,7 @@ function listSegmentBaseOffsets(dir: string, logger: StorageLogger): bigint[] {
     }
   }
   for (const name of names) {
-    for (const suffix of [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX]) {
+    for (const suffix of [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]) {
       const stem = name.endsWith(suffix) ? name.slice(0, -suffix.length) : null;
       if (stem !== null && SEGMENT_STEM.test(stem) && !logStems.has(stem)) {
         logger(`[storage] ${dir}: removing index ${name} without a log file`);

@@ -6,6 +6,8 @@
  *                                   patched), back to back
  *   00000000000000000000.index      sparse offset -> position index (OffsetIndex)
  *   00000000000000000000.timeindex  sparse timestamp -> offset index (TimeIndex)
+ *   00000000000000000000.txnindex   aborted transactions, only once there is one
+ *                                   (TransactionIndex)
  *
  * The last segment of a log is the active one: it is appended to with positional
  * fs.writeSync on an 'r+' fd (never Bun.write, see docs/bun.md, File I/O) and its
@@ -31,6 +33,7 @@ import type { BatchEntry } from "./segment-batch-reader.ts";
 import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
 import { SegmentFile } from "./segment-file.ts";
 import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from "./time-index.ts";
+import { TXN_INDEX_FILE_SUFFIX, TransactionIndex } from "./transaction-index.ts";
 
 export const LOG_FILE_SUFFIX = ".log";
 export const INDEX_FILE_SUFFIX = ".index";
@@ -71,6 +74,7 @@ export class LogSegment {
   readonly file: SegmentFile;
   readonly indexPath: string;
   readonly timeIndexPath: string;
+  readonly txnIndex: TransactionIndex;
   private sizeBytesValue: number;
   private offsetIndexValue: OffsetIndex | null = null;
   private timeIndexValue: TimeIndex | null = null;
@@ -105,6 +109,9 @@ export class LogSegment {
     this.file.onEvict = () => this.unloadIndexes();
     this.indexPath = indexPath;
     this.timeIndexPath = timeIndexPath;
+    // A cleaner's `.cleaned` segment must not touch the live segment's aborted-txn index.
+    this.txnIndex = new TransactionIndex(
+      path.join(dir, segmentFileStem(baseOffset)) + TXN_INDEX_FILE_SUFFIX + fileSuffix);
     this.sizeBytesValue = sizeBytes;
     this.nextOffset = baseOffset;
     this.offsetOfMaxTimestampSoFar = baseOffset;
@@ -126,6 +133,7 @@ export class LogSegment {
     fs.writeFileSync(segment.file.filePath, new Uint8Array(0));
     fs.writeFileSync(segment.indexPath, new Uint8Array(0));
     fs.writeFileSync(segment.timeIndexPath, new Uint8Array(0));
+    fs.rmSync(segment.txnIndex.filePath, { force: true });
     const indexBytes = settings.segmentIndexBytes;
     segment.offsetIndexValue = new OffsetIndex(segment.indexPath, baseOffset, indexBytes);
     segment.timeIndexValue = new TimeIndex(segment.timeIndexPath, baseOffset, indexBytes);
@@ -380,6 +388,8 @@ export class LogSegment {
       }),
     );
     if (scan.validBytes < fileSizeBytes) fs.truncateSync(this.file.filePath, scan.validBytes);
+    // Markers cut off with the tail take their aborted-transaction entries with them.
+    this.txnIndex.truncateTo(this.nextOffset);
     // The validated bytes may only be in the page cache (written before a crash); make them and
     // the truncation durable before the recovery point moves past them.
     this.withFd((fd) => fs.fdatasyncSync(fd));
@@ -575,7 +585,7 @@ export class LogSegment {
    * in the background; the fd closes when the last FileRange over it is released.
    */
   async delete(): Promise<void> {
-    const paths = [this.file.filePath, this.indexPath, this.timeIndexPath];
+    const paths = [this.file.filePath, this.indexPath, this.timeIndexPath, this.txnIndex.filePath];
     const renamed: string[] = [];
     for (const p of paths) {
       try {
@@ -585,6 +595,7 @@ export class LogSegment {
         if ((error as { code?: string }).code !== "ENOENT") throw error;
       }
     }
+    this.txnIndex.filePath = `${this.txnIndex.filePath}.deleted`;
     this.file.filePath = `${this.file.filePath}.deleted`;
     this.file.markDeleted();
     await Promise.all(renamed.map((p) => fs.promises.rm(p, { force: true })));

@@ -42,6 +42,10 @@ export class ProducerStateEntry {
   /** Oldest first; at most BATCHES_RETAINED_MAX. */
   readonly batches: BatchMetadata[] = [];
   lastTimestampMs = -1n;
+  /** The first offset of this producer's open transaction in the partition, else -1. */
+  currentTxnFirstOffset = -1n;
+  /** The coordinator epoch of the last marker written for it, else -1 (fences old ones). */
+  coordinatorEpoch = -1;
 
   constructor(
     readonly producerId: bigint,
@@ -63,14 +67,18 @@ export class ProducerStateEntry {
    * sequences restart at 0 and can no longer be duplicates (ProducerStateEntry.addBatch).
    */
   addBatch(epoch: number, batch: BatchMetadata): void {
-    if (epoch !== this.producerEpoch) {
-      this.batches.length = 0;
-      this.producerEpoch = epoch;
-    }
+    this.setEpoch(epoch);
     this.batches.push(batch);
     if (this.batches.length > BATCHES_RETAINED_MAX) this.batches.shift();
     this.lastTimestampMs = batch.timestampMs;
     assert(this.batches.length <= BATCHES_RETAINED_MAX, "producer entry holds too many batches");
+  }
+
+  /** A new epoch forgets the old epoch's batches (also when a marker bumps it). */
+  setEpoch(epoch: number): void {
+    if (epoch === this.producerEpoch) return;
+    this.batches.length = 0;
+    this.producerEpoch = epoch;
   }
 
   /** The retained batch with exactly this sequence range under `epoch`, if any. */

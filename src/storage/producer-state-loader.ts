@@ -8,6 +8,7 @@
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
+import { readControlRecord } from "../protocol/control-record.ts";
 import type { LogSegment } from "./log-segment.ts";
 import type { ProducerBatch, ProducerStateManager } from "./producer-state-manager.ts";
 
@@ -32,7 +33,7 @@ export function replayProducerState(
         : 0;
     const fd = segment.file.acquire();
     try {
-      replayed += replaySegment(state, fd, start, segment.sizeBytes, fromOffset);
+      replayed += replaySegment(state, segment, fd, start, fromOffset);
     } finally {
       segment.file.release();
     }
@@ -42,11 +43,12 @@ export function replayProducerState(
 
 function replaySegment(
   state: ProducerStateManager,
+  segment: LogSegment,
   fd: number,
   startPosition: number,
-  endPosition: number,
   fromOffset: bigint,
 ): number {
+  const endPosition = segment.sizeBytes;
   let replayed = 0;
   let chunkStart = 0;
   let chunkEnd = 0;
@@ -64,9 +66,18 @@ function replaySegment(
     if (sizeBytes < RECORD_BATCH_OVERHEAD || position + sizeBytes > endPosition) {
       corrupt(position, `bad batch size ${sizeBytes}`);
     }
-    const batch = producerBatchAt(chunkView, at);
+    if (isControlAt(chunkView, at) && position + sizeBytes > chunkEnd) {
+      // A marker is read whole (it is tiny): its record says COMMIT or ABORT.
+      chunkStart = position;
+      chunkEnd = position + fs.readSync(fd, chunk, 0, Math.min(CHUNK_BYTES, sizeBytes), position);
+      if (position + sizeBytes > chunkEnd) corrupt(position, "truncated control batch");
+      continue;
+    }
+    const batch = producerBatchAt(chunkView, at, at + sizeBytes);
     if (batch.lastOffset >= fromOffset) {
-      state.replay(batch);
+      for (const txn of state.replay(batch)) {
+        if (txn.isAborted) segment.txnIndex.appendIfMissing(txn);
+      }
       replayed++;
     }
     position += sizeBytes;
@@ -74,10 +85,24 @@ function replaySegment(
   return replayed;
 }
 
-/** The producer fields of the v2 batch header at byte `at` (layout in record-batch.ts). */
-export function producerBatchAt(view: DataView, at: number): ProducerBatch {
+/** Attributes int16 at byte 21 of a v2 batch header; bit 5 marks a control batch. */
+const ATTRIBUTES_AT = 21;
+const TRANSACTIONAL_BIT = 0x10;
+const CONTROL_BIT = 0x20;
+
+function isControlAt(view: DataView, at: number): boolean {
+  return (view.getInt16(at + ATTRIBUTES_AT) & CONTROL_BIT) !== 0;
+}
+
+/**
+ * The producer fields of the v2 batch at byte `at` (layout in record-batch.ts). A control
+ * batch's record is read too, so `view` must hold the whole batch up to `end` for those.
+ */
+export function producerBatchAt(view: DataView, at: number, end: number): ProducerBatch {
   const firstOffset = view.getBigInt64(at);
   const offsetDelta = view.getInt32(at + 23);
+  const attributes = view.getInt16(at + ATTRIBUTES_AT);
+  const control = (attributes & CONTROL_BIT) !== 0 ? readControlRecord(view, at, end) : null;
   return {
     firstOffset,
     lastOffset: firstOffset + BigInt(offsetDelta),
@@ -86,6 +111,9 @@ export function producerBatchAt(view: DataView, at: number): ProducerBatch {
     producerId: view.getBigInt64(at + 43),
     producerEpoch: view.getInt16(at + 51),
     baseSequence: view.getInt32(at + 53),
+    isTransactional: (attributes & TRANSACTIONAL_BIT) !== 0,
+    controlType: control?.type ?? null,
+    coordinatorEpoch: control?.coordinatorEpoch ?? -1,
   };
 }
 

@@ -13,6 +13,14 @@
  *   UNKNOWN_PRODUCER_ID on produce;
  * - a new epoch must start at sequence 0.
  *
+ * Transactions (KIP-98): a transactional batch opens a transaction for its producer (its first
+ * offset is remembered until a marker ends it), a non-transactional batch of a producer with an
+ * open transaction is INVALID_TXN_STATE, and an end-transaction marker (origin "coordinator")
+ * from an older epoch is INVALID_PRODUCER_EPOCH, from an older coordinator epoch
+ * TRANSACTION_COORDINATOR_FENCED. The smallest first offset of the open transactions is the
+ * partition's first unstable offset, which bounds the last stable offset (LSO); every marker
+ * yields a CompletedTxn so the log can index the aborted ones.
+ *
  * Replicated batches (a follower) only update the state. State is kept in snapshot files
  * (producer-state-snapshot.ts) and rebuilt from the log after them on load. Producers expire
  * producer.id.expiration.ms after their last batch's timestamp (Kafka's default, one day);
@@ -22,6 +30,7 @@
  */
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { ControlRecordType } from "../protocol/control-record.ts";
 import { assert } from "../util/assert.ts";
 import type { StorageLogger } from "./log-environment.ts";
 import {
@@ -49,7 +58,8 @@ export const PRODUCER_ID_EXPIRATION_MS = 24 * 60 * 60 * 1000;
  */
 export const PRODUCERS_PER_PARTITION_MAX = 10_000;
 
-export type AppendOrigin = "client" | "replication";
+/** Who appends: a producer, a follower copying the leader, or the transaction coordinator. */
+export type AppendOrigin = "client" | "replication" | "coordinator";
 
 /** The producer fields of one batch header and the offsets the batch got. */
 export interface ProducerBatch {
@@ -61,6 +71,25 @@ export interface ProducerBatch {
   /** lastOffset - firstOffset, the header's lastOffsetDelta. */
   readonly offsetDelta: number;
   readonly maxTimestampMs: bigint;
+  readonly isTransactional: boolean;
+  /** The control record type of a control batch (control-record.ts), null for data. */
+  readonly controlType: number | null;
+  /** An end-transaction marker's coordinator epoch, else -1. */
+  readonly coordinatorEpoch: number;
+}
+
+/** A transaction a marker ended in this partition (Kafka's CompletedTxn). */
+export interface CompletedTxn {
+  readonly producerId: bigint;
+  readonly firstOffset: bigint;
+  /** The marker's offset. */
+  readonly lastOffset: bigint;
+  readonly isAborted: boolean;
+}
+
+/** A completed transaction with the LSO right after its marker (for the `.txnindex`). */
+export interface CompletedTxnWithLso extends CompletedTxn {
+  readonly lastStableOffset: bigint;
 }
 
 interface StagedProducer {
@@ -68,7 +97,11 @@ interface StagedProducer {
   readonly known: boolean;
   epoch: number;
   lastSeq: number;
+  txnFirstOffset: bigint;
+  coordinatorEpoch: number;
+  lastTimestampMs: bigint;
   readonly batches: BatchMetadata[];
+  readonly completed: CompletedTxn[];
 }
 
 /** The outcome of checking an append: a duplicate to answer with, or updates to commit. */
@@ -89,6 +122,8 @@ export interface ProducerStateOptions {
 
 export class ProducerStateManager {
   private readonly producers = new Map<bigint, ProducerStateEntry>();
+  /** Producers with an open transaction here, and its first offset (a subset of producers). */
+  private readonly ongoing = new Map<bigint, bigint>();
   /** The state reflects every batch below this offset. */
   private mapEndOffsetValue = 0n;
   private snapshotOffsets: bigint[] = [];
@@ -132,7 +167,7 @@ export class ProducerStateManager {
       const current = this.producers.get(batch.producerId);
       const offsetDelta = batch.offsetDelta;
       const lastSeq = incrementSequence(batch.baseSequence, offsetDelta);
-      if (origin === "client") {
+      if (origin === "client" && batch.controlType === null) {
         checkSequencePresent(batch);
         const duplicate = current?.findDuplicate(batch.producerEpoch, batch.baseSequence, lastSeq);
         if (duplicate !== undefined && duplicate !== null) return { duplicate, staged: [] };
@@ -140,16 +175,22 @@ export class ProducerStateManager {
       staged ??= [];
       let s = staged.find((candidate) => candidate.producerId === batch.producerId);
       if (s === undefined) {
-        s = {
-          producerId: batch.producerId,
-          known: current !== undefined && current.producerEpoch !== NO_PRODUCER_EPOCH,
-          epoch: current?.producerEpoch ?? NO_PRODUCER_EPOCH,
-          lastSeq: current?.lastSeq ?? -1,
-          batches: [],
-        };
+        s = stagedFrom(batch.producerId, current);
         staged.push(s);
       }
+      if (batch.maxTimestampMs > s.lastTimestampMs) s.lastTimestampMs = batch.maxTimestampMs;
+      if (batch.controlType !== null) {
+        this.stageMarker(s, batch, origin);
+        continue;
+      }
       if (origin === "client") this.checkBatch(s, batch);
+      if (batch.isTransactional) {
+        if (s.txnFirstOffset < 0n) s.txnFirstOffset = batch.firstOffset;
+      } else if (origin === "client" && s.txnFirstOffset >= 0n) {
+        throw new KafkaError(ErrorCode.INVALID_TXN_STATE,
+          `Expected transactional write from producer ${batch.producerId} at offset ` +
+          `${batch.firstOffset} in partition ${this.options.name}`);
+      }
       s.epoch = batch.producerEpoch;
       s.lastSeq = lastSeq;
       s.batches.push({
@@ -160,6 +201,38 @@ export class ProducerStateManager {
       });
     }
     return staged === null ? NOTHING_STAGED : { duplicate: null, staged };
+  }
+
+  /** An end-transaction marker: checks its epochs and ends the producer's transaction. */
+  private stageMarker(s: StagedProducer, batch: ProducerBatch, origin: AppendOrigin): void {
+    if (origin === "client") {
+      throw new KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control " +
+        `records (producer ${batch.producerId}, partition ${this.options.name})`);
+    }
+    if (origin === "coordinator") {
+      if (batch.producerEpoch < s.epoch) {
+        throw new KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+          `Epoch of producer ${batch.producerId} in marker is ${batch.producerEpoch}, which is ` +
+          `smaller than the last seen epoch ${s.epoch} in ${this.options.name}`);
+      }
+      if (batch.coordinatorEpoch < s.coordinatorEpoch) {
+        throw new KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+          `Invalid coordinator epoch for producer ${batch.producerId}: ${batch.coordinatorEpoch}` +
+          ` (marker) vs ${s.coordinatorEpoch} (current) in ${this.options.name}`);
+      }
+    }
+    if (batch.producerEpoch !== s.epoch) s.batches.length = 0;
+    s.epoch = batch.producerEpoch;
+    if (batch.controlType !== ControlRecordType.ABORT &&
+        batch.controlType !== ControlRecordType.COMMIT) return;
+    s.coordinatorEpoch = batch.coordinatorEpoch;
+    s.completed.push({
+      producerId: batch.producerId,
+      firstOffset: s.txnFirstOffset >= 0n ? s.txnFirstOffset : batch.firstOffset,
+      lastOffset: batch.firstOffset,
+      isAborted: batch.controlType === ControlRecordType.ABORT,
+    });
+    s.txnFirstOffset = -1n;
   }
 
   private checkBatch(s: StagedProducer, batch: ProducerBatch): void {
@@ -193,8 +266,11 @@ export class ProducerStateManager {
     }
   }
 
-  /** Applies a prepared append once its bytes are in the log; `endOffset` is the new LEO. */
-  commit(prepared: PreparedAppend, endOffset: bigint): void {
+  /**
+   * Applies a prepared append once its bytes are in the log; `endOffset` is the new LEO.
+   * Returns the transactions its markers ended, each with the LSO right after it.
+   */
+  commit(prepared: PreparedAppend, endOffset: bigint): CompletedTxnWithLso[] {
     assert(prepared.duplicate === null, "a duplicate append must not be committed");
     if (endOffset < this.mapEndOffsetValue) {
       assert(
@@ -202,6 +278,7 @@ export class ProducerStateManager {
         `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`,
       );
     }
+    let completed: CompletedTxnWithLso[] = NO_COMPLETED;
     for (const s of prepared.staged) {
       let entry = this.producers.get(s.producerId);
       if (entry === undefined) {
@@ -209,9 +286,42 @@ export class ProducerStateManager {
         entry = new ProducerStateEntry(s.producerId, s.epoch);
         this.producers.set(s.producerId, entry);
       }
+      entry.setEpoch(s.epoch);
       for (const b of s.batches) entry.addBatch(s.epoch, b);
+      if (s.lastTimestampMs > entry.lastTimestampMs) entry.lastTimestampMs = s.lastTimestampMs;
+      entry.coordinatorEpoch = s.coordinatorEpoch;
+      entry.currentTxnFirstOffset = s.txnFirstOffset;
+      if (s.txnFirstOffset >= 0n) this.ongoing.set(s.producerId, s.txnFirstOffset);
+      else this.ongoing.delete(s.producerId);
+      for (const txn of s.completed) {
+        if (completed === NO_COMPLETED) completed = [];
+        completed.push({ ...txn, lastStableOffset: this.lastStableOffsetAfter(txn) });
+      }
     }
     this.mapEndOffsetValue = endOffset;
+    return completed;
+  }
+
+  /** Kafka's ProducerStateManager.lastStableOffset(completedTxn). */
+  private lastStableOffsetAfter(txn: CompletedTxn): bigint {
+    let first = -1n;
+    for (const [producerId, offset] of this.ongoing) {
+      if (producerId !== txn.producerId && (first < 0n || offset < first)) first = offset;
+    }
+    return first >= 0n ? first : txn.lastOffset + 1n;
+  }
+
+  /** The first offset of the oldest open transaction, or null when none is open. */
+  firstUnstableOffset(): bigint | null {
+    let first: bigint | null = null;
+    // Open transactions per partition are few (one per transactional producer writing here).
+    for (const offset of this.ongoing.values()) if (first === null || offset < first) first = offset;
+    return first;
+  }
+
+  /** The producers with an open transaction and its first offset (DescribeProducers). */
+  ongoingTransactions(): ReadonlyMap<bigint, bigint> {
+    return this.ongoing;
   }
 
   /** Moves the end without a producer batch (an append of plain batches). */
@@ -227,9 +337,11 @@ export class ProducerStateManager {
     if (this.producers.size < this.options.maxProducers) return;
     let oldest: ProducerStateEntry | null = null;
     for (const entry of this.producers.values()) {
+      // An open transaction keeps its producer: forgetting it would lose the LSO bound.
+      if (entry.currentTxnFirstOffset >= 0n) continue;
       if (oldest === null || entry.lastTimestampMs < oldest.lastTimestampMs) oldest = entry;
     }
-    assert(oldest !== null, "a full producer map has an oldest entry");
+    if (oldest === null) return; // every one has an open transaction; the cap is exceeded
     this.producers.delete(oldest.producerId);
     this.options.logger(
       `[storage] ${this.options.name}: forgot producer ${oldest.producerId}, ` +
@@ -242,7 +354,7 @@ export class ProducerStateManager {
     let removed = 0;
     const cutoffMs = BigInt(nowMs - this.options.expirationMs);
     for (const [producerId, entry] of this.producers) {
-      if (entry.lastTimestampMs > cutoffMs) continue;
+      if (entry.lastTimestampMs > cutoffMs || entry.currentTxnFirstOffset >= 0n) continue;
       this.producers.delete(producerId);
       removed++;
     }
@@ -255,6 +367,7 @@ export class ProducerStateManager {
    */
   loadSnapshot(logStartOffset: bigint, logEndOffset: bigint, nowMs: number): bigint {
     this.producers.clear();
+    this.ongoing.clear();
     const { dir, logger, name } = this.options;
     const offsets = listSnapshotOffsets(dir);
     for (const offset of offsets) {
@@ -266,6 +379,9 @@ export class ProducerStateManager {
       try {
         for (const entry of decodeSnapshot(fs.readFileSync(snapshotPath(dir, offset)))) {
           this.producers.set(entry.producerId, entry);
+          if (entry.currentTxnFirstOffset >= 0n) {
+            this.ongoing.set(entry.producerId, entry.currentTxnFirstOffset);
+          }
         }
         this.removeExpiredProducers(nowMs);
         this.mapEndOffsetValue = offset;
@@ -274,6 +390,7 @@ export class ProducerStateManager {
         if (!(error instanceof CorruptSnapshotError)) throw error;
         logger(`[storage] ${name}: skipping producer snapshot ${offset}: ${error.message}`);
         this.producers.clear();
+        this.ongoing.clear();
         this.snapshotOffsets.pop();
         this.deleteSnapshotFile(offset);
       }
@@ -282,12 +399,17 @@ export class ProducerStateManager {
     return logStartOffset;
   }
 
-  /** Replays one batch read back from the log (no checks: it was checked when appended). */
-  replay(batch: ProducerBatch): void {
+  /**
+   * Replays one batch read back from the log (no checks: it was checked when appended); returns
+   * the transactions it ended (a marker), for the caller to re-index aborted ones.
+   */
+  replay(batch: ProducerBatch): CompletedTxnWithLso[] {
+    let completed = NO_COMPLETED;
     if (batch.producerId !== NO_PRODUCER_ID) {
-      this.commit(this.prepareAppend([batch], "replication"), batch.lastOffset + 1n);
+      completed = this.commit(this.prepareAppend([batch], "replication"), batch.lastOffset + 1n);
     }
     this.advanceMapEndOffset(batch.lastOffset + 1n);
+    return completed;
   }
 
   /** Writes a snapshot at the map end offset unless one exists there already. */
@@ -314,6 +436,22 @@ export class ProducerStateManager {
   private deleteSnapshotFile(offset: bigint): void {
     fs.rmSync(snapshotPath(this.options.dir, offset), { force: true });
   }
+}
+
+const NO_COMPLETED: CompletedTxnWithLso[] = [];
+
+function stagedFrom(producerId: bigint, current: ProducerStateEntry | undefined): StagedProducer {
+  return {
+    producerId,
+    known: current !== undefined && current.producerEpoch !== NO_PRODUCER_EPOCH,
+    epoch: current?.producerEpoch ?? NO_PRODUCER_EPOCH,
+    lastSeq: current?.lastSeq ?? -1,
+    txnFirstOffset: current?.currentTxnFirstOffset ?? -1n,
+    coordinatorEpoch: current?.coordinatorEpoch ?? -1,
+    lastTimestampMs: current?.lastTimestampMs ?? -1n,
+    batches: [],
+    completed: [],
+  };
 }
 
 function inSequence(lastSeq: number, nextSeq: number): boolean {

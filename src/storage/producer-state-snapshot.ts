@@ -8,10 +8,15 @@
  * batches of each producer rather than only the last, so that after a restart a retry of any
  * batch still in flight is recognised as a duplicate:
  *
- *   version int16 (1) | crc uint32: CRC-32C of every byte after it | producerCount int32
+ *   version int16 (2) | crc uint32: CRC-32C of every byte after it | producerCount int32
  *   per producer:  producerId int64 | producerEpoch int16 | lastTimestampMs int64
- *                  | batchCount int8 (1..5)
+ *                  | coordinatorEpoch int32 | currentTxnFirstOffset int64 (-1: none)
+ *                  | batchCount int8 (0..5)
  *   per batch:     lastSequence int32 | lastOffset int64 | offsetDelta int32 | timestampMs int64
+ *
+ * Version 2 added the two transaction fields (as Kafka's v1 has them) and allows producers
+ * known only from a marker (no batch); version 1 files (no transaction fields, 1..5 batches)
+ * still load.
  *
  * Snapshots are derived data: they are written (tmp file, rename) without fsync, and a torn or
  * corrupt one fails its CRC and is skipped, which only costs a longer replay.
@@ -24,9 +29,12 @@ import { segmentFileStem } from "./log-segment.ts";
 import { BATCHES_RETAINED_MAX, ProducerStateEntry } from "./producer-state-entry.ts";
 
 export const SNAPSHOT_FILE_SUFFIX = ".snapshot";
-const SNAPSHOT_VERSION = 1;
+const SNAPSHOT_VERSION = 2;
+const SNAPSHOT_V1 = 1;
 const HEADER_BYTES = 2 + 4 + 4;
-const PRODUCER_BYTES = 8 + 2 + 8 + 1;
+const PRODUCER_BYTES_V1 = 8 + 2 + 8 + 1;
+const TXN_FIELDS_BYTES = 4 + 8;
+const PRODUCER_BYTES = PRODUCER_BYTES_V1 + TXN_FIELDS_BYTES;
 const BATCH_BYTES = 4 + 8 + 4 + 8;
 const SNAPSHOT_STEM = /^(\d{20})\.snapshot$/;
 
@@ -58,11 +66,12 @@ export function encodeSnapshot(entries: readonly ProducerStateEntry[]): Uint8Arr
   view.setInt32(6, entries.length);
   let at = HEADER_BYTES;
   for (const e of entries) {
-    assert(e.batches.length > 0, `producer ${e.producerId} has no batch to snapshot`);
     view.setBigInt64(at, e.producerId);
     view.setInt16(at + 8, e.producerEpoch);
     view.setBigInt64(at + 10, e.lastTimestampMs);
-    view.setInt8(at + 18, e.batches.length);
+    view.setInt32(at + 18, e.coordinatorEpoch);
+    view.setBigInt64(at + 22, e.currentTxnFirstOffset);
+    view.setInt8(at + 30, e.batches.length);
     at += PRODUCER_BYTES;
     for (const b of e.batches) {
       view.setInt32(at, b.lastSeq);
@@ -81,21 +90,30 @@ export function decodeSnapshot(bytes: Uint8Array): ProducerStateEntry[] {
   if (bytes.length < HEADER_BYTES) throw new CorruptSnapshotError(`${bytes.length} bytes`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = view.getInt16(0);
-  if (version !== SNAPSHOT_VERSION) throw new CorruptSnapshotError(`version ${version}`);
+  if (version !== SNAPSHOT_VERSION && version !== SNAPSHOT_V1) {
+    throw new CorruptSnapshotError(`version ${version}`);
+  }
   if (view.getUint32(2) !== crc32cRange(bytes, 6, bytes.length)) {
     throw new CorruptSnapshotError("CRC mismatch");
   }
+  const producerBytes = version === SNAPSHOT_V1 ? PRODUCER_BYTES_V1 : PRODUCER_BYTES;
+  const minBatches = version === SNAPSHOT_V1 ? 1 : 0;
   const count = view.getInt32(6);
   const entries: ProducerStateEntry[] = [];
   let at = HEADER_BYTES;
   for (let i = 0; i < count; i++) {
-    if (at + PRODUCER_BYTES > bytes.length) throw new CorruptSnapshotError("truncated producer");
+    if (at + producerBytes > bytes.length) throw new CorruptSnapshotError("truncated producer");
     const entry = new ProducerStateEntry(view.getBigInt64(at), view.getInt16(at + 8));
-    const batchCount = view.getInt8(at + 18);
-    if (batchCount < 1 || batchCount > BATCHES_RETAINED_MAX) {
+    const lastTimestampMs = view.getBigInt64(at + 10);
+    if (version !== SNAPSHOT_V1) {
+      entry.coordinatorEpoch = view.getInt32(at + 18);
+      entry.currentTxnFirstOffset = view.getBigInt64(at + 22);
+    }
+    const batchCount = view.getInt8(at + producerBytes - 1);
+    if (batchCount < minBatches || batchCount > BATCHES_RETAINED_MAX) {
       throw new CorruptSnapshotError(`producer ${entry.producerId} has ${batchCount} batches`);
     }
-    at += PRODUCER_BYTES;
+    at += producerBytes;
     if (at + batchCount * BATCH_BYTES > bytes.length) {
       throw new CorruptSnapshotError("truncated batches");
     }
@@ -107,7 +125,7 @@ export function decodeSnapshot(bytes: Uint8Array): ProducerStateEntry[] {
         timestampMs: view.getBigInt64(at + 16),
       });
     }
-    entry.lastTimestampMs = view.getBigInt64(at - batchCount * BATCH_BYTES - PRODUCER_BYTES + 10);
+    entry.lastTimestampMs = lastTimestampMs;
     entries.push(entry);
   }
   if (at !== bytes.length) throw new CorruptSnapshotError(`${bytes.length - at} trailing bytes`);

@@ -48,12 +48,17 @@ import type { OpenFilePool } from "./open-file-pool.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
 import { firstOffsetOf } from "./producer-state-entry.ts";
 import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
-import type { ProducerBatch } from "./producer-state-manager.ts";
+import type {
+  AppendOrigin,
+  CompletedTxnWithLso,
+  ProducerBatch,
+} from "./producer-state-manager.ts";
 import {
   PRODUCER_ID_EXPIRATION_MS,
   PRODUCERS_PER_PARTITION_MAX,
   ProducerStateManager,
 } from "./producer-state-manager.ts";
+import type { AbortedTxn } from "./transaction-index.ts";
 
 export interface AppendOptions {
   /** True on the leader (offsets are assigned here); false for a follower copying batches. */
@@ -62,6 +67,11 @@ export interface AppendOptions {
   readonly logAppendTimeMs?: number;
   /** Per-batch limit; defaults to the log's max.message.bytes. */
   readonly maxMessageBytes?: number;
+  /**
+   * Who appends; defaults to "client" on the leader and "replication" on a follower. The
+   * transaction coordinator's markers are appended as "coordinator" (control batches allowed).
+   */
+  readonly origin?: AppendOrigin;
 }
 
 export interface AppendResult {
@@ -332,14 +342,14 @@ export class UnifiedLog {
     }
     const prepared = this.producerState.prepareAppend(
       producerBatchesOf(records, validated.batches),
-      opts.assignOffsets ? "client" : "replication",
+      opts.origin ?? (opts.assignOffsets ? "client" : "replication"),
     );
     if (prepared.duplicate !== null) return this.duplicateAppendResult(prepared.duplicate);
     const segment = this.maybeRoll(records.length, validated, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
     this.recordLeaderEpochs(records, validated.batches);
-    this.producerState.commit(prepared, this.logEndOffset);
+    this.indexAbortedTxns(this.producerState.commit(prepared, this.logEndOffset));
     this.unflushedMessages += validated.recordCount;
     this.maybeFlushAfterAppend();
     this.notifyAppend();
@@ -350,6 +360,43 @@ export class UnifiedLog {
       logStartOffset: this.logStartOffsetValue,
       recordCount: validated.recordCount,
     };
+  }
+
+  /** ABORT markers just written go to the active segment's `.txnindex`. */
+  private indexAbortedTxns(completed: readonly CompletedTxnWithLso[]): void {
+    for (const txn of completed) {
+      if (!txn.isAborted) continue;
+      this.activeSegment.txnIndex.append(txn);
+    }
+  }
+
+  /**
+   * The last stable offset (KIP-98): below it every transaction is decided, so read_committed
+   * consumers read up to it. The first offset of the oldest open transaction, capped at the
+   * high watermark.
+   */
+  get lastStableOffset(): bigint {
+    const firstUnstable = this.producerState.firstUnstableOffset();
+    const hw = this.highWatermarkValue;
+    return firstUnstable !== null && firstUnstable < hw ? firstUnstable : hw;
+  }
+
+  /**
+   * The aborted transactions overlapping [fetchOffset, upperBoundOffset), from the `.txnindex`
+   * of the segment holding fetchOffset and those after it, until one shows the LSO had passed
+   * the bound (Kafka's UnifiedLog.collectAbortedTransactions). At most `limit` entries.
+   */
+  collectAbortedTransactions(
+    fetchOffset: bigint, upperBoundOffset: bigint, limit: number,
+  ): AbortedTxn[] {
+    this.ensureOpen();
+    const out: AbortedTxn[] = [];
+    for (let i = this.segmentSlotFor(fetchOffset); i < this.segments.length; i++) {
+      const found = this.segments[i].txnIndex.collect(fetchOffset, upperBoundOffset);
+      for (const txn of found.aborted) if (out.length < limit) out.push(txn);
+      if (found.complete || out.length >= limit) break;
+    }
+    return out;
   }
 
   /** The first batch of each epoch newer than the cache's latest starts that epoch. */
@@ -830,14 +877,14 @@ function loadProducerState(
 /** The producer fields of each validated batch of `records` (only idempotent ones matter). */
 function producerBatchesOf(
   records: Uint8Array,
-  batches: readonly { readonly relativePosition: number }[],
+  batches: readonly { readonly relativePosition: number; readonly sizeBytes: number }[],
 ): ProducerBatch[] {
   const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
   const out: ProducerBatch[] = [];
   for (const b of batches) {
     // Plain batches (producer id -1) are skipped without building anything.
     if (view.getBigInt64(b.relativePosition + 43) === -1n) continue;
-    out.push(producerBatchAt(view, b.relativePosition));
+    out.push(producerBatchAt(view, b.relativePosition, b.relativePosition + b.sizeBytes));
   }
   return out;
 }

@@ -285,6 +285,9 @@ describe("limits", () => {
       lastOffset: offset,
       offsetDelta: 0,
       maxTimestampMs: timestampMs,
+      isTransactional: false,
+      controlType: null,
+      coordinatorEpoch: -1,
     });
     for (const [id, ts] of [
       [1n, 300n],
