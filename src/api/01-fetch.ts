@@ -2,7 +2,8 @@
 //
 // Version notes:
 // * v0-3 return magic 0/1 message sets, which Kafka 4 removed (KIP-896); not offered.
-// * v4: isolation level and LastStableOffset (no transactions yet, so LSO = high watermark).
+// * v4: isolation level, LastStableOffset and AbortedTransactions: read_committed stops at the
+//   last stable offset and lists the aborted transactions in what it returns.
 // * v5: LogStartOffset. v7: incremental fetch sessions (KIP-227), see below.
 // * v11: rack id (KIP-392); preferred read replica is always -1 (this broker).
 // * v12: flexible. v13: topic ids instead of names (KIP-516).
@@ -53,6 +54,7 @@ export const fetchHandler = defineHandler({
       entries,
       onCancel: (listener) => ctx.conn.onClose(listener),
       replicaId: ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId,
+      isolationLevel: request.isolationLevel,
     });
     return buildResponse(request, names, outcomes, usesTopicIds);
   },
@@ -87,9 +89,11 @@ function buildResponse(
           partitionIndex: p.partition,
           errorCode: unknownId ? ErrorCode.UNKNOWN_TOPIC_ID : o.errorCode,
           highWatermark: o.highWatermark,
-          lastStableOffset: o.highWatermark,
+          lastStableOffset: o.lastStableOffset,
           logStartOffset: o.logStartOffset,
-          abortedTransactions: null,
+          abortedTransactions: o.abortedTransactions?.map((t) => ({
+            producerId: t.producerId, firstOffset: t.firstOffset,
+          })) ?? null,
           preferredReadReplica: -1,
           records: o.records,
         };

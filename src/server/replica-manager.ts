@@ -12,6 +12,8 @@ import {
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
+import type { AppendOrigin } from "../storage/producer-state-manager.ts";
+import type { AbortedTxn } from "../storage/transaction-index.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError, assert } from "../util/assert.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
@@ -45,6 +47,8 @@ export interface AppendEntry {
   readonly topic: string;
   readonly partition: number;
   readonly records: Uint8Array | null;
+  /** "coordinator" for the transaction coordinator's markers; producers by default. */
+  readonly origin?: AppendOrigin;
 }
 
 export interface AppendOutcome {
@@ -69,7 +73,10 @@ export interface FetchEntry {
 export interface FetchOutcome {
   readonly errorCode: number;
   readonly highWatermark: bigint;
+  readonly lastStableOffset: bigint;
   readonly logStartOffset: bigint;
+  /** read_committed: the aborted transactions in what may be read; null otherwise. */
+  readonly abortedTransactions: readonly AbortedTxn[] | null;
   /** Whole batches as file ranges; the network layer sends and releases them. */
   readonly records: FileRange[];
 }
@@ -83,7 +90,13 @@ export interface FetchParams {
   readonly onCancel: (listener: () => void) => () => void;
   /** The follower's broker id for a replica fetch; -1 (the default) for a consumer. */
   readonly replicaId?: number;
+  /** 0 read_uncommitted (the default), 1 read_committed: stop at the last stable offset. */
+  readonly isolationLevel?: number;
 }
+
+export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
+/** Aborted transactions one fetch of one partition returns at most. */
+const ABORTED_TXNS_PER_FETCH_MAX = 100_000;
 
 export interface OffsetLookup {
   readonly errorCode: number;
@@ -287,7 +300,7 @@ export class ReplicaManager {
       }
       validateProduceRecords(entry.records, produceVersion);
       stampLeaderEpoch(entry.records, partition.leaderEpoch);
-      const result = log.append(entry.records, { assignOffsets: true });
+      const result = log.append(entry.records, { assignOffsets: true, origin: entry.origin });
       const key = topicPartitionKey(entry.topic, entry.partition);
       this.followerFetches.onAppend(key, entry.records.length);
       if (partition.maybeIncrementHighWatermark()) {
@@ -366,9 +379,10 @@ export class ReplicaManager {
     let budgetBytes = params.maxBytes;
     let haveData = false;
     const replicaId = params.replicaId ?? -1;
+    const committed = replicaId < 0 && params.isolationLevel === IsolationLevel.READ_COMMITTED;
     return params.entries.map((entry) => {
       const maxBytes = Math.min(budgetBytes, entry.partitionMaxBytes);
-      const outcome = this.readOne(entry, maxBytes, !haveData, replicaId);
+      const outcome = this.readOne(entry, maxBytes, !haveData, replicaId, committed);
       const readBytes = rangesBytes(outcome.records);
       budgetBytes = Math.max(0, budgetBytes - readBytes);
       if (readBytes > 0) haveData = true;
@@ -376,12 +390,16 @@ export class ReplicaManager {
     });
   }
 
-  /** Consumers read below the HW; a follower reads to the log end and reports its LEO. */
+  /**
+   * Consumers read below the HW (read_committed: below the LSO, with the aborted transactions
+   * there); a follower reads to the log end and reports its LEO.
+   */
   private readOne(
     entry: FetchEntry,
     maxBytes: number,
     minOneMessage: boolean,
     replicaId: number,
+    committed: boolean,
   ): FetchOutcome {
     let partition: Partition;
     try {
@@ -392,11 +410,16 @@ export class ReplicaManager {
       return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e).code };
     }
     const log = partition.log;
-    const base = { highWatermark: log.highWatermark, logStartOffset: log.logStartOffset };
-    const maxOffset = replicaId >= 0 ? log.logEndOffset : log.highWatermark;
+    const lastStableOffset = log.lastStableOffset;
+    const base = { highWatermark: log.highWatermark, lastStableOffset,
+      logStartOffset: log.logStartOffset, abortedTransactions: null };
+    const maxOffset = replicaId >= 0 ? log.logEndOffset
+      : committed ? lastStableOffset : log.highWatermark;
     try {
       const read = log.read(entry.fetchOffset, maxBytes, { maxOffset, minOneMessage });
-      return { ...base, errorCode: ErrorCode.NONE, records: read.ranges };
+      const abortedTransactions = !committed || read.sizeBytes === 0 ? base.abortedTransactions
+        : log.collectAbortedTransactions(entry.fetchOffset, maxOffset, ABORTED_TXNS_PER_FETCH_MAX);
+      return { ...base, abortedTransactions, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
       return { ...base, errorCode: asKafkaError(e).code, records: [] };
     }
@@ -426,20 +449,26 @@ export class ReplicaManager {
   }
 
   /**
-   * ListOffsets for a consumer: earliest, latest (the high watermark, since nothing above it may
-   * be read), max timestamp, or the first offset at or after a timestamp.
+   * ListOffsets for a consumer: earliest, latest (the high watermark, or for read_committed the
+   * last stable offset, since nothing above it may be read), max timestamp, or the first offset
+   * at or after a timestamp (none when it is not readable yet at that isolation level).
    */
-  listOffset(topic: string, partition: number, timestamp: bigint): OffsetLookup {
+  listOffset(
+    topic: string, partition: number, timestamp: bigint, isolationLevel = 0,
+  ): OffsetLookup {
     try {
       const log = this.leaderPartition(topic, partition, -1).log;
       const epochs = log.leaderEpochCache;
+      const readable = isolationLevel === IsolationLevel.READ_COMMITTED
+        ? log.lastStableOffset : log.highWatermark;
       if (timestamp === LATEST_TIMESTAMP) {
-        const offset = log.highWatermark;
         const leaderEpoch = epochs.latestEpoch;
-        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset, leaderEpoch };
+        return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: readable, leaderEpoch };
       }
       const found = log.offsetForTimestamp(timestamp);
-      if (found === null) return { ...NOT_FOUND, errorCode: ErrorCode.NONE };
+      if (found === null || (timestamp >= 0n && found.offset >= readable)) {
+        return { ...NOT_FOUND, errorCode: ErrorCode.NONE };
+      }
       return {
         errorCode: ErrorCode.NONE,
         timestamp: found.timestamp,
@@ -822,7 +851,9 @@ const NOT_FOUND: OffsetLookup = Object.freeze({
 const EMPTY_OUTCOME: FetchOutcome = Object.freeze({
   errorCode: ErrorCode.NONE,
   highWatermark: -1n,
+  lastStableOffset: -1n,
   logStartOffset: -1n,
+  abortedTransactions: null,
   records: [],
 });
 
