@@ -4,15 +4,17 @@
 // * v1: KeyType (0 group, 1 transaction). v3: flexible.
 // * v4: batched CoordinatorKeys (KIP-699); the single Key and top-level answer are then unused.
 // * v5: TRANSACTION_ABORTABLE may be returned (KIP-890). v6: KeyType 2, share groups (KIP-932).
-// * A single broker coordinates every group itself. Quill has no transaction coordinator, so
-//   transactional keys get COORDINATOR_NOT_AVAILABLE (what Kafka answers while its transaction
-//   log is unavailable); share-group and unknown key types get INVALID_REQUEST, as in Kafka.
+// * A single broker coordinates every group itself; share-group and unknown key types get
+//   INVALID_REQUEST, as in Kafka.
+// * Transactional ids: the leader of the id's __transaction_state partition, which is created
+//   on the first such request (COORDINATOR_NOT_AVAILABLE if that fails or has no leader yet).
 // * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
 //   among the live brokers, the same answer on every broker.
 
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { endpointOn } from "../server/metadata-cache.ts";
+import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const BATCHED_KEYS_MIN_VERSION = 4;
@@ -34,7 +36,10 @@ export const findCoordinatorHandler = defineHandler({
   apiKey: ApiKey.FindCoordinator,
   minVersion: 0,
   maxVersion: 6,
-  handle(request, ctx) {
+  async handle(request, ctx) {
+    if (request.keyType === KeyType.TRANSACTION) {
+      await ctx.broker.transactionStateManager.ensureTopic().catch(() => undefined);
+    }
     if (ctx.apiVersion >= BATCHED_KEYS_MIN_VERSION) {
       const keys = request.coordinatorKeys.slice(0, COORDINATOR_KEYS_MAX);
       const tooMany = request.coordinatorKeys
@@ -79,11 +84,29 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
         errorMessage: null,
       };
     }
-    case KeyType.TRANSACTION:
-      return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "No transaction coordinator.");
+    case KeyType.TRANSACTION: {
+      const coordinator = transactionCoordinatorFor(key, ctx);
+      const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
+      if (coordinator === undefined || endpoint === undefined) {
+        return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+          "The coordinator is not available.");
+      }
+      return { key, nodeId: coordinator.nodeId, host: endpoint.host, port: endpoint.port,
+        errorCode: ErrorCode.NONE, errorMessage: null };
+    }
     default:
       return failure(key, ErrorCode.INVALID_REQUEST, `Unknown coordinator key type ${keyType}.`);
   }
+}
+
+/** The live leader of the id's __transaction_state partition. */
+function transactionCoordinatorFor(key: string, ctx: RequestContext) {
+  const cache = ctx.broker.metadataCache;
+  const topic = cache.topic(TRANSACTION_STATE_TOPIC);
+  if (topic === undefined) return undefined;
+  const partition = topic.partitions[ctx.broker.transactionStateManager.partitionFor(key)];
+  if (partition === undefined) return undefined;
+  return cache.broker(partition.leaderId < 0 ? ctx.broker.brokerId : partition.leaderId);
 }
 
 function failure(key: string, errorCode: number, errorMessage: string): CoordinatorAnswer {

@@ -8,13 +8,15 @@
 //   whatever id and epoch they send: Kafka's TransactionCoordinator.handleInitProducerId
 //   "always blindly accept[s] the request and return[s] a new producerId". An idempotent
 //   producer bumps its own epoch after an out-of-order or unknown-producer error (KIP-360).
-// * Quill has no transaction coordinator: a transactional id gets COORDINATOR_NOT_AVAILABLE,
-//   as FindCoordinator answers for it (what Kafka answers while its transaction log is
-//   unavailable); an empty one gets INVALID_REQUEST, as in Kafka.
+// * A transactional id goes to the TransactionCoordinator: one producer id per id, the epoch
+//   bumped on every call, an open transaction of the previous incarnation aborted first
+//   (CONCURRENT_TRANSACTIONS until it is). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
+//   An empty transactional id gets INVALID_REQUEST, as in Kafka.
 // * A producer id or epoch of -1 without the other is INVALID_REQUEST (KafkaApis).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler } from "./handler.ts";
+import { fencedForVersion } from "./txn-errors.ts";
 
 const NO_PRODUCER_ID = -1n;
 const NO_PRODUCER_EPOCH = -1;
@@ -26,6 +28,13 @@ export const initProducerIdHandler = defineHandler({
   async handle(request, ctx) {
     const refusal = refusalOf(request.transactionalId, request.producerId, request.producerEpoch);
     if (refusal !== ErrorCode.NONE) return failure(refusal);
+    if (request.transactionalId !== null) {
+      const result = await ctx.broker.transactionCoordinator.initProducerId(
+        request.transactionalId, request.transactionTimeoutMs, request.producerId,
+        request.producerEpoch);
+      return { throttleTimeMs: 0, ...result,
+        errorCode: fencedForVersion(result.errorCode, ctx.apiVersion, 4) };
+    }
     try {
       const producerId = await ctx.broker.producerIdManager.generateProducerId();
       return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, producerId, producerEpoch: 0 };
@@ -38,7 +47,6 @@ export const initProducerIdHandler = defineHandler({
 
 function refusalOf(transactionalId: string | null, producerId: bigint, epoch: number): number {
   if (transactionalId === "") return ErrorCode.INVALID_REQUEST;
-  if (transactionalId !== null) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
   if ((producerId === NO_PRODUCER_ID) !== (epoch === NO_PRODUCER_EPOCH)) {
     return ErrorCode.INVALID_REQUEST;
   }

@@ -1,6 +1,8 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
+import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
+import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
@@ -30,6 +32,9 @@ export interface BrokerServices {
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */
   readonly groupCoordinator: GroupCoordinator;
+  /** Transactions (InitProducerId with an id, AddPartitionsToTxn, EndTxn, ...). */
+  readonly transactionCoordinator: TransactionCoordinator;
+  readonly transactionStateManager: TransactionStateManager;
   /** Producer ids for InitProducerId, unique across restarts (and brokers, in ZooKeeper mode). */
   readonly producerIdManager: ProducerIdManager;
   /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */

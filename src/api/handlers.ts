@@ -21,6 +21,11 @@ import { deleteTopicsHandler } from "./20-delete-topics.ts";
 import { deleteRecordsHandler } from "./21-delete-records.ts";
 import { initProducerIdHandler } from "./22-init-producer-id.ts";
 import { offsetForLeaderEpochHandler } from "./23-offset-for-leader-epoch.ts";
+import { addPartitionsToTxnHandler } from "./24-add-partitions-to-txn.ts";
+import { addOffsetsToTxnHandler } from "./25-add-offsets-to-txn.ts";
+import { endTxnHandler } from "./26-end-txn.ts";
+import { writeTxnMarkersHandler } from "./27-write-txn-markers.ts";
+import { txnOffsetCommitHandler } from "./28-txn-offset-commit.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
@@ -59,6 +64,11 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   deleteGroupsHandler,
   offsetDeleteHandler,
   initProducerIdHandler,
+  addPartitionsToTxnHandler,
+  addOffsetsToTxnHandler,
+  endTxnHandler,
+  writeTxnMarkersHandler,
+  txnOffsetCommitHandler,
   describeProducersHandler,
   leaderAndIsrHandler,
   stopReplicaHandler,

@@ -7,13 +7,19 @@ import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
+import { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
+import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
+import {
+  TransactionMarkerChannelManager,
+} from "../coordinator/transaction-marker-channel-manager.ts";
+import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
-import { openProducerIdManager } from "../server/producer-id-manager.ts";
+import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
@@ -101,6 +107,10 @@ async function startSteps(
   const groupCoordinator = await startGroupCoordinator(config, stores, cache, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
+  const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper,
+    config["log.dirs"][0]!);
+  const transactions = startTransactionCoordinator(config, replicaManager, adminManager, cache,
+    groupCoordinator, producerIdManager, log, cleanups);
   let services: BrokerServices | null = null;
   const server = await serve(
     config,
@@ -127,7 +137,9 @@ async function startSteps(
     groupCoordinator,
     handlers: API_HANDLERS,
     controller: null,
-    producerIdManager: openProducerIdManager(brokerId, stores.zooKeeper, config["log.dirs"][0]!),
+    producerIdManager,
+    transactionCoordinator: transactions.coordinator,
+    transactionStateManager: transactions.state,
   };
   const controller = await joinCluster(
     config,
@@ -140,6 +152,7 @@ async function startSteps(
     cleanups,
   );
   services = { ...services, controller };
+  if (stores.zooKeeper === null) await loadTransactionState(transactions, cache, log);
   logListening(config, server.bound, self, log);
   const stop = stopOnce(brokerId, cleanups, log);
   const first = server.bound[0]!;
@@ -292,6 +305,50 @@ async function startGroupCoordinator(
   cleanups.push("group coordinator", () => groupCoordinator.close());
   await groupCoordinator.start();
   return groupCoordinator;
+}
+
+/**
+ * The transaction coordinator, its state in __transaction_state and its marker channel. Its
+ * timers and marker retries stop before the replica manager and group coordinator close.
+ */
+function startTransactionCoordinator(
+  config: BrokerConfig,
+  replicaManager: ReplicaManager,
+  adminManager: AdminManager,
+  cache: MetadataCache,
+  groupCoordinator: GroupCoordinator,
+  producerIdManager: ProducerIdManager,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): { coordinator: TransactionCoordinator; state: TransactionStateManager } {
+  const txnLog = (line: string) => log.warn(line);
+  const state = new TransactionStateManager(config, replicaManager, adminManager, cache, txnLog);
+  const markers = new TransactionMarkerChannelManager(replicaManager, groupCoordinator,
+    config["replica.socket.timeout.ms"], txnLog);
+  const coordinator = new TransactionCoordinator(config, state, markers, producerIdManager);
+  coordinator.start();
+  cleanups.push("transaction coordinator", () => coordinator.stop());
+  return { coordinator, state };
+}
+
+/**
+ * Embedded mode leads every __transaction_state partition: all are loaded at start, and
+ * decisions prepared before a crash are completed in the background.
+ */
+async function loadTransactionState(
+  transactions: { coordinator: TransactionCoordinator; state: TransactionStateManager },
+  cache: MetadataCache,
+  log: BrokerLogger,
+): Promise<void> {
+  const partitions = cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length ?? 0;
+  for (let p = 0; p < partitions; p++) {
+    try {
+      const loaded = await transactions.state.loadPartition(p);
+      void transactions.coordinator.onPartitionLoaded(loaded);
+    } catch (error) {
+      log.error(`quill: loading ${TRANSACTION_STATE_TOPIC}-${p} failed: ${String(error)}`);
+    }
+  }
 }
 
 /**

@@ -342,6 +342,47 @@ export const BROKER_CONFIG_KEYS = {
     10080,
     "How long committed offsets of an empty group are kept.",
   ),
+  "transaction.max.timeout.ms": key(
+    int({ min: 1 }),
+    900000,
+    "Largest transaction.timeout.ms a transactional producer may ask for.",
+  ),
+  "transaction.state.log.num.partitions": key(
+    int({ min: 1 }),
+    50,
+    "Partitions of the internal __transaction_state topic (set before it is created).",
+  ),
+  "transaction.state.log.replication.factor": key(
+    int({ min: 1 }),
+    3,
+    "Replication factor of __transaction_state; Quill caps it at the live brokers when it " +
+      "creates the topic (Kafka refuses transactions until enough brokers are up).",
+  ),
+  "transaction.state.log.min.isr": key(
+    int({ min: 1 }),
+    2,
+    "min.insync.replicas of __transaction_state (capped at its replication factor).",
+  ),
+  "transaction.state.log.segment.bytes": key(
+    int({ min: 14 }),
+    104857600,
+    "segment.bytes of __transaction_state.",
+  ),
+  "transactional.id.expiration.ms": key(
+    int({ min: 1 }),
+    604800000,
+    "A transactional id unused for this long (no transaction open) is forgotten.",
+  ),
+  "transaction.abort.timed.out.transaction.cleanup.interval.ms": key(
+    int({ min: 1 }),
+    10000,
+    "How often the coordinator aborts transactions open longer than their timeout.",
+  ),
+  "transaction.remove.expired.transaction.cleanup.interval.ms": key(
+    int({ min: 1 }),
+    3600000,
+    "How often the coordinator forgets expired transactional ids.",
+  ),
   "auto.leader.rebalance.enable": key(
     boolean(),
     true,
@@ -424,8 +465,6 @@ export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
   "socket.receive.buffer.bytes",
   "offsets.topic.replication.factor",
   "offsets.topic.num.partitions",
-  "transaction.state.log.replication.factor",
-  "transaction.state.log.min.isr",
   "log.flush.scheduler.interval.ms",
   "log.flush.offset.checkpoint.interval.ms",
   "log.cleaner.threads",

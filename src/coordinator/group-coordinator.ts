@@ -1,4 +1,8 @@
+import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import {
+  isPendingGroupId, PENDING_PRODUCERS_MAX, PendingTxnOffsets,
+} from "./pending-txn-offsets.ts";
 import { assert } from "../util/assert.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
@@ -73,6 +77,7 @@ const CLASSIC_GROUP_TYPE = "classic";
 export class GroupCoordinator {
   private readonly config: GroupConfig;
   private readonly groups = new Map<string, ClassicGroup>();
+  private readonly pendingTxnOffsets: PendingTxnOffsets;
   private active = false;
   private cleanupTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -88,6 +93,7 @@ export class GroupCoordinator {
     private readonly isCoordinatorFor: (groupId: string) => boolean = () => true,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
+    this.pendingTxnOffsets = new PendingTxnOffsets(store);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
       `group.min.session.timeout.ms ${this.config.minSessionTimeoutMs} exceeds the max ` +
@@ -102,6 +108,8 @@ export class GroupCoordinator {
    */
   async start(): Promise<void> {
     assert(!this.active, "the group coordinator is already started");
+    // Offsets of transactions still open when the broker stopped wait for their markers.
+    await this.pendingTxnOffsets.load(await this.store.listGroups());
     this.active = true;
     const cleanupIntervalMs = this.config.emptyGroupCleanupIntervalMs;
     this.cleanupTimer = setInterval(() => this.removeIdleGroups(), cleanupIntervalMs);
@@ -802,6 +810,54 @@ export class GroupCoordinator {
     return storeOffsets(this.store, this.config, group, req, this.nowMs());
   }
 
+  /**
+   * TxnOffsetCommit: offsets of an open transaction, kept pending (durably) until its marker.
+   * Members are checked as for OffsetCommit when the request names a generation (KIP-447).
+   */
+  async txnOffsetCommit(req: OffsetCommitRequest & { producerId: bigint }): Promise<OffsetCommitResult> {
+    const invalidId = this.validateGroupId(req.groupId, false);
+    if (invalidId !== null) return commitError(req, invalidId);
+    if (isPendingGroupId(req.groupId)) return commitError(req, ErrorCode.INVALID_GROUP_ID);
+    if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
+      return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
+    }
+    if (this.pendingTxnOffsets.producerCount >= PENDING_PRODUCERS_MAX) {
+      return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    }
+    const group = this.groups.get(req.groupId) ?? this.createGroup(req.groupId);
+    if (group === null) return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    if (req.generationId >= 0 || req.memberId !== "") {
+      const errorCode = validateOffsetCommit(group, req);
+      if (errorCode !== null) return commitError(req, errorCode);
+    }
+    const nowMs = this.nowMs();
+    const offsets = req.topics.flatMap((t) => t.partitions.map((p) => ({
+      topic: t.name, partition: p.partitionIndex,
+      committed: { offset: p.committedOffset, leaderEpoch: p.committedLeaderEpoch,
+        metadata: p.committedMetadata ?? "", commitTimestampMs: nowMs },
+    })));
+    try {
+      await this.pendingTxnOffsets.add(req.producerId, req.groupId, offsets);
+    } catch (error) {
+      if (error instanceof KafkaError) return commitError(req, error.code);
+      throw error;
+    }
+    return commitError(req, ErrorCode.NONE);
+  }
+
+  /**
+   * A transaction marker reached the groups (WriteTxnMarkers for __consumer_offsets): the
+   * producer's pending offsets become committed (COMMIT) or are dropped (ABORT).
+   */
+  async completeTransaction(producerId: bigint, commit: boolean): Promise<void> {
+    await this.pendingTxnOffsets.complete(producerId, commit, async (groupId, offsets) => {
+      await this.store.commit(groupId, offsets);
+      const group = this.groups.get(groupId) ?? this.createGroup(groupId);
+      if (group?.offsets == null) return; // loaded from the store, with these, on first use
+      for (const o of offsets) group.offsets.set(topicPartitionKey(o.topic, o.partition), o.committed);
+    });
+  }
+
   /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */
   async offsetFetch(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
     const invalidId = this.validateGroupId(req.groupId, true);
@@ -877,7 +933,9 @@ export class GroupCoordinator {
       if (error instanceof KafkaError) return error.code;
       throw error;
     }
-    const missing = stored.filter((id) => this.isCoordinatorFor(id) && !this.groups.has(id));
+    const missing = stored.filter(
+      (id) => !isPendingGroupId(id) && this.isCoordinatorFor(id) && !this.groups.has(id),
+    );
     const adopt = (groupId: string) => this.adoptStoredGroup(groupId);
     const errors = await mapLimit(missing, STORE_READ_CONCURRENCY, adopt);
     return errors.find((e) => e !== null) ?? null;

@@ -35,15 +35,13 @@ test("v4+ answers each batched key", async () => {
   ]);
 });
 
-test("transactional keys get COORDINATOR_NOT_AVAILABLE, share groups INVALID_REQUEST", async () => {
+test("transactional keys get this broker (creating __transaction_state), share groups INVALID_REQUEST", async () => {
   const txn = await find(6, { keyType: 1, coordinatorKeys: ["tx"] });
   expect(txn.coordinators[0]).toMatchObject({
-    errorCode: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    nodeId: -1,
-    port: -1,
+    errorCode: ErrorCode.NONE, nodeId: 0, host: "127.0.0.1", port: b.port,
   });
   const share = await find(6, { keyType: 2, coordinatorKeys: ["s"] });
   expect(share.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
   const v1 = await find(1, { key: "tx", keyType: 1 });
-  expect(v1.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  expect(v1).toMatchObject({ errorCode: ErrorCode.NONE, nodeId: 0, port: b.port });
 });

@@ -1,0 +1,101 @@
+/**
+ * Offsets committed inside transactions (TxnOffsetCommit, KIP-98/KIP-447), held until the
+ * transaction's marker says COMMIT (they become the group's committed offsets) or ABORT (they
+ * are dropped). Consumers never see them before.
+ *
+ * They are durable where committed offsets are: each (producer, group) pair is stored in the
+ * OffsetStore under a reserved group id `__txn_pending:<producerId>:<groupId>`, so a coordinator
+ * restarted (or taking over) mid-transaction still commits them when the marker arrives. Kafka
+ * keeps them as transactional records in __consumer_offsets; Quill's offsets live in the
+ * OffsetStore, so the pending ones live there too. Group ids starting with the prefix are
+ * refused for ordinary use.
+ */
+import {
+  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+} from "../common/topic-partition.ts";
+import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
+
+export const PENDING_GROUP_PREFIX = "__txn_pending:";
+/** Producers with pending offsets at once; a bound on what open transactions can hold. */
+export const PENDING_PRODUCERS_MAX = 100_000;
+
+export interface PendingOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly committed: CommittedOffset;
+}
+
+const pendingGroupId = (producerId: bigint, groupId: string) =>
+  `${PENDING_GROUP_PREFIX}${producerId}:${groupId}`;
+
+export const isPendingGroupId = (groupId: string) => groupId.startsWith(PENDING_GROUP_PREFIX);
+
+export class PendingTxnOffsets {
+  /** producer id -> group id -> offsetKey -> offset */
+  private readonly pending = new Map<bigint, Map<string, Map<TopicPartitionKey, PendingOffset>>>();
+
+  constructor(private readonly store: OffsetStore) {}
+
+  /** Reads back the pending offsets the store holds (coordinator start). */
+  async load(storedGroupIds: readonly string[]): Promise<void> {
+    for (const stored of storedGroupIds) {
+      if (!isPendingGroupId(stored)) continue;
+      const rest = stored.slice(PENDING_GROUP_PREFIX.length);
+      const at = rest.indexOf(":");
+      const producerId = BigInt(rest.slice(0, at));
+      const groupId = rest.slice(at + 1);
+      const offsets = await this.store.loadGroup(stored);
+      const byKey = this.groupMap(producerId, groupId);
+      for (const [key, committed] of offsets) byKey.set(key, { ...topicPartitionOf(key), committed });
+    }
+  }
+
+  private groupMap(producerId: bigint, groupId: string): Map<TopicPartitionKey, PendingOffset> {
+    let groups = this.pending.get(producerId);
+    if (groups === undefined) {
+      groups = new Map();
+      this.pending.set(producerId, groups);
+    }
+    let byKey = groups.get(groupId);
+    if (byKey === undefined) {
+      byKey = new Map();
+      groups.set(groupId, byKey);
+    }
+    return byKey;
+  }
+
+  get producerCount(): number {
+    return this.pending.size;
+  }
+
+  /** Stores offsets of an open transaction (durably) before they are acknowledged. */
+  async add(producerId: bigint, groupId: string, offsets: readonly PendingOffset[]): Promise<void> {
+    await this.store.commit(pendingGroupId(producerId, groupId), offsets);
+    const byKey = this.groupMap(producerId, groupId);
+    for (const o of offsets) byKey.set(topicPartitionKey(o.topic, o.partition), o);
+  }
+
+  /** Whether a group has offsets pending in some open transaction (OffsetFetch's check). */
+  hasPendingFor(groupId: string): boolean {
+    for (const groups of this.pending.values()) if (groups.has(groupId)) return true;
+    return false;
+  }
+
+  /**
+   * Ends a producer's transaction on the groups: `apply` commits each group's offsets (on
+   * COMMIT), then the pending copies are deleted. Nothing pending is a no-op (a retried marker).
+   */
+  async complete(
+    producerId: bigint, commit: boolean,
+    apply: (groupId: string, offsets: readonly PendingOffset[]) => Promise<void>,
+  ): Promise<void> {
+    const groups = this.pending.get(producerId);
+    if (groups === undefined) return;
+    for (const [groupId, byKey] of groups) {
+      if (commit) await apply(groupId, [...byKey.values()]);
+      await this.store.deleteGroup(pendingGroupId(producerId, groupId));
+      groups.delete(groupId);
+    }
+    this.pending.delete(producerId);
+  }
+}

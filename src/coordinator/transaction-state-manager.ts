@@ -1,0 +1,296 @@
+/**
+ * The transaction coordinator's durable state (Kafka's TransactionStateManager): every
+ * transactional id's TransactionMetadata in memory, each change first written to its partition
+ * of the internal compacted topic `__transaction_state` (transaction-log.ts) with acks=all, and
+ * read back from there when this broker becomes the partition's leader (start-up, failover).
+ *
+ * Why the topic: it is what Kafka does, so the state is replicated like any partition and a
+ * new coordinator takes over by reading the log; it survives kill -9 because the record is in
+ * the log (page cache, and the replicas) before the client hears back.
+ */
+import * as fs from "node:fs";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { buildRecordBatch, decodeRecords, iterateBatches, isControl, readBatchHeader }
+  from "../protocol/record-batch.ts";
+import type { FileRange } from "../protocol/records.ts";
+import type { AdminManager } from "../server/admin-manager.ts";
+import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { ReplicaManager } from "../server/replica-manager.ts";
+import type { BrokerConfig } from "../config/broker-config.ts";
+import {
+  decodeTxnKey, decodeTxnValue, encodeTxnKey, encodeTxnValue, partitionForKey,
+  TRANSACTION_STATE_TOPIC,
+} from "./transaction-log.ts";
+import {
+  splitTxnPartitionKey, TransactionMetadata, TransactionState, type TxnPartitionKey,
+  txnPartitionKey,
+} from "./transaction-metadata.ts";
+
+/** Transactional ids one coordinator holds; beyond it InitProducerId is refused. */
+export const TRANSACTIONAL_IDS_MAX = 1_000_000;
+/** Produce API version used for the coordinator's own appends (any v3+ works). */
+const APPEND_API_VERSION = 9;
+const READ_CHUNK_BYTES = 1 << 20;
+
+/** The values a state change writes; the metadata takes them once the write succeeded. */
+export interface TxnTransition {
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+  readonly lastProducerId: bigint;
+  readonly lastProducerEpoch: number;
+  readonly txnTimeoutMs: number;
+  readonly state: TransactionState;
+  readonly partitions: ReadonlySet<TxnPartitionKey>;
+  readonly txnStartTimestampMs: number;
+  readonly txnLastUpdateTimestampMs: number;
+}
+
+export class TransactionStateManager {
+  private readonly txns = new Map<string, TransactionMetadata>();
+  private readonly loaded = new Set<number>();
+  private creating: Promise<void> | null = null;
+
+  constructor(
+    private readonly config: BrokerConfig,
+    private readonly replicaManager: ReplicaManager,
+    private readonly adminManager: AdminManager,
+    private readonly cache: MetadataCache,
+    private readonly logger: (line: string) => void,
+  ) {}
+
+  get partitionCount(): number {
+    return this.cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length
+      ?? this.config["transaction.state.log.num.partitions"];
+  }
+
+  partitionFor(transactionalId: string): number {
+    return partitionForKey(transactionalId, this.partitionCount);
+  }
+
+  /** Creates __transaction_state on first use (as Kafka's FindCoordinator does). */
+  async ensureTopic(): Promise<void> {
+    if (this.cache.topic(TRANSACTION_STATE_TOPIC) !== undefined) return;
+    this.creating ??= this.createTopic().finally(() => {
+      this.creating = null;
+    });
+    await this.creating;
+  }
+
+  private async createTopic(): Promise<void> {
+    const live = this.cache.brokers.length;
+    const replicationFactor = Math.max(1,
+      Math.min(this.config["transaction.state.log.replication.factor"], live));
+    const minIsr = Math.min(this.config["transaction.state.log.min.isr"], replicationFactor);
+    try {
+      await this.adminManager.createTopic({
+        name: TRANSACTION_STATE_TOPIC,
+        numPartitions: this.config["transaction.state.log.num.partitions"],
+        replicationFactor,
+        assignments: [],
+        configs: [
+          { name: "cleanup.policy", value: "compact" },
+          { name: "min.insync.replicas", value: String(minIsr) },
+          { name: "segment.bytes", value: String(this.config["transaction.state.log.segment.bytes"]) },
+          { name: "compression.type", value: "uncompressed" },
+        ],
+      }, false);
+    } catch (error) {
+      if (!(error instanceof KafkaError) || error.code !== ErrorCode.TOPIC_ALREADY_EXISTS) throw error;
+      return;
+    }
+    // A new topic is empty: every partition this broker leads is loaded as it is.
+    if (this.config["zookeeper.connect"] === null) {
+      for (let p = 0; p < this.partitionCount; p++) this.loaded.add(p);
+    }
+  }
+
+  /** Null when this broker may answer for the id now, else the error to return. */
+  readiness(transactionalId: string): number | null {
+    const partition = this.partitionFor(transactionalId);
+    const p = this.replicaManager.partitionState(TRANSACTION_STATE_TOPIC, partition);
+    if (this.cache.topic(TRANSACTION_STATE_TOPIC) === undefined) {
+      return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    }
+    if (p !== undefined && !p.isLeader) return ErrorCode.NOT_COORDINATOR;
+    if (!this.loaded.has(partition)) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    return null;
+  }
+
+  /** The coordinator epoch markers carry: the state partition's leader epoch. */
+  coordinatorEpoch(transactionalId: string): number {
+    const p = this.replicaManager.partitionState(TRANSACTION_STATE_TOPIC,
+      this.partitionFor(transactionalId));
+    return Math.max(0, p?.leaderEpoch ?? 0);
+  }
+
+  get(transactionalId: string): TransactionMetadata | undefined {
+    return this.txns.get(transactionalId);
+  }
+
+  add(metadata: TransactionMetadata): void {
+    if (this.txns.size >= TRANSACTIONAL_IDS_MAX) {
+      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        `this coordinator holds ${TRANSACTIONAL_IDS_MAX} transactional ids, its limit`);
+    }
+    this.txns.set(metadata.transactionalId, metadata);
+  }
+
+  all(): IterableIterator<TransactionMetadata> {
+    return this.txns.values();
+  }
+
+  /**
+   * Writes a transition of `m` to the log and applies it; m.pendingState guards the id while
+   * the write is in flight. Throws KafkaError (NOT_COORDINATOR etc.) when the write failed.
+   */
+  async write(m: TransactionMetadata, t: TxnTransition): Promise<void> {
+    m.pendingState = t.state;
+    try {
+      await this.append(m.transactionalId, encodeTxnValue({
+        producerId: t.producerId, producerEpoch: t.producerEpoch, txnTimeoutMs: t.txnTimeoutMs,
+        state: t.state, partitions: groupByTopic(t.partitions),
+        txnLastUpdateTimestampMs: t.txnLastUpdateTimestampMs,
+        txnStartTimestampMs: t.txnStartTimestampMs,
+      }));
+    } finally {
+      m.pendingState = null;
+    }
+    m.producerId = t.producerId;
+    m.producerEpoch = t.producerEpoch;
+    m.lastProducerId = t.lastProducerId;
+    m.lastProducerEpoch = t.lastProducerEpoch;
+    m.txnTimeoutMs = t.txnTimeoutMs;
+    m.state = t.state;
+    m.partitions = new Set(t.partitions);
+    m.txnStartTimestampMs = t.txnStartTimestampMs;
+    m.txnLastUpdateTimestampMs = t.txnLastUpdateTimestampMs;
+  }
+
+  /** Forgets an expired id: a tombstone, so compaction drops its records. */
+  async remove(m: TransactionMetadata): Promise<void> {
+    m.pendingState = TransactionState.Dead;
+    try {
+      await this.append(m.transactionalId, null);
+    } finally {
+      m.pendingState = null;
+    }
+    m.state = TransactionState.Dead;
+    this.txns.delete(m.transactionalId);
+  }
+
+  private async append(transactionalId: string, value: Uint8Array | null): Promise<void> {
+    const records = buildRecordBatch([{ key: encodeTxnKey(transactionalId), value }]);
+    const [outcome] = await this.replicaManager.produceRecords(-1, this.config["replica.socket.timeout.ms"],
+      [{ topic: TRANSACTION_STATE_TOPIC, partition: this.partitionFor(transactionalId), records }],
+      APPEND_API_VERSION);
+    if (outcome!.errorCode === ErrorCode.NONE) return;
+    // Kafka maps a failed state write to errors the client retries after FindCoordinator.
+    const code = outcome!.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER ||
+      outcome!.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+      ? ErrorCode.NOT_COORDINATOR : ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    throw new KafkaError(code, `writing the state of ${transactionalId} failed: ` +
+      `${outcome!.errorMessage ?? outcome!.errorCode}`);
+  }
+
+  /**
+   * Reads a state partition this broker now leads from its start and replaces the ids hashed
+   * to it with what the log says (last record wins, tombstones forget). Returns the ids loaded.
+   */
+  async loadPartition(partition: number): Promise<TransactionMetadata[]> {
+    this.loaded.delete(partition);
+    for (const [id] of this.txns) if (this.partitionFor(id) === partition) this.txns.delete(id);
+    const latest = new Map<string, TransactionMetadata | null>();
+    let offset = this.replicaManager.listOffset(TRANSACTION_STATE_TOPIC, partition, -2n).offset;
+    // Each pass reads at least one batch or stops: bounded by the partition's size.
+    for (;;) {
+      const [o] = await this.replicaManager.fetchMessages({
+        maxWaitMs: 0, minBytes: 0, maxBytes: READ_CHUNK_BYTES, onCancel: () => () => {},
+        entries: [{ topic: TRANSACTION_STATE_TOPIC, partition, fetchOffset: offset,
+          partitionMaxBytes: READ_CHUNK_BYTES }],
+      });
+      if (o!.errorCode !== ErrorCode.NONE) {
+        throw new KafkaError(o!.errorCode, `loading ${TRANSACTION_STATE_TOPIC}-${partition}`);
+      }
+      const bytes = readRanges(o!.records);
+      if (bytes.length === 0) break;
+      offset = this.applyBatches(bytes, latest, offset);
+    }
+    const loaded: TransactionMetadata[] = [];
+    for (const m of latest.values()) {
+      if (m === null) continue;
+      this.txns.set(m.transactionalId, m);
+      loaded.push(m);
+    }
+    this.loaded.add(partition);
+    this.logger(`[transaction] loaded ${loaded.length} transactional ids from ` +
+      `${TRANSACTION_STATE_TOPIC}-${partition}`);
+    return loaded;
+  }
+
+  private applyBatches(
+    bytes: Uint8Array, latest: Map<string, TransactionMetadata | null>, from: bigint,
+  ): bigint {
+    let next = from;
+    for (const { position, sizeBytes } of iterateBatches(bytes)) {
+      const batch = bytes.subarray(position, position + sizeBytes);
+      const header = readBatchHeader(batch, 0);
+      next = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
+      if (isControl(header.attributes)) continue;
+      for (const record of decodeRecords(batch)) {
+        const id = record.key === null ? null : decodeTxnKey(record.key);
+        if (id === null) continue;
+        if (record.value === null) {
+          latest.set(id, null);
+          continue;
+        }
+        const v = decodeTxnValue(record.value);
+        const m = new TransactionMetadata(id, v.producerId, v.producerEpoch, v.txnTimeoutMs,
+          v.state, v.txnLastUpdateTimestampMs);
+        m.txnStartTimestampMs = v.txnStartTimestampMs;
+        for (const [topic, ids] of v.partitions) {
+          for (const p of ids) m.partitions.add(txnPartitionKey(topic, p));
+        }
+        latest.set(id, m);
+      }
+    }
+    return next;
+  }
+
+  /** This broker no longer leads the partition: its ids are someone else's now. */
+  unloadPartition(partition: number): void {
+    this.loaded.delete(partition);
+    for (const [id] of this.txns) if (this.partitionFor(id) === partition) this.txns.delete(id);
+  }
+}
+
+function groupByTopic(keys: ReadonlySet<TxnPartitionKey>): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const key of keys) {
+    const { topic, partition } = splitTxnPartitionKey(key);
+    const list = out.get(topic) ?? [];
+    list.push(partition);
+    out.set(topic, list);
+  }
+  return out;
+}
+
+/** Copies FileRanges into memory and releases them. */
+function readRanges(ranges: readonly FileRange[]): Uint8Array {
+  const total = ranges.reduce((n, r) => n + r.sizeBytes, 0);
+  const out = new Uint8Array(total);
+  let at = 0;
+  try {
+    for (const r of ranges) {
+      let got = 0;
+      while (got < r.sizeBytes) {
+        const n = fs.readSync(r.fd, out, at + got, r.sizeBytes - got, r.position + got);
+        if (n === 0) throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "short read");
+        got += n;
+      }
+      at += r.sizeBytes;
+    }
+  } finally {
+    for (const r of ranges) r.release();
+  }
+  return out;
+}
