@@ -860,6 +860,18 @@ export class GroupCoordinator {
 
   /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */
   async offsetFetch(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
+    const result = await this.offsetFetchCommitted(req);
+    if (!req.requireStable || !this.pendingTxnOffsets.hasPendingFor(req.groupId)) return result;
+    // KIP-447: an offset a transaction may still change is UNSTABLE_OFFSET_COMMIT (retriable),
+    // so a consumer taking over never starts from the offset the transaction replaces.
+    return { ...result, topics: result.topics.map((t) => ({ ...t,
+      partitions: t.partitions.map((p) =>
+        !this.pendingTxnOffsets.isPending(req.groupId, t.name, p.partitionIndex) ? p
+          : { ...p, committedOffset: -1n, errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT }),
+    })) };
+  }
+
+  private async offsetFetchCommitted(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
     const invalidId = this.validateGroupId(req.groupId, true);
     if (invalidId !== null) return { errorCode: invalidId, topics: [] };
     const group = this.groups.get(req.groupId);

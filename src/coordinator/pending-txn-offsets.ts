@@ -75,7 +75,16 @@ export class PendingTxnOffsets {
     for (const o of offsets) byKey.set(topicPartitionKey(o.topic, o.partition), o);
   }
 
-  /** Whether a group has offsets pending in some open transaction (OffsetFetch's check). */
+  /** Whether a partition of a group has an offset pending in some open transaction. */
+  isPending(groupId: string, topic: string, partition: number): boolean {
+    const key = offsetKey(topic, partition);
+    for (const groups of this.pending.values()) {
+      if (groups.get(groupId)?.has(key) === true) return true;
+    }
+    return false;
+  }
+
+  /** Whether a group has any pending offset (scanned only for requireStable fetches). */
   hasPendingFor(groupId: string): boolean {
     for (const groups of this.pending.values()) if (groups.has(groupId)) return true;
     return false;
