@@ -2,8 +2,9 @@
 //
 // Version notes:
 // * v0: flexible from the start. Lists the idempotent producers each partition remembers: id,
-//   epoch, last sequence and last batch timestamp. Quill has no transactions, so
-//   CoordinatorEpoch and CurrentTxnStartOffset are always -1.
+//   epoch, last sequence and last batch timestamp, the coordinator epoch of the last marker
+//   written for it, and the first offset of its open transaction (-1 when none), which is what
+//   `kafka-transactions.sh find-hanging` looks at.
 // * A partition this broker does not host gets UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -40,8 +41,8 @@ export const describeProducersHandler = defineHandler({
               producerEpoch: p.producerEpoch,
               lastSequence: p.lastSeq,
               lastTimestamp: p.lastTimestampMs,
-              coordinatorEpoch: -1,
-              currentTxnStartOffset: -1n,
+              coordinatorEpoch: p.coordinatorEpoch,
+              currentTxnStartOffset: p.currentTxnFirstOffset,
             })),
           };
         }),

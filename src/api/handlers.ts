@@ -35,6 +35,8 @@ import { offsetDeleteHandler } from "./47-offset-delete.ts";
 import { alterPartitionHandler } from "./56-alter-partition.ts";
 import { describeClusterHandler } from "./60-describe-cluster.ts";
 import { describeProducersHandler } from "./61-describe-producers.ts";
+import { describeTransactionsHandler } from "./65-describe-transactions.ts";
+import { listTransactionsHandler } from "./66-list-transactions.ts";
 import type { ApiHandler } from "./handler.ts";
 
 /** Every API Quill answers; ApiVersions advertises exactly these, with these version ranges. */
@@ -70,6 +72,8 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   writeTxnMarkersHandler,
   txnOffsetCommitHandler,
   describeProducersHandler,
+  describeTransactionsHandler,
+  listTransactionsHandler,
   leaderAndIsrHandler,
   stopReplicaHandler,
   updateMetadataHandler,
