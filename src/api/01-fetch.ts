@@ -91,9 +91,11 @@ function buildResponse(
           highWatermark: o.highWatermark,
           lastStableOffset: o.lastStableOffset,
           logStartOffset: o.logStartOffset,
-          abortedTransactions: o.abortedTransactions?.map((t) => ({
-            producerId: t.producerId, firstOffset: t.firstOffset,
-          })) ?? null,
+          abortedTransactions:
+            o.abortedTransactions?.map((t) => ({
+              producerId: t.producerId,
+              firstOffset: t.firstOffset,
+            })) ?? null,
           preferredReadReplica: -1,
           records: o.records,
         };

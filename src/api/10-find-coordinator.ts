@@ -11,10 +11,10 @@
 // * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
 //   among the live brokers, the same answer on every broker.
 
+import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { endpointOn } from "../server/metadata-cache.ts";
-import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const BATCHED_KEYS_MIN_VERSION = 4;
@@ -88,11 +88,20 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
       const coordinator = transactionCoordinatorFor(key, ctx);
       const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
       if (coordinator === undefined || endpoint === undefined) {
-        return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-          "The coordinator is not available.");
+        return failure(
+          key,
+          ErrorCode.COORDINATOR_NOT_AVAILABLE,
+          "The coordinator is not available.",
+        );
       }
-      return { key, nodeId: coordinator.nodeId, host: endpoint.host, port: endpoint.port,
-        errorCode: ErrorCode.NONE, errorMessage: null };
+      return {
+        key,
+        nodeId: coordinator.nodeId,
+        host: endpoint.host,
+        port: endpoint.port,
+        errorCode: ErrorCode.NONE,
+        errorMessage: null,
+      };
     }
     default:
       return failure(key, ErrorCode.INVALID_REQUEST, `Unknown coordinator key type ${keyType}.`);

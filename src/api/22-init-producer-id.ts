@@ -30,10 +30,16 @@ export const initProducerIdHandler = defineHandler({
     if (refusal !== ErrorCode.NONE) return failure(refusal);
     if (request.transactionalId !== null) {
       const result = await ctx.broker.transactionCoordinator.initProducerId(
-        request.transactionalId, request.transactionTimeoutMs, request.producerId,
-        request.producerEpoch);
-      return { throttleTimeMs: 0, ...result,
-        errorCode: fencedForVersion(result.errorCode, ctx.apiVersion, 4) };
+        request.transactionalId,
+        request.transactionTimeoutMs,
+        request.producerId,
+        request.producerEpoch,
+      );
+      return {
+        throttleTimeMs: 0,
+        ...result,
+        errorCode: fencedForVersion(result.errorCode, ctx.apiVersion, 4),
+      };
     }
     try {
       const producerId = await ctx.broker.producerIdManager.generateProducerId();

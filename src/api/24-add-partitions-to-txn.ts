@@ -8,9 +8,9 @@
 // * Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION and the other partitions of
 //   the request OPERATION_NOT_ATTEMPTED, nothing added, as in Kafka.
 import { topicPartitionKey } from "../common/topic-partition.ts";
+import type { TxnPartition } from "../coordinator/transaction-coordinator.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import type { TxnPartition } from "../coordinator/transaction-coordinator.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 import { fencedForVersion } from "./txn-errors.ts";
 
@@ -24,30 +24,57 @@ export const addPartitionsToTxnHandler = defineHandler({
   maxVersion: 5,
   async handle(request, ctx) {
     if (ctx.apiVersion < 4) {
-      const results = await addAll(ctx, request.v3AndBelowTransactionalId,
-        request.v3AndBelowProducerId, request.v3AndBelowProducerEpoch, request.v3AndBelowTopics,
-        false);
-      return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, resultsByTransaction: [],
-        resultsByTopicV3AndBelow: results };
+      const results = await addAll(
+        ctx,
+        request.v3AndBelowTransactionalId,
+        request.v3AndBelowProducerId,
+        request.v3AndBelowProducerEpoch,
+        request.v3AndBelowTopics,
+        false,
+      );
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.NONE,
+        resultsByTransaction: [],
+        resultsByTopicV3AndBelow: results,
+      };
     }
     if (request.transactions.length > TRANSACTIONS_PER_REQUEST_MAX) {
-      return { throttleTimeMs: 0, errorCode: ErrorCode.INVALID_REQUEST, resultsByTransaction: [],
-        resultsByTopicV3AndBelow: [] };
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.INVALID_REQUEST,
+        resultsByTransaction: [],
+        resultsByTopicV3AndBelow: [],
+      };
     }
     const resultsByTransaction = [];
     for (const t of request.transactions) {
-      const topicResults = await addAll(ctx, t.transactionalId, t.producerId, t.producerEpoch,
-        t.topics, t.verifyOnly);
+      const topicResults = await addAll(
+        ctx,
+        t.transactionalId,
+        t.producerId,
+        t.producerEpoch,
+        t.topics,
+        t.verifyOnly,
+      );
       resultsByTransaction.push({ transactionalId: t.transactionalId, topicResults });
     }
-    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, resultsByTransaction,
-      resultsByTopicV3AndBelow: [] };
+    return {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      resultsByTransaction,
+      resultsByTopicV3AndBelow: [],
+    };
   },
 });
 
 async function addAll(
-  ctx: RequestContext, transactionalId: string, producerId: bigint, producerEpoch: number,
-  topics: Topics, verifyOnly: boolean,
+  ctx: RequestContext,
+  transactionalId: string,
+  producerId: bigint,
+  producerEpoch: number,
+  topics: Topics,
+  verifyOnly: boolean,
 ) {
   const unknown = new Set<string>();
   const partitions: TxnPartition[] = [];
@@ -64,8 +91,13 @@ async function addAll(
   if (unknown.size > 0) {
     code = ErrorCode.OPERATION_NOT_ATTEMPTED;
   } else {
-    code = await ctx.broker.transactionCoordinator.addPartitions(transactionalId, producerId,
-      producerEpoch, partitions, verifyOnly);
+    code = await ctx.broker.transactionCoordinator.addPartitions(
+      transactionalId,
+      producerId,
+      producerEpoch,
+      partitions,
+      verifyOnly,
+    );
     code = fencedForVersion(code, ctx.apiVersion, 2);
   }
   return topics.map((t) => ({
@@ -73,7 +105,8 @@ async function addAll(
     resultsByPartition: t.partitions.map((p) => ({
       partitionIndex: p,
       partitionErrorCode: unknown.has(topicPartitionKey(t.name, p))
-        ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION : code,
+        ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        : code,
     })),
   }));
 }

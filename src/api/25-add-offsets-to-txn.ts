@@ -16,9 +16,15 @@ export const addOffsetsToTxnHandler = defineHandler({
   minVersion: 0,
   maxVersion: 4,
   async handle(request, ctx) {
-    const errorCode = request.groupId === "" ? ErrorCode.INVALID_GROUP_ID
-      : await ctx.broker.transactionCoordinator.addOffsets(request.transactionalId,
-        request.producerId, request.producerEpoch, request.groupId);
+    const errorCode =
+      request.groupId === ""
+        ? ErrorCode.INVALID_GROUP_ID
+        : await ctx.broker.transactionCoordinator.addOffsets(
+            request.transactionalId,
+            request.producerId,
+            request.producerEpoch,
+            request.groupId,
+          );
     return { throttleTimeMs: 0, errorCode: fencedForVersion(errorCode, ctx.apiVersion, 2) };
   },
 });

@@ -18,8 +18,16 @@ export const endTxnHandler = defineHandler({
   maxVersion: 4,
   async handle(request, ctx) {
     const errorCode = await ctx.broker.transactionCoordinator.endTransaction(
-      request.transactionalId, request.producerId, request.producerEpoch, request.committed);
-    return { throttleTimeMs: 0, errorCode: fencedForVersion(errorCode, ctx.apiVersion, 2),
-      producerId: -1n, producerEpoch: -1 };
+      request.transactionalId,
+      request.producerId,
+      request.producerEpoch,
+      request.committed,
+    );
+    return {
+      throttleTimeMs: 0,
+      errorCode: fencedForVersion(errorCode, ctx.apiVersion, 2),
+      producerId: -1n,
+      producerEpoch: -1,
+    };
   },
 });

@@ -4,10 +4,11 @@
 // * v1: flexible. Sent by transaction coordinators to partition leaders: each marker is
 //   appended as a control batch with acks=all (as Kafka does), or, for __consumer_offsets
 //   partitions, commits or drops the producer's pending transactional offsets.
-import { ErrorCode } from "../protocol/errors.ts";
-import { buildEndTxnMarkerBatch } from "../protocol/control-record.ts";
-import { ApiKey } from "../protocol/generated/index.ts";
+
 import { CONSUMER_OFFSETS_TOPIC } from "../coordinator/transaction-marker-channel-manager.ts";
+import { buildEndTxnMarkerBatch } from "../protocol/control-record.ts";
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const APPEND_API_VERSION = 9;
@@ -16,7 +17,10 @@ const MARKERS_PER_REQUEST_MAX = 10_000;
 const MARKER_TIMEOUT_MS = 30_000;
 
 type Marker = {
-  producerId: bigint; producerEpoch: number; transactionResult: boolean; coordinatorEpoch: number;
+  producerId: bigint;
+  producerEpoch: number;
+  transactionResult: boolean;
+  coordinatorEpoch: number;
   topics: { name: string; partitionIndexes: number[] }[];
 };
 
@@ -51,10 +55,20 @@ async function writeMarker(m: Marker, topic: string, partition: number, ctx: Req
       return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     }
   }
-  const records = buildEndTxnMarkerBatch({ producerId: m.producerId,
-    producerEpoch: m.producerEpoch, coordinatorEpoch: m.coordinatorEpoch,
-    commit: m.transactionResult }, Date.now());
-  const [outcome] = await ctx.broker.replicaManager.produceRecords(-1, MARKER_TIMEOUT_MS,
-    [{ topic, partition, records, origin: "coordinator" }], APPEND_API_VERSION);
+  const records = buildEndTxnMarkerBatch(
+    {
+      producerId: m.producerId,
+      producerEpoch: m.producerEpoch,
+      coordinatorEpoch: m.coordinatorEpoch,
+      commit: m.transactionResult,
+    },
+    Date.now(),
+  );
+  const [outcome] = await ctx.broker.replicaManager.produceRecords(
+    -1,
+    MARKER_TIMEOUT_MS,
+    [{ topic, partition, records, origin: "coordinator" }],
+    APPEND_API_VERSION,
+  );
   return outcome!.errorCode;
 }

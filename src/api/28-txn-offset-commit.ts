@@ -22,10 +22,14 @@ export const txnOffsetCommitHandler = defineHandler({
       return t !== undefined && p >= 0 && p < t.partitions.length;
     };
     const known = request.topics
-      .map((t) => ({ name: t.name, partitions: t.partitions.filter((p) => exists(t.name, p.partitionIndex)) }))
+      .map((t) => ({
+        name: t.name,
+        partitions: t.partitions.filter((p) => exists(t.name, p.partitionIndex)),
+      }))
       .filter((t) => t.partitions.length > 0);
     const result = await ctx.broker.groupCoordinator.txnOffsetCommit({
-      groupId: request.groupId, producerId: request.producerId,
+      groupId: request.groupId,
+      producerId: request.producerId,
       generationId: ctx.apiVersion >= 3 ? request.generationId : -1,
       memberId: ctx.apiVersion >= 3 ? request.memberId : "",
       groupInstanceId: ctx.apiVersion >= 3 ? request.groupInstanceId : null,
@@ -33,7 +37,8 @@ export const txnOffsetCommitHandler = defineHandler({
     });
     const codes = new Map<string, number>();
     for (const t of result.topics) {
-      for (const p of t.partitions) codes.set(topicPartitionKey(t.name, p.partitionIndex), p.errorCode);
+      for (const p of t.partitions)
+        codes.set(topicPartitionKey(t.name, p.partitionIndex), p.errorCode);
     }
     return {
       throttleTimeMs: 0,
@@ -41,7 +46,8 @@ export const txnOffsetCommitHandler = defineHandler({
         name: t.name,
         partitions: t.partitions.map((p) => ({
           partitionIndex: p.partitionIndex,
-          errorCode: codes.get(topicPartitionKey(t.name, p.partitionIndex)) ??
+          errorCode:
+            codes.get(topicPartitionKey(t.name, p.partitionIndex)) ??
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         })),
       })),

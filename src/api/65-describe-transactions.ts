@@ -6,9 +6,10 @@
 // * An id this coordinator does not hold is TRANSACTIONAL_ID_NOT_FOUND; one whose state
 //   partition another broker leads NOT_COORDINATOR, one still loading
 //   COORDINATOR_LOAD_IN_PROGRESS, as in Kafka.
+
+import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Ids one request may ask about; Kafka has no limit, but every list needs one. */
@@ -23,8 +24,15 @@ export const describeTransactionsHandler = defineHandler({
     return {
       throttleTimeMs: 0,
       transactionStates: request.transactionalIds.map((transactionalId, i) => {
-        const empty = { transactionalId, transactionState: "", transactionTimeoutMs: 0,
-          transactionStartTimeMs: -1n, producerId: -1n, producerEpoch: -1, topics: [] };
+        const empty = {
+          transactionalId,
+          transactionState: "",
+          transactionTimeoutMs: 0,
+          transactionStartTimeMs: -1n,
+          producerId: -1n,
+          producerEpoch: -1,
+          topics: [],
+        };
         if (i >= IDS_MAX) return { ...empty, errorCode: ErrorCode.INVALID_REQUEST };
         const notReady = state.readiness(transactionalId);
         if (notReady !== null) return { ...empty, errorCode: notReady };

@@ -5,9 +5,10 @@
 //   Unknown state names are returned in UnknownStateFilters, as Kafka does.
 // * v1: DurationFilter (KIP-994): only transactions open longer than that many ms (-1: all).
 // * Lists the transactional ids of the __transaction_state partitions this broker leads.
+
+import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { defineHandler } from "./handler.ts";
 
 const STATE_NAMES = new Set(Object.values(TRANSACTION_STATE_NAMES));
@@ -27,10 +28,16 @@ export const listTransactionsHandler = defineHandler({
       const name = TRANSACTION_STATE_NAMES[m.state];
       if (states.size > 0 && !states.has(name)) continue;
       if (producerIds.size > 0 && !producerIds.has(m.producerId)) continue;
-      if (minDurationMs >= 0 && (m.txnStartTimestampMs < 0 ||
-          nowMs - m.txnStartTimestampMs < minDurationMs)) continue;
-      transactionStates.push({ transactionalId: m.transactionalId, producerId: m.producerId,
-        transactionState: name });
+      if (
+        minDurationMs >= 0 &&
+        (m.txnStartTimestampMs < 0 || nowMs - m.txnStartTimestampMs < minDurationMs)
+      )
+        continue;
+      transactionStates.push({
+        transactionalId: m.transactionalId,
+        producerId: m.producerId,
+        transactionState: name,
+      });
     }
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, unknownStateFilters, transactionStates };
   },

@@ -9,9 +9,7 @@ import { groupConfigFrom } from "../coordinator/group-config.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
-import {
-  TransactionMarkerChannelManager,
-} from "../coordinator/transaction-marker-channel-manager.ts";
+import { TransactionMarkerChannelManager } from "../coordinator/transaction-marker-channel-manager.ts";
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
@@ -107,10 +105,21 @@ async function startSteps(
   const groupCoordinator = await startGroupCoordinator(config, stores, cache, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
-  const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper,
-    config["log.dirs"][0]!);
-  const transactions = startTransactionCoordinator(config, replicaManager, adminManager, cache,
-    groupCoordinator, producerIdManager, log, cleanups);
+  const producerIdManager = openProducerIdManager(
+    brokerId,
+    stores.zooKeeper,
+    config["log.dirs"][0]!,
+  );
+  const transactions = startTransactionCoordinator(
+    config,
+    replicaManager,
+    adminManager,
+    cache,
+    groupCoordinator,
+    producerIdManager,
+    log,
+    cleanups,
+  );
   let services: BrokerServices | null = null;
   const server = await serve(
     config,
@@ -323,8 +332,12 @@ function startTransactionCoordinator(
 ): { coordinator: TransactionCoordinator; state: TransactionStateManager } {
   const txnLog = (line: string) => log.warn(line);
   const state = new TransactionStateManager(config, replicaManager, adminManager, cache, txnLog);
-  const markers = new TransactionMarkerChannelManager(replicaManager, groupCoordinator,
-    config["replica.socket.timeout.ms"], txnLog);
+  const markers = new TransactionMarkerChannelManager(
+    replicaManager,
+    groupCoordinator,
+    config["replica.socket.timeout.ms"],
+    txnLog,
+  );
   const coordinator = new TransactionCoordinator(config, state, markers, producerIdManager);
   coordinator.start();
   cleanups.push("transaction coordinator", () => coordinator.stop());

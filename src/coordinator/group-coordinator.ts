@@ -1,8 +1,5 @@
 import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import {
-  isPendingGroupId, PENDING_PRODUCERS_MAX, PendingTxnOffsets,
-} from "./pending-txn-offsets.ts";
 import { assert } from "../util/assert.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
@@ -50,6 +47,11 @@ import {
 } from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
 import type { OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
+import {
+  isPendingGroupId,
+  PENDING_PRODUCERS_MAX,
+  PendingTxnOffsets,
+} from "./pending-txn-offsets.ts";
 
 type JoinCallback = (result: JoinGroupResult) => void;
 
@@ -814,7 +816,9 @@ export class GroupCoordinator {
    * TxnOffsetCommit: offsets of an open transaction, kept pending (durably) until its marker.
    * Members are checked as for OffsetCommit when the request names a generation (KIP-447).
    */
-  async txnOffsetCommit(req: OffsetCommitRequest & { producerId: bigint }): Promise<OffsetCommitResult> {
+  async txnOffsetCommit(
+    req: OffsetCommitRequest & { producerId: bigint },
+  ): Promise<OffsetCommitResult> {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return commitError(req, invalidId);
     if (isPendingGroupId(req.groupId)) return commitError(req, ErrorCode.INVALID_GROUP_ID);
@@ -831,11 +835,18 @@ export class GroupCoordinator {
       if (errorCode !== null) return commitError(req, errorCode);
     }
     const nowMs = this.nowMs();
-    const offsets = req.topics.flatMap((t) => t.partitions.map((p) => ({
-      topic: t.name, partition: p.partitionIndex,
-      committed: { offset: p.committedOffset, leaderEpoch: p.committedLeaderEpoch,
-        metadata: p.committedMetadata ?? "", commitTimestampMs: nowMs },
-    })));
+    const offsets = req.topics.flatMap((t) =>
+      t.partitions.map((p) => ({
+        topic: t.name,
+        partition: p.partitionIndex,
+        committed: {
+          offset: p.committedOffset,
+          leaderEpoch: p.committedLeaderEpoch,
+          metadata: p.committedMetadata ?? "",
+          commitTimestampMs: nowMs,
+        },
+      })),
+    );
     try {
       await this.pendingTxnOffsets.add(req.producerId, req.groupId, offsets);
     } catch (error) {
@@ -854,7 +865,8 @@ export class GroupCoordinator {
       await this.store.commit(groupId, offsets);
       const group = this.groups.get(groupId) ?? this.createGroup(groupId);
       if (group?.offsets == null) return; // loaded from the store, with these, on first use
-      for (const o of offsets) group.offsets.set(topicPartitionKey(o.topic, o.partition), o.committed);
+      for (const o of offsets)
+        group.offsets.set(topicPartitionKey(o.topic, o.partition), o.committed);
     });
   }
 
@@ -864,11 +876,17 @@ export class GroupCoordinator {
     if (!req.requireStable || !this.pendingTxnOffsets.hasPendingFor(req.groupId)) return result;
     // KIP-447: an offset a transaction may still change is UNSTABLE_OFFSET_COMMIT (retriable),
     // so a consumer taking over never starts from the offset the transaction replaces.
-    return { ...result, topics: result.topics.map((t) => ({ ...t,
-      partitions: t.partitions.map((p) =>
-        !this.pendingTxnOffsets.isPending(req.groupId, t.name, p.partitionIndex) ? p
-          : { ...p, committedOffset: -1n, errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT }),
-    })) };
+    return {
+      ...result,
+      topics: result.topics.map((t) => ({
+        ...t,
+        partitions: t.partitions.map((p) =>
+          !this.pendingTxnOffsets.isPending(req.groupId, t.name, p.partitionIndex)
+            ? p
+            : { ...p, committedOffset: -1n, errorCode: ErrorCode.UNSTABLE_OFFSET_COMMIT },
+        ),
+      })),
+    };
   }
 
   private async offsetFetchCommitted(req: OffsetFetchRequest): Promise<OffsetFetchResult> {

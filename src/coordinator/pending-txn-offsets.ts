@@ -11,7 +11,9 @@
  * refused for ordinary use.
  */
 import {
-  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+  type TopicPartitionKey,
+  topicPartitionKey,
+  topicPartitionOf,
 } from "../common/topic-partition.ts";
 import type { CommittedOffset, OffsetStore } from "./offset-store.ts";
 
@@ -46,7 +48,8 @@ export class PendingTxnOffsets {
       const groupId = rest.slice(at + 1);
       const offsets = await this.store.loadGroup(stored);
       const byKey = this.groupMap(producerId, groupId);
-      for (const [key, committed] of offsets) byKey.set(key, { ...topicPartitionOf(key), committed });
+      for (const [key, committed] of offsets)
+        byKey.set(key, { ...topicPartitionOf(key), committed });
     }
   }
 
@@ -95,7 +98,8 @@ export class PendingTxnOffsets {
    * COMMIT), then the pending copies are deleted. Nothing pending is a no-op (a retried marker).
    */
   async complete(
-    producerId: bigint, commit: boolean,
+    producerId: bigint,
+    commit: boolean,
     apply: (groupId: string, offsets: readonly PendingOffset[]) => Promise<void>,
   ): Promise<void> {
     const groups = this.pending.get(producerId);

@@ -7,15 +7,21 @@
  * for transactional.id.expiration.ms are forgotten. On loading a state partition, decisions
  * prepared before a crash are completed.
  */
-import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+
 import type { BrokerConfig } from "../config/broker-config.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import { partitionForKey } from "./transaction-log.ts";
 import {
-  CONSUMER_OFFSETS_TOPIC, type TransactionMarkerChannelManager,
+  CONSUMER_OFFSETS_TOPIC,
+  type TransactionMarkerChannelManager,
 } from "./transaction-marker-channel-manager.ts";
 import {
-  MAX_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TransactionState,
+  MAX_PRODUCER_EPOCH,
+  NO_PRODUCER_EPOCH,
+  NO_PRODUCER_ID,
+  TransactionMetadata,
+  TransactionState,
   txnPartitionKey,
 } from "./transaction-metadata.ts";
 import type { TransactionStateManager, TxnTransition } from "./transaction-state-manager.ts";
@@ -34,8 +40,11 @@ export interface TxnPartition {
   readonly partition: number;
 }
 
-const failedInit = (errorCode: number): InitProducerIdResult =>
-  ({ errorCode, producerId: NO_PRODUCER_ID, producerEpoch: NO_PRODUCER_EPOCH });
+const failedInit = (errorCode: number): InitProducerIdResult => ({
+  errorCode,
+  producerId: NO_PRODUCER_ID,
+  producerEpoch: NO_PRODUCER_EPOCH,
+});
 
 function codeOf(error: unknown): number {
   if (error instanceof KafkaError) return error.code;
@@ -69,19 +78,26 @@ export class TransactionCoordinator {
 
   /** After loading a state partition: finish what was decided, abort what was fenced. */
   async onPartitionLoaded(loaded: readonly TransactionMetadata[]): Promise<void> {
-    await Promise.all(loaded.map(async (m) => {
-      if (m.state === TransactionState.PrepareCommit || m.state === TransactionState.PrepareAbort) {
-        await this.completeTransaction(m);
-      } else if (m.state === TransactionState.PrepareEpochFence) {
-        await this.abort(m, m.producerEpoch).catch(() => undefined);
-      }
-    }));
+    await Promise.all(
+      loaded.map(async (m) => {
+        if (
+          m.state === TransactionState.PrepareCommit ||
+          m.state === TransactionState.PrepareAbort
+        ) {
+          await this.completeTransaction(m);
+        } else if (m.state === TransactionState.PrepareEpochFence) {
+          await this.abort(m, m.producerEpoch).catch(() => undefined);
+        }
+      }),
+    );
   }
 
   // ---- InitProducerId -----------------------------------------------------------------------
 
   async initProducerId(
-    transactionalId: string, txnTimeoutMs: number, expectedProducerId: bigint,
+    transactionalId: string,
+    txnTimeoutMs: number,
+    expectedProducerId: bigint,
     expectedEpoch: number,
   ): Promise<InitProducerIdResult> {
     if (txnTimeoutMs <= 0 || txnTimeoutMs > this.config["transaction.max.timeout.ms"]) {
@@ -93,20 +109,32 @@ export class TransactionCoordinator {
       let m = this.state.get(transactionalId);
       if (m === undefined) {
         const producerId = await this.producerIds.generateProducerId();
-        m = this.state.get(transactionalId) ?? new TransactionMetadata(transactionalId,
-          producerId, NO_PRODUCER_EPOCH, txnTimeoutMs, TransactionState.Empty, this.nowMs());
+        m =
+          this.state.get(transactionalId) ??
+          new TransactionMetadata(
+            transactionalId,
+            producerId,
+            NO_PRODUCER_EPOCH,
+            txnTimeoutMs,
+            TransactionState.Empty,
+            this.nowMs(),
+          );
         if (this.state.get(transactionalId) === undefined) this.state.add(m);
       }
       if (m.pendingState !== null) return failedInit(ErrorCode.CONCURRENT_TRANSACTIONS);
       if (expectedProducerId !== NO_PRODUCER_ID) {
-        const retry = expectedProducerId === m.lastProducerId &&
-          expectedEpoch === m.lastProducerEpoch;
+        const retry =
+          expectedProducerId === m.lastProducerId && expectedEpoch === m.lastProducerEpoch;
         if (expectedProducerId !== m.producerId && !retry) {
           return failedInit(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
         }
         if (retry || expectedEpoch !== m.producerEpoch) {
           if (retry && m.state === TransactionState.Empty) {
-            return { errorCode: ErrorCode.NONE, producerId: m.producerId, producerEpoch: m.producerEpoch };
+            return {
+              errorCode: ErrorCode.NONE,
+              producerId: m.producerId,
+              producerEpoch: m.producerEpoch,
+            };
           }
           if (!retry) return failedInit(ErrorCode.PRODUCER_FENCED);
         }
@@ -117,7 +145,10 @@ export class TransactionCoordinator {
     }
   }
 
-  private async initInState(m: TransactionMetadata, txnTimeoutMs: number): Promise<InitProducerIdResult> {
+  private async initInState(
+    m: TransactionMetadata,
+    txnTimeoutMs: number,
+  ): Promise<InitProducerIdResult> {
     switch (m.state) {
       case TransactionState.PrepareCommit:
       case TransactionState.PrepareAbort:
@@ -134,11 +165,19 @@ export class TransactionCoordinator {
         const exhausted = m.producerEpoch >= MAX_PRODUCER_EPOCH;
         const producerId = exhausted ? await this.producerIds.generateProducerId() : m.producerId;
         const producerEpoch = exhausted ? 0 : m.producerEpoch + 1;
-        await this.state.write(m, this.transition(m, {
-          producerId, producerEpoch, lastProducerId: m.producerId,
-          lastProducerEpoch: m.producerEpoch, txnTimeoutMs, state: TransactionState.Empty,
-          partitions: new Set(), txnStartTimestampMs: -1,
-        }));
+        await this.state.write(
+          m,
+          this.transition(m, {
+            producerId,
+            producerEpoch,
+            lastProducerId: m.producerId,
+            lastProducerEpoch: m.producerEpoch,
+            txnTimeoutMs,
+            state: TransactionState.Empty,
+            partitions: new Set(),
+            txnStartTimestampMs: -1,
+          }),
+        );
         return { errorCode: ErrorCode.NONE, producerId, producerEpoch };
       }
     }
@@ -146,10 +185,16 @@ export class TransactionCoordinator {
 
   private transition(m: TransactionMetadata, changes: Partial<TxnTransition>): TxnTransition {
     return {
-      producerId: m.producerId, producerEpoch: m.producerEpoch, lastProducerId: m.lastProducerId,
-      lastProducerEpoch: m.lastProducerEpoch, txnTimeoutMs: m.txnTimeoutMs, state: m.state,
-      partitions: m.partitions, txnStartTimestampMs: m.txnStartTimestampMs,
-      txnLastUpdateTimestampMs: this.nowMs(), ...changes,
+      producerId: m.producerId,
+      producerEpoch: m.producerEpoch,
+      lastProducerId: m.lastProducerId,
+      lastProducerEpoch: m.lastProducerEpoch,
+      txnTimeoutMs: m.txnTimeoutMs,
+      state: m.state,
+      partitions: m.partitions,
+      txnStartTimestampMs: m.txnStartTimestampMs,
+      txnLastUpdateTimestampMs: this.nowMs(),
+      ...changes,
     };
   }
 
@@ -157,7 +202,9 @@ export class TransactionCoordinator {
 
   /** Checks id, producer and epoch; null when the request may proceed. */
   private validate(
-    transactionalId: string, producerId: bigint, producerEpoch: number,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
   ): { error: number } | { m: TransactionMetadata } {
     const notReady = this.state.readiness(transactionalId);
     if (notReady !== null) return { error: notReady };
@@ -171,14 +218,20 @@ export class TransactionCoordinator {
   }
 
   async addPartitions(
-    transactionalId: string, producerId: bigint, producerEpoch: number,
-    partitions: readonly TxnPartition[], verifyOnly = false,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    partitions: readonly TxnPartition[],
+    verifyOnly = false,
   ): Promise<number> {
     const checked = this.validate(transactionalId, producerId, producerEpoch);
     if ("error" in checked) return checked.error;
     const m = checked.m;
-    if (m.state === TransactionState.PrepareCommit || m.state === TransactionState.PrepareAbort ||
-        m.state === TransactionState.PrepareEpochFence) {
+    if (
+      m.state === TransactionState.PrepareCommit ||
+      m.state === TransactionState.PrepareAbort ||
+      m.state === TransactionState.PrepareEpochFence
+    ) {
       return ErrorCode.CONCURRENT_TRANSACTIONS;
     }
     const keys = partitions.map((p) => txnPartitionKey(p.topic, p.partition));
@@ -187,11 +240,14 @@ export class TransactionCoordinator {
     if (verifyOnly) return ErrorCode.INVALID_TXN_STATE;
     const ongoing = m.state === TransactionState.Ongoing;
     try {
-      await this.state.write(m, this.transition(m, {
-        state: TransactionState.Ongoing,
-        partitions: new Set([...(ongoing ? m.partitions : []), ...keys]),
-        txnStartTimestampMs: ongoing ? m.txnStartTimestampMs : this.nowMs(),
-      }));
+      await this.state.write(
+        m,
+        this.transition(m, {
+          state: TransactionState.Ongoing,
+          partitions: new Set([...(ongoing ? m.partitions : []), ...keys]),
+          txnStartTimestampMs: ongoing ? m.txnStartTimestampMs : this.nowMs(),
+        }),
+      );
       return ErrorCode.NONE;
     } catch (error) {
       return codeOf(error);
@@ -199,17 +255,24 @@ export class TransactionCoordinator {
   }
 
   addOffsets(
-    transactionalId: string, producerId: bigint, producerEpoch: number, groupId: string,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    groupId: string,
   ): Promise<number> {
     const partition = partitionForKey(groupId, OFFSETS_TOPIC_PARTITIONS);
-    return this.addPartitions(transactionalId, producerId, producerEpoch,
-      [{ topic: CONSUMER_OFFSETS_TOPIC, partition }]);
+    return this.addPartitions(transactionalId, producerId, producerEpoch, [
+      { topic: CONSUMER_OFFSETS_TOPIC, partition },
+    ]);
   }
 
   // ---- EndTxn --------------------------------------------------------------------------------
 
   async endTransaction(
-    transactionalId: string, producerId: bigint, producerEpoch: number, commit: boolean,
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    commit: boolean,
   ): Promise<number> {
     const checked = this.validate(transactionalId, producerId, producerEpoch);
     if ("error" in checked) return checked.error;
@@ -240,28 +303,37 @@ export class TransactionCoordinator {
   }
 
   private async prepare(m: TransactionMetadata, commit: boolean, epoch: number): Promise<void> {
-    await this.state.write(m, this.transition(m, {
-      producerEpoch: epoch,
-      state: commit ? TransactionState.PrepareCommit : TransactionState.PrepareAbort,
-    }));
+    await this.state.write(
+      m,
+      this.transition(m, {
+        producerEpoch: epoch,
+        state: commit ? TransactionState.PrepareCommit : TransactionState.PrepareAbort,
+      }),
+    );
   }
 
   /** Markers for a prepared decision, then Complete*; retried until written. */
   private async completeTransaction(m: TransactionMetadata): Promise<void> {
     const commit = m.state === TransactionState.PrepareCommit;
     const sent = await this.markers.send({
-      producerId: m.producerId, producerEpoch: m.producerEpoch,
-      coordinatorEpoch: this.state.coordinatorEpoch(m.transactionalId), commit,
+      producerId: m.producerId,
+      producerEpoch: m.producerEpoch,
+      coordinatorEpoch: this.state.coordinatorEpoch(m.transactionalId),
+      commit,
       partitions: m.partitions,
     });
     if (!sent) return;
     // Bounded: a failed write is retried only while this broker still coordinates the id.
     for (let attempt = 0; attempt < 100; attempt++) {
       try {
-        await this.state.write(m, this.transition(m, {
-          state: commit ? TransactionState.CompleteCommit : TransactionState.CompleteAbort,
-          partitions: new Set(), txnStartTimestampMs: -1,
-        }));
+        await this.state.write(
+          m,
+          this.transition(m, {
+            state: commit ? TransactionState.CompleteCommit : TransactionState.CompleteAbort,
+            partitions: new Set(),
+            txnStartTimestampMs: -1,
+          }),
+        );
         return;
       } catch (error) {
         const code = codeOf(error);
@@ -281,9 +353,13 @@ export class TransactionCoordinator {
     if (m.state !== TransactionState.Ongoing || m.pendingState !== null) return;
     const exhausted = m.producerEpoch >= MAX_PRODUCER_EPOCH;
     const epoch = exhausted ? m.producerEpoch : m.producerEpoch + 1;
-    await this.state.write(m, this.transition(m, {
-      producerEpoch: epoch, state: TransactionState.PrepareEpochFence,
-    }));
+    await this.state.write(
+      m,
+      this.transition(m, {
+        producerEpoch: epoch,
+        state: TransactionState.PrepareEpochFence,
+      }),
+    );
     await this.abort(m, epoch);
   }
 
@@ -303,8 +379,10 @@ export class TransactionCoordinator {
     const now = this.nowMs();
     const expirationMs = this.config["transactional.id.expiration.ms"];
     for (const m of [...this.state.all()]) {
-      const idle = m.state === TransactionState.Empty || m.state === TransactionState.CompleteCommit
-        || m.state === TransactionState.CompleteAbort;
+      const idle =
+        m.state === TransactionState.Empty ||
+        m.state === TransactionState.CompleteCommit ||
+        m.state === TransactionState.CompleteAbort;
       if (!idle || m.pendingState !== null) continue;
       if (m.txnLastUpdateTimestampMs + expirationMs > now) continue;
       if (this.state.readiness(m.transactionalId) !== null) continue;

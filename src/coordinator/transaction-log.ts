@@ -14,7 +14,7 @@
  */
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
-import { TransactionState } from "./transaction-metadata.ts";
+import type { TransactionState } from "./transaction-metadata.ts";
 
 export const TRANSACTION_STATE_TOPIC = "__transaction_state";
 const KEY_VERSION = 0;
@@ -98,6 +98,13 @@ export function decodeTxnValue(bytes: Uint8Array): TxnLogValue {
   }
   const txnLastUpdateTimestampMs = Number(r.int64());
   const txnStartTimestampMs = Number(r.int64());
-  return { producerId, producerEpoch, txnTimeoutMs, state, partitions, txnLastUpdateTimestampMs,
-    txnStartTimestampMs };
+  return {
+    producerId,
+    producerEpoch,
+    txnTimeoutMs,
+    state,
+    partitions,
+    txnLastUpdateTimestampMs,
+    txnStartTimestampMs,
+  };
 }

@@ -43,8 +43,9 @@ export class TransactionMarkerChannelManager {
 
   /** Resolves once every marker is written (or its partition is gone); false if stopped. */
   async send(markers: TxnMarkers): Promise<boolean> {
-    const results = await Promise.all([...markers.partitions].map((key) =>
-      this.sendOne(markers, key)));
+    const results = await Promise.all(
+      [...markers.partitions].map((key) => this.sendOne(markers, key)),
+    );
     return results.every((ok) => ok);
   }
 
@@ -52,12 +53,15 @@ export class TransactionMarkerChannelManager {
     const { topic, partition } = splitTxnPartitionKey(key);
     // Bounded by stop(): each failed pass waits RETRY_BACKOFF_MS.
     while (!this.stopped) {
-      const code = topic === CONSUMER_OFFSETS_TOPIC
-        ? await this.completeGroups(markers)
-        : await this.append(markers, topic, partition);
+      const code =
+        topic === CONSUMER_OFFSETS_TOPIC
+          ? await this.completeGroups(markers)
+          : await this.append(markers, topic, partition);
       if (code === ErrorCode.NONE || code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) return true;
-      this.logger(`[transaction] marker for producer ${markers.producerId} on ${topic}-` +
-        `${partition} failed with error ${code}; retrying`);
+      this.logger(
+        `[transaction] marker for producer ${markers.producerId} on ${topic}-` +
+          `${partition} failed with error ${code}; retrying`,
+      );
       await Bun.sleep(RETRY_BACKOFF_MS);
     }
     return false;
@@ -65,8 +69,12 @@ export class TransactionMarkerChannelManager {
 
   private async append(markers: TxnMarkers, topic: string, partition: number): Promise<number> {
     const records = buildEndTxnMarkerBatch(markers, Date.now());
-    const [outcome] = await this.replicaManager.produceRecords(-1, this.timeoutMs,
-      [{ topic, partition, records, origin: "coordinator" }], APPEND_API_VERSION);
+    const [outcome] = await this.replicaManager.produceRecords(
+      -1,
+      this.timeoutMs,
+      [{ topic, partition, records, origin: "coordinator" }],
+      APPEND_API_VERSION,
+    );
     return outcome!.errorCode;
   }
 

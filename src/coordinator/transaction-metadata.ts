@@ -14,7 +14,9 @@
  * the id meanwhile get CONCURRENT_TRANSACTIONS, so changes of one id never interleave.
  */
 import {
-  type TopicPartitionKey, topicPartitionKey, topicPartitionOf,
+  type TopicPartitionKey,
+  topicPartitionKey,
+  topicPartitionOf,
 } from "../common/topic-partition.ts";
 
 export const TransactionState = {
@@ -30,22 +32,44 @@ export const TransactionState = {
 export type TransactionState = (typeof TransactionState)[keyof typeof TransactionState];
 
 export const TRANSACTION_STATE_NAMES: Record<TransactionState, string> = {
-  0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
-  5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence",
+  0: "Empty",
+  1: "Ongoing",
+  2: "PrepareCommit",
+  3: "PrepareAbort",
+  4: "CompleteCommit",
+  5: "CompleteAbort",
+  6: "Dead",
+  7: "PrepareEpochFence",
 };
 
 /** The states each state may move to (Kafka's TransactionState.validPreviousStates, inverted). */
 const VALID_NEXT: Record<TransactionState, readonly TransactionState[]> = {
-  0: [TransactionState.Empty, TransactionState.Ongoing, TransactionState.Dead,
-    TransactionState.PrepareAbort],
-  1: [TransactionState.Ongoing, TransactionState.PrepareCommit, TransactionState.PrepareAbort,
-    TransactionState.PrepareEpochFence],
+  0: [
+    TransactionState.Empty,
+    TransactionState.Ongoing,
+    TransactionState.Dead,
+    TransactionState.PrepareAbort,
+  ],
+  1: [
+    TransactionState.Ongoing,
+    TransactionState.PrepareCommit,
+    TransactionState.PrepareAbort,
+    TransactionState.PrepareEpochFence,
+  ],
   2: [TransactionState.CompleteCommit],
   3: [TransactionState.CompleteAbort],
-  4: [TransactionState.Empty, TransactionState.Ongoing, TransactionState.Dead,
-    TransactionState.PrepareAbort],
-  5: [TransactionState.Empty, TransactionState.Ongoing, TransactionState.Dead,
-    TransactionState.PrepareAbort],
+  4: [
+    TransactionState.Empty,
+    TransactionState.Ongoing,
+    TransactionState.Dead,
+    TransactionState.PrepareAbort,
+  ],
+  5: [
+    TransactionState.Empty,
+    TransactionState.Ongoing,
+    TransactionState.Dead,
+    TransactionState.PrepareAbort,
+  ],
   6: [],
   7: [TransactionState.PrepareAbort],
 };

@@ -9,20 +9,32 @@
  * the log (page cache, and the replicas) before the client hears back.
  */
 import * as fs from "node:fs";
+import type { BrokerConfig } from "../config/broker-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import { buildRecordBatch, decodeRecords, iterateBatches, isControl, readBatchHeader }
-  from "../protocol/record-batch.ts";
+import {
+  buildRecordBatch,
+  decodeRecords,
+  isControl,
+  iterateBatches,
+  readBatchHeader,
+} from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
-import type { BrokerConfig } from "../config/broker-config.ts";
 import {
-  decodeTxnKey, decodeTxnValue, encodeTxnKey, encodeTxnValue, partitionForKey,
+  decodeTxnKey,
+  decodeTxnValue,
+  encodeTxnKey,
+  encodeTxnValue,
+  partitionForKey,
   TRANSACTION_STATE_TOPIC,
 } from "./transaction-log.ts";
 import {
-  splitTxnPartitionKey, TransactionMetadata, TransactionState, type TxnPartitionKey,
+  splitTxnPartitionKey,
+  TransactionMetadata,
+  TransactionState,
+  type TxnPartitionKey,
   txnPartitionKey,
 } from "./transaction-metadata.ts";
 
@@ -59,8 +71,10 @@ export class TransactionStateManager {
   ) {}
 
   get partitionCount(): number {
-    return this.cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length
-      ?? this.config["transaction.state.log.num.partitions"];
+    return (
+      this.cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length ??
+      this.config["transaction.state.log.num.partitions"]
+    );
   }
 
   partitionFor(transactionalId: string): number {
@@ -78,24 +92,33 @@ export class TransactionStateManager {
 
   private async createTopic(): Promise<void> {
     const live = this.cache.brokers.length;
-    const replicationFactor = Math.max(1,
-      Math.min(this.config["transaction.state.log.replication.factor"], live));
+    const replicationFactor = Math.max(
+      1,
+      Math.min(this.config["transaction.state.log.replication.factor"], live),
+    );
     const minIsr = Math.min(this.config["transaction.state.log.min.isr"], replicationFactor);
     try {
-      await this.adminManager.createTopic({
-        name: TRANSACTION_STATE_TOPIC,
-        numPartitions: this.config["transaction.state.log.num.partitions"],
-        replicationFactor,
-        assignments: [],
-        configs: [
-          { name: "cleanup.policy", value: "compact" },
-          { name: "min.insync.replicas", value: String(minIsr) },
-          { name: "segment.bytes", value: String(this.config["transaction.state.log.segment.bytes"]) },
-          { name: "compression.type", value: "uncompressed" },
-        ],
-      }, false);
+      await this.adminManager.createTopic(
+        {
+          name: TRANSACTION_STATE_TOPIC,
+          numPartitions: this.config["transaction.state.log.num.partitions"],
+          replicationFactor,
+          assignments: [],
+          configs: [
+            { name: "cleanup.policy", value: "compact" },
+            { name: "min.insync.replicas", value: String(minIsr) },
+            {
+              name: "segment.bytes",
+              value: String(this.config["transaction.state.log.segment.bytes"]),
+            },
+            { name: "compression.type", value: "uncompressed" },
+          ],
+        },
+        false,
+      );
     } catch (error) {
-      if (!(error instanceof KafkaError) || error.code !== ErrorCode.TOPIC_ALREADY_EXISTS) throw error;
+      if (!(error instanceof KafkaError) || error.code !== ErrorCode.TOPIC_ALREADY_EXISTS)
+        throw error;
       return;
     }
     // A new topic is empty: every partition this broker leads is loaded as it is.
@@ -118,8 +141,10 @@ export class TransactionStateManager {
 
   /** The coordinator epoch markers carry: the state partition's leader epoch. */
   coordinatorEpoch(transactionalId: string): number {
-    const p = this.replicaManager.partitionState(TRANSACTION_STATE_TOPIC,
-      this.partitionFor(transactionalId));
+    const p = this.replicaManager.partitionState(
+      TRANSACTION_STATE_TOPIC,
+      this.partitionFor(transactionalId),
+    );
     return Math.max(0, p?.leaderEpoch ?? 0);
   }
 
@@ -129,8 +154,10 @@ export class TransactionStateManager {
 
   add(metadata: TransactionMetadata): void {
     if (this.txns.size >= TRANSACTIONAL_IDS_MAX) {
-      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        `this coordinator holds ${TRANSACTIONAL_IDS_MAX} transactional ids, its limit`);
+      throw new KafkaError(
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        `this coordinator holds ${TRANSACTIONAL_IDS_MAX} transactional ids, its limit`,
+      );
     }
     this.txns.set(metadata.transactionalId, metadata);
   }
@@ -146,12 +173,18 @@ export class TransactionStateManager {
   async write(m: TransactionMetadata, t: TxnTransition): Promise<void> {
     m.pendingState = t.state;
     try {
-      await this.append(m.transactionalId, encodeTxnValue({
-        producerId: t.producerId, producerEpoch: t.producerEpoch, txnTimeoutMs: t.txnTimeoutMs,
-        state: t.state, partitions: groupByTopic(t.partitions),
-        txnLastUpdateTimestampMs: t.txnLastUpdateTimestampMs,
-        txnStartTimestampMs: t.txnStartTimestampMs,
-      }));
+      await this.append(
+        m.transactionalId,
+        encodeTxnValue({
+          producerId: t.producerId,
+          producerEpoch: t.producerEpoch,
+          txnTimeoutMs: t.txnTimeoutMs,
+          state: t.state,
+          partitions: groupByTopic(t.partitions),
+          txnLastUpdateTimestampMs: t.txnLastUpdateTimestampMs,
+          txnStartTimestampMs: t.txnStartTimestampMs,
+        }),
+      );
     } finally {
       m.pendingState = null;
     }
@@ -180,16 +213,24 @@ export class TransactionStateManager {
 
   private async append(transactionalId: string, value: Uint8Array | null): Promise<void> {
     const records = buildRecordBatch([{ key: encodeTxnKey(transactionalId), value }]);
-    const [outcome] = await this.replicaManager.produceRecords(-1, this.config["replica.socket.timeout.ms"],
+    const [outcome] = await this.replicaManager.produceRecords(
+      -1,
+      this.config["replica.socket.timeout.ms"],
       [{ topic: TRANSACTION_STATE_TOPIC, partition: this.partitionFor(transactionalId), records }],
-      APPEND_API_VERSION);
+      APPEND_API_VERSION,
+    );
     if (outcome!.errorCode === ErrorCode.NONE) return;
     // Kafka maps a failed state write to errors the client retries after FindCoordinator.
-    const code = outcome!.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER ||
+    const code =
+      outcome!.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER ||
       outcome!.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-      ? ErrorCode.NOT_COORDINATOR : ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    throw new KafkaError(code, `writing the state of ${transactionalId} failed: ` +
-      `${outcome!.errorMessage ?? outcome!.errorCode}`);
+        ? ErrorCode.NOT_COORDINATOR
+        : ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    throw new KafkaError(
+      code,
+      `writing the state of ${transactionalId} failed: ` +
+        `${outcome!.errorMessage ?? outcome!.errorCode}`,
+    );
   }
 
   /**
@@ -204,9 +245,18 @@ export class TransactionStateManager {
     // Each pass reads at least one batch or stops: bounded by the partition's size.
     for (;;) {
       const [o] = await this.replicaManager.fetchMessages({
-        maxWaitMs: 0, minBytes: 0, maxBytes: READ_CHUNK_BYTES, onCancel: () => () => {},
-        entries: [{ topic: TRANSACTION_STATE_TOPIC, partition, fetchOffset: offset,
-          partitionMaxBytes: READ_CHUNK_BYTES }],
+        maxWaitMs: 0,
+        minBytes: 0,
+        maxBytes: READ_CHUNK_BYTES,
+        onCancel: () => () => {},
+        entries: [
+          {
+            topic: TRANSACTION_STATE_TOPIC,
+            partition,
+            fetchOffset: offset,
+            partitionMaxBytes: READ_CHUNK_BYTES,
+          },
+        ],
       });
       if (o!.errorCode !== ErrorCode.NONE) {
         throw new KafkaError(o!.errorCode, `loading ${TRANSACTION_STATE_TOPIC}-${partition}`);
@@ -222,13 +272,17 @@ export class TransactionStateManager {
       loaded.push(m);
     }
     this.loaded.add(partition);
-    this.logger(`[transaction] loaded ${loaded.length} transactional ids from ` +
-      `${TRANSACTION_STATE_TOPIC}-${partition}`);
+    this.logger(
+      `[transaction] loaded ${loaded.length} transactional ids from ` +
+        `${TRANSACTION_STATE_TOPIC}-${partition}`,
+    );
     return loaded;
   }
 
   private applyBatches(
-    bytes: Uint8Array, latest: Map<string, TransactionMetadata | null>, from: bigint,
+    bytes: Uint8Array,
+    latest: Map<string, TransactionMetadata | null>,
+    from: bigint,
   ): bigint {
     let next = from;
     for (const { position, sizeBytes } of iterateBatches(bytes)) {
@@ -244,8 +298,14 @@ export class TransactionStateManager {
           continue;
         }
         const v = decodeTxnValue(record.value);
-        const m = new TransactionMetadata(id, v.producerId, v.producerEpoch, v.txnTimeoutMs,
-          v.state, v.txnLastUpdateTimestampMs);
+        const m = new TransactionMetadata(
+          id,
+          v.producerId,
+          v.producerEpoch,
+          v.txnTimeoutMs,
+          v.state,
+          v.txnLastUpdateTimestampMs,
+        );
         m.txnStartTimestampMs = v.txnStartTimestampMs;
         for (const [topic, ids] of v.partitions) {
           for (const p of ids) m.partitions.add(txnPartitionKey(topic, p));

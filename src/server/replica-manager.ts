@@ -411,14 +411,24 @@ export class ReplicaManager {
     }
     const log = partition.log;
     const lastStableOffset = log.lastStableOffset;
-    const base = { highWatermark: log.highWatermark, lastStableOffset,
-      logStartOffset: log.logStartOffset, abortedTransactions: null };
-    const maxOffset = replicaId >= 0 ? log.logEndOffset
-      : committed ? lastStableOffset : log.highWatermark;
+    const base = {
+      highWatermark: log.highWatermark,
+      lastStableOffset,
+      logStartOffset: log.logStartOffset,
+      abortedTransactions: null,
+    };
+    const maxOffset =
+      replicaId >= 0 ? log.logEndOffset : committed ? lastStableOffset : log.highWatermark;
     try {
       const read = log.read(entry.fetchOffset, maxBytes, { maxOffset, minOneMessage });
-      const abortedTransactions = !committed || read.sizeBytes === 0 ? base.abortedTransactions
-        : log.collectAbortedTransactions(entry.fetchOffset, maxOffset, ABORTED_TXNS_PER_FETCH_MAX);
+      const abortedTransactions =
+        !committed || read.sizeBytes === 0
+          ? base.abortedTransactions
+          : log.collectAbortedTransactions(
+              entry.fetchOffset,
+              maxOffset,
+              ABORTED_TXNS_PER_FETCH_MAX,
+            );
       return { ...base, abortedTransactions, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
       return { ...base, errorCode: asKafkaError(e).code, records: [] };
@@ -454,13 +464,16 @@ export class ReplicaManager {
    * at or after a timestamp (none when it is not readable yet at that isolation level).
    */
   listOffset(
-    topic: string, partition: number, timestamp: bigint, isolationLevel = 0,
+    topic: string,
+    partition: number,
+    timestamp: bigint,
+    isolationLevel = 0,
   ): OffsetLookup {
     try {
       const log = this.leaderPartition(topic, partition, -1).log;
       const epochs = log.leaderEpochCache;
-      const readable = isolationLevel === IsolationLevel.READ_COMMITTED
-        ? log.lastStableOffset : log.highWatermark;
+      const readable =
+        isolationLevel === IsolationLevel.READ_COMMITTED ? log.lastStableOffset : log.highWatermark;
       if (timestamp === LATEST_TIMESTAMP) {
         const leaderEpoch = epochs.latestEpoch;
         return { errorCode: ErrorCode.NONE, timestamp: -1n, offset: readable, leaderEpoch };

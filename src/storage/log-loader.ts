@@ -17,7 +17,6 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
@@ -29,6 +28,7 @@ import {
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
 import { recoverInterruptedSwaps } from "./segment-swap.ts";
+import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 
 const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
 const SEGMENT_STEM = /^\d{20}$/;

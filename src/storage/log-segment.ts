@@ -33,7 +33,7 @@ import type { BatchEntry } from "./segment-batch-reader.ts";
 import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
 import { SegmentFile } from "./segment-file.ts";
 import { TIME_INDEX_ENTRY_BYTES, TimeIndex } from "./time-index.ts";
-import { TXN_INDEX_FILE_SUFFIX, TransactionIndex } from "./transaction-index.ts";
+import { TransactionIndex, TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 
 export const LOG_FILE_SUFFIX = ".log";
 export const INDEX_FILE_SUFFIX = ".index";
@@ -111,7 +111,8 @@ export class LogSegment {
     this.timeIndexPath = timeIndexPath;
     // A cleaner's `.cleaned` segment must not touch the live segment's aborted-txn index.
     this.txnIndex = new TransactionIndex(
-      path.join(dir, segmentFileStem(baseOffset)) + TXN_INDEX_FILE_SUFFIX + fileSuffix);
+      path.join(dir, segmentFileStem(baseOffset)) + TXN_INDEX_FILE_SUFFIX + fileSuffix,
+    );
     this.sizeBytesValue = sizeBytes;
     this.nextOffset = baseOffset;
     this.offsetOfMaxTimestampSoFar = baseOffset;

@@ -6,9 +6,9 @@
  * runs before this; a bad header here means the disk changed under us.
  */
 import * as fs from "node:fs";
+import { readControlRecord } from "../protocol/control-record.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
-import { readControlRecord } from "../protocol/control-record.ts";
 import type { LogSegment } from "./log-segment.ts";
 import type { ProducerBatch, ProducerStateManager } from "./producer-state-manager.ts";
 

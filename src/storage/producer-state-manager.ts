@@ -29,8 +29,8 @@
  * Not thread-safe: used by one UnifiedLog on the event loop.
  */
 import * as fs from "node:fs";
-import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ControlRecordType } from "../protocol/control-record.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { StorageLogger } from "./log-environment.ts";
 import {
@@ -187,9 +187,11 @@ export class ProducerStateManager {
       if (batch.isTransactional) {
         if (s.txnFirstOffset < 0n) s.txnFirstOffset = batch.firstOffset;
       } else if (origin === "client" && s.txnFirstOffset >= 0n) {
-        throw new KafkaError(ErrorCode.INVALID_TXN_STATE,
+        throw new KafkaError(
+          ErrorCode.INVALID_TXN_STATE,
           `Expected transactional write from producer ${batch.producerId} at offset ` +
-          `${batch.firstOffset} in partition ${this.options.name}`);
+            `${batch.firstOffset} in partition ${this.options.name}`,
+        );
       }
       s.epoch = batch.producerEpoch;
       s.lastSeq = lastSeq;
@@ -206,25 +208,35 @@ export class ProducerStateManager {
   /** An end-transaction marker: checks its epochs and ends the producer's transaction. */
   private stageMarker(s: StagedProducer, batch: ProducerBatch, origin: AppendOrigin): void {
     if (origin === "client") {
-      throw new KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control " +
-        `records (producer ${batch.producerId}, partition ${this.options.name})`);
+      throw new KafkaError(
+        ErrorCode.INVALID_RECORD,
+        "Clients are not allowed to write control " +
+          `records (producer ${batch.producerId}, partition ${this.options.name})`,
+      );
     }
     if (origin === "coordinator") {
       if (batch.producerEpoch < s.epoch) {
-        throw new KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+        throw new KafkaError(
+          ErrorCode.INVALID_PRODUCER_EPOCH,
           `Epoch of producer ${batch.producerId} in marker is ${batch.producerEpoch}, which is ` +
-          `smaller than the last seen epoch ${s.epoch} in ${this.options.name}`);
+            `smaller than the last seen epoch ${s.epoch} in ${this.options.name}`,
+        );
       }
       if (batch.coordinatorEpoch < s.coordinatorEpoch) {
-        throw new KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+        throw new KafkaError(
+          ErrorCode.TRANSACTION_COORDINATOR_FENCED,
           `Invalid coordinator epoch for producer ${batch.producerId}: ${batch.coordinatorEpoch}` +
-          ` (marker) vs ${s.coordinatorEpoch} (current) in ${this.options.name}`);
+            ` (marker) vs ${s.coordinatorEpoch} (current) in ${this.options.name}`,
+        );
       }
     }
     if (batch.producerEpoch !== s.epoch) s.batches.length = 0;
     s.epoch = batch.producerEpoch;
-    if (batch.controlType !== ControlRecordType.ABORT &&
-        batch.controlType !== ControlRecordType.COMMIT) return;
+    if (
+      batch.controlType !== ControlRecordType.ABORT &&
+      batch.controlType !== ControlRecordType.COMMIT
+    )
+      return;
     s.coordinatorEpoch = batch.coordinatorEpoch;
     s.completed.push({
       producerId: batch.producerId,
@@ -315,7 +327,8 @@ export class ProducerStateManager {
   firstUnstableOffset(): bigint | null {
     let first: bigint | null = null;
     // Open transactions per partition are few (one per transactional producer writing here).
-    for (const offset of this.ongoing.values()) if (first === null || offset < first) first = offset;
+    for (const offset of this.ongoing.values())
+      if (first === null || offset < first) first = offset;
     return first;
   }
 

@@ -47,7 +47,10 @@ export class TransactionIndex {
     const entries = this.all();
     const last = entries[entries.length - 1];
     if (last !== undefined && txn.lastOffset <= last.lastOffset) {
-      assert(false, `aborted txn at ${txn.lastOffset} not after ${last.lastOffset} in ${this.filePath}`);
+      assert(
+        false,
+        `aborted txn at ${txn.lastOffset} not after ${last.lastOffset} in ${this.filePath}`,
+      );
     }
     const bytes = encode(txn);
     let fd: number;

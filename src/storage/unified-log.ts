@@ -48,11 +48,7 @@ import type { OpenFilePool } from "./open-file-pool.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
 import { firstOffsetOf } from "./producer-state-entry.ts";
 import { producerBatchAt, replayProducerState } from "./producer-state-loader.ts";
-import type {
-  AppendOrigin,
-  CompletedTxnWithLso,
-  ProducerBatch,
-} from "./producer-state-manager.ts";
+import type { AppendOrigin, CompletedTxnWithLso, ProducerBatch } from "./producer-state-manager.ts";
 import {
   PRODUCER_ID_EXPIRATION_MS,
   PRODUCERS_PER_PARTITION_MAX,
@@ -387,7 +383,9 @@ export class UnifiedLog {
    * the bound (Kafka's UnifiedLog.collectAbortedTransactions). At most `limit` entries.
    */
   collectAbortedTransactions(
-    fetchOffset: bigint, upperBoundOffset: bigint, limit: number,
+    fetchOffset: bigint,
+    upperBoundOffset: bigint,
+    limit: number,
   ): AbortedTxn[] {
     this.ensureOpen();
     const out: AbortedTxn[] = [];

@@ -38,7 +38,10 @@ test("v4+ answers each batched key", async () => {
 test("transactional keys get this broker (creating __transaction_state), share groups INVALID_REQUEST", async () => {
   const txn = await find(6, { keyType: 1, coordinatorKeys: ["tx"] });
   expect(txn.coordinators[0]).toMatchObject({
-    errorCode: ErrorCode.NONE, nodeId: 0, host: "127.0.0.1", port: b.port,
+    errorCode: ErrorCode.NONE,
+    nodeId: 0,
+    host: "127.0.0.1",
+    port: b.port,
   });
   const share = await find(6, { keyType: 2, coordinatorKeys: ["s"] });
   expect(share.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);

@@ -9,8 +9,10 @@ import { KafkaClient, startTestBroker, type TestBroker } from "../support/kafka-
 let b: TestBroker;
 let client: KafkaClient;
 beforeAll(async () => {
-  b = await startTestBroker({ "transaction.state.log.num.partitions": "2",
-    "transaction.max.timeout.ms": "60000" });
+  b = await startTestBroker({
+    "transaction.state.log.num.partitions": "2",
+    "transaction.max.timeout.ms": "60000",
+  });
   client = await KafkaClient.connect(b.port);
   const res = await client.request(ApiKey.CreateTopics, 7, {
     topics: [{ name: "txn-api", numPartitions: 2, replicationFactor: 1 }],
@@ -26,7 +28,10 @@ afterAll(async () => {
 
 const init = (id: string, timeoutMs = 30_000, version = 4, producerId = -1n, producerEpoch = -1) =>
   client.request(ApiKey.InitProducerId, version, {
-    transactionalId: id, transactionTimeoutMs: timeoutMs, producerId, producerEpoch,
+    transactionalId: id,
+    transactionTimeoutMs: timeoutMs,
+    producerId,
+    producerEpoch,
   });
 
 async function initUntilReady(id: string) {
@@ -41,21 +46,28 @@ async function initUntilReady(id: string) {
 
 const addPartitions = (id: string, producerId: bigint, epoch: number, version = 3) =>
   client.request(ApiKey.AddPartitionsToTxn, version, {
-    v3AndBelowTransactionalId: id, v3AndBelowProducerId: producerId,
+    v3AndBelowTransactionalId: id,
+    v3AndBelowProducerId: producerId,
     v3AndBelowProducerEpoch: epoch,
     v3AndBelowTopics: [{ name: "txn-api", partitions: [0, 1] }],
   });
 
-const describe = async (id: string) => (await client.request(ApiKey.DescribeTransactions, 0, {
-  transactionalIds: [id],
-})).transactionStates[0];
+const describe = async (id: string) =>
+  (
+    await client.request(ApiKey.DescribeTransactions, 0, {
+      transactionalIds: [id],
+    })
+  ).transactionStates[0];
 
 test("one producer id per transactional id, the epoch bumped by every init", async () => {
   const first = await init("api-tx");
   expect(first.errorCode).toBe(ErrorCode.NONE);
   const second = await init("api-tx");
-  expect(second).toMatchObject({ errorCode: ErrorCode.NONE, producerId: first.producerId,
-    producerEpoch: first.producerEpoch + 1 });
+  expect(second).toMatchObject({
+    errorCode: ErrorCode.NONE,
+    producerId: first.producerId,
+    producerEpoch: first.producerEpoch + 1,
+  });
   expect((await init("other-tx")).producerId).not.toBe(first.producerId);
 });
 
@@ -67,13 +79,20 @@ test("timeouts above transaction.max.timeout.ms are INVALID_TRANSACTION_TIMEOUT"
 test("an open transaction is described, listed, ended and fenced as in Kafka", async () => {
   const { producerId, producerEpoch } = await initUntilReady("life-tx");
   const added = await addPartitions("life-tx", producerId, producerEpoch);
-  expect(added.resultsByTopicV3AndBelow[0].resultsByPartition.map((p) => p.partitionErrorCode))
-    .toEqual([ErrorCode.NONE, ErrorCode.NONE]);
-  expect(await describe("life-tx")).toMatchObject({ errorCode: ErrorCode.NONE,
-    transactionState: "Ongoing", producerId, producerEpoch,
-    topics: [{ topic: "txn-api", partitions: [0, 1] }] });
+  expect(
+    added.resultsByTopicV3AndBelow[0].resultsByPartition.map((p) => p.partitionErrorCode),
+  ).toEqual([ErrorCode.NONE, ErrorCode.NONE]);
+  expect(await describe("life-tx")).toMatchObject({
+    errorCode: ErrorCode.NONE,
+    transactionState: "Ongoing",
+    producerId,
+    producerEpoch,
+    topics: [{ topic: "txn-api", partitions: [0, 1] }],
+  });
   const listed = await client.request(ApiKey.ListTransactions, 1, {
-    stateFilters: ["Ongoing", "Bogus"], producerIdFilters: [], durationFilter: -1n,
+    stateFilters: ["Ongoing", "Bogus"],
+    producerIdFilters: [],
+    durationFilter: -1n,
   });
   expect(listed.unknownStateFilters).toEqual(["Bogus"]);
   expect(listed.transactionStates.map((t) => t.transactionalId)).toContain("life-tx");
@@ -83,42 +102,70 @@ test("an open transaction is described, listed, ended and fenced as in Kafka", a
   expect((await describe("life-tx")).transactionState).toBe("Empty");
   // The old incarnation is fenced: PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
   const stale = await addPartitions("life-tx", producerId, producerEpoch);
-  expect(stale.resultsByTopicV3AndBelow[0].resultsByPartition[0].partitionErrorCode)
-    .toBe(ErrorCode.PRODUCER_FENCED);
+  expect(stale.resultsByTopicV3AndBelow[0].resultsByPartition[0].partitionErrorCode).toBe(
+    ErrorCode.PRODUCER_FENCED,
+  );
   const staleV1 = await addPartitions("life-tx", producerId, producerEpoch, 1);
-  expect(staleV1.resultsByTopicV3AndBelow[0].resultsByPartition[0].partitionErrorCode)
-    .toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
-  const end = await client.request(ApiKey.EndTxn, 3, { transactionalId: "life-tx",
-    producerId, producerEpoch, committed: true });
+  expect(staleV1.resultsByTopicV3AndBelow[0].resultsByPartition[0].partitionErrorCode).toBe(
+    ErrorCode.INVALID_PRODUCER_EPOCH,
+  );
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: "life-tx",
+    producerId,
+    producerEpoch,
+    committed: true,
+  });
   expect(end.errorCode).toBe(ErrorCode.PRODUCER_FENCED);
   // EndTxn on an Empty transaction is INVALID_TXN_STATE; an unknown id INVALID_PRODUCER_ID_MAPPING.
-  const empty = await client.request(ApiKey.EndTxn, 3, { transactionalId: "life-tx",
-    producerId: fenced.producerId, producerEpoch: fenced.producerEpoch, committed: true });
+  const empty = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: "life-tx",
+    producerId: fenced.producerId,
+    producerEpoch: fenced.producerEpoch,
+    committed: true,
+  });
   expect(empty.errorCode).toBe(ErrorCode.INVALID_TXN_STATE);
-  const unknown = await client.request(ApiKey.EndTxn, 3, { transactionalId: "never-seen",
-    producerId: 1n, producerEpoch: 0, committed: false });
+  const unknown = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: "never-seen",
+    producerId: 1n,
+    producerEpoch: 0,
+    committed: false,
+  });
   expect(unknown.errorCode).toBe(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
   expect((await describe("never-seen")).errorCode).toBe(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND);
 });
 
-test("committing moves through PrepareCommit to CompleteCommit; the state survives a restart",
-  async () => {
-    const { producerId, producerEpoch } = await initUntilReady("restart-tx");
-    await addPartitions("restart-tx", producerId, producerEpoch);
-    const end = await client.request(ApiKey.EndTxn, 3, { transactionalId: "restart-tx",
-      producerId, producerEpoch, committed: true });
-    expect(end.errorCode).toBe(ErrorCode.NONE);
-    for (let i = 0; i < 100 && (await describe("restart-tx")).transactionState !== "CompleteCommit";
-      i++) await Bun.sleep(20);
-    expect((await describe("restart-tx")).transactionState).toBe("CompleteCommit");
-    // A retried EndTxn of the same decision is answered NONE.
-    const retried = await client.request(ApiKey.EndTxn, 3, { transactionalId: "restart-tx",
-      producerId, producerEpoch, committed: true });
-    expect(retried.errorCode).toBe(ErrorCode.NONE);
-    client.close();
-    b = await b.restart();
-    client = await KafkaClient.connect(b.port);
-    expect(await describe("restart-tx")).toMatchObject({ transactionState: "CompleteCommit",
-      producerId, producerEpoch });
-    expect((await init("restart-tx")).producerEpoch).toBe(producerEpoch + 1);
+test("committing moves through PrepareCommit to CompleteCommit; the state survives a restart", async () => {
+  const { producerId, producerEpoch } = await initUntilReady("restart-tx");
+  await addPartitions("restart-tx", producerId, producerEpoch);
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: "restart-tx",
+    producerId,
+    producerEpoch,
+    committed: true,
   });
+  expect(end.errorCode).toBe(ErrorCode.NONE);
+  for (
+    let i = 0;
+    i < 100 && (await describe("restart-tx")).transactionState !== "CompleteCommit";
+    i++
+  )
+    await Bun.sleep(20);
+  expect((await describe("restart-tx")).transactionState).toBe("CompleteCommit");
+  // A retried EndTxn of the same decision is answered NONE.
+  const retried = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: "restart-tx",
+    producerId,
+    producerEpoch,
+    committed: true,
+  });
+  expect(retried.errorCode).toBe(ErrorCode.NONE);
+  client.close();
+  b = await b.restart();
+  client = await KafkaClient.connect(b.port);
+  expect(await describe("restart-tx")).toMatchObject({
+    transactionState: "CompleteCommit",
+    producerId,
+    producerEpoch,
+  });
+  expect((await init("restart-tx")).producerEpoch).toBe(producerEpoch + 1);
+});

@@ -69,22 +69,38 @@ test("the producers survive a broker restart (snapshot at shutdown)", async () =
 });
 
 test("a producer with an open transaction shows its first offset until the marker", async () => {
-  const batch = buildRecordBatch([{ value: new Uint8Array(4) }],
-    { producerId: 300n, producerEpoch: 0, baseSequence: 0, isTransactional: true });
+  const batch = buildRecordBatch([{ value: new Uint8Array(4) }], {
+    producerId: 300n,
+    producerEpoch: 0,
+    baseSequence: 0,
+    isTransactional: true,
+  });
   const res = await client.request(ApiKey.Produce, 9, {
-    transactionalId: "t", acks: 1, timeoutMs: 5000,
+    transactionalId: "t",
+    acks: 1,
+    timeoutMs: 5000,
     topicData: [{ name: "described", partitionData: [{ index: 1, records: batch }] }],
   });
   const { errorCode, baseOffset } = res.responses[0].partitionResponses[0];
   expect(errorCode).toBe(ErrorCode.NONE);
-  const describe = async () => (await client.request(ApiKey.DescribeProducers, 0, {
-    topics: [{ name: "described", partitionIndexes: [1] }],
-  })).topics[0].partitions[0].activeProducers.find((p) => p.producerId === 300n);
+  const describe = async () =>
+    (
+      await client.request(ApiKey.DescribeProducers, 0, {
+        topics: [{ name: "described", partitionIndexes: [1] }],
+      })
+    ).topics[0].partitions[0].activeProducers.find((p) => p.producerId === 300n);
   expect(await describe()).toMatchObject({ currentTxnStartOffset: baseOffset });
-  const marked = await client.request(ApiKey.WriteTxnMarkers, 1, { markers: [{
-    producerId: 300n, producerEpoch: 0, transactionResult: false, coordinatorEpoch: 3,
-    topics: [{ name: "described", partitionIndexes: [1] }],
-  }] });
+  const marked = await client.request(ApiKey.WriteTxnMarkers, 1, {
+    markers: [
+      {
+        producerId: 300n,
+        producerEpoch: 0,
+        transactionResult: false,
+        coordinatorEpoch: 3,
+        topics: [{ name: "described", partitionIndexes: [1] }],
+      },
+    ],
+  });
   expect(marked.markers[0].topics[0].partitions[0].errorCode).toBe(ErrorCode.NONE);
   expect(await describe()).toMatchObject({ currentTxnStartOffset: -1n, coordinatorEpoch: 3 });
 });

@@ -17,29 +17,55 @@ let broker: ChildBroker;
 
 function javaCommand(main: string, args: string[] = []): string[] {
   const classpath = readFileSync(join(JAVA_DIR, "target", "classpath.txt"), "utf8").trim();
-  return ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
-    `${join(JAVA_DIR, "target", "classes")}:${classpath}`, main, ...args];
+  return [
+    "java",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    "-cp",
+    `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
+    main,
+    ...args,
+  ];
 }
 
 beforeAll(async () => {
   // The Java programs are built once (Maven Central, or the local ~/.m2 cache).
-  const built = existsSync(join(JAVA_DIR, "target", "classes", "quill", "compat", "ExactlyOnce.class"));
+  const built = existsSync(
+    join(JAVA_DIR, "target", "classes", "quill", "compat", "ExactlyOnce.class"),
+  );
   if (!built) {
-    const mvn = Bun.spawnSync(["mvn", "-q", "package", "dependency:build-classpath",
-      "-Dmdep.outputFile=target/classpath.txt"], { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" });
+    const mvn = Bun.spawnSync(
+      [
+        "mvn",
+        "-q",
+        "package",
+        "dependency:build-classpath",
+        "-Dmdep.outputFile=target/classpath.txt",
+      ],
+      { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" },
+    );
     if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
   }
   broker = await ChildBroker.start({ settings: { "transaction.state.log.num.partitions": "3" } });
   const kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: IN, numPartitions: 3 }, { topic: OUT, numPartitions: 3 }] });
+  await admin.createTopics({
+    topics: [
+      { topic: IN, numPartitions: 3 },
+      { topic: OUT, numPartitions: 3 },
+    ],
+  });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();
   for (let i = 0; i < INPUTS; i += 500) {
-    await producer.send({ topic: IN, messages: Array.from({ length: 500 },
-      (_, j) => ({ key: String(i + j), value: String(i + j) })) });
+    await producer.send({
+      topic: IN,
+      messages: Array.from({ length: 500 }, (_, j) => ({
+        key: String(i + j),
+        value: String(i + j),
+      })),
+    });
   }
   await producer.disconnect();
 }, 180_000);
@@ -51,8 +77,11 @@ afterAll(async () => {
 
 test("each input reaches the output exactly once across a broker kill -9", async () => {
   const env = { ...process.env, BOOTSTRAP: broker.bootstrap, IN_TOPIC: IN, OUT_TOPIC: OUT };
-  const pipeline = Bun.spawn(javaCommand("quill.compat.ExactlyOnce"),
-    { env, stdout: "pipe", stderr: "pipe" });
+  const pipeline = Bun.spawn(javaCommand("quill.compat.ExactlyOnce"), {
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const reader = pipeline.stdout.getReader();
   let output = "";
   // Kill the broker once a few transactions committed, mid-stream.
@@ -75,12 +104,18 @@ test("each input reaches the output exactly once across a broker kill -9", async
   if (exitCode === -1) pipeline.kill(9);
   await rest;
   const stderr = await new Response(pipeline.stderr).text();
-  expect({ exitCode, tail: output.slice(-200), stderr: exitCode === 0 ? "" : stderr.slice(-3000) })
-    .toMatchObject({ exitCode: 0 });
+  expect({
+    exitCode,
+    tail: output.slice(-200),
+    stderr: exitCode === 0 ? "" : stderr.slice(-3000),
+  }).toMatchObject({ exitCode: 0 });
   expect(output).toContain("done");
 
-  const verify = Bun.spawn(javaCommand("quill.compat.ExactlyOnce", ["verify"]),
-    { env: { ...env, EXPECTED: String(INPUTS) }, stdout: "pipe", stderr: "pipe" });
+  const verify = Bun.spawn(javaCommand("quill.compat.ExactlyOnce", ["verify"]), {
+    env: { ...env, EXPECTED: String(INPUTS) },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const verified = await new Response(verify.stdout).text();
   expect(await verify.exited).toBe(0);
   expect(verified).not.toContain("duplicate");

@@ -2,8 +2,8 @@
 // read_uncommitted consumers, sendOffsets committing a group's offsets only with the
 // transaction, and a new producer incarnation fencing the old one.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Kafka, logLevel, type Consumer, type Producer } from "kafkajs";
-import { startInProcessBroker, type InProcessBroker } from "../support/broker-harness.ts";
+import { type Consumer, Kafka, logLevel, type Producer } from "kafkajs";
+import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 
 let broker: InProcessBroker;
 let kafka: Kafka;
@@ -12,11 +12,19 @@ beforeAll(async () => {
   broker = await startInProcessBroker({
     settings: { "transaction.state.log.num.partitions": "4" },
   });
-  kafka = new Kafka({ clientId: "txn-test", brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+  kafka = new Kafka({
+    clientId: "txn-test",
+    brokers: [broker.bootstrap],
+    logLevel: logLevel.NOTHING,
+  });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: "txn-out", numPartitions: 2 },
-    { topic: "txn-in", numPartitions: 1 }] });
+  await admin.createTopics({
+    topics: [
+      { topic: "txn-out", numPartitions: 2 },
+      { topic: "txn-in", numPartitions: 1 },
+    ],
+  });
   await admin.disconnect();
 });
 afterAll(async () => {
@@ -24,25 +32,36 @@ afterAll(async () => {
 });
 
 async function transactionalProducer(id: string): Promise<Producer> {
-  const producer = kafka.producer({ transactionalId: id, idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({
+    transactionalId: id,
+    idempotent: true,
+    maxInFlightRequests: 1,
+  });
   await producer.connect();
   return producer;
 }
 
 /** Everything a consumer at `isolation` sees on `topic` until `expected` values or timeout. */
-async function consumeAll(topic: string, readUncommitted: boolean, expected: number): Promise<string[]> {
+async function consumeAll(
+  topic: string,
+  readUncommitted: boolean,
+  expected: number,
+): Promise<string[]> {
   const consumer: Consumer = kafka.consumer({
-    groupId: `reader-${topic}-${readUncommitted}-${crypto.randomUUID()}`, readUncommitted,
+    groupId: `reader-${topic}-${readUncommitted}-${crypto.randomUUID()}`,
+    readUncommitted,
   });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   const seen: string[] = [];
   let done: () => void = () => {};
   const finished = new Promise<void>((resolve) => (done = resolve));
-  await consumer.run({ eachMessage: async ({ message }) => {
-    seen.push(message.value!.toString());
-    if (seen.length >= expected) done();
-  } });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      seen.push(message.value!.toString());
+      if (seen.length >= expected) done();
+    },
+  });
   await Promise.race([finished, Bun.sleep(8000)]);
   await consumer.disconnect();
   return seen.sort();
@@ -52,12 +71,22 @@ describe("kafkajs transactional producer", () => {
   test("committed records are visible to read_committed, aborted ones only uncommitted", async () => {
     const producer = await transactionalProducer("tx-commit-abort");
     const committed = await producer.transaction();
-    await committed.send({ topic: "txn-out", messages: [{ value: "c1", partition: 0 },
-      { value: "c2", partition: 1 }] });
+    await committed.send({
+      topic: "txn-out",
+      messages: [
+        { value: "c1", partition: 0 },
+        { value: "c2", partition: 1 },
+      ],
+    });
     await committed.commit();
     const aborted = await producer.transaction();
-    await aborted.send({ topic: "txn-out", messages: [{ value: "a1", partition: 0 },
-      { value: "a2", partition: 1 }] });
+    await aborted.send({
+      topic: "txn-out",
+      messages: [
+        { value: "a1", partition: 0 },
+        { value: "a2", partition: 1 },
+      ],
+    });
     await aborted.abort();
     const last = await producer.transaction();
     await last.send({ topic: "txn-out", messages: [{ value: "c3", partition: 0 }] });
@@ -72,16 +101,20 @@ describe("kafkajs transactional producer", () => {
     const producer = await transactionalProducer("tx-offsets");
     const group = "ctp-group";
     const aborted = await producer.transaction();
-    await aborted.sendOffsets({ consumerGroupId: group,
-      topics: [{ topic: "txn-in", partitions: [{ partition: 0, offset: "5" }] }] });
+    await aborted.sendOffsets({
+      consumerGroupId: group,
+      topics: [{ topic: "txn-in", partitions: [{ partition: 0, offset: "5" }] }],
+    });
     await aborted.abort();
     const admin = kafka.admin();
     await admin.connect();
     const before = await admin.fetchOffsets({ groupId: group, topics: ["txn-in"] });
     expect(before[0]!.partitions[0]!.offset).toBe("-1");
     const committed = await producer.transaction();
-    await committed.sendOffsets({ consumerGroupId: group,
-      topics: [{ topic: "txn-in", partitions: [{ partition: 0, offset: "7" }] }] });
+    await committed.sendOffsets({
+      consumerGroupId: group,
+      topics: [{ topic: "txn-in", partitions: [{ partition: 0, offset: "7" }] }],
+    });
     await committed.commit();
     // The markers are written after EndTxn is answered; the commit lands shortly after.
     let offset = "-1";

@@ -4,8 +4,8 @@ import * as path from "node:path";
 import { buildEndTxnMarkerBatch } from "../../src/protocol/control-record.ts";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
-import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
+import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { batch, removeDir, tempDir } from "./helpers.ts";
@@ -32,16 +32,22 @@ function open(opts: { clean?: boolean; config?: Partial<LogConfig> } = {}) {
 /** A transactional batch of `count` records from sequence `seq`. */
 function txn(producerId: bigint, epoch: number, seq: number, count = 3) {
   const records = Array.from({ length: count }, (_, i) => ({
-    key: null, value: new TextEncoder().encode(`p${producerId}-${seq + i}`),
+    key: null,
+    value: new TextEncoder().encode(`p${producerId}-${seq + i}`),
   }));
   return buildRecordBatch(records, {
-    producerId, producerEpoch: epoch, baseSequence: seq, isTransactional: true,
+    producerId,
+    producerEpoch: epoch,
+    baseSequence: seq,
+    isTransactional: true,
   });
 }
 
 function marker(producerId: bigint, epoch: number, commit: boolean, coordinatorEpoch = 0) {
-  return buildEndTxnMarkerBatch({ producerId, producerEpoch: epoch, coordinatorEpoch, commit },
-    Date.now());
+  return buildEndTxnMarkerBatch(
+    { producerId, producerEpoch: epoch, coordinatorEpoch, commit },
+    Date.now(),
+  );
 }
 
 const client = { assignOffsets: true } as const;
@@ -105,8 +111,13 @@ describe("aborted transactions", () => {
     const bytes = fs.readFileSync(file);
     expect(bytes.length).toBe(2 * 34);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    expect([view.getInt16(0), view.getBigInt64(2), view.getBigInt64(10), view.getBigInt64(18),
-      view.getBigInt64(26)]).toEqual([0, 8n, 3n, 6n, 0n]);
+    expect([
+      view.getInt16(0),
+      view.getBigInt64(2),
+      view.getBigInt64(10),
+      view.getBigInt64(18),
+      view.getBigInt64(26),
+    ]).toEqual([0, 8n, 3n, 6n, 0n]);
     expect(view.getBigInt64(34 + 26)).toBe(12n);
     expect(log.collectAbortedTransactions(0n, 3n, 100)).toEqual([]);
     expect(log.collectAbortedTransactions(0n, 12n, 100).map((t) => t.producerId)).toEqual([8n, 7n]);
@@ -165,8 +176,11 @@ describe("checks", () => {
   test("a plain idempotent batch inside an open transaction is INVALID_TXN_STATE", () => {
     const log = open();
     append(log, txn(7n, 0, 0), client);
-    const plain = buildRecordBatch([{ value: new Uint8Array(1) }],
-      { producerId: 7n, producerEpoch: 0, baseSequence: 3 });
+    const plain = buildRecordBatch([{ value: new Uint8Array(1) }], {
+      producerId: 7n,
+      producerEpoch: 0,
+      baseSequence: 3,
+    });
     expect(codeOf(() => log.append(plain, client))).toBe(ErrorCode.INVALID_TXN_STATE);
     log.close();
   });
@@ -174,12 +188,14 @@ describe("checks", () => {
   test("markers from an old producer epoch or coordinator epoch are fenced", () => {
     const log = open();
     append(log, txn(7n, 3, 0), client);
-    expect(codeOf(() => log.append(marker(7n, 2, true), coordinator)))
-      .toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.append(marker(7n, 2, true), coordinator))).toBe(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     append(log, marker(7n, 3, true, 5), coordinator);
     append(log, txn(7n, 3, 3), client);
-    expect(codeOf(() => log.append(marker(7n, 3, true, 4), coordinator)))
-      .toBe(ErrorCode.TRANSACTION_COORDINATOR_FENCED);
+    expect(codeOf(() => log.append(marker(7n, 3, true, 4), coordinator))).toBe(
+      ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    );
     // A fencing abort may carry a bumped epoch; the producer's old epoch is then refused.
     append(log, marker(7n, 4, false, 5), coordinator);
     expect(codeOf(() => log.append(txn(7n, 3, 6), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
