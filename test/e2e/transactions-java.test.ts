@@ -6,7 +6,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { ChildBroker, REPO_ROOT } from "../support/broker-harness.ts";
+import { REPO_ROOT } from "../support/broker-harness.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 
 const JAVA_DIR = join(REPO_ROOT, "test", "compat", "java");
 const INPUTS = 2000;
