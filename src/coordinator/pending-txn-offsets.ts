@@ -33,7 +33,7 @@ const pendingGroupId = (producerId: bigint, groupId: string) =>
 export const isPendingGroupId = (groupId: string) => groupId.startsWith(PENDING_GROUP_PREFIX);
 
 export class PendingTxnOffsets {
-  /** producer id -> group id -> offsetKey -> offset */
+  /** producer id -> group id -> partition -> offset */
   private readonly pending = new Map<bigint, Map<string, Map<TopicPartitionKey, PendingOffset>>>();
 
   constructor(private readonly store: OffsetStore) {}
@@ -80,7 +80,7 @@ export class PendingTxnOffsets {
 
   /** Whether a partition of a group has an offset pending in some open transaction. */
   isPending(groupId: string, topic: string, partition: number): boolean {
-    const key = offsetKey(topic, partition);
+    const key = topicPartitionKey(topic, partition);
     for (const groups of this.pending.values()) {
       if (groups.get(groupId)?.has(key) === true) return true;
     }
