@@ -104,11 +104,7 @@ export const MAX_TIMESTAMP = -3n;
 
 /** Where a record batch header keeps its partition leader epoch (after baseOffset and length). */
 const PARTITION_LEADER_EPOCH_AT = 12;
-/** Append listeners per log; one per interested component (e.g. the delayed-fetch purgatory). */
-const APPEND_LISTENERS_MAX = 64;
 const EMPTY_READ: ReadResult = Object.freeze({ ranges: [], sizeBytes: 0 }) as ReadResult;
-
-export type AppendListener = (log: UnifiedLog) => void;
 
 export interface LoadParams extends SegmentLoadParams {
   readonly topic: string;
@@ -127,7 +123,6 @@ export class UnifiedLog {
   private recoveryPoint: bigint;
   private unflushedMessages = 0;
   private lastFlushMs = Date.now();
-  private readonly listeners = new Set<AppendListener>();
   private closed = false;
   /**
    * Bumped by every change of the segment list other than appends, rolls, retention and
@@ -348,7 +343,6 @@ export class UnifiedLog {
     this.indexAbortedTxns(this.producerState.commit(prepared, this.logEndOffset));
     this.unflushedMessages += validated.recordCount;
     this.maybeFlushAfterAppend();
-    this.notifyAppend();
     return {
       baseOffset: validated.baseOffset,
       lastOffset: validated.lastOffset,
@@ -588,24 +582,6 @@ export class UnifiedLog {
     return this.flushAsync();
   }
 
-  private notifyAppend(): void {
-    for (const listener of this.listeners) {
-      // The append already happened; a failing listener must not make it look failed.
-      try {
-        listener(this);
-      } catch (error) {
-        this.env.logger(`[storage] ${this.name}: append listener failed: ${String(error)}`);
-      }
-    }
-  }
-
-  /** Registers a listener called after every successful append; returns an unsubscribe. */
-  onAppend(listener: AppendListener): () => void {
-    assert(this.listeners.size < APPEND_LISTENERS_MAX, `too many append listeners on ${this.name}`);
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
   /**
    * Reads whole batches from `fetchOffset`: ranges over one segment, at most maxBytes unless
    * the first batch alone is bigger and minOneMessage is set, never a batch at or above
@@ -806,7 +782,6 @@ export class UnifiedLog {
     this.activeSegment.onBecomeInactive();
     this.activeSegment.flush();
     for (const segment of this.segments) segment.close();
-    this.listeners.clear();
     this.closed = true;
     this.layoutEpochValue++;
   }
@@ -819,7 +794,6 @@ export class UnifiedLog {
   async delete(): Promise<void> {
     if (!this.closed) {
       for (const segment of this.segments) segment.close();
-      this.listeners.clear();
       this.closed = true;
       this.layoutEpochValue++;
     }

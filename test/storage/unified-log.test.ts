@@ -142,16 +142,6 @@ describe("append", () => {
     expect(fromGap[0].base).toBe(9_000_000_000n);
     expect(batchOffsets(readBytes(log, 5_000_000_001n, 1 << 20))[0].base).toBe(5_000_000_001n);
   });
-
-  test("onAppend listeners run after each append and can unsubscribe", () => {
-    const log = open();
-    const seen: bigint[] = [];
-    const off = log.onAppend((l) => seen.push(l.logEndOffset));
-    log.append(batch(2), { assignOffsets: true });
-    off();
-    log.append(batch(2), { assignOffsets: true });
-    expect(seen).toEqual([2n]);
-  });
 });
 
 describe("read", () => {
