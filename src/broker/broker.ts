@@ -2,6 +2,8 @@ import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
+import { sslSettingsFor } from "../config/listener-config.ts";
+import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { formatListener, type Listener } from "../config/listeners.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
@@ -42,6 +44,11 @@ export interface RunningBroker {
   readonly services: BrokerServices;
   /** Stop accepting, finish in-flight requests, flush and close logs, mark a clean shutdown. */
   stop(): Promise<void>;
+  /**
+   * Reads the TLS listeners' certificates and keys again (SIGHUP): new connections use them,
+   * open ones keep theirs. Throws a ConfigError, changing nothing, if the new files are bad.
+   */
+  reloadCertificates(): string[];
 }
 
 export interface BrokerLogger {
@@ -60,6 +67,8 @@ type SelfEndpoint = { -readonly [K in keyof BrokerEndpoint]: BrokerEndpoint[K] }
 interface BoundServer {
   readonly bound: readonly BoundListener[];
   stopAccepting(): void;
+  /** Re-reads TLS key material; returns the names of the listeners reloaded. */
+  reloadTls(): string[];
 }
 
 /**
@@ -165,7 +174,14 @@ async function startSteps(
   logListening(config, server.bound, self, log);
   const stop = stopOnce(brokerId, cleanups, log);
   const first = server.bound[0]!;
-  return { host: first.host, port: first.port, listeners: server.bound, services, stop };
+  return {
+    host: first.host,
+    port: first.port,
+    listeners: server.bound,
+    services,
+    stop,
+    reloadCertificates: () => server.reloadTls(),
+  };
 }
 
 /** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */
@@ -385,13 +401,15 @@ async function serve(
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
     },
     log,
+    (l) => tlsServerConfig(sslSettingsFor(config, l.listenerName), l.listenerName),
   );
   cleanups.push("socket servers", async () => {
     server.stopAccepting();
     answerParked();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
   });
-  return { bound: server.bound, stopAccepting: () => server.stopAccepting() };
+  return { bound: server.bound, stopAccepting: () => server.stopAccepting(),
+    reloadTls: () => server.reloadTls() };
 }
 
 /**

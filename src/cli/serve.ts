@@ -3,6 +3,8 @@ import {
   type BrokerConfig,
   type BrokerConfigKey,
 } from "../config/broker-config.ts";
+import { ConfigError } from "../config/config-error.ts";
+import { listenerValue } from "../config/listener-config.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
 import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
@@ -79,6 +81,8 @@ export interface RunningBroker {
   /** Stops accepting, finishes in-flight requests, flushes and closes logs, writes the
    * clean-shutdown marker. */
   stop(): Promise<void>;
+  /** SIGHUP: re-reads TLS certificates; returns the listeners reloaded. */
+  reloadCertificates?(): string[];
 }
 
 /** Starts the broker; null means there is nothing to keep running (the process exits 0). */
@@ -125,6 +129,9 @@ const LOOPBACK_HOST = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i;
 export function exposureWarnings(config: BrokerConfig): string[] {
   return config.listeners.flatMap((l) => {
     if (LOOPBACK_HOST.test(l.host) || l.securityProtocol.startsWith("SASL_")) return [];
+    const certified = l.securityProtocol === "SSL" &&
+      listenerValue(config, l.listenerName, "ssl.client.auth") === "required";
+    if (certified) return [];
     const where = l.host === "" ? "every interface" : l.host;
     return [
       `listener ${l.listenerName} on ${where}:${l.port} (${l.securityProtocol}) is reachable ` +
@@ -147,6 +154,19 @@ function propertiesText(config: BrokerConfig): string {
 
 const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
+/** SIGHUP: TLS listeners take new certificates; a bad file is reported and changes nothing. */
+function reloadCertificates(broker: RunningBroker): void {
+  if (broker.reloadCertificates === undefined) return;
+  try {
+    const names = broker.reloadCertificates();
+    console.error(`quill: SIGHUP: reloaded the certificates of ${names.length} TLS listener(s)` +
+      (names.length > 0 ? ` (${names.join(", ")})` : ""));
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(`quill: SIGHUP: certificates not reloaded, the old ones stay: ${error.message}`);
+  }
+}
+
 /**
  * Starts the broker and waits for the first SIGTERM or SIGINT, then stops it and resolves with
  * the exit code. The handlers go in before the start, so a signal that arrives while the
@@ -165,13 +185,22 @@ async function runUntilSignal(start: () => Promise<RunningBroker | null>): Promi
     resolve(signal);
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  // In before the start too: SIGHUP's default action would end the process.
+  let started: RunningBroker | null = null;
+  const reload = () => {
+    if (started === null) console.error("quill: SIGHUP while starting: nothing reloaded");
+    else reloadCertificates(started);
+  };
+  process.on("SIGHUP", reload);
   try {
     const broker = await start();
     if (broker === null) return 0;
+    started = broker;
     console.error(`quill: ${await signalled} received, stopping`);
     await broker.stop();
     return 0;
   } finally {
     for (const s of STOP_SIGNALS) process.off(s, onSignal);
+    process.off("SIGHUP", reload);
   }
 }

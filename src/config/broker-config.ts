@@ -14,6 +14,7 @@ import {
   oneOf,
   string,
 } from "./config-key.ts";
+import { SSL_CONFIG_KEYS } from "./ssl-config-keys.ts";
 import { GZIP_LEVEL, LZ4_LEVEL, messageFormatVersion, ZSTD_LEVEL } from "./kafka-value-types.ts";
 import { type ResolvedListeners, resolveListeners } from "./listener-resolution.ts";
 import {
@@ -408,6 +409,7 @@ export const BROKER_CONFIG_KEYS = {
     int(),
     "How long to wait for a ZooKeeper connection; unset: zookeeper.session.timeout.ms.",
   ),
+  ...SSL_CONFIG_KEYS,
 } satisfies Record<string, ConfigKey<unknown>>;
 
 export type BrokerConfigKey = keyof typeof BROKER_CONFIG_KEYS;
@@ -443,6 +445,8 @@ export type BrokerConfig = Readonly<
   } & ResolvedListeners & {
       /** The source of every key that was set; keys left at their default are absent. */
       origins: ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
+      /** `listener.name.<listener>.<key>` settings by listener name (listener-config.ts). */
+      listenerOverrides?: ReadonlyMap<string, ReadonlyMap<string, unknown>>;
     }
 >;
 

@@ -12,6 +12,7 @@ import {
 import { ConfigError, type ConfigOrigin, invalidValue } from "./config-error.ts";
 import type { ConfigKey } from "./config-key.ts";
 import { parseProperties } from "./properties.ts";
+import { isPerListenerKey } from "./listener-config.ts";
 import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
 
 /** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */
@@ -72,8 +73,15 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   const unknown: string[] = [];
   const ignored = new Set<string>();
   const security = new Map<string, Setting>();
+  const listenerOverrides = new Map<string, Map<string, unknown>>();
   for (const setting of settings) {
-    if (isBrokerConfigKey(setting.key)) {
+    const perListener = perListenerKey(setting.key);
+    if (perListener !== null) {
+      const { listenerName, key: k } = perListener;
+      const overrides = listenerOverrides.get(listenerName) ?? new Map<string, unknown>();
+      overrides.set(k, parseSetting(k, { ...setting, key: k }));
+      listenerOverrides.set(listenerName, overrides);
+    } else if (isBrokerConfigKey(setting.key)) {
       setValue(values, setting.key, parseSetting(setting.key, setting));
       origins.set(setting.key, setting.origin);
     } else if (isSecurityKey(setting.key)) {
@@ -86,8 +94,17 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   }
   // The effective value of each: honoured as written (PLAINTEXT, blank) or no start at all.
   for (const s of security.values()) checkSecuritySetting({ ...s, source: s.origin.label });
-  const config = resolveBrokerConfig(values, origins);
+  const config = { ...resolveBrokerConfig(values, origins), listenerOverrides };
   return { config, warning: warningText(unknown, [...ignored]) };
+}
+
+const PER_LISTENER_KEY = /^listener\.name\.([A-Za-z0-9_]+)\.(.+)$/;
+
+/** `listener.name.<listener>.<key>` for a key that may be set per listener, else null. */
+function perListenerKey(name: string): { listenerName: string; key: BrokerConfigKey } | null {
+  const match = PER_LISTENER_KEY.exec(name);
+  if (match === null || !isPerListenerKey(match[2]!)) return null;
+  return { listenerName: match[1]!.toUpperCase(), key: match[2]! };
 }
 
 function defaultValues(): BrokerConfigValues {

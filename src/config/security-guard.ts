@@ -11,7 +11,7 @@ import { ConfigError } from "./config-error.ts";
  */
 
 /** The protocols a listener can speak in this build. */
-export const SUPPORTED_SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT"]);
+export const SUPPORTED_SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT", "SSL"]);
 
 /** Key prefixes that only mean something with TLS, SASL or delegation tokens. */
 const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token."] as const;
@@ -61,7 +61,7 @@ export function refuseProtocol(key: string, value: string, source: string, proto
 }
 
 function feature(key: string): string {
-  if (key.startsWith("ssl.")) return "TLS";
+  if (key.startsWith("ssl.")) return "a TLS setting";
   if (key.startsWith("sasl.") || key === "connections.max.reauth.ms") return "SASL authentication";
   if (key.startsWith("delegation.token.")) return "delegation tokens";
   if (key.startsWith("listener.name.")) return "per-listener security settings";

@@ -157,8 +157,11 @@ export function describeTopicConfig(
  */
 export function describeBrokerConfig(k: BrokerConfigKey, broker: BrokerConfig) {
   const def: ConfigKey<unknown> = BROKER_CONFIG_KEYS[k];
-  const value = formatValue(def, broker[k]);
-  return description(k, value, true, def.valueType.type, def.doc, brokerSynonyms(k, broker));
+  // Kafka never shows a password's value (key material included), only that it is set.
+  const sensitive = def.valueType.type === "PASSWORD";
+  const value = sensitive ? null : formatValue(def, broker[k]);
+  const synonyms = brokerSynonyms(k, broker).map((s) => (sensitive ? { ...s, value: null } : s));
+  return { ...description(k, value, true, def.valueType.type, def.doc, synonyms), sensitive };
 }
 
 function description(

@@ -55,6 +55,8 @@ export class Connection implements ConnectionContext {
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly listenerName: string;
+  /** Kafka's principal: `User:ANONYMOUS` until TLS or SASL names the client. */
+  principal = "User:ANONYMOUS";
   readonly state = new Map<string, unknown>();
   closed = false;
   /** Date.now() of the last bytes read or written, for connections.max.idle.ms. */

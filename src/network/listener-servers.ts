@@ -3,6 +3,7 @@
  * which listener they came through, so Metadata can answer with that listener's endpoints.
  */
 import type { Listener } from "../config/listeners.ts";
+import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import type { NetworkLimits } from "./network-limits.ts";
 import type { NetworkLogger, RequestHandler } from "./request-handler.ts";
 import { SocketServer } from "./socket-server.ts";
@@ -12,18 +13,27 @@ export interface BoundListener extends Listener {
   readonly port: number;
 }
 
+export type TlsFor = (listener: Listener) => TlsServerConfig;
+
+const usesTls = (l: Listener) => l.securityProtocol === "SSL" || l.securityProtocol === "SASL_SSL";
+
 export class ListenerServers {
   private constructor(
     private readonly servers: readonly SocketServer[],
     readonly bound: readonly BoundListener[],
+    private readonly tlsFor: TlsFor,
   ) {}
 
-  /** Binds every listener in order; if one cannot bind, those already bound are closed. */
+  /**
+   * Binds every listener in order; if one cannot bind, those already bound are closed.
+   * `tlsFor` gives the TLS settings of a listener that speaks TLS (SSL, SASL_SSL).
+   */
   static async start(
     listeners: readonly Listener[],
     handler: RequestHandler,
     limits: Partial<NetworkLimits>,
     logger: NetworkLogger,
+    tlsFor: TlsFor,
   ): Promise<ListenerServers> {
     const servers: SocketServer[] = [];
     const bound: BoundListener[] = [];
@@ -36,6 +46,7 @@ export class ListenerServers {
           handler,
           limits,
           logger,
+          ...(usesTls(listener) ? { tls: tlsFor(listener) } : {}),
         });
         const address = await server.start();
         servers.push(server);
@@ -45,7 +56,17 @@ export class ListenerServers {
       for (const server of servers) await server.drainAndClose(0);
       throw error;
     }
-    return new ListenerServers(servers, bound);
+    return new ListenerServers(servers, bound, tlsFor);
+  }
+
+  /**
+   * Reads every TLS listener's key material again and serves new connections with it (SIGHUP).
+   * All material is read before any listener changes, so a bad file changes nothing.
+   */
+  reloadTls(): string[] {
+    const reloads = this.bound.flatMap((l, i) => (usesTls(l) ? [{ l, i, tls: this.tlsFor(l) }] : []));
+    for (const { i, tls } of reloads) this.servers[i]!.reloadTls(tls);
+    return reloads.map(({ l }) => l.listenerName);
   }
 
   get connectionCount(): number {

@@ -27,6 +27,8 @@ export interface ConnectionContext {
   readonly remotePort: number;
   /** The listener the connection came through (`PLAINTEXT`, `SSL`, ...), upper-cased. */
   readonly listenerName: string;
+  /** Kafka's principal (`User:alice`), `User:ANONYMOUS` until TLS or SASL names the client. */
+  readonly principal: string;
   /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
   readonly state: Map<string, unknown>;
   /** True once the connection is closed: responses produced from now on are discarded. */

@@ -6,7 +6,10 @@
  *
  * It knows nothing of Kafka APIs; requests go to the RequestHandler it is given.
  */
+import { X509Certificate } from "node:crypto";
 import type { Socket, TCPSocketListener } from "bun";
+import { PrincipalMappingError, rfc2253Subject } from "../security/ssl-principal-mapper.ts";
+import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import { assert } from "../util/assert.ts";
 import { Connection, type ConnectionSocket } from "./connection.ts";
 import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
@@ -19,6 +22,8 @@ export interface SocketServerOptions {
   readonly port: number;
   /** The listener's name, given to every connection; PLAINTEXT unless set. */
   readonly listenerName?: string;
+  /** Speak TLS with this key material and client-certificate policy (SSL, SASL_SSL). */
+  readonly tls?: TlsServerConfig;
   readonly handler: RequestHandler;
   readonly limits?: Partial<NetworkLimits>;
   readonly logger: NetworkLogger;
@@ -44,11 +49,14 @@ export class SocketServer {
   private drainWaiter: (() => void) | null = null;
   private rejectedSinceLogCount = 0;
   private rejectionLoggedAtMs = 0;
+  private tls: TlsServerConfig | undefined;
 
   constructor(private readonly options: SocketServerOptions) {
     this.limits = resolveNetworkLimits(options.limits);
     const wanted = options.sendfileEnabled ?? process.env.QUILL_NETWORK_SENDFILE !== "false";
-    this.sendfileEnabled = wanted && isSendfileAvailable();
+    // sendfile would put file bytes on the wire unencrypted: TLS streams ranges through a buffer.
+    this.sendfileEnabled = wanted && isSendfileAvailable() && options.tls === undefined;
+    this.tls = options.tls;
   }
 
   get connectionCount(): number {
@@ -58,23 +66,83 @@ export class SocketServer {
   /** Binds and starts accepting; resolves with the address bound (port 0 picks one). */
   async start(): Promise<{ host: string; port: number }> {
     assert(this.listener === null, "SocketServer started twice");
+    const listener = this.listen(this.options.port);
+    this.listener = listener;
+    const sweepMs = Math.max(10, Math.min(this.limits.connectionsMaxIdleMs / 4, 30000));
+    this.idleTimer = setInterval(() => this.closeIdleConnections(), sweepMs);
+    this.idleTimer.unref();
+    return { host: listener.hostname, port: listener.port };
+  }
+
+  /**
+   * New key material for connections accepted from now on (open ones keep theirs): Bun cannot
+   * change a listener's TLS context, so the port is closed and bound again at once with the new
+   * one. A connection attempt in between is refused and retried by the client.
+   */
+  reloadTls(tls: TlsServerConfig): void {
+    const old = this.listener;
+    assert(old !== null && this.tls !== undefined, "reloadTls on a plaintext or stopped server");
+    const previous = this.tls;
+    old.stop(false);
+    this.tls = tls;
+    try {
+      this.listener = this.listen(old.port);
+    } catch (error) {
+      this.tls = previous;
+      this.listener = this.listen(old.port);
+      throw error;
+    }
+  }
+
+  private listen(port: number): TCPSocketListener<undefined> {
     const listener = Bun.listen<Connection | undefined>({
       hostname: this.options.host,
-      port: this.options.port,
+      port,
       data: undefined,
+      ...(this.tls === undefined ? {} : { tls: this.tls.options }),
       socket: {
         open: (socket) => this.onOpen(socket),
+        handshake: (socket, success, error) => this.onHandshake(socket, success, error),
         data: (socket, data) => socket.data?.onData(data),
         drain: (socket) => socket.data?.onDrain(),
         close: (socket) => this.onSocketClose(socket),
         error: (socket, error) => socket.data?.destroy(`socket error: ${error.message}`),
       },
     });
-    this.listener = listener as unknown as TCPSocketListener<undefined>;
-    const sweepMs = Math.max(10, Math.min(this.limits.connectionsMaxIdleMs / 4, 30000));
-    this.idleTimer = setInterval(() => this.closeIdleConnections(), sweepMs);
-    this.idleTimer.unref();
-    return { host: listener.hostname, port: listener.port };
+    return listener as unknown as TCPSocketListener<undefined>;
+  }
+
+  /**
+   * Applies ssl.client.auth once the TLS handshake is done: a certificate that is required and
+   * missing, or presented and not trusted, closes the connection; a trusted one names the
+   * connection's principal through ssl.principal.mapping.rules (Kafka's DefaultKafkaPrincipalBuilder).
+   */
+  private onHandshake(socket: ServerSocket, success: boolean, error: Error | null): void {
+    const connection = socket.data;
+    const tls = this.tls;
+    if (connection === undefined || tls === undefined) return;
+    if (!success) {
+      connection.destroy(`TLS handshake failed: ${error?.message ?? "unknown reason"}`);
+      return;
+    }
+    if (tls.clientAuth === "none") return;
+    const certificate = socket.getPeerCertificate() as { raw?: Uint8Array } | undefined;
+    const raw = certificate?.raw;
+    if (raw === undefined || raw.length === 0) {
+      if (tls.clientAuth === "required") connection.destroy("no client certificate (required)");
+      return;
+    }
+    if (error !== null && error !== undefined) {
+      connection.destroy(`client certificate not trusted: ${error.message}`);
+      return;
+    }
+    const subject = rfc2253Subject(new X509Certificate(raw).subject);
+    try {
+      connection.principal = `User:${tls.principalMapper.name(subject)}`;
+    } catch (mappingError) {
+      if (!(mappingError instanceof PrincipalMappingError)) throw mappingError;
+      connection.destroy(`client certificate refused: ${mappingError.message}`);
+    }
   }
 
   /** Stops accepting new connections; existing ones carry on. */

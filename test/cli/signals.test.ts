@@ -47,6 +47,22 @@ describe("quill serve stops cleanly on a signal", () => {
     }, 15_000);
   }
 
+  test("SIGHUP reloads certificates and keeps serving; SIGTERM still stops", async () => {
+    const proc = Bun.spawn([process.execPath, fixture, "--listen", "127.0.0.1:0"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const reader = proc.stdout.getReader();
+    const port = Number((await readUntil(reader, /listening (\d+)/))[1]);
+    proc.kill("SIGHUP");
+    await readUntil(reader, /certificates reloaded/);
+    expect(await connects(port)).toBe(true);
+    proc.kill("SIGTERM");
+    expect(await proc.exited).toBe(0);
+    expect(await new Response(proc.stderr).text()).toContain(
+      "SIGHUP: reloaded the certificates of 1 TLS listener(s) (SSL)");
+  }, 15_000);
+
   test("a bad config exits 2 before the broker starts (nothing listens)", async () => {
     const proc = Bun.spawn(
       [process.execPath, fixture, "--listen", "127.0.0.1:0", "--set", "message.max.bytes=-5"],

@@ -202,12 +202,15 @@ describe("bad values", () => {
   });
 
   test("every key rejects a value of the wrong shape, and the message names it", () => {
-    const keys = Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[];
+    // Any non-empty text is a password (or PEM text, checked when a TLS listener starts).
+    const keys = (Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[])
+      .filter((k) => BROKER_CONFIG_KEYS[k].valueType.type !== "PASSWORD");
     for (const k of keys) {
       const bad =
         BROKER_CONFIG_KEYS[k].valueType.type === "STRING" &&
         !["listeners", "advertised.listeners"].includes(k) &&
-        !k.endsWith(".type")
+        !k.endsWith(".type") &&
+        k !== "ssl.endpoint.identification.algorithm"
           ? "   "
           : "not a value,";
       const message = configError(() =>
@@ -365,11 +368,12 @@ describe("security settings this build cannot honour refuse the start (never ope
     configError(() => loadConfig({ flags: [set(key, value)] }));
 
   test("TLS, SASL, ACL and per-listener keys each name the key, its value and source", () => {
-    expect(refused("ssl.keystore.location", "/etc/k.pem")).toBe(
-      'refusing to start: security config ssl.keystore.location="/etc/k.pem" (from --set) asks ' +
-        "for TLS, which this build of Quill does not provide; remove it, or the broker would run " +
-        "unprotected",
+    expect(refused("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256")).toBe(
+      'refusing to start: security config ssl.cipher.suites="TLS_AES_128_GCM_SHA256" (from --set) ' +
+        "asks for a TLS setting, which this build of Quill does not provide; remove it, or the " +
+        "broker would run unprotected",
     );
+    expect(refused("ssl.keystore.type", "JKS")).toContain("expected one of PEM");
     expect(refused("sasl.enabled.mechanisms", "SCRAM-SHA-512")).toContain(
       'sasl.enabled.mechanisms="SCRAM-SHA-512" (from --set) asks for SASL authentication',
     );
@@ -394,9 +398,9 @@ describe("security settings this build cannot honour refuse the start (never ope
   });
 
   test("from the file and the environment too; the first refused key is named", () => {
-    const file = propertiesFile("broker.id=1\nssl.client.auth=required\n");
+    const file = propertiesFile("broker.id=1\nssl.cipher.suites=X\n");
     expect(configError(() => loadConfig({ configFile: file }))).toMatch(
-      /ssl\.client\.auth="required" \(from server-\d+\.properties:2\)/,
+      /ssl\.cipher\.suites="X" \(from server-\d+\.properties:2\)/,
     );
     expect(
       configError(() => loadConfig({ env: { QUILL_SASL_ENABLED_MECHANISMS: "PLAIN" } })),
@@ -405,11 +409,11 @@ describe("security settings this build cannot honour refuse the start (never ope
 
   test("PLAINTEXT as written, blank values and a later blank override start quietly", () => {
     const { warning } = loadConfig({
-      configFile: propertiesFile("ssl.keystore.location=/k.pem\nauthorizer.class.name=\n"),
+      configFile: propertiesFile("ssl.cipher.suites=X\nauthorizer.class.name=\n"),
       flags: [
         set("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT"),
         set("security.inter.broker.protocol", "PLAINTEXT"),
-        set("ssl.keystore.location", ""),
+        set("ssl.cipher.suites", ""),
       ],
     });
     expect(warning).toBeNull();

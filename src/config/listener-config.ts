@@ -1,0 +1,22 @@
+import type { BrokerConfig, BrokerConfigKey } from "./broker-config.ts";
+import { isSslConfigKey, SSL_CONFIG_KEYS, type SslConfigKey } from "./ssl-config-keys.ts";
+
+/** Keys Kafka lets an operator set for one listener with `listener.name.<listener>.`. */
+export const isPerListenerKey = (key: string): key is BrokerConfigKey => isSslConfigKey(key);
+
+export type SslSettings = { readonly [K in SslConfigKey]: BrokerConfig[K] };
+
+/** A key's value for one listener: its `listener.name.<listener>.` setting, else the broker's. */
+export function listenerValue<K extends BrokerConfigKey>(
+  config: BrokerConfig, listenerName: string, key: K,
+): BrokerConfig[K] {
+  const overrides = config.listenerOverrides?.get(listenerName);
+  return overrides?.has(key) ? overrides.get(key) as BrokerConfig[K] : config[key];
+}
+
+/** Every TLS key as it applies to one listener. */
+export function sslSettingsFor(config: BrokerConfig, listenerName: string): SslSettings {
+  const keys = Object.keys(SSL_CONFIG_KEYS) as SslConfigKey[];
+  return Object.fromEntries(keys.map((k) => [k, listenerValue(config, listenerName, k)])) as
+    unknown as SslSettings;
+}
