@@ -3,7 +3,6 @@ import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { sslSettingsFor } from "../config/listener-config.ts";
-import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { formatListener, type Listener } from "../config/listeners.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
@@ -15,6 +14,7 @@ import { TransactionMarkerChannelManager } from "../coordinator/transaction-mark
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
+import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
@@ -408,8 +408,11 @@ async function serve(
     answerParked();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
   });
-  return { bound: server.bound, stopAccepting: () => server.stopAccepting(),
-    reloadTls: () => server.reloadTls() };
+  return {
+    bound: server.bound,
+    stopAccepting: () => server.stopAccepting(),
+    reloadTls: () => server.reloadTls(),
+  };
 }
 
 /**

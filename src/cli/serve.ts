@@ -4,8 +4,8 @@ import {
   type BrokerConfigKey,
 } from "../config/broker-config.ts";
 import { ConfigError } from "../config/config-error.ts";
-import { listenerValue } from "../config/listener-config.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
+import { listenerValue } from "../config/listener-config.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
 import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
 import { parseFlags, UsageError } from "./args.ts";
@@ -129,7 +129,8 @@ const LOOPBACK_HOST = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i;
 export function exposureWarnings(config: BrokerConfig): string[] {
   return config.listeners.flatMap((l) => {
     if (LOOPBACK_HOST.test(l.host) || l.securityProtocol.startsWith("SASL_")) return [];
-    const certified = l.securityProtocol === "SSL" &&
+    const certified =
+      l.securityProtocol === "SSL" &&
       listenerValue(config, l.listenerName, "ssl.client.auth") === "required";
     if (certified) return [];
     const where = l.host === "" ? "every interface" : l.host;
@@ -159,8 +160,10 @@ function reloadCertificates(broker: RunningBroker): void {
   if (broker.reloadCertificates === undefined) return;
   try {
     const names = broker.reloadCertificates();
-    console.error(`quill: SIGHUP: reloaded the certificates of ${names.length} TLS listener(s)` +
-      (names.length > 0 ? ` (${names.join(", ")})` : ""));
+    console.error(
+      `quill: SIGHUP: reloaded the certificates of ${names.length} TLS listener(s)` +
+        (names.length > 0 ? ` (${names.join(", ")})` : ""),
+    );
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`quill: SIGHUP: certificates not reloaded, the old ones stay: ${error.message}`);

@@ -14,7 +14,6 @@ import {
   oneOf,
   string,
 } from "./config-key.ts";
-import { SSL_CONFIG_KEYS } from "./ssl-config-keys.ts";
 import { GZIP_LEVEL, LZ4_LEVEL, messageFormatVersion, ZSTD_LEVEL } from "./kafka-value-types.ts";
 import { type ResolvedListeners, resolveListeners } from "./listener-resolution.ts";
 import {
@@ -23,6 +22,7 @@ import {
   SECURITY_PROTOCOLS,
   securityProtocolMap,
 } from "./listeners.ts";
+import { SSL_CONFIG_KEYS } from "./ssl-config-keys.ts";
 
 export const COMPRESSION_TYPES = [
   "uncompressed",

@@ -16,8 +16,7 @@ export const ConfigType = {
   CLASS: 8,
   PASSWORD: 9,
 } as const;
-export type ConfigTypeName =
-  "BOOLEAN" | "STRING" | "INT" | "LONG" | "DOUBLE" | "LIST" | "PASSWORD";
+export type ConfigTypeName = "BOOLEAN" | "STRING" | "INT" | "LONG" | "DOUBLE" | "LIST" | "PASSWORD";
 
 /** How one kind of value is read from its string form, described and written back. */
 export interface ValueType<T> {

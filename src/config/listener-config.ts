@@ -8,15 +8,18 @@ export type SslSettings = { readonly [K in SslConfigKey]: BrokerConfig[K] };
 
 /** A key's value for one listener: its `listener.name.<listener>.` setting, else the broker's. */
 export function listenerValue<K extends BrokerConfigKey>(
-  config: BrokerConfig, listenerName: string, key: K,
+  config: BrokerConfig,
+  listenerName: string,
+  key: K,
 ): BrokerConfig[K] {
   const overrides = config.listenerOverrides?.get(listenerName);
-  return overrides?.has(key) ? overrides.get(key) as BrokerConfig[K] : config[key];
+  return overrides?.has(key) ? (overrides.get(key) as BrokerConfig[K]) : config[key];
 }
 
 /** Every TLS key as it applies to one listener. */
 export function sslSettingsFor(config: BrokerConfig, listenerName: string): SslSettings {
   const keys = Object.keys(SSL_CONFIG_KEYS) as SslConfigKey[];
-  return Object.fromEntries(keys.map((k) => [k, listenerValue(config, listenerName, k)])) as
-    unknown as SslSettings;
+  return Object.fromEntries(
+    keys.map((k) => [k, listenerValue(config, listenerName, k)]),
+  ) as unknown as SslSettings;
 }

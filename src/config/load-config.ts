@@ -11,8 +11,8 @@ import {
 } from "./broker-config.ts";
 import { ConfigError, type ConfigOrigin, invalidValue } from "./config-error.ts";
 import type { ConfigKey } from "./config-key.ts";
-import { parseProperties } from "./properties.ts";
 import { isPerListenerKey } from "./listener-config.ts";
+import { parseProperties } from "./properties.ts";
 import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
 
 /** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */

@@ -64,7 +64,9 @@ export class ListenerServers {
    * All material is read before any listener changes, so a bad file changes nothing.
    */
   reloadTls(): string[] {
-    const reloads = this.bound.flatMap((l, i) => (usesTls(l) ? [{ l, i, tls: this.tlsFor(l) }] : []));
+    const reloads = this.bound.flatMap((l, i) =>
+      usesTls(l) ? [{ l, i, tls: this.tlsFor(l) }] : [],
+    );
     for (const { i, tls } of reloads) this.servers[i]!.reloadTls(tls);
     return reloads.map(({ l }) => l.listenerName);
   }

@@ -8,8 +8,12 @@
 
 type Rule =
   | { readonly kind: "default" }
-  | { readonly kind: "rule"; readonly pattern: RegExp; readonly replacement: string;
-      readonly caseChange: "" | "L" | "U" };
+  | {
+      readonly kind: "rule";
+      readonly pattern: RegExp;
+      readonly replacement: string;
+      readonly caseChange: "" | "L" | "U";
+    };
 
 /** At most this many rules: each connection tries them in turn. */
 const RULES_MAX = 100;
@@ -37,9 +41,13 @@ export class SslPrincipalMapper {
       if (match[1] !== undefined) {
         rules.push({ kind: "default" });
       } else {
-        const unescape = (s: string) => s.replaceAll("\\/", "/");
-        rules.push({ kind: "rule", pattern: new RegExp(`^(?:${unescape(match[2]!)})$`),
-          replacement: javaReplacement(unescape(match[3]!)), caseChange: match[4] as "" | "L" | "U" });
+        const unescaped = (s: string) => s.replaceAll("\\/", "/");
+        rules.push({
+          kind: "rule",
+          pattern: new RegExp(`^(?:${unescaped(match[2]!)})$`),
+          replacement: javaReplacement(unescaped(match[3]!)),
+          caseChange: match[4] as "" | "L" | "U",
+        });
       }
       if (rules.length > RULES_MAX) throw new PrincipalMappingError(`more than ${RULES_MAX} rules`);
     }
@@ -63,8 +71,9 @@ export class SslPrincipalMapper {
 
 /** Java writes groups as `$1` and escapes `$` as `\$`; JavaScript escapes it as `$$`. */
 function javaReplacement(replacement: string): string {
-  return replacement.replace(/\\\$|\$(\d)|\$/g, (m, group: string | undefined) =>
-    (group !== undefined ? `$${group}` : "$$"));
+  return replacement.replace(/\\\$|\$(\d)|\$/g, (_match, group: string | undefined) =>
+    group !== undefined ? `$${group}` : "$$",
+  );
 }
 
 const RFC2253_SPECIAL = /[,+"\\<>;]/g;
@@ -75,10 +84,13 @@ const RFC2253_SPECIAL = /[,+"\\<>;]/g;
  * `lines` is node:crypto's X509Certificate.subject: `NAME=value` per line, certificate order.
  */
 export function rfc2253Subject(lines: string): string {
-  const parts = lines.split("\n").filter((l) => l.length > 0).map((line) => {
-    const eq = line.indexOf("=");
-    const value = line.slice(eq + 1).replace(RFC2253_SPECIAL, (c) => `\\${c}`);
-    return `${line.slice(0, eq)}=${value.replace(/^[ #]/, (c) => `\\${c}`)}`;
-  });
+  const parts = lines
+    .split("\n")
+    .filter((l) => l.length > 0)
+    .map((line) => {
+      const eq = line.indexOf("=");
+      const value = line.slice(eq + 1).replace(RFC2253_SPECIAL, (c) => `\\${c}`);
+      return `${line.slice(0, eq)}=${value.replace(/^[ #]/, (c) => `\\${c}`)}`;
+    });
   return parts.reverse().join(",");
 }

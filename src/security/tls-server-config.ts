@@ -26,7 +26,10 @@ const SSL_OP_NO_TLSv1_3 = 0x20000000;
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g;
 
 function pemBlocks(text: string, kind: (label: string) => boolean): string {
-  return [...text.matchAll(PEM_BLOCK)].filter((m) => kind(m[1]!)).map((m) => m[0]).join("\n");
+  return [...text.matchAll(PEM_BLOCK)]
+    .filter((m) => kind(m[1]!))
+    .map((m) => m[0])
+    .join("\n");
 }
 
 const isKey = (label: string) => label.endsWith("PRIVATE KEY");
@@ -43,9 +46,12 @@ function readPem(key: string, path: string, listenerName: string): string {
 
 /** Throws a ConfigError naming the key when the settings cannot make a TLS listener. */
 export function tlsServerConfig(ssl: SslSettings, listenerName: string): TlsServerConfig {
-  const missing = (what: string) => new ConfigError(`listener ${listenerName} speaks TLS but ` +
-    `${what}; set ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key ` +
-    `(or their listener.name.${listenerName.toLowerCase()}. forms)`);
+  const missing = (what: string) =>
+    new ConfigError(
+      `listener ${listenerName} speaks TLS but ` +
+        `${what}; set ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key ` +
+        `(or their listener.name.${listenerName.toLowerCase()}. forms)`,
+    );
   let key: string;
   let cert: string;
   if (ssl["ssl.keystore.location"] !== null) {
@@ -60,17 +66,22 @@ export function tlsServerConfig(ssl: SslSettings, listenerName: string): TlsServ
     cert = pemBlocks(ssl["ssl.keystore.certificate.chain"] ?? "", isCertificate);
     if (key === "" || cert === "") throw missing("no key store is configured");
   }
-  const trustText = ssl["ssl.truststore.location"] !== null
-    ? readPem("ssl.truststore.location", ssl["ssl.truststore.location"], listenerName)
-    : ssl["ssl.truststore.certificates"] ?? "";
+  const trustText =
+    ssl["ssl.truststore.location"] !== null
+      ? readPem("ssl.truststore.location", ssl["ssl.truststore.location"], listenerName)
+      : (ssl["ssl.truststore.certificates"] ?? "");
   const ca = pemBlocks(trustText, isCertificate);
   const clientAuth = ssl["ssl.client.auth"];
   if (clientAuth !== "none" && ca === "") {
-    throw new ConfigError(`listener ${listenerName} has ssl.client.auth=${clientAuth} but no ` +
-      "trusted certificates (ssl.truststore.location or ssl.truststore.certificates)");
+    throw new ConfigError(
+      `listener ${listenerName} has ssl.client.auth=${clientAuth} but no ` +
+        "trusted certificates (ssl.truststore.location or ssl.truststore.certificates)",
+    );
   }
   const protocols = ssl["ssl.enabled.protocols"];
-  const secureOptions = SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 |
+  const secureOptions =
+    SSL_OP_NO_TLSv1 |
+    SSL_OP_NO_TLSv1_1 |
     (protocols.includes("TLSv1.2") ? 0 : SSL_OP_NO_TLSv1_2) |
     (protocols.includes("TLSv1.3") ? 0 : SSL_OP_NO_TLSv1_3);
   let principalMapper: SslPrincipalMapper;
@@ -78,11 +89,15 @@ export function tlsServerConfig(ssl: SslSettings, listenerName: string): TlsServ
     principalMapper = SslPrincipalMapper.fromRules(ssl["ssl.principal.mapping.rules"]);
   } catch (error) {
     if (!(error instanceof PrincipalMappingError)) throw error;
-    throw new ConfigError(`invalid config ssl.principal.mapping.rules for listener ` +
-      `${listenerName}: ${error.message}`);
+    throw new ConfigError(
+      `invalid config ssl.principal.mapping.rules for listener ` +
+        `${listenerName}: ${error.message}`,
+    );
   }
   const options: TLSOptions = {
-    key, cert, secureOptions,
+    key,
+    cert,
+    secureOptions,
     ...(ssl["ssl.key.password"] === null ? {} : { passphrase: ssl["ssl.key.password"] }),
     ...(ca === "" ? {} : { ca }),
     // The certificate is checked in the handshake callback, so each auth mode can decide.

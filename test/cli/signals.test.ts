@@ -60,7 +60,8 @@ describe("quill serve stops cleanly on a signal", () => {
     proc.kill("SIGTERM");
     expect(await proc.exited).toBe(0);
     expect(await new Response(proc.stderr).text()).toContain(
-      "SIGHUP: reloaded the certificates of 1 TLS listener(s) (SSL)");
+      "SIGHUP: reloaded the certificates of 1 TLS listener(s) (SSL)",
+    );
   }, 15_000);
 
   test("a bad config exits 2 before the broker starts (nothing listens)", async () => {

@@ -203,8 +203,9 @@ describe("bad values", () => {
 
   test("every key rejects a value of the wrong shape, and the message names it", () => {
     // Any non-empty text is a password (or PEM text, checked when a TLS listener starts).
-    const keys = (Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[])
-      .filter((k) => BROKER_CONFIG_KEYS[k].valueType.type !== "PASSWORD");
+    const keys = (Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[]).filter(
+      (k) => BROKER_CONFIG_KEYS[k].valueType.type !== "PASSWORD",
+    );
     for (const k of keys) {
       const bad =
         BROKER_CONFIG_KEYS[k].valueType.type === "STRING" &&

@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { PrincipalMappingError, rfc2253Subject, SslPrincipalMapper } from "../../src/security/ssl-principal-mapper.ts";
+import {
+  PrincipalMappingError,
+  rfc2253Subject,
+  SslPrincipalMapper,
+} from "../../src/security/ssl-principal-mapper.ts";
 
 describe("SslPrincipalMapper (Kafka's ssl.principal.mapping.rules)", () => {
   const subject = "CN=alice,OU=eng,O=Example,L=Paris,C=FR";
@@ -9,7 +13,8 @@ describe("SslPrincipalMapper (Kafka's ssl.principal.mapping.rules)", () => {
   });
 
   test("RULE forms from Kafka's documentation: the CN, lower- and upper-cased, then DEFAULT", () => {
-    const rules = "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),C=(.*?)$/$1@$2/U, DEFAULT";
+    const rules =
+      "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),C=(.*?)$/$1@$2/U, DEFAULT";
     const mapper = SslPrincipalMapper.fromRules(rules);
     expect(mapper.name("CN=Kafka-Svc,OU=ServiceUsers,O=Org,C=US")).toBe("kafka-svc");
     expect(mapper.name(subject)).toBe("ALICE@ENG");

@@ -15,8 +15,11 @@ export interface TestCertificates {
   readonly serverCert: string;
   readonly serverKey: string;
   /** Makes a client key and certificate for `subject` (e.g. "/CN=alice/O=Quill"). */
-  client(name: string, subject: string, options?: { ca?: "trusted" | "other"; expired?: boolean }):
-    { cert: string; key: string };
+  client(
+    name: string,
+    subject: string,
+    options?: { ca?: "trusted" | "other"; expired?: boolean },
+  ): { cert: string; key: string };
   /** A new server certificate with another subject, written over the keystore (reload tests). */
   renewServer(commonName: string): void;
 }
@@ -29,16 +32,61 @@ function openssl(args: string[], cwd: string): void {
 export function makeCertificates(): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), "quill-tls-"));
   const at = (f: string) => join(dir, f);
-  const newCa = (name: string) => openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes",
-    "-keyout", `${name}.key`, "-out", `${name}.pem`, "-days", "2", "-subj", `/CN=${name}`], dir);
+  const newCa = (name: string) =>
+    openssl(
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        `${name}.key`,
+        "-out",
+        `${name}.pem`,
+        "-days",
+        "2",
+        "-subj",
+        `/CN=${name}`,
+      ],
+      dir,
+    );
   newCa("ca");
   newCa("other-ca");
   writeFileSync(at("server.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
   const sign = (name: string, subject: string, ca: string, extra: string[] = []) => {
-    openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out",
-      `${name}.csr`, "-subj", subject], dir);
-    openssl(["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.pem`, "-CAkey", `${ca}.key`,
-      "-CAcreateserial", "-out", `${name}.pem`, ...extra], dir);
+    openssl(
+      [
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        `${name}.key`,
+        "-out",
+        `${name}.csr`,
+        "-subj",
+        subject,
+      ],
+      dir,
+    );
+    openssl(
+      [
+        "x509",
+        "-req",
+        "-in",
+        `${name}.csr`,
+        "-CA",
+        `${ca}.pem`,
+        "-CAkey",
+        `${ca}.key`,
+        "-CAcreateserial",
+        "-out",
+        `${name}.pem`,
+        ...extra,
+      ],
+      dir,
+    );
   };
   sign("server", "/CN=localhost", "ca", ["-days", "2", "-extfile", "server.ext"]);
   const writeKeystore = () => {
@@ -48,8 +96,11 @@ export function makeCertificates(): TestCertificates {
   };
   writeKeystore();
   return {
-    dir, caPem: at("ca.pem"), serverKeystore: at("server-keystore.pem"),
-    serverCert: at("server.pem"), serverKey: at("server.key"),
+    dir,
+    caPem: at("ca.pem"),
+    serverKeystore: at("server-keystore.pem"),
+    serverCert: at("server.pem"),
+    serverKey: at("server.key"),
     client(name, subject, options = {}) {
       const ca = options.ca === "other" ? "other-ca" : "ca";
       // Valid for 0 days: expired a second after it is made.
