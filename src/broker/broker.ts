@@ -172,7 +172,14 @@ async function startSteps(
   services = { ...services, controller };
   if (stores.zooKeeper === null) await loadTransactionState(transactions, cache, log);
   logListening(config, server.bound, self, log);
-  const stop = stopOnce(brokerId, cleanups, log);
+  return runningBroker(server, services, stopOnce(brokerId, cleanups, log));
+}
+
+function runningBroker(
+  server: BoundServer,
+  services: BrokerServices,
+  stop: () => Promise<void>,
+): RunningBroker {
   const first = server.bound[0]!;
   return {
     host: first.host,

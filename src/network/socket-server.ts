@@ -115,7 +115,8 @@ export class SocketServer {
   /**
    * Applies ssl.client.auth once the TLS handshake is done: a certificate that is required and
    * missing, or presented and not trusted, closes the connection; a trusted one names the
-   * connection's principal through ssl.principal.mapping.rules (Kafka's DefaultKafkaPrincipalBuilder).
+   * connection's principal through ssl.principal.mapping.rules (as Kafka's
+   * DefaultKafkaPrincipalBuilder).
    */
   private onHandshake(socket: ServerSocket, success: boolean, error: Error | null): void {
     const connection = socket.data;

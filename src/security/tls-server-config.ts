@@ -49,7 +49,8 @@ export function tlsServerConfig(ssl: SslSettings, listenerName: string): TlsServ
   const missing = (what: string) =>
     new ConfigError(
       `listener ${listenerName} speaks TLS but ` +
-        `${what}; set ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key ` +
+        `${what}; set ssl.keystore.location, or ssl.keystore.certificate.chain and ` +
+        "ssl.keystore.key " +
         `(or their listener.name.${listenerName.toLowerCase()}. forms)`,
     );
   let key: string;

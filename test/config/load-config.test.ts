@@ -370,7 +370,8 @@ describe("security settings this build cannot honour refuse the start (never ope
 
   test("TLS, SASL, ACL and per-listener keys each name the key, its value and source", () => {
     expect(refused("ssl.cipher.suites", "TLS_AES_128_GCM_SHA256")).toBe(
-      'refusing to start: security config ssl.cipher.suites="TLS_AES_128_GCM_SHA256" (from --set) ' +
+      "refusing to start: security config " +
+        'ssl.cipher.suites="TLS_AES_128_GCM_SHA256" (from --set) ' +
         "asks for a TLS setting, which this build of Quill does not provide; remove it, or the " +
         "broker would run unprotected",
     );

@@ -12,9 +12,10 @@ describe("SslPrincipalMapper (Kafka's ssl.principal.mapping.rules)", () => {
     expect(SslPrincipalMapper.fromRules("DEFAULT").name(subject)).toBe(subject);
   });
 
-  test("RULE forms from Kafka's documentation: the CN, lower- and upper-cased, then DEFAULT", () => {
+  test("RULE forms from Kafka's documentation: CN lower- and upper-cased, DEFAULT", () => {
     const rules =
-      "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),C=(.*?)$/$1@$2/U, DEFAULT";
+      "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, " +
+      "RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),C=(.*?)$/$1@$2/U, DEFAULT";
     const mapper = SslPrincipalMapper.fromRules(rules);
     expect(mapper.name("CN=Kafka-Svc,OU=ServiceUsers,O=Org,C=US")).toBe("kafka-svc");
     expect(mapper.name(subject)).toBe("ALICE@ENG");

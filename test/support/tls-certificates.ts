@@ -29,72 +29,34 @@ function openssl(args: string[], cwd: string): void {
   if (run.exitCode !== 0) throw new Error(`openssl ${args.join(" ")}: ${run.stderr.toString()}`);
 }
 
+/** Signs a new key's certificate for `subject` with CA `ca` (files `<name>.key`, `.pem`). */
+function sign(dir: string, name: string, subject: string, ca: string, extra: string[]): void {
+  const csr = ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`];
+  openssl([...csr, "-out", `${name}.csr`, "-subj", subject], dir);
+  const x509 = ["x509", "-req", "-in", `${name}.csr`, "-CA", `${ca}.pem`, "-CAkey", `${ca}.key`];
+  openssl([...x509, "-CAcreateserial", "-out", `${name}.pem`, ...extra], dir);
+}
+
+function newCa(dir: string, name: string): void {
+  const args = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`];
+  openssl([...args, "-out", `${name}.pem`, "-days", "2", "-subj", `/CN=${name}`], dir);
+}
+
+/** The server's key and certificate for 127.0.0.1/localhost, in one keystore PEM file. */
+function newServer(dir: string, commonName: string): void {
+  sign(dir, "server", `/CN=${commonName}`, "ca", ["-days", "2", "-extfile", "server.ext"]);
+  const key = readFileSync(join(dir, "server.key"), "utf8");
+  const cert = readFileSync(join(dir, "server.pem"), "utf8");
+  writeFileSync(join(dir, "server-keystore.pem"), `${key}\n${cert}`);
+}
+
 export function makeCertificates(): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), "quill-tls-"));
   const at = (f: string) => join(dir, f);
-  const newCa = (name: string) =>
-    openssl(
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        `${name}.key`,
-        "-out",
-        `${name}.pem`,
-        "-days",
-        "2",
-        "-subj",
-        `/CN=${name}`,
-      ],
-      dir,
-    );
-  newCa("ca");
-  newCa("other-ca");
+  newCa(dir, "ca");
+  newCa(dir, "other-ca");
   writeFileSync(at("server.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  const sign = (name: string, subject: string, ca: string, extra: string[] = []) => {
-    openssl(
-      [
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        `${name}.key`,
-        "-out",
-        `${name}.csr`,
-        "-subj",
-        subject,
-      ],
-      dir,
-    );
-    openssl(
-      [
-        "x509",
-        "-req",
-        "-in",
-        `${name}.csr`,
-        "-CA",
-        `${ca}.pem`,
-        "-CAkey",
-        `${ca}.key`,
-        "-CAcreateserial",
-        "-out",
-        `${name}.pem`,
-        ...extra,
-      ],
-      dir,
-    );
-  };
-  sign("server", "/CN=localhost", "ca", ["-days", "2", "-extfile", "server.ext"]);
-  const writeKeystore = () => {
-    const key = readFileSync(at("server.key"), "utf8");
-    const cert = readFileSync(at("server.pem"), "utf8");
-    writeFileSync(at("server-keystore.pem"), `${key}\n${cert}`);
-  };
-  writeKeystore();
+  newServer(dir, "localhost");
   return {
     dir,
     caPem: at("ca.pem"),
@@ -104,12 +66,9 @@ export function makeCertificates(): TestCertificates {
     client(name, subject, options = {}) {
       const ca = options.ca === "other" ? "other-ca" : "ca";
       // Valid for 0 days: expired a second after it is made.
-      sign(name, subject, ca, ["-days", options.expired === true ? "0" : "2"]);
+      sign(dir, name, subject, ca, ["-days", options.expired === true ? "0" : "2"]);
       return { cert: at(`${name}.pem`), key: at(`${name}.key`) };
     },
-    renewServer(commonName) {
-      sign("server", `/CN=${commonName}`, "ca", ["-days", "2", "-extfile", "server.ext"]);
-      writeKeystore();
-    },
+    renewServer: (commonName) => newServer(dir, commonName),
   };
 }
