@@ -21,14 +21,6 @@ import { snappyCompressXerial, snappyDecompress } from "./snappy-xerial.ts";
 export const CompressionType = { None: 0, Gzip: 1, Snappy: 2, Lz4: 3, Zstd: 4 } as const;
 export type CompressionType = (typeof CompressionType)[keyof typeof CompressionType];
 
-export const COMPRESSION_TYPE_NAMES: Readonly<{ [type: number]: string }> = {
-  0: "none",
-  1: "gzip",
-  2: "snappy",
-  3: "lz4",
-  4: "zstd",
-};
-
 export function isCompressionType(type: number): type is CompressionType {
   return Number.isInteger(type) && type >= CompressionType.None && type <= CompressionType.Zstd;
 }

@@ -22,14 +22,3 @@ export type Records = Uint8Array | FileRange | readonly (Uint8Array | FileRange)
 export type RecordsChunk = Uint8Array | FileRange;
 
 export const isFileRange = (c: RecordsChunk): c is FileRange => !(c instanceof Uint8Array);
-
-/** The number of bytes a records value occupies on the wire, without its length prefix. */
-export function recordsSizeBytes(records: Records): number {
-  if (records instanceof Uint8Array) return records.length;
-  if (!Array.isArray(records)) return (records as FileRange).sizeBytes;
-  let sizeBytes = 0;
-  for (const chunk of records as readonly RecordsChunk[]) {
-    sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
-  }
-  return sizeBytes;
-}
