@@ -107,15 +107,19 @@ export function longFunctions(file: string, text: string): Map<string, number> {
 }
 
 /**
- * The opening line of a test or describe whose title is one string literal. The formatter keeps
- * these on one line whatever their length (as Prettier does for test calls), and a title says
- * best what the test holds, so they are not counted.
+ * Lines the formatter keeps whole whatever their length, so they are not counted: the opening of
+ * a test or describe whose title is one string literal (as Prettier does for test calls; the
+ * title says best what the test holds), and an import or re-export of a single name.
  */
 const TEST_TITLE_LINE =
   /^\s*(?:test|it|describe)(?:\.\w+)?\(\s*(["'`]).*\1,\s*(?:async\s*)?\(\)\s*=>\s*\{$/;
+const SINGLE_IMPORT_LINE =
+  /^(?:import|export) (?:type )?\{ [\w$]+(?: as [\w$]+)? \} from "[^"]+";$/;
+const UNWRAPPABLE = [TEST_TITLE_LINE, SINGLE_IMPORT_LINE];
 
 export function countLongLines(text: string): number {
-  const long = (line: string) => line.length > LINE_COLUMNS_MAX && !TEST_TITLE_LINE.test(line);
+  const long = (line: string) =>
+    line.length > LINE_COLUMNS_MAX && !UNWRAPPABLE.some((pattern) => pattern.test(line));
   return text.split("\n").filter(long).length;
 }
 

@@ -2,8 +2,9 @@
 //
 // Version notes:
 // * v0 (old-style offset arrays) is deprecated and not offered, as in Kafka 4 (KIP-896).
-// * v2: isolation level: read_committed's latest offset is the last stable offset. v4: the leader epoch of the offset found (KIP-320), from the log's
-//   leader-epoch cache; -1 when the log has no epochs (records written before epochs).
+// * v2: isolation level: read_committed's latest offset is the last stable offset.
+// * v4: the leader epoch of the offset found (KIP-320), from the log's leader-epoch cache; -1
+//   when the log has no epochs (records written before epochs).
 // * v6: flexible. v7: MAX_TIMESTAMP (-3, KIP-734). v8: EARLIEST_LOCAL (-4, tiered storage):
 //   with no tiered storage, local earliest is the earliest.
 // * v9: LATEST_TIERED (-5): no tiered storage, so answered like Kafka without it: offset -1.
