@@ -35,6 +35,7 @@ import {
 import { homedir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { APPLICATION_STEPS, type Application } from "../test/compat/support/application-steps.ts";
 import { STEPS } from "../test/compat/support/scenario-steps.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 
@@ -129,20 +130,7 @@ const CLIENTS: readonly ClientSpec[] = [
   nodeClient("kafkajs"),
   nodeClient("platformatic-kafka"),
   pythonClient("kafka-python"),
-  kafkaApplication("kafka-streams", [
-    "create-topics",
-    "count",
-    "changelog-compacted",
-    "repartition-purged",
-    "restore-after-state-wipe",
-  ]),
-  kafkaApplication("kafka-connect", [
-    "worker-start",
-    "internal-topics-compacted",
-    "file-source-to-sink",
-    "restart-resumes-exactly",
-  ]),
-  kafkaApplication("kafka-delete-records", ["produce", "delete-records", "above-high-watermark"]),
+  ...(Object.keys(APPLICATION_STEPS) as Application[]).map(kafkaApplication),
 ];
 
 /** Whether test/compat/apps was built in this run (the three applications share it). */
@@ -152,11 +140,11 @@ let applicationsBuilt = false;
  * A Kafka application from the Maven project test/compat/apps (one JVM running the named
  * check; Connect's worker and the delete-records tool are JVMs it starts in turn).
  */
-function kafkaApplication(name: string, steps: readonly string[]): ClientSpec {
+function kafkaApplication(name: Application): ClientSpec {
   return {
     name,
     dir: "apps",
-    steps,
+    steps: APPLICATION_STEPS[name],
     needs: ["java", "mvn"],
     prepare: [
       () => {

@@ -5,6 +5,7 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { APPLICATION_STEPS } from "./support/application-steps.ts";
 import { DEPENDS_ON, STEPS } from "./support/scenario-steps.ts";
 
 const dir = import.meta.dir;
@@ -51,5 +52,17 @@ test("every program builds the same records: 100 keys, 10,000 per codec, one val
   expect(all.match(/RECORDS_PER_CODEC = 10_000\b|recordsPerCodec\s+= 10_000\b/g)?.length).toBe(4);
   for (const source of programs.filter((text) => /abcdefghij/.test(text))) {
     expect(source).toMatch(/value .*of .*abcdefghij/);
+  }
+});
+
+test("the Java applications run the steps scripts/compat.ts reports, in the same order", () => {
+  const apps = join(dir, "apps", "src", "main", "java", "quill", "compat", "apps");
+  const main = readFileSync(join(apps, "Main.java"), "utf8");
+  for (const [name, steps] of Object.entries(APPLICATION_STEPS)) {
+    const match = new RegExp(`case "${name}" -> new (\\w+)\\(\\)`).exec(main);
+    expect(match?.[1]).toBeDefined();
+    const source = readFileSync(join(apps, `${match?.[1]}.java`), "utf8");
+    const ran = [...source.matchAll(/steps\.run\(\s*"([a-z-]+)"/g)].map((m) => m[1]);
+    expect({ name, ran }).toEqual({ name, ran: [...steps] });
   }
 });

@@ -1,0 +1,22 @@
+/**
+ * The steps of each Kafka application in test/compat/apps, in order; scripts/compat.ts builds
+ * the applications' table from them, and a test keeps them equal to the Java programs' steps.
+ */
+export const APPLICATION_STEPS = {
+  "kafka-streams": [
+    "create-topics",
+    "count",
+    "changelog-compacted",
+    "repartition-purged",
+    "restore-after-state-wipe",
+  ],
+  "kafka-connect": [
+    "worker-start",
+    "internal-topics-compacted",
+    "file-source-to-sink",
+    "restart-resumes-exactly",
+  ],
+  "kafka-delete-records": ["produce", "delete-records", "above-high-watermark"],
+} as const satisfies Record<string, readonly string[]>;
+
+export type Application = keyof typeof APPLICATION_STEPS;
