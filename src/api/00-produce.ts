@@ -16,10 +16,23 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { AppendEntry } from "../server/replica-manager.ts";
-import { defineHandler } from "./handler.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** The first version that carries magic 2 record batches, the only format Quill stores. */
 const PRODUCE_SERVED_MIN_VERSION = 3;
+
+/** Bytes in per topic: the batches of the partitions this leader accepted. */
+function recordBytesIn(
+  ctx: RequestContext,
+  entries: readonly AppendEntry[],
+  outcomes: readonly { errorCode: number }[],
+): void {
+  entries.forEach((e, i) => {
+    if (e.records !== null && outcomes[i]!.errorCode === ErrorCode.NONE) {
+      ctx.broker.metrics.recordBytesIn(e.topic, e.records.byteLength);
+    }
+  });
+}
 
 export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
@@ -55,6 +68,7 @@ export const produceHandler = defineHandler({
             entries,
             ctx.apiVersion,
           );
+    recordBytesIn(ctx, entries, outcomes);
     if (acks === 0) return null;
     let i = 0;
     return {

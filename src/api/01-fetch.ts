@@ -47,18 +47,33 @@ export const fetchHandler = defineHandler({
         });
       }
     });
+    const replicaId = ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId;
     const outcomes = await ctx.broker.replicaManager.fetchMessages({
       maxWaitMs: request.maxWaitMs,
       minBytes: request.minBytes,
       maxBytes: Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]),
       entries,
       onCancel: (listener) => ctx.conn.onClose(listener),
-      replicaId: ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId,
+      replicaId,
       isolationLevel: request.isolationLevel,
     });
+    // Followers' fetches are replication traffic, not bytes out (as Kafka counts them).
+    if (replicaId < 0) recordBytesOut(ctx, entries, outcomes);
     return buildResponse(request, names, outcomes, usesTopicIds);
   },
 });
+
+function recordBytesOut(
+  ctx: RequestContext,
+  entries: readonly FetchEntry[],
+  outcomes: readonly FetchOutcome[],
+): void {
+  entries.forEach((e, i) => {
+    let bytes = 0;
+    for (const range of outcomes[i]!.records) bytes += range.sizeBytes;
+    if (bytes > 0) ctx.broker.metrics.recordBytesOut(e.topic, bytes);
+  });
+}
 
 function topicName(
   t: FetchRequest["topics"][number],

@@ -4,6 +4,7 @@ import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
+import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
@@ -39,6 +40,8 @@ export interface BrokerServices {
   readonly producerIdManager: ProducerIdManager;
   /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */
   readonly controller: KafkaController | null;
+  /** Counters the admin listener's /metrics reports. */
+  readonly metrics: BrokerMetrics;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */
   readonly handlers: readonly ImplementedApi[];
 }

@@ -78,6 +78,7 @@ export class RequestDispatcher implements RequestHandler {
       throw e;
     }
     const ctx: RequestContext = { header, apiVersion, conn, broker: this.services() };
+    ctx.broker.metrics.recordRequest(apiKey);
     const result = handler.handle(request as never, ctx);
     if (result instanceof Promise) return result.then((body) => this.respond(header, body));
     return this.respond(header, result);

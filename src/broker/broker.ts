@@ -16,12 +16,14 @@ import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
+import { BrokerMetrics } from "../server/broker-metrics.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
+import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 import {
@@ -41,6 +43,8 @@ export interface RunningBroker {
   readonly port: number;
   /** Every listener as bound, in the configured order. */
   readonly listeners: readonly BoundListener[];
+  /** The admin HTTP listeners as bound (admin.listeners), none when it is off. */
+  readonly adminListeners: AdminServer["bound"];
   readonly services: BrokerServices;
   /** Stop accepting, finish in-flight requests, flush and close logs, mark a clean shutdown. */
   stop(): Promise<void>;
@@ -97,10 +101,12 @@ async function startSteps(
   log: BrokerLogger,
   cleanups: CleanupStack,
 ): Promise<RunningBroker> {
+  const admin = openAdmin(configured, log, cleanups);
   const { stores, config } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
   const self = selfEndpoint(config);
   const cache = new MetadataCache(stores.metadataStore, self, config);
+  admin.state.topicExists = (topic) => cache.topic(topic) !== undefined;
   const logs = await openLogs(config, stores, cache, log, cleanups);
   const controllerClient =
     stores.zooKeeper === null ? null : controllerClientFor(stores.zooKeeper, brokerId, cache);
@@ -154,6 +160,7 @@ async function startSteps(
     adminManager,
     groupCoordinator,
     handlers: API_HANDLERS,
+    metrics: admin.state.metrics,
     controller: null,
     producerIdManager,
     transactionCoordinator: transactions.coordinator,
@@ -172,19 +179,23 @@ async function startSteps(
   services = { ...services, controller };
   if (stores.zooKeeper === null) await loadTransactionState(transactions, cache, log);
   logListening(config, server.bound, self, log);
-  return runningBroker(server, services, stopOnce(brokerId, cleanups, log));
+  return runningBroker(server, admin, services, stopOnce(brokerId, cleanups, log, admin.state));
 }
 
+/** The started broker, which /health/ready now reports ready. */
 function runningBroker(
   server: BoundServer,
+  admin: { state: AdminState; bound: AdminServer["bound"] },
   services: BrokerServices,
   stop: () => Promise<void>,
 ): RunningBroker {
+  admin.state.ready = true;
   const first = server.bound[0]!;
   return {
     host: first.host,
     port: first.port,
     listeners: server.bound,
+    adminListeners: admin.bound,
     services,
     stop,
     reloadCertificates: () => server.reloadTls(),
@@ -218,13 +229,33 @@ function logListening(
 }
 
 /** stop(): unwinds the start-up's cleanups once, however often it is called. */
-function stopOnce(brokerId: number, cleanups: CleanupStack, log: BrokerLogger) {
+function stopOnce(brokerId: number, cleanups: CleanupStack, log: BrokerLogger, admin: AdminState) {
   let stopping: Promise<void> | null = null;
   return () =>
     (stopping ??= (async () => {
+      admin.ready = false;
       await cleanups.unwind((message) => log.error(message));
       log.info(`quill: broker ${brokerId} stopped cleanly`);
     })());
+}
+
+/**
+ * Starts the admin HTTP listener first (when configured), so that health checks answer "live,
+ * not ready" while logs recover; it is the last thing a stop closes.
+ */
+function openAdmin(
+  config: BrokerConfig,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+): { state: AdminState; bound: AdminServer["bound"] } {
+  const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
+  const addresses = config["admin.listeners"];
+  if (addresses === null) return { state, bound: [] };
+  const server = startAdminServer(addresses, state);
+  cleanups.push("admin listener", () => server.stop());
+  const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
+  log.info(`quill: admin listener on ${bound} (/health/live, /health/ready, /metrics)`);
+  return { state, bound: server.bound };
 }
 
 function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[]): Listener {

@@ -22,6 +22,8 @@ Options:
                          Sets listeners.
   --advertise HOST:PORT  The address Metadata returns (default: the --listen
                          address). Sets advertised.listeners.
+  --admin HOST:PORT      Serves /health/live, /health/ready and /metrics over
+                         HTTP (default: off). Sets admin.listeners.
   --data-dir DIR         Where logs and metadata are kept (default ./data).
                          Sets log.dirs.
   --broker-id N          This broker's id (default 0). Sets broker.id.
@@ -41,6 +43,7 @@ default and meaning. SIGTERM or SIGINT stops the broker cleanly and exits 0.
 const FLAG_KEYS: Readonly<Record<string, BrokerConfigKey>> = {
   "--listen": "listeners",
   "--advertise": "advertised.listeners",
+  "--admin": "admin.listeners",
   "--data-dir": "log.dirs",
   "--broker-id": "broker.id",
   "--zookeeper": "zookeeper.connect",

@@ -57,6 +57,13 @@ export const BROKER_CONFIG_KEYS = {
     "Where the broker listens (`--listen`): NAME://HOST:PORT listeners separated by commas; " +
       "one PLAINTEXT listener on loopback by default (Kafka's binds every interface).",
   ),
+  "admin.listeners": nullableKey(
+    listenerList(),
+    "Quill's admin HTTP listener (`--admin`): HOST:PORT (or http://HOST:PORT), several " +
+      "separated by commas, serving /health/live, /health/ready and /metrics (Prometheus). " +
+      "Unset: no admin listener. It has no authentication: bind it to loopback or a " +
+      "management network.",
+  ),
   "advertised.listeners": nullableKey(
     listenerList(),
     "What Metadata tells clients of each listener (`--advertise`); a listener not named here " +
