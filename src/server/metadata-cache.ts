@@ -1,3 +1,4 @@
+import type { BrokerId, LeaderEpoch, PartitionIndex } from "../common/branded.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { Listener } from "../config/listeners.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
@@ -6,13 +7,13 @@ import { assert } from "../util/assert.ts";
 
 /** One partition as Metadata describes it. */
 export interface PartitionState {
-  readonly partition: number;
-  readonly leaderId: number;
-  readonly leaderEpoch: number;
+  readonly partition: PartitionIndex;
+  readonly leaderId: BrokerId;
+  readonly leaderEpoch: LeaderEpoch;
   /** The version of the partition's state znode (0 until the controller first changes it). */
   readonly partitionEpoch: number;
-  readonly replicas: readonly number[];
-  readonly isr: readonly number[];
+  readonly replicas: readonly BrokerId[];
+  readonly isr: readonly BrokerId[];
 }
 
 /** A partition's leadership as the controller states it (LeaderAndIsr, UpdateMetadata). */
@@ -20,12 +21,12 @@ export interface PartitionLeaderState {
   readonly topic: string;
   /** The topic's id, or all zeros when the request did not carry it. */
   readonly topicId: Uint8Array;
-  readonly partition: number;
-  readonly leader: number;
-  readonly leaderEpoch: number;
+  readonly partition: PartitionIndex;
+  readonly leader: BrokerId;
+  readonly leaderEpoch: LeaderEpoch;
   readonly partitionEpoch: number;
-  readonly isr: readonly number[];
-  readonly replicas: readonly number[];
+  readonly isr: readonly BrokerId[];
+  readonly replicas: readonly BrokerId[];
 }
 
 export interface TopicMetadata {
@@ -37,7 +38,7 @@ export interface TopicMetadata {
 
 /** A broker as other brokers reach it (host, port: its inter-broker listener). */
 export interface BrokerEndpoint {
-  readonly nodeId: number;
+  readonly nodeId: BrokerId;
   readonly host: string;
   readonly port: number;
   readonly rack: string | null;
@@ -126,7 +127,7 @@ export class MetadataCache {
   }
 
   /** The active controller, or -1 while none is known. */
-  get controllerId(): number {
+  get controllerId(): BrokerId {
     return this.controller.id;
   }
 

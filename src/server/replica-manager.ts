@@ -1,3 +1,4 @@
+import type { BrokerId, LeaderEpoch, Offset, PartitionIndex } from "../common/branded.ts";
 import {
   type TopicPartitionKey,
   topicPartitionKey,
@@ -39,13 +40,13 @@ export interface ReplicaManagerOptions {
   /** Proposes ISR changes to the controller; without it (embedded default) none are made. */
   readonly alterIsr?: AlterIsr;
   /** A live broker's endpoint, for follower fetches; defaults to the metadata cache's brokers. */
-  readonly brokerEndpoint?: (brokerId: number) => BrokerEndpoint | undefined;
+  readonly brokerEndpoint?: (brokerId: BrokerId) => BrokerEndpoint | undefined;
   readonly logger?: (line: string) => void;
 }
 
 export interface AppendEntry {
   readonly topic: string;
-  readonly partition: number;
+  readonly partition: PartitionIndex;
   readonly records: Uint8Array | null;
   /** "coordinator" for the transaction coordinator's markers; producers by default. */
   readonly origin?: AppendOrigin;
@@ -54,27 +55,27 @@ export interface AppendEntry {
 export interface AppendOutcome {
   readonly errorCode: number;
   readonly errorMessage: string | null;
-  readonly baseOffset: bigint;
+  readonly baseOffset: Offset;
   readonly logAppendTimeMs: bigint;
-  readonly logStartOffset: bigint;
+  readonly logStartOffset: Offset;
 }
 
 export interface FetchEntry {
   readonly topic: string;
-  readonly partition: number;
-  readonly fetchOffset: bigint;
+  readonly partition: PartitionIndex;
+  readonly fetchOffset: Offset;
   readonly partitionMaxBytes: number;
   /** The leader epoch the client believes in (v9+), or -1 to skip the check. */
-  readonly currentLeaderEpoch?: number;
+  readonly currentLeaderEpoch?: LeaderEpoch;
   /** A follower's log start offset (v5+), which DeleteRecords waits on; -1 from consumers. */
-  readonly logStartOffset?: bigint;
+  readonly logStartOffset?: Offset;
 }
 
 export interface FetchOutcome {
   readonly errorCode: number;
-  readonly highWatermark: bigint;
-  readonly lastStableOffset: bigint;
-  readonly logStartOffset: bigint;
+  readonly highWatermark: Offset;
+  readonly lastStableOffset: Offset;
+  readonly logStartOffset: Offset;
   /** read_committed: the aborted transactions in what may be read; null otherwise. */
   readonly abortedTransactions: readonly AbortedTxn[] | null;
   /** Whole batches as file ranges; the network layer sends and releases them. */
@@ -89,7 +90,7 @@ export interface FetchParams {
   /** Resolves when the requesting connection closes, so a parked fetch can give up. */
   readonly onCancel: (listener: () => void) => () => void;
   /** The follower's broker id for a replica fetch; -1 (the default) for a consumer. */
-  readonly replicaId?: number;
+  readonly replicaId?: BrokerId;
   /** 0 read_uncommitted (the default), 1 read_committed: stop at the last stable offset. */
   readonly isolationLevel?: number;
 }
@@ -101,28 +102,28 @@ const ABORTED_TXNS_PER_FETCH_MAX = 100_000;
 export interface OffsetLookup {
   readonly errorCode: number;
   readonly timestamp: bigint;
-  readonly offset: bigint;
+  readonly offset: Offset;
   /** The leader epoch of the offset found (what KIP-320 clients validate positions with). */
-  readonly leaderEpoch: number;
+  readonly leaderEpoch: LeaderEpoch;
 }
 
 export interface EpochEndLookup {
   readonly errorCode: number;
-  readonly leaderEpoch: number;
-  readonly endOffset: bigint;
+  readonly leaderEpoch: LeaderEpoch;
+  readonly endOffset: Offset;
 }
 
 export interface DeleteRecordsEntry {
   readonly topic: string;
-  readonly partition: number;
+  readonly partition: PartitionIndex;
   /** Records below it go; -1 means the high watermark (Kafka's HIGH_WATERMARK). */
-  readonly offset: bigint;
+  readonly offset: Offset;
 }
 
 export interface DeleteRecordsOutcome {
   readonly errorCode: number;
   /** The low watermark reached (the smallest log start offset of the replicas), -1 on error. */
-  readonly lowWatermark: bigint;
+  readonly lowWatermark: Offset;
 }
 
 /** The idempotent producers a partition remembers (DescribeProducers). */
@@ -135,7 +136,7 @@ export interface ActiveProducers {
 interface AppendedOne {
   readonly outcome: AppendOutcome;
   /** One past the last offset written, which the HW must reach for acks=-1; null on error. */
-  readonly requiredOffset: bigint | null;
+  readonly requiredOffset: Offset | null;
 }
 
 /**
@@ -465,7 +466,7 @@ export class ReplicaManager {
    */
   listOffset(
     topic: string,
-    partition: number,
+    partition: PartitionIndex,
     timestamp: bigint,
     isolationLevel = 0,
   ): OffsetLookup {
@@ -613,9 +614,9 @@ export class ReplicaManager {
    */
   lastOffsetForLeaderEpoch(
     topic: string,
-    partition: number,
-    currentLeaderEpoch: number,
-    leaderEpoch: number,
+    partition: PartitionIndex,
+    currentLeaderEpoch: LeaderEpoch,
+    leaderEpoch: LeaderEpoch,
   ): EpochEndLookup {
     try {
       const log = this.leaderPartition(topic, partition, currentLeaderEpoch).log;
@@ -731,7 +732,7 @@ export class ReplicaManager {
   }
 
   /** The replica state of a partition (for the API layer, tests and tools). */
-  partitionState(topic: string, partition: number): Partition | undefined {
+  partitionState(topic: string, partition: PartitionIndex): Partition | undefined {
     return this.partitions.get(topicPartitionKey(topic, partition));
   }
 

@@ -6,7 +6,9 @@
 import { expect, test } from "bun:test";
 import type { BrokerId, LeaderEpoch, Offset, PartitionIndex } from "../../src/common/branded.ts";
 import type { PartitionStateZnode } from "../../src/metadata/kafka-znodes.ts";
+import type { PartitionState } from "../../src/server/metadata-cache.ts";
 import type { PartitionLeadership } from "../../src/server/partition.ts";
+import type { FetchEntry } from "../../src/server/replica-manager.ts";
 import type { EpochEntry } from "../../src/storage/leader-epoch-file-cache.ts";
 
 const state: PartitionLeadership = {
@@ -34,7 +36,17 @@ test("values of one kind are refused where another is expected", () => {
     isr: state.isr,
     controllerEpoch: 1,
   };
+  const cached: PartitionState = { ...state, leaderId: state.leader };
+  const fetch: FetchEntry = {
+    topic: "t",
+    partition: cached.partition,
+    fetchOffset: 0n,
+    partitionMaxBytes: 1024,
+    // @ts-expect-error the metadata cache's leader id is not the epoch a fetch checks
+    currentLeaderEpoch: cached.leaderId,
+  };
   expect([leader, partition, epoch, znode.leader]).toEqual([7, 1, 2, 7]);
+  expect(fetch.currentLeaderEpoch).toBe(1);
 });
 
 test("plain literals and arithmetic need no cast, and a brand is its plain value", () => {
