@@ -108,23 +108,13 @@ async function startSteps(
   const cache = new MetadataCache(stores.metadataStore, self, config);
   admin.state.topicExists = (topic) => cache.topic(topic) !== undefined;
   const logs = await openLogs(config, stores, cache, log, cleanups);
-  const controllerClient =
-    stores.zooKeeper === null ? null : controllerClientFor(stores.zooKeeper, brokerId, cache);
-  if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
-  const replicaManager = new ReplicaManager(logs, cache, {
-    alterIsr: controllerClient?.alterIsr,
-    logger: (line) => log.warn(line),
-  });
-  // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
-  cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
+  const replication = startReplicaManager(stores, cache, logs, log, cleanups);
+  const { controllerClient, replicaManager } = replication;
   const groupCoordinator = await startGroupCoordinator(config, stores, cache, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
-  const producerIdManager = openProducerIdManager(
-    brokerId,
-    stores.zooKeeper,
-    config["log.dirs"][0]!,
-  );
+  const firstLogDir = config["log.dirs"][0]!;
+  const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper, firstLogDir);
   const transactions = startTransactionCoordinator(
     config,
     replicaManager,
@@ -136,17 +126,12 @@ async function startSteps(
     cleanups,
   );
   let services: BrokerServices | null = null;
-  const server = await serve(
-    config,
-    () => services!,
-    log,
-    cleanups,
-    () => {
-      replicaManager.completeDelayedFetches();
-      // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
-      groupCoordinator.close();
-    },
-  );
+  const answerParked = () => {
+    replicaManager.completeDelayedFetches();
+    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
+    groupCoordinator.close();
+  };
+  const server = await serve(config, () => services!, log, cleanups, answerParked);
   Object.assign(self, advertisedAsBound(config, server.bound));
   // Set before registering: once registered, the controller may send requests at once.
   services = {
@@ -200,6 +185,30 @@ function runningBroker(
     stop,
     reloadCertificates: () => server.reloadTls(),
   };
+}
+
+/**
+ * The replica manager, with (in a cluster) its client to the controller for AlterPartition,
+ * which must exist before the broker serves and so before the controller election starts.
+ */
+function startReplicaManager(
+  stores: MetadataStores,
+  cache: MetadataCache,
+  logs: LogManager,
+  log: BrokerLogger,
+  cleanups: CleanupStack,
+) {
+  const brokerId = cache.brokerConfig["broker.id"];
+  const controllerClient =
+    stores.zooKeeper === null ? null : controllerClientFor(stores.zooKeeper, brokerId, cache);
+  if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
+  const replicaManager = new ReplicaManager(logs, cache, {
+    alterIsr: controllerClient?.alterIsr,
+    logger: (line) => log.warn(line),
+  });
+  // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
+  cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
+  return { controllerClient, replicaManager };
 }
 
 /** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */
