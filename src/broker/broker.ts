@@ -398,12 +398,32 @@ function startTransactionCoordinator(
   const markers = new TransactionMarkerChannelManager(
     replicaManager,
     groupCoordinator,
+    cache,
     config["replica.socket.timeout.ms"],
     txnLog,
   );
   const coordinator = new TransactionCoordinator(config, state, markers, producerIdManager);
   coordinator.start();
   cleanups.push("transaction coordinator", () => coordinator.stop());
+  // In a cluster the coordinator follows the leadership of the __transaction_state partitions:
+  // a new leader reads the partition and finishes what was prepared there (failover).
+  // Only a change of role reloads: a new ISR under the same leader keeps the state in memory.
+  const led = new Set<number>();
+  const unwatch = replicaManager.onLeadershipChange((topic, partition, isLeader) => {
+    if (topic !== TRANSACTION_STATE_TOPIC || config["zookeeper.connect"] === null) return;
+    if (!isLeader) {
+      if (led.delete(partition)) state.unloadPartition(partition);
+      return;
+    }
+    if (led.has(partition)) return;
+    led.add(partition);
+    void state.loadPartition(partition).then(
+      (loaded) => coordinator.onPartitionLoaded(loaded),
+      (error: unknown) =>
+        log.error(`quill: loading ${TRANSACTION_STATE_TOPIC}-${partition}: ${String(error)}`),
+    );
+  });
+  cleanups.push("transaction state leadership", unwatch);
   return { coordinator, state };
 }
 

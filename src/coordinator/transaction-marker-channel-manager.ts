@@ -6,11 +6,18 @@
  * the transaction's pending offsets. A partition whose topic was deleted is skipped; other
  * failures are retried after a backoff until the marker is written or the coordinator stops.
  *
- * Markers for partitions led by other brokers are not sent yet (cluster mode is missing): they
- * are retried here until this broker leads the partition.
+ * In a cluster, markers for partitions another broker leads go to that leader as a
+ * WriteTxnMarkers request (one connection per broker, reopened after a failure), and the
+ * `__consumer_offsets` marker goes to every live broker: pending offsets are held by whichever
+ * broker coordinated the group when TxnOffsetCommit arrived, and completing is a no-op where
+ * nothing is pending.
  */
+
+import { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { buildEndTxnMarkerBatch } from "../protocol/control-record.ts";
 import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 import type { GroupCoordinator } from "./group-coordinator.ts";
 import { splitTxnPartitionKey, type TxnPartitionKey } from "./transaction-metadata.ts";
@@ -29,16 +36,29 @@ export interface TxnMarkers {
 
 export class TransactionMarkerChannelManager {
   private stopped = false;
+  /** One connection per remote broker, bounded by the live brokers. */
+  private readonly clients = new Map<number, Promise<InterBrokerClient>>();
 
   constructor(
     private readonly replicaManager: ReplicaManager,
     private readonly groupCoordinator: GroupCoordinator,
+    private readonly cache: MetadataCache,
     private readonly timeoutMs: number,
     private readonly logger: (line: string) => void,
   ) {}
 
   stop(): void {
     this.stopped = true;
+    for (const client of this.clients.values())
+      void client.then(
+        (c) => c.close(),
+        () => {},
+      );
+    this.clients.clear();
+  }
+
+  private get localBrokerId(): number {
+    return this.cache.brokerConfig["broker.id"];
   }
 
   /** Resolves once every marker is written (or its partition is gone); false if stopped. */
@@ -55,8 +75,8 @@ export class TransactionMarkerChannelManager {
     while (!this.stopped) {
       const code =
         topic === CONSUMER_OFFSETS_TOPIC
-          ? await this.completeGroups(markers)
-          : await this.append(markers, topic, partition);
+          ? await this.completeGroupsEverywhere(markers, partition)
+          : await this.sendToLeader(markers, topic, partition);
       if (code === ErrorCode.NONE || code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) return true;
       this.logger(
         `[transaction] marker for producer ${markers.producerId} on ${topic}-` +
@@ -76,6 +96,80 @@ export class TransactionMarkerChannelManager {
       APPEND_API_VERSION,
     );
     return outcome!.errorCode;
+  }
+
+  private async sendToLeader(markers: TxnMarkers, topic: string, partition: number) {
+    const state = this.cache.topic(topic)?.partitions[partition];
+    if (state === undefined) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    const leader = state.leaderId < 0 ? this.localBrokerId : state.leaderId;
+    if (leader === this.localBrokerId) return await this.append(markers, topic, partition);
+    return await this.sendRemote(leader, markers, topic, partition);
+  }
+
+  private async completeGroupsEverywhere(markers: TxnMarkers, partition: number) {
+    const codes = await Promise.all([
+      this.completeGroups(markers),
+      ...this.cache.brokers
+        .filter((b) => b.nodeId !== this.localBrokerId)
+        .map((b) => this.sendRemote(b.nodeId, markers, CONSUMER_OFFSETS_TOPIC, partition)),
+    ]);
+    return codes.find((c) => c !== ErrorCode.NONE) ?? ErrorCode.NONE;
+  }
+
+  private async sendRemote(
+    brokerId: number,
+    markers: TxnMarkers,
+    topic: string,
+    partition: number,
+  ): Promise<number> {
+    try {
+      const client = await this.clientFor(brokerId);
+      const response = await client.request(
+        ApiKey.WriteTxnMarkers,
+        1,
+        {
+          markers: [
+            {
+              producerId: markers.producerId,
+              producerEpoch: markers.producerEpoch,
+              transactionResult: markers.commit,
+              coordinatorEpoch: markers.coordinatorEpoch,
+              topics: [{ name: topic, partitionIndexes: [partition] }],
+            },
+          ],
+        },
+        this.timeoutMs,
+      );
+      return (
+        response.markers[0]?.topics[0]?.partitions[0]?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR
+      );
+    } catch (error) {
+      this.clients.delete(brokerId);
+      this.logger(`[transaction] WriteTxnMarkers to broker ${brokerId}: ${String(error)}`);
+      return ErrorCode.NETWORK_EXCEPTION;
+    }
+  }
+
+  private clientFor(brokerId: number): Promise<InterBrokerClient> {
+    const existing = this.clients.get(brokerId);
+    if (existing !== undefined) {
+      return existing.then((c) => {
+        if (!c.isClosed) return c;
+        this.clients.delete(brokerId);
+        return this.clientFor(brokerId);
+      });
+    }
+    const endpoint = this.cache.broker(brokerId);
+    if (endpoint === undefined) {
+      return Promise.reject(new Error(`broker ${brokerId} is not live`));
+    }
+    const connecting = InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      clientId: `quill-txn-markers-${this.localBrokerId}`,
+      connectTimeoutMs: this.timeoutMs,
+    });
+    this.clients.set(brokerId, connecting);
+    connecting.catch(() => this.clients.delete(brokerId));
+    return connecting;
   }
 
   private async completeGroups(markers: TxnMarkers): Promise<number> {

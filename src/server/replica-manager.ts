@@ -36,6 +36,11 @@ export const PARKED_DELETE_RECORDS_MAX = 10_000;
 /** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
+/** Told when this broker starts (true) or stops (false) leading a partition. */
+export type LeadershipListener = (topic: string, partition: number, isLeader: boolean) => void;
+/** Leadership listeners per replica manager; one per interested component. */
+const LEADERSHIP_LISTENERS_MAX = 16;
+
 export interface ReplicaManagerOptions {
   /** Proposes ISR changes to the controller; without it (embedded default) none are made. */
   readonly alterIsr?: AlterIsr;
@@ -165,6 +170,7 @@ export class ReplicaManager {
    * the embedded default, by StopReplica in a cluster.
    */
   private readonly partitions = new Map<TopicPartitionKey, Partition>();
+  private readonly leadershipListeners = new Set<LeadershipListener>();
   private readonly fetchers: ReplicaFetcherManager;
   private readonly isrManager: IsrManager | null;
   private readonly localBrokerId: number;
@@ -693,7 +699,28 @@ export class ReplicaManager {
       if (!sameSource) this.fetchers.addPartition(p);
     }
     this.afterLeaderStateChange(p);
+    this.notifyLeadership(state.topic, state.partition, p.isLeader);
     return ErrorCode.NONE;
+  }
+
+  /**
+   * Registers a listener told when this broker becomes or stops being a partition's leader (the
+   * transaction coordinator loads and unloads its __transaction_state partitions so).
+   */
+  onLeadershipChange(listener: LeadershipListener): () => void {
+    assert(this.leadershipListeners.size < LEADERSHIP_LISTENERS_MAX, "too many listeners");
+    this.leadershipListeners.add(listener);
+    return () => this.leadershipListeners.delete(listener);
+  }
+
+  private notifyLeadership(topic: string, partition: number, isLeader: boolean): void {
+    for (const listener of this.leadershipListeners) {
+      try {
+        listener(topic, partition, isLeader);
+      } catch (error) {
+        this.log(`[replica-manager] leadership listener failed: ${String(error)}`);
+      }
+    }
   }
 
   /** Waiters on a partition whose role or ISR changed get their answer (or keep waiting). */
@@ -726,6 +753,7 @@ export class ReplicaManager {
       this.deleteRecordsWaits.checkAndComplete(key);
       this.purgatory.wakeWhere((k) => k === key);
       this.followerFetches.wakeWhere((k) => k === key);
+      this.notifyLeadership(topic, partition, false);
     }
     if (!deletePartitions) return;
     await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));

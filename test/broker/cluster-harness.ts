@@ -21,7 +21,10 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(connect: string): Promise<Cluster> {
+export async function startCluster(
+  connect: string,
+  extraSettings: Readonly<Record<string, string>> = {},
+): Promise<Cluster> {
   const brokers = new Map<number, ChildBroker>();
   const started = await Promise.all(
     [1, 2, 3].map((id) =>
@@ -32,6 +35,7 @@ export async function startCluster(connect: string): Promise<Cluster> {
           "broker.id": String(id),
           "default.replication.factor": "3",
           "num.partitions": "3",
+          ...extraSettings,
         },
       }),
     ),
