@@ -1,5 +1,7 @@
 // `bun scripts/bench-vs-kafka.ts [--quick] [--repetitions N] [--only kafka|quill]
 //                                [--workloads ID,ID...] [--quill-binary PATH]`
+// `bun scripts/bench-vs-kafka.ts --compaction [--compaction-mb N] [--only kafka|quill]`
+//   (log compaction instead of the workloads: bench-vs-kafka/compaction.ts)
 //
 // Quill side by side with Apache Kafka 3.9 (ZooKeeper mode) on this machine, same clients, same
 // settings, same disk; see the README section "Benchmark against Apache Kafka". Each repetition
@@ -28,6 +30,13 @@ import {
   startKafka,
   startQuill,
 } from "./bench-vs-kafka/brokers.ts";
+import {
+  COMPACTION_BROKER_SETTINGS,
+  COMPACTION_TOPIC,
+  type CompactionResult,
+  compactionTable,
+  runCompaction,
+} from "./bench-vs-kafka/compaction.ts";
 import { ensureKafkaDist, KAFKA_VERSION } from "./bench-vs-kafka/kafka-dist.ts";
 import {
   type BrokerRun,
@@ -60,6 +69,8 @@ interface Options {
   workloadIds: string[];
   /** A Quill binary to measure instead of building dist/quill (before/after comparisons). */
   quillBinary: string | null;
+  /** Run the compaction workload (and nothing else) with a dirty log of this many MB. */
+  compactionMegabytes: number | null;
 }
 
 function parseOptions(argv: readonly string[]): Options {
@@ -69,6 +80,7 @@ function parseOptions(argv: readonly string[]): Options {
     only: null,
     workloadIds: [],
     quillBinary: null,
+    compactionMegabytes: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -77,12 +89,18 @@ function parseOptions(argv: readonly string[]): Options {
       options.quick = true;
       continue;
     }
+    if (flag === "--compaction") {
+      options.compactionMegabytes ??= 1000;
+      continue;
+    }
     if (flag === "--repetitions" && Number.isSafeInteger(Number(value)) && Number(value) > 0) {
       options.repetitions = Number(value);
     } else if (flag === "--only" && (value === "kafka" || value === "quill")) {
       options.only = value;
     } else if (flag === "--workloads" && value !== undefined) {
       options.workloadIds = value.split(",");
+    } else if (flag === "--compaction-mb" && Number(value) > 0) {
+      options.compactionMegabytes = Number(value);
     } else if (flag === "--quill-binary" && value !== undefined) {
       options.quillBinary = value;
     } else {
@@ -246,6 +264,10 @@ async function main(): Promise<void> {
   if ("missing" in dist) console.error(`note: ${dist.missing}; measuring Quill alone`);
   const classpath = "classpath" in dist ? dist.classpath : null;
   const runDir = mkdtempSync(join(tmpdir(), "quill-vs-kafka-"));
+  if (options.compactionMegabytes !== null) {
+    await compactionRun(options, quillBinary, classpath, runDir, options.compactionMegabytes);
+    return;
+  }
   const tools = compileTools(runDir, classpath);
   const workloads = selectWorkloads(runnable(tools), options.workloadIds);
   const kinds: BrokerKind[] =
@@ -346,6 +368,71 @@ function report(input: ReportInput): void {
   console.log(markdown.slice(0, markdown.lastIndexOf("\n")));
   console.log(`\nResults: ${join(RESULTS_DIR, name)}.{md,json}`);
   console.log(ratiosLine(r));
+}
+
+/** --compaction: each broker in turn compacts the same dirty log (bench-vs-kafka/compaction.ts). */
+async function compactionRun(
+  options: Options,
+  quillBinary: string,
+  classpath: string | null,
+  runDir: string,
+  megabytes: number,
+): Promise<void> {
+  const kinds: BrokerKind[] =
+    classpath === null ? ["quill"] : options.only === null ? ["kafka", "quill"] : [options.only];
+  const zookeeper = kinds.includes("kafka") ? await startZooKeeper() : null;
+  const results: CompactionResult[] = [];
+  const loadAtStart = loadAverage();
+  try {
+    for (const kind of kinds) {
+      const dir = join(runDir, `${kind}-compaction`);
+      const broker =
+        kind === "quill"
+          ? await startQuill(quillBinary, dir, COMPACTION_BROKER_SETTINGS)
+          : await startKafka(
+              { classpath: classpath!, zookeeperConnect: zookeeper!.connectString },
+              dir,
+              "kafka-compaction",
+              COMPACTION_BROKER_SETTINGS,
+            );
+      const cleanerLog =
+        kind === "quill"
+          ? { path: join(dir, "quill.out"), line: new RegExp(`cleaned ${COMPACTION_TOPIC}-0 `) }
+          : {
+              path: join(dir, "kafka.log"),
+              line: new RegExp(`cleaned log ${COMPACTION_TOPIC}-0 `),
+            };
+      try {
+        console.error(`compaction: ${kind}, ${megabytes} MB dirty log`);
+        const result = await runCompaction(
+          kind,
+          broker.bootstrap,
+          join(dir, "data"),
+          cleanerLog,
+          megabytes,
+        );
+        console.error(`  ${JSON.stringify(result)}`);
+        results.push(result);
+      } finally {
+        await broker.stop();
+        rmSync(join(dir, "data"), { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await zookeeper?.stop();
+    rmSync(runDir, { recursive: true, force: true });
+  }
+  const markdown = [
+    `Log compaction, Quill vs Apache Kafka ${KAFKA_VERSION}: one ${megabytes} MB dirty log ` +
+      "each (100,000 keys, 10% tombstones, 1 KB values, 64 MiB segments or an eighth of the " +
+      `log); load average ${loadAtStart} at start, ${loadAverage()} at end.`,
+    "",
+    compactionTable(results),
+  ].join("\n");
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
+  writeFileSync(join(RESULTS_DIR, `bench-compaction-${stamp}.md`), markdown + "\n");
+  console.log(markdown);
 }
 
 await main();

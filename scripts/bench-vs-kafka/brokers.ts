@@ -79,12 +79,14 @@ export async function startKafka(
   setup: KafkaSetup,
   dir: string,
   chroot: string,
+  extra: Readonly<Record<string, string>> = {},
 ): Promise<BrokerProcess> {
   const [port] = await freePorts(1);
   const listener = `PLAINTEXT://127.0.0.1:${port}`;
   const settings = {
     ...MATCHED_SETTINGS,
     ...KAFKA_ONLY_SETTINGS,
+    ...extra,
     "zookeeper.connect": `${setup.zookeeperConnect}/${chroot}`,
     listeners: listener,
     "advertised.listeners": listener,
@@ -106,10 +108,14 @@ export async function startKafka(
 }
 
 /** Starts `quill serve` in `dir` (data in dir/data) with the matched settings as a config file. */
-export async function startQuill(binary: string, dir: string): Promise<BrokerProcess> {
+export async function startQuill(
+  binary: string,
+  dir: string,
+  extra: Readonly<Record<string, string>> = {},
+): Promise<BrokerProcess> {
   const [port] = await freePorts(1);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "quill.properties"), properties(MATCHED_SETTINGS));
+  writeFileSync(join(dir, "quill.properties"), properties({ ...MATCHED_SETTINGS, ...extra }));
   const argv = [
     binary,
     "serve",
