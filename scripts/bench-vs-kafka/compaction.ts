@@ -2,9 +2,9 @@
 // the same dirty log (N MB, default 1000, of ~1 KB values over 100,000 keys, 10% of the records
 // tombstones, 64 MiB segments or an eighth of a smaller log) is produced into each broker with
 // its cleaner held back (min.compaction.lag.ms at its maximum), then released (AlterConfigs sets
-// it to 0) and timed to the broker's "cleaned" log line. Meanwhile a probe sends one 1 KiB record every 10 ms to
-// another topic (kafkajs, acks=1, one at a time) and records each send's latency; the same probe
-// runs for 10 s before the release, without cleaning. Reports cleaner MB/s (dirty bytes over the
+// it to 0) and timed to the broker's "cleaned" log line. Meanwhile a probe sends one 1 KiB
+// record every 10 ms to another topic (kafkajs, acks=1, one at a time) and records each send's
+// latency; the same probe runs for 10 s before the release, without cleaning. Reports cleaner MB/s (dirty bytes over the
 // wall time from release to the log line), the partition's size before and after, and the
 // probe's p50/p99 without and during cleaning. Not a test.
 import { readdirSync, readFileSync, statSync } from "node:fs";
