@@ -4,9 +4,9 @@
 // its cleaner held back (min.compaction.lag.ms at its maximum), then released (AlterConfigs sets
 // it to 0) and timed to the broker's "cleaned" log line. Meanwhile a probe sends one 1 KiB
 // record every 10 ms to another topic (kafkajs, acks=1, one at a time) and records each send's
-// latency; the same probe runs for 10 s before the release, without cleaning. Reports cleaner MB/s (dirty bytes over the
-// wall time from release to the log line), the partition's size before and after, and the
-// probe's p50/p99 without and during cleaning. Not a test.
+// latency; the same probe runs for 10 s before the release, without cleaning. Reports cleaner
+// MB/s (dirty bytes over the wall time from release to the log line), the partition's size
+// before and after, and the probe's p50/p99 without and during cleaning. Not a test.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
