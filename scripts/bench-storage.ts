@@ -76,7 +76,7 @@ function quillAppend(log: UnifiedLog, batches: Uint8Array[], count: number, flus
   let sinceFlush = 0;
   for (let i = 0; i < count; i++) {
     const b = batches[i % batches.length];
-    log.append(b, { assignOffsets: true });
+    log.appendAsLeader(b, 0);
     sinceFlush += b.length;
     if (flush && sinceFlush >= FLUSH_EVERY_BYTES) {
       log.flush();

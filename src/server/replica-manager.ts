@@ -5,11 +5,7 @@ import {
   topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import {
-  iterateBatches,
-  setPartitionLeaderEpoch,
-  validateProduceRecords,
-} from "../protocol/record-batch.ts";
+import { validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
@@ -306,8 +302,9 @@ export class ReplicaManager {
         throw new KafkaError(ErrorCode.INVALID_RECORD, "produce request without records");
       }
       validateProduceRecords(entry.records, produceVersion);
-      stampLeaderEpoch(entry.records, partition.leaderEpoch);
-      const result = log.append(entry.records, { assignOffsets: true, origin: entry.origin });
+      const result = log.appendAsLeader(entry.records, partition.leaderEpoch, {
+        origin: entry.origin,
+      });
       const key = topicPartitionKey(entry.topic, entry.partition);
       this.followerFetches.onAppend(key, entry.records.length);
       if (partition.maybeIncrementHighWatermark()) {
@@ -768,7 +765,7 @@ export class ReplicaManager {
     return {
       appendAsFollower: (p, records, leader) => {
         assert(!p.isLeader, `${p.topic}-${p.partition}: follower append on the leader`);
-        if (records.length > 0) p.log.append(records, { assignOffsets: false });
+        if (records.length > 0) p.log.appendAsFollower(records);
         p.updateFollowerHighWatermark(leader.highWatermark);
         // The leader's start (DeleteRecords, retention), as far as this replica holds records.
         const hw = p.log.highWatermark;
@@ -868,13 +865,6 @@ export class ReplicaManager {
       );
     }
     return p;
-  }
-}
-
-/** Stamps every batch with the leader epoch it is appended under (the CRC does not cover it). */
-function stampLeaderEpoch(records: Uint8Array, leaderEpoch: number): void {
-  for (const b of iterateBatches(records)) {
-    setPartitionLeaderEpoch(records, b.position, leaderEpoch);
   }
 }
 

@@ -2,8 +2,9 @@
  * Checks the batches of an append before any byte reaches the disk, and assigns their offsets,
  * as Kafka's LogValidator and UnifiedLog.analyzeAndValidateRecords do: whole entries only,
  * magic v2, each batch within max.message.bytes and the whole append within segment.bytes, a
- * matching CRC, and a consistent offset range. On the leader each base offset is patched in
- * place (the CRC does not cover it); LogAppendTime topics also get their max timestamp stamped.
+ * matching CRC, and a consistent offset range. On the leader each batch's base offset and
+ * partition leader epoch are patched in place in the same pass (the CRC covers neither);
+ * LogAppendTime topics also get their max timestamp stamped. So an appended batch is walked once.
  *
  * This is the per-batch hot path of produce, so it walks the buffer with one DataView instead of
  * the generic iterateBatches/readBatchHeader (which allocate per batch); the CRC check, the
@@ -23,8 +24,15 @@ import type { AppendedBatch } from "./log-segment.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
 import { batchEntryAt } from "./segment-batch-reader.ts";
 
+/** Where a batch header keeps its partition leader epoch (after baseOffset and length). */
+const PARTITION_LEADER_EPOCH_AT = 12;
+
 export interface ValidationInput {
-  readonly assignOffsets: boolean;
+  /**
+   * On the leader, the epoch stamped on every batch, whose offsets are assigned here; null for a
+   * follower, which keeps the leader's offsets and epochs.
+   */
+  readonly leaderEpoch: number | null;
   /** The log end offset: the first offset to assign, or the lowest acceptable one. */
   readonly nextOffset: bigint;
   readonly maxMessageBytes: number;
@@ -34,7 +42,7 @@ export interface ValidationInput {
 }
 
 export interface ValidatedAppend {
-  readonly batches: AppendedBatch[];
+  readonly batches: ValidatedBatch[];
   /** -1 when the records held no batch. */
   readonly baseOffset: bigint;
   readonly lastOffset: bigint;
@@ -42,7 +50,7 @@ export interface ValidatedAppend {
   readonly recordCount: number;
 }
 
-/** Validates `records` and (on the leader) assigns offsets in place; throws KafkaError. */
+/** Validates `records` and (on the leader) assigns offsets and epochs in place; throws KafkaError. */
 export function validateAndAssignOffsets(
   records: Uint8Array,
   input: ValidationInput,
@@ -104,9 +112,11 @@ function checkedBatchSize(
   return sizeBytes;
 }
 
-interface ValidatedBatch extends AppendedBatch {
+export interface ValidatedBatch extends AppendedBatch {
   readonly baseOffset: bigint;
   readonly recordCount: number;
+  /** The partition leader epoch the batch carries (on the leader, the one just stamped). */
+  readonly leaderEpoch: number;
 }
 
 function validateBatch(
@@ -123,7 +133,7 @@ function validateBatch(
   const header = batchEntryAt(view, position, position);
   const lastOffsetDelta = Number(header.lastOffset - header.baseOffset);
   // Compaction can leave gaps inside replicated batches, so the count check is leader-only.
-  const inconsistent = input.assignOffsets && header.recordCount !== lastOffsetDelta + 1;
+  const inconsistent = input.leaderEpoch !== null && header.recordCount !== lastOffsetDelta + 1;
   if (lastOffsetDelta < 0 || inconsistent) {
     throw new KafkaError(
       ErrorCode.INVALID_RECORD,
@@ -131,9 +141,14 @@ function validateBatch(
         `${lastOffsetDelta}`,
     );
   }
-  if (!input.assignOffsets) return followerBatch(header, sizeBytes, nextOffset);
-  // The base offset is the entry's first 8 bytes; the CRC does not cover it.
+  if (input.leaderEpoch === null) {
+    const leaderEpoch = view.getInt32(position + PARTITION_LEADER_EPOCH_AT);
+    return followerBatch(header, sizeBytes, nextOffset, leaderEpoch);
+  }
+  // The base offset is the entry's first 8 bytes and the epoch follows the length; the CRC
+  // covers neither.
   view.setBigInt64(position, nextOffset);
+  view.setInt32(position + PARTITION_LEADER_EPOCH_AT, input.leaderEpoch);
   let maxTimestamp = header.maxTimestamp;
   if (input.logAppendTimeMs !== null) {
     maxTimestamp = BigInt(input.logAppendTimeMs);
@@ -146,11 +161,17 @@ function validateBatch(
     lastOffset: nextOffset + BigInt(lastOffsetDelta),
     maxTimestamp,
     recordCount: header.recordCount,
+    leaderEpoch: input.leaderEpoch,
   };
 }
 
 /** A follower keeps the leader's offsets, which must continue the log without going back. */
-function followerBatch(header: BatchEntry, sizeBytes: number, nextOffset: bigint): ValidatedBatch {
+function followerBatch(
+  header: BatchEntry,
+  sizeBytes: number,
+  nextOffset: bigint,
+  leaderEpoch: number,
+): ValidatedBatch {
   if (header.baseOffset < nextOffset) {
     throw new KafkaError(
       ErrorCode.INVALID_RECORD,
@@ -165,5 +186,6 @@ function followerBatch(header: BatchEntry, sizeBytes: number, nextOffset: bigint
     lastOffset: header.lastOffset,
     maxTimestamp: header.maxTimestamp,
     recordCount: header.recordCount,
+    leaderEpoch,
   };
 }

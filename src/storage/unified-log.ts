@@ -40,9 +40,9 @@ import type { LogConfig } from "./log-config.ts";
 import { hasDeletePolicy, isCompacted } from "./log-config.ts";
 import type { LogEnvironment } from "./log-environment.ts";
 import { installIndexLoader, loadSegments, type SegmentLoadParams } from "./log-loader.ts";
-import type { AppendedBatch, SegmentSettings } from "./log-segment.ts";
+import type { SegmentSettings } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
-import type { ValidatedAppend } from "./log-validator.ts";
+import type { ValidatedAppend, ValidatedBatch } from "./log-validator.ts";
 import { validateAndAssignOffsets } from "./log-validator.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
@@ -56,16 +56,15 @@ import {
 } from "./producer-state-manager.ts";
 import type { AbortedTxn } from "./transaction-index.ts";
 
-export interface AppendOptions {
-  /** True on the leader (offsets are assigned here); false for a follower copying batches. */
-  readonly assignOffsets: boolean;
+/** Options of a leader's append; a follower's append takes none. */
+export interface LeaderAppendOptions {
   /** The broker's clock for LogAppendTime topics and for the result; defaults to Date.now(). */
   readonly logAppendTimeMs?: number;
   /** Per-batch limit; defaults to the log's max.message.bytes. */
   readonly maxMessageBytes?: number;
   /**
-   * Who appends; defaults to "client" on the leader and "replication" on a follower. The
-   * transaction coordinator's markers are appended as "coordinator" (control batches allowed).
+   * Who appends; defaults to "client". The transaction coordinator's markers are appended as
+   * "coordinator" (control batches allowed).
    */
   readonly origin?: AppendOrigin;
 }
@@ -102,8 +101,6 @@ export const EARLIEST_TIMESTAMP = -2n;
 export const LATEST_TIMESTAMP = -1n;
 export const MAX_TIMESTAMP = -3n;
 
-/** Where a record batch header keeps its partition leader epoch (after baseOffset and length). */
-const PARTITION_LEADER_EPOCH_AT = 12;
 const EMPTY_READ: ReadResult = Object.freeze({ ranges: [], sizeBytes: 0 }) as ReadResult;
 
 export interface LoadParams extends SegmentLoadParams {
@@ -309,37 +306,60 @@ export class UnifiedLog {
   }
 
   /**
-   * Appends one or more whole batches. Every batch is checked (length, magic, CRC, size limit);
-   * on the leader offsets are assigned by patching each base offset in place. The bytes go to
-   * the active segment in one write; LEO moves only after it succeeded.
+   * Appends a producer's (or the transaction coordinator's) batches as the partition leader:
+   * offsets are assigned from the log end and every batch is stamped with `leaderEpoch`, both
+   * patched in place during the validator's one pass over the batches (Kafka's appendAsLeader).
    */
-  append(sentRecords: Uint8Array, opts: AppendOptions): AppendResult {
+  appendAsLeader(
+    records: Uint8Array,
+    leaderEpoch: number,
+    opts: LeaderAppendOptions = {},
+  ): AppendResult {
+    return this.append(records, leaderEpoch, opts);
+  }
+
+  /** Appends batches copied from the leader, keeping their offsets and epochs (appendAsFollower). */
+  appendAsFollower(records: Uint8Array): AppendResult {
+    return this.append(records, null, {});
+  }
+
+  /**
+   * Appends one or more whole batches. Every batch is checked (length, magic, CRC, size limit);
+   * on the leader (`leaderEpoch` not null) offsets and the epoch are patched in place. The bytes
+   * go to the active segment in one write; LEO moves only after it succeeded.
+   */
+  private append(
+    sentRecords: Uint8Array,
+    leaderEpoch: number | null,
+    opts: LeaderAppendOptions,
+  ): AppendResult {
     this.ensureOpen();
+    const leader = leaderEpoch !== null;
     const nowMs = opts.logAppendTimeMs ?? Date.now();
     // Only the leader applies compression.type; a follower stores the leader's bytes.
-    const records = opts.assignOffsets
+    const records = leader
       ? applyCompressionPolicy(sentRecords, this.configValue.compressionType)
       : sentRecords;
     const validated = validateAndAssignOffsets(records, {
-      assignOffsets: opts.assignOffsets,
+      leaderEpoch,
       nextOffset: this.logEndOffset,
       maxMessageBytes: opts.maxMessageBytes ?? this.configValue.maxMessageBytes,
       segmentBytes: this.configValue.segmentBytes,
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
-    if (opts.assignOffsets && isCompacted(this.configValue)) {
+    if (leader && isCompacted(this.configValue)) {
       refuseRecordsWithoutKey(records, validated.batches, this.name);
     }
     const prepared = this.producerState.prepareAppend(
       producerBatchesOf(records, validated.batches),
-      opts.origin ?? (opts.assignOffsets ? "client" : "replication"),
+      opts.origin ?? (leader ? "client" : "replication"),
     );
     if (prepared.duplicate !== null) return this.duplicateAppendResult(prepared.duplicate);
     const segment = this.maybeRoll(records.length, validated, nowMs);
     segment.append(records, validated.batches, this.configValue.indexIntervalBytes);
     assert(this.logEndOffset === validated.lastOffset + 1n, "LEO must follow the last append");
-    this.recordLeaderEpochs(records, validated.batches);
+    this.recordLeaderEpochs(validated.batches);
     this.indexAbortedTxns(this.producerState.commit(prepared, this.logEndOffset));
     this.unflushedMessages += validated.recordCount;
     this.maybeFlushAfterAppend();
@@ -392,12 +412,10 @@ export class UnifiedLog {
   }
 
   /** The first batch of each epoch newer than the cache's latest starts that epoch. */
-  private recordLeaderEpochs(records: Uint8Array, batches: readonly AppendedBatch[]): void {
-    const view = new DataView(records.buffer, records.byteOffset, records.byteLength);
+  private recordLeaderEpochs(batches: readonly ValidatedBatch[]): void {
     for (const b of batches) {
-      const epoch = view.getInt32(b.relativePosition + PARTITION_LEADER_EPOCH_AT);
-      if (epoch <= this.leaderEpochCache.latestEpoch) continue;
-      this.leaderEpochCache.assign(epoch, view.getBigInt64(b.relativePosition));
+      if (b.leaderEpoch <= this.leaderEpochCache.latestEpoch) continue;
+      this.leaderEpochCache.assign(b.leaderEpoch, b.baseOffset);
     }
   }
 

@@ -37,14 +37,14 @@ function leaderWithRecords(count: number): { p: Partition; log: UnifiedLog } {
   const log = openLog();
   const p = Partition.fromLeadership(log, 1, leadership());
   p.makeLeader(leadership(), 1_000);
-  for (let i = 0; i < count; i++) log.append(batch(1), { assignOffsets: true });
+  for (let i = 0; i < count; i++) log.appendAsLeader(batch(1), -1);
   return { p, log };
 }
 
 test("the sole replica's high watermark follows its log end offset", () => {
   const log = openLog();
   const p = Partition.soleReplica(log, 0, TOPIC_ID);
-  log.append(batch(3), { assignOffsets: true });
+  log.appendAsLeader(batch(3), -1);
   expect(log.highWatermark).toBe(0n);
   expect(p.maybeIncrementHighWatermark()).toBe(true);
   expect(log.highWatermark).toBe(3n);
@@ -81,7 +81,7 @@ test("replicas outside the ISR do not hold the high watermark", () => {
   const state = leadership({ isr: [1, 2] });
   const p = Partition.fromLeadership(log, 1, state);
   p.makeLeader(state, 0);
-  log.append(batch(2), { assignOffsets: true });
+  log.appendAsLeader(batch(2), -1);
   p.updateFollowerFetchState(2, 2n, 10);
   p.maybeIncrementHighWatermark();
   expect(log.highWatermark).toBe(2n);
@@ -99,7 +99,7 @@ test("a follower that has not caught up for replica.lag.time.max.ms is out of sy
 test("a follower reaching the leader's LEO of its previous fetch was caught up then", () => {
   const { p, log } = leaderWithRecords(3);
   p.updateFollowerFetchState(2, 1n, 5_000); // Leader LEO was 3 at this fetch.
-  log.append(batch(1), { assignOffsets: true }); // The leader keeps moving: LEO 4.
+  log.appendAsLeader(batch(1), -1); // The leader keeps moving: LEO 4.
   p.updateFollowerFetchState(2, 3n, 9_000); // Reached 3: caught up as of 5000, not 9000.
   expect(p.follower(2)!.lastCaughtUpTimeMs).toBe(5_000);
 });
@@ -109,7 +109,7 @@ test("replicas outside the ISR that reached the high watermark may join it", () 
   const state = leadership({ isr: [1, 2] });
   const p = Partition.fromLeadership(log, 1, state);
   p.makeLeader(state, 0);
-  log.append(batch(4), { assignOffsets: true });
+  log.appendAsLeader(batch(4), -1);
   p.updateFollowerFetchState(2, 4n, 10);
   p.maybeIncrementHighWatermark();
   p.updateFollowerFetchState(3, 3n, 10);
@@ -170,7 +170,7 @@ test("a follower's HW is the leader's capped at its LEO; a new leader forgets LE
   const log = openLog();
   const p = Partition.fromLeadership(log, 2, leadership());
   p.makeFollower(leadership());
-  log.append(batch(3), { assignOffsets: true });
+  log.appendAsLeader(batch(3), -1);
   p.updateFollowerHighWatermark(10n);
   expect(log.highWatermark).toBe(3n);
   p.makeLeader(leadership({ leader: 2, leaderEpoch: 2 }), 50);

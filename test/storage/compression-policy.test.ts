@@ -80,7 +80,7 @@ describe("compression.type on the leader", () => {
     test(`${policy}: every producer codec is stored as ${policy}, records unchanged`, () => {
       const log = open(policy as CompressionPolicy);
       for (const [i, source] of Object.values(CODECS).entries()) {
-        log.append(sample(source, 100 + i * 20).batch, { assignOffsets: true });
+        log.appendAsLeader(sample(source, 100 + i * 20).batch, -1);
       }
       const stored = storedBatches();
       expect(stored.length).toBe(5);
@@ -108,7 +108,7 @@ describe("compression.type on the leader", () => {
     const codecs = [CompressionType.Snappy, CompressionType.Zstd];
     const sent = codecs.map((c, i) => sample(c, i * 20).batch);
     const copies = sent.map((b) => b.slice());
-    for (const b of sent) log.append(b, { assignOffsets: true });
+    for (const b of sent) log.appendAsLeader(b, -1);
     const stored = storedBatches();
     for (const [i, { batch }] of stored.entries()) {
       expect(new Uint8Array(batch.subarray(8))).toEqual(copies[i]!.subarray(8));
@@ -139,13 +139,11 @@ describe("corrupt compressed payloads", () => {
 
   test("recompression refuses them with CORRUPT_MESSAGE and writes nothing", () => {
     const log = open("lz4");
-    expect(codeOf(() => log.append(corruptGzip(), { assignOffsets: true }))).toBe(
-      ErrorCode.CORRUPT_MESSAGE,
-    );
+    expect(codeOf(() => log.appendAsLeader(corruptGzip(), -1))).toBe(ErrorCode.CORRUPT_MESSAGE);
     expect(log.logEndOffset).toBe(0n);
     expect(log.sizeBytes).toBe(0);
     // The log still takes good batches afterwards.
-    log.append(sample(CompressionType.Gzip).batch, { assignOffsets: true });
+    log.appendAsLeader(sample(CompressionType.Gzip).batch, -1);
     expect(storedBatches().length).toBe(1);
     log.close();
   });
@@ -155,9 +153,7 @@ describe("corrupt compressed payloads", () => {
       const log = open(policy);
       const { batch } = sample(CompressionType.Snappy);
       batch[90] ^= 1;
-      expect(codeOf(() => log.append(batch, { assignOffsets: true }))).toBe(
-        ErrorCode.CORRUPT_MESSAGE,
-      );
+      expect(codeOf(() => log.appendAsLeader(batch, -1))).toBe(ErrorCode.CORRUPT_MESSAGE);
       expect(log.logEndOffset).toBe(0n);
       log.close();
       removeDir(path.join(root, "events-0"));

@@ -40,7 +40,7 @@ test.skipIf(!mounted)("a full disk fails appends cleanly; appends resume with sp
     const endBefore = log.logEndOffset;
     const sizeBefore = log.sizeBytes;
     try {
-      log.append(batch(16, { valueBytes: 1000 }), { assignOffsets: true });
+      log.appendAsLeader(batch(16, { valueBytes: 1000 }), -1);
       appended++;
     } catch (e) {
       error = e;
@@ -69,7 +69,7 @@ test.skipIf(!mounted)("a full disk fails appends cleanly; appends resume with sp
   expect(batches).toBe(appended);
   // Space returns: appending works again and continues the offsets.
   fs.rmSync(filler);
-  const result = log.append(batch(16, { valueBytes: 1000 }), { assignOffsets: true });
+  const result = log.appendAsLeader(batch(16, { valueBytes: 1000 }), -1);
   expect(result.baseOffset).toBe(BigInt(appended * 16));
   manager.close();
   const reopened = LogManager.open({ logDirs: [`${mountPoint}/data`], logger: () => {} });

@@ -16,7 +16,7 @@ const checkpointText = () =>
 test("high watermarks are checkpointed per log dir and offered back at the next open", () => {
   const first = open();
   const log = first.getOrCreateLog("orders", 3);
-  log.append(batch(10), { assignOffsets: true });
+  log.appendAsLeader(batch(10), -1);
   log.highWatermark = 4n;
   first.close();
   expect(checkpointText()).toBe("0\n1\norders 3 4\n");

@@ -32,7 +32,7 @@ function open(config: Partial<LogConfig> = {}, cleaner: Partial<LogCleanerConfig
 }
 
 function append(log: UnifiedLog, records: readonly KeyedRecord[], opts = {}): void {
-  log.append(keyedBatch(records, opts), { assignOffsets: true });
+  log.appendAsLeader(keyedBatch(records, opts), -1);
   log.highWatermark = log.logEndOffset;
 }
 
@@ -243,13 +243,15 @@ describe("LogCleaner: batches", () => {
     manager.close();
     const reopened = open().getLog("t", 0)!;
     // After a restart the producer state is rebuilt from the log: sequence 2 is next.
-    reopened.append(keyedBatch([{ key: "a", value: "4" }], { ...pid, baseSequence: 2 }), {
-      assignOffsets: true,
-    });
+    reopened.appendAsLeader(
+      keyedBatch([{ key: "a", value: "4" }], { ...pid, baseSequence: 2 }),
+      -1,
+    );
     expect(() =>
-      reopened.append(keyedBatch([{ key: "a", value: "5" }], { ...pid, baseSequence: 5 }), {
-        assignOffsets: true,
-      }),
+      reopened.appendAsLeader(
+        keyedBatch([{ key: "a", value: "5" }], { ...pid, baseSequence: 5 }),
+        -1,
+      ),
     ).toThrow();
   });
 
@@ -257,12 +259,12 @@ describe("LogCleaner: batches", () => {
     const log = open().getOrCreateLog("t", 0);
     let error: unknown = null;
     try {
-      log.append(
+      log.appendAsLeader(
         keyedBatch([
           { key: "a", value: "1" },
           { key: null, value: "2" },
         ]),
-        { assignOffsets: true },
+        -1,
       );
     } catch (e) {
       error = e;

@@ -30,7 +30,7 @@ function open(config: Partial<LogConfig> = {}, extra: { retentionCheckIntervalMs
 
 function fill(log: UnifiedLog, count: number, timestampMs = Date.now()): void {
   for (let i = 0; i < count; i++) {
-    log.append(batch(2, { valueBytes: 100, timestampMs }), { assignOffsets: true });
+    log.appendAsLeader(batch(2, { valueBytes: 100, timestampMs }), -1);
   }
   log.highWatermark = log.logEndOffset;
 }
@@ -101,7 +101,7 @@ describe("retention", () => {
     // Compacted topics take keyed records only.
     for (let i = 0; i < 30; i++) {
       const value = `value-${i}`.padEnd(200, ".");
-      log.append(keyedBatch([{ key: `k${i}`, value }]), { assignOffsets: true });
+      log.appendAsLeader(keyedBatch([{ key: `k${i}`, value }]), -1);
     }
     log.highWatermark = log.logEndOffset;
     expect(log.segmentCount).toBeGreaterThan(2);

@@ -58,7 +58,7 @@ function readAll(log: UnifiedLog): Uint8Array[] {
 }
 
 function fill(log: UnifiedLog, count: number): void {
-  for (let i = 0; i < count; i++) log.append(batch(4, { valueBytes: 40 }), { assignOffsets: true });
+  for (let i = 0; i < count; i++) log.appendAsLeader(batch(4, { valueBytes: 40 }), -1);
 }
 
 beforeEach(() => (dir = tempDir()));
@@ -84,7 +84,7 @@ describe("recovery after a crash", () => {
     expect(truncations[0]).toContain(`position ${lastStart}`);
     expect(truncations[0]).toContain("CRC mismatch");
     expect(readAll(recovered)).toHaveLength(4);
-    expect(recovered.append(batch(1), { assignOffsets: true }).baseOffset).toBe(16n);
+    expect(recovered.appendAsLeader(batch(1), -1).baseOffset).toBe(16n);
   });
 
   test("file cut in the middle of a batch: the partial batch is removed", () => {

@@ -18,7 +18,7 @@ function appendBatches(segment: LogSegment, count: number): void {
     const records = timestamps.map((timestampMs) => ({ value: new Uint8Array(30), timestampMs }));
     const bytes = buildRecordBatch(records);
     const validated = validateAndAssignOffsets(bytes, {
-      assignOffsets: true,
+      leaderEpoch: -1,
       nextOffset: segment.nextOffset,
       maxMessageBytes: 1 << 20,
       segmentBytes: 1 << 30,
@@ -86,7 +86,7 @@ describe("LogSegment", () => {
     for (let i = 0; i < 2; i++) {
       const bytes = big.slice();
       const validated = validateAndAssignOffsets(bytes, {
-        assignOffsets: true,
+        leaderEpoch: -1,
         nextOffset: segment.nextOffset,
         maxMessageBytes: 1 << 30,
         segmentBytes: 1 << 30,

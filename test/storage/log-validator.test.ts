@@ -5,7 +5,7 @@ import type { ValidationInput } from "../../src/storage/log-validator.ts";
 import { validateAndAssignOffsets } from "../../src/storage/log-validator.ts";
 
 const leader: ValidationInput = {
-  assignOffsets: true,
+  leaderEpoch: -1,
   nextOffset: 100n,
   maxMessageBytes: 1 << 20,
   segmentBytes: 1 << 30,

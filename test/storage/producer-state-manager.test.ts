@@ -58,8 +58,6 @@ function codeOf(action: () => unknown): number {
   return ErrorCode.NONE;
 }
 
-const client = { assignOffsets: true } as const;
-
 beforeEach(() => {
   root = tempDir("quill-producer-state-");
   lines = [];
@@ -69,9 +67,9 @@ afterEach(() => removeDir(root));
 describe("sequence checks on the leader", () => {
   test("a retried batch gets its original offsets and is not written again", () => {
     const log = open();
-    expect(log.append(idem(7n, 0, 0), client).baseOffset).toBe(0n);
-    expect(log.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
-    const retry = log.append(idem(7n, 0, 0), client);
+    expect(log.appendAsLeader(idem(7n, 0, 0), -1).baseOffset).toBe(0n);
+    expect(log.appendAsLeader(idem(7n, 0, 5), -1).baseOffset).toBe(5n);
+    const retry = log.appendAsLeader(idem(7n, 0, 0), -1);
     expect(retry.baseOffset).toBe(0n);
     expect(retry.lastOffset).toBe(4n);
     expect(log.logEndOffset).toBe(10n);
@@ -81,10 +79,10 @@ describe("sequence checks on the leader", () => {
 
   test("only the last five batches are remembered, as in Kafka", () => {
     const log = open();
-    for (let i = 0; i < 6; i++) log.append(idem(7n, 0, i * 5), client);
+    for (let i = 0; i < 6; i++) log.appendAsLeader(idem(7n, 0, i * 5), -1);
     // Batch 1 (sequences 5-9) is still retained; batch 0 was pushed out.
-    expect(log.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
-    expect(codeOf(() => log.append(idem(7n, 0, 0), client))).toBe(
+    expect(log.appendAsLeader(idem(7n, 0, 5), -1).baseOffset).toBe(5n);
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 0, 0), -1))).toBe(
       ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     );
     expect(log.logEndOffset).toBe(30n);
@@ -93,57 +91,61 @@ describe("sequence checks on the leader", () => {
 
   test("a gap is OUT_OF_ORDER_SEQUENCE_NUMBER and writes nothing", () => {
     const log = open();
-    log.append(idem(7n, 0, 0), client);
-    expect(codeOf(() => log.append(idem(7n, 0, 6), client))).toBe(
+    log.appendAsLeader(idem(7n, 0, 0), -1);
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 0, 6), -1))).toBe(
       ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     );
     expect(log.logEndOffset).toBe(5n);
-    expect(log.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
+    expect(log.appendAsLeader(idem(7n, 0, 5), -1).baseOffset).toBe(5n);
     log.close();
   });
 
   test("an older epoch is INVALID_PRODUCER_EPOCH; a new epoch must start at 0", () => {
     const log = open();
-    log.append(idem(7n, 3, 0), client);
-    expect(codeOf(() => log.append(idem(7n, 2, 5), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
-    expect(codeOf(() => log.append(idem(7n, 4, 5), client))).toBe(
+    log.appendAsLeader(idem(7n, 3, 0), -1);
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 2, 5), -1))).toBe(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 4, 5), -1))).toBe(
       ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     );
-    expect(log.append(idem(7n, 4, 0), client).baseOffset).toBe(5n);
+    expect(log.appendAsLeader(idem(7n, 4, 0), -1).baseOffset).toBe(5n);
     // The bumped epoch fences the old one for good.
-    expect(codeOf(() => log.append(idem(7n, 3, 5), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 3, 5), -1))).toBe(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     expect(log.producerState.entry(7n)?.producerEpoch).toBe(4);
     log.close();
   });
 
   test("a producer the partition does not know may start at any sequence (KIP-360)", () => {
     const log = open();
-    expect(log.append(idem(9n, 0, 42), client).baseOffset).toBe(0n);
+    expect(log.appendAsLeader(idem(9n, 0, 42), -1).baseOffset).toBe(0n);
     expect(log.producerState.entry(9n)?.lastSeq).toBe(46);
     log.close();
   });
 
   test("a batch with a producer id and no sequence is INVALID_RECORD", () => {
     const log = open();
-    expect(codeOf(() => log.append(idem(9n, 0, -1), client))).toBe(ErrorCode.INVALID_RECORD);
+    expect(codeOf(() => log.appendAsLeader(idem(9n, 0, -1), -1))).toBe(ErrorCode.INVALID_RECORD);
     expect(log.logEndOffset).toBe(0n);
     log.close();
   });
 
   test("producers are independent, and plain batches are not tracked", () => {
     const log = open();
-    log.append(idem(1n, 0, 0), client);
-    log.append(buildRecordBatch([{ value: new Uint8Array(1) }]), client);
-    log.append(idem(2n, 0, 0), client);
-    expect(log.append(idem(1n, 0, 0), client).baseOffset).toBe(0n);
-    expect(log.append(idem(2n, 0, 0), client).baseOffset).toBe(6n);
+    log.appendAsLeader(idem(1n, 0, 0), -1);
+    log.appendAsLeader(buildRecordBatch([{ value: new Uint8Array(1) }]), -1);
+    log.appendAsLeader(idem(2n, 0, 0), -1);
+    expect(log.appendAsLeader(idem(1n, 0, 0), -1).baseOffset).toBe(0n);
+    expect(log.appendAsLeader(idem(2n, 0, 0), -1).baseOffset).toBe(6n);
     expect(log.producerState.producerCount).toBe(2);
     log.close();
   });
 
   test("a follower that becomes leader deduplicates what it replicated", () => {
     const leader = open();
-    for (let i = 0; i < 3; i++) leader.append(idem(7n, 0, i * 5), client);
+    for (let i = 0; i < 3; i++) leader.appendAsLeader(idem(7n, 0, i * 5), -1);
     const replicated = readBytes(leader, 0n, 1 << 20);
     leader.close();
     const base = root;
@@ -151,12 +153,12 @@ describe("sequence checks on the leader", () => {
     fs.mkdirSync(root);
     const follower = open();
     root = base;
-    follower.append(replicated.slice(), { assignOffsets: false });
+    follower.appendAsFollower(replicated.slice());
     // Leadership moves: the producer retries its last two batches against the new leader.
-    expect(follower.append(idem(7n, 0, 10), client).baseOffset).toBe(10n);
-    expect(follower.append(idem(7n, 0, 5), client).baseOffset).toBe(5n);
+    expect(follower.appendAsLeader(idem(7n, 0, 10), -1).baseOffset).toBe(10n);
+    expect(follower.appendAsLeader(idem(7n, 0, 5), -1).baseOffset).toBe(5n);
     expect(follower.logEndOffset).toBe(15n);
-    expect(follower.append(idem(7n, 0, 15), client).baseOffset).toBe(15n);
+    expect(follower.appendAsLeader(idem(7n, 0, 15), -1).baseOffset).toBe(15n);
     follower.close();
   });
 
@@ -164,7 +166,7 @@ describe("sequence checks on the leader", () => {
     const log = open();
     const batch = idem(5n, 1, 10);
     new DataView(batch.buffer).setBigInt64(0, 0n);
-    log.append(batch, { assignOffsets: false });
+    log.appendAsFollower(batch);
     expect(log.producerState.entry(5n)?.lastSeq).toBe(14);
     log.close();
   });
@@ -173,14 +175,14 @@ describe("sequence checks on the leader", () => {
 describe("state across restarts", () => {
   test("a clean close writes <LEO>.snapshot and a reopened log still deduplicates", () => {
     let log = open();
-    for (let i = 0; i < 3; i++) log.append(idem(7n, 0, i * 5), client);
+    for (let i = 0; i < 3; i++) log.appendAsLeader(idem(7n, 0, i * 5), -1);
     log.close();
     expect(listSnapshotOffsets(dirOf())).toEqual([15n]);
     expect(fs.existsSync(path.join(dirOf(), "00000000000000000015.snapshot"))).toBe(true);
     log = open();
     // Every retained batch, not only the last, is recognised after the restart.
-    expect(log.append(idem(7n, 0, 0), client).baseOffset).toBe(0n);
-    expect(log.append(idem(7n, 0, 10), client).baseOffset).toBe(10n);
+    expect(log.appendAsLeader(idem(7n, 0, 0), -1).baseOffset).toBe(0n);
+    expect(log.appendAsLeader(idem(7n, 0, 10), -1).baseOffset).toBe(10n);
     expect(log.logEndOffset).toBe(15n);
     expect(lines.some((l) => l.includes("rebuilt"))).toBe(false);
     log.close();
@@ -188,28 +190,28 @@ describe("state across restarts", () => {
 
   test("after a crash the state is rebuilt from the log after the newest snapshot", () => {
     let log = open({ config: { segmentBytes: 400 } });
-    for (let i = 0; i < 8; i++) log.append(idem(7n, 0, i * 5), client);
+    for (let i = 0; i < 8; i++) log.appendAsLeader(idem(7n, 0, i * 5), -1);
     expect(log.segmentCount).toBeGreaterThan(1);
     const lastRollSnapshot = listSnapshotOffsets(dirOf()).at(-1)!;
     expect(lastRollSnapshot).toBeLessThan(40n);
     // No close: the process "dies" with only the roll snapshots on disk.
     log = open({ clean: false, config: { segmentBytes: 400 } });
     expect(lines.some((l) => l.includes(`after offset ${lastRollSnapshot}`))).toBe(true);
-    expect(log.append(idem(7n, 0, 35), client).baseOffset).toBe(35n);
-    expect(log.append(idem(7n, 0, 40), client).baseOffset).toBe(40n);
+    expect(log.appendAsLeader(idem(7n, 0, 35), -1).baseOffset).toBe(35n);
+    expect(log.appendAsLeader(idem(7n, 0, 40), -1).baseOffset).toBe(40n);
     log.close();
   });
 
   test("without any snapshot the state is rebuilt from the whole log", () => {
     let log = open();
-    for (let i = 0; i < 4; i++) log.append(idem(7n, 2, i * 5), client);
+    for (let i = 0; i < 4; i++) log.appendAsLeader(idem(7n, 2, i * 5), -1);
     log.close();
     for (const offset of listSnapshotOffsets(dirOf())) {
       fs.rmSync(path.join(dirOf(), `${String(offset).padStart(20, "0")}.snapshot`));
     }
     log = open({ clean: false });
-    expect(log.append(idem(7n, 2, 15), client).baseOffset).toBe(15n);
-    expect(codeOf(() => log.append(idem(7n, 1, 20), client))).toBe(
+    expect(log.appendAsLeader(idem(7n, 2, 15), -1).baseOffset).toBe(15n);
+    expect(codeOf(() => log.appendAsLeader(idem(7n, 1, 20), -1))).toBe(
       ErrorCode.INVALID_PRODUCER_EPOCH,
     );
     log.close();
@@ -218,7 +220,7 @@ describe("state across restarts", () => {
   test("a sealed segment's header changed on disk stops the rebuild, not the load", () => {
     const config = { segmentBytes: 400 };
     let log = open({ config });
-    for (let i = 0; i < 8; i++) log.append(idem(7n, 0, i * 5), client);
+    for (let i = 0; i < 8; i++) log.appendAsLeader(idem(7n, 0, i * 5), -1);
     expect(log.segmentCount).toBeGreaterThan(2);
     log.close();
     for (const offset of listSnapshotOffsets(dirOf())) {
@@ -239,7 +241,7 @@ describe("state across restarts", () => {
 
   test("a snapshot above the recovered log end is deleted; a corrupt one is skipped", () => {
     let log = open();
-    log.append(idem(7n, 0, 0), client);
+    log.appendAsLeader(idem(7n, 0, 0), -1);
     log.close();
     const stray = path.join(dirOf(), "00000000000000000099.snapshot");
     fs.copyFileSync(path.join(dirOf(), "00000000000000000005.snapshot"), stray);
@@ -247,15 +249,15 @@ describe("state across restarts", () => {
     log = open({ clean: false });
     expect(fs.existsSync(stray)).toBe(false);
     expect(lines.some((l) => l.includes("skipping producer snapshot 5"))).toBe(true);
-    expect(log.append(idem(7n, 0, 0), client).baseOffset).toBe(0n);
+    expect(log.appendAsLeader(idem(7n, 0, 0), -1).baseOffset).toBe(0n);
     log.close();
   });
 
   test("producers expire by producer.id.expiration.ms, not when retention moves the start", () => {
     const log = open({ config: { segmentBytes: 300, retentionBytes: 1 }, expirationMs: 60_000 });
     const oldMs = Date.now() - 120_000;
-    log.append(idem(1n, 0, 0, 5, oldMs), client);
-    for (let i = 0; i < 4; i++) log.append(idem(2n, 0, i * 5), client);
+    log.appendAsLeader(idem(1n, 0, 0, 5, oldMs), -1);
+    for (let i = 0; i < 4; i++) log.appendAsLeader(idem(2n, 0, i * 5), -1);
     log.highWatermark = log.logEndOffset;
     expect(log.producerState.producerCount).toBe(2);
     log.deleteOldSegments(Date.now());

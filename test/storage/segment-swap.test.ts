@@ -33,14 +33,14 @@ function open(dir: string): LogManager {
 
 function fill(log: UnifiedLog): void {
   for (let round = 0; round < 12; round++) {
-    log.append(
+    log.appendAsLeader(
       keyedBatch(
         Array.from({ length: 5 }, (_, k) => ({
           key: `k${k}`,
           value: round === 11 && k === 2 ? null : `v${round}`,
         })),
       ),
-      { assignOffsets: true },
+      -1,
     );
     log.highWatermark = log.logEndOffset;
   }

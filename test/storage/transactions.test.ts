@@ -50,11 +50,11 @@ function marker(producerId: bigint, epoch: number, commit: boolean, coordinatorE
   );
 }
 
-const client = { assignOffsets: true } as const;
-const coordinator = { assignOffsets: true, origin: "coordinator" } as const;
+const client = {} as const;
+const coordinator = { origin: "coordinator" } as const;
 
 function append(log: UnifiedLog, records: Uint8Array, opts: typeof client | typeof coordinator) {
-  const result = log.append(records, opts);
+  const result = log.appendAsLeader(records, -1, opts);
   log.highWatermark = log.logEndOffset;
   return result;
 }
@@ -92,7 +92,7 @@ describe("last stable offset", () => {
 
   test("is capped at the high watermark", () => {
     const log = open();
-    log.append(batch(3), client);
+    log.appendAsLeader(batch(3), -1);
     expect(log.lastStableOffset).toBe(0n);
     log.close();
   });
@@ -169,7 +169,9 @@ describe("checks", () => {
   test("clients may not write control batches", () => {
     const log = open();
     append(log, txn(7n, 0, 0), client);
-    expect(codeOf(() => log.append(marker(7n, 0, true), client))).toBe(ErrorCode.INVALID_RECORD);
+    expect(codeOf(() => log.appendAsLeader(marker(7n, 0, true), -1))).toBe(
+      ErrorCode.INVALID_RECORD,
+    );
     log.close();
   });
 
@@ -181,24 +183,26 @@ describe("checks", () => {
       producerEpoch: 0,
       baseSequence: 3,
     });
-    expect(codeOf(() => log.append(plain, client))).toBe(ErrorCode.INVALID_TXN_STATE);
+    expect(codeOf(() => log.appendAsLeader(plain, -1))).toBe(ErrorCode.INVALID_TXN_STATE);
     log.close();
   });
 
   test("markers from an old producer epoch or coordinator epoch are fenced", () => {
     const log = open();
     append(log, txn(7n, 3, 0), client);
-    expect(codeOf(() => log.append(marker(7n, 2, true), coordinator))).toBe(
+    expect(codeOf(() => log.appendAsLeader(marker(7n, 2, true), -1, coordinator))).toBe(
       ErrorCode.INVALID_PRODUCER_EPOCH,
     );
     append(log, marker(7n, 3, true, 5), coordinator);
     append(log, txn(7n, 3, 3), client);
-    expect(codeOf(() => log.append(marker(7n, 3, true, 4), coordinator))).toBe(
+    expect(codeOf(() => log.appendAsLeader(marker(7n, 3, true, 4), -1, coordinator))).toBe(
       ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     );
     // A fencing abort may carry a bumped epoch; the producer's old epoch is then refused.
     append(log, marker(7n, 4, false, 5), coordinator);
-    expect(codeOf(() => log.append(txn(7n, 3, 6), client))).toBe(ErrorCode.INVALID_PRODUCER_EPOCH);
+    expect(codeOf(() => log.appendAsLeader(txn(7n, 3, 6), -1))).toBe(
+      ErrorCode.INVALID_PRODUCER_EPOCH,
+    );
     log.close();
   });
 });

@@ -31,7 +31,7 @@ function tenSegments(config: Partial<LogConfig> = {}): UnifiedLog {
   const log = open(config);
   for (let i = 0; i < 100; i++) {
     if (i > 0 && i % 10 === 0) log.roll();
-    log.append(config.cleanupPolicy === "compact" ? keyed(i) : batch(1), { assignOffsets: true });
+    log.appendAsLeader(config.cleanupPolicy === "compact" ? keyed(i) : batch(1), -1);
   }
   log.highWatermark = log.logEndOffset;
   return log;

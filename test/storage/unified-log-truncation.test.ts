@@ -36,9 +36,9 @@ const leaderBatch = (baseOffset: bigint, count: number, epoch: number, tag = "x"
 
 test("appends record the first offset of each new leader epoch", () => {
   const log = open();
-  log.append(leaderBatch(0n, 2, 0), { assignOffsets: false });
-  log.append(leaderBatch(2n, 2, 0), { assignOffsets: false });
-  log.append(leaderBatch(4n, 3, 2), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(0n, 2, 0));
+  log.appendAsFollower(leaderBatch(2n, 2, 0));
+  log.appendAsFollower(leaderBatch(4n, 3, 2));
   expect(log.leaderEpochCache.all()).toEqual([
     { epoch: 0, startOffset: 0n },
     { epoch: 2, startOffset: 4n },
@@ -48,7 +48,7 @@ test("appends record the first offset of each new leader epoch", () => {
 test("truncateTo cuts the active segment at a batch boundary; appends go on from there", () => {
   const log = open();
   for (let i = 0; i < 5; i++) {
-    log.append(leaderBatch(BigInt(i * 2), 2, i < 3 ? 1 : 2), { assignOffsets: false });
+    log.appendAsFollower(leaderBatch(BigInt(i * 2), 2, i < 3 ? 1 : 2));
   }
   log.highWatermark = 8n;
   log.truncateTo(6n);
@@ -57,7 +57,7 @@ test("truncateTo cuts the active segment at a batch boundary; appends go on from
   expect(log.leaderEpochCache.all()).toEqual([{ epoch: 1, startOffset: 0n }]);
   expect(batchOffsets(readBytes(log, 0n, 1 << 20)).map((b) => b.base)).toEqual([0n, 2n, 4n]);
   // The leader's divergent history replaces what was cut.
-  log.append(leaderBatch(6n, 4, 3, "new"), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(6n, 4, 3, "new"));
   expect(log.logEndOffset).toBe(10n);
   expect(log.leaderEpochCache.latestEpoch).toBe(3);
   expect(batchOffsets(readBytes(log, 6n, 1 << 20))).toEqual([{ base: 6n, last: 9n }]);
@@ -65,22 +65,22 @@ test("truncateTo cuts the active segment at a batch boundary; appends go on from
 
 test("an offset inside a batch drops that whole batch", () => {
   const log = open();
-  log.append(leaderBatch(0n, 3, 0), { assignOffsets: false });
-  log.append(leaderBatch(3n, 3, 0), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(0n, 3, 0));
+  log.appendAsFollower(leaderBatch(3n, 3, 0));
   log.truncateTo(4n);
   expect(log.logEndOffset).toBe(3n);
 });
 
 test("truncating into a sealed segment deletes later segments and rolls a writable one", () => {
   const log = open({ segmentBytes: 300 });
-  for (let i = 0; i < 12; i++) log.append(leaderBatch(BigInt(i), 1, 0), { assignOffsets: false });
+  for (let i = 0; i < 12; i++) log.appendAsFollower(leaderBatch(BigInt(i), 1, 0));
   const bases = log.segmentBaseOffsets();
   expect(bases.length).toBeGreaterThan(2);
   const cutInside = bases[1]! + 1n;
   log.truncateTo(cutInside);
   expect(log.logEndOffset).toBe(cutInside);
   expect(log.segmentBaseOffsets()).toEqual([bases[0]!, bases[1]!, cutInside]);
-  log.append(leaderBatch(cutInside, 1, 1), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(cutInside, 1, 1));
   expect(log.logEndOffset).toBe(cutInside + 1n);
   // The truncated state survives a restart: the same end, the same epochs.
   manager.close();
@@ -94,22 +94,22 @@ test("truncating into a sealed segment deletes later segments and rolls a writab
 
 test("truncating to the log start empties the log", () => {
   const log = open();
-  log.append(leaderBatch(0n, 5, 0), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(0n, 5, 0));
   log.truncateTo(0n);
   expect(log.logEndOffset).toBe(0n);
   expect(log.leaderEpochCache.all()).toEqual([]);
-  log.append(leaderBatch(0n, 1, 4), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(0n, 1, 4));
   expect(log.logEndOffset).toBe(1n);
 });
 
 test("truncateFullyAndStartAt empties the log and starts it over at the leader's log start", () => {
   const log = open({ segmentBytes: 300 });
-  for (let i = 0; i < 8; i++) log.append(leaderBatch(BigInt(i), 1, 0), { assignOffsets: false });
+  for (let i = 0; i < 8; i++) log.appendAsFollower(leaderBatch(BigInt(i), 1, 0));
   log.truncateFullyAndStartAt(40n);
   expect([log.logStartOffset, log.logEndOffset, log.highWatermark]).toEqual([40n, 40n, 40n]);
   expect(log.segmentBaseOffsets()).toEqual([40n]);
   expect(log.leaderEpochCache.all()).toEqual([]);
-  log.append(leaderBatch(40n, 2, 3), { assignOffsets: false });
+  log.appendAsFollower(leaderBatch(40n, 2, 3));
   expect(batchOffsets(readBytes(log, 40n, 1 << 20))).toEqual([{ base: 40n, last: 41n }]);
   manager.close();
   const reopened = open({ segmentBytes: 300 });

@@ -56,8 +56,8 @@ afterEach(() => {
 describe("append", () => {
   test("assigns consecutive offsets by patching base offsets and reports them", () => {
     const log = open();
-    const first = log.append(batch(3), { assignOffsets: true });
-    const second = log.append(batch(2), { assignOffsets: true });
+    const first = log.appendAsLeader(batch(3), -1);
+    const second = log.appendAsLeader(batch(2), -1);
     expect([first.baseOffset, first.lastOffset, first.recordCount]).toEqual([0n, 2n, 3]);
     expect([second.baseOffset, second.lastOffset]).toEqual([3n, 4n]);
     expect(second.logAppendTimeMs).toBe(-1);
@@ -72,10 +72,10 @@ describe("append", () => {
 
   test("stores the bytes exactly as sent apart from the base offset", () => {
     const log = open();
-    log.append(batch(1), { assignOffsets: true });
+    log.appendAsLeader(batch(1), -1);
     const sent = batch(4, { valueBytes: 100 });
     const copy = sent.slice();
-    log.append(sent, { assignOffsets: true });
+    log.appendAsLeader(sent, -1);
     const stored = readBytes(log, 1n, 1 << 20);
     expect(stored.subarray(8)).toEqual(copy.subarray(8));
     expect(new DataView(stored.buffer).getBigInt64(0)).toBe(1n);
@@ -85,9 +85,9 @@ describe("append", () => {
     const log = open();
     const bad = batch(2);
     bad[bad.length - 1] ^= 0xff;
-    expectKafkaError(() => log.append(bad, { assignOffsets: true }), ErrorCode.CORRUPT_MESSAGE);
+    expectKafkaError(() => log.appendAsLeader(bad, -1), ErrorCode.CORRUPT_MESSAGE);
     const truncated = batch(2).subarray(0, 40);
-    const appendTruncated = () => log.append(truncated, { assignOffsets: true });
+    const appendTruncated = () => log.appendAsLeader(truncated, -1);
     expectKafkaError(appendTruncated, ErrorCode.CORRUPT_MESSAGE);
     expect(log.logEndOffset).toBe(0n);
     expect(log.sizeBytes).toBe(0);
@@ -96,19 +96,18 @@ describe("append", () => {
   test("rejects batches above max.message.bytes and appends above segment.bytes", () => {
     const log = open({ maxMessageBytes: 500, segmentBytes: 4000 });
     const big = batch(1, { valueBytes: 600 });
-    expectKafkaError(() => log.append(big, { assignOffsets: true }), ErrorCode.MESSAGE_TOO_LARGE);
-    const ok = log.append(big, { assignOffsets: true, maxMessageBytes: 1000 });
+    expectKafkaError(() => log.appendAsLeader(big, -1), ErrorCode.MESSAGE_TOO_LARGE);
+    const ok = log.appendAsLeader(big, -1, { maxMessageBytes: 1000 });
     expect(ok.baseOffset).toBe(0n);
     const parts = Array.from({ length: 10 }, () => batch(1, { valueBytes: 400 }));
     const many = new Uint8Array(Buffer.concat(parts));
-    const appendMany = () => log.append(many, { assignOffsets: true });
+    const appendMany = () => log.appendAsLeader(many, -1);
     expectKafkaError(appendMany, ErrorCode.RECORD_LIST_TOO_LARGE);
   });
 
   test("LogAppendTime topics get the broker's time stamped into the batch", () => {
     const log = open({ messageTimestampType: "LogAppendTime" });
-    const result = log.append(batch(2, { timestampMs: 1000 }), {
-      assignOffsets: true,
+    const result = log.appendAsLeader(batch(2, { timestampMs: 1000 }), -1, {
       logAppendTimeMs: 1_700_000_000_000,
     });
     expect(result.logAppendTimeMs).toBe(1_700_000_000_000);
@@ -121,20 +120,20 @@ describe("append", () => {
 
   test("a follower append keeps the leader's offsets and refuses going backwards", () => {
     const log = open();
-    log.append(buildRecordBatch([{ value: null }], { baseOffset: 10n }), { assignOffsets: false });
+    log.appendAsFollower(buildRecordBatch([{ value: null }], { baseOffset: 10n }));
     expect(log.logEndOffset).toBe(11n);
     const old = buildRecordBatch([{ value: null }], { baseOffset: 5n });
-    expectKafkaError(() => log.append(old, { assignOffsets: false }), ErrorCode.INVALID_RECORD);
+    expectKafkaError(() => log.appendAsFollower(old), ErrorCode.INVALID_RECORD);
   });
 
   test("a follower's offset jump beyond int32 of the segment base rolls a new segment", () => {
     const log = open();
     const at = (baseOffset: bigint) => buildRecordBatch([{ value: null }], { baseOffset });
     // An empty active segment is replaced, not kept empty behind the new one.
-    log.append(at(5_000_000_000n), { assignOffsets: false });
+    log.appendAsFollower(at(5_000_000_000n));
     expect(log.segmentBaseOffsets()).toEqual([5_000_000_000n]);
-    log.append(at(5_000_000_001n), { assignOffsets: false });
-    log.append(at(9_000_000_000n), { assignOffsets: false });
+    log.appendAsFollower(at(5_000_000_001n));
+    log.appendAsFollower(at(9_000_000_000n));
     expect(log.segmentBaseOffsets()).toEqual([5_000_000_000n, 9_000_000_000n]);
     expect(log.logEndOffset).toBe(9_000_000_001n);
     log.highWatermark = log.logEndOffset;
@@ -147,7 +146,7 @@ describe("append", () => {
 describe("read", () => {
   function fill(log: UnifiedLog, batches: number, perBatch = 5, valueBytes = 50): void {
     for (let i = 0; i < batches; i++) {
-      log.append(batch(perBatch, { valueBytes }), { assignOffsets: true });
+      log.appendAsLeader(batch(perBatch, { valueBytes }), -1);
     }
   }
 
@@ -241,7 +240,7 @@ describe("read", () => {
 describe("roll", () => {
   test("rolls at segment.bytes with segments named by their base offset", () => {
     const log = open({ segmentBytes: 1000 });
-    for (let i = 0; i < 10; i++) log.append(batch(5, { valueBytes: 50 }), { assignOffsets: true });
+    for (let i = 0; i < 10; i++) log.appendAsLeader(batch(5, { valueBytes: 50 }), -1);
     const bases = log.segmentBaseOffsets();
     expect(bases.length).toBeGreaterThan(2);
     const partitionDir = path.join(dir, "orders-0");
@@ -257,16 +256,16 @@ describe("roll", () => {
 
   test("rolls when the incoming timestamps are segment.ms past the segment's first batch", () => {
     const log = open({ segmentMs: 60_000 });
-    log.append(batch(1, { timestampMs: 1_000_000 }), { assignOffsets: true });
-    log.append(batch(1, { timestampMs: 1_050_000 }), { assignOffsets: true });
+    log.appendAsLeader(batch(1, { timestampMs: 1_000_000 }), -1);
+    log.appendAsLeader(batch(1, { timestampMs: 1_050_000 }), -1);
     expect(log.segmentCount).toBe(1);
-    log.append(batch(1, { timestampMs: 1_070_000 }), { assignOffsets: true });
+    log.appendAsLeader(batch(1, { timestampMs: 1_070_000 }), -1);
     expect(log.segmentBaseOffsets()).toEqual([0n, 2n]);
   });
 
   test("rolls when the offset index is full", () => {
     const log = open({ segmentIndexBytes: 8 * 3, indexIntervalBytes: 0 });
-    for (let i = 0; i < 10; i++) log.append(batch(1), { assignOffsets: true });
+    for (let i = 0; i < 10; i++) log.appendAsLeader(batch(1), -1);
     // Three offset entries, but the time index (24 / 12 = 2 slots, one kept for sealing) fills
     // at the first indexed batch, so each segment holds two batches.
     expect(log.segmentBaseOffsets()).toEqual([0n, 2n, 4n, 6n, 8n]);
@@ -281,7 +280,7 @@ describe("offsetForTimestamp", () => {
     const log = open({ segmentBytes: 700, indexIntervalBytes: 100 });
     const records = (t: number) => [0, 1, 2].map((i) => ({ value: null, timestampMs: t + i * 10 }));
     for (let i = 0; i < 20; i++) {
-      log.append(buildRecordBatch(records(1000 * i)), { assignOffsets: true });
+      log.appendAsLeader(buildRecordBatch(records(1000 * i)), -1);
     }
     expect(log.segmentCount).toBeGreaterThan(2);
     expect(log.offsetForTimestamp(0n)).toEqual({ timestamp: 0n, offset: 0n });
@@ -299,7 +298,7 @@ describe("offsetForTimestamp", () => {
   test("decodes the found batch to pick the exact record", () => {
     const log = open();
     const records = [10, 20, 30].map((t) => ({ value: null, timestampMs: t }));
-    log.append(buildRecordBatch(records), { assignOffsets: true });
+    log.appendAsLeader(buildRecordBatch(records), -1);
     expect(log.offsetForTimestamp(15n)).toEqual({ timestamp: 20n, offset: 1n });
     const stored = readBytes(log, 0n, 1000);
     expect(decodeRecords(stored).length).toBe(3);
@@ -309,10 +308,10 @@ describe("offsetForTimestamp", () => {
 describe("flush and reopen", () => {
   test("flush moves the flushed offset; close and reopen keep everything", () => {
     const log = open({ segmentBytes: 1000 });
-    for (let i = 0; i < 12; i++) log.append(batch(5, { valueBytes: 50 }), { assignOffsets: true });
+    for (let i = 0; i < 12; i++) log.appendAsLeader(batch(5, { valueBytes: 50 }), -1);
     log.flush();
     expect(log.flushedOffset).toBe(60n);
-    log.append(batch(5), { assignOffsets: true });
+    log.appendAsLeader(batch(5), -1);
     const before = readBytes(log, 0n, 1 << 24);
     const reopened = reopen({ segmentBytes: 1000 });
     expect(reopened.logEndOffset).toBe(65n);
@@ -326,16 +325,16 @@ describe("flush and reopen", () => {
     }
     expect(all.length).toBe(reopened.sizeBytes);
     expect(Buffer.from(all.subarray(0, before.length))).toEqual(Buffer.from(before));
-    expect(reopened.append(batch(1), { assignOffsets: true }).baseOffset).toBe(65n);
+    expect(reopened.appendAsLeader(batch(1), -1).baseOffset).toBe(65n);
   });
 
   test("flush.messages flushes in the background after that many records", async () => {
     const log = open({ flushMessages: 10 });
-    log.append(batch(5), { assignOffsets: true });
-    log.append(batch(4), { assignOffsets: true });
+    log.appendAsLeader(batch(5), -1);
+    log.appendAsLeader(batch(4), -1);
     await Bun.sleep(50);
     expect(log.flushedOffset).toBe(0n);
-    log.append(batch(1), { assignOffsets: true });
+    log.appendAsLeader(batch(1), -1);
     await Bun.sleep(50);
     expect(log.flushedOffset).toBe(10n);
   });
