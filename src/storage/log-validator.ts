@@ -50,7 +50,7 @@ export interface ValidatedAppend {
   readonly recordCount: number;
 }
 
-/** Validates `records` and (on the leader) assigns offsets and epochs in place; throws KafkaError. */
+/** Validates `records`; on the leader assigns offsets and epochs in place. Throws KafkaError. */
 export function validateAndAssignOffsets(
   records: Uint8Array,
   input: ValidationInput,

@@ -318,7 +318,7 @@ export class UnifiedLog {
     return this.append(records, leaderEpoch, opts);
   }
 
-  /** Appends batches copied from the leader, keeping their offsets and epochs (appendAsFollower). */
+  /** Appends batches copied from the leader, keeping their offsets and epochs. */
   appendAsFollower(records: Uint8Array): AppendResult {
     return this.append(records, null, {});
   }
