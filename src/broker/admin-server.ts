@@ -32,14 +32,23 @@ export function startAdminServer(
   addresses: readonly ListenerAddress[],
   state: AdminState,
 ): AdminServer {
-  const servers = addresses.map((address) =>
-    Bun.serve({
-      // An empty host binds every interface, as for the Kafka listeners.
-      hostname: address.host === "" ? "0.0.0.0" : address.host,
-      port: address.port,
-      fetch: (request) => answer(request, state),
-    }),
-  );
+  const servers: ReturnType<typeof Bun.serve>[] = [];
+  try {
+    for (const address of addresses) {
+      servers.push(
+        Bun.serve({
+          // An empty host binds every interface, as for the Kafka listeners.
+          hostname: address.host === "" ? "0.0.0.0" : address.host,
+          port: address.port,
+          fetch: (request) => answer(request, state),
+        }),
+      );
+    }
+  } catch (error) {
+    // One address failing to bind (in use) must not leave the others bound.
+    for (const s of servers) void s.stop(true);
+    throw error;
+  }
   return {
     bound: servers.map((s) => ({ host: s.hostname ?? "", port: s.port ?? 0 })),
     stop: async () => {

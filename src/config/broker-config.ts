@@ -59,8 +59,9 @@ export const BROKER_CONFIG_KEYS = {
   ),
   "admin.listeners": nullableKey(
     listenerList(),
-    "Quill's admin HTTP listener (`--admin`): HOST:PORT (or http://HOST:PORT), several " +
-      "separated by commas, serving /health/live, /health/ready and /metrics (Prometheus). " +
+    "Quill's admin HTTP listener (`--admin`): HOST:PORT, or NAME://HOST:PORT listeners " +
+      "with distinct names separated by commas, serving /health/live, /health/ready and " +
+      "/metrics (Prometheus). " +
       "Unset: no admin listener. It has no authentication: bind it to loopback or a " +
       "management network.",
   ),

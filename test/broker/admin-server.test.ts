@@ -118,3 +118,31 @@ test("ready follows the broker's state: 503 until it serves and once it stops", 
     await server.stop();
   }
 });
+
+test("an address in use fails the start and leaves no other address bound", async () => {
+  const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+  const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
+  const free = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+  const freePort = free.port!;
+  await free.stop(true);
+  try {
+    expect(() =>
+      startAdminServer(
+        [
+          { listenerName: "A", host: "127.0.0.1", port: freePort },
+          { listenerName: "B", host: "127.0.0.1", port: taken.port! },
+        ],
+        state,
+      ),
+    ).toThrow();
+    // The first address was let go: it can be bound again.
+    const again = Bun.serve({
+      hostname: "127.0.0.1",
+      port: freePort,
+      fetch: () => new Response(""),
+    });
+    await again.stop(true);
+  } finally {
+    await taken.stop(true);
+  }
+});
