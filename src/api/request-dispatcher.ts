@@ -111,7 +111,8 @@ export class RequestDispatcher implements RequestHandler {
 
   private refuse(conn: ConnectionContext, reason: string): Response {
     this.log.warn(
-      `Closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}: ${reason}`,
+      `Closing connection ${conn.id} from ${conn.remoteAddress}:${conn.remotePort}` +
+        `${conn.clientSoftware === null ? "" : ` (${conn.clientSoftware})`}: ${reason}`,
     );
     return "close";
   }

@@ -23,6 +23,7 @@ import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
+import { versionLine } from "../version.ts";
 import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
@@ -87,6 +88,8 @@ export async function startBroker(
   log: BrokerLogger = consoleLogger,
 ): Promise<RunningBroker> {
   const cleanups = new CleanupStack();
+  // First line of the broker's log: what is running, for anyone reading a log or a bug report.
+  log.info(`quill: starting broker: ${versionLine()}, pid ${process.pid}`);
   try {
     return await startSteps(configured, log, cleanups);
   } catch (error) {

@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/config-error.ts";
-import { VERSION } from "../version.ts";
+import { VERSION, versionLine } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
 import { type StartBroker, serve } from "./serve.ts";
@@ -11,10 +11,11 @@ Usage: quill <command> [options]
 Commands:
   serve          start the broker (\`quill serve --help\` for its options)
   config-keys    list every config key with its default and meaning (Markdown)
+  version        print the version, git commit and build date
 
 Options:
   -h, --help     show this help
-  -V, --version  print the version
+  -V, --version  print the version, git commit and build date
 `;
 
 /** Exit codes: 0 done, 1 unexpected failure, 2 the operator must fix the command line or config. */
@@ -55,7 +56,7 @@ async function dispatch(argv: readonly string[], start: StartBroker): Promise<nu
     case "-V":
     case "--version":
     case "version":
-      process.stdout.write(`quill ${VERSION}\n`);
+      process.stdout.write(`${versionLine()}\n`);
       return 0;
     case undefined:
       process.stderr.write(MAIN_HELP);

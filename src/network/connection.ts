@@ -58,6 +58,7 @@ export class Connection implements ConnectionContext {
   /** Kafka's principal: `User:ANONYMOUS` until TLS or SASL names the client. */
   principal = "User:ANONYMOUS";
   readonly state = new Map<string, unknown>();
+  clientSoftware: string | null = null;
   closed = false;
   /** Date.now() of the last bytes read or written, for connections.max.idle.ms. */
   lastActiveMs = Date.now();
@@ -161,7 +162,8 @@ export class Connection implements ConnectionContext {
   }
 
   private describePeer(): string {
-    return `${this.remoteAddress}:${this.remotePort}`;
+    const peer = `${this.remoteAddress}:${this.remotePort}`;
+    return this.clientSoftware === null ? peer : `${peer} (${this.clientSoftware})`;
   }
 
   /** Dispatches what may be read, writes what is ready, and adjusts reading; never throws. */

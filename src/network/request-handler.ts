@@ -29,6 +29,11 @@ export interface ConnectionContext {
   readonly listenerName: string;
   /** Kafka's principal (`User:alice`), `User:ANONYMOUS` until TLS or SASL names the client. */
   readonly principal: string;
+  /**
+   * "name/version" the client sent in ApiVersions v3+ (KIP-511), e.g. "librdkafka/2.3.0"; null
+   * until then. Connection-level log lines name it, as Kafka's request log and metrics do.
+   */
+  clientSoftware: string | null;
   /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
   readonly state: Map<string, unknown>;
   /** True once the connection is closed: responses produced from now on are discarded. */

@@ -27,12 +27,14 @@ function quill(args: string[], env: Record<string, string> = {}) {
 }
 
 describe("quill (source, as a process)", () => {
-  test("--version prints package.json's version", () => {
-    expect(quill(["--version"])).toEqual({
-      code: 0,
-      stdout: `quill ${packageJson.version}\n`,
-      stderr: "",
-    });
+  test("version and --version from source say dev for the commit and build date", () => {
+    for (const args of [["version"], ["--version"], ["-V"]]) {
+      expect(quill(args)).toEqual({
+        code: 0,
+        stdout: `quill ${packageJson.version} (commit dev, built dev)\n`,
+        stderr: "",
+      });
+    }
   });
 
   test("--help lists the commands; no command is a usage error", () => {

@@ -60,12 +60,18 @@ function run(args: string[], env: Record<string, string> = {}) {
 }
 
 describe("the compiled dist/quill, alone in an empty directory", () => {
-  test("--version prints package.json's version", () => {
-    expect(run(["--version"])).toEqual({
-      code: 0,
-      stdout: `quill ${packageJson.version}\n`,
-      stderr: "",
-    });
+  test("version and --version print package.json's version, the commit and build date", () => {
+    const commit = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: root });
+    const expected = new RegExp(
+      `^quill ${packageJson.version.replaceAll(".", "\\.")} \\(commit ` +
+        `${commit.stdout.toString().trim()}(-dirty)?, built \\d{4}-\\d\\d-\\d\\dT[\\d:]{8}Z\\)\\n$`,
+    );
+    for (const args of [["version"], ["--version"]]) {
+      const result = run(args);
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe("");
+      expect(result.stdout).toMatch(expected);
+    }
   });
 
   test("--help and serve --help", () => {

@@ -51,6 +51,11 @@ export class KafkaClient {
     });
   }
 
+  /** Writes bytes as they are, e.g. a frame no encoder would produce. */
+  sendRaw(bytes: Uint8Array): void {
+    this.socket.write(bytes);
+  }
+
   /** Sends one request at `apiVersion` and resolves with its decoded response body. */
   request<K extends ApiKeyNumber>(
     apiKey: K,

@@ -1,0 +1,30 @@
+// The commit and date a build embeds (src/version.ts reads them through `bun build --define`).
+// Neither is written to a file, so a build leaves the checkout unchanged.
+
+/** `git rev-parse` of HEAD (12 digits), `-dirty` when tracked files differ; "unknown" outside git. */
+export function buildCommit(root: string): string {
+  const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: root });
+  if (head.exitCode !== 0) return "unknown";
+  const commit = head.stdout.toString().trim();
+  const status = Bun.spawnSync(["git", "status", "--porcelain", "--untracked-files=no"], {
+    cwd: root,
+  });
+  return status.stdout.toString().trim() === "" ? commit : `${commit}-dirty`;
+}
+
+/** Now, or SOURCE_DATE_EPOCH (seconds) when set so that a rebuild can be byte-identical. */
+export function buildDate(env: NodeJS.ProcessEnv = process.env): string {
+  const epoch = env.SOURCE_DATE_EPOCH;
+  const date = epoch === undefined ? new Date() : new Date(Number(epoch) * 1000);
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/** The `--define` arguments that fill src/version.ts's BUILD_COMMIT and BUILD_DATE. */
+export function defineArgs(commit: string, date: string): string[] {
+  return [
+    "--define",
+    `QUILL_BUILD_COMMIT=${JSON.stringify(commit)}`,
+    "--define",
+    `QUILL_BUILD_DATE=${JSON.stringify(date)}`,
+  ];
+}
