@@ -1,7 +1,7 @@
 // The commit and date a build embeds (src/version.ts reads them through `bun build --define`).
 // Neither is written to a file, so a build leaves the checkout unchanged.
 
-/** `git rev-parse` of HEAD (12 digits), `-dirty` when tracked files differ; "unknown" outside git. */
+/** HEAD (12 hex digits), `-dirty` when tracked files differ; "unknown" outside a git checkout. */
 export function buildCommit(root: string): string {
   const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: root });
   if (head.exitCode !== 0) return "unknown";
