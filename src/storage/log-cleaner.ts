@@ -5,7 +5,7 @@
  *
  * Choosing (Kafka's grabFilthiestCompactedLog): for each log whose cleanup.policy includes
  * compact, the dirty section runs from its cleaner offset (cleaner-offset-checkpoint) to the
- * first uncleanable offset: the active segment, the high watermark, or the first segment with a
+ * first uncleanable offset: the active segment, the last stable offset, or the first segment with a
  * record younger than min.compaction.lag.ms, whichever is lowest. A log is a candidate when its
  * dirty ratio (dirty bytes / all bytes) exceeds min.cleanable.dirty.ratio, or when a dirty
  * record is older than max.compaction.lag.ms; the highest ratio goes first. When no log is a
@@ -179,10 +179,11 @@ export class LogCleaner {
     if (result.endOffset > log.cleanerOffset) log.cleanerOffset = result.endOffset;
     const s = result.stats;
     const mb = (n: number): string => (n / 1048576).toFixed(1);
+    const rate = mb((s.bytesRead * 1000) / Math.max(1, elapsedMs));
     this.logger(
       `[log-cleaner] cleaned ${log.name} (dirty section [${target.firstDirtyOffset}, ` +
         `${result.endOffset})): ${mb(s.bytesRead)} MB read, ${mb(s.bytesWritten)} MB written in ` +
-        `${(elapsedMs / 1000).toFixed(1)} s (${mb((s.bytesRead * 1000) / Math.max(1, elapsedMs))} ` +
+        `${(elapsedMs / 1000).toFixed(1)} s (${rate} ` +
         `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +
         `segments into ${s.groups}`,
     );
@@ -225,7 +226,10 @@ export function cleanableOf(log: UnifiedLog, nowMs: number): CleanableLog {
   const firstDirtyOffset = checkpoint < start || checkpoint > end ? start : checkpoint;
   const sealed = log.sealedSegments();
   const activeBase = log.activeSegmentBaseOffset;
-  let firstUncleanableOffset = activeBase < log.highWatermark ? activeBase : log.highWatermark;
+  // The last stable offset (the high watermark, or an open transaction's first offset below it):
+  // records of undecided transactions are not cleaned, as in Kafka.
+  const stable = log.lastStableOffset;
+  let firstUncleanableOffset = activeBase < stable ? activeBase : stable;
   const minLagMs = Math.max(0, log.config.minCompactionLagMs);
   let earliestDirtyTimestamp = Infinity;
   let cleanBytes = 0;
