@@ -7,38 +7,25 @@
  * index.interval.bytes points as the offset index, plus a final one when the segment is sealed,
  * so the last entry always holds the segment's largest timestamp.
  *
- * Kept in memory and written on flush exactly like OffsetIndex. Not thread-safe.
+ * Kept in memory and written on flush as OffsetIndex is (both are AbstractIndexes).
  */
 import { assert } from "../util/assert.ts";
+import { AbstractIndex, INDEX_INITIAL_CAPACITY, readIndexFile } from "./abstract-index.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
 
 export const TIME_INDEX_ENTRY_BYTES = 12;
-const INITIAL_CAPACITY = 64;
 
 export interface TimestampOffset {
   readonly timestamp: bigint;
   readonly offset: bigint;
 }
 
-export class TimeIndex {
-  readonly maxEntries: number;
-  private timestamps = new BigInt64Array(INITIAL_CAPACITY);
-  private relativeOffsets = new Int32Array(INITIAL_CAPACITY);
-  private entryCount = 0;
-  private persistedEntryCount = 0;
+export class TimeIndex extends AbstractIndex {
+  private timestamps = new BigInt64Array(INDEX_INITIAL_CAPACITY);
+  private relativeOffsets = new Int32Array(INDEX_INITIAL_CAPACITY);
 
-  constructor(
-    readonly filePath: string,
-    readonly baseOffset: bigint,
-    maxIndexBytes: number,
-  ) {
-    this.maxEntries = Math.floor(maxIndexBytes / TIME_INDEX_ENTRY_BYTES);
-    assert(this.maxEntries >= 1, `time index of ${maxIndexBytes} bytes holds no entry`);
-  }
-
-  get entries(): number {
-    return this.entryCount;
+  constructor(filePath: string, baseOffset: bigint, maxIndexBytes: number) {
+    super(filePath, baseOffset, maxIndexBytes, TIME_INDEX_ENTRY_BYTES);
   }
 
   /** One slot stays free for the entry added when the segment is sealed, as in Kafka. */
@@ -66,15 +53,13 @@ export class TimeIndex {
     // Called for every indexed batch: messages are only built when a check fails.
     if (this.entryCount >= this.maxEntries) assert(false, `${this.filePath} overflow`);
     if (!sealing && this.isFull()) assert(false, `append to full time index ${this.filePath}`);
-    const relative = offset - this.baseOffset;
-    if (relative < 0n) assert(false, `offset ${offset} below the base of ${this.filePath}`);
-    if (relative > 0x7fffffffn) assert(false, `offset ${offset} beyond int32 of ${this.filePath}`);
+    const relative = this.relativeOffset(offset);
     if (last !== null && offset < last.offset) {
       assert(false, `time index offset ${offset} goes back from ${last.offset}`);
     }
-    if (this.entryCount === this.timestamps.length) this.grow();
+    this.ensureRoom();
     this.timestamps[this.entryCount] = timestamp;
-    this.relativeOffsets[this.entryCount] = Number(relative);
+    this.relativeOffsets[this.entryCount] = relative;
     this.entryCount++;
   }
 
@@ -102,28 +87,6 @@ export class TimeIndex {
     };
   }
 
-  reset(): void {
-    this.entryCount = 0;
-    this.persistedEntryCount = 0;
-  }
-
-  markAllUnpersisted(): void {
-    this.persistedEntryCount = 0;
-  }
-
-  flush(): void {
-    if (this.persistedEntryCount === this.entryCount) return;
-    const start = this.persistedEntryCount;
-    const tail = new Uint8Array((this.entryCount - start) * TIME_INDEX_ENTRY_BYTES);
-    const view = new DataView(tail.buffer);
-    for (let i = start; i < this.entryCount; i++) {
-      view.setBigInt64((i - start) * TIME_INDEX_ENTRY_BYTES, this.timestamps[i]);
-      view.setInt32((i - start) * TIME_INDEX_ENTRY_BYTES + 8, this.relativeOffsets[i]);
-    }
-    writeTailAndSync(this.filePath, start * TIME_INDEX_ENTRY_BYTES, tail);
-    this.persistedEntryCount = this.entryCount;
-  }
-
   /**
    * Reads and checks `<base>.timeindex`: whole entries, timestamps strictly increasing,
    * offsets non-decreasing and below `nextOffset` (the segment's end). Throws CorruptIndexError.
@@ -134,16 +97,12 @@ export class TimeIndex {
     maxIndexBytes: number,
     nextOffset: bigint,
   ): TimeIndex {
-    const bytes = readFileIfExists(filePath);
-    if (bytes === null) throw new CorruptIndexError(`${filePath} is missing`);
-    if (bytes.length % TIME_INDEX_ENTRY_BYTES !== 0) {
-      throw new CorruptIndexError(`${filePath} has ${bytes.length} bytes, not whole entries`);
-    }
-    const index = new TimeIndex(filePath, baseOffset, Math.max(maxIndexBytes, bytes.length + 12));
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const view = readIndexFile(filePath, TIME_INDEX_ENTRY_BYTES);
+    const maxBytes = Math.max(maxIndexBytes, view.byteLength + TIME_INDEX_ENTRY_BYTES);
+    const index = new TimeIndex(filePath, baseOffset, maxBytes);
     let lastTimestamp = -1n;
     let lastRelative = 0;
-    for (let at = 0; at < bytes.length; at += TIME_INDEX_ENTRY_BYTES) {
+    for (let at = 0; at < view.byteLength; at += TIME_INDEX_ENTRY_BYTES) {
       const timestamp = view.getBigInt64(at);
       const relative = view.getInt32(at + 8);
       const offset = baseOffset + BigInt(relative);
@@ -157,13 +116,20 @@ export class TimeIndex {
       lastTimestamp = timestamp;
       lastRelative = relative;
     }
-    index.persistedEntryCount = index.entryCount;
+    index.markLoaded();
     return index;
   }
 
-  private grow(): void {
-    const capacity = Math.min(this.timestamps.length * 2, this.maxEntries);
-    assert(capacity > this.timestamps.length, `time index ${this.filePath} cannot grow`);
+  protected writeEntry(view: DataView, at: number, slot: number): void {
+    view.setBigInt64(at, this.timestamps[slot]);
+    view.setInt32(at + 8, this.relativeOffsets[slot]);
+  }
+
+  protected get capacity(): number {
+    return this.timestamps.length;
+  }
+
+  protected resize(capacity: number): void {
     const timestamps = new BigInt64Array(capacity);
     timestamps.set(this.timestamps);
     const offsets = new Int32Array(capacity);

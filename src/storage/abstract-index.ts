@@ -1,0 +1,103 @@
+/**
+ * What the offset index and the time index share (Kafka's AbstractIndex): fixed-size big-endian
+ * entries kept in memory in typed arrays grown by doubling up to the limit segment.index.bytes
+ * sets, an offset stored relative to the segment's base offset as an int32, and a file that is
+ * always exactly entries * entryBytes long, written only from the first entry not yet in it
+ * (flush) and checked entry by entry when it is loaded. Subclasses own their arrays and say how
+ * one entry is written and how the arrays grow. Not thread-safe; Quill is single-threaded.
+ */
+import { assert } from "../util/assert.ts";
+import { CorruptIndexError } from "./corrupt-index-error.ts";
+import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
+
+/** Entries the typed arrays start with; they double as entries are added. */
+export const INDEX_INITIAL_CAPACITY = 64;
+
+export abstract class AbstractIndex {
+  readonly maxEntries: number;
+  protected entryCount = 0;
+  /** Entries already in the file; flush writes only the ones after them. */
+  protected persistedEntryCount = 0;
+
+  constructor(
+    readonly filePath: string,
+    readonly baseOffset: bigint,
+    maxIndexBytes: number,
+    private readonly entryBytes: number,
+  ) {
+    this.maxEntries = Math.floor(maxIndexBytes / entryBytes);
+    assert(this.maxEntries >= 1, `index of ${maxIndexBytes} bytes holds no entry: ${filePath}`);
+  }
+
+  get entries(): number {
+    return this.entryCount;
+  }
+
+  /** Drops every entry (recovery rebuilds the index from the log). */
+  reset(): void {
+    this.entryCount = 0;
+    this.persistedEntryCount = 0;
+  }
+
+  /** Marks every entry unwritten, so the next flush rewrites the whole file. */
+  markAllUnpersisted(): void {
+    this.persistedEntryCount = 0;
+  }
+
+  /** Writes the entries added since the last flush and fdatasyncs the file. */
+  flush(): void {
+    if (this.persistedEntryCount === this.entryCount) return;
+    const start = this.persistedEntryCount;
+    const tail = new Uint8Array((this.entryCount - start) * this.entryBytes);
+    const view = new DataView(tail.buffer);
+    for (let slot = start; slot < this.entryCount; slot++) {
+      this.writeEntry(view, (slot - start) * this.entryBytes, slot);
+    }
+    writeTailAndSync(this.filePath, start * this.entryBytes, tail);
+    this.persistedEntryCount = this.entryCount;
+  }
+
+  /** Encodes entry `slot` at `at` in the file's format. */
+  protected abstract writeEntry(view: DataView, at: number, slot: number): void;
+
+  /** The number of entries the arrays can hold now. */
+  protected abstract get capacity(): number;
+
+  /** Replaces the arrays by ones of `capacity` entries holding the same entries. */
+  protected abstract resize(capacity: number): void;
+
+  /** Room for one more entry: the arrays double, up to maxEntries. */
+  protected ensureRoom(): void {
+    if (this.entryCount < this.capacity) return;
+    const capacity = Math.min(this.capacity * 2, this.maxEntries);
+    assert(capacity > this.capacity, `index ${this.filePath} cannot grow`);
+    this.resize(capacity);
+  }
+
+  /** `offset` relative to the base offset, checked to fit the int32 an entry stores. */
+  protected relativeOffset(offset: bigint): number {
+    // Called for every indexed batch: messages are only built when a check fails.
+    const relative = offset - this.baseOffset;
+    if (relative < 0n) assert(false, `offset ${offset} below the base of ${this.filePath}`);
+    if (relative > 0x7fffffffn) assert(false, `offset ${offset} beyond int32 of ${this.filePath}`);
+    return Number(relative);
+  }
+
+  /** After loading: every entry in memory is the file's. */
+  protected markLoaded(): void {
+    this.persistedEntryCount = this.entryCount;
+  }
+}
+
+/**
+ * The bytes of an index file, as a view, after checking they are whole entries. Throws
+ * CorruptIndexError (the caller rebuilds the index) if the file is missing or cut short.
+ */
+export function readIndexFile(filePath: string, entryBytes: number): DataView {
+  const bytes = readFileIfExists(filePath);
+  if (bytes === null) throw new CorruptIndexError(`${filePath} is missing`);
+  if (bytes.length % entryBytes !== 0) {
+    throw new CorruptIndexError(`${filePath} has ${bytes.length} bytes, not whole entries`);
+  }
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
