@@ -172,6 +172,9 @@ const rdkafkaLatency: Workload = {
   },
 };
 
+/** Transactions of this many ms each (ProducerPerformance --transaction-duration-ms). */
+const TRANSACTION_DURATION_MS = 100;
+
 function javaProduce(
   id: string,
   title: string,
@@ -179,6 +182,7 @@ function javaProduce(
   fullRecords: number,
   recordBytes: number,
   acks: string,
+  transactional = false,
 ): Workload {
   return {
     id,
@@ -189,8 +193,11 @@ function javaProduce(
     fullRecords,
     recordBytes,
     async run(tools, bootstrap, records) {
-      // Idempotence is off: the 3.x client turns it on by default, and these workloads compare
-      // plain produce; both brokers get the same client settings.
+      // Idempotence is off for plain produce (the 3.x client turns it on by default); the
+      // transactional workload needs it on. Both brokers get the same client settings.
+      const txn = transactional
+        ? ["--transaction-duration-ms", String(TRANSACTION_DURATION_MS)]
+        : [];
       const out = await runJava(tools, "org.apache.kafka.tools.ProducerPerformance", [
         "--topic",
         id,
@@ -200,10 +207,12 @@ function javaProduce(
         String(recordBytes),
         "--throughput",
         "-1",
+        ...txn,
         "--producer-props",
         `bootstrap.servers=${bootstrap}`,
         `acks=${acks}`,
-        "enable.idempotence=false",
+        `enable.idempotence=${transactional}`,
+        ...(transactional ? [`transactional.id=bench-${id}-${Date.now()}`] : []),
       ]);
       return parseProducerPerformance(out, records, recordBytes);
     },
@@ -233,8 +242,16 @@ function parseProducerPerformance(out: string, records: number, recordBytes: num
   };
 }
 
-/** Kafka's consumer perf tool in a fresh group from the earliest offset; fetch time only. */
-function javaConsume(id: string, title: string, source: Workload): Workload {
+/**
+ * Kafka's consumer perf tool in a fresh group from the earliest offset; fetch time only. With an
+ * isolation level, the consumer is configured with it (a --consumer.config file).
+ */
+function javaConsume(
+  id: string,
+  title: string,
+  source: Workload,
+  isolation: "read_committed" | "read_uncommitted" | null = null,
+): Workload {
   return {
     id,
     title,
@@ -244,7 +261,11 @@ function javaConsume(id: string, title: string, source: Workload): Workload {
     fullRecords: source.fullRecords,
     recordBytes: source.recordBytes,
     async run(tools, bootstrap, records) {
+      const config = join(tools.runDir, `${id}.properties`);
+      writeFileSync(config, isolation === null ? "" : `isolation.level=${isolation}\n`);
       const out = await runJava(tools, "org.apache.kafka.tools.ConsumerPerformance", [
+        "--consumer.config",
+        config,
         "--bootstrap-server",
         bootstrap,
         "--topic",
@@ -396,6 +417,16 @@ const linkedInJavaAll = javaProduce(
   "all",
 );
 
+const linkedInJavaTxn = javaProduce(
+  "li-java-txn",
+  `100 B, 6 partitions, idempotent, ${TRANSACTION_DURATION_MS} ms transactions`,
+  6,
+  1_000_000,
+  100,
+  "all",
+  true,
+);
+
 /** In run order: consumers read what the producers before them wrote. */
 export const WORKLOADS: readonly Workload[] = [
   paperBatch1,
@@ -407,6 +438,19 @@ export const WORKLOADS: readonly Workload[] = [
   rdkafkaConsume("consume-rd-1p", "200 B from the beginning, 1 partition", paperBatch50),
   rdkafkaConsume("consume-rd-6p", "100 B from the beginning, 6 partitions", linkedInRdkafka1),
   javaConsume("consume-java-6p", "100 B from the beginning, 6 partitions", linkedInJava1),
+  linkedInJavaTxn,
+  javaConsume(
+    "consume-java-txn-rc",
+    "li-java-txn's topic, read_committed",
+    linkedInJavaTxn,
+    "read_committed",
+  ),
+  javaConsume(
+    "consume-java-txn-ru",
+    "li-java-txn's topic, read_uncommitted",
+    linkedInJavaTxn,
+    "read_uncommitted",
+  ),
   rdkafkaLatency,
   javaLatency,
 ];
