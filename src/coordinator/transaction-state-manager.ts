@@ -216,7 +216,14 @@ export class TransactionStateManager {
     const [outcome] = await this.replicaManager.produceRecords(
       -1,
       this.config["replica.socket.timeout.ms"],
-      [{ topic: TRANSACTION_STATE_TOPIC, partition: this.partitionFor(transactionalId), records }],
+      [
+        {
+          topic: TRANSACTION_STATE_TOPIC,
+          partition: this.partitionFor(transactionalId),
+          records,
+          internal: true,
+        },
+      ],
       APPEND_API_VERSION,
     );
     if (outcome!.errorCode === ErrorCode.NONE) return;

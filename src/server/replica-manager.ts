@@ -32,6 +32,9 @@ export const PARKED_DELETE_RECORDS_MAX = 10_000;
 /** Kafka's replica.fetch.response.max.bytes default: the most one follower fetch brings back. */
 const REPLICA_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
+/** The transaction coordinator's internal topic (coordinator/transaction-log.ts). */
+const TRANSACTION_STATE_TOPIC = "__transaction_state";
+
 /** Told when this broker starts (true) or stops (false) leading a partition. */
 export type LeadershipListener = (topic: string, partition: number, isLeader: boolean) => void;
 /** Leadership listeners per replica manager; one per interested component. */
@@ -51,6 +54,8 @@ export interface AppendEntry {
   readonly records: Uint8Array | null;
   /** "coordinator" for the transaction coordinator's markers; producers by default. */
   readonly origin?: AppendOrigin;
+  /** True for the coordinator's own writes to its internal topic (clients may not write it). */
+  readonly internal?: boolean;
 }
 
 export interface AppendOutcome {
@@ -295,6 +300,13 @@ export class ReplicaManager {
 
   private appendOne(acks: number, entry: AppendEntry, produceVersion: number): AppendedOne {
     try {
+      if (entry.topic === TRANSACTION_STATE_TOPIC && entry.internal !== true) {
+        // Kafka's "Cannot append to internal topic": only the coordinator writes its state.
+        throw new KafkaError(
+          ErrorCode.INVALID_TOPIC_EXCEPTION,
+          `Cannot append to internal topic ${entry.topic}`,
+        );
+      }
       const partition = this.leaderPartition(entry.topic, entry.partition, -1);
       const log = partition.log;
       if (acks === -1) this.checkMinInsyncReplicas(entry.topic, partition);

@@ -169,3 +169,19 @@ test("committing moves through PrepareCommit to CompleteCommit; the state surviv
   });
   expect((await init("restart-tx")).producerEpoch).toBe(producerEpoch + 1);
 });
+
+test("clients cannot write __transaction_state (INVALID_TOPIC_EXCEPTION)", async () => {
+  const { buildRecordBatch } = await import("../../src/protocol/record-batch.ts");
+  const res = await client.request(ApiKey.Produce, 9, {
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5000,
+    topicData: [
+      {
+        name: "__transaction_state",
+        partitionData: [{ index: 0, records: buildRecordBatch([{ value: new Uint8Array(1) }]) }],
+      },
+    ],
+  });
+  expect(res.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.INVALID_TOPIC_EXCEPTION);
+});
