@@ -1,0 +1,125 @@
+// A broker killed with kill -9 while a transaction is open (issue 15): after the restart the
+// partition still holds the transaction open (its LSO stays at the first transactional offset,
+// from the producer state), the coordinator reloads the id's state from __transaction_state,
+// and once the transaction's timeout passes it aborts it with a bumped epoch: the ABORT marker
+// moves the LSO and read_committed fetches list the aborted transaction.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
+import { ChildBroker } from "../support/child-broker.ts";
+import { KafkaClient } from "../support/kafka-client.ts";
+
+const TOPIC = "crash-txn";
+const TXN_ID = "crash-tx";
+let broker: ChildBroker;
+
+beforeAll(async () => {
+  broker = await ChildBroker.start({
+    settings: {
+      "transaction.state.log.num.partitions": "2",
+      "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await broker?.terminate().catch(() => undefined);
+  await broker?.remove();
+});
+
+async function lastStableOffset(client: KafkaClient): Promise<bigint> {
+  const res = await client.request(ApiKey.ListOffsets, 7, {
+    replicaId: -1,
+    isolationLevel: 1,
+    topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+  });
+  return res.topics[0]!.partitions[0]!.offset;
+}
+
+async function describe(client: KafkaClient) {
+  const res = await client.request(ApiKey.DescribeTransactions, 0, { transactionalIds: [TXN_ID] });
+  return res.transactionStates[0]!;
+}
+
+test("an open transaction survives kill -9 and is aborted by the coordinator after its timeout", async () => {
+  let client = await KafkaClient.connect(broker.port);
+  const created = await client.request(ApiKey.CreateTopics, 7, {
+    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 1 }],
+  });
+  expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+  const found = await client.request(ApiKey.FindCoordinator, 3, { key: TXN_ID, keyType: 1 });
+  expect(found.errorCode).toBe(ErrorCode.NONE);
+  const init = await client.request(ApiKey.InitProducerId, 4, {
+    transactionalId: TXN_ID,
+    transactionTimeoutMs: 3_000,
+    producerId: -1n,
+    producerEpoch: -1,
+  });
+  expect(init.errorCode).toBe(ErrorCode.NONE);
+  const { producerId, producerEpoch } = init;
+  const added = await client.request(ApiKey.AddPartitionsToTxn, 3, {
+    v3AndBelowTransactionalId: TXN_ID,
+    v3AndBelowProducerId: producerId,
+    v3AndBelowProducerEpoch: producerEpoch,
+    v3AndBelowTopics: [{ name: TOPIC, partitions: [0] }],
+  });
+  expect(added.resultsByTopicV3AndBelow[0]!.resultsByPartition[0]!.partitionErrorCode).toBe(0);
+  const records = [1, 2, 3].map((i) => ({ value: new TextEncoder().encode(`v${i}`) }));
+  const batch = buildRecordBatch(records, {
+    producerId,
+    producerEpoch,
+    baseSequence: 0,
+    isTransactional: true,
+  });
+  const produced = await client.request(ApiKey.Produce, 9, {
+    transactionalId: TXN_ID,
+    acks: -1,
+    timeoutMs: 5000,
+    topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch }] }],
+  });
+  expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
+  expect(await lastStableOffset(client)).toBe(0n);
+  client.close();
+
+  await broker.kill9();
+  broker = await broker.restart();
+  client = await KafkaClient.connect(broker.port);
+  // The state and the open transaction came back from the log (the timeout may already be
+  // running out: the coordinator then aborts within a few hundred ms).
+  const reloaded = await describe(client);
+  expect(reloaded.errorCode).toBe(ErrorCode.NONE);
+  expect(reloaded.producerId).toBe(producerId);
+  const deadline = Date.now() + 20_000;
+  while ((await lastStableOffset(client)) < 4n && Date.now() < deadline) await Bun.sleep(100);
+  expect(await lastStableOffset(client)).toBe(4n);
+  const aborted = await describe(client);
+  expect(aborted).toMatchObject({ transactionState: "CompleteAbort", producerId });
+  expect(aborted.producerEpoch).toBe(producerEpoch + 1);
+  const fetched = await client.request(ApiKey.Fetch, 12, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes: 1 << 20,
+    isolationLevel: 1,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      { topic: TOPIC, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] },
+    ],
+    forgottenTopicsData: [],
+    rackId: "",
+  });
+  const p = fetched.responses[0]!.partitions[0]!;
+  expect(p.lastStableOffset).toBe(4n);
+  expect(p.abortedTransactions).toEqual([{ producerId, firstOffset: 0n }]);
+  // The producer's old epoch is fenced.
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: TXN_ID,
+    producerId,
+    producerEpoch,
+    committed: true,
+  });
+  expect(end.errorCode).toBe(ErrorCode.PRODUCER_FENCED);
+  client.close();
+}, 90_000);
