@@ -42,8 +42,8 @@ async function describe(client: KafkaClient) {
   return res.transactionStates[0]!;
 }
 
-test("an open transaction survives kill -9 and is aborted by the coordinator after its timeout", async () => {
-  let client = await KafkaClient.connect(broker.port);
+/** Creates the topic and leaves a transaction of 3 records open on it. */
+async function openTransaction(client: KafkaClient) {
   const created = await client.request(ApiKey.CreateTopics, 7, {
     topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 1 }],
   });
@@ -79,6 +79,31 @@ test("an open transaction survives kill -9 and is aborted by the coordinator aft
     topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch }] }],
   });
   expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
+  return { producerId, producerEpoch };
+}
+
+/** A read_committed fetch of the whole partition. */
+async function fetchCommitted(client: KafkaClient) {
+  const fetched = await client.request(ApiKey.Fetch, 12, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 0,
+    maxBytes: 1 << 20,
+    isolationLevel: 1,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [
+      { topic: TOPIC, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] },
+    ],
+    forgottenTopicsData: [],
+    rackId: "",
+  });
+  return fetched.responses[0]!.partitions[0]!;
+}
+
+test("an open transaction survives kill -9 and is aborted by the coordinator after its timeout", async () => {
+  let client = await KafkaClient.connect(broker.port);
+  const { producerId, producerEpoch } = await openTransaction(client);
   expect(await lastStableOffset(client)).toBe(0n);
   client.close();
 
@@ -96,21 +121,7 @@ test("an open transaction survives kill -9 and is aborted by the coordinator aft
   const aborted = await describe(client);
   expect(aborted).toMatchObject({ transactionState: "CompleteAbort", producerId });
   expect(aborted.producerEpoch).toBe(producerEpoch + 1);
-  const fetched = await client.request(ApiKey.Fetch, 12, {
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 0,
-    maxBytes: 1 << 20,
-    isolationLevel: 1,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: [
-      { topic: TOPIC, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] },
-    ],
-    forgottenTopicsData: [],
-    rackId: "",
-  });
-  const p = fetched.responses[0]!.partitions[0]!;
+  const p = await fetchCommitted(client);
   expect(p.lastStableOffset).toBe(4n);
   expect(p.abortedTransactions).toEqual([{ producerId, firstOffset: 0n }]);
   // The producer's old epoch is fenced.
