@@ -17,6 +17,7 @@
  *
  * Run: bun scripts/bench-groups.ts [durationMs=2000]
  */
+
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -29,6 +30,7 @@ import { LocalOffsetStore } from "../src/coordinator/local-offset-store.ts";
 import type { OffsetStore } from "../src/coordinator/offset-store.ts";
 import { ZooKeeperOffsetStore } from "../src/coordinator/zookeeper-offset-store.ts";
 import { ErrorCode } from "../src/protocol/errors.ts";
+import { SILENT_LOGGER } from "../src/util/logger.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 
 const DURATION_MS = Number(process.argv[2] ?? 2_000);
@@ -252,8 +254,7 @@ async function kafkajsRebalanceMs(): Promise<number[]> {
     { key: "log.dirs", value: dataDir, flag: "--data-dir" },
     { key: "group.initial.rebalance.delay.ms", value: "0", flag: "--set" },
   ];
-  const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-  const broker = await startBroker(loadConfig({ flags }).config, quiet);
+  const broker = await startBroker(loadConfig({ flags }).config, SILENT_LOGGER);
   const kafka = new Kafka({ brokers: [`127.0.0.1:${broker.port}`], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();

@@ -13,12 +13,14 @@
  * page cache), sent with sendfile or with the pread fallback, to measure MB/s (docs/bun.md,
  * Sockets: about 2166 MB/s for sendfile and 2538 MB/s from memory, client-bound).
  */
+
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { RequestHandler } from "../src/network/request-handler.ts";
 import { SocketServer } from "../src/network/socket-server.ts";
+import { createLogger, stderrWrite } from "../src/util/logger.ts";
 
 const { values } = parseArgs({
   options: {
@@ -63,7 +65,13 @@ async function runServer(): Promise<void> {
   const { handler, cleanup } = rangeBytes > 0 ? rangeHandler() : echo;
   const sendfileEnabled = values.sendfile !== "false";
   const host = "127.0.0.1";
-  const server = new SocketServer({ host, port: 0, handler, logger: console, sendfileEnabled });
+  const server = new SocketServer({
+    host,
+    port: 0,
+    handler,
+    logger: createLogger("SocketServer", { format: "text", level: "INFO", write: stderrWrite }),
+    sendfileEnabled,
+  });
   const { port } = await server.start();
   const cpuBefore = process.cpuUsage();
   const child = Bun.spawn(

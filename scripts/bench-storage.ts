@@ -7,6 +7,7 @@
  * Usage: bun scripts/bench-storage.ts [totalMiB=128] [repeats=3] [dir=$TMPDIR]
  * Each figure is the median of the repeats; raw and Quill runs alternate to share the noise.
  */
+
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -14,6 +15,7 @@ import { buildRecordBatch, verifyBatchCrc } from "../src/protocol/record-batch.t
 import { DEFAULT_LOG_CONFIG } from "../src/storage/log-config.ts";
 import { LogManager } from "../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../src/util/logger.ts";
 
 const MIB = 1024 * 1024;
 const totalBytes = Number(process.argv[2] ?? 128) * MIB;
@@ -66,7 +68,7 @@ function openLog(name: string): { manager: LogManager; log: UnifiedLog } {
   const manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, maxMessageBytes: 2 * MIB },
-    logger: () => {},
+    logger: SILENT_LOGGER,
   });
   return { manager, log: manager.getOrCreateLog("bench", 0) };
 }

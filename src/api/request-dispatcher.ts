@@ -1,9 +1,4 @@
-import type {
-  ConnectionContext,
-  NetworkLogger,
-  RequestHandler,
-  Response,
-} from "../network/request-handler.ts";
+import type { ConnectionContext, RequestHandler, Response } from "../network/request-handler.ts";
 import { DecodeError, ErrorCode } from "../protocol/errors.ts";
 import {
   ApiKey,
@@ -16,6 +11,7 @@ import {
 } from "../protocol/generated/index.ts";
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
+import type { Logger } from "../util/logger.ts";
 import { supportedApiVersions } from "./18-api-versions.ts";
 import type { BrokerServices } from "./broker-services.ts";
 import type { ApiHandler, RequestContext } from "./handler.ts";
@@ -47,7 +43,7 @@ export class RequestDispatcher implements RequestHandler {
   constructor(
     private readonly services: () => BrokerServices,
     handlers: readonly ApiHandler[],
-    private readonly log: NetworkLogger,
+    private readonly log: Logger,
   ) {
     for (const h of handlers) this.byKey.set(h.apiKey, h);
   }

@@ -23,6 +23,7 @@ import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
+import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
 import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
@@ -56,12 +57,6 @@ export interface RunningBroker {
   reloadCertificates(): string[];
 }
 
-export interface BrokerLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
 /**
  * This broker as Metadata names it: host and port of its inter-broker listener (embedded: the
  * first), every advertised listener; ports follow the bound ones when asked for port 0.
@@ -85,7 +80,7 @@ interface BoundServer {
  */
 export async function startBroker(
   configured: BrokerConfig,
-  log: BrokerLogger = consoleLogger,
+  log: Logger = brokerLogger(configured),
 ): Promise<RunningBroker> {
   const cleanups = new CleanupStack();
   // First line of the broker's log: what is running, for anyone reading a log or a bug report.
@@ -101,7 +96,7 @@ export async function startBroker(
 
 async function startSteps(
   configured: BrokerConfig,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): Promise<RunningBroker> {
   const admin = openAdmin(configured, log, cleanups);
@@ -113,7 +108,7 @@ async function startSteps(
   const logs = await openLogs(config, stores, cache, log, cleanups);
   const replication = startReplicaManager(stores, cache, logs, log, cleanups);
   const { controllerClient, replicaManager } = replication;
-  const groupCoordinator = await startGroupCoordinator(config, stores, cache, cleanups);
+  const groupCoordinator = await startGroupCoordinator(config, stores, cache, log, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
   const firstLogDir = config["log.dirs"][0]!;
@@ -198,7 +193,7 @@ function startReplicaManager(
   stores: MetadataStores,
   cache: MetadataCache,
   logs: LogManager,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ) {
   const brokerId = cache.brokerConfig["broker.id"];
@@ -207,7 +202,7 @@ function startReplicaManager(
   if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
   const replicaManager = new ReplicaManager(logs, cache, {
     alterIsr: controllerClient?.alterIsr,
-    logger: (line) => log.warn(line),
+    logger: log.child("ReplicaManager"),
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
@@ -230,24 +225,24 @@ function logListening(
   config: BrokerConfig,
   bound: readonly BoundListener[],
   self: SelfEndpoint,
-  log: BrokerLogger,
+  log: Logger,
 ): void {
   // Scripts read the first "HOST:PORT" after "listening on": the first listener comes first.
   const bindings = bound.map((l) => `${l.host}:${l.port} (${l.listenerName})`).join(", ");
   log.info(
-    `quill: broker ${config["broker.id"]} listening on ${bindings} (advertised ` +
+    `broker ${config["broker.id"]} listening on ${bindings} (advertised ` +
       `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`,
   );
 }
 
 /** stop(): unwinds the start-up's cleanups once, however often it is called. */
-function stopOnce(brokerId: number, cleanups: CleanupStack, log: BrokerLogger, admin: AdminState) {
+function stopOnce(brokerId: number, cleanups: CleanupStack, log: Logger, admin: AdminState) {
   let stopping: Promise<void> | null = null;
   return () =>
     (stopping ??= (async () => {
       admin.ready = false;
       await cleanups.unwind((message) => log.error(message));
-      log.info(`quill: broker ${brokerId} stopped cleanly`);
+      log.info(`broker ${brokerId} stopped cleanly`);
     })());
 }
 
@@ -257,7 +252,7 @@ function stopOnce(brokerId: number, cleanups: CleanupStack, log: BrokerLogger, a
  */
 function openAdmin(
   config: BrokerConfig,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): { state: AdminState; bound: AdminServer["bound"] } {
   const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
@@ -294,10 +289,10 @@ function advertisedAsBound(config: BrokerConfig, bound: readonly BoundListener[]
  */
 async function openStores(
   configured: BrokerConfig,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): Promise<{ stores: MetadataStores; config: BrokerConfig }> {
-  const stores = await openMetadataStores(configured, log);
+  const stores = await openMetadataStores(configured, log.child("MetadataStore"));
   cleanups.push("metadata stores", () => stores.close());
   if (stores.zooKeeper === null) return { stores, config: embeddedConfig(configured) };
   const brokerId = await resolveBrokerId(
@@ -317,7 +312,7 @@ async function openLogs(
   config: BrokerConfig,
   stores: MetadataStores,
   cache: MetadataCache,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): Promise<LogManager> {
   const brokerId = config["broker.id"];
@@ -325,7 +320,7 @@ async function openLogs(
     logDirs: config["log.dirs"],
     configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, config),
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
-    logger: (line) => log.warn(line),
+    logger: log.child("LogManager"),
     cleaner: {
       enable: config["log.cleaner.enable"],
       dedupeBufferBytes: config["log.cleaner.dedupe.buffer.size"],
@@ -338,7 +333,7 @@ async function openLogs(
   });
   cleanups.push("logs", () => logs.close());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
-  const notApplied = new NotAppliedConfigWarnings((m) => log.warn(m));
+  const notApplied = new NotAppliedConfigWarnings(log.child("TopicConfig"));
   notApplied.check([...cache.topics()]);
   cleanups.push(
     "config warnings",
@@ -362,9 +357,10 @@ async function startGroupCoordinator(
   config: BrokerConfig,
   stores: MetadataStores,
   cache: MetadataCache,
+  log: Logger,
   cleanups: CleanupStack,
 ): Promise<GroupCoordinator> {
-  const offsetStore = openOffsetStore(stores, config);
+  const offsetStore = openOffsetStore(stores, config, log.child("OffsetStore"));
   cleanups.push("offset store", () => offsetStore.close());
   const isCoordinatorFor = (groupId: string) =>
     cache.groupCoordinator(groupId).nodeId === config["broker.id"];
@@ -393,10 +389,10 @@ function startTransactionCoordinator(
   cache: MetadataCache,
   groupCoordinator: GroupCoordinator,
   producerIdManager: ProducerIdManager,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): { coordinator: TransactionCoordinator; state: TransactionStateManager } {
-  const txnLog = (line: string) => log.warn(line);
+  const txnLog = log.child("TransactionCoordinator");
   const state = new TransactionStateManager(config, replicaManager, adminManager, cache, txnLog);
   const markers = new TransactionMarkerChannelManager(
     replicaManager,
@@ -437,7 +433,7 @@ function startTransactionCoordinator(
 async function loadTransactionState(
   transactions: { coordinator: TransactionCoordinator; state: TransactionStateManager },
   cache: MetadataCache,
-  log: BrokerLogger,
+  log: Logger,
 ): Promise<void> {
   const partitions = cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length ?? 0;
   for (let p = 0; p < partitions; p++) {
@@ -457,20 +453,20 @@ async function loadTransactionState(
 async function serve(
   config: BrokerConfig,
   services: () => BrokerServices,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
   answerParked: () => void,
 ): Promise<BoundServer> {
   const server = await ListenerServers.start(
     config.listeners,
-    new RequestDispatcher(services, API_HANDLERS, log),
+    new RequestDispatcher(services, API_HANDLERS, log.child("RequestDispatcher")),
     {
       socketRequestMaxBytes: config["socket.request.max.bytes"],
       maxConnections: config["max.connections"],
       maxInFlightRequestsPerConnection: config["queued.max.requests"],
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
     },
-    log,
+    log.child("SocketServer"),
     (l) => tlsServerConfig(sslSettingsFor(config, l.listenerName), l.listenerName),
   );
   cleanups.push("socket servers", async () => {
@@ -497,11 +493,16 @@ async function joinCluster(
   server: BoundServer,
   cache: MetadataCache,
   controllerClient: ControllerClient | null,
-  log: BrokerLogger,
+  log: Logger,
   cleanups: CleanupStack,
 ): Promise<KafkaController | null> {
   if (stores.zooKeeper === null || controllerClient === null) return null;
-  const registration = await registerBroker(stores.zooKeeper, config, self, log);
+  const registration = await registerBroker(
+    stores.zooKeeper,
+    config,
+    self,
+    log.child("BrokerRegistration"),
+  );
   cleanups.push("broker registration", async () => {
     // No new connections once the controlled shutdown is over and the broker leaves the cluster.
     server.stopAccepting();
@@ -523,9 +524,3 @@ async function joinCluster(
 function embeddedConfig(config: BrokerConfig): BrokerConfig {
   return config["broker.id"] === GENERATE_BROKER_ID ? { ...config, "broker.id": 0 } : config;
 }
-
-const consoleLogger: BrokerLogger = {
-  info: (m) => console.error(m),
-  warn: (m) => console.error(m),
-  error: (m) => console.error(m),
-};

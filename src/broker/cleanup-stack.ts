@@ -23,7 +23,7 @@ export class CleanupStack {
       try {
         await next.run();
       } catch (error) {
-        logError(`quill: closing ${next.what} failed: ${String(error)}`);
+        logError(`closing ${next.what} failed: ${String(error)}`);
         firstError ??= error;
       }
     }

@@ -10,8 +10,8 @@ import { KafkaController } from "../controller/controller.ts";
 import { ControllerClient } from "../controller/controller-client.ts";
 import { readClusterSnapshot } from "../controller/controller-state.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import type { StoreLogger } from "./metadata-stores.ts";
 
 /** Controlled shutdown asks the controller this many times before the broker stops anyway. */
 const CONTROLLED_SHUTDOWN_ATTEMPTS = 3;
@@ -28,7 +28,7 @@ export interface ClusterRole {
 export async function seedFromZooKeeper(
   zk: ZooKeeperClient,
   cache: MetadataCache,
-  log: StoreLogger,
+  log: Logger,
 ): Promise<void> {
   const snapshot = await readClusterSnapshot(zk, log);
   cache.setLiveBrokers(
@@ -85,13 +85,13 @@ export async function startClusterRole(
   config: BrokerConfig,
   cache: MetadataCache,
   controllerClient: ControllerClient,
-  log: StoreLogger,
+  log: Logger,
 ): Promise<ClusterRole> {
   const brokerId = config["broker.id"];
   const controller = await KafkaController.start(zk, {
     brokerId,
     requestTimeoutMs: zk.sessionTimeoutMs,
-    log,
+    log: log.child("KafkaController"),
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
     leaderRebalance: config["auto.leader.rebalance.enable"]
       ? {
@@ -109,11 +109,11 @@ export async function startClusterRole(
       if (leftMs <= 0) break;
       const remaining = await controllerClient.controlledShutdown(leftMs);
       if (remaining === 0) {
-        log.info(`quill: controlled shutdown of broker ${brokerId}: leaderships moved away`);
+        log.info(`controlled shutdown of broker ${brokerId}: leaderships moved away`);
         break;
       }
       log.warn(
-        `quill: controlled shutdown of broker ${brokerId}, attempt ${attempt}: ` +
+        `controlled shutdown of broker ${brokerId}, attempt ${attempt}: ` +
           (remaining < 0 ? "no controller answered" : `${remaining} partitions still led here`),
       );
       if (attempt < CONTROLLED_SHUTDOWN_ATTEMPTS) await Bun.sleep(CONTROLLED_SHUTDOWN_RETRY_MS);

@@ -19,14 +19,9 @@ import { ZooKeeperMetadataStore } from "../metadata/zookeeper-metadata-store.ts"
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import type { MetadataCache, TopicMetadata } from "../server/metadata-cache.ts";
 import type { LogManager } from "../storage/log-manager.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../zookeeper/zookeeper-errors.ts";
-
-export interface StoreLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
 
 export interface MetadataStores {
   readonly metadataStore: MetadataStore;
@@ -42,7 +37,7 @@ export interface MetadataStores {
  */
 export async function openMetadataStores(
   config: BrokerConfig,
-  log: StoreLogger,
+  log: Logger,
 ): Promise<MetadataStores> {
   if (config["zookeeper.connect"] === null) {
     const metadataStore = LocalMetadataStore.open(path.resolve(config["log.dirs"][0]!));
@@ -56,7 +51,7 @@ export async function openMetadataStores(
       log,
     });
     log.info(
-      `quill: metadata in ZooKeeper at ${config["zookeeper.connect"]} ` +
+      `metadata in ZooKeeper at ${config["zookeeper.connect"]} ` +
         `(cluster id ${metadataStore.clusterId}, ${metadataStore.topics().length} topics)`,
     );
     const close = async () => {
@@ -81,9 +76,13 @@ export async function openMetadataStores(
  * in cluster mode (closing the offset store leaves the session to `MetadataStores.close`), or
  * the local file store under the first log dir in the embedded default.
  */
-export function openOffsetStore(stores: MetadataStores, config: BrokerConfig): OffsetStore {
+export function openOffsetStore(
+  stores: MetadataStores,
+  config: BrokerConfig,
+  log: Logger,
+): OffsetStore {
   if (stores.zooKeeper === null) {
-    return LocalOffsetStore.open(path.resolve(config["log.dirs"][0]!));
+    return LocalOffsetStore.open(path.resolve(config["log.dirs"][0]!), { logger: log });
   }
   return new ZooKeeperOffsetStore(stores.zooKeeper);
 }
@@ -97,7 +96,7 @@ export async function registerBroker(
   zooKeeper: ZooKeeperClient,
   config: BrokerConfig,
   advertised: { host: string; port: number; listeners?: readonly Listener[] },
-  log: StoreLogger,
+  log: Logger,
 ): Promise<BrokerRegistration> {
   try {
     return await BrokerRegistration.register(zooKeeper, {
@@ -130,7 +129,7 @@ export function followMetadataChanges(
   cache: MetadataCache,
   logs: LogManager,
   config: BrokerConfig,
-  log: StoreLogger,
+  log: Logger,
 ): () => void {
   const store = stores.metadataStore;
   if (!(store instanceof ZooKeeperMetadataStore)) return () => {};
@@ -144,7 +143,7 @@ export function followMetadataChanges(
     applying = applying
       .then(() => applyChange(before, deleted, cache, logs, config))
       .catch((error) => {
-        log.error(`quill: applying a topic change from ZooKeeper failed: ${String(error)}`);
+        log.error(`applying a topic change from ZooKeeper failed: ${String(error)}`);
       });
   });
 }

@@ -1,4 +1,5 @@
 import { ConfigError } from "../config/config-error.ts";
+import { brokerLogger } from "../util/logger.ts";
 import { VERSION, versionLine } from "../version.ts";
 import { UsageError } from "./args.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
@@ -29,12 +30,15 @@ export async function runCli(argv: readonly string[], start: StartBroker): Promi
   try {
     return await dispatch(argv, start);
   } catch (error) {
+    // A mistake in the command line or config is one plain line, before any broker runs.
     if (error instanceof UsageError || error instanceof ConfigError) {
-      console.error(`quill: ${error.message}`);
+      process.stderr.write(`quill: ${error.message}\n`);
       return EXIT_USAGE;
     }
     const detail = error instanceof Error ? error.stack : String(error);
-    console.error(`quill: unexpected failure: ${detail}`);
+    brokerLogger({ "log.format": "text", "log.level": "INFO" }).error(
+      `unexpected failure: ${detail}`,
+    );
     return 1;
   }
 }

@@ -8,6 +8,7 @@ import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import { listenerValue } from "../config/listener-config.ts";
 import { type FlagSetting, loadConfig } from "../config/load-config.ts";
 import { ClusterStartupError } from "../metadata/zookeeper-connection.ts";
+import { brokerLogger, type Logger } from "../util/logger.ts";
 import { parseFlags, UsageError } from "./args.ts";
 
 export const SERVE_HELP = `Usage: quill serve [options]
@@ -89,7 +90,7 @@ export interface RunningBroker {
 }
 
 /** Starts the broker; null means there is nothing to keep running (the process exits 0). */
-export type StartBroker = (config: BrokerConfig) => Promise<RunningBroker | null>;
+export type StartBroker = (config: BrokerConfig, log: Logger) => Promise<RunningBroker | null>;
 
 /**
  * `quill serve`: loads the configuration (a mistake throws before anything binds), starts the
@@ -106,18 +107,21 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
     env: process.env,
     flags: options.settings,
   });
-  if (warning !== null) console.error(`quill: warning: ${warning}`);
-  for (const line of exposureWarnings(config)) console.error(`quill: warning: ${line}`);
   if (options.printConfig) {
+    if (warning !== null) process.stderr.write(`quill: warning: ${warning}\n`);
+    for (const line of exposureWarnings(config)) process.stderr.write(`quill: warning: ${line}\n`);
     process.stdout.write(propertiesText(config));
     return 0;
   }
+  const log = brokerLogger(config);
+  if (warning !== null) log.warn(warning);
+  for (const line of exposureWarnings(config)) log.warn(line);
   try {
-    return await runUntilSignal(() => start(config));
+    return await runUntilSignal(() => start(config, log), log);
   } catch (error) {
     // ZooKeeper unreachable, or the broker id taken: the operator's to fix, not a Quill bug.
     if (!(error instanceof ClusterStartupError)) throw error;
-    console.error(`quill: ${error.message}`);
+    log.error(error.message);
     return 1;
   }
 }
@@ -159,17 +163,17 @@ function propertiesText(config: BrokerConfig): string {
 const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
 /** SIGHUP: TLS listeners take new certificates; a bad file is reported and changes nothing. */
-function reloadCertificates(broker: RunningBroker): void {
+function reloadCertificates(broker: RunningBroker, log: Logger): void {
   if (broker.reloadCertificates === undefined) return;
   try {
     const names = broker.reloadCertificates();
-    console.error(
-      `quill: SIGHUP: reloaded the certificates of ${names.length} TLS listener(s)` +
+    log.info(
+      `SIGHUP: reloaded the certificates of ${names.length} TLS listener(s)` +
         (names.length > 0 ? ` (${names.join(", ")})` : ""),
     );
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    console.error(`quill: SIGHUP: certificates not reloaded, the old ones stay: ${error.message}`);
+    log.error(`SIGHUP: certificates not reloaded, the old ones stay: ${error.message}`);
   }
 }
 
@@ -179,13 +183,16 @@ function reloadCertificates(broker: RunningBroker): void {
  * broker starts (it may already listen) still leads to a clean stop, not an abrupt death.
  * A second signal exits at once with 1: the operator has asked twice.
  */
-async function runUntilSignal(start: () => Promise<RunningBroker | null>): Promise<number> {
+async function runUntilSignal(
+  start: () => Promise<RunningBroker | null>,
+  log: Logger,
+): Promise<number> {
   const { promise: signalled, resolve } = Promise.withResolvers<NodeJS.Signals>();
   let received = 0;
   const onSignal = (signal: NodeJS.Signals) => {
     received++;
     if (received > 1) {
-      console.error(`quill: ${signal} again while stopping; exiting without a clean shutdown`);
+      log.error(`${signal} again while stopping; exiting without a clean shutdown`);
       process.exit(1);
     }
     resolve(signal);
@@ -194,15 +201,15 @@ async function runUntilSignal(start: () => Promise<RunningBroker | null>): Promi
   // In before the start too: SIGHUP's default action would end the process.
   let started: RunningBroker | null = null;
   const reload = () => {
-    if (started === null) console.error("quill: SIGHUP while starting: nothing reloaded");
-    else reloadCertificates(started);
+    if (started === null) log.warn("SIGHUP while starting: nothing reloaded");
+    else reloadCertificates(started, log);
   };
   process.on("SIGHUP", reload);
   try {
     const broker = await start();
     if (broker === null) return 0;
     started = broker;
-    console.error(`quill: ${await signalled} received, stopping`);
+    log.info(`${await signalled} received, stopping`);
     await broker.stop();
     return 0;
   } finally {

@@ -1,3 +1,4 @@
+import { LOG_FORMATS, LOG_LEVELS } from "../util/logger.ts";
 import { type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import {
   boolean,
@@ -408,6 +409,12 @@ export const BROKER_CONFIG_KEYS = {
     "A broker's share of partitions not led by it though it is their preferred replica, above " +
       "which the controller moves them back.",
   ),
+  "log.format": key(
+    oneOf(LOG_FORMATS),
+    "text",
+    "Broker log lines: text (timestamp, level, [component], message) or json (one object a line).",
+  ),
+  "log.level": key(oneOf(LOG_LEVELS), "INFO", "Broker log lines below this level are dropped."),
   "zookeeper.connect": nullableKey(
     string(),
     "ZooKeeper connect string (`--zookeeper`) for cluster mode; unset: embedded single broker.",

@@ -8,15 +8,11 @@
 
 import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
 import type { ApiKeyNumber, ApiMessages, Init } from "../protocol/generated/index.ts";
+import type { Logger } from "../util/logger.ts";
 
 /** Requests waiting for one broker; past this the broker is hopelessly behind and is reset. */
 export const QUEUED_REQUESTS_MAX = 10_000;
 const RETRY_DELAY_MS = 200;
-
-export interface ChannelLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
 
 interface Channel {
   host: string;
@@ -33,7 +29,7 @@ export class ControllerChannelManager {
   constructor(
     private readonly controllerId: number,
     private readonly requestTimeoutMs: number,
-    private readonly log: ChannelLogger,
+    private readonly log: Logger,
   ) {}
 
   /** Adds a broker, or updates its endpoint (a restarted broker may listen elsewhere). */
@@ -75,7 +71,7 @@ export class ControllerChannelManager {
     if (channel === undefined) return Promise.resolve();
     if (channel.queued >= QUEUED_REQUESTS_MAX) {
       this.log.warn(
-        `quill: controller dropped ${channel.queued} requests queued for broker ` +
+        `controller dropped ${channel.queued} requests queued for broker ` +
           `${brokerId}; it gets the full state when it registers again`,
       );
       this.removeBroker(brokerId);
@@ -124,7 +120,7 @@ export class ControllerChannelManager {
         if (!(error instanceof InterBrokerError)) throw error;
         if (attempt === 1 || attempt % 25 === 0) {
           this.log.warn(
-            `quill: controller request (API key ${apiKey}) to broker ${brokerId} ` +
+            `controller request (API key ${apiKey}) to broker ${brokerId} ` +
               `failed, retrying: ${error.message}`,
           );
         }

@@ -20,6 +20,7 @@ import {
   topicIdFromBase64,
   topicPath,
 } from "../metadata/kafka-znodes.ts";
+import type { Logger } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
@@ -51,17 +52,13 @@ export interface SnapshotWatches {
   readonly topic?: (topic: string) => (() => void) | undefined;
 }
 
-export interface SnapshotLogger {
-  warn(message: string): void;
-}
-
 /** Reads run this many at a time. */
 const READ_CONCURRENCY = 128;
 
 /** Reads brokers, topics and partition states; znodes deleted meanwhile are left out. */
 export async function readClusterSnapshot(
   zk: ZooKeeperClient,
-  log: SnapshotLogger,
+  log: Logger,
   watches: SnapshotWatches = {},
 ): Promise<ClusterSnapshot> {
   const [brokers, partitions] = await Promise.all([
@@ -73,7 +70,7 @@ export async function readClusterSnapshot(
 
 export async function readBrokers(
   zk: ZooKeeperClient,
-  log: SnapshotLogger,
+  log: Logger,
   watch?: () => void,
 ): Promise<Map<number, BrokerRegistrationInfo>> {
   const children = await zk.getChildren(BROKER_IDS_PATH, { watch: watch && (() => watch()) });
@@ -84,7 +81,7 @@ export async function readBrokers(
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       if (!(error instanceof MalformedZnodeError)) throw error;
-      log.warn(`quill: ignoring broker ${id}: ${error.message}`);
+      log.warn(`ignoring broker ${id}: ${error.message}`);
       return null;
     }
   });
@@ -93,7 +90,7 @@ export async function readBrokers(
 
 async function readPartitions(
   zk: ZooKeeperClient,
-  log: SnapshotLogger,
+  log: Logger,
   watches: SnapshotWatches,
 ): Promise<Map<TopicPartitionKey, ControllerPartition>> {
   const watch = watches.topics;
@@ -109,7 +106,7 @@ async function readPartitions(
 /** One topic's partitions with their states; none when the topic vanished or is malformed. */
 export async function readTopic(
   zk: ZooKeeperClient,
-  log: SnapshotLogger,
+  log: Logger,
   topic: string,
   watch?: () => void,
 ): Promise<ControllerPartition[]> {
@@ -123,7 +120,7 @@ export async function readTopic(
   } catch (error) {
     if (error instanceof NoNodeError) return [];
     if (!(error instanceof MalformedZnodeError)) throw error;
-    log.warn(`quill: controller ignores topic ${topic}: ${error.message}`);
+    log.warn(`controller ignores topic ${topic}: ${error.message}`);
     return [];
   }
   return await Promise.all(
@@ -136,7 +133,7 @@ export async function readTopic(
 
 export async function readPartitionState(
   zk: ZooKeeperClient,
-  log: SnapshotLogger,
+  log: Logger,
   topic: string,
   partition: number,
 ): Promise<{ state: PartitionStateZnode | null; version: number }> {
@@ -152,7 +149,7 @@ export async function readPartitionState(
     return { state: decodePartitionState(path, read.data), version: read.stat.version };
   } catch (error) {
     if (!(error instanceof MalformedZnodeError)) throw error;
-    log.warn(`quill: ${error.message}; the controller will write it anew`);
+    log.warn(`${error.message}; the controller will write it anew`);
     return { state: null, version: read.stat.version };
   }
 }

@@ -36,6 +36,7 @@ import {
 } from "../metadata/kafka-znodes.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import type { Logger } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import type { ZooKeeperOp } from "../zookeeper/znode.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
@@ -68,17 +69,11 @@ import {
   readPartitionState,
 } from "./controller-state.ts";
 
-export interface ControllerLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
 export interface ControllerOptions {
   readonly brokerId: number;
   /** Deadline of one request to a broker. */
   readonly requestTimeoutMs: number;
-  readonly log: ControllerLogger;
+  readonly log: Logger;
   /** Called whenever another controller (or this broker) is seen to be the active one. */
   readonly onControllerChange: (controllerId: number, epoch: number) => void;
   /** auto.leader.rebalance.enable and its check interval and threshold; null: disabled. */
@@ -176,7 +171,7 @@ export class KafkaController {
       const active = this.active;
       if (active === null) return { errorCode: ErrorCode.NOT_CONTROLLER, remaining: [] };
       this.options.log.info(
-        `quill: controller moves leaderships away from broker ${brokerId} ` +
+        `controller moves leaderships away from broker ${brokerId} ` +
           "for its controlled shutdown",
       );
       const live = new Set(active.brokers.keys());
@@ -242,7 +237,7 @@ export class KafkaController {
       if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);
       active.partitions.set(topicPartitionKey(topic, partition), written);
       this.options.log.info(
-        `quill: controller changed the ISR of ${topic}-${partition} from ` +
+        `controller changed the ISR of ${topic}-${partition} from ` +
           `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`,
       );
       for (const id of active.brokers.keys()) {
@@ -334,7 +329,7 @@ export class KafkaController {
 
   private becomeActive(epoch: number, epochZkVersion: number): void {
     const { brokerId, requestTimeoutMs, log } = this.options;
-    log.info(`quill: broker ${brokerId} is the controller (epoch ${epoch})`);
+    log.info(`broker ${brokerId} is the controller (epoch ${epoch})`);
     const rebalance = this.options.leaderRebalance;
     const rebalanceTimer =
       rebalance === null
@@ -346,7 +341,11 @@ export class KafkaController {
     this.active = {
       epoch,
       epochZkVersion,
-      channels: new ControllerChannelManager(brokerId, requestTimeoutMs, log),
+      channels: new ControllerChannelManager(
+        brokerId,
+        requestTimeoutMs,
+        log.child("ControllerChannelManager"),
+      ),
       partitions: new Map(),
       brokers: new Map(),
       rebalanceTimer,
@@ -358,7 +357,7 @@ export class KafkaController {
   private resign(why: string): void {
     if (this.active === null) return;
     this.options.log.info(
-      `quill: broker ${this.options.brokerId} stops being the controller ` + `(${why})`,
+      `broker ${this.options.brokerId} stops being the controller ` + `(${why})`,
     );
     this.active.channels.close();
     if (this.active.rebalanceTimer !== null) clearInterval(this.active.rebalanceTimer);
@@ -461,13 +460,13 @@ export class KafkaController {
     }
     for (const id of active.brokers.keys()) {
       if (!snapshot.brokers.has(id)) {
-        this.options.log.info(`quill: controller saw broker ${id} leave the cluster`);
+        this.options.log.info(`controller saw broker ${id} leave the cluster`);
         active.channels.removeBroker(id);
       }
     }
     if (joined.length > 0) {
       this.options.log.info(
-        `quill: controller sees brokers [${joined.join(",")}] join ` +
+        `controller sees brokers [${joined.join(",")}] join ` +
           `(live: [${[...snapshot.brokers.keys()].join(",")}])`,
       );
     }
@@ -579,8 +578,7 @@ export class KafkaController {
     }
     if (changed.length > 0) {
       this.options.log.info(
-        `quill: controller moved ${changed.length} leaderships back to ` +
-          "their preferred replicas",
+        `controller moved ${changed.length} leaderships back to ` + "their preferred replicas",
       );
     }
     await this.announce(active, changed, false);
@@ -651,7 +649,7 @@ export class KafkaController {
     const before = p.state;
     if (before === null || before.leader === next.leader) return;
     this.options.log.info(
-      `quill: controller moved the leader of ${p.topic}-${p.partition} ` +
+      `controller moved the leader of ${p.topic}-${p.partition} ` +
         `from ${before.leader} to ${next.leader} (leader epoch ${next.leaderEpoch}, ISR ` +
         `[${next.isr.join(",")}])`,
     );
@@ -680,7 +678,7 @@ export class KafkaController {
       this.queued.delete(key);
       return this.closed ? Promise.resolve() : task();
     }).catch((error: unknown) => {
-      this.options.log.warn(`quill: controller task ${key} failed, retrying: ${String(error)}`);
+      this.options.log.warn(`controller task ${key} failed, retrying: ${String(error)}`);
       setTimeout(() => this.schedule(key, task), RETRY_DELAY_MS).unref();
     });
   }

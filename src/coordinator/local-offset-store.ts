@@ -7,6 +7,7 @@ import {
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import {
   encodeRecord,
   type OffsetLogRecord,
@@ -26,6 +27,7 @@ export interface LocalOffsetStoreOptions {
   readonly compactLogBytes?: number;
   /** Bytes of commits waiting for the next fsync; beyond it commits fail (retriable). */
   readonly pendingBytesMax?: number;
+  readonly logger?: Logger;
 }
 
 const DEFAULT_COMPACT_LOG_BYTES = 64 << 20;
@@ -80,6 +82,7 @@ export class LocalOffsetStore implements OffsetStore {
   private compactAtBytes: number;
   private readonly compactLogBytes: number;
   private readonly pendingBytesMax: number;
+  private readonly log: Logger;
 
   private constructor(
     private readonly dir: string,
@@ -89,6 +92,7 @@ export class LocalOffsetStore implements OffsetStore {
     this.logSizeBytes = fs.fstatSync(logFd).size;
     this.compactLogBytes = options.compactLogBytes ?? DEFAULT_COMPACT_LOG_BYTES;
     this.pendingBytesMax = options.pendingBytesMax ?? DEFAULT_PENDING_BYTES_MAX;
+    this.log = options.logger ?? SILENT_LOGGER;
     assert(this.compactLogBytes > 0, `compactLogBytes ${this.compactLogBytes} is not positive`);
     this.compactAtBytes = this.compactLogBytes;
   }
@@ -298,7 +302,7 @@ export class LocalOffsetStore implements OffsetStore {
       this.compact();
       this.compactAtBytes = this.compactLogBytes;
     } catch (error) {
-      console.error(`offset store: compaction in ${this.dir} failed, keeping the log`, error);
+      this.log.error(`compaction in ${this.dir} failed, keeping the log: ${String(error)}`);
       this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
     }
   }

@@ -19,6 +19,7 @@ import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
+import type { Logger } from "../util/logger.ts";
 import type { GroupCoordinator } from "./group-coordinator.ts";
 import { splitTxnPartitionKey, type TxnPartitionKey } from "./transaction-metadata.ts";
 
@@ -44,7 +45,7 @@ export class TransactionMarkerChannelManager {
     private readonly groupCoordinator: GroupCoordinator,
     private readonly cache: MetadataCache,
     private readonly timeoutMs: number,
-    private readonly logger: (line: string) => void,
+    private readonly logger: Logger,
   ) {}
 
   stop(): void {
@@ -78,8 +79,8 @@ export class TransactionMarkerChannelManager {
           ? await this.completeGroupsEverywhere(markers, partition)
           : await this.sendToLeader(markers, topic, partition);
       if (code === ErrorCode.NONE || code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) return true;
-      this.logger(
-        `[transaction] marker for producer ${markers.producerId} on ${topic}-` +
+      this.logger.warn(
+        `marker for producer ${markers.producerId} on ${topic}-` +
           `${partition} failed with error ${code}; retrying`,
       );
       await Bun.sleep(RETRY_BACKOFF_MS);
@@ -145,7 +146,7 @@ export class TransactionMarkerChannelManager {
       );
     } catch (error) {
       this.clients.delete(brokerId);
-      this.logger(`[transaction] WriteTxnMarkers to broker ${brokerId}: ${String(error)}`);
+      this.logger.warn(`WriteTxnMarkers to broker ${brokerId}: ${String(error)}`);
       return ErrorCode.NETWORK_EXCEPTION;
     }
   }
@@ -177,7 +178,7 @@ export class TransactionMarkerChannelManager {
       await this.groupCoordinator.completeTransaction(markers.producerId, markers.commit);
       return ErrorCode.NONE;
     } catch (error) {
-      this.logger(`[transaction] completing offsets of producer ${markers.producerId}: ${error}`);
+      this.logger.warn(`completing offsets of producer ${markers.producerId}: ${error}`);
       return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     }
   }

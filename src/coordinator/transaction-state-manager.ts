@@ -8,6 +8,7 @@
  * new coordinator takes over by reading the log; it survives kill -9 because the record is in
  * the log (page cache, and the replicas) before the client hears back.
  */
+
 import * as fs from "node:fs";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
@@ -22,6 +23,7 @@ import type { FileRange } from "../protocol/records.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
+import type { Logger } from "../util/logger.ts";
 import {
   decodeTxnKey,
   decodeTxnValue,
@@ -67,7 +69,7 @@ export class TransactionStateManager {
     private readonly replicaManager: ReplicaManager,
     private readonly adminManager: AdminManager,
     private readonly cache: MetadataCache,
-    private readonly logger: (line: string) => void,
+    private readonly logger: Logger,
   ) {}
 
   get partitionCount(): number {
@@ -279,9 +281,8 @@ export class TransactionStateManager {
       loaded.push(m);
     }
     this.loaded.add(partition);
-    this.logger(
-      `[transaction] loaded ${loaded.length} transactional ids from ` +
-        `${TRANSACTION_STATE_TOPIC}-${partition}`,
+    this.logger.info(
+      `loaded ${loaded.length} transactional ids from ` + `${TRANSACTION_STATE_TOPIC}-${partition}`,
     );
     return loaded;
   }

@@ -10,9 +10,11 @@
  * endpoint, the old process cannot be listening there any more (this one holds the port); if
  * it is another endpoint that accepts a TCP connection, a live broker holds the id.
  */
+
 import { connect } from "node:net";
 import type { Listener } from "../config/listeners.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
   NodeExistsError,
@@ -27,12 +29,6 @@ import {
 } from "./kafka-znodes.ts";
 import { ClusterStartupError } from "./zookeeper-connection.ts";
 
-export interface RegistrationLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
 export interface BrokerRegistrationOptions {
   readonly brokerId: number;
   /** The advertised listener, what Kafka clients and other brokers connect to. */
@@ -46,7 +42,7 @@ export interface BrokerRegistrationOptions {
    * not visible to other clients, so this should exceed any session timeout the cluster uses.
    */
   readonly expiryWaitMs: number;
-  readonly log: RegistrationLogger;
+  readonly log: Logger;
 }
 
 /** Another live broker holds this broker's id, or the old registration never expired. */
@@ -94,7 +90,7 @@ export class BrokerRegistration {
       throw error;
     }
     options.log.info(
-      `quill: registered broker ${options.brokerId} at ` +
+      `registered broker ${options.brokerId} at ` +
         `${brokerIdPath(options.brokerId)} (ZooKeeper session ${hexSessionId(zk.sessionId)})`,
     );
     return registration;
@@ -183,7 +179,7 @@ export class BrokerRegistration {
     }
     const why = ownEndpoint ? "this broker's own endpoint" : "which does not answer";
     log.warn(
-      `quill: broker id ${brokerId} is still registered by ZooKeeper session ${session} ` +
+      `broker id ${brokerId} is still registered by ZooKeeper session ${session} ` +
         `(${where}, ${why}), probably this broker before a crash; waiting up to ` +
         `${Math.max(0, deadlineMs - Date.now())} ms for that session to expire`,
     );
@@ -196,7 +192,7 @@ export class BrokerRegistration {
       const stat = await this.zk.exists(this.path);
       if (stat === null || stat.ephemeralOwner !== owner) {
         this.options.log.info(
-          `quill: ZooKeeper session ${hexSessionId(owner)} released ` +
+          `ZooKeeper session ${hexSessionId(owner)} released ` +
             `${this.path} after ${Date.now() - startedMs} ms`,
         );
         return;
@@ -220,7 +216,7 @@ export class BrokerRegistration {
     this.claim().then(
       () => {
         this.options.log.info(
-          `quill: registered broker ${this.options.brokerId} again after ` +
+          `registered broker ${this.options.brokerId} again after ` +
             `the ZooKeeper session expired (new session ${hexSessionId(this.zk.sessionId)})`,
         );
       },
@@ -234,7 +230,7 @@ export class BrokerRegistration {
           return;
         }
         this.options.log.error(
-          `quill: could not register broker ${this.options.brokerId} ` +
+          `could not register broker ${this.options.brokerId} ` +
             `again after the ZooKeeper session expired: ${String(error)}`,
         );
       },

@@ -21,9 +21,11 @@
  * Concurrency: all ZooKeeper work of this store, writes and watch-triggered reloads alike, runs
  * one task at a time in arrival order, so a reload never interleaves with a write.
  */
+
 import { randomBytes } from "node:crypto";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import type { ZnodeStat, ZooKeeperOp } from "../zookeeper/znode.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
@@ -62,11 +64,6 @@ import {
   updateTopicOps,
 } from "./topic-znode-ops.ts";
 
-export interface MetadataStoreLogger {
-  info(message: string): void;
-  warn(message: string): void;
-}
-
 export interface ZooKeeperMetadataStoreOptions {
   /**
    * Deadline of one write (a CreateTopics, say), its wait for earlier store work and for a
@@ -75,7 +72,7 @@ export interface ZooKeeperMetadataStoreOptions {
   readonly requestTimeoutMs: number;
   /** Kafka's delete.topic.enable: whether deletion markers written by others are acted on. */
   readonly deleteTopicEnable: boolean;
-  readonly log: MetadataStoreLogger;
+  readonly log: Logger;
 }
 
 interface CachedTopic extends TopicZnodeVersions {
@@ -322,7 +319,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const missing = [...this.cached.keys()].filter((name) => !next.has(name));
     if (missing.length > 0) {
       this.options.log.warn(
-        `quill: topics no longer in ZooKeeper after a new session, kept ` +
+        `topics no longer in ZooKeeper after a new session, kept ` +
           `on disk but no longer served: ${missing.join(", ")}`,
       );
     }
@@ -347,13 +344,13 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     const legal = children.filter((name) => isLegalTopicName(name)).sort();
     if (legal.length !== children.length) {
       this.options.log.warn(
-        `quill: ignoring znodes under ${TOPICS_PATH} that are not legal ` +
+        `ignoring znodes under ${TOPICS_PATH} that are not legal ` +
           `topic names: ${children.filter((name) => !isLegalTopicName(name)).join(", ")}`,
       );
     }
     if (legal.length > TOPICS_MAX) {
       this.options.log.warn(
-        `quill: ${legal.length} topics in ZooKeeper; this broker follows ` +
+        `${legal.length} topics in ZooKeeper; this broker follows ` +
           `only the first ${TOPICS_MAX}`,
       );
     }
@@ -432,7 +429,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       if (!(error instanceof MalformedZnodeError)) throw error;
-      this.options.log.warn(`quill: ignoring topic ${name}: ${error.message}`);
+      this.options.log.warn(`ignoring topic ${name}: ${error.message}`);
       return null;
     }
   }
@@ -454,7 +451,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
         version,
         timeoutMs: this.readTimeoutMs,
       });
-      this.options.log.info(`quill: gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
+      this.options.log.info(`gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
       return { topicIdHex, assignment, version: stat.version };
     } catch (error) {
       if (error instanceof BadVersionError || error instanceof NoNodeError) return null;
@@ -480,7 +477,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     } catch (error) {
       if (error instanceof NoNodeError) return { configs: {}, version: null };
       if (!(error instanceof MalformedZnodeError)) throw error;
-      this.options.log.warn(`quill: ignoring the config of topic ${name}: ${error.message}`);
+      this.options.log.warn(`ignoring the config of topic ${name}: ${error.message}`);
       return { configs: {}, version: stat.version };
     }
   }
@@ -503,7 +500,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       const deadlineMs = Date.now() + this.options.requestTimeoutMs;
       if (!this.options.deleteTopicEnable) {
         this.options.log.warn(
-          `quill: ignoring the deletion of topic ${name} requested in ` +
+          `ignoring the deletion of topic ${name} requested in ` +
             `${DELETE_TOPICS_PATH}: delete.topic.enable is false`,
         );
         await this.zk
@@ -511,7 +508,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
           .catch(ignoreNoNode);
         continue;
       }
-      this.options.log.info(`quill: deleting topic ${name} as ${deleteTopicPath(name)} asks`);
+      this.options.log.info(`deleting topic ${name} as ${deleteTopicPath(name)} asks`);
       await this.deleteTopicZnodes(name, deadlineMs).catch(ignoreNoNode);
       if (this.cached.delete(name)) this.emitChange([name]);
     }
@@ -568,7 +565,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     }).catch((error: unknown) => {
       if (!current()) return;
       if (!(error instanceof ZooKeeperUnavailableError)) {
-        this.options.log.warn(`quill: reading topic metadata (${key}) failed: ${String(error)}`);
+        this.options.log.warn(`reading topic metadata (${key}) failed: ${String(error)}`);
       }
       if (this.retryTimers.has(key)) return;
       const timer = setTimeout(() => {

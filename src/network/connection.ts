@@ -14,16 +14,13 @@
  *
  * This class is not thread-safe; it runs on the JS thread like everything in Bun.listen.
  */
+
 import type { RecordsChunk } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import { FrameDecoder } from "./frame-decoder.ts";
 import type { NetworkLimits } from "./network-limits.ts";
-import type {
-  ConnectionContext,
-  NetworkLogger,
-  RequestHandler,
-  Response,
-} from "./request-handler.ts";
+import type { ConnectionContext, RequestHandler, Response } from "./request-handler.ts";
 import { ConnectionIoError, type OutputSocket, ResponseWriter } from "./response-writer.ts";
 
 /** The Bun socket operations a connection uses. */
@@ -40,7 +37,7 @@ export interface ConnectionOptions {
   readonly listenerName: string;
   readonly handler: RequestHandler;
   readonly limits: NetworkLimits;
-  readonly logger: NetworkLogger;
+  readonly logger: Logger;
   readonly sendfileEnabled: boolean;
 }
 

@@ -4,8 +4,9 @@
  */
 import type { Listener } from "../config/listeners.ts";
 import type { TlsServerConfig } from "../security/tls-server-config.ts";
+import type { Logger } from "../util/logger.ts";
 import type { NetworkLimits } from "./network-limits.ts";
-import type { NetworkLogger, RequestHandler } from "./request-handler.ts";
+import type { RequestHandler } from "./request-handler.ts";
 import { SocketServer } from "./socket-server.ts";
 
 export interface BoundListener extends Listener {
@@ -32,7 +33,7 @@ export class ListenerServers {
     listeners: readonly Listener[],
     handler: RequestHandler,
     limits: Partial<NetworkLimits>,
-    logger: NetworkLogger,
+    logger: Logger,
     tlsFor: TlsFor,
   ): Promise<ListenerServers> {
     const servers: SocketServer[] = [];

@@ -56,10 +56,3 @@ export interface RequestHandler {
    */
   handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response;
 }
-
-/** The logging the network layer needs; `console` satisfies it. */
-export interface NetworkLogger {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}

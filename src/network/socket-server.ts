@@ -11,9 +11,10 @@ import type { Socket, TCPSocketListener } from "bun";
 import { PrincipalMappingError, rfc2253Subject } from "../security/ssl-principal-mapper.ts";
 import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import { Connection, type ConnectionSocket } from "./connection.ts";
 import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
-import type { NetworkLogger, RequestHandler } from "./request-handler.ts";
+import type { RequestHandler } from "./request-handler.ts";
 import { isSendfileAvailable } from "./sendfile.ts";
 
 export interface SocketServerOptions {
@@ -26,7 +27,7 @@ export interface SocketServerOptions {
   readonly tls?: TlsServerConfig;
   readonly handler: RequestHandler;
   readonly limits?: Partial<NetworkLimits>;
-  readonly logger: NetworkLogger;
+  readonly logger: Logger;
   /**
    * Send file ranges with sendfile(2) (default, when libc has it) or with pread + write through
    * a buffer (`false`; also when the environment sets QUILL_NETWORK_SENDFILE=false).

@@ -1,4 +1,5 @@
 import { ErrorCode } from "../protocol/errors.ts";
+import type { Logger } from "../util/logger.ts";
 import type { AlterIsr, Partition } from "./partition.ts";
 
 export interface IsrManagerOptions {
@@ -9,7 +10,7 @@ export interface IsrManagerOptions {
   readonly partitions: () => Iterable<Partition>;
   /** Called after a committed ISR change: the HW may move and acks=-1 waits may end. */
   readonly onIsrChanged: (partition: Partition) => void;
-  readonly warn: (message: string) => void;
+  readonly log: Logger;
 }
 
 /**
@@ -38,8 +39,8 @@ export class IsrManager {
       if (!p.isLeader || p.pendingIsr !== null) continue;
       const out = p.outOfSyncReplicas(nowMs, this.options.lagTimeMaxMs);
       if (out.length === 0) continue;
-      this.options.warn(
-        `[isr] ${p.topic}-${p.partition}: shrinking ISR [${p.isr.join(",")}] ` +
+      this.options.log.warn(
+        `${p.topic}-${p.partition}: shrinking ISR [${p.isr.join(",")}] ` +
           `without [${out.join(",")}], not caught up for ${this.options.lagTimeMaxMs} ms`,
       );
       this.propose(
@@ -67,8 +68,8 @@ export class IsrManager {
       (result) => {
         const applied = p.completeIsrChange(result);
         if (!applied && result.errorCode !== ErrorCode.NONE) {
-          this.options.warn(
-            `[isr] ${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
+          this.options.log.warn(
+            `${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
               `refused with error ${result.errorCode}`,
           );
         }
@@ -81,7 +82,7 @@ export class IsrManager {
           partitionEpoch: -1,
           isr: [],
         });
-        this.options.warn(`[isr] ${topic}-${partition}: ISR change failed: ${String(error)}`);
+        this.options.log.warn(`${topic}-${partition}: ISR change failed: ${String(error)}`);
       },
     );
   }

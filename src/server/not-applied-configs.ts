@@ -1,4 +1,5 @@
 import { notAppliedTopicConfigs } from "../config/topic-config.ts";
+import type { Logger } from "../util/logger.ts";
 import type { TopicMetadata } from "./metadata-cache.ts";
 
 /**
@@ -9,7 +10,7 @@ export class NotAppliedConfigWarnings {
   /** `topic\0key=value` already logged; pruned to the topics that exist, so it stays bounded. */
   private warned = new Set<string>();
 
-  constructor(private readonly warn: (message: string) => void) {}
+  constructor(private readonly log: Logger) {}
 
   check(topics: readonly TopicMetadata[]): void {
     const next = new Set<string>();
@@ -18,9 +19,10 @@ export class NotAppliedConfigWarnings {
         const id = `${topic.name}\0${name}=${value}`;
         next.add(id);
         if (this.warned.has(id)) continue;
-        this.warn(
+        this.log.warn(
           `topic ${topic.name}: config ${name}=${value} is accepted but not applied ` +
             "(see the README's topic keys)",
+          { topic: topic.name, config: name },
         );
       }
     }

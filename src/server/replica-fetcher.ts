@@ -19,6 +19,7 @@ import type {
 } from "../protocol/generated/fetch.ts";
 import { ApiKey, type Init } from "../protocol/generated/index.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import type { BrokerEndpoint } from "./metadata-cache.ts";
 import type { Partition } from "./partition.ts";
 
@@ -50,7 +51,7 @@ export interface ReplicaFetcherHost {
   /** The leader no longer has what this replica lacks: empty the log, start at `offset`. */
   startOverAt(partition: Partition, offset: bigint): void;
   endpoint(brokerId: number): BrokerEndpoint | undefined;
-  warn(message: string): void;
+  readonly log: Logger;
 }
 
 /** What a leader's fetch response says of its log besides the records. */
@@ -143,8 +144,8 @@ export class ReplicaFetcher {
         await this.fetchOnce(client);
       } catch (error) {
         if (this.stopped) break;
-        this.host.warn(
-          `[replica-fetcher] fetching from broker ${this.sourceBrokerId} failed: ` +
+        this.host.log.warn(
+          `fetching from broker ${this.sourceBrokerId} failed: ` +
             `${String(error)}; retrying in ${this.settings.backoffMs} ms`,
         );
         this.client?.close();
@@ -265,16 +266,16 @@ export class ReplicaFetcher {
     const partition = target.partition;
     const behindLeaderStart = p.logStartOffset > partition.log.logEndOffset;
     if (p.errorCode === ErrorCode.OFFSET_OUT_OF_RANGE && behindLeaderStart) {
-      this.host.warn(
-        `[replica-fetcher] ${partition.topic}-${partition.partition}: the leader ` +
+      this.host.log.warn(
+        `${partition.topic}-${partition.partition}: the leader ` +
           `starts at ${p.logStartOffset}, past this replica's end; starting over there`,
       );
       this.host.startOverAt(partition, p.logStartOffset);
       return;
     }
     if (p.errorCode !== ErrorCode.NONE) {
-      this.host.warn(
-        `[replica-fetcher] ${partition.topic}-${partition.partition} from broker ` +
+      this.host.log.warn(
+        `${partition.topic}-${partition.partition} from broker ` +
           `${this.sourceBrokerId}: ${errorName(p.errorCode)}; ` +
           `retrying in ${this.settings.backoffMs} ms`,
       );

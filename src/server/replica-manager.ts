@@ -13,6 +13,7 @@ import type { AppendOrigin } from "../storage/producer-state-manager.ts";
 import type { AbortedTxn } from "../storage/transaction-index.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError, assert } from "../util/assert.ts";
+import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
 import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
 import { truncateToLeader } from "./follower-truncation.ts";
@@ -45,7 +46,7 @@ export interface ReplicaManagerOptions {
   readonly alterIsr?: AlterIsr;
   /** A live broker's endpoint, for follower fetches; defaults to the metadata cache's brokers. */
   readonly brokerEndpoint?: (brokerId: BrokerId) => BrokerEndpoint | undefined;
-  readonly logger?: (line: string) => void;
+  readonly logger?: Logger;
 }
 
 export interface AppendEntry {
@@ -176,7 +177,7 @@ export class ReplicaManager {
   private readonly isrManager: IsrManager | null;
   private readonly localBrokerId: number;
   private readonly brokerEndpoint: (brokerId: number) => BrokerEndpoint | undefined;
-  private readonly log: (line: string) => void;
+  private readonly log: Logger;
   private controllerEpoch = -1;
   /** ZooKeeper mode: roles come only from the controller. */
   private readonly clusterMode: boolean;
@@ -189,7 +190,7 @@ export class ReplicaManager {
     const config = cache.brokerConfig;
     this.localBrokerId = config["broker.id"];
     this.clusterMode = config["zookeeper.connect"] !== null;
-    this.log = options.logger ?? ((line) => console.warn(line));
+    this.log = options.logger ?? SILENT_LOGGER;
     this.brokerEndpoint =
       options.brokerEndpoint ?? ((id) => cache.brokers.find((b) => b.nodeId === id));
     for (const log of logs.allLogs()) {
@@ -218,7 +219,7 @@ export class ReplicaManager {
             lagTimeMaxMs: config["replica.lag.time.max.ms"],
             partitions: () => this.partitions.values(),
             onIsrChanged: (p) => this.afterLeaderStateChange(p),
-            warn: this.log,
+            log: this.log.child("IsrManager"),
           });
     // A fetch parked on a partition that stops existing can be answered (with an error) now.
     cache.onReload(() => {
@@ -331,7 +332,7 @@ export class ReplicaManager {
       };
       return { outcome, requiredOffset: result.lastOffset < 0n ? null : result.lastOffset + 1n };
     } catch (e) {
-      const error = asKafkaError(e);
+      const error = asKafkaError(e, this.log);
       const outcome = {
         errorCode: error.code,
         errorMessage: error.message,
@@ -423,7 +424,7 @@ export class ReplicaManager {
       partition = this.leaderPartition(entry.topic, entry.partition, epoch);
       if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry);
     } catch (e) {
-      return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e).code };
+      return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e, this.log).code };
     }
     const log = partition.log;
     const lastStableOffset = log.lastStableOffset;
@@ -447,7 +448,7 @@ export class ReplicaManager {
             );
       return { ...base, abortedTransactions, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
-      return { ...base, errorCode: asKafkaError(e).code, records: [] };
+      return { ...base, errorCode: asKafkaError(e, this.log).code, records: [] };
     }
   }
 
@@ -505,7 +506,7 @@ export class ReplicaManager {
         leaderEpoch: epochs.epochForOffset(found.offset),
       };
     } catch (e) {
-      return { ...NOT_FOUND, errorCode: asKafkaError(e).code };
+      return { ...NOT_FOUND, errorCode: asKafkaError(e, this.log).code };
     }
   }
 
@@ -531,7 +532,7 @@ export class ReplicaManager {
         outcomes.push({ errorCode: ErrorCode.NONE, lowWatermark: this.lowWatermarkOf(p) });
         waiting.push({ index, wait: this.deleteRecordsWait(entry, required) });
       } catch (e) {
-        outcomes.push({ errorCode: asKafkaError(e).code, lowWatermark: -1n });
+        outcomes.push({ errorCode: asKafkaError(e, this.log).code, lowWatermark: -1n });
       }
     });
     // One checkpoint write per log dir for the whole request (Streams purges many partitions).
@@ -566,7 +567,7 @@ export class ReplicaManager {
       this.logs.checkpointLogStartOffsetsOf(moved);
       return true;
     } catch (error) {
-      this.log(`[replica-manager] log-start-offset checkpoint after DeleteRecords: ${error}`);
+      this.log.error(`log-start-offset checkpoint after DeleteRecords: ${error}`);
       return false;
     }
   }
@@ -638,7 +639,7 @@ export class ReplicaManager {
       const found = log.leaderEpochCache.endOffsetFor(leaderEpoch, log.logEndOffset);
       return { errorCode: ErrorCode.NONE, leaderEpoch: found.epoch, endOffset: found.endOffset };
     } catch (e) {
-      return { errorCode: asKafkaError(e).code, leaderEpoch: -1, endOffset: -1n };
+      return { errorCode: asKafkaError(e, this.log).code, leaderEpoch: -1, endOffset: -1n };
     }
   }
 
@@ -649,7 +650,7 @@ export class ReplicaManager {
       const producers = [...log.producerState.activeProducers()];
       return { errorCode: ErrorCode.NONE, errorMessage: null, producers };
     } catch (e) {
-      const error = asKafkaError(e);
+      const error = asKafkaError(e, this.log);
       return { errorCode: error.code, errorMessage: error.message, producers: [] };
     }
   }
@@ -727,7 +728,7 @@ export class ReplicaManager {
       try {
         listener(topic, partition, isLeader);
       } catch (error) {
-        this.log(`[replica-manager] leadership listener failed: ${String(error)}`);
+        this.log.error(`leadership listener failed: ${String(error)}`);
       }
     }
   }
@@ -800,7 +801,7 @@ export class ReplicaManager {
         p.log.truncateFullyAndStartAt(offset);
       },
       endpoint: (id) => this.brokerEndpoint(id),
-      warn: this.log,
+      log: this.log.child("ReplicaFetcher"),
     };
   }
 
@@ -912,9 +913,9 @@ function releaseAll(ranges: readonly FileRange[]): void {
 }
 
 /** Operating errors keep their code; anything else is a bug, reported as UNKNOWN_SERVER_ERROR. */
-function asKafkaError(e: unknown): KafkaError {
+function asKafkaError(e: unknown, log: Logger): KafkaError {
   if (e instanceof KafkaError) return e;
   if (e instanceof AssertionError || !(e instanceof Error)) throw e;
-  console.error(`[replica-manager] unexpected error: ${e.stack ?? e.message}`);
+  log.error(`unexpected error: ${e.stack ?? e.message}`);
   return new KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, e.message);
 }

@@ -16,8 +16,8 @@
 import * as path from "node:path";
 import type { LeaderEpoch, Offset } from "../common/branded.ts";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
-import type { StorageLogger } from "./log-environment.ts";
 
 export const LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint";
 const CHECKPOINT_VERSION = 0;
@@ -48,7 +48,7 @@ export class LeaderEpochFileCache {
   }
 
   /** Loads the checkpoint of the log in `dir`; a missing or malformed file means no epochs. */
-  static load(dir: string, logger: StorageLogger): LeaderEpochFileCache {
+  static load(dir: string, logger: Logger): LeaderEpochFileCache {
     const filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);
     return new LeaderEpochFileCache(filePath, readEntries(filePath, logger));
   }
@@ -126,7 +126,7 @@ export class LeaderEpochFileCache {
   }
 }
 
-function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
+function readEntries(filePath: string, logger: Logger): EpochEntry[] {
   const bytes = readFileIfExists(filePath);
   if (bytes === null) return [];
   const lines = new TextDecoder()
@@ -135,7 +135,7 @@ function readEntries(filePath: string, logger: StorageLogger): EpochEntry[] {
     .filter((l) => l.length > 0);
   const count = Number(lines[1]);
   const malformed = (why: string) => {
-    logger(`[storage] ignoring malformed ${filePath}: ${why}`);
+    logger.warn(`ignoring malformed ${filePath}: ${why}`);
     return [];
   };
   if (lines[0] !== String(CHECKPOINT_VERSION)) return malformed(`version "${lines[0]}"`);

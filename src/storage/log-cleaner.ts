@@ -18,10 +18,10 @@
  * until restart, as Kafka does, and the others go on.
  */
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import type { CleanResult, LogToClean } from "./cleaner.ts";
 import { Cleaner, CleaningAbortedError } from "./cleaner.ts";
 import { isCompacted } from "./log-config.ts";
-import type { StorageLogger } from "./log-environment.ts";
 import { OffsetMap } from "./offset-map.ts";
 import { Throttler } from "./throttler.ts";
 import type { UnifiedLog } from "./unified-log.ts";
@@ -74,7 +74,7 @@ export class LogCleaner {
   constructor(
     readonly config: LogCleanerConfig,
     private readonly logs: () => Iterable<UnifiedLog>,
-    private readonly logger: StorageLogger,
+    private readonly logger: Logger,
     private readonly hooks: LogCleanerHooks = {},
   ) {
     assert(config.ioBufferBytes > 0, `log.cleaner.io.buffer.size ${config.ioBufferBytes}`);
@@ -109,7 +109,7 @@ export class LogCleaner {
       try {
         cleaned = (await this.cleanOnce()) !== null;
       } catch (error) {
-        this.logger(`[log-cleaner] unexpected failure: ${String(error)}`);
+        this.logger.warn(`unexpected failure: ${String(error)}`);
       }
       if (!cleaned && !this.stopRequested) await this.backOff();
     }
@@ -158,11 +158,11 @@ export class LogCleaner {
 
   private failed(log: UnifiedLog, error: unknown): void {
     if (error instanceof CleaningAbortedError) {
-      this.logger(`[log-cleaner] cleaning of ${log.name} abandoned: ${error.message}`);
+      this.logger.warn(`cleaning of ${log.name} abandoned: ${error.message}`);
       return;
     }
     this.uncleanable.add(log);
-    this.logger(`[log-cleaner] ${log.name} marked uncleanable until restart: ${String(error)}`);
+    this.logger.warn(`${log.name} marked uncleanable until restart: ${String(error)}`);
   }
 
   private finished(target: CleanableLog, result: CleanResult, elapsedMs: number): void {
@@ -170,8 +170,8 @@ export class LogCleaner {
     const dirtyBytes = target.firstUncleanableOffset > target.firstDirtyOffset;
     if (result.endOffset <= target.firstDirtyOffset && dirtyBytes && !target.tombstonesExpired) {
       this.uncleanable.add(log);
-      this.logger(
-        `[log-cleaner] ${log.name} marked uncleanable: one batch at offset ` +
+      this.logger.warn(
+        `${log.name} marked uncleanable: one batch at offset ` +
           `${target.firstDirtyOffset} has more keys than log.cleaner.dedupe.buffer.size holds`,
       );
       return;
@@ -180,8 +180,8 @@ export class LogCleaner {
     const s = result.stats;
     const mb = (n: number): string => (n / 1048576).toFixed(1);
     const rate = mb((s.bytesRead * 1000) / Math.max(1, elapsedMs));
-    this.logger(
-      `[log-cleaner] cleaned ${log.name} (dirty section [${target.firstDirtyOffset}, ` +
+    this.logger.info(
+      `cleaned ${log.name} (dirty section [${target.firstDirtyOffset}, ` +
         `${result.endOffset})): ${mb(s.bytesRead)} MB read, ${mb(s.bytesWritten)} MB written in ` +
         `${(elapsedMs / 1000).toFixed(1)} s (${rate} ` +
         `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +

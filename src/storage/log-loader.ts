@@ -18,8 +18,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { assert } from "../util/assert.ts";
+import type { Logger } from "../util/logger.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
+import type { LogEnvironment } from "./log-environment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import {
   INDEX_FILE_SUFFIX,
@@ -49,7 +50,7 @@ export function loadSegments(params: SegmentLoadParams, settings: SegmentSetting
   recoverInterruptedSwaps(dir, env.logger);
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
   if (baseOffsets.length > env.maxSegmentsPerLog) {
-    env.logger(`[storage] ${dir}: ${baseOffsets.length} segments exceed the per-log limit`);
+    env.logger.warn(`${dir}: ${baseOffsets.length} segments exceed the per-log limit`);
   }
   if (baseOffsets.length === 0) {
     const start = params.logStartOffset > 0n ? params.logStartOffset : 0n;
@@ -69,12 +70,12 @@ export function loadSegments(params: SegmentLoadParams, settings: SegmentSetting
 }
 
 /** Segment base offsets from the `.log` names, after deleting stray and orphan files. */
-function listSegmentBaseOffsets(dir: string, logger: StorageLogger): bigint[] {
+function listSegmentBaseOffsets(dir: string, logger: Logger): bigint[] {
   const names = fs.readdirSync(dir);
   const logStems = new Set<string>();
   for (const name of names) {
     if (STRAY_SUFFIXES.some((suffix) => name.endsWith(suffix))) {
-      logger(`[storage] ${dir}: removing leftover file ${name}`);
+      logger.info(`${dir}: removing leftover file ${name}`);
       fs.rmSync(path.join(dir, name), { force: true });
     } else if (name.endsWith(LOG_FILE_SUFFIX)) {
       const stem = name.slice(0, -LOG_FILE_SUFFIX.length);
@@ -85,7 +86,7 @@ function listSegmentBaseOffsets(dir: string, logger: StorageLogger): bigint[] {
     for (const suffix of [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX]) {
       const stem = name.endsWith(suffix) ? name.slice(0, -suffix.length) : null;
       if (stem !== null && SEGMENT_STEM.test(stem) && !logStems.has(stem)) {
-        logger(`[storage] ${dir}: removing index ${name} without a log file`);
+        logger.info(`${dir}: removing index ${name} without a log file`);
         fs.rmSync(path.join(dir, name), { force: true });
       }
     }
@@ -96,7 +97,7 @@ function listSegmentBaseOffsets(dir: string, logger: StorageLogger): bigint[] {
 function loadAfterCleanShutdown(
   segments: LogSegment[],
   settings: SegmentSettings,
-  logger: StorageLogger,
+  logger: Logger,
 ): LogSegment[] {
   for (const segment of segments.slice(0, -1)) {
     try {
@@ -118,7 +119,7 @@ function recoverAfterCrash(
   segments: LogSegment[],
   recoveryPoint: bigint,
   settings: SegmentSettings,
-  logger: StorageLogger,
+  logger: Logger,
 ): LogSegment[] {
   let firstUnflushed = 0;
   for (let i = 0; i < segments.length; i++) {
@@ -137,13 +138,13 @@ function recoverAfterCrash(
     const result = segment.recover(settings);
     if (result.problem === null) continue;
     const position = sizeBeforeBytes - result.truncatedBytes;
-    logger(
-      `[storage] ${segment.file.filePath}: truncated at position ${position}` +
+    logger.warn(
+      `${segment.file.filePath}: truncated at position ${position}` +
         ` (${result.truncatedBytes} bytes removed): ${result.problem}`,
     );
     for (const later of segments.slice(i + 1)) {
-      logger(`[storage] ${later.file.filePath}: deleted, it follows a truncated segment`);
-      void later.delete().catch((error: unknown) => logger(`[storage] ${String(error)}`));
+      logger.info(`${later.file.filePath}: deleted, it follows a truncated segment`);
+      void later.delete().catch((error: unknown) => logger.warn(`${String(error)}`));
     }
     segments = segments.slice(0, i + 1);
     break;
@@ -155,17 +156,17 @@ function recoverAfterCrash(
 function rebuild(
   segment: LogSegment,
   settings: SegmentSettings,
-  logger: StorageLogger,
+  logger: Logger,
   cause: unknown,
 ): void {
   if (!(cause instanceof CorruptIndexError) && (cause as { code?: string }).code !== "ENOENT") {
     throw cause;
   }
-  logger(`[storage] ${segment.file.filePath}: rebuilding indexes: ${(cause as Error).message}`);
+  logger.info(`${segment.file.filePath}: rebuilding indexes: ${(cause as Error).message}`);
   const result = segment.recover(settings);
   if (result.problem !== null) {
-    logger(
-      `[storage] ${segment.file.filePath}: truncated ${result.truncatedBytes} bytes while ` +
+    logger.warn(
+      `${segment.file.filePath}: truncated ${result.truncatedBytes} bytes while ` +
         `rebuilding: ${result.problem}`,
     );
   }
@@ -178,7 +179,7 @@ function rebuild(
 export function installIndexLoader(
   segment: LogSegment,
   settings: () => SegmentSettings,
-  logger: StorageLogger,
+  logger: Logger,
 ): void {
   segment.lazyIndexLoader = () => {
     try {

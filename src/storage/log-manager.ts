@@ -18,12 +18,13 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import { fsyncDirectory, writeFileAtomically } from "./durable-file.ts";
 import type { LogCleanerConfig, LogCleanerHooks } from "./log-cleaner.ts";
 import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
 import type { LogConfig } from "./log-config.ts";
 import { DEFAULT_LOG_CONFIG, isCompacted } from "./log-config.ts";
-import type { LogEnvironment, StorageLogger } from "./log-environment.ts";
+import type { LogEnvironment } from "./log-environment.ts";
 import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
 import {
   CLEANER_OFFSET_CHECKPOINT_FILE,
@@ -59,7 +60,7 @@ export interface LogManagerOptions {
   readonly maxSegmentsPerLog?: number;
   /** Cap on partition logs this broker holds. */
   readonly maxLogs?: number;
-  readonly logger?: StorageLogger;
+  readonly logger?: Logger;
   /** The log.cleaner.* settings; Kafka's defaults when absent. */
   readonly cleaner?: Partial<LogCleanerConfig>;
   readonly cleanerHooks?: LogCleanerHooks;
@@ -96,7 +97,7 @@ export class LogManager {
     this.maxLogs = options.maxLogs ?? DEFAULTS.maxLogs;
     this.env = {
       pool: new OpenFilePool(options.maxOpenSegmentFiles ?? DEFAULTS.maxOpenSegmentFiles),
-      logger: options.logger ?? ((line) => console.warn(line)),
+      logger: options.logger ?? SILENT_LOGGER,
       maxSegmentsPerLog: options.maxSegmentsPerLog ?? DEFAULTS.maxSegmentsPerLog,
     };
     const onCleaned = options.cleanerHooks?.onCleaned;
@@ -245,7 +246,7 @@ export class LogManager {
       try {
         deleted += log.deleteOldSegments(nowMs);
       } catch (error) {
-        this.env.logger(`[storage] retention of ${log.name} failed: ${String(error)}`);
+        this.env.logger.warn(`retention of ${log.name} failed: ${String(error)}`);
       }
     }
     return deleted;
@@ -338,7 +339,7 @@ export class LogManager {
       try {
         task();
       } catch (error) {
-        this.env.logger(`[storage] background task failed: ${String(error)}`);
+        this.env.logger.warn(`background task failed: ${String(error)}`);
       }
     }, intervalMs);
     timer.unref();
@@ -351,7 +352,7 @@ export class LogManager {
       log
         .flushIfDue(nowMs)
         ?.catch((error: unknown) =>
-          this.env.logger(`[storage] flush.ms flush of ${log.name} failed: ${String(error)}`),
+          this.env.logger.warn(`flush.ms flush of ${log.name} failed: ${String(error)}`),
         );
     }
   }
@@ -378,7 +379,7 @@ export class LogManager {
       } catch (error) {
         // Without the marker the next start recovers this log dir, which is what we want.
         clean = false;
-        this.env.logger(`[storage] closing ${log.name} failed: ${String(error)}`);
+        this.env.logger.warn(`closing ${log.name} failed: ${String(error)}`);
       }
     }
     this.checkpointLogOffsets();
@@ -404,7 +405,7 @@ export class LogManager {
   private removeInBackground(dir: string): void {
     fs.promises
       .rm(dir, { recursive: true, force: true })
-      .catch((error: unknown) => this.env.logger(`[storage] removing ${dir}: ${String(error)}`));
+      .catch((error: unknown) => this.env.logger.warn(`removing ${dir}: ${String(error)}`));
   }
 
   private ensureOpen(): void {

@@ -13,8 +13,9 @@
  * old or the new file, never a mix. A file that does not parse is reported and treated as
  * absent, which only makes recovery scan more.
  */
+
+import type { Logger } from "../util/logger.ts";
 import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
-import type { StorageLogger } from "./log-environment.ts";
 
 export const RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint";
 export const LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint";
@@ -39,7 +40,7 @@ export function writeOffsetCheckpoint(filePath: string, entries: readonly Checkp
 }
 
 /** Offsets by `<topic>-<partition>`; empty if the file is missing or malformed. */
-export function readOffsetCheckpoint(filePath: string, logger: StorageLogger): Map<string, bigint> {
+export function readOffsetCheckpoint(filePath: string, logger: Logger): Map<string, bigint> {
   const bytes = readFileIfExists(filePath);
   const offsets = new Map<string, bigint>();
   if (bytes === null) return offsets;
@@ -54,13 +55,13 @@ export function readOffsetCheckpoint(filePath: string, logger: StorageLogger): M
     count <= CHECKPOINT_ENTRIES_MAX &&
     lines.length === count + 2;
   if (!wellFormed) {
-    logger(`[storage] ignoring malformed checkpoint file ${filePath}`);
+    logger.warn(`ignoring malformed checkpoint file ${filePath}`);
     return offsets;
   }
   for (const line of lines.slice(2)) {
     const match = /^(\S+) (\d+) (-?\d+)$/.exec(line);
     if (match === null) {
-      logger(`[storage] ignoring malformed checkpoint file ${filePath}: "${line}"`);
+      logger.warn(`ignoring malformed checkpoint file ${filePath}: "${line}"`);
       return new Map();
     }
     offsets.set(`${match[1]}-${match[2]}`, BigInt(match[3]));

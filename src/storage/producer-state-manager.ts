@@ -32,7 +32,7 @@ import * as fs from "node:fs";
 import { ControlRecordType } from "../protocol/control-record.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
-import type { StorageLogger } from "./log-environment.ts";
+import type { Logger } from "../util/logger.ts";
 import {
   type BatchMetadata,
   incrementSequence,
@@ -117,7 +117,7 @@ export interface ProducerStateOptions {
   readonly name: string;
   readonly expirationMs: number;
   readonly maxProducers: number;
-  readonly logger: StorageLogger;
+  readonly logger: Logger;
 }
 
 export class ProducerStateManager {
@@ -356,8 +356,8 @@ export class ProducerStateManager {
     }
     if (oldest === null) return; // every one has an open transaction; the cap is exceeded
     this.producers.delete(oldest.producerId);
-    this.options.logger(
-      `[storage] ${this.options.name}: forgot producer ${oldest.producerId}, ` +
+    this.options.logger.warn(
+      `${this.options.name}: forgot producer ${oldest.producerId}, ` +
         `the least recent of ${this.options.maxProducers}`,
     );
   }
@@ -401,7 +401,7 @@ export class ProducerStateManager {
         return offset;
       } catch (error) {
         if (!(error instanceof CorruptSnapshotError)) throw error;
-        logger(`[storage] ${name}: skipping producer snapshot ${offset}: ${error.message}`);
+        logger.warn(`${name}: skipping producer snapshot ${offset}: ${error.message}`);
         this.producers.clear();
         this.ongoing.clear();
         this.snapshotOffsets.pop();

@@ -20,8 +20,8 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import type { Logger } from "../util/logger.ts";
 import { fsyncDirectory } from "./durable-file.ts";
-import type { StorageLogger } from "./log-environment.ts";
 import { LOG_FILE_SUFFIX, segmentFilePaths } from "./log-segment.ts";
 import { scanBatchHeaders } from "./segment-batch-reader.ts";
 
@@ -65,7 +65,7 @@ function renameSegmentFiles(dir: string, baseOffset: bigint, from: string, to: s
  * Finishes swaps a crash interrupted (see the file comment). Returns the number finished.
  * Index `.swap` files without a `.log.swap` are left for the loader's stray-file cleanup.
  */
-export function recoverInterruptedSwaps(dir: string, logger: StorageLogger): number {
+export function recoverInterruptedSwaps(dir: string, logger: Logger): number {
   const logSwaps = fs
     .readdirSync(dir)
     .filter((name) => name.endsWith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX))
@@ -80,12 +80,12 @@ export function recoverInterruptedSwaps(dir: string, logger: StorageLogger): num
       if (stem === null) continue;
       const offset = BigInt(stem[1]);
       if (offset < baseOffset || offset >= endOffset) continue;
-      logger(`[storage] ${dir}: deleting ${name}, replaced by an interrupted cleaner swap`);
+      logger.info(`${dir}: deleting ${name}, replaced by an interrupted cleaner swap`);
       fs.rmSync(path.join(dir, name), { force: true });
     }
     finishSwap(dir, baseOffset);
-    logger(
-      `[storage] ${dir}: finished the interrupted swap of segment ${baseOffset}` +
+    logger.info(
+      `${dir}: finished the interrupted swap of segment ${baseOffset}` +
         ` (offsets ${baseOffset}..${nextOffset - 1n})`,
     );
   }

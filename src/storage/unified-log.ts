@@ -258,7 +258,7 @@ export class UnifiedLog {
 
   /** One line in the storage log, prefixed with this log's name. */
   logLine(line: string): void {
-    this.env.logger(`[storage] ${this.name}: ${line}`);
+    this.env.logger.info(`${this.name}: ${line}`);
   }
 
   /** See layoutEpochValue: the cleaner compares it before and after each step. */
@@ -431,12 +431,12 @@ export class UnifiedLog {
     const target = offset > this.logStartOffsetValue ? offset : this.logStartOffsetValue;
     while (this.segments.length > 1 && this.activeSegment.baseOffset >= target) {
       const gone = this.segments.pop()!;
-      void gone.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+      void gone.delete().catch((e: unknown) => this.env.logger.warn(`${String(e)}`));
     }
     const last = this.activeSegment;
     const droppedBytes = last.truncateTo(target, settingsOf(this.configValue));
-    this.env.logger(
-      `[storage] ${this.name}: truncated to offset ${this.logEndOffset} ` +
+    this.env.logger.info(
+      `${this.name}: truncated to offset ${this.logEndOffset} ` +
         `(asked ${offset}; ${droppedBytes} bytes cut from segment ${last.baseOffset})`,
     );
     const end = this.logEndOffset;
@@ -468,7 +468,7 @@ export class UnifiedLog {
     for (const segment of old) {
       // The new segment may reuse the name of one that started at `offset`; its files are new.
       if (segment.baseOffset === offset) segment.close();
-      else void segment.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+      else void segment.delete().catch((e: unknown) => this.env.logger.warn(`${String(e)}`));
     }
     this.installIndexLoader(fresh);
     this.segments.push(fresh);
@@ -480,7 +480,7 @@ export class UnifiedLog {
     this.leaderEpochCache.truncateFromEnd(0n);
     this.producerState.deleteSnapshotsBelow(offset + 1n);
     this.reloadProducerState();
-    this.env.logger(`[storage] ${this.name}: emptied, now starting at offset ${offset}`);
+    this.env.logger.info(`${this.name}: emptied, now starting at offset ${offset}`);
   }
 
   private reloadProducerState(): void {
@@ -560,7 +560,7 @@ export class UnifiedLog {
     }
     if (old.sizeBytes === 0) {
       this.segments.pop();
-      void old.delete().catch((e: unknown) => this.env.logger(`[storage] ${String(e)}`));
+      void old.delete().catch((e: unknown) => this.env.logger.warn(`${String(e)}`));
     } else {
       old.onBecomeInactive();
     }
@@ -568,7 +568,7 @@ export class UnifiedLog {
     this.segments.push(segment);
     this.snapshotProducerState("roll");
     void this.flushAsync().catch((error: unknown) =>
-      this.env.logger(`[storage] ${this.name}: flush after roll failed: ${String(error)}`),
+      this.env.logger.warn(`${this.name}: flush after roll failed: ${String(error)}`),
     );
     return segment;
   }
@@ -580,7 +580,7 @@ export class UnifiedLog {
       this.producerState.takeSnapshot();
     } catch (error) {
       // A missing snapshot only lengthens the replay at the next start.
-      this.env.logger(`[storage] ${this.name}: producer snapshot at ${reason} failed: ${error}`);
+      this.env.logger.warn(`${this.name}: producer snapshot at ${reason} failed: ${error}`);
     }
   }
 
@@ -589,7 +589,7 @@ export class UnifiedLog {
     if (this.unflushedMessages < config.flushMessages) return;
     this.unflushedMessages = 0;
     void this.flushAsync().catch((error: unknown) =>
-      this.env.logger(`[storage] ${this.name}: flush.messages flush failed: ${String(error)}`),
+      this.env.logger.warn(`${this.name}: flush.messages flush failed: ${String(error)}`),
     );
   }
 
@@ -778,14 +778,14 @@ export class UnifiedLog {
       if (!predicate(segment, next)) break;
       this.segments.shift();
       if (next.baseOffset > this.logStartOffsetValue) this.logStartOffsetValue = next.baseOffset;
-      this.env.logger(
-        `[storage] ${this.name}: deleting segment ${segment.baseOffset} ` +
+      this.env.logger.info(
+        `${this.name}: deleting segment ${segment.baseOffset} ` +
           `(${segment.sizeBytes} bytes): ${reason}; log start offset ${this.logStartOffsetValue}`,
       );
       void segment
         .delete()
         .catch((error: unknown) =>
-          this.env.logger(`[storage] ${this.name}: deleting segment failed: ${String(error)}`),
+          this.env.logger.info(`${this.name}: deleting segment failed: ${String(error)}`),
         );
       deleted++;
     }
@@ -851,13 +851,13 @@ function loadProducerState(
     // Bytes that changed on disk after recovery fail their reads too; the partition stays
     // usable, with the producers seen so far (others count as new, as after expiry).
     if (!(error instanceof KafkaError)) throw error;
-    params.env.logger(`[storage] ${state.name}: producer state rebuild stopped: ${error.message}`);
+    params.env.logger.warn(`${state.name}: producer state rebuild stopped: ${error.message}`);
   }
   state.advanceMapEndOffset(logEndOffset);
   state.removeExpiredProducers(nowMs);
   if (replayed > 0) {
-    params.env.logger(
-      `[storage] ${state.name}: producer state rebuilt from ${replayed} ` +
+    params.env.logger.info(
+      `${state.name}: producer state rebuilt from ${replayed} ` +
         `batches after offset ${from} (${state.producerCount} producers)`,
     );
   }

@@ -48,7 +48,7 @@ test("without zookeeper.connect: the local metadata file and the local offset lo
   cleanups.push(() => stores.close());
   expect(stores.metadataStore).toBeInstanceOf(LocalMetadataStore);
   expect(stores.zooKeeper).toBeNull();
-  const offsets = openOffsetStore(stores, cfg);
+  const offsets = openOffsetStore(stores, cfg, new LineLogger());
   cleanups.push(() => offsets.close());
   expect(offsets).toBeInstanceOf(LocalOffsetStore);
   await offsets.commit("g", [{ topic: "t", partition: 0, committed }]);
@@ -61,7 +61,7 @@ test("with zookeeper.connect: both stores on one ZooKeeper session, under the ch
   const stores = await openMetadataStores(cfg, new LineLogger());
   cleanups.push(() => stores.close());
   expect(stores.metadataStore).toBeInstanceOf(ZooKeeperMetadataStore);
-  const offsets = openOffsetStore(stores, cfg);
+  const offsets = openOffsetStore(stores, cfg, new LineLogger());
   expect(offsets).toBeInstanceOf(ZooKeeperOffsetStore);
   await offsets.commit("g", [{ topic: "t", partition: 0, committed }]);
   const observer = await ZooKeeperClient.connect(server.connectString, {

@@ -8,6 +8,9 @@ const root = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "quill-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** An ISO-8601 UTC timestamp with milliseconds, as every broker log line starts. */
+const TIMESTAMP = String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`;
+
 /** Runs `bun src/main.ts …` as its own process, with only the given QUILL_ variables. */
 function quill(args: string[], env: Record<string, string> = {}) {
   const cleanEnv = Object.fromEntries(
@@ -134,8 +137,61 @@ describe("quill (source, as a process)", () => {
       "zookeeper.connection.timeout.ms=500",
     ]);
     expect(code).toBe(1);
-    expect(stderr).toContain("quill: cannot reach ZooKeeper at 127.0.0.1:1 within 500 ms");
+    expect(stderr).toMatch(
+      new RegExp(
+        `^${TIMESTAMP} ERROR \\[Broker\\] cannot reach ZooKeeper at 127.0.0.1:1 within 500`,
+        "m",
+      ),
+    );
   });
+
+  test("every broker line has a timestamp, level and component; json gives objects", async () => {
+    for (const format of ["text", "json"]) {
+      const dataDir = mkdtempSync(join(dir, "log-format-"));
+      const proc = Bun.spawn(
+        [
+          process.execPath,
+          join(root, "src", "main.ts"),
+          "serve",
+          "--listen",
+          "127.0.0.1:0",
+          "--data-dir",
+          dataDir,
+          "--set",
+          `log.format=${format}`,
+          "--set",
+          "no.such.key=1",
+        ],
+        { stderr: "pipe" },
+      );
+      let text = "";
+      const reader = proc.stderr.getReader();
+      while (!text.includes("listening on")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += new TextDecoder().decode(value);
+      }
+      proc.kill("SIGTERM");
+      for (let r = await reader.read(); !r.done; r = await reader.read())
+        text += new TextDecoder().decode(r.value);
+      expect(await proc.exited).toBe(0);
+      const lines = text.trimEnd().split("\n");
+      expect(lines.length).toBeGreaterThanOrEqual(4); // warning, listening, signal, stopped
+      for (const line of lines) {
+        if (format === "text") {
+          expect(line).toMatch(new RegExp(`^${TIMESTAMP} (DEBUG|INFO|WARN|ERROR) \\[\\w+\\] \\S`));
+        } else {
+          const o = JSON.parse(line);
+          expect(new Date(o.ts).toISOString()).toBe(o.ts);
+          expect(["INFO", "WARN", "ERROR"]).toContain(o.level);
+          expect(typeof o.component).toBe("string");
+          expect(typeof o.msg).toBe("string");
+        }
+      }
+      expect(text).toContain("no.such.key");
+      expect(text).toContain("stopped cleanly");
+    }
+  }, 30_000);
 
   test("--print-config shows flag > env > file > default, and warns about unknown keys", () => {
     const file = join(dir, "server.properties");

@@ -5,6 +5,7 @@
  * offset, offsets strictly increase (no duplicates), the log end is unchanged, and every key's
  * last record is the one produced last (its latest value, or its tombstone).
  */
+
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -15,6 +16,7 @@ import type { StoredRecord } from "../storage/cleaner-support.ts";
 import { readAllRecords } from "../storage/cleaner-support.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
+import { LineLogger } from "../support/line-logger.ts";
 
 const TOPIC = "compacted";
 const KILLS = 20;
@@ -97,7 +99,7 @@ function recordsIn(dataDir: string): StoredRecord[] {
   const lines: string[] = [];
   const manager = LogManager.open({
     logDirs: [dataDir],
-    logger: (l) => lines.push(l),
+    logger: new LineLogger(lines),
     configForTopic: () => ({ ...DEFAULT_LOG_CONFIG, cleanupPolicy: "compact" }),
   });
   try {

@@ -43,7 +43,7 @@ async function consume(topic: string, format: string): Promise<string> {
 
 describe("dist/quill serve as the broker", () => {
   test("prints its listening line and answers kcat -L", async () => {
-    expect(broker.stderrText).toMatch(/quill: broker 0 listening on 127\.0\.0\.1:\d+/);
+    expect(broker.stderrText).toMatch(/Z INFO \[Broker\] broker 0 listening on 127\.0\.0\.1:\d+/);
     const listing = stdoutText(await kcatOk(broker.bootstrap, ["-L"]));
     expect(listing).toContain(`broker 0 at ${broker.bootstrap} (controller)`);
   }, 30_000);

@@ -3,6 +3,7 @@
  * when a live broker holds the id, waiting out a crashed predecessor's session, and
  * registering again after this broker's own session expired.
  */
+
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:net";
 import {
@@ -12,6 +13,7 @@ import {
 } from "../../src/metadata/broker-registration.ts";
 import { encodeBrokerRegistration } from "../../src/metadata/kafka-znodes.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "../zookeeper/tcp-proxy.ts";
 
@@ -56,11 +58,7 @@ async function listener(): Promise<{ server: Server; port: number }> {
 }
 
 function options(port: number, lines: string[], extra: Partial<BrokerRegistrationOptions> = {}) {
-  const log = {
-    info: (m: string) => lines.push(`INFO ${m}`),
-    warn: (m: string) => lines.push(`WARN ${m}`),
-    error: (m: string) => lines.push(`ERROR ${m}`),
-  };
+  const log = new LineLogger(lines);
   return { brokerId: 1, host: "127.0.0.1", port, rack: null, expiryWaitMs: 10_000, log, ...extra };
 }
 

@@ -3,11 +3,13 @@
  * Kafka's layout, what others write shows up through watches, conditional writes lose cleanly
  * to concurrent writers, and an unavailable ZooKeeper gives retriable errors, never a hang.
  */
+
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import type { TopicRecord } from "../../src/metadata/metadata-store.ts";
 import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-store.ts";
 import { ErrorCode, isRetriable, KafkaError } from "../../src/protocol/errors.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "../zookeeper/tcp-proxy.ts";
 
@@ -56,7 +58,7 @@ interface OpenedStore {
 async function openStore(connectString: string, deleteTopicEnable = true): Promise<OpenedStore> {
   const zk = await client(connectString);
   const logLines: string[] = [];
-  const log = { info: (m: string) => logLines.push(m), warn: (m: string) => logLines.push(m) };
+  const log = new LineLogger(logLines);
   const store = await ZooKeeperMetadataStore.open(zk, {
     requestTimeoutMs: 1_000,
     deleteTopicEnable,

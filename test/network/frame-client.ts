@@ -114,18 +114,7 @@ export function requestBody(correlationId: number, argument: number, paddingByte
 }
 
 /** A logger that records lines, to assert on how many were written. */
-export class RecordingLogger {
-  readonly lines: string[] = [];
-  info(message: string): void {
-    this.lines.push(`INFO ${message}`);
-  }
-  warn(message: string): void {
-    this.lines.push(`WARN ${message}`);
-  }
-  error(message: string): void {
-    this.lines.push(`ERROR ${message}`);
-  }
-}
+export { LineLogger as RecordingLogger } from "../support/line-logger.ts";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

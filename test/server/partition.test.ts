@@ -3,6 +3,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { Partition, type PartitionLeadership } from "../../src/server/partition.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batch, removeDir, tempDir } from "../storage/helpers.ts";
 
 const cleanups: (() => void)[] = [];
@@ -12,7 +13,7 @@ afterEach(() => {
 
 function openLog(): UnifiedLog {
   const dir = tempDir("quill-partition-");
-  const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
+  const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
   cleanups.push(() => {
     logs.close();
     removeDir(dir);

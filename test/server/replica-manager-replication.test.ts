@@ -4,6 +4,7 @@
  * ISR shrink and expansion through an AlterIsr that commits like the controller does, roles and
  * leader epochs from becomeLeaderOrFollower. The network path is in replication.test.ts.
  */
+
 import { afterEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -19,6 +20,7 @@ import { MetadataCache } from "../../src/server/metadata-cache.ts";
 import type { AlterIsr, PartitionLeadership } from "../../src/server/partition.ts";
 import { ReplicaManager } from "../../src/server/replica-manager.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { readRanges } from "../storage/helpers.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -47,7 +49,7 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   const store = LocalMetadataStore.open(dir);
   const self = { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null };
   const cache = new MetadataCache(store, self, config);
-  const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
+  const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
   const admin = new AdminManager(config, () => [0], store, cache, logs);
   const topic = {
     name: "t",
@@ -64,7 +66,7 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
     partitionEpoch++;
     return Promise.resolve({ errorCode: ErrorCode.NONE, leaderEpoch, partitionEpoch, isr: newIsr });
   };
-  const rm = new ReplicaManager(logs, cache, { alterIsr, logger: () => {} });
+  const rm = new ReplicaManager(logs, cache, { alterIsr, logger: SILENT_LOGGER });
   cleanups.push(async () => {
     await rm.shutdown();
     logs.close();

@@ -11,6 +11,7 @@ import { AdminManager } from "../../src/server/admin-manager.ts";
 import { MetadataCache } from "../../src/server/metadata-cache.ts";
 import { ReplicaManager } from "../../src/server/replica-manager.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -26,7 +27,7 @@ async function setUp(partitions = 2) {
     { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null },
     config,
   );
-  const logs = LogManager.open({ logDirs: [dir], logger: () => {} });
+  const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
   const admin = new AdminManager(config, () => [0], store, cache, logs);
   await admin.createTopic(
     { name: "t", numPartitions: partitions, replicationFactor: -1, assignments: [], configs: [] },

@@ -14,6 +14,7 @@ import type { CompressionPolicy } from "../../src/storage/compression-policy.ts"
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { removeDir, tempDir } from "./helpers.ts";
 
 let root: string;
@@ -27,7 +28,7 @@ function open(compression: CompressionPolicy) {
     recoveryPoint: 0n,
     logStartOffset: 0n,
     cleanShutdown: true,
-    env: { pool: new OpenFilePool(64), logger: () => {}, maxSegmentsPerLog: 1000 },
+    env: { pool: new OpenFilePool(64), logger: SILENT_LOGGER, maxSegmentsPerLog: 1000 },
   });
 }
 

@@ -4,11 +4,13 @@
  * is reopened (recovering it) and must hold every batch reported flushed, byte-identical (same
  * CRC), and read cleanly through the fetch path from its start to its end.
  */
+
 import { afterAll, expect, test } from "bun:test";
 import * as path from "node:path";
 import { verifyBatchCrc } from "../../src/protocol/record-batch.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { readBytes, removeDir, tempDir } from "./helpers.ts";
 
 const TRIALS = 20;
@@ -80,7 +82,7 @@ test(`kill -9 at random moments, ${TRIALS} trials: flushed batches survive`, asy
   for (let trial = 0; trial < TRIALS; trial++) {
     const report = await runWriterAndKill(trial + 1, 30 + Math.floor(Math.random() * 250));
     expect(report.flushedOffset).toBeGreaterThan(0n);
-    const manager = LogManager.open({ logDirs: [dir], logger: () => {} });
+    const manager = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
     const log = manager.getLog("crash", 0)!;
     expect(log.logEndOffset).toBeGreaterThanOrEqual(report.flushedOffset);
     const stored = readWholeLog(log);

@@ -3,12 +3,14 @@
  * was written before is intact, and appends work again once space returns. Needs a tiny tmpfs,
  * so it mounts one (root only); without privileges it is skipped with a loud message.
  */
+
 import { afterAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
 import { verifyBatchCrc } from "../../src/protocol/record-batch.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batch, batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
 const mountPoint = tempDir("quill-full-disk-");
@@ -30,7 +32,7 @@ test.skipIf(!mounted)("a full disk fails appends cleanly; appends resume with sp
   const manager = LogManager.open({
     logDirs: [`${mountPoint}/data`],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 256 * 1024, indexIntervalBytes: 4096 },
-    logger: () => {},
+    logger: SILENT_LOGGER,
   });
   const log = manager.getOrCreateLog("full", 0);
   let error: unknown = null;
@@ -72,7 +74,7 @@ test.skipIf(!mounted)("a full disk fails appends cleanly; appends resume with sp
   const result = log.appendAsLeader(batch(16, { valueBytes: 1000 }), -1);
   expect(result.baseOffset).toBe(BigInt(appended * 16));
   manager.close();
-  const reopened = LogManager.open({ logDirs: [`${mountPoint}/data`], logger: () => {} });
+  const reopened = LogManager.open({ logDirs: [`${mountPoint}/data`], logger: SILENT_LOGGER });
   expect(reopened.getLog("full", 0)!.logEndOffset).toBe(BigInt((appended + 1) * 16));
   reopened.close();
 });

@@ -3,13 +3,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { HIGH_WATERMARK_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batch, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
 beforeEach(() => (dir = tempDir("quill-hw-")));
 afterEach(() => removeDir(dir));
 
-const open = () => LogManager.open({ logDirs: [dir], logger: () => {} });
+const open = () => LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
 const checkpointText = () =>
   fs.readFileSync(path.join(dir, HIGH_WATERMARK_CHECKPOINT_FILE), "utf8");
 

@@ -5,11 +5,12 @@ import {
   LEADER_EPOCH_CHECKPOINT_FILE,
   LeaderEpochFileCache,
 } from "../../src/storage/leader-epoch-file-cache.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
 const lines: string[] = [];
-const logger = (line: string) => lines.push(line);
+const logger = new LineLogger(lines);
 beforeEach(() => {
   dir = tempDir("quill-epochs-");
   lines.length = 0;

@@ -10,6 +10,7 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { CLEANER_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import type { KeyedRecord } from "./cleaner-support.ts";
 import { keyedBatch, latestByKey, readAllBatches, readAllRecords } from "./cleaner-support.ts";
 import { removeDir, tempDir } from "./helpers.ts";
@@ -25,7 +26,7 @@ function open(config: Partial<LogConfig> = {}, cleaner: Partial<LogCleanerConfig
   manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, ...COMPACT, ...config },
-    logger: (l) => lines.push(l),
+    logger: new LineLogger(lines),
     cleaner: { dedupeBufferBytes: 1 << 20, ...cleaner },
   });
   return manager;

@@ -10,6 +10,8 @@ import {
   RECOVERY_POINT_CHECKPOINT_FILE,
 } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { keyedBatch } from "./cleaner-support.ts";
 import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 
@@ -22,7 +24,7 @@ function open(config: Partial<LogConfig> = {}, extra: { retentionCheckIntervalMs
   manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 1000, ...config },
-    logger: (l) => lines.push(l),
+    logger: new LineLogger(lines),
     ...extra,
   });
   return manager;
@@ -138,7 +140,7 @@ describe("background flush and checkpoints", () => {
       defaultConfig: { ...DEFAULT_LOG_CONFIG, flushMs: 20 },
       flushCheckIntervalMs: 5,
       checkpointIntervalMs: 5,
-      logger: () => {},
+      logger: SILENT_LOGGER,
     });
     const log = manager.getOrCreateLog("t", 1);
     manager.startBackgroundTasks();
@@ -170,7 +172,7 @@ describe("log management", () => {
     fs.mkdirSync(path.join(dir, "old-0.abc123-delete"));
     const second = tempDir();
     lines = [];
-    manager = LogManager.open({ logDirs: [dir, second], logger: (l) => lines.push(l) });
+    manager = LogManager.open({ logDirs: [dir, second], logger: new LineLogger(lines) });
     for (let p = 0; p < 4; p++) manager.getOrCreateLog("spread", p);
     expect(fs.readdirSync(second).filter((n) => n.startsWith("spread"))).toHaveLength(2);
     await Bun.sleep(20);

@@ -6,6 +6,7 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { CLEAN_SHUTDOWN_FILE, LogManager } from "../../src/storage/log-manager.ts";
 import { RECOVERY_POINT_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { batch, batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
@@ -16,7 +17,7 @@ const stem = (base: bigint) => base.toString().padStart(20, "0");
 
 function open(): UnifiedLog {
   lines = [];
-  const logger = (l: string) => lines.push(l);
+  const logger = new LineLogger(lines);
   manager = LogManager.open({ logDirs: [dir], defaultConfig: config, logger });
   return manager.getOrCreateLog("events", 3);
 }

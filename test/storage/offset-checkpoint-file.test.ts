@@ -4,6 +4,7 @@ import {
   readOffsetCheckpoint,
   writeOffsetCheckpoint,
 } from "../../src/storage/offset-checkpoint-file.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
@@ -19,7 +20,7 @@ test("writes Kafka's text format atomically and reads it back", () => {
   expect(fs.readFileSync(file, "utf8")).toBe("0\n2\norders 0 1200\nmy-topic 11 7\n");
   expect(fs.existsSync(`${file}.tmp`)).toBe(false);
   const lines: string[] = [];
-  const offsets = readOffsetCheckpoint(file, (l) => lines.push(l));
+  const offsets = readOffsetCheckpoint(file, new LineLogger(lines));
   expect(offsets).toEqual(
     new Map([
       ["orders-0", 1200n],
@@ -31,10 +32,10 @@ test("writes Kafka's text format atomically and reads it back", () => {
 
 test("a missing or malformed file reads as empty, and says so", () => {
   const lines: string[] = [];
-  expect(readOffsetCheckpoint(`${dir}/none`, (l) => lines.push(l)).size).toBe(0);
+  expect(readOffsetCheckpoint(`${dir}/none`, new LineLogger(lines)).size).toBe(0);
   for (const bad of ["1\n0\n", "0\n2\nt 0 5\n", "0\n1\nt zero 5\n"]) {
     fs.writeFileSync(`${dir}/bad`, bad);
-    expect(readOffsetCheckpoint(`${dir}/bad`, (l) => lines.push(l)).size).toBe(0);
+    expect(readOffsetCheckpoint(`${dir}/bad`, new LineLogger(lines)).size).toBe(0);
   }
   expect(lines).toHaveLength(3);
 });

@@ -14,6 +14,7 @@ import {
   listSnapshotOffsets,
 } from "../../src/storage/producer-state-snapshot.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
 let root: string;
@@ -29,7 +30,7 @@ function open(opts: { clean?: boolean; config?: Partial<LogConfig>; expirationMs
     recoveryPoint: 0n,
     logStartOffset: 0n,
     cleanShutdown: opts.clean ?? true,
-    env: { pool: new OpenFilePool(64), logger: (l) => lines.push(l), maxSegmentsPerLog: 1000 },
+    env: { pool: new OpenFilePool(64), logger: new LineLogger(lines), maxSegmentsPerLog: 1000 },
     producerIdExpirationMs: opts.expirationMs,
   });
 }
@@ -277,7 +278,7 @@ describe("limits", () => {
       name: "events-0",
       expirationMs: 1e12,
       maxProducers: 3,
-      logger: (l) => lines.push(l),
+      logger: new LineLogger(lines),
     });
     const batch = (producerId: bigint, offset: bigint, timestampMs: bigint) => ({
       producerId,

@@ -4,6 +4,7 @@
  * step of the swap leaves. Loading the copy must give the dirty log back (before the swap
  * point) or exactly the cleaned one (after it).
  */
+
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -11,6 +12,7 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import { segmentFilePaths } from "../../src/storage/log-segment.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import type { StoredRecord } from "./cleaner-support.ts";
 import { keyedBatch, readAllRecords } from "./cleaner-support.ts";
 import { readRanges, removeDir, tempDir } from "./helpers.ts";
@@ -24,7 +26,7 @@ function open(dir: string): LogManager {
   const manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: config,
-    logger: (l) => lines.push(l),
+    logger: new LineLogger(lines),
     cleaner: { dedupeBufferBytes: 1 << 20 },
   });
   managers.push(manager);

@@ -8,6 +8,7 @@ import type { LogConfig } from "../../src/storage/log-config.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { LineLogger } from "../support/line-logger.ts";
 import { batch, removeDir, tempDir } from "./helpers.ts";
 
 let root: string;
@@ -23,7 +24,7 @@ function open(opts: { clean?: boolean; config?: Partial<LogConfig> } = {}) {
     recoveryPoint: 0n,
     logStartOffset: 0n,
     cleanShutdown: opts.clean ?? true,
-    env: { pool: new OpenFilePool(64), logger: (l) => lines.push(l), maxSegmentsPerLog: 1000 },
+    env: { pool: new OpenFilePool(64), logger: new LineLogger(lines), maxSegmentsPerLog: 1000 },
   });
   log.highWatermark = log.logEndOffset;
   return log;

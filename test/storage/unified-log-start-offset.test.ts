@@ -2,6 +2,7 @@
 // on real segment files: segments wholly below go at once, the one holding the offset stays,
 // the start never moves back nor past the high watermark, and a compacted log still drops what
 // lies below its start.
+
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
@@ -9,6 +10,7 @@ import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { DEFAULT_LOG_CONFIG, type LogConfig } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batch, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
@@ -18,7 +20,7 @@ function open(config: Partial<LogConfig> = {}): UnifiedLog {
   manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, ...config },
-    logger: () => {},
+    logger: SILENT_LOGGER,
   });
   return manager.getOrCreateLog("trim", 0);
 }

@@ -4,6 +4,7 @@ import type { LogConfig } from "../../src/storage/log-config.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
@@ -13,7 +14,7 @@ function open(config: Partial<LogConfig> = {}): UnifiedLog {
   manager = LogManager.open({
     logDirs: [dir],
     defaultConfig: { ...DEFAULT_LOG_CONFIG, ...config },
-    logger: () => {},
+    logger: SILENT_LOGGER,
   });
   return manager.getOrCreateLog("orders", 0);
 }

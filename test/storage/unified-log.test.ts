@@ -16,11 +16,12 @@ import {
   LATEST_TIMESTAMP,
   MAX_TIMESTAMP,
 } from "../../src/storage/unified-log.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import { batch, batchOffsets, readBytes, readRanges, removeDir, tempDir } from "./helpers.ts";
 
 let dir: string;
 let manager: LogManager;
-const silent = () => {};
+const silent = SILENT_LOGGER;
 
 function open(config: Partial<LogConfig> = {}): UnifiedLog {
   manager = LogManager.open({

@@ -6,8 +6,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrokerLogger, type RunningBroker, startBroker } from "../../src/broker/broker.ts";
+import { type RunningBroker, startBroker } from "../../src/broker/broker.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
+import { LineLogger } from "./line-logger.ts";
+
+export { LineLogger };
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
 
@@ -22,20 +25,6 @@ export function removeDir(dir: string): void {
 
 /** Extra config as `--set key=value` pairs, e.g. `{ "num.partitions": "6" }`. */
 export type Settings = Readonly<Record<string, string>>;
-
-/** A logger that keeps every line, so tests can count what the broker logged. */
-export class LineLogger implements BrokerLogger {
-  readonly lines: string[] = [];
-  info(message: string): void {
-    this.lines.push(`INFO ${message}`);
-  }
-  warn(message: string): void {
-    this.lines.push(`WARN ${message}`);
-  }
-  error(message: string): void {
-    this.lines.push(`ERROR ${message}`);
-  }
-}
 
 export interface InProcessBroker {
   readonly host: string;

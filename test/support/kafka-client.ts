@@ -4,6 +4,7 @@
  * port 0 with a temporary data dir. Raw requests let a test pin each API version, which real
  * clients never do.
  */
+
 import * as fs from "node:fs";
 import net from "node:net";
 import * as os from "node:os";
@@ -21,6 +22,7 @@ import {
 } from "../../src/protocol/generated/index.ts";
 import { Reader } from "../../src/protocol/reader.ts";
 import { Writer } from "../../src/protocol/writer.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 
 interface Pending {
   readonly apiKey: number;
@@ -150,8 +152,6 @@ export interface TestBroker {
   stop(): Promise<void>;
 }
 
-const quiet = { info: () => {}, warn: () => {}, error: () => {} };
-
 /**
  * Starts a real broker in this process on 127.0.0.1 port 0 with a temporary data dir.
  * `settings` are extra broker keys, e.g. `{ "delete.topic.enable": "false" }`.
@@ -166,7 +166,7 @@ export async function startTestBroker(
     ...Object.entries(settings).map(([key, value]) => ({ key, value, flag: "--set" })),
   ];
   const { config } = loadConfig({ flags });
-  const broker = await startBroker(config, quiet);
+  const broker = await startBroker(config, SILENT_LOGGER);
   return {
     dataDir,
     port: broker.port,
