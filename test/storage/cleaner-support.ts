@@ -7,6 +7,7 @@ import {
   buildRecordBatch,
   decodeRecords,
   readBatchHeader,
+  verifyBatchCrc,
 } from "../../src/protocol/record-batch.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { readBytes } from "./helpers.ts";
@@ -72,6 +73,8 @@ export function readAllBatches(log: UnifiedLog): StoredBatch[] {
       const header = readBatchHeader(bytes, at);
       const size = 12 + header.batchLength;
       const batchBytes = bytes.subarray(at, at + size);
+      // Cleaned batches are rewritten: every one read back must carry a correct CRC.
+      if (!verifyBatchCrc(batchBytes)) throw new Error(`CRC mismatch at ${header.baseOffset}`);
       const logAppend = (header.attributes & 0x08) !== 0;
       const records = decodeRecords(batchBytes).map((r) => ({
         offset: header.baseOffset + BigInt(r.offsetDelta),
