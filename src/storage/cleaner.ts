@@ -32,7 +32,9 @@ import {
   CLEANED_FILE_SUFFIX,
   deleteCleanedFiles,
   finishSwap,
+  fsyncDirectoryInBackground,
   markCleanedAsSwap,
+  SWAP_FILE_SUFFIX,
 } from "./segment-swap.ts";
 import type { Throttler } from "./throttler.ts";
 import { TIME_INDEX_ENTRY_BYTES } from "./time-index.ts";
@@ -194,13 +196,39 @@ export class Cleaner {
       const lastOld = group[group.length - 1];
       const { atime, mtime } = fs.statSync(lastOld.file.filePath);
       fs.utimesSync(cleaned.file.filePath, atime, mtime);
-      if (!log.holdsSegments(group)) throw new CleaningAbortedError("retention removed a segment");
+      this.checkGroupIsThere(log, group);
     } catch (error) {
       cleaned.close();
-      deleteCleanedFiles(log.dir, base);
+      deleteCleanedFiles(log.dir, base, CLEANED_FILE_SUFFIX);
       throw error;
     }
-    swapIn(log, group);
+    await this.swapIn(log, group, guard);
+  }
+
+  private checkGroupIsThere(log: UnifiedLog, group: readonly LogSegment[]): void {
+    if (!log.holdsSegments(group)) throw new CleaningAbortedError("retention removed a segment");
+  }
+
+  /**
+   * Steps 2-4 of segment-swap.ts. The directory fsyncs run on the thread pool; steps 3 and 4 and
+   * the segment list update happen in one synchronous stretch, so no request sees a half-swapped
+   * log.
+   */
+  private async swapIn(log: UnifiedLog, group: readonly LogSegment[], guard: () => void) {
+    const base = group[0].baseOffset;
+    markCleanedAsSwap(log.dir, base);
+    try {
+      await fsyncDirectoryInBackground(log.dir);
+      guard();
+      this.checkGroupIsThere(log, group);
+    } catch (error) {
+      deleteCleanedFiles(log.dir, base, SWAP_FILE_SUFFIX);
+      throw error;
+    }
+    replaceGroup(log, group);
+    void fsyncDirectoryInBackground(log.dir).catch((error: unknown) =>
+      log.logLine(`fsync after a cleaner swap failed: ${String(error)}`),
+    );
   }
 }
 
@@ -315,13 +343,12 @@ class CleanedOutput {
   }
 }
 
-/** Steps 2-4 of segment-swap.ts, synchronously, so no request sees a half-swapped log. */
-function swapIn(log: UnifiedLog, group: readonly LogSegment[]): void {
+/** Steps 3 and 4 of segment-swap.ts and the segment list update, synchronously. */
+function replaceGroup(log: UnifiedLog, group: readonly LogSegment[]): void {
   const base = group[0].baseOffset;
   const sealed = log.sealedSegments();
   const after = sealed[sealed.indexOf(group[group.length - 1]) + 1];
   const nextOffset = after?.baseOffset ?? log.activeSegmentBaseOffset;
-  markCleanedAsSwap(log.dir, base);
   for (const old of group) {
     void old
       .delete()

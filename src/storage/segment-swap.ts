@@ -30,22 +30,37 @@ export const SWAP_FILE_SUFFIX = ".swap";
 /** A live segment file (producer snapshots, also named by offset, are not touched). */
 const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex)$/;
 
-/** Step 2: `.cleaned` -> `.swap`, the log file last. */
+/**
+ * Step 2: `.cleaned` -> `.swap`, the log file last. The caller makes it durable (directory
+ * fsync, fsyncDirectoryInBackground) before step 3.
+ */
 export function markCleanedAsSwap(dir: string, baseOffset: bigint): void {
   renameSegmentFiles(dir, baseOffset, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX);
-  fsyncDirectory(dir);
 }
 
-/** Step 4: `.swap` -> final names, the log file last. */
+/**
+ * Step 4: `.swap` -> final names, the log file last. Until a directory fsync makes the renames
+ * durable a crash leaves the `.swap` files, which the loader finishes.
+ */
 export function finishSwap(dir: string, baseOffset: bigint): void {
   renameSegmentFiles(dir, baseOffset, SWAP_FILE_SUFFIX, "");
-  fsyncDirectory(dir);
 }
 
-/** Removes a `.cleaned` output that will not be swapped in (an aborted cleaning). */
-export function deleteCleanedFiles(dir: string, baseOffset: bigint): void {
-  for (const p of segmentFilePaths(dir, baseOffset, CLEANED_FILE_SUFFIX)) {
-    fs.rmSync(p, { force: true });
+/**
+ * Removes a cleaned output that will not be swapped in (an aborted cleaning), under `suffix`
+ * `.cleaned` or `.swap`; the log file first, so a crash midway leaves only stray index files.
+ */
+export function deleteCleanedFiles(dir: string, baseOffset: bigint, suffix: string): void {
+  for (const p of segmentFilePaths(dir, baseOffset, suffix)) fs.rmSync(p, { force: true });
+}
+
+/** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */
+export async function fsyncDirectoryInBackground(dir: string): Promise<void> {
+  const handle = await fs.promises.open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
@@ -84,6 +99,7 @@ export function recoverInterruptedSwaps(dir: string, logger: Logger): number {
       fs.rmSync(path.join(dir, name), { force: true });
     }
     finishSwap(dir, baseOffset);
+    fsyncDirectory(dir);
     logger.info(
       `${dir}: finished the interrupted swap of segment ${baseOffset}` +
         ` (offsets ${baseOffset}..${nextOffset - 1n})`,
