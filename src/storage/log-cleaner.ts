@@ -138,6 +138,7 @@ export class LogCleaner {
     if (target === null) return null;
     const { log } = target;
     const startedMs = performance.now();
+    this.throttler.restartPeriod();
     const cleaner = new Cleaner({
       map: this.offsetMap(),
       throttler: this.throttler,

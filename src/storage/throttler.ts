@@ -22,6 +22,15 @@ export class Throttler {
     this.periodStartMs = nowMs();
   }
 
+  /**
+   * Starts a new measuring period, so time spent idle between cleanings does not count as slow
+   * I/O and let the next cleaning run unthrottled at first.
+   */
+  restartPeriod(): void {
+    this.periodStartMs = this.nowMs();
+    this.observedSoFar = 0;
+  }
+
   async maybeThrottle(observed: number): Promise<void> {
     if (!Number.isFinite(this.desiredRatePerSec)) return;
     this.observedSoFar += observed;

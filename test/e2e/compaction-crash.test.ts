@@ -25,7 +25,7 @@ const CLEANING = {
   "log.cleaner.backoff.ms": "50",
   "log.cleaner.io.buffer.size": "4096",
   // Slow enough that a cleaning spans seconds, so random kills land inside it.
-  "log.cleaner.io.max.bytes.per.second": "500000",
+  "log.cleaner.io.max.bytes.per.second": "1000000",
 };
 
 let root: string;
