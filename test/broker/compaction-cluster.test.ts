@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
 import type { StoredRecord } from "../storage/cleaner-support.ts";
 import { readAllRecords } from "../storage/cleaner-support.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -105,7 +106,7 @@ test("every replica cleans its own log; followers keep replicating", async () =>
 function recordsIn(dataDir: string): StoredRecord[] {
   const manager = LogManager.open({
     logDirs: [dataDir],
-    logger: () => {},
+    logger: SILENT_LOGGER,
     configForTopic: () => ({ ...DEFAULT_LOG_CONFIG, cleanupPolicy: "compact" }),
   });
   try {
