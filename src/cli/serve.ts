@@ -117,7 +117,7 @@ export async function serve(argv: readonly string[], start: StartBroker): Promis
   if (warning !== null) log.warn(warning);
   for (const line of exposureWarnings(config)) log.warn(line);
   try {
-    return await runUntilSignal(() => start(config, log), log);
+    return await runUntilSignal(() => start(config, log), config, log);
   } catch (error) {
     // ZooKeeper unreachable, or the broker id taken: the operator's to fix, not a Quill bug.
     if (!(error instanceof ClusterStartupError)) throw error;
@@ -162,6 +162,18 @@ function propertiesText(config: BrokerConfig): string {
 
 const STOP_SIGNALS = ["SIGTERM", "SIGINT"] as const;
 
+/**
+ * The most a stop may take: controlled shutdown (at most one ZooKeeper session timeout), then
+ * 30 s for the rest (the controller's last task 5 s, the request drain 10 s, deregistration
+ * and closing the ZooKeeper session a few seconds each), whatever ZooKeeper and the other
+ * brokers do. README, Current limits, documents it.
+ */
+export function shutdownBoundMs(config: BrokerConfig): number {
+  return config["zookeeper.connect"] === null
+    ? 30_000
+    : config["zookeeper.session.timeout.ms"] + 30_000;
+}
+
 /** SIGHUP: TLS listeners take new certificates; a bad file is reported and changes nothing. */
 function reloadCertificates(broker: RunningBroker, log: Logger): void {
   if (broker.reloadCertificates === undefined) return;
@@ -185,6 +197,7 @@ function reloadCertificates(broker: RunningBroker, log: Logger): void {
  */
 async function runUntilSignal(
   start: () => Promise<RunningBroker | null>,
+  config: BrokerConfig,
   log: Logger,
 ): Promise<number> {
   const { promise: signalled, resolve } = Promise.withResolvers<NodeJS.Signals>();
@@ -210,7 +223,15 @@ async function runUntilSignal(
     if (broker === null) return 0;
     started = broker;
     log.info(`${await signalled} received, stopping`);
+    const boundMs = shutdownBoundMs(config);
+    // The last resort: each step of stop() has its own bound, so this fires only on a bug.
+    const watchdog = setTimeout(() => {
+      log.error(`stop did not finish within ${boundMs} ms; exiting without a clean shutdown`);
+      process.exit(1);
+    }, boundMs);
+    watchdog.unref();
     await broker.stop();
+    clearTimeout(watchdog);
     return 0;
   } finally {
     for (const s of STOP_SIGNALS) process.off(s, onSignal);

@@ -111,6 +111,8 @@ interface ActiveState {
 
 /** Pause before a failed election or reconciliation is tried again. */
 const RETRY_DELAY_MS = 500;
+/** How long a stopping controller lets its running task finish (see close). */
+export const CLOSE_WAIT_MS = 5_000;
 /** State writes in flight at once while reconciling. */
 const WRITE_CONCURRENCY = 64;
 
@@ -159,7 +161,15 @@ export class KafkaController {
     if (this.closed) return;
     this.closed = true;
     this.unsubscribe();
-    await this.queue;
+    // Brokers stopping at the same time would have their requests retried for as long as they
+    // stay down, and a task may wait on a ZooKeeper that is gone: abandon the requests, and
+    // give the running task a bounded time before resigning under it.
+    this.active?.channels.close();
+    const waited = await Promise.race([
+      this.queue.then(() => true),
+      Bun.sleep(CLOSE_WAIT_MS).then(() => false),
+    ]);
+    if (!waited) this.options.log.warn(`controller task still running after ${CLOSE_WAIT_MS} ms`);
     this.resign("broker stopping");
   }
 
