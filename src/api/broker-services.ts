@@ -3,6 +3,7 @@ import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
+import type { SaslAuthenticator } from "../security/sasl-authenticator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
@@ -29,6 +30,8 @@ export interface BrokerServices {
   readonly advertisedHost: string;
   readonly advertisedPort: number;
   readonly metadataCache: MetadataCache;
+  /** SASL listeners' mechanisms and exchanges, and the SCRAM credential store. */
+  readonly saslAuthenticator: SaslAuthenticator | null;
   readonly replicaManager: ReplicaManager;
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */

@@ -15,6 +15,8 @@ export interface RequestContext {
   readonly apiVersion: number;
   readonly conn: ConnectionContext;
   readonly broker: BrokerServices;
+  /** Set by a handler whose response must be the connection's last (failed SASL). */
+  closeAfterResponse?: boolean;
 }
 
 /** The response body to encode, or null for no response at all (produce with acks=0). */

@@ -15,6 +15,7 @@ import { leaveGroupHandler } from "./13-leave-group.ts";
 import { syncGroupHandler } from "./14-sync-group.ts";
 import { describeGroupsHandler } from "./15-describe-groups.ts";
 import { listGroupsHandler } from "./16-list-groups.ts";
+import { saslHandshakeHandler } from "./17-sasl-handshake.ts";
 import { apiVersionsHandler } from "./18-api-versions.ts";
 import { createTopicsHandler } from "./19-create-topics.ts";
 import { deleteTopicsHandler } from "./20-delete-topics.ts";
@@ -28,6 +29,7 @@ import { writeTxnMarkersHandler } from "./27-write-txn-markers.ts";
 import { txnOffsetCommitHandler } from "./28-txn-offset-commit.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
+import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
@@ -45,11 +47,13 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   fetchHandler,
   listOffsetsHandler,
   metadataHandler,
+  saslHandshakeHandler,
   apiVersionsHandler,
   createTopicsHandler,
   deleteTopicsHandler,
   deleteRecordsHandler,
   describeConfigsHandler,
+  saslAuthenticateHandler,
   alterConfigsHandler,
   createPartitionsHandler,
   incrementalAlterConfigsHandler,

@@ -12,7 +12,9 @@ import {
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
 import type { Logger } from "../util/logger.ts";
+import { SASL_RAW_TOKENS_STATE } from "./17-sasl-handshake.ts";
 import { supportedApiVersions } from "./18-api-versions.ts";
+import { rawSaslToken } from "./36-sasl-authenticate.ts";
 import type { BrokerServices } from "./broker-services.ts";
 import type { ApiHandler, RequestContext } from "./handler.ts";
 
@@ -36,6 +38,20 @@ const RESPONSE_SLAB_MIN_FREE_BYTES = 2 * 1024;
  * one exception: ApiVersions of an unsupported version is answered in v0 with UNSUPPORTED_VERSION,
  * so a newer client can learn which versions this broker speaks.
  */
+/** Raw SASL tokens (after SaslHandshake v0) have no header; this stands in for one. */
+const RAW_TOKEN_HEADER: RequestHeader = {
+  requestApiKey: ApiKey.SaslAuthenticate,
+  requestApiVersion: 0,
+  correlationId: -1,
+  clientId: null,
+};
+
+const SASL_PHASE_APIS: ReadonlySet<number> = new Set([
+  ApiKey.ApiVersions,
+  ApiKey.SaslHandshake,
+  ApiKey.SaslAuthenticate,
+]);
+
 export class RequestDispatcher implements RequestHandler {
   private readonly byKey = new Map<number, ApiHandler>();
   private slab = new Writer(RESPONSE_SLAB_BYTES);
@@ -49,6 +65,10 @@ export class RequestDispatcher implements RequestHandler {
   }
 
   handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response {
+    if (!conn.authenticated && conn.state.get(SASL_RAW_TOKENS_STATE) === true) {
+      const ctx = { header: RAW_TOKEN_HEADER, apiVersion: 0, conn, broker: this.services() };
+      return rawSaslToken(frame, ctx);
+    }
     const r = new Reader(frame);
     let header: RequestHeader;
     try {
@@ -59,6 +79,10 @@ export class RequestDispatcher implements RequestHandler {
     const apiKey = header.requestApiKey;
     const apiVersion = header.requestApiVersion;
     const handler = this.byKey.get(apiKey);
+    // Kafka's SaslServerAuthenticator: before authentication only these requests are read.
+    if (!conn.authenticated && !SASL_PHASE_APIS.has(apiKey)) {
+      return this.refuse(conn, `unexpected request (API key ${apiKey}) before SASL authentication`);
+    }
     if (handler === undefined) {
       return this.refuse(conn, `unsupported API key ${apiKey} (version ${apiVersion})`);
     }
@@ -76,17 +100,19 @@ export class RequestDispatcher implements RequestHandler {
     const ctx: RequestContext = { header, apiVersion, conn, broker: this.services() };
     ctx.broker.metrics.recordRequest(apiKey);
     const result = handler.handle(request as never, ctx);
-    if (result instanceof Promise) return result.then((body) => this.respond(header, body));
-    return this.respond(header, result);
+    if (result instanceof Promise) {
+      return result.then((body) => this.respond(header, body, ctx.closeAfterResponse));
+    }
+    return this.respond(header, result, ctx.closeAfterResponse);
   }
 
-  private respond(header: RequestHeader, body: object | null): Response {
+  private respond(header: RequestHeader, body: object | null, closeAfter = false): Response {
     if (body === null) return null;
     const w = this.nextResponseWriter();
     const { requestApiKey: apiKey, requestApiVersion: apiVersion } = header;
     encodeResponseHeader(w, apiKey, apiVersion, header.correlationId);
     encodeResponse(apiKey, apiVersion, w, body);
-    return { chunks: w.finish() };
+    return closeAfter ? { chunks: w.finish(), closeAfter } : { chunks: w.finish() };
   }
 
   private nextResponseWriter(): Writer {

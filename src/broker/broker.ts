@@ -35,6 +35,7 @@ import {
   openOffsetStore,
   registerBroker,
 } from "./metadata-stores.ts";
+import { saslAuthenticatorFor } from "./sasl-setup.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -139,6 +140,7 @@ async function startSteps(
     advertisedHost: self.host,
     advertisedPort: self.port,
     metadataCache: cache,
+    saslAuthenticator: saslAuthenticatorFor(config, stores.zooKeeper),
     replicaManager,
     adminManager,
     groupCoordinator,

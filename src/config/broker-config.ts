@@ -23,6 +23,7 @@ import {
   SECURITY_PROTOCOLS,
   securityProtocolMap,
 } from "./listeners.ts";
+import { SASL_CONFIG_KEYS } from "./sasl-config-keys.ts";
 import { SSL_CONFIG_KEYS } from "./ssl-config-keys.ts";
 
 export const COMPRESSION_TYPES = [
@@ -425,6 +426,7 @@ export const BROKER_CONFIG_KEYS = {
     "How long to wait for a ZooKeeper connection; unset: zookeeper.session.timeout.ms.",
   ),
   ...SSL_CONFIG_KEYS,
+  ...SASL_CONFIG_KEYS,
 } satisfies Record<string, ConfigKey<unknown>>;
 
 export type BrokerConfigKey = keyof typeof BROKER_CONFIG_KEYS;

@@ -2,7 +2,19 @@ import type { BrokerConfig, BrokerConfigKey } from "./broker-config.ts";
 import { isSslConfigKey, SSL_CONFIG_KEYS, type SslConfigKey } from "./ssl-config-keys.ts";
 
 /** Keys Kafka lets an operator set for one listener with `listener.name.<listener>.`. */
-export const isPerListenerKey = (key: string): key is BrokerConfigKey => isSslConfigKey(key);
+export const isPerListenerKey = (key: string): key is BrokerConfigKey =>
+  isSslConfigKey(key) || key === "sasl.enabled.mechanisms";
+
+/** One mechanism's JAAS config on one listener (`listener.name.<l>.<mech>.sasl.jaas.config`). */
+export function jaasConfigFor(
+  config: BrokerConfig,
+  listenerName: string,
+  mechanism: string,
+): string | null {
+  const overrides = config.listenerOverrides?.get(listenerName);
+  const value = overrides?.get(`${mechanism.toLowerCase()}.sasl.jaas.config`);
+  return typeof value === "string" ? value : null;
+}
 
 export type SslSettings = { readonly [K in SslConfigKey]: BrokerConfig[K] };
 

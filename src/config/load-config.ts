@@ -13,6 +13,7 @@ import { ConfigError, type ConfigOrigin, invalidValue } from "./config-error.ts"
 import type { ConfigKey } from "./config-key.ts";
 import { isPerListenerKey } from "./listener-config.ts";
 import { parseProperties } from "./properties.ts";
+import { MECHANISM_JAAS_KEY } from "./sasl-config-keys.ts";
 import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
 
 /** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */
@@ -77,9 +78,9 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
   for (const setting of settings) {
     const perListener = perListenerKey(setting.key);
     if (perListener !== null) {
-      const { listenerName, key: k } = perListener;
+      const { listenerName, key: k, schemaKey } = perListener;
       const overrides = listenerOverrides.get(listenerName) ?? new Map<string, unknown>();
-      overrides.set(k, parseSetting(k, { ...setting, key: k }));
+      overrides.set(k, parseSetting(schemaKey, { ...setting, key: schemaKey }));
       listenerOverrides.set(listenerName, overrides);
     } else if (isBrokerConfigKey(setting.key)) {
       setValue(values, setting.key, parseSetting(setting.key, setting));
@@ -100,11 +101,22 @@ export function loadConfig(sources: ConfigSources): LoadedConfig {
 
 const PER_LISTENER_KEY = /^listener\.name\.([A-Za-z0-9_]+)\.(.+)$/;
 
-/** `listener.name.<listener>.<key>` for a key that may be set per listener, else null. */
-function perListenerKey(name: string): { listenerName: string; key: BrokerConfigKey } | null {
+/**
+ * `listener.name.<listener>.<key>` for a key that may be set per listener, else null. A
+ * mechanism's JAAS config (`plain.sasl.jaas.config`) is read as `sasl.jaas.config` and kept
+ * under its own name.
+ */
+function perListenerKey(
+  name: string,
+): { listenerName: string; key: string; schemaKey: BrokerConfigKey } | null {
   const match = PER_LISTENER_KEY.exec(name);
-  if (match === null || !isPerListenerKey(match[2]!)) return null;
-  return { listenerName: match[1]!.toUpperCase(), key: match[2]! };
+  if (match === null) return null;
+  const rest = match[2]!.toLowerCase();
+  const listenerName = match[1]!.toUpperCase();
+  if (MECHANISM_JAAS_KEY.test(rest))
+    return { listenerName, key: rest, schemaKey: "sasl.jaas.config" };
+  if (!isPerListenerKey(match[2]!)) return null;
+  return { listenerName, key: match[2]!, schemaKey: match[2]! };
 }
 
 function defaultValues(): BrokerConfigValues {

@@ -11,7 +11,12 @@ import { ConfigError } from "./config-error.ts";
  */
 
 /** The protocols a listener can speak in this build. */
-export const SUPPORTED_SECURITY_PROTOCOLS: ReadonlySet<string> = new Set(["PLAINTEXT", "SSL"]);
+export const SUPPORTED_SECURITY_PROTOCOLS: ReadonlySet<string> = new Set([
+  "PLAINTEXT",
+  "SSL",
+  "SASL_PLAINTEXT",
+  "SASL_SSL",
+]);
 
 /** Key prefixes that only mean something with TLS, SASL or delegation tokens. */
 const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token."] as const;

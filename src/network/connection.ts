@@ -35,6 +35,7 @@ export interface ConnectionOptions {
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly listenerName: string;
+  readonly securityProtocol: string;
   readonly handler: RequestHandler;
   readonly limits: NetworkLimits;
   readonly logger: Logger;
@@ -54,6 +55,8 @@ export class Connection implements ConnectionContext {
   readonly listenerName: string;
   /** Kafka's principal: `User:ANONYMOUS` until TLS or SASL names the client. */
   principal = "User:ANONYMOUS";
+  readonly securityProtocol: string;
+  authenticated: boolean;
   readonly state = new Map<string, unknown>();
   clientSoftware: string | null = null;
   closed = false;
@@ -81,6 +84,8 @@ export class Connection implements ConnectionContext {
     this.remoteAddress = options.remoteAddress;
     this.remotePort = options.remotePort;
     this.listenerName = options.listenerName;
+    this.securityProtocol = options.securityProtocol;
+    this.authenticated = !options.securityProtocol.startsWith("SASL_");
     this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes);
     this.writer = new ResponseWriter(socket, options.sendfileEnabled);
   }
@@ -109,6 +114,11 @@ export class Connection implements ConnectionContext {
       const index = this.closeListeners.indexOf(listener);
       if (index >= 0) this.closeListeners.splice(index, 1);
     };
+  }
+
+  authenticate(principal: string): void {
+    this.principal = principal;
+    this.authenticated = true;
   }
 
   /** Bun `data` event: the buffer is fresh per event, so the decoder may keep views of it. */
@@ -291,6 +301,10 @@ export class Connection implements ConnectionContext {
       this.endWhenIdle = true;
     } else {
       this.writer.enqueue(response.chunks);
+      if (response.closeAfter === true) {
+        this.discardResponses = true;
+        this.endWhenIdle = true;
+      }
     }
   }
 

@@ -44,6 +44,7 @@ export class ListenerServers {
           host: listener.host,
           port: listener.port,
           listenerName: listener.listenerName,
+          securityProtocol: listener.securityProtocol,
           handler,
           limits,
           logger,

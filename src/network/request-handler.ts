@@ -15,8 +15,12 @@ import type { RecordsChunk } from "../protocol/records.ts";
  *   onto the same buffer while its output may still be queued).
  * - `null`: no response at all (produce with acks=0); the next response keeps its order.
  * - `"close"`: close the connection once every earlier response has been written.
+ * - `closeAfter`: write this response, then close (a failed SASL authentication).
  */
-export type Response = { readonly chunks: readonly RecordsChunk[] } | null | "close";
+export type Response =
+  | { readonly chunks: readonly RecordsChunk[]; readonly closeAfter?: boolean }
+  | null
+  | "close";
 
 /** What a handler may know and keep about the connection a request arrived on. */
 export interface ConnectionContext {
@@ -34,6 +38,12 @@ export interface ConnectionContext {
    * until then. Connection-level log lines name it, as Kafka's request log and metrics do.
    */
   clientSoftware: string | null;
+  /** The listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. */
+  readonly securityProtocol: string;
+  /** SASL listeners: true once SaslAuthenticate succeeded; other listeners: always true. */
+  readonly authenticated: boolean;
+  /** Marks a SASL connection authenticated as `principal`. */
+  authenticate(principal: string): void;
   /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
   readonly state: Map<string, unknown>;
   /** True once the connection is closed: responses produced from now on are discarded. */

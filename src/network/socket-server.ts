@@ -23,6 +23,8 @@ export interface SocketServerOptions {
   readonly port: number;
   /** The listener's name, given to every connection; PLAINTEXT unless set. */
   readonly listenerName?: string;
+  /** The listener's protocol; SASL ones admit only SASL requests until authenticated. */
+  readonly securityProtocol?: string;
   /** Speak TLS with this key material and client-certificate policy (SSL, SASL_SSL). */
   readonly tls?: TlsServerConfig;
   readonly handler: RequestHandler;
@@ -187,6 +189,7 @@ export class SocketServer {
       remoteAddress: socket.remoteAddress,
       remotePort: socket.remotePort,
       listenerName: this.options.listenerName ?? "PLAINTEXT",
+      securityProtocol: this.options.securityProtocol ?? "PLAINTEXT",
       handler: this.options.handler,
       limits: this.limits,
       logger: this.options.logger,

@@ -1,0 +1,27 @@
+import { type ConfigKey, key, list, nullableKey } from "./config-key.ts";
+import { password } from "./ssl-config-keys.ts";
+
+/**
+ * Kafka's SASL keys for listeners of the SASL_PLAINTEXT and SASL_SSL protocols, each also
+ * settable per listener (`listener.name.<listener>.sasl.enabled.mechanisms`), and the JAAS
+ * config per listener and mechanism (`listener.name.<listener>.plain.sasl.jaas.config`).
+ */
+export const SASL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] as const;
+export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+
+export const SASL_CONFIG_KEYS = {
+  "sasl.enabled.mechanisms": key(
+    list("mechanisms", { allowed: SASL_MECHANISMS }),
+    [],
+    "SASL mechanisms a SASL listener offers (Kafka's default, GSSAPI, is not implemented: set " +
+      "it for every SASL listener).",
+  ),
+  "sasl.jaas.config": nullableKey(
+    password(),
+    "JAAS config of a SASL mechanism; on a broker it is set per listener and mechanism, " +
+      "`listener.name.<listener>.plain.sasl.jaas.config` (PLAIN's user_<name> entries).",
+  ),
+} satisfies Record<string, ConfigKey<unknown>>;
+
+/** `plain.sasl.jaas.config`: the per-mechanism part of a listener's JAAS key. */
+export const MECHANISM_JAAS_KEY = /^(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config$/;
