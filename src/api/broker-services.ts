@@ -26,9 +26,6 @@ export interface BrokerServices {
   readonly config: BrokerConfig;
   readonly brokerId: number;
   readonly clusterId: string;
-  /** What Metadata and FindCoordinator tell clients to connect to. */
-  readonly advertisedHost: string;
-  readonly advertisedPort: number;
   readonly metadataCache: MetadataCache;
   /** SASL listeners' mechanisms and exchanges, and the SCRAM credential store. */
   readonly saslAuthenticator: SaslAuthenticator | null;

@@ -137,8 +137,6 @@ async function startSteps(
     config,
     brokerId,
     clusterId: cache.clusterId,
-    advertisedHost: self.host,
-    advertisedPort: self.port,
     metadataCache: cache,
     saslAuthenticator: saslAuthenticatorFor(config, stores.zooKeeper),
     replicaManager,

@@ -67,7 +67,8 @@ export function refuseProtocol(key: string, value: string, source: string, proto
 
 function feature(key: string): string {
   if (key.startsWith("ssl.")) return "a TLS setting";
-  if (key.startsWith("sasl.") || key === "connections.max.reauth.ms") return "SASL authentication";
+  if (key.startsWith("sasl.")) return "a SASL setting";
+  if (key === "connections.max.reauth.ms") return "SASL re-authentication";
   if (key.startsWith("delegation.token.")) return "delegation tokens";
   if (key.startsWith("listener.name.")) return "per-listener security settings";
   if (key === "principal.builder.class" || key === "security.providers") {

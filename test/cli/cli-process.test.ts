@@ -91,7 +91,7 @@ describe("quill (source, as a process)", () => {
     const config = join(dir, "secure.properties");
     writeFileSync(
       config,
-      "listeners=PLAINTEXT://127.0.0.1:0\nsasl.enabled.mechanisms=SCRAM-SHA-512\n",
+      "listeners=PLAINTEXT://127.0.0.1:0\nauthorizer.class.name=kafka.security.authorizer.AclAuthorizer\n",
     );
     const { code, stdout, stderr } = quill([
       "serve",
@@ -102,9 +102,10 @@ describe("quill (source, as a process)", () => {
     ]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
     expect(stderr).toBe(
-      'quill: refusing to start: security config sasl.enabled.mechanisms="SCRAM-SHA-512" ' +
-        "(from secure.properties:2) asks for SASL authentication, which this build of Quill does not provide; " +
-        "remove it, or the broker would run unprotected\n",
+      "quill: refusing to start: security config " +
+        'authorizer.class.name="kafka.security.authorizer.AclAuthorizer" ' +
+        "(from secure.properties:2) asks for authorization (ACLs), which this build of Quill " +
+        "does not provide; remove it, or the broker would run unprotected\n",
     );
     expect(existsSync(join(dir, "never"))).toBe(false);
   });
