@@ -55,9 +55,6 @@ const fixed =
   (): T =>
     value;
 
-/** Kafka's Long.MAX_VALUE default, which never limits anything. */
-const NEVER = { inert: "9223372036854775807" };
-
 /** The topic keys whose behaviour is log storage and produce validation. */
 const STORAGE_KEYS = {
   "cleanup.policy": topicKey(
@@ -136,21 +133,18 @@ const STORAGE_KEYS = {
     ["log.message.timestamp.difference.max.ms"],
     (b) => b["log.message.timestamp.difference.max.ms"],
     "Deprecated: the before and after bounds when they are left at their default.",
-    NEVER,
   ),
   "message.timestamp.before.max.ms": topicKey(
     long({ min: 0n }),
     ["log.message.timestamp.before.max.ms"],
     (b) => b["log.message.timestamp.before.max.ms"],
     "CreateTime: refuse (INVALID_TIMESTAMP) a record this much older than the broker's clock.",
-    NEVER,
   ),
   "message.timestamp.after.max.ms": topicKey(
     long({ min: 0n }),
     ["log.message.timestamp.after.max.ms"],
     (b) => b["log.message.timestamp.after.max.ms"],
     "CreateTime: refuse (INVALID_TIMESTAMP) a record this far ahead of the broker's clock.",
-    NEVER,
   ),
   "min.insync.replicas": topicKey(
     int({ min: 1 }),

@@ -1,5 +1,10 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
-import { type TopicConfigOverrides, topicConfig } from "../config/topic-config.ts";
+import { LONG_MAX_AS_NUMBER } from "../config/config-key.ts";
+import {
+  type TopicConfig,
+  type TopicConfigOverrides,
+  topicConfig,
+} from "../config/topic-config.ts";
 import { type LogConfig, NEVER } from "../storage/log-config.ts";
 
 /**
@@ -17,6 +22,9 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
     retentionBytes: clampNever(t["retention.bytes"]),
     maxMessageBytes: t["max.message.bytes"],
     messageTimestampType: t["message.timestamp.type"],
+    // Kafka 3.9: a bound left at its default (Long.MAX_VALUE) takes difference.max.ms.
+    messageTimestampBeforeMaxMs: clampNever(orDifference(t["message.timestamp.before.max.ms"], t)),
+    messageTimestampAfterMaxMs: clampNever(orDifference(t["message.timestamp.after.max.ms"], t)),
     cleanupPolicy: t["cleanup.policy"].join(","),
     minCleanableDirtyRatio: t["min.cleanable.dirty.ratio"],
     deleteRetentionMs: clampNever(t["delete.retention.ms"]),
@@ -27,6 +35,9 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
     compressionType: t["compression.type"],
   });
 }
+
+const orDifference = (boundMs: number, t: TopicConfig): number =>
+  boundMs >= LONG_MAX_AS_NUMBER ? t["message.timestamp.difference.max.ms"] : boundMs;
 
 /** Long.MAX_VALUE-style "never" values are beyond 2^53; storage uses NEVER for them. */
 const clampNever = (n: number): number => Math.min(n, NEVER);

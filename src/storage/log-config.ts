@@ -36,6 +36,13 @@ export interface LogConfig {
   /** message.timestamp.type: LogAppendTime makes the broker stamp every batch it appends. */
   readonly messageTimestampType: TimestampTypeName;
   /**
+   * message.timestamp.before.max.ms / after.max.ms (falling back to the deprecated
+   * difference.max.ms): a CreateTime batch timestamped further from the broker's clock is
+   * refused with INVALID_TIMESTAMP. NEVER: no bound.
+   */
+  readonly messageTimestampBeforeMaxMs: number;
+  readonly messageTimestampAfterMaxMs: number;
+  /**
    * cleanup.policy: `delete` (retention by time and size), `compact` (the LogCleaner keeps the
    * latest record of every key) or both, comma-separated.
    */
@@ -65,6 +72,8 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   retentionBytes: -1,
   maxMessageBytes: 1024 * 1024 + 12,
   messageTimestampType: "CreateTime",
+  messageTimestampBeforeMaxMs: NEVER,
+  messageTimestampAfterMaxMs: NEVER,
   cleanupPolicy: "delete",
   minCleanableDirtyRatio: 0.5,
   deleteRetentionMs: 24 * 60 * 60 * 1000,

@@ -39,6 +39,35 @@ export interface ValidationInput {
   readonly segmentBytes: number;
   /** Non-null for LogAppendTime topics on the leader: the time to stamp. */
   readonly logAppendTimeMs: number | null;
+  /** CreateTime topics on the leader with a timestamp bound; null when nothing is bounded. */
+  readonly timestampBounds?: TimestampBounds | null;
+}
+
+/** The broker's clock and message.timestamp.before/after.max.ms, for CreateTime batches. */
+export interface TimestampBounds {
+  readonly nowMs: number;
+  readonly beforeMaxMs: number;
+  readonly afterMaxMs: number;
+}
+
+/** Where a batch header keeps its first timestamp. */
+const BASE_TIMESTAMP_AT = 27;
+
+/**
+ * Kafka checks every record's timestamp; Quill checks the batch's first and largest, which its
+ * header holds, so no record is decoded (a middle record older than the first passes).
+ */
+function checkTimestamps(view: DataView, position: number, maxTs: bigint, b: TimestampBounds) {
+  const low = BigInt(b.nowMs - b.beforeMaxMs);
+  const high = BigInt(b.nowMs + b.afterMaxMs);
+  for (const ts of [view.getBigInt64(position + BASE_TIMESTAMP_AT), maxTs]) {
+    if (ts !== -1n && (ts < low || ts > high)) {
+      throw new KafkaError(
+        ErrorCode.INVALID_TIMESTAMP,
+        "One or more records have been rejected due to invalid timestamp",
+      );
+    }
+  }
 }
 
 export interface ValidatedAppend {
@@ -144,6 +173,9 @@ function validateBatch(
   if (input.leaderEpoch === null) {
     const leaderEpoch = view.getInt32(position + PARTITION_LEADER_EPOCH_AT);
     return followerBatch(header, sizeBytes, nextOffset, leaderEpoch);
+  }
+  if (input.timestampBounds != null) {
+    checkTimestamps(view, position, header.maxTimestamp, input.timestampBounds);
   }
   // The base offset is the entry's first 8 bytes and the epoch follows the length; the CRC
   // covers neither.

@@ -37,13 +37,13 @@ import { applyCompressionPolicy } from "./compression-policy.ts";
 import { storageError } from "./durable-file.ts";
 import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 import type { LogConfig } from "./log-config.ts";
-import { hasDeletePolicy, isCompacted } from "./log-config.ts";
+import { hasDeletePolicy, isCompacted, NEVER } from "./log-config.ts";
 import type { LogEnvironment } from "./log-environment.ts";
 import { installIndexLoader, loadSegments, type SegmentLoadParams } from "./log-loader.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
 import type { ValidatedAppend, ValidatedBatch } from "./log-validator.ts";
-import { validateAndAssignOffsets } from "./log-validator.ts";
+import { type TimestampBounds, validateAndAssignOffsets } from "./log-validator.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
 import type { BatchMetadata } from "./producer-state-entry.ts";
 import { firstOffsetOf } from "./producer-state-entry.ts";
@@ -346,6 +346,7 @@ export class UnifiedLog {
       maxMessageBytes: opts.maxMessageBytes ?? this.configValue.maxMessageBytes,
       segmentBytes: this.configValue.segmentBytes,
       logAppendTimeMs: this.configValue.messageTimestampType === "LogAppendTime" ? nowMs : null,
+      timestampBounds: leader ? timestampBounds(this.configValue, nowMs) : null,
     });
     if (validated.batches.length === 0) return this.emptyAppendResult();
     if (leader && isCompacted(this.configValue)) {
@@ -889,4 +890,13 @@ export function settingsOf(config: LogConfig): SegmentSettings {
 /** `<topic>-<partition>`, Kafka's partition directory name. */
 export function partitionDirName(topic: string, partition: number): string {
   return `${topic}-${partition}`;
+}
+
+/** The CreateTime bounds a leader checks, or null when the topic sets none. */
+function timestampBounds(config: LogConfig, nowMs: number): TimestampBounds | null {
+  const { messageTimestampBeforeMaxMs: beforeMaxMs, messageTimestampAfterMaxMs: afterMaxMs } =
+    config;
+  if (config.messageTimestampType !== "CreateTime") return null;
+  if (beforeMaxMs >= NEVER && afterMaxMs >= NEVER) return null;
+  return { nowMs, beforeMaxMs, afterMaxMs };
 }

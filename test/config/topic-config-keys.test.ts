@@ -312,4 +312,51 @@ describe("with kafkajs against a broker", () => {
       await admin.disconnect();
     }
   });
+
+  test("timestamp bounds: a CreateTime record out of range is INVALID_TIMESTAMP; difference.max.ms is the fallback", async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    const producer = kafka.producer({ retry: { retries: 0 } });
+    await producer.connect();
+    try {
+      const hourMs = "3600000";
+      await admin.createTopics({
+        topics: [
+          {
+            topic: "ts-bounded",
+            configEntries: [
+              { name: "message.timestamp.before.max.ms", value: hourMs },
+              { name: "message.timestamp.after.max.ms", value: hourMs },
+            ],
+          },
+          {
+            topic: "ts-difference",
+            configEntries: [{ name: "message.timestamp.difference.max.ms", value: hourMs }],
+          },
+        ],
+      });
+      const send = (topic: string, offsetMs: number) =>
+        producer
+          .send({
+            topic,
+            acks: -1,
+            messages: [{ value: "v", timestamp: String(Date.now() + offsetMs) }],
+          })
+          .then(
+            () => "NONE",
+            (e: { type?: string }) => e.type ?? String(e),
+          );
+      expect(await send("ts-bounded", 0)).toBe("NONE");
+      expect(await send("ts-bounded", -2 * 3600_000)).toBe("INVALID_TIMESTAMP");
+      expect(await send("ts-bounded", 2 * 3600_000)).toBe("INVALID_TIMESTAMP");
+      expect(await send("ts-difference", 2 * 3600_000)).toBe("INVALID_TIMESTAMP");
+      expect(await send("ts-difference", -60_000)).toBe("NONE");
+      expect(b.logger.lines.filter((l) => l.includes("ts-") && l.includes("not applied"))).toEqual(
+        [],
+      );
+    } finally {
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  });
 });
