@@ -19,6 +19,15 @@ export const RESERVED_BROKER_MAX_ID = 1000;
 /** broker.id's "generate one" value. */
 export const GENERATE_BROKER_ID = -1;
 
+/**
+ * Version of what Quill writes under a data dir (segments, indexes, checkpoints), recorded in
+ * meta.properties beside Kafka's own `version=0`. Bumped when a change would make an older
+ * binary misread the dir: a binary refuses a dir of a newer version rather than guess. A dir
+ * without the key predates the record and is read as version 1, the layout at the time.
+ */
+export const DATA_FORMAT_VERSION = 1;
+const DATA_FORMAT_KEY = "quill.data.format.version";
+
 interface MetaProperties {
   readonly brokerId: number;
   readonly clusterId: string | null;
@@ -96,6 +105,16 @@ export function readMetaProperties(dir: string): MetaProperties | null {
   if (!Number.isInteger(brokerId) || brokerId < 0) {
     throw new ClusterStartupError(`${file} has no valid broker.id`);
   }
+  const format = Number(entries.get(DATA_FORMAT_KEY) ?? DATA_FORMAT_VERSION);
+  if (!Number.isInteger(format) || format < 1) {
+    throw new ClusterStartupError(`${file} has no valid ${DATA_FORMAT_KEY}`);
+  }
+  if (format > DATA_FORMAT_VERSION) {
+    throw new ClusterStartupError(
+      `${file} records data format version ${format}, written by a newer Quill; this binary ` +
+        `reads up to version ${DATA_FORMAT_VERSION}: run the newer release on this data dir`,
+    );
+  }
   return { brokerId, clusterId: entries.get("cluster.id") ?? null };
 }
 
@@ -105,6 +124,7 @@ function writeMetaProperties(dir: string, meta: MetaProperties): void {
   const file = path.join(dir, META_PROPERTIES_FILE);
   const text =
     `#\n#written by quill\nversion=0\nbroker.id=${meta.brokerId}\n` +
+    `${DATA_FORMAT_KEY}=${DATA_FORMAT_VERSION}\n` +
     (meta.clusterId === null ? "" : `cluster.id=${meta.clusterId}\n`);
   writeFileSync(`${file}.tmp`, text);
   renameSync(`${file}.tmp`, file);

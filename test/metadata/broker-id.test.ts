@@ -4,7 +4,7 @@
  * refused at startup.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
 import { removeDir, startInProcessBroker, tempDir } from "../support/broker-harness.ts";
@@ -75,6 +75,30 @@ test("a data dir recorded for another broker id or another cluster is refused", 
     const otherCluster = await startError("/ids-elsewhere", dir, "4");
     expect(otherCluster).toBeInstanceOf(ClusterStartupError);
     expect(String(otherCluster)).toContain("belongs to cluster");
+  } finally {
+    removeDir(dir);
+  }
+}, 60_000);
+
+test("meta.properties records the data format version; a newer one is refused", async () => {
+  const dir = tempDir();
+  const file = join(dir, "meta.properties");
+  try {
+    const first = await start("/format", dir, "6");
+    await first.stop();
+    const written = readFileSync(file, "utf8");
+    expect(written).toContain("\nversion=0\n");
+    expect(written).toContain("\nquill.data.format.version=1\n");
+    // A dir written before the version was recorded opens, and gets the record.
+    writeFileSync(file, written.replace("quill.data.format.version=1\n", ""));
+    const older = await start("/format", dir, "6");
+    await older.stop();
+    expect(readFileSync(file, "utf8")).toContain("\nquill.data.format.version=1\n");
+    writeFileSync(file, written.replace("format.version=1", "format.version=2"));
+    const newer = await startError("/format", dir, "6");
+    expect(newer).toBeInstanceOf(ClusterStartupError);
+    expect(String(newer)).toContain("records data format version 2, written by a newer Quill");
+    expect(readFileSync(file, "utf8")).toContain("format.version=2");
   } finally {
     removeDir(dir);
   }
