@@ -44,8 +44,11 @@ export abstract class AbstractIndex {
     this.persistedEntryCount = 0;
   }
 
-  /** Writes the entries added since the last flush and fdatasyncs the file. */
-  flush(): void {
+  /**
+   * Writes the entries added since the last flush and fdatasyncs the file (unless `sync` is
+   * false: the caller syncs it off the event loop).
+   */
+  flush(sync = true): void {
     if (this.persistedEntryCount === this.entryCount) return;
     const start = this.persistedEntryCount;
     const tail = new Uint8Array((this.entryCount - start) * this.entryBytes);
@@ -53,7 +56,7 @@ export abstract class AbstractIndex {
     for (let slot = start; slot < this.entryCount; slot++) {
       this.writeEntry(view, (slot - start) * this.entryBytes, slot);
     }
-    writeTailAndSync(this.filePath, start * this.entryBytes, tail);
+    writeTailAndSync(this.filePath, start * this.entryBytes, tail, sync);
     this.persistedEntryCount = this.entryCount;
   }
 

@@ -190,7 +190,7 @@ export class Cleaner {
       }
       output.flush(stats);
       cleaned.onBecomeInactive();
-      await cleaned.flushAsync();
+      await cleaned.flushFullyInBackground();
       cleaned.close();
       guard();
       const lastOld = group[group.length - 1];

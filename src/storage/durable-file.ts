@@ -70,16 +70,32 @@ export function fsyncDirectory(dirPath: string): void {
 
 /**
  * Rewrites `filePath` (created if missing) so its first `keepBytes` bytes stay and `tail`
- * follows them, then fdatasyncs it. Used to persist the index entries added since the last
+ * follows them, then fdatasyncs it unless `sync` is false (the caller then syncs it off the
+ * event loop, fdatasyncInBackground). Used to persist the index entries added since the last
  * flush without rewriting the ones already on disk.
  */
-export function writeTailAndSync(filePath: string, keepBytes: number, tail: Uint8Array): void {
+export function writeTailAndSync(
+  filePath: string,
+  keepBytes: number,
+  tail: Uint8Array,
+  sync = true,
+): void {
   const fd = fs.openSync(filePath, fs.constants.O_RDWR | fs.constants.O_CREAT);
   try {
     writeFully(fd, tail, keepBytes);
     fs.ftruncateSync(fd, keepBytes + tail.length);
-    fs.fdatasyncSync(fd);
+    if (sync) fs.fdatasyncSync(fd);
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/** fdatasync of a file by path, on the thread pool. */
+export async function fdatasyncInBackground(filePath: string): Promise<void> {
+  const handle = await fs.promises.open(filePath, "r+");
+  try {
+    await handle.datasync();
+  } finally {
+    await handle.close();
   }
 }

@@ -25,7 +25,7 @@ import {
 import type { FileRange } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import { storageError, writeFully } from "./durable-file.ts";
+import { fdatasyncInBackground, storageError, writeFully } from "./durable-file.ts";
 import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { OffsetIndex } from "./offset-index.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
@@ -560,6 +560,21 @@ export class LogSegment {
       this.unflushedBytes += unflushedBytes;
       throw storageError("flush of", this.file.filePath, error);
     }
+  }
+
+  /**
+   * For a segment written off the request path (the cleaner's output): the log and both index
+   * files are written and fdatasynced on the thread pool, so the event loop never waits for the
+   * disk. Not for the active segment (its flushes are chained by flushAsync).
+   */
+  async flushFullyInBackground(): Promise<void> {
+    if (this.unflushedBytes > 0) {
+      this.unflushedBytes = 0;
+      await this.fdatasyncInBackground();
+    }
+    this.offsetIndexValue?.flush(false);
+    this.timeIndexValue?.flush(false);
+    await Promise.all([this.indexPath, this.timeIndexPath].map(fdatasyncInBackground));
   }
 
   private async fdatasyncInBackground(): Promise<void> {
