@@ -181,7 +181,6 @@ const STORAGE_KEYS = {
     ["log.roll.jitter.ms", "log.roll.jitter.hours"],
     (b) => b["log.roll.jitter.ms"],
     "Most random time taken off segment.ms per segment, so partitions do not roll at once.",
-    { inert: "0" },
   ),
   "segment.ms": topicKey(
     long({ min: 1n }),

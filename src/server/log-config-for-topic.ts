@@ -16,6 +16,7 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
   return Object.freeze({
     segmentBytes: t["segment.bytes"],
     segmentMs: clampNever(t["segment.ms"]),
+    segmentJitterMs: clampNever(t["segment.jitter.ms"]),
     segmentIndexBytes: t["segment.index.bytes"],
     indexIntervalBytes: t["index.interval.bytes"],
     retentionMs: clampNever(t["retention.ms"]),

@@ -23,6 +23,8 @@ export interface LogConfig {
   readonly segmentBytes: number;
   /** segment.ms: roll when the active segment's first batch is this much older than new ones. */
   readonly segmentMs: number;
+  /** segment.jitter.ms: each segment rolls up to a random part of this before segmentMs. */
+  readonly segmentJitterMs: number;
   /** segment.index.bytes: the largest offset index (and time index) file; a full index rolls. */
   readonly segmentIndexBytes: number;
   /** index.interval.bytes: bytes of batches between two offset index entries. */
@@ -66,6 +68,7 @@ export interface LogConfig {
 export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   segmentBytes: 1024 * 1024 * 1024,
   segmentMs: 7 * 24 * 60 * 60 * 1000,
+  segmentJitterMs: 0,
   segmentIndexBytes: 10 * 1024 * 1024,
   indexIntervalBytes: 4096,
   retentionMs: 7 * 24 * 60 * 60 * 1000,

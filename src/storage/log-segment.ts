@@ -96,6 +96,12 @@ export class LogSegment {
    */
   nextOffset: bigint;
   readonly createdMs = Date.now();
+  /**
+   * Where in [0, segment.jitter.ms) this segment's roll jitter falls, drawn once per segment as
+   * Kafka draws its rollJitterMs, so partitions created together do not all roll at once.
+   * Tests may pin it.
+   */
+  rollJitterFraction = Math.random();
 
   private constructor(
     readonly dir: string,
@@ -174,7 +180,7 @@ export class LogSegment {
     appendBytes: number,
     maxTimestampOfAppend: bigint,
     lastOffsetOfAppend: bigint,
-    config: { segmentBytes: number; segmentMs: number },
+    config: { segmentBytes: number; segmentMs: number; segmentJitterMs?: number },
     nowMs: number,
   ): boolean {
     // Offsets are stored relative to the base offset as int32; even an empty segment must roll
@@ -185,7 +191,10 @@ export class LogSegment {
     if (this.offsetIndex().isFull() || this.timeIndex().isFull()) return true;
     const first = this.firstBatchTimestamp();
     const waitedMs = first >= 0n ? Number(maxTimestampOfAppend - first) : nowMs - this.createdMs;
-    return waitedMs > config.segmentMs;
+    const jitterMs = Math.floor(
+      this.rollJitterFraction * Math.min(config.segmentJitterMs ?? 0, config.segmentMs),
+    );
+    return waitedMs > config.segmentMs - jitterMs;
   }
 
   /**

@@ -528,7 +528,11 @@ export class UnifiedLog {
     const segmentMs = isCompacted(config)
       ? Math.min(config.segmentMs, config.maxCompactionLagMs)
       : config.segmentMs;
-    const rollConfig = { segmentBytes: config.segmentBytes, segmentMs };
+    const rollConfig = {
+      segmentBytes: config.segmentBytes,
+      segmentMs,
+      segmentJitterMs: config.segmentJitterMs,
+    };
     if (!active.shouldRoll(appendBytes, maxTimestamp, lastOffset, rollConfig, nowMs)) {
       return active;
     }

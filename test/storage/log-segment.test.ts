@@ -29,6 +29,28 @@ function appendBatches(segment: LogSegment, count: number): void {
 }
 
 describe("LogSegment", () => {
+  test("segment.jitter.ms rolls a segment up to its own random part of it before segment.ms", () => {
+    const segment = LogSegment.create(dir, 0n, settings, new OpenFilePool(10));
+    appendBatches(segment, 1); // first timestamp 0
+    const rolls = (fraction: number, jitterMs: number) => {
+      segment.rollJitterFraction = fraction;
+      const config = { segmentBytes: 1 << 30, segmentMs: 10_000, segmentJitterMs: jitterMs };
+      return segment.shouldRoll(10, 9_000n, 10n, config, 0);
+    };
+    expect(rolls(0.05, 0)).toBe(false); // no jitter: 9 s waited < 10 s
+    expect(rolls(0.05, 10_000)).toBe(false); // 0.5 s off: 9 s < 9.5 s
+    expect(rolls(0.2, 10_000)).toBe(true); // 2 s off: 9 s > 8 s
+    expect(rolls(0.99, 50_000)).toBe(true); // jitter is capped at segment.ms
+    expect(
+      new Set(
+        [1, 2, 3].map(
+          () => LogSegment.create(dir, 9n, settings, new OpenFilePool(2)).rollJitterFraction,
+        ),
+      ).size,
+    ).toBe(3);
+    segment.close();
+  });
+
   test("names its files by the 20-digit base offset", () => {
     expect(segmentFileStem(42n)).toBe("00000000000000000042");
     const segment = LogSegment.create(dir, 42n, settings, new OpenFilePool(10));
