@@ -34,6 +34,8 @@ import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
 import { offsetDeleteHandler } from "./47-offset-delete.ts";
+import { describeUserScramCredentialsHandler } from "./50-describe-user-scram-credentials.ts";
+import { alterUserScramCredentialsHandler } from "./51-alter-user-scram-credentials.ts";
 import { alterPartitionHandler } from "./56-alter-partition.ts";
 import { describeClusterHandler } from "./60-describe-cluster.ts";
 import { describeProducersHandler } from "./61-describe-producers.ts";
@@ -48,6 +50,8 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   listOffsetsHandler,
   metadataHandler,
   saslHandshakeHandler,
+  describeUserScramCredentialsHandler,
+  alterUserScramCredentialsHandler,
   apiVersionsHandler,
   createTopicsHandler,
   deleteTopicsHandler,

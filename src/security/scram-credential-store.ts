@@ -96,7 +96,7 @@ export class ZooKeeperScramCredentialStore extends ConfigBackedStore {
       .create(
         "/config/changes/config_change_",
         new TextEncoder().encode(JSON.stringify({ version: 2, entity_path: `users/${user}` })),
-        { mode: "persistent-sequential" },
+        { mode: "persistent-sequential", createParents: true },
       )
       .catch(() => {});
   }

@@ -5,6 +5,7 @@
  * the broker serves others.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { pbkdf2Sync } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -179,5 +180,47 @@ describe("SASL listeners", () => {
     expect(broker.logger.lines.join("\n")).toContain("before SASL authentication");
     const others = await requestOnce(port("PLAINTEXT"), ApiKey.Metadata, 12, { topics: [] });
     expect(others.brokers.length).toBe(1);
+  }, 60_000);
+
+  test("Alter/DescribeUserScramCredentials: a user made over the wire authenticates, then is deleted", async () => {
+    const plain = port("PLAINTEXT");
+    const salt = crypto.getRandomValues(new Uint8Array(24));
+    const saltedPassword = new Uint8Array(pbkdf2Sync("carol-secret", salt, 8192, 64, "sha512"));
+    const upsert = { name: "carol", mechanism: 2, iterations: 8192, salt, saltedPassword };
+    const altered = await requestOnce(plain, ApiKey.AlterUserScramCredentials, 0, {
+      deletions: [{ name: "nobody", mechanism: 2 }],
+      upsertions: [upsert, { ...upsert, name: "dave", iterations: 100 }],
+    });
+    expect(altered.results.map((r) => [r.user, r.errorCode])).toEqual([
+      ["nobody", ErrorCode.RESOURCE_NOT_FOUND],
+      ["carol", ErrorCode.NONE],
+      ["dave", ErrorCode.UNACCEPTABLE_CREDENTIAL],
+    ]);
+    const described = await requestOnce(plain, ApiKey.DescribeUserScramCredentials, 0, {
+      users: [{ name: "carol" }, { name: "dave" }],
+    });
+    expect(described.results.map((r) => [r.user, r.errorCode, r.credentialInfos])).toEqual([
+      ["carol", ErrorCode.NONE, [{ mechanism: 2, iterations: 8192 }]],
+      ["dave", ErrorCode.RESOURCE_NOT_FOUND, []],
+    ]);
+    await produceAndConsume(
+      "SASL_PLAINTEXT",
+      { mechanism: "scram-sha-512", username: "carol", password: "carol-secret" },
+      "sasl-carol",
+    );
+    const deleted = await requestOnce(plain, ApiKey.AlterUserScramCredentials, 0, {
+      deletions: [{ name: "carol", mechanism: 2 }],
+      upsertions: [],
+    });
+    expect(deleted.results[0]!.errorCode).toBe(ErrorCode.NONE);
+    const kafka = new Kafka({
+      clientId: "gone",
+      brokers: [`127.0.0.1:${port("SASL_PLAINTEXT")}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+      sasl: { mechanism: "scram-sha-512", username: "carol", password: "carol-secret" },
+    });
+    const admin = kafka.admin();
+    await expect(admin.connect()).rejects.toThrow();
   }, 60_000);
 });
