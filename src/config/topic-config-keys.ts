@@ -96,7 +96,6 @@ const STORAGE_KEYS = {
     ["log.segment.delete.delay.ms"],
     (b) => b["log.segment.delete.delay.ms"],
     "A deleted segment is renamed .deleted and its files removed after this delay.",
-    { inert: "60000" },
   ),
   "flush.messages": topicKey(
     long({ min: 1n }),

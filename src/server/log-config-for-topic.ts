@@ -17,6 +17,7 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
     segmentBytes: t["segment.bytes"],
     segmentMs: clampNever(t["segment.ms"]),
     segmentJitterMs: clampNever(t["segment.jitter.ms"]),
+    fileDeleteDelayMs: clampNever(t["file.delete.delay.ms"]),
     segmentIndexBytes: t["segment.index.bytes"],
     indexIntervalBytes: t["index.interval.bytes"],
     retentionMs: clampNever(t["retention.ms"]),

@@ -351,7 +351,7 @@ function replaceGroup(log: UnifiedLog, group: readonly LogSegment[]): void {
   const nextOffset = after?.baseOffset ?? log.activeSegmentBaseOffset;
   for (const old of group) {
     void old
-      .delete()
+      .delete(log.config.fileDeleteDelayMs)
       .catch((error: unknown) => log.logLine(`deleting a cleaned segment: ${error}`));
   }
   finishSwap(log.dir, base);

@@ -25,6 +25,8 @@ export interface LogConfig {
   readonly segmentMs: number;
   /** segment.jitter.ms: each segment rolls up to a random part of this before segmentMs. */
   readonly segmentJitterMs: number;
+  /** file.delete.delay.ms: a segment retention deletes is renamed .deleted, removed this later. */
+  readonly fileDeleteDelayMs: number;
   /** segment.index.bytes: the largest offset index (and time index) file; a full index rolls. */
   readonly segmentIndexBytes: number;
   /** index.interval.bytes: bytes of batches between two offset index entries. */
@@ -69,6 +71,8 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   segmentBytes: 1024 * 1024 * 1024,
   segmentMs: 7 * 24 * 60 * 60 * 1000,
   segmentJitterMs: 0,
+  // Kafka's default is 60 s (the broker passes it); storage alone removes files at once.
+  fileDeleteDelayMs: 0,
   segmentIndexBytes: 10 * 1024 * 1024,
   indexIntervalBytes: 4096,
   retentionMs: 7 * 24 * 60 * 60 * 1000,

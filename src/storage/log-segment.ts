@@ -607,9 +607,11 @@ export class LogSegment {
 
   /**
    * Renames the files to `.deleted` at once (so a restart will not load them) and unlinks them
-   * in the background; the fd closes when the last FileRange over it is released.
+   * in the background after `delayMs` (file.delete.delay.ms; a stop before then leaves the
+   * `.deleted` files to the next start's loader); the fd closes when the last FileRange over it
+   * is released.
    */
-  async delete(): Promise<void> {
+  async delete(delayMs = 0): Promise<void> {
     const paths = [this.file.filePath, this.indexPath, this.timeIndexPath, this.txnIndex.filePath];
     const renamed: string[] = [];
     for (const p of paths) {
@@ -623,6 +625,9 @@ export class LogSegment {
     this.txnIndex.filePath = `${this.txnIndex.filePath}.deleted`;
     this.file.filePath = `${this.file.filePath}.deleted`;
     this.file.markDeleted();
+    // Unreferenced: a pending removal must not keep a stopping broker alive.
+    const waitMs = Math.min(delayMs, 2 ** 31 - 1);
+    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs).unref());
     await Promise.all(renamed.map((p) => fs.promises.rm(p, { force: true })));
   }
 

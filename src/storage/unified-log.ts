@@ -788,7 +788,7 @@ export class UnifiedLog {
           `(${segment.sizeBytes} bytes): ${reason}; log start offset ${this.logStartOffsetValue}`,
       );
       void segment
-        .delete()
+        .delete(this.configValue.fileDeleteDelayMs)
         .catch((error: unknown) =>
           this.env.logger.info(`${this.name}: deleting segment failed: ${String(error)}`),
         );

@@ -205,6 +205,22 @@ describe("read", () => {
     expectKafkaError(() => log.read(-1n, 100, opts), ErrorCode.OFFSET_OUT_OF_RANGE);
   });
 
+  test("file.delete.delay.ms: a deleted segment is renamed .deleted, its files removed later", async () => {
+    const log = open({ segmentBytes: 1000, retentionBytes: 0, fileDeleteDelayMs: 400 });
+    fill(log, 20);
+    log.highWatermark = log.logEndOffset;
+    const logDir = path.join(dir, "orders-0");
+    const names = () => fs.readdirSync(logDir);
+    expect(names()).toContain("00000000000000000000.log");
+    expect(log.deleteOldSegments(Date.now())).toBeGreaterThan(0);
+    expect(names()).not.toContain("00000000000000000000.log");
+    expect(names()).toContain("00000000000000000000.log.deleted");
+    await Bun.sleep(150);
+    expect(names()).toContain("00000000000000000000.log.deleted");
+    await Bun.sleep(700);
+    expect(names().filter((n) => n.endsWith(".deleted"))).toEqual([]);
+  });
+
   test("a FileRange keeps its fd readable after its segment is deleted", () => {
     const log = open({ segmentBytes: 1000, retentionBytes: 0 });
     fill(log, 20);
