@@ -189,6 +189,11 @@ export class Cleaner {
         }
       }
       output.flush(stats);
+      // The cleaned segment keeps every aborted transaction of its group (its records stay until
+      // issue 15's cleaner removes aborted data), so read_committed reads still skip them.
+      for (const old of group) {
+        for (const txn of old.txnIndex.all()) cleaned.txnIndex.appendIfMissing(txn);
+      }
       cleaned.onBecomeInactive();
       await cleaned.flushFullyInBackground();
       cleaned.close();

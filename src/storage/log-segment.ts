@@ -583,7 +583,9 @@ export class LogSegment {
     }
     this.offsetIndexValue?.flush(false);
     this.timeIndexValue?.flush(false);
-    await Promise.all([this.indexPath, this.timeIndexPath].map(fdatasyncInBackground));
+    const files = [this.indexPath, this.timeIndexPath];
+    if (this.txnIndex.all().length > 0) files.push(this.txnIndex.filePath);
+    await Promise.all(files.map(fdatasyncInBackground));
   }
 
   private async fdatasyncInBackground(): Promise<void> {

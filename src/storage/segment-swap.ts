@@ -22,13 +22,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Logger } from "../util/logger.ts";
 import { fsyncDirectory } from "./durable-file.ts";
-import { LOG_FILE_SUFFIX, segmentFilePaths } from "./log-segment.ts";
+import { LOG_FILE_SUFFIX, segmentFilePaths, segmentFileStem } from "./log-segment.ts";
 import { scanBatchHeaders } from "./segment-batch-reader.ts";
+import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 
 export const CLEANED_FILE_SUFFIX = ".cleaned";
 export const SWAP_FILE_SUFFIX = ".swap";
 /** A live segment file (producer snapshots, also named by offset, are not touched). */
-const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex)$/;
+const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex|txnindex)$/;
 
 /**
  * Step 2: `.cleaned` -> `.swap`, the log file last. The caller makes it durable (directory
@@ -51,7 +52,10 @@ export function finishSwap(dir: string, baseOffset: bigint): void {
  * `.cleaned` or `.swap`; the log file first, so a crash midway leaves only stray index files.
  */
 export function deleteCleanedFiles(dir: string, baseOffset: bigint, suffix: string): void {
-  for (const p of segmentFilePaths(dir, baseOffset, suffix)) fs.rmSync(p, { force: true });
+  const txnIndex = path.join(dir, segmentFileStem(baseOffset) + TXN_INDEX_FILE_SUFFIX + suffix);
+  for (const p of [...segmentFilePaths(dir, baseOffset, suffix), txnIndex]) {
+    fs.rmSync(p, { force: true });
+  }
 }
 
 /** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */
@@ -64,10 +68,14 @@ export async function fsyncDirectoryInBackground(dir: string): Promise<void> {
   }
 }
 
-/** Renames the index files first and the `.log` last; a missing index file is skipped. */
+/**
+ * Renames the index files (and the transaction index, present only when the segment has aborted
+ * transactions) first and the `.log` last; a missing index file is skipped.
+ */
 function renameSegmentFiles(dir: string, baseOffset: bigint, from: string, to: string): void {
   const [log, index, timeIndex] = segmentFilePaths(dir, baseOffset);
-  for (const p of [index, timeIndex, log]) {
+  const txnIndex = path.join(dir, segmentFileStem(baseOffset) + TXN_INDEX_FILE_SUFFIX);
+  for (const p of [index, timeIndex, txnIndex, log]) {
     try {
       fs.renameSync(p + from, p + to);
     } catch (error) {

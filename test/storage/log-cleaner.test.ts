@@ -304,3 +304,27 @@ describe("LogCleaner: offset map", () => {
     expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
   });
 });
+
+describe("LogCleaner: transactions", () => {
+  test("a cleaned segment keeps its group's aborted transactions in its .txnindex", async () => {
+    const log = open({ segmentBytes: 600 }).getOrCreateLog("t", 0);
+    for (let i = 0; i < 20; i++)
+      append(log, [{ key: `k${i % 3}`, value: `v${i}`.padEnd(60, ".") }]);
+    log.roll();
+    const sealed = log.sealedSegments();
+    const txns = [sealed[1]!, sealed[2]!].map((s) => ({
+      producerId: 9n,
+      firstOffset: s.baseOffset,
+      lastOffset: s.baseOffset,
+      lastStableOffset: 0n,
+    }));
+    sealed[1]!.txnIndex.append(txns[0]!);
+    sealed[2]!.txnIndex.append(txns[1]!);
+    await manager.cleaner.cleanOnce();
+    const all = () => log.sealedSegments().flatMap((s) => s.txnIndex.all());
+    expect(all()).toEqual(txns);
+    manager.close();
+    const reopened = open({ segmentBytes: 600 }).getLog("t", 0)!;
+    expect(reopened.sealedSegments().flatMap((s) => s.txnIndex.all())).toEqual(txns);
+  });
+});
