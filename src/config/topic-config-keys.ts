@@ -74,14 +74,14 @@ const STORAGE_KEYS = {
     GZIP_LEVEL,
     ["compression.gzip.level"],
     (b) => b["compression.gzip.level"],
-    "gzip level when the broker recompresses to gzip.",
-    { inert: "-1" },
+    "gzip level when the broker recompresses to gzip (-1: zlib's default, 6).",
   ),
   "compression.lz4.level": topicKey(
     LZ4_LEVEL,
     ["compression.lz4.level"],
     (b) => b["compression.lz4.level"],
-    "lz4 level when the broker recompresses to lz4.",
+    "lz4 level when the broker recompresses to lz4; not applied: Quill's lz4 frame encoder " +
+      "(lz4-napi) has one level.",
     { inert: "9" },
   ),
   "compression.zstd.level": topicKey(
@@ -89,7 +89,6 @@ const STORAGE_KEYS = {
     ["compression.zstd.level"],
     (b) => b["compression.zstd.level"],
     "zstd level when the broker recompresses to zstd.",
-    { inert: "3" },
   ),
   "file.delete.delay.ms": topicKey(
     long({ min: 0n }),

@@ -1,9 +1,12 @@
 /**
  * Record batch compression codecs, numbered as in the batch attributes' low three bits.
  *
- * - gzip and zstd: compression through Bun's built-in zlib and zstd; decompression through
- *   node:zlib because only it can stop at an output limit (`maxOutputLength`), and it measured
- *   as fast as Bun.gunzipSync here.
+ * - gzip: compression through Bun.gzipSync (zlib levels -1 and 1-9).
+ * - zstd: compression through Bun.zstdCompressSync (levels 1-22), faster than node:zlib here
+ *   (docs/bun.md); levels below 1, which Bun refuses and Kafka's compression.zstd.level allows
+ *   (0: the default, negative: fast levels), go through node:zlib.
+ * - gzip and zstd: decompression through node:zlib because only it can stop at an output limit
+ *   (`maxOutputLength`), and it measured as fast as Bun.gunzipSync here.
  * - snappy: napi-rs `snappy` raw blocks, in xerial framing (snappy-xerial.ts).
  * - lz4: napi-rs `lz4-napi` in the LZ4 frame format, which is what Kafka's magic v1+ batches use.
  *   Every napi-rs addon here is embedded by `bun build --compile` (docs/bun.md, Compression
@@ -14,6 +17,7 @@
  */
 import zlib from "node:zlib";
 import { compressFrameSync, decompressFrameSync } from "lz4-napi";
+import { assert } from "../util/assert.ts";
 import { lz4FrameOutputBound } from "./lz4-frame.ts";
 import { CorruptRecordError } from "./record-errors.ts";
 import { snappyCompressXerial, snappyDecompress } from "./snappy-xerial.ts";
@@ -25,20 +29,42 @@ export function isCompressionType(type: number): type is CompressionType {
   return Number.isInteger(type) && type >= CompressionType.None && type <= CompressionType.Zstd;
 }
 
-/** Compresses `data` the way Kafka's producers do for `type`. None returns `data` itself. */
-export function compress(type: CompressionType, data: Uint8Array): Uint8Array {
+/** zstd's own default level (ZSTD_CLEVEL_DEFAULT), Kafka's compression.zstd.level default. */
+const ZSTD_DEFAULT_LEVEL = 3;
+
+/**
+ * Compresses `data` the way Kafka's producers do for `type`. None returns `data` itself.
+ * `level` is the gzip level (-1: zlib's default) or the zstd level; snappy has none, and
+ * lz4-napi's frame encoder takes none, so lz4 always compresses at its one level.
+ */
+export function compress(type: CompressionType, data: Uint8Array, level?: number): Uint8Array {
   switch (type) {
     case CompressionType.None:
       return data;
     case CompressionType.Gzip:
-      return Bun.gzipSync(data as Uint8Array<ArrayBuffer>);
+      return Bun.gzipSync(data as Uint8Array<ArrayBuffer>, { level: gzipLevel(level) });
     case CompressionType.Snappy:
       return snappyCompressXerial(data);
     case CompressionType.Lz4:
       return compressFrameSync(asBuffer(data));
     case CompressionType.Zstd:
-      return Bun.zstdCompressSync(data as Uint8Array<ArrayBuffer>);
+      return zstdCompress(data, level ?? ZSTD_DEFAULT_LEVEL);
   }
+}
+
+function zstdCompress(data: Uint8Array, level: number): Uint8Array {
+  if (level >= 1) return Bun.zstdCompressSync(data, { level });
+  return zlib.zstdCompressSync(data, {
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: level },
+  });
+}
+
+type GzipLevel = -1 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
+
+function gzipLevel(level: number | undefined): GzipLevel {
+  if (level === undefined) return -1;
+  assert(level === -1 || (Number.isInteger(level) && level >= 1 && level <= 9), "gzip level");
+  return level as GzipLevel;
 }
 
 /**

@@ -84,6 +84,8 @@ export interface RecordBatchHeader {
 export interface BuildOptions {
   baseOffset?: bigint;
   compression?: CompressionType;
+  /** The codec's level (gzip, zstd); unset: the codec's default. */
+  compressionLevel?: number;
   producerId?: bigint;
   producerEpoch?: number;
   baseSequence?: number;
@@ -358,7 +360,8 @@ export function buildRecordBatch(
   const maxTimestampMs = timestamps.reduce((a, b) => Math.max(a, b));
   const codec = opts.compression ?? CompressionType.None;
   const plain = encodeRecordBody(records, baseTimestampMs, defaultTimestampMs);
-  const body = codec === CompressionType.None ? plain : compress(codec, plain);
+  const body =
+    codec === CompressionType.None ? plain : compress(codec, plain, opts.compressionLevel);
   const out = new Uint8Array(RECORD_BATCH_OVERHEAD + body.length);
   const dv = view(out);
   dv.setBigInt64(BASE_OFFSET_AT, opts.baseOffset ?? 0n);

@@ -35,6 +35,8 @@ export function logConfigFor(overrides: TopicConfigOverrides, broker: BrokerConf
     flushMessages: clampNever(t["flush.messages"]),
     flushMs: clampNever(t["flush.ms"]),
     compressionType: t["compression.type"],
+    gzipLevel: t["compression.gzip.level"],
+    zstdLevel: t["compression.zstd.level"],
   });
 }
 

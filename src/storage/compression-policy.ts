@@ -5,7 +5,8 @@
  * `snappy`, `lz4`, `zstd`) rebuilds each batch whose codec differs, keeping its producer id,
  * epoch, base sequence, attributes and record timestamps. Only this rebuild decodes records, so
  * only here can a corrupt compressed payload be found; it is CORRUPT_MESSAGE and nothing of the
- * append is written.
+ * append is written. The rebuild compresses at the topic's compression.gzip.level or
+ * compression.zstd.level (KIP-390): those levels matter only here, never for producer batches.
  */
 import { CompressionType } from "../protocol/compression.ts";
 import {
@@ -33,14 +34,27 @@ const TARGET_CODEC: { readonly [P in Exclude<CompressionPolicy, "producer">]: Co
   zstd: CompressionType.Zstd,
 };
 
+/** The levels a rebuild compresses at; lz4 has none here (lz4-napi's frame API takes none). */
+export interface CompressionLevels {
+  /** compression.gzip.level: -1 (zlib's default, 6) or 1-9. */
+  readonly gzipLevel: number;
+  /** compression.zstd.level: -131072..22; 3 is zstd's default. */
+  readonly zstdLevel: number;
+}
+
 /**
  * The records to store under `policy`: `records` itself when no batch needs a new codec, else
- * new bytes with those batches rebuilt. Throws CorruptRecordError for a bad CRC or a payload
- * that does not decode.
+ * new bytes with those batches rebuilt at `levels`. Throws CorruptRecordError for a bad CRC or
+ * a payload that does not decode.
  */
-export function applyCompressionPolicy(records: Uint8Array, policy: CompressionPolicy): Uint8Array {
+export function applyCompressionPolicy(
+  records: Uint8Array,
+  policy: CompressionPolicy,
+  levels: CompressionLevels,
+): Uint8Array {
   if (policy === "producer") return records;
   const target = TARGET_CODEC[policy];
+  const level = levelFor(target, levels);
   const parts: Uint8Array[] = [];
   let rebuilt = false;
   for (const { position, sizeBytes } of iterateBatches(records)) {
@@ -51,13 +65,23 @@ export function applyCompressionPolicy(records: Uint8Array, policy: CompressionP
       parts.push(batch);
       continue;
     }
-    parts.push(recompress(batch, target));
+    parts.push(recompress(batch, target, level));
     rebuilt = true;
   }
   return rebuilt ? concat(parts) : records;
 }
 
-function recompress(batch: Uint8Array, target: CompressionType): Uint8Array {
+function levelFor(target: CompressionType, levels: CompressionLevels): number | undefined {
+  if (target === CompressionType.Gzip) return levels.gzipLevel;
+  if (target === CompressionType.Zstd) return levels.zstdLevel;
+  return undefined;
+}
+
+function recompress(
+  batch: Uint8Array,
+  target: CompressionType,
+  level: number | undefined,
+): Uint8Array {
   if (!verifyBatchCrc(batch, 0)) throw new CorruptRecordError("CRC mismatch in batch");
   const header = readBatchHeader(batch, 0);
   const records = decodeRecords(batch);
@@ -74,6 +98,7 @@ function recompress(batch: Uint8Array, target: CompressionType): Uint8Array {
     {
       baseOffset: header.baseOffset,
       compression: target,
+      compressionLevel: level,
       producerId: header.producerId,
       producerEpoch: header.producerEpoch,
       baseSequence: header.baseSequence,

@@ -63,6 +63,10 @@ export interface LogConfig {
   readonly flushMessages: number;
   /** compression.type: `producer` stores batches as sent; a codec name recompresses to it. */
   readonly compressionType: CompressionPolicy;
+  /** compression.gzip.level: used only when the leader recompresses to gzip (-1: default). */
+  readonly gzipLevel: number;
+  /** compression.zstd.level: used only when the leader recompresses to zstd. */
+  readonly zstdLevel: number;
   /** flush.ms: fdatasync when the oldest unflushed append is this old (NEVER by default). */
   readonly flushMs: number;
 }
@@ -89,6 +93,8 @@ export const DEFAULT_LOG_CONFIG: LogConfig = Object.freeze({
   flushMessages: NEVER,
   flushMs: NEVER,
   compressionType: "producer",
+  gzipLevel: -1,
+  zstdLevel: 3,
 });
 
 /** True when cleanup.policy includes `compact`. */

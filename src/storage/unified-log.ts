@@ -338,7 +338,7 @@ export class UnifiedLog {
     const nowMs = opts.logAppendTimeMs ?? Date.now();
     // Only the leader applies compression.type; a follower stores the leader's bytes.
     const records = leader
-      ? applyCompressionPolicy(sentRecords, this.configValue.compressionType)
+      ? applyCompressionPolicy(sentRecords, this.configValue.compressionType, this.configValue)
       : sentRecords;
     const validated = validateAndAssignOffsets(records, {
       leaderEpoch,

@@ -89,6 +89,15 @@ describe("Kafka 3.9's topic keys", () => {
     );
   });
 
+  test("gzip and zstd levels are applied (no WARN); lz4's level is not (lz4-napi has none)", () => {
+    const overrides = parseTopicConfigs([
+      { name: "compression.gzip.level", value: "1" },
+      { name: "compression.lz4.level", value: "1" },
+      { name: "compression.zstd.level", value: "-5" },
+    ]);
+    expect(notAppliedTopicConfigs(overrides)).toEqual([["compression.lz4.level", "1"]]);
+  });
+
   test("bad values are refused with Kafka's ConfigException text", () => {
     const refused = (name: string, value: string) => {
       try {

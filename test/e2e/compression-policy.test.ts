@@ -167,3 +167,52 @@ test("the broker-level compression.type applies to topics without their own", as
     await own.stop();
   }
 }, 30_000);
+
+/** Compressible but not trivially so, so a codec's levels give different sizes. */
+const levelValues = Array.from(
+  { length: 300 },
+  (_, i) =>
+    `order-${i} user-${(i * 7919) % 1013} amount-${(i * 104729) % 99991} ${"note ".repeat(i % 13)}`,
+);
+
+/** Bytes of the one segment file of `topic`, after a kafkajs producer sent `levelValues` plain. */
+async function storedBytesAtLevel(codec: "gzip" | "zstd", level: number): Promise<number> {
+  const topic = `level-${codec}-${level}`;
+  const admin = kafka.admin();
+  await admin.connect();
+  const configEntries = [
+    { name: "compression.type", value: codec },
+    { name: `compression.${codec}.level`, value: String(level) },
+  ];
+  expect(await admin.createTopics({ topics: [{ topic, numPartitions: 1, configEntries }] })).toBe(
+    true,
+  );
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic,
+    compression: CompressionTypes.None,
+    messages: levelValues.map((value) => ({ value })),
+  });
+  await producer.disconnect();
+  expect(await kafkajsValues(topic, levelValues.length)).toEqual(levelValues);
+  expect(storedCodecs(broker.dataDir, topic)).toEqual([CODEC_IDS[codec]]);
+  return readFileSync(join(broker.dataDir, `${topic}-0`, "00000000000000000000.log")).length;
+}
+
+// KIP-390: the topic's level is what the broker recompresses at. Faster levels compress this
+// input less, so each level's stored batch has its own size; the records read back intact.
+test("compression.gzip.level sets the level the broker recompresses at", async () => {
+  const fast = await storedBytesAtLevel("gzip", 1);
+  const best = await storedBytesAtLevel("gzip", 9);
+  expect(fast).toBeGreaterThan(best);
+}, 60_000);
+
+test("compression.zstd.level sets the level, negative (fast) levels included", async () => {
+  const fastest = await storedBytesAtLevel("zstd", -5);
+  const fast = await storedBytesAtLevel("zstd", 1);
+  const best = await storedBytesAtLevel("zstd", 19);
+  expect(fastest).toBeGreaterThan(fast);
+  expect(fast).toBeGreaterThan(best);
+}, 60_000);

@@ -53,6 +53,27 @@ function errorOf(run: () => unknown): unknown {
 }
 
 describe("codec round trips", () => {
+  test("gzip and zstd levels (Kafka's ranges, ends included) round trip at their own sizes", () => {
+    const input = logLines(300_000);
+    const levels = [
+      [CompressionType.Gzip, [-1, 1, 9]],
+      [CompressionType.Zstd, [-131072, -5, 0, 1, 3, 22]],
+    ] as const;
+    for (const [codec, codecLevels] of levels) {
+      const sizes = codecLevels.map((level) => {
+        const packed = compress(codec, input, level);
+        expect(decompress(codec, packed, input.length)).toEqual(input);
+        return packed.length;
+      });
+      expect(new Set(sizes).size).toBeGreaterThan(2);
+    }
+    // Unset and the default level are the same thing.
+    expect(compress(CompressionType.Gzip, input)).toEqual(
+      compress(CompressionType.Gzip, input, -1),
+    );
+    expect(compress(CompressionType.Zstd, input)).toEqual(compress(CompressionType.Zstd, input, 3));
+  });
+
   for (const codec of CODECS) {
     test(`codec ${codec}: empty, tiny, 100 KiB and 3 MiB inputs round trip`, () => {
       const inputs = [new Uint8Array(0), Uint8Array.of(7), logLines(100_000), logLines(3 * MiB)];
