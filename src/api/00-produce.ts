@@ -13,21 +13,82 @@
 //   a retried batch is answered with its original offsets and not written again; a sequence
 //   gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH (storage's
 //   producer-state-manager.ts). Transactions are not supported (no InitProducerId for them).
-import { ErrorCode } from "../protocol/errors.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import type { AppendEntry } from "../server/replica-manager.ts";
+import { validateProduceRecords } from "../protocol/record-batch.ts";
+import type { AppendEntry, AppendOutcome, ReplicaManager } from "../server/replica-manager.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** The first version that carries magic 2 record batches, the only format Quill stores. */
 const PRODUCE_SERVED_MIN_VERSION = 3;
 
+/** One partition of the request; `records` is null when the client sent none. */
+type ProducedPartition = Omit<AppendEntry, "records"> & { readonly records: Uint8Array | null };
+
+const failed = (error: KafkaError): AppendOutcome => ({
+  errorCode: error.code,
+  errorMessage: error.message,
+  baseOffset: -1n,
+  logAppendTimeMs: -1n,
+  logStartOffset: -1n,
+});
+
+/**
+ * Kafka's ProduceRequest.validateRecords, done here as Kafka's request handler does: records
+ * present, exactly one magic 2 batch, a codec this version may carry (header fields only; the
+ * batch is walked once, later, by the LogValidator inside UnifiedLog.appendAsLeader).
+ */
+function recordsError(records: Uint8Array | null, apiVersion: number): KafkaError | null {
+  if (records === null) {
+    return new KafkaError(ErrorCode.INVALID_RECORD, "produce request without records");
+  }
+  try {
+    validateProduceRecords(records, apiVersion);
+    return null;
+  } catch (e) {
+    if (e instanceof KafkaError) return e;
+    throw e;
+  }
+}
+
+/**
+ * Appends the partitions whose records are valid; the others are answered with their records'
+ * error, unless the broker would refuse the partition anyway (internal, unknown, not led here,
+ * ISR below min.insync.replicas): that refusal comes first, as the append checks it first.
+ */
+async function appendValid(
+  replicaManager: ReplicaManager,
+  acks: number,
+  timeoutMs: number,
+  partitions: readonly ProducedPartition[],
+  apiVersion: number,
+): Promise<AppendOutcome[]> {
+  const outcomes: AppendOutcome[] = new Array(partitions.length);
+  const valid: AppendEntry[] = [];
+  const validAt: number[] = [];
+  partitions.forEach((p, i) => {
+    const invalid = recordsError(p.records, apiVersion);
+    if (invalid !== null) {
+      outcomes[i] = failed(replicaManager.appendRefusal(acks, p) ?? invalid);
+    } else if (p.records !== null) {
+      valid.push({ topic: p.topic, partition: p.partition, records: p.records });
+      validAt.push(i);
+    }
+  });
+  const appended = await replicaManager.produceRecords(acks, timeoutMs, valid);
+  appended.forEach((o, j) => {
+    outcomes[validAt[j]!] = o;
+  });
+  return outcomes;
+}
+
 /** Bytes in per topic: the batches of the partitions this leader accepted. */
 function recordBytesIn(
   ctx: RequestContext,
-  entries: readonly AppendEntry[],
+  partitions: readonly ProducedPartition[],
   outcomes: readonly { errorCode: number }[],
 ): void {
-  entries.forEach((e, i) => {
+  partitions.forEach((e, i) => {
     if (e.records !== null && outcomes[i]!.errorCode === ErrorCode.NONE) {
       ctx.broker.metrics.recordBytesIn(e.topic, e.records.byteLength);
     }
@@ -40,7 +101,7 @@ export const produceHandler = defineHandler({
   maxVersion: 11,
   async handle(request, ctx) {
     const acks = request.acks;
-    const entries: AppendEntry[] = [];
+    const entries: ProducedPartition[] = [];
     for (const topic of request.topicData) {
       for (const p of topic.partitionData) {
         const records = p.records instanceof Uint8Array ? p.records : null;
@@ -62,7 +123,8 @@ export const produceHandler = defineHandler({
             logAppendTimeMs: -1n,
             logStartOffset: -1n,
           }))
-        : await ctx.broker.replicaManager.produceRecords(
+        : await appendValid(
+            ctx.broker.replicaManager,
             acks,
             request.timeoutMs,
             entries,

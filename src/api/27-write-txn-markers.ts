@@ -11,7 +11,6 @@ import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
-const APPEND_API_VERSION = 9;
 /** Markers one request may carry; Kafka has no limit, every list needs one. */
 const MARKERS_PER_REQUEST_MAX = 10_000;
 const MARKER_TIMEOUT_MS = 30_000;
@@ -64,11 +63,8 @@ async function writeMarker(m: Marker, topic: string, partition: number, ctx: Req
     },
     Date.now(),
   );
-  const [outcome] = await ctx.broker.replicaManager.produceRecords(
-    -1,
-    MARKER_TIMEOUT_MS,
-    [{ topic, partition, records, origin: "coordinator" }],
-    APPEND_API_VERSION,
-  );
+  const [outcome] = await ctx.broker.replicaManager.produceRecords(-1, MARKER_TIMEOUT_MS, [
+    { topic, partition, records, origin: "coordinator" },
+  ]);
   return outcome!.errorCode;
 }

@@ -25,7 +25,6 @@ import { splitTxnPartitionKey, type TxnPartitionKey } from "./transaction-metada
 
 export const CONSUMER_OFFSETS_TOPIC = "__consumer_offsets";
 const RETRY_BACKOFF_MS = 100;
-const APPEND_API_VERSION = 9;
 
 export interface TxnMarkers {
   readonly producerId: bigint;
@@ -90,12 +89,9 @@ export class TransactionMarkerChannelManager {
 
   private async append(markers: TxnMarkers, topic: string, partition: number): Promise<number> {
     const records = buildEndTxnMarkerBatch(markers, Date.now());
-    const [outcome] = await this.replicaManager.produceRecords(
-      -1,
-      this.timeoutMs,
-      [{ topic, partition, records, origin: "coordinator" }],
-      APPEND_API_VERSION,
-    );
+    const [outcome] = await this.replicaManager.produceRecords(-1, this.timeoutMs, [
+      { topic, partition, records, origin: "coordinator" },
+    ]);
     return outcome!.errorCode;
   }
 

@@ -42,8 +42,6 @@ import {
 
 /** Transactional ids one coordinator holds; beyond it InitProducerId is refused. */
 export const TRANSACTIONAL_IDS_MAX = 1_000_000;
-/** Produce API version used for the coordinator's own appends (any v3+ works). */
-const APPEND_API_VERSION = 9;
 const READ_CHUNK_BYTES = 1 << 20;
 
 /** The values a state change writes; the metadata takes them once the write succeeded. */
@@ -226,7 +224,6 @@ export class TransactionStateManager {
           internal: true,
         },
       ],
-      APPEND_API_VERSION,
     );
     if (outcome!.errorCode === ErrorCode.NONE) return;
     // Kafka maps a failed state write to errors the client retries after FindCoordinator.

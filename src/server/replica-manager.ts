@@ -5,7 +5,6 @@ import {
   topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import { validateProduceRecords } from "../protocol/record-batch.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import type { ProducerStateEntry } from "../storage/producer-state-entry.ts";
@@ -52,12 +51,16 @@ export interface ReplicaManagerOptions {
 export interface AppendEntry {
   readonly topic: string;
   readonly partition: PartitionIndex;
-  readonly records: Uint8Array | null;
+  /** One batch the produce handler validated, or batches the broker built itself. */
+  readonly records: Uint8Array;
   /** "coordinator" for the transaction coordinator's markers; producers by default. */
   readonly origin?: AppendOrigin;
   /** True for the coordinator's own writes to its internal topic (clients may not write it). */
   readonly internal?: boolean;
 }
+
+/** The partition an append goes to, without its records. */
+export type AppendTarget = Pick<AppendEntry, "topic" | "partition" | "internal">;
 
 export interface AppendOutcome {
   readonly errorCode: number;
@@ -244,14 +247,10 @@ export class ReplicaManager {
 
   /**
    * Appends without waiting for replication (acks 0 and 1; acks=-1 callers that wait use
-   * produceRecords). `produceVersion` decides which record formats and codecs may be carried.
+   * produceRecords). Client records arrive validated by the produce handler (api/).
    */
-  appendRecords(
-    acks: number,
-    entries: readonly AppendEntry[],
-    produceVersion: number,
-  ): AppendOutcome[] {
-    return entries.map((e) => this.appendOne(acks, e, produceVersion).outcome);
+  appendRecords(acks: number, entries: readonly AppendEntry[]): AppendOutcome[] {
+    return entries.map((e) => this.appendOne(acks, e).outcome);
   }
 
   /**
@@ -262,9 +261,8 @@ export class ReplicaManager {
     acks: number,
     timeoutMs: number,
     entries: readonly AppendEntry[],
-    produceVersion: number,
   ): Promise<AppendOutcome[]> {
-    const appended = entries.map((e) => this.appendOne(acks, e, produceVersion));
+    const appended = entries.map((e) => this.appendOne(acks, e));
     const outcomes = appended.map((a) => a.outcome);
     if (acks !== -1) return outcomes;
     const waiting: { index: number; wait: ProduceWait }[] = [];
@@ -299,23 +297,37 @@ export class ReplicaManager {
     };
   }
 
-  private appendOne(acks: number, entry: AppendEntry, produceVersion: number): AppendedOne {
+  /**
+   * Why this broker would refuse to append to the partition whatever the records hold, or null.
+   * The produce handler asks before answering a partition's invalid records: these refusals
+   * come first, as they do in appendOne.
+   */
+  appendRefusal(acks: number, entry: AppendTarget): KafkaError | null {
     try {
-      if (entry.topic === TRANSACTION_STATE_TOPIC && entry.internal !== true) {
-        // Kafka's "Cannot append to internal topic": only the coordinator writes its state.
-        throw new KafkaError(
-          ErrorCode.INVALID_TOPIC_EXCEPTION,
-          `Cannot append to internal topic ${entry.topic}`,
-        );
-      }
-      const partition = this.leaderPartition(entry.topic, entry.partition, -1);
-      const log = partition.log;
-      if (acks === -1) this.checkMinInsyncReplicas(entry.topic, partition);
-      if (entry.records === null) {
-        throw new KafkaError(ErrorCode.INVALID_RECORD, "produce request without records");
-      }
-      validateProduceRecords(entry.records, produceVersion);
-      const result = log.appendAsLeader(entry.records, partition.leaderEpoch, {
+      this.appendablePartition(acks, entry);
+      return null;
+    } catch (e) {
+      return asKafkaError(e, this.log);
+    }
+  }
+
+  private appendablePartition(acks: number, entry: AppendTarget): Partition {
+    if (entry.topic === TRANSACTION_STATE_TOPIC && entry.internal !== true) {
+      // Kafka's "Cannot append to internal topic": only the coordinator writes its state.
+      throw new KafkaError(
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        `Cannot append to internal topic ${entry.topic}`,
+      );
+    }
+    const partition = this.leaderPartition(entry.topic, entry.partition, -1);
+    if (acks === -1) this.checkMinInsyncReplicas(entry.topic, partition);
+    return partition;
+  }
+
+  private appendOne(acks: number, entry: AppendEntry): AppendedOne {
+    try {
+      const partition = this.appendablePartition(acks, entry);
+      const result = partition.log.appendAsLeader(entry.records, partition.leaderEpoch, {
         origin: entry.origin,
       });
       const key = topicPartitionKey(entry.topic, entry.partition);

@@ -122,8 +122,8 @@ async function fetchAs(
 test("followers read to the log end, consumers to the HW moved by follower fetches", async () => {
   const { rm, logs, topicId } = await setUp();
   expect(rm.becomeLeaderOrFollower(1, [leadership(topicId)]).get(tp("t", 0))).toBe(ErrorCode.NONE);
-  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
-  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("b") }], 9);
+  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }]);
+  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("b") }]);
   const log = logs.getLog("t", 0)!;
   expect(log.highWatermark).toBe(0n);
   expect((await fetchAs(rm, -1, 0n)).bytes.length).toBe(0); // Nothing committed yet.
@@ -143,11 +143,11 @@ test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OU
   const { rm, topicId } = await setUp();
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
   const started = performance.now();
-  const timedOut = await rm.produceRecords(-1, 100, toT0("a"), 9);
+  const timedOut = await rm.produceRecords(-1, 100, toT0("a"));
   expect(timedOut[0]!.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
   expect(performance.now() - started).toBeGreaterThanOrEqual(90);
   let answered = false;
-  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9).then((o) => {
+  const pending = rm.produceRecords(-1, 30_000, toT0("b")).then((o) => {
     answered = true;
     return o;
   });
@@ -163,13 +163,13 @@ test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OU
 test("min.insync.replicas: refused before appending, or AFTER_APPEND on a shrink", async () => {
   const { rm, logs, topicId } = await setUp({ "min.insync.replicas": "2" });
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0] })]);
-  const [refused] = await rm.produceRecords(-1, 1_000, toT0("a"), 9);
+  const [refused] = await rm.produceRecords(-1, 1_000, toT0("a"));
   expect(refused!.errorCode).toBe(ErrorCode.NOT_ENOUGH_REPLICAS);
   expect(logs.getLog("t", 0)!.logEndOffset).toBe(0n);
-  const [acks1] = await rm.produceRecords(1, 1_000, toT0("a"), 9);
+  const [acks1] = await rm.produceRecords(1, 1_000, toT0("a"));
   expect(acks1!.errorCode).toBe(ErrorCode.NONE);
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0, 1], partitionEpoch: 1 })]);
-  const pending = rm.produceRecords(-1, 30_000, toT0("b"), 9);
+  const pending = rm.produceRecords(-1, 30_000, toT0("b"));
   // The controller removes broker 1 (say it died) while the produce waits: the HW then passes.
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0], partitionEpoch: 2 })]);
   const [o] = await pending;
@@ -179,7 +179,7 @@ test("min.insync.replicas: refused before appending, or AFTER_APPEND on a shrink
 test("a follower behind for the lag time leaves the ISR, rejoins once caught up", async () => {
   const { rm, topicId, isrChanges, logs } = await setUp({ "replica.lag.time.max.ms": "300" });
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
-  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }]);
   const deadline = Date.now() + 3_000;
   // Broker 1 keeps fetching to the end; broker 2 never fetches.
   while (Date.now() < deadline && rm.partitionState("t", 0)!.isr.length === 3) {
@@ -201,7 +201,7 @@ test("a follower refuses produces and consumer fetches; stale controllers too", 
   const { rm, topicId } = await setUp();
   const states = [leadership(topicId, { leader: 1, leaderEpoch: 3 })];
   expect(rm.becomeLeaderOrFollower(2, states).get(tp("t", 0))).toBe(ErrorCode.NONE);
-  const [produced] = rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }], 9);
+  const [produced] = rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }]);
   expect(produced!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
   expect((await fetchAs(rm, -1, 0n)).errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
   expect(
@@ -225,7 +225,7 @@ test("a follower refuses produces and consumer fetches; stale controllers too", 
 test("a produce waiting for the ISR gets NOT_LEADER_OR_FOLLOWER on a new leader", async () => {
   const { rm, topicId } = await setUp();
   rm.becomeLeaderOrFollower(1, [leadership(topicId)]);
-  const pending = rm.produceRecords(-1, 30_000, toT0("a"), 9);
+  const pending = rm.produceRecords(-1, 30_000, toT0("a"));
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { leader: 1, leaderEpoch: 2 })]);
   const [o] = await pending;
   expect(o!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
