@@ -24,6 +24,7 @@ import type { CleanerFilter, FilteredBatch } from "./cleaner-batch-filter.ts";
 import { filterBatch } from "./cleaner-batch-filter.ts";
 import type { ChunkBatch } from "./cleaner-segment-reader.ts";
 import { readSegmentBatches } from "./cleaner-segment-reader.ts";
+import { fsyncDirectoryInBackground } from "./durable-file.ts";
 import type { AppendedBatch } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
 import { OFFSET_INDEX_ENTRY_BYTES } from "./offset-index.ts";
@@ -32,7 +33,6 @@ import {
   CLEANED_FILE_SUFFIX,
   deleteCleanedFiles,
   finishSwap,
-  fsyncDirectoryInBackground,
   markCleanedAsSwap,
   SWAP_FILE_SUFFIX,
 } from "./segment-swap.ts";
@@ -182,13 +182,13 @@ export class Cleaner {
         for await (const batches of this.chunks(segment, stats, guard)) {
           let written = 0;
           for (const batch of batches) {
-            written += output.add(batch, filterBatch(batch.bytes, filter), stats, log);
+            written += await output.add(batch, filterBatch(batch.bytes, filter), stats, log);
             await this.slicer.maybeYield(guard);
           }
           await this.options.throttler.maybeThrottle(written);
         }
       }
-      output.flush(stats);
+      await output.flush(stats);
       // The cleaned segment keeps every aborted transaction of its group (its records stay until
       // issue 15's cleaner removes aborted data), so read_committed reads still skip them.
       for (const old of group) {
@@ -199,15 +199,15 @@ export class Cleaner {
       cleaned.close();
       guard();
       const lastOld = group[group.length - 1];
-      const { atime, mtime } = fs.statSync(lastOld.file.filePath);
-      fs.utimesSync(cleaned.file.filePath, atime, mtime);
+      const { atime, mtime } = await fs.promises.stat(lastOld.file.filePath);
+      await fs.promises.utimes(cleaned.file.filePath, atime, mtime);
       this.checkGroupIsThere(log, group);
     } catch (error) {
       cleaned.close();
       deleteCleanedFiles(log.dir, base, CLEANED_FILE_SUFFIX);
       throw error;
     }
-    await this.swapIn(log, group, guard);
+    await this.swapIn(log, group, cleaned, guard);
   }
 
   private checkGroupIsThere(log: UnifiedLog, group: readonly LogSegment[]): void {
@@ -219,7 +219,12 @@ export class Cleaner {
    * the segment list update happen in one synchronous stretch, so no request sees a half-swapped
    * log.
    */
-  private async swapIn(log: UnifiedLog, group: readonly LogSegment[], guard: () => void) {
+  private async swapIn(
+    log: UnifiedLog,
+    group: readonly LogSegment[],
+    cleaned: LogSegment,
+    guard: () => void,
+  ): Promise<void> {
     const base = group[0].baseOffset;
     markCleanedAsSwap(log.dir, base);
     try {
@@ -230,7 +235,7 @@ export class Cleaner {
       deleteCleanedFiles(log.dir, base, SWAP_FILE_SUFFIX);
       throw error;
     }
-    replaceGroup(log, group);
+    replaceGroup(log, group, cleaned);
     void fsyncDirectoryInBackground(log.dir).catch((error: unknown) =>
       log.logLine(`fsync after a cleaner swap failed: ${String(error)}`),
     );
@@ -296,7 +301,9 @@ function addBatchToMap(
 
 /**
  * Copies filtered batches into one buffer (the read chunk they may point into is reused) and
- * appends them to the cleaned segment whenever the next one would not fit.
+ * appends them to the cleaned segment whenever the next one would not fit. The appends are
+ * written on the thread pool (LogSegment.appendInBackground): a write that waits for dirty-page
+ * writeback stalls only the cleaner.
  */
 class CleanedOutput {
   private buffer: Uint8Array;
@@ -312,7 +319,12 @@ class CleanedOutput {
   }
 
   /** Adds one filtered batch; returns the bytes appended to the segment to make room. */
-  add(batch: ChunkBatch, filtered: FilteredBatch, stats: CleanerStats, log: UnifiedLog): number {
+  async add(
+    batch: ChunkBatch,
+    filtered: FilteredBatch,
+    stats: CleanerStats,
+    log: UnifiedLog,
+  ): Promise<number> {
     stats.recordsRead += filtered.recordsRead;
     stats.recordsKept += filtered.recordsKept;
     if (filtered.deleteHorizonMs > log.latestDeleteHorizonMs) {
@@ -322,7 +334,7 @@ class CleanedOutput {
     if (bytes === null) return 0;
     let written = 0;
     if (this.usedBytes + bytes.length > this.buffer.length) {
-      written = this.flush(stats);
+      written = await this.flush(stats);
       if (bytes.length > this.buffer.length) this.buffer = new Uint8Array(bytes.length);
     }
     this.batches.push({
@@ -337,10 +349,11 @@ class CleanedOutput {
   }
 
   /** Appends what is buffered to the segment; returns the bytes written. */
-  flush(stats: CleanerStats): number {
+  async flush(stats: CleanerStats): Promise<number> {
     if (this.usedBytes === 0) return 0;
     const written = this.usedBytes;
-    this.segment.append(this.buffer.subarray(0, written), this.batches, this.indexIntervalBytes);
+    const bytes = this.buffer.subarray(0, written);
+    await this.segment.appendInBackground(bytes, this.batches, this.indexIntervalBytes);
     stats.bytesWritten += written;
     this.batches = [];
     this.usedBytes = 0;
@@ -349,7 +362,7 @@ class CleanedOutput {
 }
 
 /** Steps 3 and 4 of segment-swap.ts and the segment list update, synchronously. */
-function replaceGroup(log: UnifiedLog, group: readonly LogSegment[]): void {
+function replaceGroup(log: UnifiedLog, group: readonly LogSegment[], cleaned: LogSegment): void {
   const base = group[0].baseOffset;
   const sealed = log.sealedSegments();
   const after = sealed[sealed.indexOf(group[group.length - 1]) + 1];
@@ -361,7 +374,7 @@ function replaceGroup(log: UnifiedLog, group: readonly LogSegment[]): void {
   }
   finishSwap(log.dir, base);
   const replacement = LogSegment.open(log.dir, base, nextOffset, log.filePool);
-  replacement.loadMaxTimestamp();
+  replacement.adoptMaxTimestamp(cleaned);
   log.replaceSegments(group, replacement);
 }
 

@@ -41,6 +41,25 @@ export function writeFully(fd: number, bytes: Uint8Array, position: number): voi
   }
 }
 
+/** writeFully on the thread pool. */
+export async function writeFullyInBackground(
+  fd: number,
+  bytes: Uint8Array,
+  position: number,
+): Promise<void> {
+  let written = 0;
+  // Each pass writes at least one byte or throws, so the loop ends within bytes.length passes.
+  while (written < bytes.length) {
+    const n = await new Promise<number>((resolve, reject) =>
+      fs.write(fd, bytes, written, bytes.length - written, position + written, (error, count) =>
+        error ? reject(error) : resolve(count),
+      ),
+    );
+    if (n <= 0) throw Object.assign(new Error("write returned 0"), { code: "EIO" });
+    written += n;
+  }
+}
+
 /**
  * Replaces `filePath` with `bytes` so that a crash leaves either the old or the new content:
  * write a temporary file, fdatasync it, rename it over the target, fsync the directory.
@@ -56,6 +75,38 @@ export function writeFileAtomically(filePath: string, bytes: Uint8Array): void {
   }
   fs.renameSync(tmpPath, filePath);
   fsyncDirectory(path.dirname(filePath));
+}
+
+/**
+ * writeFileAtomically with the write, fdatasync, rename and directory fsync on the thread pool,
+ * for files written while requests are served (the cleaner's checkpoint). Its temporary file is
+ * not writeFileAtomically's, so a synchronous write of the same file meanwhile cannot write into
+ * it; callers never run two of these for one file at once.
+ */
+export async function writeFileAtomicallyInBackground(
+  filePath: string,
+  bytes: Uint8Array,
+): Promise<void> {
+  const tmpPath = `${filePath}.async.tmp`;
+  const handle = await fs.promises.open(tmpPath, "w");
+  try {
+    await handle.writeFile(bytes);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  await fs.promises.rename(tmpPath, filePath);
+  await fsyncDirectoryInBackground(path.dirname(filePath));
+}
+
+/** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */
+export async function fsyncDirectoryInBackground(dirPath: string): Promise<void> {
+  const handle = await fs.promises.open(dirPath, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Makes a create, rename or unlink in `dirPath` durable. */

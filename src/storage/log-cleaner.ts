@@ -59,8 +59,8 @@ export interface CleanableLog extends LogToClean {
 }
 
 export interface LogCleanerHooks {
-  /** Called after each cleaning so the cleaner offsets get checkpointed. */
-  readonly onCleaned?: (log: UnifiedLog, result: CleanResult) => void;
+  /** Called (and awaited) after each cleaning so the cleaner offsets get checkpointed. */
+  readonly onCleaned?: (log: UnifiedLog, result: CleanResult) => void | Promise<void>;
 }
 
 export class LogCleaner {
@@ -153,7 +153,7 @@ export class LogCleaner {
       this.failed(log, error);
       return null;
     }
-    this.finished(target, result, performance.now() - startedMs);
+    await this.finished(target, result, performance.now() - startedMs);
     return result;
   }
 
@@ -166,7 +166,11 @@ export class LogCleaner {
     this.logger.warn(`${log.name} marked uncleanable until restart: ${String(error)}`);
   }
 
-  private finished(target: CleanableLog, result: CleanResult, elapsedMs: number): void {
+  private async finished(
+    target: CleanableLog,
+    result: CleanResult,
+    elapsedMs: number,
+  ): Promise<void> {
     const { log } = target;
     const dirtyBytes = target.firstUncleanableOffset > target.firstDirtyOffset;
     if (result.endOffset <= target.firstDirtyOffset && dirtyBytes && !target.tombstonesExpired) {
@@ -188,7 +192,7 @@ export class LogCleaner {
         `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +
         `segments into ${s.groups}`,
     );
-    this.hooks.onCleaned?.(log, result);
+    await this.hooks.onCleaned?.(log, result);
   }
 
   private offsetMap(): OffsetMap {

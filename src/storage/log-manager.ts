@@ -33,6 +33,7 @@ import {
   RECOVERY_POINT_CHECKPOINT_FILE,
   readOffsetCheckpoint,
   writeOffsetCheckpoint,
+  writeOffsetCheckpointInBackground,
 } from "./offset-checkpoint-file.ts";
 import { OpenFilePool } from "./open-file-pool.ts";
 import { partitionDirName, UnifiedLog } from "./unified-log.ts";
@@ -107,9 +108,15 @@ export class LogManager {
       this.env.logger,
       {
         ...options.cleanerHooks,
-        onCleaned: (log, result) => {
-          this.writeCleanerCheckpoint(this.logDirOf.get(log));
-          onCleaned?.(log, result);
+        // The checkpoint's fdatasync and directory fsync run on the thread pool: on the event
+        // loop they held requests for up to tens of ms at the end of every cleaning.
+        onCleaned: async (log, result) => {
+          const logDir = this.logDirOf.get(log);
+          if (logDir !== undefined) {
+            const filePath = path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE);
+            await writeOffsetCheckpointInBackground(filePath, this.cleanerEntries(logDir));
+          }
+          await onCleaned?.(log, result);
         },
       },
     );
@@ -305,14 +312,18 @@ export class LogManager {
    * `cleaner-offset-checkpoint` of one log dir: the cleaner offset of every compacted log (and
    * of any other the cleaner has cleaned), in Kafka's offset checkpoint format.
    */
-  private writeCleanerCheckpoint(logDir: string | undefined): void {
-    if (logDir === undefined) return;
+  private writeCleanerCheckpoint(logDir: string): void {
+    const filePath = path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE);
+    writeOffsetCheckpoint(filePath, this.cleanerEntries(logDir));
+  }
+
+  private cleanerEntries(logDir: string): CheckpointEntry[] {
     const entries: CheckpointEntry[] = [];
     for (const [log, dir] of this.logDirOf) {
       if (dir !== logDir || (!isCompacted(log.config) && log.cleanerOffset === 0n)) continue;
       entries.push({ topic: log.topic, partition: log.partition, offset: log.cleanerOffset });
     }
-    writeOffsetCheckpoint(path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE), entries);
+    return entries;
   }
 
   /**

@@ -25,7 +25,12 @@ import {
 import type { FileRange } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import { fdatasyncInBackground, storageError, writeFully } from "./durable-file.ts";
+import {
+  fdatasyncInBackground,
+  storageError,
+  writeFully,
+  writeFullyInBackground,
+} from "./durable-file.ts";
 import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { OffsetIndex } from "./offset-index.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
@@ -214,6 +219,33 @@ export class LogSegment {
     try {
       if (this.tailNeedsTruncate) this.truncateTail(fd, position);
       writeFully(fd, records, position);
+    } catch (error) {
+      this.rollBackFailedWrite(fd, position);
+      throw storageError("append to", this.file.filePath, error);
+    }
+    for (const batch of batches) this.indexBatch(batch, position, indexIntervalBytes);
+    this.sizeBytesValue += records.length;
+    this.unflushedBytes += records.length;
+    this.nextOffset = batches[batches.length - 1].lastOffset + 1n;
+  }
+
+  /**
+   * append for a segment nobody reads or appends to yet (the cleaner's `.cleaned` output): the
+   * write runs on the thread pool, so a write that waits for dirty-page writeback does not stall
+   * the event loop. The caller awaits each call before the next and keeps `records` unchanged
+   * until then; a failed write truncates the file back as append does.
+   */
+  async appendInBackground(
+    records: Uint8Array,
+    batches: readonly AppendedBatch[],
+    indexIntervalBytes: number,
+  ): Promise<void> {
+    assert(batches.length > 0, "append of no batches");
+    assert(batches[0].lastOffset >= this.nextOffset, "cleaned batches below the segment end");
+    const fd = this.file.writeFd();
+    const position = this.sizeBytesValue;
+    try {
+      await writeFullyInBackground(fd, records, position);
     } catch (error) {
       this.rollBackFailedWrite(fd, position);
       throw storageError("append to", this.file.filePath, error);
@@ -452,6 +484,15 @@ export class LogSegment {
     if (lastEnd !== this.sizeBytesValue) throw new CorruptIndexError("log ends mid-batch");
     this.nextOffset = nextOffset;
     this.bytesSinceLastIndexEntry = this.sizeBytesValue - lastIndexed;
+  }
+
+  /**
+   * Takes the largest timestamp another segment object holds for the same files (the cleaner's
+   * output, reopened under its final name), so the swap does not read the time index again.
+   */
+  adoptMaxTimestamp(from: LogSegment): void {
+    this.maxTimestampSoFar = from.maxTimestampSoFar;
+    this.offsetOfMaxTimestampSoFar = from.offsetOfMaxTimestampSoFar;
   }
 
   /** Reads the last time index entry (the segment's largest timestamp) without the rest. */

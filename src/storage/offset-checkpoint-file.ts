@@ -15,7 +15,11 @@
  */
 
 import type { Logger } from "../util/logger.ts";
-import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
+import {
+  readFileIfExists,
+  writeFileAtomically,
+  writeFileAtomicallyInBackground,
+} from "./durable-file.ts";
 
 export const RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint";
 export const LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint";
@@ -34,9 +38,21 @@ export interface CheckpointEntry {
 }
 
 export function writeOffsetCheckpoint(filePath: string, entries: readonly CheckpointEntry[]): void {
+  writeFileAtomically(filePath, formatOffsetCheckpoint(entries));
+}
+
+/** writeOffsetCheckpoint with the file work on the thread pool. */
+export function writeOffsetCheckpointInBackground(
+  filePath: string,
+  entries: readonly CheckpointEntry[],
+): Promise<void> {
+  return writeFileAtomicallyInBackground(filePath, formatOffsetCheckpoint(entries));
+}
+
+function formatOffsetCheckpoint(entries: readonly CheckpointEntry[]): Uint8Array {
   const lines = [String(CHECKPOINT_VERSION), String(entries.length)];
   for (const e of entries) lines.push(`${e.topic} ${e.partition} ${e.offset}`);
-  writeFileAtomically(filePath, new TextEncoder().encode(lines.join("\n") + "\n"));
+  return new TextEncoder().encode(lines.join("\n") + "\n");
 }
 
 /** Offsets by `<topic>-<partition>`; empty if the file is missing or malformed. */

@@ -58,16 +58,6 @@ export function deleteCleanedFiles(dir: string, baseOffset: bigint, suffix: stri
   }
 }
 
-/** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */
-export async function fsyncDirectoryInBackground(dir: string): Promise<void> {
-  const handle = await fs.promises.open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * Renames the index files (and the transaction index, present only when the segment has aborted
  * transactions) first and the `.log` last; a missing index file is skipped.
