@@ -39,6 +39,8 @@ import { saslAuthenticatorFor } from "./sasl-setup.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
+/** Pause between attempts to load a __transaction_state partition this broker leads. */
+const TXN_STATE_LOAD_RETRY_MS = 500;
 
 export interface RunningBroker {
   /** The first listener's address actually bound (port 0 in the config picks a free one). */
@@ -416,13 +418,26 @@ function startTransactionCoordinator(
     }
     if (led.has(partition)) return;
     led.add(partition);
+    load(partition);
+  });
+  // A load can fail transiently (LeaderAndIsr arrives before the UpdateMetadata that makes the
+  // topic known to the fetch path): retry while this broker still leads the partition, or the
+  // ids hashed to it would answer COORDINATOR_LOAD_IN_PROGRESS until the next leader change.
+  const load = (partition: number): void => {
     void state.loadPartition(partition).then(
       (loaded) => coordinator.onPartitionLoaded(loaded),
-      (error: unknown) =>
-        log.error(`quill: loading ${TRANSACTION_STATE_TOPIC}-${partition}: ${String(error)}`),
+      (error: unknown) => {
+        log.warn(`loading ${TRANSACTION_STATE_TOPIC}-${partition}, retrying: ${String(error)}`);
+        setTimeout(() => {
+          if (led.has(partition)) load(partition);
+        }, TXN_STATE_LOAD_RETRY_MS).unref();
+      },
     );
+  };
+  cleanups.push("transaction state leadership", () => {
+    unwatch();
+    led.clear(); // a pending retry finds its partition gone and stops
   });
-  cleanups.push("transaction state leadership", unwatch);
   return { coordinator, state };
 }
 
