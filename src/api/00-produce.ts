@@ -12,7 +12,9 @@
 // * Idempotent batches (producer id >= 0) are checked against the partition's producer state:
 //   a retried batch is answered with its original offsets and not written again; a sequence
 //   gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH (storage's
-//   producer-state-manager.ts). Transactions are not supported (no InitProducerId for them).
+//   producer-state-manager.ts). Transactional batches must belong to a transaction the
+//   coordinator opened (AddPartitionsToTxn), else INVALID_TXN_STATE; control batches come only
+//   from WriteTxnMarkers (docs/transactions.md).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { validateProduceRecords } from "../protocol/record-batch.ts";
