@@ -1,7 +1,12 @@
 import { hostname } from "node:os";
-import type { BrokerConfigKey, BrokerConfigValues } from "./broker-config.ts";
 import { ConfigError, type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
-import { formatListener, type Listener, type ListenerAddress } from "./listeners.ts";
+import {
+  formatListener,
+  type Listener,
+  type ListenerAddress,
+  type SecurityProtocol,
+  type SecurityProtocolMap,
+} from "./listeners.ts";
 import { refuseProtocol, SUPPORTED_SECURITY_PROTOCOLS } from "./security-guard.ts";
 
 /** The listener keys after Kafka's rules (KafkaConfig's listener checks) are applied. */
@@ -16,14 +21,28 @@ export interface ResolvedListeners {
   readonly "inter.broker.listener.name": string;
 }
 
-type Origins = ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
+/** The broker keys the listener rules read, as parsed (broker-config.ts passes its values). */
+interface ListenerSettings {
+  readonly listeners: readonly ListenerAddress[];
+  readonly "advertised.listeners": readonly ListenerAddress[] | null;
+  readonly "listener.security.protocol.map": SecurityProtocolMap;
+  readonly "inter.broker.listener.name": string | null;
+  readonly "security.inter.broker.protocol": SecurityProtocol;
+  readonly "zookeeper.connect": unknown;
+}
+
+type SettingKey = keyof ListenerSettings;
+/** Where each setting came from (the broker's origins map satisfies it). */
+interface Origins {
+  get(key: SettingKey): ConfigOrigin | undefined;
+  has(key: SettingKey): boolean;
+}
 
 const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "::"]);
 
-const sourceOf = (origins: Origins, key: BrokerConfigKey) =>
-  (origins.get(key) ?? DEFAULT_ORIGIN).label;
+const sourceOf = (origins: Origins, key: SettingKey) => (origins.get(key) ?? DEFAULT_ORIGIN).label;
 
-export function resolveListeners(values: BrokerConfigValues, origins: Origins): ResolvedListeners {
+export function resolveListeners(values: ListenerSettings, origins: Origins): ResolvedListeners {
   const map = values["listener.security.protocol.map"];
   const listenersText = values.listeners.map(formatListener).join(",");
   const listeners = values.listeners.map((l): Listener => {
@@ -54,7 +73,7 @@ export function resolveListeners(values: BrokerConfigValues, origins: Origins): 
 }
 
 function advertisedListeners(
-  values: BrokerConfigValues,
+  values: ListenerSettings,
   listeners: readonly Listener[],
   origins: Origins,
 ): Listener[] {
@@ -83,7 +102,7 @@ function advertisedListeners(
  * inter-broker listener must be the PLAINTEXT one.
  */
 function interBrokerListenerName(
-  values: BrokerConfigValues,
+  values: ListenerSettings,
   listeners: readonly Listener[],
   origins: Origins,
 ): string {
