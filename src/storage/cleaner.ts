@@ -128,7 +128,8 @@ export class Cleaner {
     guard: () => void,
   ): Promise<void> {
     const { map } = this.options;
-    map.clear();
+    // Every key put lies in [firstDirtyOffset, firstUncleanableOffset): no more keys than that.
+    map.clear(Number(target.firstUncleanableOffset - target.firstDirtyOffset));
     // The clean section is in the map's reach even when nothing dirty is read, so tombstones
     // past their horizon go in a cleaning with no new records.
     map.latestOffset = Number(target.firstDirtyOffset) - 1;

@@ -8,7 +8,7 @@
  *
  * A slot is in use when its generation is the map's current one, so clear() is a counter bump:
  * wiping a 128 MiB table before every cleaning would stall the event loop for tens of ms. The
- * arrays are zero-filled by allocation (generation 0 is never current).
+ * buffer is zero-filled by allocation (generation 0 is never current).
  *
  * The map accepts entries until `slots * loadFactor` (log.cleaner.io.buffer.load.factor) are
  * used; the cleaner then stops reading the dirty log there and cleans in several passes.
@@ -16,16 +16,24 @@
 import { assert } from "../util/assert.ts";
 
 export const OFFSET_MAP_SLOT_BYTES = 24;
+const SLOT_WORDS = OFFSET_MAP_SLOT_BYTES / 4;
 const SEED_A = 0;
 const SEED_B = 0x9e3779b9;
 
 export class OffsetMap {
   readonly slots: number;
-  /** Entries the map accepts before it counts as full. */
-  readonly maxEntries: number;
-  private readonly hashes: Uint32Array;
+  /** Entries the map accepts before it counts as full (in the slots in use). */
+  maxEntries: number;
+  /** Slots this cleaning hashes into: all, or fewer when it can hold fewer keys (clear). */
+  private slotsInUse: number;
+  private readonly loadFactor: number;
+  /**
+   * Slot i is words[6i] (generation), words[6i+1..6i+3] (the hash) and offsets[3i+2] (the same
+   * buffer's last 8 bytes of the slot): one slot is one memory access. Three separate arrays
+   * cost three cache misses per lookup, 39% of a cleaning's CPU time in a profile.
+   */
+  private readonly words: Uint32Array;
   private readonly offsets: Float64Array;
-  private readonly generations: Uint32Array;
   private generation = 1;
   private entries = 0;
   /** The last offset of the last batch wholly read into the map; -1 when none. */
@@ -35,11 +43,17 @@ export class OffsetMap {
     assert(loadFactor > 0 && loadFactor <= 1, `offset map load factor ${loadFactor}`);
     this.slots = Math.floor(bufferBytes / OFFSET_MAP_SLOT_BYTES);
     assert(this.slots >= 2, `dedupe buffer of ${bufferBytes} bytes holds no entry`);
-    // One slot always stays empty so a probe for a missing key ends.
-    this.maxEntries = Math.min(this.slots - 1, Math.floor(this.slots * loadFactor));
-    this.hashes = new Uint32Array(this.slots * 3);
-    this.offsets = new Float64Array(this.slots);
-    this.generations = new Uint32Array(this.slots);
+    this.loadFactor = loadFactor;
+    this.slotsInUse = this.slots;
+    this.maxEntries = this.entriesFitting(this.slots);
+    const buffer = new ArrayBuffer(this.slots * OFFSET_MAP_SLOT_BYTES);
+    this.words = new Uint32Array(buffer);
+    this.offsets = new Float64Array(buffer);
+  }
+
+  /** One slot always stays empty so a probe for a missing key ends. */
+  private entriesFitting(slots: number): number {
+    return Math.min(slots - 1, Math.floor(slots * this.loadFactor));
   }
 
   get size(): number {
@@ -50,11 +64,20 @@ export class OffsetMap {
     return this.entries >= this.maxEntries;
   }
 
-  clear(): void {
+  /**
+   * Empties the map for a cleaning that puts at most `keysMax` keys (the dirty section's offset
+   * count). Only enough slots for them are hashed into: a fresh 128 MiB map touched at random by
+   * 100,000 keys page-faults in all of it (most of a first cleaning's CPU time in a profile),
+   * while 1 million offsets need 27 MB; lookups stay within fewer cache lines and TLB pages too.
+   */
+  clear(keysMax = Infinity): void {
+    const wanted = Math.ceil(keysMax / this.loadFactor) + 1;
+    this.slotsInUse = Math.max(2, Math.min(this.slots, wanted));
+    this.maxEntries = this.entriesFitting(this.slotsInUse);
     this.generation++;
     if (this.generation === 0xffffffff) {
       // Four billion cleanings later: start the generations over.
-      this.generations.fill(0);
+      for (let slot = 0; slot < this.slots; slot++) this.words[slot * SLOT_WORDS] = 0;
       this.generation = 1;
     }
     this.entries = 0;
@@ -64,18 +87,18 @@ export class OffsetMap {
   /** Records `offset` as the latest for `key`. The caller checks isFull first. */
   put(key: Uint8Array, offset: number): void {
     const slot = this.find(key);
-    if (this.generations[slot] !== this.generation) {
+    if (this.words[slot * SLOT_WORDS] !== this.generation) {
       if (this.isFull) assert(false, "put into a full offset map");
-      this.generations[slot] = this.generation;
+      this.words[slot * SLOT_WORDS] = this.generation;
       this.entries++;
     }
-    this.offsets[slot] = offset;
+    this.offsets[slot * 3 + 2] = offset;
   }
 
   /** The latest offset recorded for `key`, or -1. */
   get(key: Uint8Array): number {
     const slot = this.find(key);
-    return this.generations[slot] === this.generation ? this.offsets[slot] : -1;
+    return this.words[slot * SLOT_WORDS] === this.generation ? this.offsets[slot * 3 + 2] : -1;
   }
 
   /**
@@ -86,20 +109,21 @@ export class OffsetMap {
     const a = Bun.hash.xxHash32(key, SEED_A);
     const b = Bun.hash.xxHash32(key, SEED_B);
     const c = Bun.hash.murmur32v3(key, SEED_A);
-    const hashes = this.hashes;
+    const words = this.words;
     let slot = (a ^ Math.imul(b, 0x85ebca6b)) >>> 0;
-    slot %= this.slots;
+    const slots = this.slotsInUse;
+    slot %= slots;
     // At most `slots` probes: the table always has an empty slot (entries < slots).
-    for (let probes = 0; probes < this.slots; probes++) {
-      if (this.generations[slot] !== this.generation) {
-        hashes[slot * 3] = a;
-        hashes[slot * 3 + 1] = b;
-        hashes[slot * 3 + 2] = c;
+    for (let probes = 0; probes < slots; probes++) {
+      const at = slot * SLOT_WORDS;
+      if (words[at] !== this.generation) {
+        words[at + 1] = a;
+        words[at + 2] = b;
+        words[at + 3] = c;
         return slot;
       }
-      const at = slot * 3;
-      if (hashes[at] === a && hashes[at + 1] === b && hashes[at + 2] === c) return slot;
-      slot = slot + 1 === this.slots ? 0 : slot + 1;
+      if (words[at + 1] === a && words[at + 2] === b && words[at + 3] === c) return slot;
+      slot = slot + 1 === slots ? 0 : slot + 1;
     }
     assert(false, "offset map has no empty slot");
   }
