@@ -46,10 +46,10 @@ export abstract class AbstractIndex {
 
   /**
    * Writes the entries added since the last flush and fdatasyncs the file (unless `sync` is
-   * false: the caller syncs it off the event loop).
+   * false: the caller syncs it off the event loop). Returns whether there was anything to write.
    */
-  flush(sync = true): void {
-    if (this.persistedEntryCount === this.entryCount) return;
+  flush(sync = true): boolean {
+    if (this.persistedEntryCount === this.entryCount) return false;
     const start = this.persistedEntryCount;
     const tail = new Uint8Array((this.entryCount - start) * this.entryBytes);
     const view = new DataView(tail.buffer);
@@ -58,6 +58,7 @@ export abstract class AbstractIndex {
     }
     writeTailAndSync(this.filePath, start * this.entryBytes, tail, sync);
     this.persistedEntryCount = this.entryCount;
+    return true;
   }
 
   /** Encodes entry `slot` at `at` in the file's format. */

@@ -227,13 +227,16 @@ export class Cleaner {
     guard: () => void,
   ): Promise<void> {
     const base = group[0].baseOffset;
-    markCleanedAsSwap(log.dir, base);
     try {
+      await markCleanedAsSwap(log.dir, base);
       await fsyncDirectoryInBackground(log.dir);
       guard();
       this.checkGroupIsThere(log, group);
     } catch (error) {
+      // The .swap files first (the log's, if renamed, before its indexes), then any .cleaned
+      // file a failed rename left behind.
       deleteCleanedFiles(log.dir, base, SWAP_FILE_SUFFIX);
+      deleteCleanedFiles(log.dir, base, CLEANED_FILE_SUFFIX);
       throw error;
     }
     replaceGroup(log, group, cleaned);

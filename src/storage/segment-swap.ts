@@ -35,8 +35,19 @@ const SEGMENT_FILE = /^(\d{20})\.(log|index|timeindex|txnindex)$/;
  * Step 2: `.cleaned` -> `.swap`, the log file last. The caller makes it durable (directory
  * fsync, fsyncDirectoryInBackground) before step 3.
  */
-export function markCleanedAsSwap(dir: string, baseOffset: bigint): void {
-  renameSegmentFiles(dir, baseOffset, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX);
+export async function markCleanedAsSwap(dir: string, baseOffset: bigint): Promise<void> {
+  // On the thread pool, one at a time in renameSegmentFiles' order: a rename waited up to
+  // 109 ms for the file system journal while other files were being synced. Nothing reads the
+  // `.cleaned` files, so no request depends on when these renames happen.
+  const [log, index, timeIndex] = segmentFilePaths(dir, baseOffset);
+  const txnIndex = path.join(dir, segmentFileStem(baseOffset) + TXN_INDEX_FILE_SUFFIX);
+  for (const p of [index, timeIndex, txnIndex, log]) {
+    try {
+      await fs.promises.rename(p + CLEANED_FILE_SUFFIX, p + SWAP_FILE_SUFFIX);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "ENOENT" || p === log) throw error;
+    }
+  }
 }
 
 /**
