@@ -223,10 +223,7 @@ export class LogSegment {
       this.rollBackFailedWrite(fd, position);
       throw storageError("append to", this.file.filePath, error);
     }
-    for (const batch of batches) this.indexBatch(batch, position, indexIntervalBytes);
-    this.sizeBytesValue += records.length;
-    this.unflushedBytes += records.length;
-    this.nextOffset = batches[batches.length - 1].lastOffset + 1n;
+    this.indexAppended(records, batches, position, indexIntervalBytes);
   }
 
   /**
@@ -250,6 +247,16 @@ export class LogSegment {
       this.rollBackFailedWrite(fd, position);
       throw storageError("append to", this.file.filePath, error);
     }
+    this.indexAppended(records, batches, position, indexIntervalBytes);
+  }
+
+  /** After a write of `records` at `position`: index its batches and move the segment's end. */
+  private indexAppended(
+    records: Uint8Array,
+    batches: readonly AppendedBatch[],
+    position: number,
+    indexIntervalBytes: number,
+  ): void {
     for (const batch of batches) this.indexBatch(batch, position, indexIntervalBytes);
     this.sizeBytesValue += records.length;
     this.unflushedBytes += records.length;
