@@ -21,6 +21,7 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { requestOnce } from "../support/kafka-client.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import {
   fourLetterWord,
   startZooKeeper,
@@ -61,13 +62,8 @@ function expectClosedCleanly(dataDir: string): void {
   expect(existsSync(join(dataDir, CLEAN_SHUTDOWN_FILE))).toBe(true);
 }
 
-async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await Bun.sleep(50);
-  }
-}
+const until = (condition: () => boolean | Promise<boolean>, timeoutMs: number) =>
+  waitUntil(condition, timeoutMs, "condition", 50);
 
 describe("embedded", () => {
   test("a port in use fails the start after the logs opened; they are closed again", async () => {

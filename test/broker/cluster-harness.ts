@@ -85,13 +85,14 @@ export async function until<T>(
   probe: () => Promise<T | undefined>,
   timeoutMs: number,
   what: string,
+  pollMs = 100,
 ): Promise<T> {
   const deadlineMs = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > deadlineMs) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await Bun.sleep(100);
+    await Bun.sleep(pollMs);
   }
 }
 

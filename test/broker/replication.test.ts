@@ -19,6 +19,7 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const LAG_TIME_MAX_MS = 2_000;
@@ -89,17 +90,11 @@ async function startCluster(size: number, settings: Record<string, string> = {})
   };
 }
 
-async function until(
+const until = (
   condition: () => boolean | Promise<boolean>,
   timeoutMs = 15_000,
   what = "condition",
-) {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await Bun.sleep(25);
-  }
-}
+) => waitUntil(condition, timeoutMs, what, 25);
 
 const rm = (b: InProcessBroker) => b.broker.services.replicaManager;
 

@@ -22,6 +22,7 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const CLIENT_OPTIONS = { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 };
@@ -71,16 +72,8 @@ async function json(zk: ZooKeeperClient, path: string): Promise<Record<string, u
   return JSON.parse(text((await zk.getData(path)).data));
 }
 
-async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await Bun.sleep(50);
-  }
-}
+const until = (condition: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+  waitUntil(condition, timeoutMs, "condition", 50);
 
 /** Produces `count` keyed records with kcat and checks they all come back in order. */
 async function produceAndConsume(bootstrap: string, topic: string, count: number, tag: string) {

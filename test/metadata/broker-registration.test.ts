@@ -14,6 +14,7 @@ import {
 import { encodeBrokerRegistration } from "../../src/metadata/kafka-znodes.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { LineLogger } from "../support/line-logger.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "../zookeeper/tcp-proxy.ts";
 
@@ -78,16 +79,8 @@ async function register(zk: ZooKeeperClient, opts: BrokerRegistrationOptions) {
   return registration;
 }
 
-async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await Bun.sleep(20);
-  }
-}
+const until = (condition: () => boolean | Promise<boolean>, timeoutMs = 5_000) =>
+  waitUntil(condition, timeoutMs, "condition", 20);
 
 describe("registering", () => {
   test("an ephemeral znode of the session, in Kafka's JSON; deregister removes it", async () => {

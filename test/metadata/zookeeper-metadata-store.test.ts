@@ -10,6 +10,7 @@ import { ZooKeeperMetadataStore } from "../../src/metadata/zookeeper-metadata-st
 import { ErrorCode, isRetriable, KafkaError } from "../../src/protocol/errors.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { LineLogger } from "../support/line-logger.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "../zookeeper/tcp-proxy.ts";
 
@@ -84,16 +85,8 @@ function record(name: string, extra: Partial<TopicRecord> = {}): TopicRecord {
   };
 }
 
-async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await Bun.sleep(20);
-  }
-}
+const until = (condition: () => boolean | Promise<boolean>, timeoutMs = 5_000) =>
+  waitUntil(condition, timeoutMs, "condition", 20);
 
 async function json(zk: ZooKeeperClient, path: string): Promise<unknown> {
   return JSON.parse(text((await zk.getData(path)).data));

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type SessionEvent, ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { ZooKeeperUnavailableError } from "../../src/zookeeper/zookeeper-errors.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import { TcpProxy } from "./tcp-proxy.ts";
 
@@ -27,16 +28,8 @@ async function connect(
   return { client, events };
 }
 
-async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-): Promise<void> {
-  const deadlineMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await Bun.sleep(20);
-  }
-}
+const until = (condition: () => boolean | Promise<boolean>, timeoutMs: number) =>
+  waitUntil(condition, timeoutMs, "condition", 20);
 
 async function timed<T>(promise: Promise<T>): Promise<{ result: T | unknown; elapsedMs: number }> {
   const startedMs = Date.now();
