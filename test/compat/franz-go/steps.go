@@ -43,14 +43,20 @@ func (s *scenario) createTopic() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	details, err := s.admin.ListTopics(s.ctx, topic)
-	if err != nil {
-		return "", err
+	// Metadata reaches the other brokers of a cluster a moment after CreateTopics is answered
+	// (as in Kafka), so a user lists the new topic until every partition shows, for a while.
+	got := 0
+	for attempt := 0; attempt < 50; attempt++ {
+		details, err := s.admin.ListTopics(s.ctx, topic)
+		if err != nil {
+			return "", err
+		}
+		if got = len(details[topic].Partitions); got == partitionCount {
+			return "", nil
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if got := len(details[topic].Partitions); got != partitionCount {
-		return "", fmt.Errorf("topic has %d partitions", got)
-	}
-	return "", nil
+	return "", fmt.Errorf("topic has %d partitions", got)
 }
 
 func (s *scenario) produce(codec string, compression kgo.CompressionCodec) (string, error) {
