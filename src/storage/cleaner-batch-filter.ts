@@ -14,6 +14,10 @@
  *
  * The last batch of every active idempotent producer is kept even when none of its records
  * survive (as an empty batch), so the producer's last sequence and epoch outlive compaction.
+ *
+ * Transactions (cleaned-transaction-metadata.ts decides): a batch of an aborted transaction
+ * loses all its records; a marker stays while any batch of its transaction does, then gets a
+ * delete horizon like a tombstone and goes once the horizon has passed.
  */
 import { CompressionType, compress, decompress } from "../protocol/compression.ts";
 import { crc32cRange } from "../protocol/crc32c.ts";
@@ -24,6 +28,7 @@ import {
   writeVarlongNumber,
 } from "../protocol/record-cursor.ts";
 import { varintSizeBytes, writeVarint } from "../protocol/varint.ts";
+import type { CleanedTransactionMetadata } from "./cleaned-transaction-metadata.ts";
 import type { OffsetMap } from "./offset-map.ts";
 
 const ATTRIBUTES_AT = 21;
@@ -31,10 +36,12 @@ const LAST_OFFSET_DELTA_AT = 23;
 const BASE_TIMESTAMP_AT = 27;
 const MAX_TIMESTAMP_AT = 35;
 const PRODUCER_ID_AT = 43;
+const PRODUCER_EPOCH_AT = 51;
 const RECORD_COUNT_AT = 57;
 const CRC_AT = 17;
 const COMPRESSION_MASK = 0x07;
 const TIMESTAMP_TYPE_BIT = 0x08;
+const TRANSACTIONAL_BIT = 0x10;
 const CONTROL_BIT = 0x20;
 export const DELETE_HORIZON_BIT = 0x40;
 /** Decompressed batches the cleaner handles; as large as anything the broker accepted. */
@@ -46,6 +53,10 @@ export interface CleanerFilter {
   readonly deleteRetentionMs: number;
   /** Producer id -> last offset of its last data batch, for every active producer. */
   readonly lastOffsetOfProducer: ReadonlyMap<bigint, bigint>;
+  /** Producer id -> epoch, for every active producer with no data batch left. */
+  readonly markerOnlyProducers: ReadonlyMap<bigint, number>;
+  /** Aborted transactions and markers met so far in this cleaning. */
+  readonly transactions: CleanedTransactionMetadata;
 }
 
 export interface FilteredBatch {
@@ -62,19 +73,14 @@ export interface FilteredBatch {
 export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredBatch {
   const view = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
   const attributes = view.getInt16(ATTRIBUTES_AT);
+  const lastOffset = view.getBigInt64(0) + BigInt(view.getInt32(LAST_OFFSET_DELTA_AT));
+  if ((attributes & CONTROL_BIT) !== 0) return filterMarker(batch, view, lastOffset, filter);
+  const transactional = (attributes & TRANSACTIONAL_BIT) !== 0;
+  if (filter.transactions.onBatchRead(batch, lastOffset, transactional)) {
+    return dropRecords(batch, view, lastOffset, filter); // an aborted transaction's batch
+  }
   const maxTimestamp = view.getBigInt64(MAX_TIMESTAMP_AT);
   const recordCount = view.getInt32(RECORD_COUNT_AT);
-  // Transaction markers (control batches) stay until transactions clean them (issue 15: the
-  // cleaner will drop aborted batches and markers past their horizon here).
-  if ((attributes & CONTROL_BIT) !== 0) {
-    return {
-      bytes: batch,
-      recordsRead: recordCount,
-      recordsKept: recordCount,
-      deleteHorizonMs: -1,
-      maxTimestamp,
-    };
-  }
   const codec = attributes & COMPRESSION_MASK;
   const body =
     codec === CompressionType.None
@@ -94,26 +100,9 @@ export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredB
   const keptCount = kept.length / 3;
   const needHorizon = keptTombstone && horizon < 0;
   if (keptCount === recordCount && !needHorizon) {
-    return {
-      bytes: batch,
-      recordsRead: recordCount,
-      recordsKept: keptCount,
-      deleteHorizonMs: keptTombstone ? horizon : -1,
-      maxTimestamp,
-    };
+    return unchanged(batch, recordCount, keptTombstone ? horizon : -1, maxTimestamp);
   }
-  if (keptCount === 0) {
-    const producerId = view.getBigInt64(PRODUCER_ID_AT);
-    const lastOffset = view.getBigInt64(0) + BigInt(view.getInt32(LAST_OFFSET_DELTA_AT));
-    const keep = producerId >= 0n && filter.lastOffsetOfProducer.get(producerId) === lastOffset;
-    return {
-      bytes: keep ? emptyBatch(batch, view) : null,
-      recordsRead: recordCount,
-      recordsKept: 0,
-      deleteHorizonMs: -1,
-      maxTimestamp,
-    };
-  }
+  if (keptCount === 0) return dropRecords(batch, view, lastOffset, filter);
   const newHorizon = needHorizon ? filter.nowMs + filter.deleteRetentionMs : horizon;
   const rebuilt = rebuildBatch(batch, view, body, kept, newHorizon);
   return {
@@ -122,6 +111,88 @@ export function filterBatch(batch: Uint8Array, filter: CleanerFilter): FilteredB
     recordsKept: keptCount,
     deleteHorizonMs: keptTombstone ? newHorizon : -1,
     maxTimestamp: rebuilt.maxTimestamp,
+  };
+}
+
+/**
+ * A transaction marker (Kafka's cleaner, KIP-98 with KIP-534's horizon): kept while a batch of
+ * its transaction remains; then given a delete horizon, as a tombstone is; dropped once the
+ * horizon has passed (reduced to an empty batch if it is an active producer's last word).
+ */
+function filterMarker(
+  batch: Uint8Array,
+  view: DataView,
+  lastOffset: bigint,
+  filter: CleanerFilter,
+): FilteredBatch {
+  const discardable = filter.transactions.onControlBatchRead(batch, lastOffset);
+  const recordCount = view.getInt32(RECORD_COUNT_AT);
+  const maxTimestamp = view.getBigInt64(MAX_TIMESTAMP_AT);
+  if (!discardable) return unchanged(batch, recordCount, -1, maxTimestamp);
+  const attributes = view.getInt16(ATTRIBUTES_AT);
+  const baseTimestamp = Number(view.getBigInt64(BASE_TIMESTAMP_AT));
+  const horizon = (attributes & DELETE_HORIZON_BIT) !== 0 ? baseTimestamp : -1;
+  if (recordCount === 0 || (horizon >= 0 && horizon <= filter.nowMs)) {
+    return dropRecords(batch, view, lastOffset, filter);
+  }
+  if (horizon >= 0) return unchanged(batch, recordCount, horizon, maxTimestamp);
+  // Control batches are never compressed.
+  const body = batch.subarray(RECORD_BATCH_OVERHEAD);
+  const kept: number[] = [];
+  const cursor = new RecordCursor(body, 0, body.length, recordCount);
+  while (cursor.next()) {
+    kept.push(cursor.recordStart, cursor.recordEnd, baseTimestamp + cursor.timestampDelta);
+  }
+  const newHorizon = filter.nowMs + filter.deleteRetentionMs;
+  const rebuilt = rebuildBatch(batch, view, body, kept, newHorizon);
+  return {
+    bytes: rebuilt.bytes,
+    recordsRead: recordCount,
+    recordsKept: recordCount,
+    deleteHorizonMs: newHorizon,
+    maxTimestamp: rebuilt.maxTimestamp,
+  };
+}
+
+function unchanged(
+  batch: Uint8Array,
+  recordCount: number,
+  deleteHorizonMs: number,
+  maxTimestamp: bigint,
+): FilteredBatch {
+  return {
+    bytes: batch,
+    recordsRead: recordCount,
+    recordsKept: recordCount,
+    deleteHorizonMs,
+    maxTimestamp,
+  };
+}
+
+/**
+ * None of the batch's records stay. The batch goes too, unless it holds an active producer's
+ * last sequence (its last data batch) or, for a producer with no data batch left, its last
+ * epoch (its marker): then its empty header stays (Kafka's BatchRetention.RETAIN_EMPTY).
+ */
+function dropRecords(
+  batch: Uint8Array,
+  view: DataView,
+  lastOffset: bigint,
+  filter: CleanerFilter,
+): FilteredBatch {
+  const producerId = view.getBigInt64(PRODUCER_ID_AT);
+  const isMarker = (view.getInt16(ATTRIBUTES_AT) & CONTROL_BIT) !== 0;
+  const keep =
+    producerId >= 0n &&
+    (isMarker
+      ? filter.markerOnlyProducers.get(producerId) === view.getInt16(PRODUCER_EPOCH_AT)
+      : filter.lastOffsetOfProducer.get(producerId) === lastOffset);
+  return {
+    bytes: keep ? emptyBatch(batch, view) : null,
+    recordsRead: view.getInt32(RECORD_COUNT_AT),
+    recordsKept: 0,
+    deleteHorizonMs: -1,
+    maxTimestamp: view.getBigInt64(MAX_TIMESTAMP_AT),
   };
 }
 

@@ -20,6 +20,7 @@ import * as fs from "node:fs";
 import { CompressionType, decompress } from "../protocol/compression.ts";
 import { RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
 import { RecordCursor } from "../protocol/record-cursor.ts";
+import { CleanedTransactionMetadata } from "./cleaned-transaction-metadata.ts";
 import type { CleanerFilter, FilteredBatch } from "./cleaner-batch-filter.ts";
 import { filterBatch } from "./cleaner-batch-filter.ts";
 import type { ChunkBatch } from "./cleaner-segment-reader.ts";
@@ -38,6 +39,7 @@ import {
 } from "./segment-swap.ts";
 import type { Throttler } from "./throttler.ts";
 import { TIME_INDEX_ENTRY_BYTES } from "./time-index.ts";
+import type { AbortedTxn } from "./transaction-index.ts";
 import type { UnifiedLog } from "./unified-log.ts";
 import { settingsOf } from "./unified-log.ts";
 
@@ -103,7 +105,8 @@ export class Cleaner {
       map: this.options.map,
       nowMs,
       deleteRetentionMs: log.config.deleteRetentionMs,
-      lastOffsetOfProducer: lastOffsetsOfActiveProducers(log),
+      ...lastRecordsOfActiveProducers(log),
+      transactions: new CleanedTransactionMetadata(),
     };
     const segments = log.sealedSegments().filter((s) => s.baseOffset < endOffset);
     for (const group of groupSegmentsBySize(segments, log, target.firstUncleanableOffset)) {
@@ -140,11 +143,14 @@ export class Cleaner {
       const next = sealed[i + 1]?.baseOffset ?? target.log.activeSegmentBaseOffset;
       return s.baseOffset < end && next > target.firstDirtyOffset;
     });
+    // Aborted transactions' records stay out of the map: they must not shadow committed ones.
+    const transactions = new CleanedTransactionMetadata();
+    transactions.addAbortedTransactions(abortedTxnsOf(target.log, target.firstDirtyOffset, end));
     for (const segment of dirty) {
       for await (const batches of this.chunks(segment, stats, guard)) {
         for (const batch of batches) {
           if (batch.baseOffset >= end) return;
-          if (!addBatchToMap(batch, start, map, stats)) return;
+          if (!addBatchToMap(batch, start, map, transactions, stats)) return;
           await this.slicer.maybeYield(guard);
         }
       }
@@ -179,7 +185,12 @@ export class Cleaner {
     try {
       const { indexIntervalBytes } = log.config;
       const output = new CleanedOutput(cleaned, indexIntervalBytes, this.options.ioBufferBytes);
+      // The kept ABORT markers' entries go to the cleaned segment's .txnindex as they are met.
+      filter.transactions.cleanedIndex = cleaned.txnIndex;
       for (const segment of group) {
+        filter.transactions.addAbortedTransactions(
+          abortedTxnsOf(log, segment.baseOffset, nextBaseOffset(log, segment)),
+        );
         for await (const batches of this.chunks(segment, stats, guard)) {
           let written = 0;
           for (const batch of batches) {
@@ -190,11 +201,6 @@ export class Cleaner {
         }
       }
       await output.flush(stats);
-      // The cleaned segment keeps every aborted transaction of its group (its records stay until
-      // issue 15's cleaner removes aborted data), so read_committed reads still skip them.
-      for (const old of group) {
-        for (const txn of old.txnIndex.all()) cleaned.txnIndex.appendIfMissing(txn);
-      }
       cleaned.onBecomeInactive();
       await cleaned.flushFullyInBackground();
       cleaned.close();
@@ -269,19 +275,26 @@ class Slicer {
   }
 }
 
-/** Puts the batch's keyed records at or above `start` into the map; false once it is full. */
+/**
+ * Puts the batch's keyed records at or above `start` into the map; false once it is full.
+ * Markers and aborted transactions' batches put nothing.
+ */
 function addBatchToMap(
   batch: ChunkBatch,
   start: number,
   map: OffsetMap,
+  transactions: CleanedTransactionMetadata,
   stats: CleanerStats,
 ): boolean {
-  if (batch.lastOffset < BigInt(start)) return true;
   const bytes = batch.bytes;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const attributes = view.getInt16(21);
-  // Control batches carry no keyed data (issue 15: aborted transactions are skipped here).
-  if ((attributes & 0x20) === 0) {
+  const isControl = (attributes & 0x20) !== 0;
+  let aborted = false;
+  if (isControl) transactions.onControlBatchRead(bytes, batch.lastOffset);
+  else aborted = transactions.onBatchRead(bytes, batch.lastOffset, (attributes & 0x10) !== 0);
+  if (batch.lastOffset < BigInt(start)) return true;
+  if (!isControl && !aborted) {
     const codec = attributes & 0x07;
     const body =
       codec === CompressionType.None
@@ -430,11 +443,34 @@ function indexBytes(segment: LogSegment): [number, number] {
   ];
 }
 
-/** Producer id -> last data offset, for keeping each active producer's last batch. */
-function lastOffsetsOfActiveProducers(log: UnifiedLog): Map<bigint, bigint> {
-  const out = new Map<bigint, bigint>();
+/**
+ * Kafka's lastRecordsOfActiveProducers: each active producer's last data offset, or its epoch
+ * when it has no data batch left, for keeping the batch that holds its last sequence or epoch.
+ */
+function lastRecordsOfActiveProducers(log: UnifiedLog): {
+  lastOffsetOfProducer: Map<bigint, bigint>;
+  markerOnlyProducers: Map<bigint, number>;
+} {
+  const lastOffsetOfProducer = new Map<bigint, bigint>();
+  const markerOnlyProducers = new Map<bigint, number>();
   for (const entry of log.producerState.activeProducers()) {
-    if (entry.lastDataOffset >= 0n) out.set(entry.producerId, entry.lastDataOffset);
+    if (entry.lastDataOffset >= 0n)
+      lastOffsetOfProducer.set(entry.producerId, entry.lastDataOffset);
+    else markerOnlyProducers.set(entry.producerId, entry.producerEpoch);
   }
-  return out;
+  return { lastOffsetOfProducer, markerOnlyProducers };
+}
+
+/**
+ * The aborted transactions overlapping [from, to), from the .txnindex files of the segment
+ * holding `from` on. Their number is bounded by the markers in the log.
+ */
+function abortedTxnsOf(log: UnifiedLog, from: bigint, to: bigint): AbortedTxn[] {
+  return log.collectAbortedTransactions(from, to, Number.MAX_SAFE_INTEGER);
+}
+
+/** The offset the segment after `segment` starts at (the active segment's for the last). */
+function nextBaseOffset(log: UnifiedLog, segment: LogSegment): bigint {
+  const sealed = log.sealedSegments();
+  return sealed[sealed.indexOf(segment) + 1]?.baseOffset ?? log.activeSegmentBaseOffset;
 }

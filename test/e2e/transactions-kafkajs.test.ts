@@ -1,16 +1,21 @@
 // Transactions end to end with kafkajs (issue 15): commit and abort seen by read_committed and
 // read_uncommitted consumers, sendOffsets committing a group's offsets only with the
-// transaction, and a new producer incarnation fencing the old one.
+// transaction, a new producer incarnation fencing the old one, and a compacted topic written
+// transactionally and cleaned.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { type Consumer, Kafka, logLevel, type Producer } from "kafkajs";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
+import { waitUntil } from "../support/wait-until.ts";
 
+const COMPACTED = "txn-compacted";
 let broker: InProcessBroker;
 let kafka: Kafka;
 
 beforeAll(async () => {
   broker = await startInProcessBroker({
-    settings: { "transaction.state.log.num.partitions": "4" },
+    settings: { "transaction.state.log.num.partitions": "4", "log.cleaner.backoff.ms": "100" },
   });
   kafka = new Kafka({
     clientId: "txn-test",
@@ -23,6 +28,14 @@ beforeAll(async () => {
     topics: [
       { topic: "txn-out", numPartitions: 2 },
       { topic: "txn-in", numPartitions: 1 },
+      {
+        topic: COMPACTED,
+        numPartitions: 1,
+        configEntries: [
+          { name: "cleanup.policy", value: "compact" },
+          { name: "segment.bytes", value: "4096" },
+        ],
+      },
     ],
   });
   await admin.disconnect();
@@ -143,4 +156,78 @@ describe("kafkajs transactional producer", () => {
     expect(seen).toContain("fresh");
     expect(seen).not.toContain("zombie");
   }, 60_000);
+});
+
+describe("a compacted topic written in transactions", () => {
+  const pad = (v: string) => v.padEnd(100, ".");
+
+  /** Key -> value as a consumer at `isolation` reads the topic up to the record "end". */
+  async function readTable(readUncommitted: boolean): Promise<Map<string, string>> {
+    const consumer = kafka.consumer({ groupId: `table-${crypto.randomUUID()}`, readUncommitted });
+    await consumer.connect();
+    await consumer.subscribe({ topic: COMPACTED, fromBeginning: true });
+    const table = new Map<string, string>();
+    let done: () => void = () => {};
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        table.set(message.key!.toString(), message.value!.toString().replace(/\.+$/, ""));
+        if (message.key!.toString() === "end") done();
+      },
+    });
+    await Promise.race([finished, Bun.sleep(15_000)]);
+    await consumer.disconnect();
+    return table;
+  }
+
+  /** The cleaner's checkpointed position for the topic, -1 before its first cleaning. */
+  function cleanerOffset(): number {
+    const file = path.join(broker.dataDir, "cleaner-offset-checkpoint");
+    if (!fs.existsSync(file)) return -1;
+    const line = fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith(`${COMPACTED} 0 `));
+    return line === undefined ? -1 : Number(line.split(" ")[2]);
+  }
+
+  test("the cleaner removes aborted values: both isolation levels read the committed table", async () => {
+    const producer = await transactionalProducer("tx-compacted");
+    const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
+    const write = async (entries: [string, string][], commit: boolean) => {
+      const txn = await producer.transaction();
+      await txn.send({
+        topic: COMPACTED,
+        messages: entries.map(([key, value]) => ({ key, value: pad(value) })),
+      });
+      await (commit ? txn.commit() : txn.abort());
+    };
+    await write(
+      keys.map((k) => [k, `c1-${k}`]),
+      true,
+    ); // offsets 0-9, marker 10
+    await write(
+      keys.map((k) => [k, `a-${k}`]),
+      false,
+    ); // 11-20, marker 21
+    await write(
+      keys.slice(0, 5).map((k) => [k, `c2-${k}`]),
+      true,
+    ); // 22-26, marker 27
+    // Enough further commits to roll those segments out of the active one.
+    for (let i = 0; i < 10; i++)
+      await write(
+        [0, 1, 2, 3].map((j) => [`f${j}`, `f-${i}`]),
+        true,
+      );
+    await write([["end", "end"]], true);
+    await producer.disconnect();
+    await waitUntil(() => cleanerOffset() >= 28, 20_000, "a cleaning past the aborted values");
+    const committed = new Map(keys.map((k, i) => [k, i < 5 ? `c2-${k}` : `c1-${k}`]));
+    for (const readUncommitted of [false, true]) {
+      const table = await readTable(readUncommitted);
+      expect(new Map(keys.map((k) => [k, table.get(k)]))).toEqual(committed);
+      expect([...table.values()].filter((v) => v.startsWith("a-"))).toEqual([]);
+    }
+  }, 90_000);
 });

@@ -43,6 +43,7 @@ export function keyedBatch(
     producerId?: bigint;
     producerEpoch?: number;
     baseSequence?: number;
+    isTransactional?: boolean;
   } = {},
 ): Uint8Array {
   return buildRecordBatch(
@@ -56,6 +57,7 @@ export function keyedBatch(
       producerId: opts.producerId,
       producerEpoch: opts.producerEpoch,
       baseSequence: opts.baseSequence,
+      isTransactional: opts.isTransactional,
     },
   );
 }

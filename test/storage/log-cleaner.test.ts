@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { CompressionType } from "../../src/protocol/compression.ts";
+import { buildEndTxnMarkerBatch } from "../../src/protocol/control-record.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { DELETE_HORIZON_BIT } from "../../src/storage/cleaner-batch-filter.ts";
 import type { LogCleanerConfig } from "../../src/storage/log-cleaner.ts";
@@ -11,7 +12,7 @@ import { LogManager } from "../../src/storage/log-manager.ts";
 import { CLEANER_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { LineLogger } from "../support/line-logger.ts";
-import type { KeyedRecord } from "./cleaner-support.ts";
+import type { KeyedRecord, StoredBatch } from "./cleaner-support.ts";
 import { keyedBatch, latestByKey, readAllBatches, readAllRecords } from "./cleaner-support.ts";
 import { removeDir, tempDir } from "./helpers.ts";
 
@@ -306,25 +307,159 @@ describe("LogCleaner: offset map", () => {
 });
 
 describe("LogCleaner: transactions", () => {
-  test("a cleaned segment keeps its group's aborted transactions in its .txnindex", async () => {
-    const log = open({ segmentBytes: 600 }).getOrCreateLog("t", 0);
-    for (let i = 0; i < 20; i++)
-      append(log, [{ key: `k${i % 3}`, value: `v${i}`.padEnd(60, ".") }]);
+  const coordinator = { origin: "coordinator" } as const;
+
+  function txnAppend(log: UnifiedLog, pid: bigint, seq: number, records: KeyedRecord[]): void {
+    append(log, records, {
+      producerId: pid,
+      producerEpoch: 0,
+      baseSequence: seq,
+      isTransactional: true,
+    });
+  }
+
+  function endTxn(log: UnifiedLog, pid: bigint, commit: boolean): void {
+    const marker = { producerId: pid, producerEpoch: 0, coordinatorEpoch: 0, commit };
+    log.appendAsLeader(buildEndTxnMarkerBatch(marker, Date.now()), -1, coordinator);
+    log.highWatermark = log.logEndOffset;
+  }
+
+  /** What a consumer reads: data records, minus aborted ones under read_committed. */
+  function consume(log: UnifiedLog, isolation: "read_committed" | "read_uncommitted") {
+    const aborted = log.collectAbortedTransactions(0n, log.logEndOffset, 1000);
+    const isAborted = (b: StoredBatch) =>
+      aborted.some(
+        (t) =>
+          t.producerId === b.producerId &&
+          t.firstOffset <= b.baseOffset &&
+          b.baseOffset <= t.lastOffset,
+      );
+    return readAllBatches(log)
+      .filter((b) => (b.attributes & 0x20) === 0)
+      .filter(
+        (b) => isolation === "read_uncommitted" || (b.attributes & 0x10) === 0 || !isAborted(b),
+      )
+      .flatMap((b) => b.records);
+  }
+
+  const markers = (log: UnifiedLog) =>
+    readAllBatches(log).filter((b) => (b.attributes & 0x20) !== 0);
+  const txnIndexOf = (log: UnifiedLog) => log.sealedSegments().flatMap((s) => s.txnIndex.all());
+
+  /** Plain, committed and aborted writes; then each isolation level's latest value per key. */
+  function writeTransactions(log: UnifiedLog): void {
+    append(
+      log,
+      ["k0", "k1", "k2", "k3"].map((key) => ({ key, value: "v0" })),
+    ); // 0-3
+    txnAppend(log, 7n, 0, [
+      { key: "k0", value: "c7" },
+      { key: "k1", value: "c7" },
+    ]); // 4-5
+    txnAppend(log, 8n, 0, [
+      { key: "k0", value: "a8" },
+      { key: "k2", value: "a8" },
+    ]); // 6-7
+    endTxn(log, 8n, false); // 8
+    endTxn(log, 7n, true); // 9
+    txnAppend(log, 8n, 2, [{ key: "k3", value: "c8" }]); // 10
+    endTxn(log, 8n, true); // 11
     log.roll();
-    const sealed = log.sealedSegments();
-    const txns = [sealed[1]!, sealed[2]!].map((s) => ({
-      producerId: 9n,
-      firstOffset: s.baseOffset,
-      lastOffset: s.baseOffset,
-      lastStableOffset: 0n,
-    }));
-    sealed[1]!.txnIndex.append(txns[0]!);
-    sealed[2]!.txnIndex.append(txns[1]!);
-    await manager.cleaner.cleanOnce();
-    const all = () => log.sealedSegments().flatMap((s) => s.txnIndex.all());
-    expect(all()).toEqual(txns);
+  }
+
+  test("aborted records go; markers stay while their transaction has batches, then past the horizon", async () => {
+    const log = open({
+      deleteRetentionMs: 60_000,
+      segmentBytes: 1 << 20,
+      minCleanableDirtyRatio: 0.01,
+    }).getOrCreateLog("t", 0);
+    writeTransactions(log);
+    const committed = { k0: "c7", k1: "c7", k2: "v0", k3: "c8" };
+    expect(Object.fromEntries(latestByKey(consume(log, "read_committed")))).toEqual(committed);
+    expect(latestByKey(consume(log, "read_uncommitted")).get("k0")).toBe("a8");
+    const now = Date.now();
+    await manager.cleaner.cleanOnce(now);
+    // Kafka's cleaner: aborted data removed, so both isolation levels read the committed values.
+    for (const isolation of ["read_committed", "read_uncommitted"] as const) {
+      const records = consume(log, isolation);
+      expect(Object.fromEntries(latestByKey(records))).toEqual(committed);
+      expect(records.map((r) => r.offset)).toEqual([2n, 4n, 5n, 10n]);
+    }
+    // Every marker stays (the aborted one's batch was met in this cleaning), with its index entry.
+    expect(markers(log).map((b) => b.baseOffset)).toEqual([8n, 9n, 11n]);
+    expect(txnIndexOf(log)).toEqual([
+      { producerId: 8n, firstOffset: 6n, lastOffset: 8n, lastStableOffset: 4n },
+    ]);
+
+    // The next cleaning meets no batch of the aborted transaction: its marker gets a horizon and
+    // its index entry goes; the committed transactions' batches remain, so their markers stay.
+    append(log, [{ key: "k2", value: "v1" }]);
+    log.roll();
+    expect(await manager.cleaner.cleanOnce(now)).not.toBeNull();
+    const withHorizon = markers(log).filter((b) => (b.attributes & DELETE_HORIZON_BIT) !== 0);
+    expect(withHorizon.map((b) => b.baseOffset)).toEqual([8n]);
+    expect(markers(log).map((b) => b.baseOffset)).toEqual([8n, 9n, 11n]);
+    expect(txnIndexOf(log)).toEqual([]);
+    expect(log.latestDeleteHorizonMs).toBe(now + 60_000);
+    expect(manager.cleaner.grabFilthiestLog(now + 59_000)).toBeNull();
+    expect(await manager.cleaner.cleanOnce(now + 60_001)).not.toBeNull();
+    expect(markers(log).map((b) => b.baseOffset)).toEqual([9n, 11n]);
+    expect(Object.fromEntries(latestByKey(consume(log, "read_committed")))).toEqual({
+      ...committed,
+      k2: "v1",
+    });
+    // The cleaned files read back the same after a restart.
     manager.close();
-    const reopened = open({ segmentBytes: 600 }).getLog("t", 0)!;
-    expect(reopened.sealedSegments().flatMap((s) => s.txnIndex.all())).toEqual(txns);
+    const reopened = open({ segmentBytes: 1 << 20 }).getLog("t", 0)!;
+    expect(markers(reopened).map((b) => b.baseOffset)).toEqual([9n, 11n]);
+    expect(txnIndexOf(reopened)).toEqual([]);
+  });
+
+  test("a commit marker goes once its transaction's records are compacted away", async () => {
+    const log = open({
+      deleteRetentionMs: 0,
+      segmentBytes: 1 << 20,
+      minCleanableDirtyRatio: 0.01,
+    }).getOrCreateLog("t", 0);
+    txnAppend(log, 7n, 0, [{ key: "k0", value: "c7" }]); // 0
+    endTxn(log, 7n, true); // 1
+    txnAppend(log, 7n, 1, [{ key: "k1", value: "c7" }]); // 2: the producer's last batch
+    endTxn(log, 7n, true); // 3
+    append(log, [{ key: "k0", value: "v1" }]); // 4 supersedes offset 0
+    log.roll();
+    const now = Date.now();
+    // The first cleaning removes batch 0 but met it, so marker 1 stays as it is.
+    expect(await manager.cleaner.cleanOnce(now)).not.toBeNull();
+    expect(markers(log).map((b) => [b.baseOffset, b.attributes & DELETE_HORIZON_BIT])).toEqual([
+      [1n, 0],
+      [3n, 0],
+    ]);
+    append(log, [{ key: "k2", value: "v1" }]); // 5
+    log.roll();
+    expect(await manager.cleaner.cleanOnce(now)).not.toBeNull(); // marker 1 gets its horizon
+    expect(markers(log).map((b) => [b.baseOffset, b.attributes & DELETE_HORIZON_BIT])).toEqual([
+      [1n, DELETE_HORIZON_BIT],
+      [3n, 0],
+    ]);
+    expect(await manager.cleaner.cleanOnce(now + 1)).not.toBeNull(); // horizon passed
+    expect(markers(log).map((b) => b.baseOffset)).toEqual([3n]);
+    expect(readAllRecords(log).map((r) => r.offset)).toEqual([2n, 3n, 4n, 5n]);
+  });
+
+  test("an aborted value never shadows the committed one in the offset map", async () => {
+    const log = open({ segmentBytes: 1 << 20 }).getOrCreateLog("t", 0);
+    append(log, [{ key: "k", value: "committed" }]); // 0
+    txnAppend(log, 8n, 0, [{ key: "k", value: "aborted" }]); // 1
+    endTxn(log, 8n, false); // 2
+    append(log, [{ key: "other", value: "x" }]); // 3: producer 8's batch is not its last
+    txnAppend(log, 8n, 1, [{ key: "other", value: "y" }]); // 4
+    endTxn(log, 8n, true); // 5
+    log.roll();
+    await manager.cleaner.cleanOnce();
+    const records = consume(log, "read_uncommitted");
+    expect(records.map((r) => [r.offset, r.key, r.value])).toEqual([
+      [0n, "k", "committed"],
+      [4n, "other", "y"],
+    ]);
   });
 });
