@@ -78,15 +78,18 @@ export function writeFileAtomically(filePath: string, bytes: Uint8Array): void {
 }
 
 /**
- * writeFileAtomically with the write, fdatasync, rename and directory fsync on the thread pool,
- * for files written while requests are served (the cleaner's checkpoint). Its temporary file is
- * not writeFileAtomically's, so a synchronous write of the same file meanwhile cannot write into
- * it; callers never run two of these for one file at once.
+ * writeFileAtomically with the write, fdatasync and directory fsync on the thread pool, for
+ * files written while requests are served (the periodic and the cleaner's checkpoints). Its
+ * temporary file is not writeFileAtomically's, so a synchronous write of the same file meanwhile
+ * cannot write into it; callers never run two of these for one file at once. When
+ * `stillCurrent` says no just before the rename (a newer write of the file happened since the
+ * bytes were made), the file is left alone and the result is false.
  */
 export async function writeFileAtomicallyInBackground(
   filePath: string,
   bytes: Uint8Array,
-): Promise<void> {
+  stillCurrent: () => boolean = () => true,
+): Promise<boolean> {
   const tmpPath = `${filePath}.async.tmp`;
   const handle = await fs.promises.open(tmpPath, "w");
   try {
@@ -95,8 +98,16 @@ export async function writeFileAtomicallyInBackground(
   } finally {
     await handle.close();
   }
-  await fs.promises.rename(tmpPath, filePath);
+  // The rename runs here, on the event loop, right after the check: a synchronous write of the
+  // same file (writeFileAtomically) can then never land between the check and the rename, which
+  // would let these older bytes replace its newer ones. A rename is a metadata update, no sync.
+  if (!stillCurrent()) {
+    await fs.promises.rm(tmpPath, { force: true });
+    return false;
+  }
+  fs.renameSync(tmpPath, filePath);
   await fsyncDirectoryInBackground(path.dirname(filePath));
+  return true;
 }
 
 /** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */

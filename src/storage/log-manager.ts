@@ -86,6 +86,15 @@ export class LogManager {
   private readonly defaultConfig: LogConfig;
   private readonly maxLogs: number;
   private closed = false;
+  /**
+   * Bumped by every write of a checkpoint file (by path). A background write made from older
+   * entries than the file's latest write skips its rename, so the newest entries always win.
+   */
+  private readonly checkpointGenerations = new Map<string, number>();
+  /** Background checkpoint writes run one after another (they share a temporary file name). */
+  private backgroundWrites: Promise<void> = Promise.resolve();
+  /** The periodic checkpoint still writing, if any: the next period skips rather than queues. */
+  private periodicCheckpoint: Promise<void> | null = null;
   /** Compacts the logs whose cleanup.policy includes compact. */
   readonly cleaner: LogCleaner;
 
@@ -114,7 +123,7 @@ export class LogManager {
           const logDir = this.logDirOf.get(log);
           if (logDir !== undefined) {
             const filePath = path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE);
-            await writeOffsetCheckpointInBackground(filePath, this.cleanerEntries(logDir));
+            await this.writeCheckpointInBackground(filePath, this.cleanerEntries(logDir));
           }
           await onCleaned?.(log, result);
         },
@@ -265,6 +274,54 @@ export class LogManager {
   }
 
   /**
+   * The periodic checkpoint (log.flush.offset.checkpoint.interval.ms): the same files as
+   * checkpointLogOffsets, but their fdatasyncs and directory fsyncs run on the thread pool. On
+   * the event loop, four files per log dir with two syncs each held every request for tens of
+   * ms once a minute, and for longer with thousands of partitions (docs/scaling.md). Resolves
+   * when written; a period that finds the last one still writing is skipped.
+   */
+  checkpointLogOffsetsInBackground(): Promise<void> {
+    if (this.periodicCheckpoint !== null) return this.periodicCheckpoint;
+    const writes: Promise<void>[] = [];
+    for (const logDir of this.logDirs) {
+      for (const [filePath, entries] of this.checkpointContents(logDir)) {
+        writes.push(this.writeCheckpointInBackground(filePath, entries));
+      }
+    }
+    const done = Promise.all(writes).then(
+      () => undefined,
+      (error: unknown) => this.env.logger.warn(`checkpoint write failed: ${String(error)}`),
+    );
+    this.periodicCheckpoint = done.finally(() => (this.periodicCheckpoint = null));
+    return this.periodicCheckpoint;
+  }
+
+  private writeCheckpoint(filePath: string, entries: readonly CheckpointEntry[]): void {
+    this.nextGeneration(filePath);
+    writeOffsetCheckpoint(filePath, entries);
+  }
+
+  private writeCheckpointInBackground(
+    filePath: string,
+    entries: readonly CheckpointEntry[],
+  ): Promise<void> {
+    const generation = this.nextGeneration(filePath);
+    const stillCurrent = () => this.checkpointGenerations.get(filePath) === generation;
+    const write = this.backgroundWrites.then(async () => {
+      await writeOffsetCheckpointInBackground(filePath, entries, stillCurrent);
+    });
+    // The chain goes on after a failure; the caller sees it through `write`.
+    this.backgroundWrites = write.catch(() => undefined);
+    return write;
+  }
+
+  private nextGeneration(filePath: string): number {
+    const generation = (this.checkpointGenerations.get(filePath) ?? 0) + 1;
+    this.checkpointGenerations.set(filePath, generation);
+    return generation;
+  }
+
+  /**
    * Rewrites now (after DeleteRecords) the log-start-offset checkpoint of each log dir holding
    * one of `logs`, so a start offset a client is told about survives a crash. One write per dir.
    */
@@ -287,10 +344,21 @@ export class LogManager {
         offset: other.logStartOffset,
       });
     }
-    writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
+    this.writeCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
   }
 
   private writeCheckpoints(logDir: string, withHighWatermarks = true): void {
+    for (const [filePath, entries] of this.checkpointContents(logDir)) {
+      if (!withHighWatermarks && filePath.endsWith(HIGH_WATERMARK_CHECKPOINT_FILE)) continue;
+      this.writeCheckpoint(filePath, entries);
+    }
+  }
+
+  /**
+   * The recovery-point, log-start-offset, cleaner-offset (the cleaner offset of every compacted
+   * log, and of any other the cleaner has cleaned) and high-watermark checkpoints of a log dir.
+   */
+  private checkpointContents(logDir: string): [filePath: string, CheckpointEntry[]][] {
     const recoveryPoints: CheckpointEntry[] = [];
     const startOffsets: CheckpointEntry[] = [];
     const highWatermarks: CheckpointEntry[] = [];
@@ -301,20 +369,12 @@ export class LogManager {
       startOffsets.push({ topic, partition, offset: log.logStartOffset });
       highWatermarks.push({ topic, partition, offset: log.highWatermark });
     }
-    writeOffsetCheckpoint(path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE), recoveryPoints);
-    writeOffsetCheckpoint(path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets);
-    this.writeCleanerCheckpoint(logDir);
-    if (!withHighWatermarks) return;
-    writeOffsetCheckpoint(path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE), highWatermarks);
-  }
-
-  /**
-   * `cleaner-offset-checkpoint` of one log dir: the cleaner offset of every compacted log (and
-   * of any other the cleaner has cleaned), in Kafka's offset checkpoint format.
-   */
-  private writeCleanerCheckpoint(logDir: string): void {
-    const filePath = path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE);
-    writeOffsetCheckpoint(filePath, this.cleanerEntries(logDir));
+    return [
+      [path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE), recoveryPoints],
+      [path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE), startOffsets],
+      [path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE), this.cleanerEntries(logDir)],
+      [path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE), highWatermarks],
+    ];
   }
 
   private cleanerEntries(logDir: string): CheckpointEntry[] {
@@ -338,9 +398,9 @@ export class LogManager {
       this.cleanupLogs(),
     );
     this.every(o.flushCheckIntervalMs ?? DEFAULTS.flushCheckIntervalMs, () => this.flushDueLogs());
-    this.every(o.checkpointIntervalMs ?? DEFAULTS.checkpointIntervalMs, () =>
-      this.checkpointLogOffsets(),
-    );
+    this.every(o.checkpointIntervalMs ?? DEFAULTS.checkpointIntervalMs, () => {
+      void this.checkpointLogOffsetsInBackground();
+    });
     this.cleaner.start();
   }
 

@@ -41,12 +41,16 @@ export function writeOffsetCheckpoint(filePath: string, entries: readonly Checkp
   writeFileAtomically(filePath, formatOffsetCheckpoint(entries));
 }
 
-/** writeOffsetCheckpoint with the file work on the thread pool. */
+/**
+ * writeOffsetCheckpoint with the file work on the thread pool; false when `stillCurrent` said a
+ * newer write had happened and the file was left alone (durable-file.ts).
+ */
 export function writeOffsetCheckpointInBackground(
   filePath: string,
   entries: readonly CheckpointEntry[],
-): Promise<void> {
-  return writeFileAtomicallyInBackground(filePath, formatOffsetCheckpoint(entries));
+  stillCurrent?: () => boolean,
+): Promise<boolean> {
+  return writeFileAtomicallyInBackground(filePath, formatOffsetCheckpoint(entries), stillCurrent);
 }
 
 function formatOffsetCheckpoint(entries: readonly CheckpointEntry[]): Uint8Array {

@@ -6,6 +6,7 @@ import type { LogConfig } from "../../src/storage/log-config.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { LogManager } from "../../src/storage/log-manager.ts";
 import {
+  HIGH_WATERMARK_CHECKPOINT_FILE,
   LOG_START_OFFSET_CHECKPOINT_FILE,
   RECOVERY_POINT_CHECKPOINT_FILE,
 } from "../../src/storage/offset-checkpoint-file.ts";
@@ -150,6 +151,40 @@ describe("background flush and checkpoints", () => {
     expect(log.flushedOffset).toBe(6n);
     const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
     expect(checkpoint).toBe("0\n1\nt 1 6\n");
+  });
+});
+
+describe("periodic checkpoints off the event loop", () => {
+  test("the background checkpoint writes every checkpoint file", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    fill(log, 3);
+    log.flush();
+    await manager.checkpointLogOffsetsInBackground();
+    const read = (name: string) => fs.readFileSync(path.join(dir, name), "utf8");
+    expect(read(RECOVERY_POINT_CHECKPOINT_FILE)).toBe("0\n1\nt 0 6\n");
+    expect(read(LOG_START_OFFSET_CHECKPOINT_FILE)).toBe("0\n1\nt 0 0\n");
+    expect(read(HIGH_WATERMARK_CHECKPOINT_FILE)).toBe("0\n1\nt 0 6\n");
+    expect(fs.readdirSync(dir).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+  });
+
+  test("a synchronous write made while a background one runs is not replaced by it", async () => {
+    const log = open().getOrCreateLog("t", 0);
+    fill(log, 3);
+    const background = manager.checkpointLogOffsetsInBackground();
+    // DeleteRecords moves the start and checkpoints it at once, before answering the client.
+    expect(log.maybeIncrementLogStartOffset(4n, "test")).toBe(true);
+    manager.checkpointLogStartOffsetsOf([log]);
+    await background;
+    const checkpoint = fs.readFileSync(path.join(dir, LOG_START_OFFSET_CHECKPOINT_FILE), "utf8");
+    expect(checkpoint).toBe("0\n1\nt 0 4\n");
+    expect(fs.readdirSync(dir).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+  });
+
+  test("a period that finds the last checkpoint still writing shares it", () => {
+    open().getOrCreateLog("t", 0);
+    const first = manager.checkpointLogOffsetsInBackground();
+    expect(manager.checkpointLogOffsetsInBackground()).toBe(first);
+    return first;
   });
 });
 
