@@ -449,7 +449,12 @@ export class ReplicaManager {
     const maxOffset =
       replicaId >= 0 ? log.logEndOffset : committed ? lastStableOffset : log.highWatermark;
     try {
-      const read = log.read(entry.fetchOffset, maxBytes, { maxOffset, minOneMessage });
+      const partialLastBatch = replicaId < 0;
+      const read = log.read(entry.fetchOffset, maxBytes, {
+        maxOffset,
+        minOneMessage,
+        partialLastBatch,
+      });
       const abortedTransactions =
         !committed || read.sizeBytes === 0
           ? base.abortedTransactions

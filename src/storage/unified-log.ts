@@ -84,6 +84,12 @@ export interface ReadOptions {
   readonly maxOffset: Offset;
   /** Return the first batch even if it is larger than maxBytes (KIP-74), so fetches progress. */
   readonly minOneMessage: boolean;
+  /**
+   * Fill maxBytes even if that ends inside a batch (consumers' fetches, as Kafka; clients drop
+   * the partial batch). Off by default: followers and the broker's own readers get whole
+   * batches only.
+   */
+  readonly partialLastBatch?: boolean;
 }
 
 export interface ReadResult {
@@ -626,7 +632,13 @@ export class UnifiedLog {
     // Offsets can have gaps between segments, so a segment may hold nothing at or after
     // fetchOffset; then the next one is tried. Bounded by the segment count.
     for (let i = this.segmentSlotFor(fetchOffset); i < this.segments.length; i++) {
-      const range = this.segments[i].read(fetchOffset, maxBytes, maxOffset, opts.minOneMessage);
+      const range = this.segments[i].read(
+        fetchOffset,
+        maxBytes,
+        maxOffset,
+        opts.minOneMessage,
+        opts.partialLastBatch === true,
+      );
       if (range === null) continue;
       if (range === "empty") return EMPTY_READ;
       return { ranges: [range], sizeBytes: range.sizeBytes };

@@ -140,6 +140,28 @@ test("the response budget: later partitions get what the first left, but one bat
   for (const o of outcomes) release(o.records);
 });
 
+test("a consumer's fetch fills its partition budget, ending inside a batch; other reads stop at the last whole batch", async () => {
+  const { rm, logs } = await setUp();
+  const batches = [1000, 1000, 1000].map((n) => buildRecordBatch([{ value: new Uint8Array(n) }]));
+  for (const records of batches) rm.appendRecords(1, [{ topic: "t", partition: 0, records }]);
+  const budgetBytes = batches[0].length + 500;
+  const [o] = await rm.fetchMessages({
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    onCancel: neverCancel,
+    entries: [{ topic: "t", partition: 0, fetchOffset: 0n, partitionMaxBytes: budgetBytes }],
+  });
+  // As Kafka: the consumer gets exactly its budget and drops the trailing partial batch.
+  expect(bytesOf(o.records)).toBe(budgetBytes);
+  release(o.records);
+  // Followers and the broker's own readers (partialLastBatch unset) get whole batches only.
+  const log = logs.getLog("t", 0)!;
+  const whole = log.read(0n, budgetBytes, { maxOffset: log.logEndOffset, minOneMessage: true });
+  expect(whole.sizeBytes).toBe(batches[0].length);
+  release(whole.ranges);
+});
+
 test("fetching beyond the log end is OFFSET_OUT_OF_RANGE and does not park", async () => {
   const { rm } = await setUp();
   const [o] = await rm.fetchMessages({
