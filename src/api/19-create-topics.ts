@@ -14,6 +14,7 @@
 //   behave the same way).
 // * Not implemented: create-topic policies, controller mutation quotas, ACLs
 //   (TopicConfigErrorCode stays NONE).
+import { topicBrokerSynonyms } from "../config/broker-config-description.ts";
 import {
   describeTopicConfig,
   TOPIC_CONFIG_KEYS,
@@ -61,10 +62,11 @@ async function createOne(t: CreatableTopic, validateOnly: boolean, ctx: RequestC
 function succeeded(name: string, created: CreatedTopic, ctx: RequestContext) {
   const result = { name, topicId: created.topicId, errorCode: ErrorCode.NONE, errorMessage: null };
   if (ctx.apiVersion < 5) return result;
-  const broker = ctx.broker.config;
+  const dynamic = ctx.broker.dynamicConfig;
+  const synonyms = topicBrokerSynonyms(dynamic);
   const names = Object.keys(TOPIC_CONFIG_KEYS) as TopicConfigKey[];
   const configs = names.map((key) => {
-    const d = describeTopicConfig(key, created.configs, broker);
+    const d = describeTopicConfig(key, created.configs, dynamic.current, synonyms);
     return {
       name: d.name,
       value: d.value,

@@ -9,15 +9,17 @@
 //   broker's value, and the synonyms Kafka lists (the override, then each broker key). A
 //   missing topic is UNKNOWN_TOPIC_OR_PARTITION for that resource; an illegal name is
 //   INVALID_TOPIC_EXCEPTION.
-// * Resource type 4 (broker): name "<broker.id>" lists every broker key, all read-only since
-//   Quill's broker config is static; the empty name (cluster-wide dynamic defaults) lists
-//   nothing, because there are none. Another id is INVALID_REQUEST, as in Kafka.
+// * Resource type 4 (broker): name "<broker.id>" lists every broker key with its value now,
+//   read-only unless it may change at runtime, its source (DYNAMIC_BROKER_CONFIG,
+//   DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG) and synonyms as
+//   Kafka's ZooKeeper-mode broker lists them; the empty name lists the cluster-wide dynamic
+//   defaults only. Another id is INVALID_REQUEST, as in Kafka. Topic entries show a changed
+//   broker default as their value, with its dynamic synonym.
 // * ConfigurationKeys null or empty lists every key; otherwise only the named ones.
 // * Not implemented: broker loggers (type 8), groups and client metrics: INVALID_REQUEST.
-import { BROKER_CONFIG_KEYS, type BrokerConfigKey } from "../config/broker-config.ts";
+import { describeBrokerConfigs, topicBrokerSynonyms } from "../config/broker-config-description.ts";
 import {
   type ConfigDescription,
-  describeBrokerConfig,
   describeTopicConfig,
   TOPIC_CONFIG_KEYS,
   type TopicConfigKey,
@@ -79,14 +81,18 @@ function describeTopic(name: string, wanted: (key: string) => boolean, ctx: Requ
     throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
   }
   const keys = (Object.keys(TOPIC_CONFIG_KEYS) as TopicConfigKey[]).filter(wanted);
-  return keys.map((key) => describeTopicConfig(key, topic.configs, ctx.broker.config));
+  const dynamic = ctx.broker.dynamicConfig;
+  const synonyms = topicBrokerSynonyms(dynamic);
+  return keys.map((key) => describeTopicConfig(key, topic.configs, dynamic.current, synonyms));
 }
 
 function describeBroker(name: string, wanted: (key: string) => boolean, ctx: RequestContext) {
-  if (name === "") return [];
-  brokerIdOfResource(name, ctx.broker.brokerId, " or empty string");
-  const keys = (Object.keys(BROKER_CONFIG_KEYS) as BrokerConfigKey[]).filter(wanted);
-  return keys.map((key) => describeBrokerConfig(key, ctx.broker.config));
+  if (name !== "") brokerIdOfResource(name, ctx.broker.brokerId, " or empty string");
+  return describeBrokerConfigs(
+    ctx.broker.dynamicConfig,
+    name === "" ? "default" : "broker",
+    wanted,
+  );
 }
 
 /** Synonyms only when asked for, documentation only when asked for (v3+). */

@@ -6,8 +6,11 @@
 //   Kafka; keys left out fall back to the broker's values. The change is persisted and reaches
 //   the running logs at once. An unknown key is INVALID_CONFIG, a bad value INVALID_REQUEST
 //   (Kafka's ZooKeeper-mode answers), a missing topic UNKNOWN_TOPIC_OR_PARTITION.
-// * Broker resources (type 4): INVALID_REQUEST, because Quill's broker config is static (read
-//   at start); other resource types: INVALID_REQUEST, as in Kafka.
+// * Broker resources (type 4): this broker's id replaces its dynamic configs
+//   (/config/brokers/<id>), the empty name the cluster-wide defaults (/config/brokers/<default>);
+//   docs/broker-configs.md lists the keys that may change. A key that may not change, or a bad
+//   value, is INVALID_REQUEST naming the resource; another broker's id is INVALID_REQUEST.
+//   Other resource types: INVALID_REQUEST, as in Kafka.
 // * ValidateOnly checks everything and changes nothing.
 // * Not implemented: alter-config policies, ACLs.
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -19,10 +22,12 @@ export const alterConfigsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 2,
   async handle(request, ctx) {
-    const admin = ctx.broker.adminManager;
-    const responses = await alterResources(request.resources, ctx.broker.brokerId, (r) =>
-      admin.setTopicConfigs(r.resourceName, r.configs, request.validateOnly),
-    );
+    const { adminManager, brokerConfigManager } = ctx.broker;
+    const only = request.validateOnly;
+    const responses = await alterResources(request.resources, ctx.broker.brokerId, {
+      topic: (r) => adminManager.setTopicConfigs(r.resourceName, r.configs, only),
+      broker: (r) => brokerConfigManager.setBrokerConfigs(r.resourceName, r.configs, only),
+    });
     return { throttleTimeMs: 0, responses };
   },
 });

@@ -5,8 +5,10 @@
 //   topic's current overrides. APPEND and SUBTRACT apply to list keys only (cleanup.policy);
 //   on any other key they are INVALID_REQUEST. v1: flexible.
 // * Topic resources (type 2): the merged overrides are checked, persisted and handed to the
-//   running logs. Broker resources (type 4): INVALID_REQUEST, because Quill's broker config is
-//   static; other resource types: INVALID_REQUEST, as in Kafka.
+//   running logs. Broker resources (type 4): the operations apply to the stored dynamic configs
+//   of this broker (its id) or of the cluster-wide default (the empty name), which are then
+//   checked whole, persisted and applied (docs/broker-configs.md). APPEND/SUBTRACT on a broker
+//   key that is not a list is INVALID_REQUEST. Other resource types: INVALID_REQUEST.
 // * A key named twice in one resource, or a null value for anything but DELETE, is
 //   INVALID_REQUEST for that resource (Kafka's preprocessing).
 // * ValidateOnly checks everything and changes nothing.
@@ -20,14 +22,14 @@ export const incrementalAlterConfigsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 1,
   async handle(request, ctx) {
-    const admin = ctx.broker.adminManager;
-    const responses = await alterResources(request.resources, ctx.broker.brokerId, (r) =>
-      admin.alterTopicConfigs(
-        r.resourceName,
-        r.configs.map((c) => ({ name: c.name, operation: c.configOperation, value: c.value })),
-        request.validateOnly,
-      ),
-    );
+    const { adminManager, brokerConfigManager } = ctx.broker;
+    const only = request.validateOnly;
+    const changesOf = (r: (typeof request.resources)[number]) =>
+      r.configs.map((c) => ({ name: c.name, operation: c.configOperation, value: c.value }));
+    const responses = await alterResources(request.resources, ctx.broker.brokerId, {
+      topic: (r) => adminManager.alterTopicConfigs(r.resourceName, changesOf(r), only),
+      broker: (r) => brokerConfigManager.alterBrokerConfigs(r.resourceName, changesOf(r), only),
+    });
     return { throttleTimeMs: 0, responses };
   },
 });

@@ -1,10 +1,12 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
+import type { DynamicBrokerConfig } from "../config/dynamic-broker-config.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import type { SaslAuthenticator } from "../security/sasl-authenticator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
+import type { BrokerConfigManager } from "../server/broker-config-manager.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
@@ -23,7 +25,12 @@ export interface ImplementedApi {
 
 /** Everything API handlers may call: the broker's services, wired in `broker/broker.ts`. */
 export interface BrokerServices {
+  /** The static config, as read at start; `dynamicConfig.current` is the config now. */
   readonly config: BrokerConfig;
+  /** The broker config with its dynamic changes (DescribeConfigs, topic defaults). */
+  readonly dynamicConfig: DynamicBrokerConfig;
+  /** AlterConfigs and IncrementalAlterConfigs on BROKER resources. */
+  readonly brokerConfigManager: BrokerConfigManager;
   readonly brokerId: number;
   readonly clusterId: string;
   readonly metadataCache: MetadataCache;

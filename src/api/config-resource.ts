@@ -53,16 +53,24 @@ export interface AlterResult {
   readonly errorMessage: string | null;
 }
 
+/** What alterResources does with each resource type it accepts. */
+export interface AlterTargets<R> {
+  readonly topic: (resource: R) => Promise<void>;
+  /** Called only for this broker's id or the empty name (the cluster-wide default). */
+  readonly broker: (resource: R) => Promise<void>;
+}
+
 /**
  * Answers each resource of an AlterConfigs or IncrementalAlterConfigs request, in request order:
  * a resource named twice is INVALID_REQUEST for every copy (Kafka's preprocessing); a topic goes
- * to `alterTopic`; a broker is refused, because Quill's broker config is static (read at start);
- * other types are INVALID_REQUEST as in Kafka. A KafkaError becomes that resource's error.
+ * to `alter.topic`; a broker named by another id or a non-integer is INVALID_REQUEST, this
+ * broker or the empty name go to `alter.broker`; other types are INVALID_REQUEST as in Kafka.
+ * A KafkaError becomes that resource's error.
  */
 export async function alterResources<R extends AlterableResource>(
   resources: readonly R[],
   brokerId: number,
-  alterTopic: (resource: R) => Promise<void>,
+  alter: AlterTargets<R>,
 ): Promise<AlterResult[]> {
   const counts = new Map<string, number>();
   const keyOf = (r: R) => `${r.resourceType}:${r.resourceName}`;
@@ -74,7 +82,7 @@ export async function alterResources<R extends AlterableResource>(
       if (counts.get(keyOf(r))! > 1) {
         throw new KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.");
       }
-      await alterOne(r, brokerId, alterTopic);
+      await alterOne(r, brokerId, alter);
       results.push({ ...header, errorCode: ErrorCode.NONE, errorMessage: null });
     } catch (e) {
       if (!(e instanceof KafkaError)) throw e;
@@ -87,16 +95,12 @@ export async function alterResources<R extends AlterableResource>(
 async function alterOne<R extends AlterableResource>(
   r: R,
   brokerId: number,
-  alterTopic: (resource: R) => Promise<void>,
+  alter: AlterTargets<R>,
 ): Promise<void> {
-  if (r.resourceType === ConfigResourceType.TOPIC) return alterTopic(r);
+  if (r.resourceType === ConfigResourceType.TOPIC) return alter.topic(r);
   if (r.resourceType === ConfigResourceType.BROKER) {
     if (r.resourceName !== "") brokerIdOfResource(r.resourceName, brokerId);
-    throw new KafkaError(
-      ErrorCode.INVALID_REQUEST,
-      "Broker configs are static in Quill: change them in the config file, QUILL_* variables " +
-        "or command-line flags, and restart the broker.",
-    );
+    return alter.broker(r);
   }
   throw new KafkaError(
     ErrorCode.INVALID_REQUEST,

@@ -29,6 +29,13 @@ import { type AdminServer, type AdminState, startAdminServer } from "./admin-ser
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 import {
+  cleanerSettings,
+  type DynamicConfigParts,
+  dynamicServices,
+  followDynamicConfig,
+  openDynamicConfig,
+} from "./dynamic-config-setup.ts";
+import {
   followMetadataChanges,
   type MetadataStores,
   openMetadataStores,
@@ -103,17 +110,17 @@ async function startSteps(
   cleanups: CleanupStack,
 ): Promise<RunningBroker> {
   const admin = openAdmin(configured, log, cleanups);
-  const { stores, config } = await openStores(configured, log, cleanups);
+  const { stores, config, dynamic } = await openStores(configured, log, cleanups);
   const brokerId = config["broker.id"];
   const self = selfEndpoint(config);
   const cache = new MetadataCache(stores.metadataStore, self, config);
   admin.state.topicExists = (topic) => cache.topic(topic) !== undefined;
-  const logs = await openLogs(config, stores, cache, log, cleanups);
+  const logs = await openLogs(config, stores, cache, dynamic, log, cleanups);
   const replication = startReplicaManager(stores, cache, logs, log, cleanups);
   const { controllerClient, replicaManager } = replication;
   const groupCoordinator = await startGroupCoordinator(config, stores, cache, log, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
-  const adminManager = new AdminManager(config, liveBrokerIds, stores.metadataStore, cache, logs);
+  const adminManager = new AdminManager(liveBrokerIds, stores.metadataStore, cache, logs);
   const firstLogDir = config["log.dirs"][0]!;
   const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper, firstLogDir);
   const transactions = startTransactionCoordinator(
@@ -137,6 +144,7 @@ async function startSteps(
   // Set before registering: once registered, the controller may send requests at once.
   services = {
     config,
+    ...dynamicServices(dynamic),
     brokerId,
     clusterId: cache.clusterId,
     metadataCache: cache,
@@ -287,23 +295,30 @@ function advertisedAsBound(config: BrokerConfig, bound: readonly BoundListener[]
 
 /**
  * Opens the metadata store (the local file, or ZooKeeper in a cluster) and settles the broker
- * id, which in a cluster may come from the data dir or ZooKeeper (broker.id -1).
+ * id, which in a cluster may come from the data dir or ZooKeeper (broker.id -1); then reads the
+ * dynamic broker configs, so that everything started after runs with them.
  */
 async function openStores(
   configured: BrokerConfig,
   log: Logger,
   cleanups: CleanupStack,
-): Promise<{ stores: MetadataStores; config: BrokerConfig }> {
+): Promise<{ stores: MetadataStores; config: BrokerConfig; dynamic: DynamicConfigParts }> {
   const stores = await openMetadataStores(configured, log.child("MetadataStore"));
   cleanups.push("metadata stores", () => stores.close());
-  if (stores.zooKeeper === null) return { stores, config: embeddedConfig(configured) };
-  const brokerId = await resolveBrokerId(
-    configured["broker.id"],
-    stores.metadataStore.clusterId,
-    configured["log.dirs"],
-    stores.zooKeeper,
-  );
-  return { stores, config: { ...configured, "broker.id": brokerId } };
+  const config =
+    stores.zooKeeper === null
+      ? embeddedConfig(configured)
+      : {
+          ...configured,
+          "broker.id": await resolveBrokerId(
+            configured["broker.id"],
+            stores.metadataStore.clusterId,
+            configured["log.dirs"],
+            stores.zooKeeper,
+          ),
+        };
+  const dynamic = await openDynamicConfig(config, stores.zooKeeper, log);
+  return { stores, config: dynamic.config.current, dynamic };
 }
 
 /**
@@ -314,24 +329,17 @@ async function openLogs(
   config: BrokerConfig,
   stores: MetadataStores,
   cache: MetadataCache,
+  dynamic: DynamicConfigParts,
   log: Logger,
   cleanups: CleanupStack,
 ): Promise<LogManager> {
   const brokerId = config["broker.id"];
   const logs = LogManager.open({
     logDirs: config["log.dirs"],
-    configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, config),
+    configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, cache.brokerConfig),
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],
     logger: log.child("LogManager"),
-    cleaner: {
-      enable: config["log.cleaner.enable"],
-      dedupeBufferBytes: config["log.cleaner.dedupe.buffer.size"],
-      ioBufferBytes: config["log.cleaner.io.buffer.size"],
-      loadFactor: config["log.cleaner.io.buffer.load.factor"],
-      ioMaxBytesPerSecond: config["log.cleaner.io.max.bytes.per.second"],
-      // Kafka sleeps 0 ms as "no pause"; a timer needs at least 1.
-      backoffMs: Math.max(1, config["log.cleaner.backoff.ms"]),
-    },
+    cleaner: cleanerSettings(config),
   });
   cleanups.push("logs", () => logs.close());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
@@ -351,6 +359,7 @@ async function openLogs(
   logs.startBackgroundTasks();
   const unfollow = followMetadataChanges(stores, cache, logs, config, log);
   cleanups.push("topic change subscription", unfollow);
+  cleanups.push("dynamic config", followDynamicConfig(dynamic, cache, logs, log));
   return logs;
 }
 

@@ -160,7 +160,7 @@ async function applyChange(
     await Promise.all(topic.partitions.map((p) => logs.deleteLog(topic.name, p.partition)));
   }
   for (const topic of cache.topics()) {
-    const logConfig = logConfigFor(topic.configs, config);
+    const logConfig = logConfigFor(topic.configs, cache.brokerConfig);
     const configChanged =
       JSON.stringify(before.get(topic.name)?.configs) !== JSON.stringify(topic.configs);
     for (const p of topic.partitions) {

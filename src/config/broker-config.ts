@@ -164,6 +164,23 @@ export const BROKER_CONFIG_KEYS = {
     30000,
     "A follower not caught up with the leader for this long leaves the ISR.",
   ),
+  // Kafka sets these only dynamically (kafka-configs.sh, kafka-reassign-partitions.sh
+  // --throttle); Quill also reads them from the static config.
+  "leader.replication.throttled.rate": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Bytes per second this broker sends to followers of leader.replication.throttled.replicas.",
+  ),
+  "follower.replication.throttled.rate": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Bytes per second this broker fetches for follower.replication.throttled.replicas.",
+  ),
+  "replica.alter.log.dirs.io.max.bytes.per.second": key(
+    long({ min: 0n }),
+    LONG_MAX_AS_NUMBER,
+    "Bytes per second a replica moving between this broker's log dirs copies.",
+  ),
   "log.dirs": nullableKey(
     list("directories", { minItems: 1 }),
     "Data directories (`--data-dir`); when unset, log.dir is used.",
@@ -507,17 +524,37 @@ type Origins = ReadonlyMap<BrokerConfigKey, ConfigOrigin>;
 export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins): BrokerConfig {
   return {
     ...values,
-    "log.retention.ms": retentionMs(values, origins),
-    "log.roll.ms": values["log.roll.ms"] ?? values["log.roll.hours"] * HOUR_MS,
-    "log.roll.jitter.ms": values["log.roll.jitter.ms"] ?? values["log.roll.jitter.hours"] * HOUR_MS,
+    ...resolveLogTimes(values, origins),
     "log.dirs": values["log.dirs"] ?? [values["log.dir"]],
     ...resolveListeners(values, origins),
     origins,
   };
 }
 
+type LogTimeKey = "log.retention.ms" | "log.roll.ms" | "log.roll.jitter.ms";
+type LogTimeValues = Pick<
+  BrokerConfigValues,
+  | LogTimeKey
+  | "log.retention.minutes"
+  | "log.retention.hours"
+  | "log.roll.hours"
+  | "log.roll.jitter.hours"
+>;
+
+/** The time keys that combine an ms key with minutes or hours keys (Kafka's precedence). */
+export function resolveLogTimes(
+  values: LogTimeValues,
+  origins: Origins,
+): Record<LogTimeKey, number> {
+  return {
+    "log.retention.ms": retentionMs(values, origins),
+    "log.roll.ms": values["log.roll.ms"] ?? values["log.roll.hours"] * HOUR_MS,
+    "log.roll.jitter.ms": values["log.roll.jitter.ms"] ?? values["log.roll.jitter.hours"] * HOUR_MS,
+  };
+}
+
 /** Kafka's KafkaConfig.logRetentionTimeMillis, including its "-1 or at least 1" check. */
-function retentionMs(values: BrokerConfigValues, origins: Origins): number {
+function retentionMs(values: LogTimeValues, origins: Origins): number {
   const { "log.retention.ms": ms, "log.retention.minutes": minutes } = values;
   const [from, retention] =
     ms !== null

@@ -139,6 +139,7 @@ export function describeTopicConfig(
   name: TopicConfigKey,
   overrides: TopicConfigOverrides,
   broker: BrokerConfig,
+  brokerSynonyms: (k: BrokerConfigKey) => ConfigSynonym[] = (k) => staticBrokerSynonyms(k, broker),
 ): ConfigDescription {
   const def = topicKeyOf(name);
   const overridden = Object.hasOwn(overrides, name);
@@ -146,25 +147,13 @@ export function describeTopicConfig(
   const synonyms: ConfigSynonym[] = overridden
     ? [{ name, value: def.valueType.format(value), source: ConfigSource.DYNAMIC_TOPIC_CONFIG }]
     : [];
-  synonyms.push(...def.synonyms.flatMap((k) => brokerSynonyms(k, broker)));
+  synonyms.push(...def.synonyms.flatMap(brokerSynonyms));
   const text = def.valueType.format(value);
   return description(name, text, false, def.valueType.type, def.doc, synonyms);
 }
 
-/**
- * Describes one broker key. Quill's broker config is static (read at start), so every key is
- * read-only, and its source is STATIC_BROKER_CONFIG when anything set it.
- */
-export function describeBrokerConfig(k: BrokerConfigKey, broker: BrokerConfig) {
-  const def: ConfigKey<unknown> = BROKER_CONFIG_KEYS[k];
-  // Kafka never shows a password's value (key material included), only that it is set.
-  const sensitive = def.valueType.type === "PASSWORD";
-  const value = sensitive ? null : formatValue(def, broker[k]);
-  const synonyms = brokerSynonyms(k, broker).map((s) => (sensitive ? { ...s, value: null } : s));
-  return { ...description(k, value, true, def.valueType.type, def.doc, synonyms), sensitive };
-}
-
-function description(
+/** One DescribeConfigs entry; its source is its first synonym's, else DEFAULT_CONFIG. */
+export function description(
   name: string,
   value: string | null,
   readOnly: boolean,
@@ -187,7 +176,7 @@ function description(
 }
 
 /** The broker key as the operator set it, then its default when it has one. */
-function brokerSynonyms(k: BrokerConfigKey, broker: BrokerConfig): ConfigSynonym[] {
+export function staticBrokerSynonyms(k: BrokerConfigKey, broker: BrokerConfig): ConfigSynonym[] {
   const def: ConfigKey<unknown> = BROKER_CONFIG_KEYS[k];
   const synonyms: ConfigSynonym[] = [];
   if (broker.origins.has(k)) {

@@ -8,6 +8,8 @@
  * /brokers/topics/<topic>                   {"version":3,"partitions":{"0":[1,2]},"topic_id":..}
  * /brokers/topics/<topic>/partitions/<p>/state   {"version":1,"leader":1,"leader_epoch":0,..}
  * /config/topics/<topic>                    {"version":1,"config":{"retention.ms":"1000"}}
+ * /config/brokers/<id>, /config/brokers/<default>   {"version":1,"config":{"log.retention.ms":..}}
+ * /config/changes/config_change_<seq>       {"version":2,"entity_path":"brokers/<default>"}
  * /admin/delete_topics/<topic>              (empty: a request to delete the topic)
  * ```
  *
@@ -354,6 +356,31 @@ export function decodeTopicConfig(topic: string, data: Uint8Array): Record<strin
   // Kafka's admin tools create the znode with an empty body in some paths; that means no overrides.
   if (data.byteLength === 0) return {};
   return decodeJson(topicConfigPath(topic), data, ConfigJson).config;
+}
+
+// ---- /config/brokers/<id> and /config/changes ------------------------------------------------
+
+export const CONFIG_BROKERS_PATH = "/config/brokers";
+/** Kafka's ConfigEntityName.Default: the entity of the cluster-wide dynamic broker defaults. */
+export const DEFAULT_CONFIG_ENTITY = "<default>";
+export const CONFIG_CHANGES_PATH = "/config/changes";
+/** Kafka's ConfigEntityChangeNotificationSequenceZNode prefix. */
+export const CONFIG_CHANGE_PREFIX = `${CONFIG_CHANGES_PATH}/config_change_`;
+
+export const brokerConfigPath = (entity: string) => `${CONFIG_BROKERS_PATH}/${entity}`;
+
+export function encodeEntityConfig(configs: Readonly<Record<string, string>>): Uint8Array {
+  return encodeJson({ version: 1, config: configs });
+}
+
+export function decodeEntityConfig(path: string, data: Uint8Array): Record<string, string> {
+  if (data.byteLength === 0) return {};
+  return decodeJson(path, data, ConfigJson).config;
+}
+
+/** Version 2 of Kafka's change notification: which entity's config znode changed. */
+export function encodeConfigChange(entityType: string, entity: string): Uint8Array {
+  return encodeJson({ version: 2, entity_path: `${entityType}/${entity}` });
 }
 
 // ---- /controller and /controller_epoch ------------------------------------------------------

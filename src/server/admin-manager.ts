@@ -82,12 +82,16 @@ export interface ConfigChange {
  */
 export class AdminManager {
   constructor(
-    private readonly config: BrokerConfig,
     private readonly brokerIds: () => readonly number[],
     private readonly store: MetadataStore,
     private readonly cache: MetadataCache,
     private readonly logs: LogManager,
   ) {}
+
+  /** The broker config now: dynamic changes of topic defaults apply to the next request. */
+  private get config(): BrokerConfig {
+    return this.cache.brokerConfig;
+  }
 
   async createTopic(topic: NewTopic, validateOnly: boolean): Promise<CreatedTopic> {
     if (this.store.topic(topic.name) !== undefined) {
@@ -524,7 +528,7 @@ function parseAlterConfigs(
  * Kafka's preprocessing of an AlterConfigs or IncrementalAlterConfigs resource (3.9's
  * ConfigAdminManager.preprocess): every key once, and a value for everything but DELETE.
  */
-function checkConfigShape(changes: readonly ConfigChange[]): void {
+export function checkConfigShape(changes: readonly ConfigChange[]): void {
   const names = changes.map((c) => c.name);
   if (new Set(names).size !== names.length) {
     throw new KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys");

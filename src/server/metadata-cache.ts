@@ -87,7 +87,7 @@ export class MetadataCache {
   constructor(
     private readonly store: MetadataStore,
     private readonly self: BrokerEndpoint,
-    private readonly config: BrokerConfig,
+    private config: BrokerConfig,
   ) {
     this.clusterMode = config["zookeeper.connect"] !== null;
     // The embedded broker is its own controller; a cluster broker learns the controller's id.
@@ -236,9 +236,15 @@ export class MetadataCache {
     return this.byIdHex.get(Buffer.from(topicId.buffer, topicId.byteOffset, 16).toString("hex"));
   }
 
-  /** The broker config, for topic defaults (DescribeConfigs, log settings). */
+  /** The broker config now, for topic defaults (DescribeConfigs, log settings). */
   get brokerConfig(): BrokerConfig {
     return this.config;
+  }
+
+  /** A dynamic broker config change (DynamicBrokerConfig); the broker's identity stays. */
+  updateBrokerConfig(config: BrokerConfig): void {
+    assert(config["broker.id"] === this.config["broker.id"], "broker.id cannot change");
+    this.config = config;
   }
 
   /** Rebuilds from the store; called after every topic change. */

@@ -51,6 +51,11 @@ export const DEFAULT_LOG_CLEANER_CONFIG: LogCleanerConfig = Object.freeze({
   backoffMs: 15_000,
 });
 
+function checkCleanerConfig(config: LogCleanerConfig): void {
+  assert(config.ioBufferBytes > 0, `log.cleaner.io.buffer.size ${config.ioBufferBytes}`);
+  assert(config.backoffMs > 0, `log.cleaner.backoff.ms ${config.backoffMs}`);
+}
+
 /** A candidate with what made it one (for choosing and for the log line). */
 export interface CleanableLog extends LogToClean {
   readonly cleanableRatio: number;
@@ -72,14 +77,33 @@ export class LogCleaner {
   private wakeUp: (() => void) | null = null;
 
   constructor(
-    readonly config: LogCleanerConfig,
+    private settings: LogCleanerConfig,
     private readonly logs: () => Iterable<UnifiedLog>,
     private readonly logger: Logger,
     private readonly hooks: LogCleanerHooks = {},
   ) {
-    assert(config.ioBufferBytes > 0, `log.cleaner.io.buffer.size ${config.ioBufferBytes}`);
-    assert(config.backoffMs > 0, `log.cleaner.backoff.ms ${config.backoffMs}`);
-    this.throttler = new Throttler(config.ioMaxBytesPerSecond);
+    checkCleanerConfig(settings);
+    this.throttler = new Throttler(settings.ioMaxBytesPerSecond);
+  }
+
+  get config(): LogCleanerConfig {
+    return this.settings;
+  }
+
+  /**
+   * New settings (Kafka's LogCleaner.reconfigure, from a dynamic config change): the next
+   * cleaning uses them; one in progress finishes with the map and buffers it started with.
+   * `enable` stays as it was at start, as in Kafka.
+   */
+  reconfigure(config: Omit<LogCleanerConfig, "enable">): void {
+    const next = { ...config, enable: this.settings.enable };
+    checkCleanerConfig(next);
+    const mapChanged =
+      next.dedupeBufferBytes !== this.settings.dedupeBufferBytes ||
+      next.loadFactor !== this.settings.loadFactor;
+    if (mapChanged) this.map = null;
+    this.throttler.setDesiredRate(next.ioMaxBytesPerSecond);
+    this.settings = next;
   }
 
   /** Starts the background loop (log.cleaner.enable=false: never). */

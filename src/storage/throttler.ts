@@ -15,11 +15,17 @@ export class Throttler {
   sleptMs = 0;
 
   constructor(
-    private readonly desiredRatePerSec: number,
+    private desiredRatePerSec: number,
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     assert(desiredRatePerSec > 0, `throttle rate ${desiredRatePerSec}`);
     this.periodStartMs = nowMs();
+  }
+
+  /** A new rate (a dynamic config change); it applies from the next check. */
+  setDesiredRate(ratePerSec: number): void {
+    assert(ratePerSec > 0, `throttle rate ${ratePerSec}`);
+    this.desiredRatePerSec = ratePerSec;
   }
 
   /**

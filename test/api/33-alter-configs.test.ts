@@ -121,7 +121,10 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
   expect(messages[1]).toBe("Unknown topic config name: no.such");
   const resource = "ConfigResource(type=TOPIC, name='kjs-altered')";
   expect(messages[2]).toStartWith(`Invalid config value for resource ${resource}:`);
-  expect(messages[3]).toContain("static");
+  expect(messages[3]).toBe(
+    "Invalid config value for resource ConfigResource(type=BROKER, name='0'): " +
+      "Cannot update these configs dynamically: Set(num.partitions)",
+  );
   expect(messages[4]).toBe("Unexpected broker id, expected 0, but received 9");
   expect(messages[5]).toBe(
     "AlterConfigs is only supported for topics and brokers, but resource type is GROUP",

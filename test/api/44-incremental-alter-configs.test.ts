@@ -126,9 +126,20 @@ test("errors: unknown key, bad or null value, duplicate key, missing topic, brok
   }
   const missing = await alter(1, "missing", [["retention.ms", SET, "1"]]);
   expect(missing.responses[0]!.errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
-  const broker = await alter(1, "0", [["log.retention.ms", SET, "1"]], false, BROKER);
+  const broker = await alter(
+    1,
+    "0",
+    [["log.retention.check.interval.ms", SET, "1"]],
+    false,
+    BROKER,
+  );
   expect(broker.responses[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
-  expect(b.broker.services.config["log.retention.ms"]).toBe(604800000);
+  expect(broker.responses[0]!.errorMessage).toContain("Cannot update these configs dynamically");
+  const append = await alter(1, "", [["log.retention.ms", APPEND, "1"]], false, BROKER);
+  expect(append.responses[0]!.errorMessage).toBe(
+    "Config value append is not allowed for config key: log.retention.ms",
+  );
+  expect(b.broker.services.dynamicConfig.value("log.retention.ms")).toBe(604800000);
 });
 
 test("validate_only changes nothing", async () => {

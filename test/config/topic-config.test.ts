@@ -4,7 +4,6 @@ import { ConfigType } from "../../src/config/config-key.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
 import {
   ConfigSource,
-  describeBrokerConfig,
   describeTopicConfig,
   formatTopicConfigs,
   parseTopicConfigs,
@@ -133,24 +132,5 @@ describe("describeTopicConfig", () => {
     }
     expect(describeTopicConfig("flush.ms", {}, broker()).value).toBe("9223372036854775807");
     expect(describeTopicConfig("cleanup.policy", {}, broker()).value).toBe("delete");
-  });
-});
-
-describe("describeBrokerConfig", () => {
-  test("read-only; source says whether the operator set it; unset nullable keys are null", () => {
-    const config = broker({ "num.partitions": "6" });
-    expect(describeBrokerConfig("num.partitions", config)).toMatchObject({
-      value: "6",
-      source: ConfigSource.STATIC_BROKER_CONFIG,
-      readOnly: true,
-      isDefault: false,
-    });
-    expect(describeBrokerConfig("message.max.bytes", config)).toMatchObject({
-      value: "1048588",
-      source: ConfigSource.DEFAULT_CONFIG,
-      isDefault: true,
-    });
-    expect(describeBrokerConfig("zookeeper.connect", config).value).toBeNull();
-    expect(describeBrokerConfig("listeners", config).value).toBe("PLAINTEXT://127.0.0.1:9092");
   });
 });

@@ -50,7 +50,7 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   const self = { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null };
   const cache = new MetadataCache(store, self, config);
   const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
-  const admin = new AdminManager(config, () => [0], store, cache, logs);
+  const admin = new AdminManager(() => [0], store, cache, logs);
   const topic = {
     name: "t",
     numPartitions: 1,

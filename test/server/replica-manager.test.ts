@@ -28,7 +28,7 @@ async function setUp(partitions = 2) {
     config,
   );
   const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
-  const admin = new AdminManager(config, () => [0], store, cache, logs);
+  const admin = new AdminManager(() => [0], store, cache, logs);
   await admin.createTopic(
     { name: "t", numPartitions: partitions, replicationFactor: -1, assignments: [], configs: [] },
     false,
