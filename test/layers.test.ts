@@ -20,7 +20,8 @@ const LAYERS: readonly (readonly string[])[] = [
   // GroupCoordinator and TransactionCoordinator sit on its ReplicaManager.
   ["coordinator"],
   ["server", "controller"],
-  ["metadata"],
+  // client/: the CLI's Kafka client over network/ and protocol/; it knows nothing of the broker.
+  ["metadata", "client"],
   ["network"],
   // Below network, which authenticates connections; above storage and ZooKeeper.
   ["security"],

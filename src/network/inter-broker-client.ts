@@ -129,18 +129,7 @@ export class InterBrokerClient {
       return Promise.reject(new InterBrokerError(`${IN_FLIGHT_MAX} requests already in flight`));
     }
     const correlationId = this.nextCorrelationId;
-    this.nextCorrelationId = (this.nextCorrelationId + 1) & 0x7fffffff;
-    const w = new Writer();
-    w.int32(0);
-    encodeRequestHeader(w, {
-      requestApiKey: apiKey,
-      requestApiVersion: apiVersion,
-      correlationId,
-      clientId: this.options.clientId,
-    });
-    encodeRequest(apiKey, apiVersion, w, body);
-    const frame = w.toBytes();
-    new DataView(frame.buffer, frame.byteOffset, 4).setInt32(0, frame.byteLength - 4);
+    const frame = this.encodeFrame(apiKey, apiVersion, body);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.fail(
@@ -161,6 +150,48 @@ export class InterBrokerClient {
       this.unsent.push(frame);
       this.flush();
     });
+  }
+
+  /**
+   * Sends a request the broker does not answer (Produce with acks=0): nothing waits in
+   * `pending`, so later answers still match their requests in order.
+   */
+  sendWithoutResponse<K extends ApiKeyNumber>(
+    apiKey: K,
+    apiVersion: number,
+    body: Init<ApiMessages[K]["request"]>,
+  ): void {
+    if (this.closedError !== null) throw this.closedError;
+    this.unsent.push(this.encodeFrame(apiKey, apiVersion, body));
+    this.flush();
+  }
+
+  /** Bytes not yet taken by the socket: a caller sending without answers waits on this. */
+  get unsentBytes(): number {
+    let total = 0;
+    for (const chunk of this.unsent) total += chunk.byteLength;
+    return total;
+  }
+
+  private encodeFrame<K extends ApiKeyNumber>(
+    apiKey: K,
+    apiVersion: number,
+    body: Init<ApiMessages[K]["request"]>,
+  ): Uint8Array {
+    const correlationId = this.nextCorrelationId;
+    this.nextCorrelationId = (this.nextCorrelationId + 1) & 0x7fffffff;
+    const w = new Writer();
+    w.int32(0);
+    encodeRequestHeader(w, {
+      requestApiKey: apiKey,
+      requestApiVersion: apiVersion,
+      correlationId,
+      clientId: this.options.clientId,
+    });
+    encodeRequest(apiKey, apiVersion, w, body);
+    const frame = w.toBytes();
+    new DataView(frame.buffer, frame.byteOffset, 4).setInt32(0, frame.byteLength - 4);
+    return frame;
   }
 
   /** Closes the connection; requests in flight fail. */
