@@ -1,7 +1,9 @@
+import { ClusterError, UnreachableError } from "../client/client-errors.ts";
 import { ConfigError } from "../config/config-error.ts";
 import { brokerLogger } from "../util/logger.ts";
 import { VERSION, versionLine } from "../version.ts";
 import { UsageError } from "./args.ts";
+import { runClientCommand } from "./client-commands.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
 import { type StartBroker, serve } from "./serve.ts";
 
@@ -11,6 +13,11 @@ Usage: quill <command> [options]
 
 Commands:
   serve          start the broker (\`quill serve --help\` for its options)
+  topic          create, list, describe, delete, alter topics; produce and consume records
+  group          list, describe (with lag), seek and delete consumer groups
+  cluster        brokers, controller and cluster id; health; broker configs
+  bench          produce or consume load with live figures (records/s, MB/s, latency)
+  export         copy topics to JSON-lines or Parquet files, partitions in parallel
   config-keys    list every config key with its default and meaning (Markdown)
   version        print the version, git commit and build date
 
@@ -19,8 +26,13 @@ Options:
   -V, --version  print the version, git commit and build date
 `;
 
-/** Exit codes: 0 done, 1 unexpected failure, 2 the operator must fix the command line or config. */
+/**
+ * Exit codes: 0 done, 1 unexpected failure, 2 the operator must fix the command line or config,
+ * 3 the cluster answered with a Kafka error, 4 no broker reachable, 5 unhealthy or incomplete.
+ */
 export const EXIT_USAGE = 2;
+export const EXIT_CLUSTER_ERROR = 3;
+export const EXIT_UNREACHABLE = 4;
 
 /**
  * Runs one `quill` invocation and returns its exit code; mistakes are one line on stderr.
@@ -35,6 +47,10 @@ export async function runCli(argv: readonly string[], start: StartBroker): Promi
       process.stderr.write(`quill: ${error.message}\n`);
       return EXIT_USAGE;
     }
+    if (error instanceof ClusterError || error instanceof UnreachableError) {
+      process.stderr.write(`quill: ${error.message}\n`);
+      return error instanceof ClusterError ? EXIT_CLUSTER_ERROR : EXIT_UNREACHABLE;
+    }
     const detail = error instanceof Error ? error.stack : String(error);
     brokerLogger({ "log.format": "text", "log.level": "INFO" }).error(
       `unexpected failure: ${detail}`,
@@ -48,6 +64,10 @@ async function dispatch(argv: readonly string[], start: StartBroker): Promise<nu
   switch (command) {
     case "serve":
       return serve(rest, start);
+    case "topic":
+    case "group":
+    case "cluster":
+      return runClientCommand(command, rest);
     case "config-keys":
       if (rest.length > 0) throw new UsageError(`config-keys takes no arguments, got "${rest[0]}"`);
       process.stdout.write(configKeysMarkdown());

@@ -1,0 +1,111 @@
+/**
+ * Where a client command connects, from (highest first): `-b/--brokers`, `-X bootstrap.servers=`,
+ * `QUILL_BROKERS`, the profile file, then 127.0.0.1:9092. The profile file
+ * (`~/.config/quill/quill.properties`, or `QUILL_CONFIG`) holds named clusters as
+ * `<profile>.<client key>=value` lines; `--profile NAME` (or `QUILL_PROFILE`) picks one, and
+ * `default.` keys apply without one. Client keys are Kafka's client config names.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { type ClientConfig, ClusterClient, parseBrokerList } from "../client/cluster-client.ts";
+import { parseProperties } from "../config/properties.ts";
+import { UsageError } from "./args.ts";
+import type { CommandArgs } from "./command-args.ts";
+
+/** Flags every client command takes, long names (with -b and -X as short forms). */
+export const CONNECTION_VALUES = ["--brokers", "-X", "--profile", "--format"] as const;
+export const CONNECTION_ALIASES = { "-b": "--brokers" } as const;
+
+export const CONNECTION_HELP = `Connection options (every command):
+  -b, --brokers HOST:PORT,...  bootstrap brokers (default $QUILL_BROKERS or 127.0.0.1:9092)
+  -X KEY=VALUE                 a Kafka client setting: bootstrap.servers, client.id,
+                               request.timeout.ms, socket.connection.setup.timeout.ms
+  --profile NAME               a cluster from ~/.config/quill/quill.properties ($QUILL_CONFIG)
+  --format table|json          output for people (default) or for scripts
+`;
+
+const CLIENT_KEYS = new Set([
+  "bootstrap.servers",
+  "client.id",
+  "request.timeout.ms",
+  "socket.connection.setup.timeout.ms",
+  "security.protocol",
+]);
+
+function profileSettings(profile: string | undefined): Map<string, string> {
+  const file = process.env.QUILL_CONFIG ?? join(homedir(), ".config", "quill", "quill.properties");
+  const out = new Map<string, string>();
+  if (!existsSync(file)) {
+    if (profile !== undefined) throw new UsageError(`--profile ${profile}: no file ${file}`);
+    return out;
+  }
+  const name = profile ?? "default";
+  const props = parseProperties(readFileSync(file, "utf8"));
+  for (const { key, value } of props) {
+    if (key.startsWith(`${name}.`)) out.set(key.slice(name.length + 1), value);
+  }
+  if (profile !== undefined && out.size === 0) {
+    throw new UsageError(`profile "${profile}" has no keys in ${file}`);
+  }
+  return out;
+}
+
+/** The client settings the command line, environment and profile give. */
+export function clientSettings(args: CommandArgs): Map<string, string> {
+  const settings = profileSettings(args.get("--profile") ?? process.env.QUILL_PROFILE);
+  if (process.env.QUILL_BROKERS) settings.set("bootstrap.servers", process.env.QUILL_BROKERS);
+  for (const x of args.all("-X")) {
+    const eq = x.indexOf("=");
+    if (eq <= 0) throw new UsageError(`-X expects KEY=VALUE, got "${x}"`);
+    settings.set(x.slice(0, eq).trim(), x.slice(eq + 1));
+  }
+  const brokers = args.get("--brokers");
+  if (brokers !== undefined) settings.set("bootstrap.servers", brokers);
+  for (const key of settings.keys()) {
+    if (!CLIENT_KEYS.has(key)) throw new UsageError(`unknown client setting "${key}"`);
+  }
+  const protocol = settings.get("security.protocol") ?? "PLAINTEXT";
+  if (protocol.toUpperCase() !== "PLAINTEXT") {
+    throw new UsageError(`security.protocol=${protocol}: the quill client speaks PLAINTEXT only`);
+  }
+  return settings;
+}
+
+function positiveInt(settings: Map<string, string>, key: string, fallback: number): number {
+  const raw = settings.get(key);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${key} must be a positive integer`);
+  return n;
+}
+
+export function clientConfig(args: CommandArgs): ClientConfig {
+  const settings = clientSettings(args);
+  const list = settings.get("bootstrap.servers") ?? "127.0.0.1:9092";
+  let bootstrap: ClientConfig["bootstrap"];
+  try {
+    bootstrap = parseBrokerList(list);
+  } catch (error) {
+    throw new UsageError(`bad broker list: ${(error as Error).message}`);
+  }
+  return {
+    bootstrap,
+    clientId: settings.get("client.id") ?? "quill-cli",
+    requestTimeoutMs: positiveInt(settings, "request.timeout.ms", 30_000),
+    connectTimeoutMs: positiveInt(settings, "socket.connection.setup.timeout.ms", 10_000),
+  };
+}
+
+/** Connects as the arguments say, runs `body`, and closes the connections whatever happens. */
+export async function withClient<T>(
+  args: CommandArgs,
+  body: (client: ClusterClient) => Promise<T>,
+): Promise<T> {
+  const client = await ClusterClient.connect(clientConfig(args));
+  try {
+    return await body(client);
+  } finally {
+    client.close();
+  }
+}
