@@ -17,7 +17,7 @@
 //   from WriteTxnMarkers (docs/transactions.md).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { validateProduceRecords } from "../protocol/record-batch.ts";
+import { batchRecordCount, validateProduceRecords } from "../protocol/record-batch.ts";
 import type { AppendEntry, AppendOutcome, ReplicaManager } from "../server/replica-manager.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
@@ -84,7 +84,7 @@ async function appendValid(
   return outcomes;
 }
 
-/** Bytes in per topic: the batches of the partitions this leader accepted. */
+/** Bytes and records in per topic: the batches of the partitions this leader accepted. */
 function recordBytesIn(
   ctx: RequestContext,
   partitions: readonly ProducedPartition[],
@@ -92,7 +92,7 @@ function recordBytesIn(
 ): void {
   partitions.forEach((e, i) => {
     if (e.records !== null && outcomes[i]!.errorCode === ErrorCode.NONE) {
-      ctx.broker.metrics.recordBytesIn(e.topic, e.records.byteLength);
+      ctx.broker.metrics.recordBytesIn(e.topic, e.records.byteLength, batchRecordCount(e.records));
     }
   });
 }

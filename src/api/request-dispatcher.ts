@@ -11,12 +11,14 @@ import {
 } from "../protocol/generated/index.ts";
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
+import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { Logger } from "../util/logger.ts";
 import { SASL_RAW_TOKENS_STATE } from "./17-sasl-handshake.ts";
 import { supportedApiVersions } from "./18-api-versions.ts";
 import { rawSaslToken } from "./36-sasl-authenticate.ts";
 import type { BrokerServices } from "./broker-services.ts";
 import type { ApiHandler, RequestContext } from "./handler.ts";
+import { forEachErrorCode } from "./response-errors.ts";
 
 /**
  * Responses are encoded one after another into a shared slab (Writer.startNext) instead of a
@@ -98,11 +100,18 @@ export class RequestDispatcher implements RequestHandler {
       throw e;
     }
     const ctx: RequestContext = { header, apiVersion, conn, broker: this.services() };
-    ctx.broker.metrics.recordRequest(apiKey);
+    const metrics = ctx.broker.metrics;
+    metrics.recordRequest(apiKey);
+    const startMs = performance.now();
     const result = handler.handle(request as never, ctx);
+    const localEndMs = performance.now();
     if (result instanceof Promise) {
-      return result.then((body) => this.respond(header, body, ctx.closeAfterResponse));
+      return result.then((body) => {
+        measure(metrics, apiKey, startMs, localEndMs, performance.now(), body);
+        return this.respond(header, body, ctx.closeAfterResponse);
+      });
     }
+    measure(metrics, apiKey, startMs, localEndMs, localEndMs, result);
     return this.respond(header, result, ctx.closeAfterResponse);
   }
 
@@ -138,4 +147,20 @@ export class RequestDispatcher implements RequestHandler {
     );
     return "close";
   }
+}
+
+/**
+ * Request times (see RequestTimes) and the response's error codes, once it is answered. Each
+ * clock read costs about 0.1 µs, so a handler answering synchronously reads it twice, not 3 times.
+ */
+function measure(
+  metrics: BrokerMetrics,
+  apiKey: number,
+  startMs: number,
+  localEndMs: number,
+  endMs: number,
+  body: object | null,
+): void {
+  metrics.recordRequestTime(apiKey, (localEndMs - startMs) / 1000, (endMs - localEndMs) / 1000);
+  if (body !== null) forEachErrorCode(body, (code) => metrics.recordError(apiKey, code));
 }

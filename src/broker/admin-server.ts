@@ -1,24 +1,29 @@
 import type { ListenerAddress } from "../config/listeners.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
-import { metricsText, PROMETHEUS_CONTENT_TYPE } from "./metrics-text.ts";
+import type { EventLoopMonitor } from "../util/event-loop-monitor.ts";
+import { type MetricsSources, metricsText } from "./metrics-collector.ts";
+import { PROMETHEUS_CONTENT_TYPE } from "./metrics-text.ts";
 
 /**
  * The admin HTTP listener (`admin.listeners`, `--admin`), served with Bun.serve beside the Kafka
  * listeners and off unless configured:
  *
  * - `/health/live`: 200 while the process serves HTTP at all (a hung event loop answers nothing).
- * - `/health/ready`: 200 once the broker serves Kafka requests (logs recovered, listeners bound,
- *   registered in ZooKeeper in a cluster) and until it starts stopping; 503 before and after.
- * - `/metrics`: the counters in Prometheus' text format.
+ * - `/health/ready`: 200 once the broker serves Kafka requests (every local log loaded,
+ *   listeners bound, in a cluster registered in ZooKeeper and caught up on metadata: the
+ *   controller has listed it as live) and until it starts stopping; 503 before and after.
+ * - `/metrics`: Prometheus' text format (metrics-collector.ts, docs/observability.md).
  *
  * It starts first, so a supervisor sees "live, not ready" during a long log recovery.
  */
 export interface AdminState {
   readonly metrics: BrokerMetrics;
+  /** Started with the admin listener (null without one: nobody would read it). */
+  readonly eventLoop: EventLoopMonitor | null;
   /** Whether Kafka clients are being served; see the ready rule above. */
   ready: boolean;
-  /** Whether a topic still exists, so a deleted topic's counters go; null before metadata. */
-  topicExists: ((topic: string) => boolean) | null;
+  /** The running broker's parts; null until it serves. */
+  sources: MetricsSources | null;
 }
 
 export interface AdminServer {
@@ -65,14 +70,18 @@ function answer(request: Request, state: AdminState): Response {
     case "/health/live":
       return new Response("live\n", { headers: TEXT });
     case "/health/ready":
-      return state.ready
+      return isReady(state)
         ? new Response("ready\n", { headers: TEXT })
         : new Response("not ready\n", { status: 503, headers: TEXT });
     case "/metrics": {
-      const body = metricsText(state.metrics, state.topicExists ?? (() => true));
+      const body = metricsText(state.metrics, state.sources, state.eventLoop);
       return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
     }
     default:
       return new Response("not found\n", { status: 404, headers: TEXT });
   }
+}
+
+function isReady(state: AdminState): boolean {
+  return state.ready && state.sources?.services.metadataCache.isCaughtUp !== false;
 }

@@ -23,8 +23,10 @@ import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
+import { EventLoopMonitor } from "../util/event-loop-monitor.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
@@ -79,6 +81,7 @@ interface BoundServer {
   stopAccepting(): void;
   /** Re-reads TLS key material; returns the names of the listeners reloaded. */
   reloadTls(): string[];
+  connectionCounts(): { listenerName: string; count: number }[];
 }
 
 /**
@@ -114,7 +117,7 @@ async function startSteps(
   const brokerId = config["broker.id"];
   const self = selfEndpoint(config);
   const cache = new MetadataCache(stores.metadataStore, self, config);
-  admin.state.topicExists = (topic) => cache.topic(topic) !== undefined;
+  admin.zooKeeper = stores.zooKeeper;
   const logs = await openLogs(config, stores, cache, dynamic, log, cleanups);
   const replication = startReplicaManager(stores, cache, logs, log, cleanups);
   const { controllerClient, replicaManager } = replication;
@@ -175,13 +178,18 @@ async function startSteps(
   return runningBroker(server, admin, services, stopOnce(brokerId, cleanups, log, admin.state));
 }
 
-/** The started broker, which /health/ready now reports ready. */
+/** The started broker, which /health/ready now reports ready (once caught up on metadata). */
 function runningBroker(
   server: BoundServer,
-  admin: { state: AdminState; bound: AdminServer["bound"] },
+  admin: AdminHandle,
   services: BrokerServices,
   stop: () => Promise<void>,
 ): RunningBroker {
+  admin.state.sources = {
+    services,
+    connectionCounts: () => server.connectionCounts(),
+    zooKeeper: admin.zooKeeper,
+  };
   admin.state.ready = true;
   const first = server.bound[0]!;
   return {
@@ -260,19 +268,29 @@ function stopOnce(brokerId: number, cleanups: CleanupStack, log: Logger, admin: 
  * Starts the admin HTTP listener first (when configured), so that health checks answer "live,
  * not ready" while logs recover; it is the last thing a stop closes.
  */
-function openAdmin(
-  config: BrokerConfig,
-  log: Logger,
-  cleanups: CleanupStack,
-): { state: AdminState; bound: AdminServer["bound"] } {
-  const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
+function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupStack): AdminHandle {
   const addresses = config["admin.listeners"];
-  if (addresses === null) return { state, bound: [] };
+  const eventLoop = addresses === null ? null : new EventLoopMonitor();
+  const state: AdminState = {
+    metrics: new BrokerMetrics(),
+    eventLoop,
+    ready: false,
+    sources: null,
+  };
+  if (addresses === null) return { state, bound: [], zooKeeper: null };
+  cleanups.push("event-loop monitor", () => eventLoop?.stop());
   const server = startAdminServer(addresses, state);
   cleanups.push("admin listener", () => server.stop());
   const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
   log.info(`quill: admin listener on ${bound} (/health/live, /health/ready, /metrics)`);
-  return { state, bound: server.bound };
+  return { state, bound: server.bound, zooKeeper: null };
+}
+
+/** The admin listener's state, with what the start-up learns for it on the way. */
+interface AdminHandle {
+  readonly state: AdminState;
+  readonly bound: AdminServer["bound"];
+  zooKeeper: ZooKeeperClient | null;
 }
 
 function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[]): Listener {
@@ -502,6 +520,7 @@ async function serve(
     bound: server.bound,
     stopAccepting: () => server.stopAccepting(),
     reloadTls: () => server.reloadTls(),
+    connectionCounts: () => server.connectionCounts(),
   };
 }
 

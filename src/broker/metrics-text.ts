@@ -1,32 +1,61 @@
-import { apiSpec } from "../protocol/generated/index.ts";
-import type { BrokerMetrics } from "../server/broker-metrics.ts";
+import type { Histogram } from "../util/histogram.ts";
 
 /**
- * The broker's counters in Prometheus' text exposition format (version 0.0.4): `quill_` names,
- * `_total` for counters, `_bytes` as the unit, one label per dimension.
+ * Prometheus' text exposition format (version 0.0.4): families with HELP and TYPE lines, then
+ * their samples; histograms as cumulative `_bucket{le}` lines, `_sum` and `_count`.
  */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-export function metricsText(metrics: BrokerMetrics, topicExists: (topic: string) => boolean) {
-  const lines: string[] = [];
-  const family = (name: string, help: string) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-  };
-  family("quill_requests_total", "Requests received, per Kafka API.");
-  for (const [apiKey, count] of metrics.requestCounts()) {
-    const api = apiSpec(apiKey)?.name ?? String(apiKey);
-    lines.push(`quill_requests_total{api="${labelValue(api)}"} ${count}`);
+export type Labels = Readonly<Record<string, string | number>>;
+
+export class Exposition {
+  private readonly lines: string[] = [];
+
+  counter(name: string, help: string, samples: Iterable<[Labels, number]>): void {
+    this.family(name, help, "counter", samples);
   }
-  const traffic = metrics.topicTraffic(topicExists);
-  family("quill_topic_bytes_in_total", "Record batch bytes produced to the topic (as leader).");
-  for (const [topic, t] of traffic) {
-    lines.push(`quill_topic_bytes_in_total{topic="${labelValue(topic)}"} ${t.bytesIn}`);
+
+  gauge(name: string, help: string, samples: Iterable<[Labels, number]>): void {
+    this.family(name, help, "gauge", samples);
   }
-  family("quill_topic_bytes_out_total", "Record batch bytes fetched from the topic by consumers.");
-  for (const [topic, t] of traffic) {
-    lines.push(`quill_topic_bytes_out_total{topic="${labelValue(topic)}"} ${t.bytesOut}`);
+
+  histogram(name: string, help: string, series: Iterable<[Labels, Histogram]>): void {
+    this.lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+    for (const [labels, h] of series) {
+      let cumulative = 0;
+      h.bounds.forEach((bound, i) => {
+        cumulative += h.buckets[i]!;
+        this.lines.push(`${name}_bucket${labelText({ ...labels, le: bound })} ${cumulative}`);
+      });
+      this.lines.push(`${name}_bucket${labelText({ ...labels, le: "+Inf" })} ${h.count}`);
+      this.lines.push(`${name}_sum${labelText(labels)} ${h.sum}`);
+      this.lines.push(`${name}_count${labelText(labels)} ${h.count}`);
+    }
   }
-  return `${lines.join("\n")}\n`;
+
+  text(): string {
+    return `${this.lines.join("\n")}\n`;
+  }
+
+  private family(
+    name: string,
+    help: string,
+    type: string,
+    samples: Iterable<[Labels, number]>,
+  ): void {
+    this.lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) this.lines.push(`${name}${labelText(labels)} ${value}`);
+  }
+}
+
+/** A single unlabelled sample. */
+export function one(value: number): [Labels, number][] {
+  return [[{}, value]];
+}
+
+function labelText(labels: Labels): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${labelValue(String(v))}"`);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
 }
 
 /** Label values escape backslash, double quote and newline, as the format requires. */

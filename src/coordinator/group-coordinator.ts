@@ -1,4 +1,4 @@
-import { topicPartitionKey } from "../common/topic-partition.ts";
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { mapLimit } from "../util/map-limit.ts";
@@ -46,7 +46,7 @@ import {
   validateSync,
 } from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
-import type { OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
+import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 import {
   isPendingGroupId,
   PENDING_PRODUCERS_MAX,
@@ -65,6 +65,15 @@ const DESCRIBE_NOT_FOUND_MIN_VERSION = 6;
 const STORE_READ_CONCURRENCY = 64;
 /** The only group type this coordinator runs (KIP-848 "consumer" groups are not implemented). */
 const CLASSIC_GROUP_TYPE = "classic";
+
+/** One group as groupViews() shows it. */
+export interface GroupView {
+  readonly groupId: string;
+  readonly state: GroupState;
+  readonly protocolType: string | null;
+  readonly members: readonly MemberMetadata[];
+  readonly offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset> | null;
+}
 
 /**
  * Kafka 3.9's classic group coordinator (`kafka.coordinator.group.GroupCoordinator`) on plain
@@ -142,6 +151,23 @@ export class GroupCoordinator {
   /** Number of groups in memory, for tests and metrics. */
   get groupCount(): number {
     return this.groups.size;
+  }
+
+  /**
+   * The groups held here (not Dead), for metrics and the console: a read-only view, taken
+   * between awaits. Offsets are null until a request loaded them; groups only in the store
+   * (none of their members came back since a restart) are not listed.
+   */
+  groupViews(): GroupView[] {
+    return [...this.groups.values()]
+      .filter((g) => !g.is(GroupState.Dead))
+      .map((g) => ({
+        groupId: g.groupId,
+        state: g.state,
+        protocolType: g.protocolType,
+        members: g.allMembers(),
+        offsets: g.offsets,
+      }));
   }
 
   /** The group's state, or null when this coordinator does not know it. */

@@ -73,6 +73,14 @@ export class ListenerServers {
     return reloads.map(({ l }) => l.listenerName);
   }
 
+  /** Open connections per listener, in the configured order. */
+  connectionCounts(): { listenerName: string; count: number }[] {
+    return this.bound.map((l, i) => ({
+      listenerName: l.listenerName,
+      count: this.servers[i]!.connectionCount,
+    }));
+  }
+
   get connectionCount(): number {
     return this.servers.reduce((sum, s) => sum + s.connectionCount, 0);
   }

@@ -134,6 +134,12 @@ export function batchSizeBytes(buf: Uint8Array, position: number): number {
 }
 
 /** Parses the 61-byte header at `position`; throws CorruptRecordError unless it is magic v2. */
+/** The record count in the header of the magic 2 batch at `position`; 0 for older magics. */
+export function batchRecordCount(buf: Uint8Array, position = 0): number {
+  if (buf.length - position < RECORD_BATCH_OVERHEAD || buf[position + MAGIC_AT] !== 2) return 0;
+  return new DataView(buf.buffer, buf.byteOffset + position).getInt32(RECORD_COUNT_AT);
+}
+
 export function readBatchHeader(buf: Uint8Array, position = 0): RecordBatchHeader {
   if (position < 0 || buf.length - position < RECORD_BATCH_OVERHEAD) {
     throw new CorruptRecordError(

@@ -22,6 +22,9 @@ export interface IsrManagerOptions {
  */
 export class IsrManager {
   private readonly timer: ReturnType<typeof setInterval>;
+  /** Committed ISR changes that removed or added replicas (Kafka's IsrShrinksPerSec, ...). */
+  shrinkCount = 0;
+  expandCount = 0;
 
   constructor(private readonly options: IsrManagerOptions) {
     const checkIntervalMs = Math.max(1, options.lagTimeMaxMs / 2);
@@ -66,7 +69,10 @@ export class IsrManager {
     const { topic, partition } = p;
     this.options.alterIsr(topic, partition, p.leaderEpoch, p.partitionEpoch, newIsr).then(
       (result) => {
+        const before = p.isr.length;
         const applied = p.completeIsrChange(result);
+        if (applied && p.isr.length < before) this.shrinkCount++;
+        if (applied && p.isr.length > before) this.expandCount++;
         if (!applied && result.errorCode !== ErrorCode.NONE) {
           this.options.log.warn(
             `${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +

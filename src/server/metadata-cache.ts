@@ -121,6 +121,15 @@ export class MetadataCache {
     });
   }
 
+  /**
+   * Whether this broker has caught up on metadata: in a cluster, once the controller's
+   * UpdateMetadata listed it among the live brokers (with the partition states sent before
+   * it); the embedded broker is its own source of metadata.
+   */
+  get isCaughtUp(): boolean {
+    return !this.clusterMode || this.live.has(this.self.nodeId);
+  }
+
   /** A live broker's endpoint (followers fetch from it, requests to the controller go there). */
   broker(id: number): BrokerEndpoint | undefined {
     return id === this.self.nodeId ? this.self : this.live.get(id);

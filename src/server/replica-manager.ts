@@ -356,7 +356,7 @@ export class ReplicaManager {
     }
   }
 
-  private minInsyncReplicas(topic: string): number {
+  minInsyncReplicas(topic: string): number {
     const t = this.cache.topic(topic);
     return t?.configs["min.insync.replicas"] ?? this.cache.brokerConfig["min.insync.replicas"];
   }
@@ -787,6 +787,28 @@ export class ReplicaManager {
   }
 
   /** The replica state of a partition (for the API layer, tests and tools). */
+  /**
+   * Every partition this broker holds a replica of, for metrics and the console. The embedded
+   * broker makes a partition's state on its first request; this makes the missing ones, as
+   * that request would, so a topic nobody has used yet is listed too.
+   */
+  hostedPartitions(): Partition[] {
+    if (!this.clusterMode) {
+      for (const log of this.logs.allLogs()) {
+        if (this.cache.topic(log.topic) !== undefined) this.partitionOf(log.topic, log.partition);
+      }
+    }
+    return [...this.partitions.values()];
+  }
+
+  /** Committed ISR shrinks and expands of partitions led here since start. */
+  isrChangeCounts(): { shrinks: number; expands: number } {
+    return {
+      shrinks: this.isrManager?.shrinkCount ?? 0,
+      expands: this.isrManager?.expandCount ?? 0,
+    };
+  }
+
   partitionState(topic: string, partition: PartitionIndex): Partition | undefined {
     return this.partitions.get(topicPartitionKey(topic, partition));
   }

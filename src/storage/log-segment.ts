@@ -32,6 +32,7 @@ import {
   writeFullyInBackground,
 } from "./durable-file.ts";
 import { SEGMENT_BYTES_MAX } from "./log-config.ts";
+import { logFlushSeconds, timedSync } from "./log-flush-stats.ts";
 import { OffsetIndex } from "./offset-index.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
@@ -599,7 +600,7 @@ export class LogSegment {
     try {
       // A background flush may have taken the unflushed bytes without finishing yet: sync too.
       const needed = unflushedBytes > 0 || this.backgroundFlushes > 0;
-      if (needed) this.withFd((fd) => fs.fdatasyncSync(fd));
+      if (needed) timedSync(() => this.withFd((fd) => fs.fdatasyncSync(fd)));
       this.offsetIndexValue?.flush();
       this.timeIndexValue?.flush();
     } catch (error) {
@@ -658,10 +659,12 @@ export class LogSegment {
   private async fdatasyncInBackground(): Promise<void> {
     const fd = this.file.acquire();
     this.backgroundFlushes++;
+    const startMs = performance.now();
     try {
       await new Promise<void>((resolve, reject) =>
         fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
       );
+      logFlushSeconds.observe((performance.now() - startMs) / 1000);
     } finally {
       this.backgroundFlushes--;
       this.file.release();

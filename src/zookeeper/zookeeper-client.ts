@@ -24,6 +24,7 @@
 import type { Client, Stat, Transaction } from "node-zookeeper-client";
 import * as zookeeper from "node-zookeeper-client";
 import { assert } from "../util/assert.ts";
+import { Histogram, LATENCY_SECONDS_BOUNDS } from "../util/histogram.ts";
 import { parseConnectString } from "./connect-string.ts";
 import {
   CREATE_MODE_FLAGS,
@@ -86,6 +87,8 @@ export class ZooKeeperClient {
   private closed = false;
   /** Set after an expiry, so the next "connected" is also announced as a new session. */
   private sessionRecreated = false;
+  /** Each request's round trip, in seconds, from issue to answer or error (not the timeouts). */
+  readonly requestSeconds = new Histogram(LATENCY_SECONDS_BOUNDS);
   private readonly connectWaiters = new Set<() => void>();
   private readonly listeners = new Set<(event: SessionEvent) => void>();
   private readonly requestTimeoutMs: number;
@@ -129,6 +132,16 @@ export class ZooKeeperClient {
     }
     client.startLivenessProbe();
     return client;
+  }
+
+  /**
+   * The session's state for metrics: "connected", "disconnected" (connection lost, session
+   * alive), "expired" (a new session is being made) or "closed".
+   */
+  get sessionState(): "connected" | "disconnected" | "expired" | "closed" {
+    if (this.closed) return "closed";
+    if (this.connected) return "connected";
+    return this.sessionRecreated ? "expired" : "disconnected";
   }
 
   get isConnected(): boolean {
@@ -365,6 +378,7 @@ export class ZooKeeperClient {
     const context = { op, path };
     await this.waitConnected(deadlineMs, context);
     const raw = this.raw;
+    const startMs = performance.now();
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(
         () => {
@@ -376,6 +390,7 @@ export class ZooKeeperClient {
       );
       const done: Done<T> = (error, value) => {
         clearTimeout(timer);
+        this.requestSeconds.observe((performance.now() - startMs) / 1000);
         if (error) reject(toZooKeeperError(error, context));
         else resolve(value as T);
       };

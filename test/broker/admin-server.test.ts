@@ -105,7 +105,12 @@ test("requests per API and bytes in and out per topic move by exactly the traffi
 });
 
 test("ready follows the broker's state: 503 until it serves and once it stops", async () => {
-  const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
+  const state: AdminState = {
+    metrics: new BrokerMetrics(),
+    eventLoop: null,
+    ready: false,
+    sources: null,
+  };
   const server = startAdminServer([{ listenerName: "HTTP", host: "127.0.0.1", port: 0 }], state);
   try {
     const url = `http://127.0.0.1:${server.bound[0]!.port}/health/ready`;
@@ -121,7 +126,12 @@ test("ready follows the broker's state: 503 until it serves and once it stops", 
 
 test("an address in use fails the start and leaves no other address bound", async () => {
   const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
-  const state: AdminState = { metrics: new BrokerMetrics(), ready: false, topicExists: null };
+  const state: AdminState = {
+    metrics: new BrokerMetrics(),
+    eventLoop: null,
+    ready: false,
+    sources: null,
+  };
   const free = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
   const freePort = free.port!;
   await free.stop(true);
