@@ -10,6 +10,13 @@ export const APPLICATION_STEPS = {
     "repartition-purged",
     "restore-after-state-wipe",
   ],
+  "kafka-streams-eos": [
+    "create-topics",
+    "count",
+    "sigkill-mid-transaction",
+    "restore-exact-after-kill",
+    "output-read-committed",
+  ],
   "kafka-connect": [
     "worker-start",
     "internal-topics-compacted",

@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 
 /** What every application check gets from scripts/compat.ts, and helpers they share. */
@@ -32,6 +33,12 @@ final class Env {
   static void createTopic(Admin admin, String name, int partitions) throws Exception {
     admin.createTopics(List.of(new NewTopic(name, partitions, REPLICATION)))
         .all().get(30, TimeUnit.SECONDS);
+  }
+
+  static List<TopicPartition> partitionsOf(String topic, int partitions) {
+    List<TopicPartition> out = new ArrayList<>();
+    for (int p = 0; p < partitions; p++) out.add(new TopicPartition(topic, p));
+    return out;
   }
 
   static String cleanupPolicy(Admin admin, String topic) throws Exception {
