@@ -13,6 +13,7 @@
  * nothing is pending.
  */
 
+import * as fs from "node:fs";
 import { InterBrokerClient } from "../network/inter-broker-client.ts";
 import { buildEndTxnMarkerBatch } from "../protocol/control-record.ts";
 import { ErrorCode } from "../protocol/errors.ts";
@@ -25,6 +26,13 @@ import { splitTxnPartitionKey, type TxnPartitionKey } from "./transaction-metada
 
 export const CONSUMER_OFFSETS_TOPIC = "__consumer_offsets";
 const RETRY_BACKOFF_MS = 100;
+/**
+ * Test hook: while the file this names exists, no marker is written, so a test can kill the
+ * coordinator between a transaction's prepare and its completion and watch the next one finish
+ * it (test/e2e/transactions-crash.test.ts, test/broker/transactions-cluster.test.ts). Unset, it
+ * costs nothing; set, it costs one stat per marker attempt.
+ */
+const HOLD_MARKERS_FILE = process.env.TEST_QUILL_HOLD_TXN_MARKERS;
 
 export interface TxnMarkers {
   readonly producerId: bigint;
@@ -45,7 +53,13 @@ export class TransactionMarkerChannelManager {
     private readonly cache: MetadataCache,
     private readonly timeoutMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    if (HOLD_MARKERS_FILE !== undefined) {
+      logger.warn(
+        `TEST_QUILL_HOLD_TXN_MARKERS is set: markers wait while ${HOLD_MARKERS_FILE} exists`,
+      );
+    }
+  }
 
   stop(): void {
     this.stopped = true;
@@ -73,6 +87,10 @@ export class TransactionMarkerChannelManager {
     const { topic, partition } = splitTxnPartitionKey(key);
     // Bounded by stop(): each failed pass waits RETRY_BACKOFF_MS.
     while (!this.stopped) {
+      if (HOLD_MARKERS_FILE !== undefined && fs.existsSync(HOLD_MARKERS_FILE)) {
+        await Bun.sleep(RETRY_BACKOFF_MS);
+        continue;
+      }
       const code =
         topic === CONSUMER_OFFSETS_TOPIC
           ? await this.completeGroupsEverywhere(markers, partition)

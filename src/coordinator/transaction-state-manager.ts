@@ -254,6 +254,9 @@ export class TransactionStateManager {
         maxWaitMs: 0,
         minBytes: 0,
         maxBytes: READ_CHUNK_BYTES,
+        // A prepared decision the old leader acknowledged may lie above this one's high
+        // watermark, which catches up only once followers fetch again: read the whole log.
+        toLogEnd: true,
         onCancel: () => () => {},
         entries: [
           {

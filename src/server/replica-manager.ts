@@ -103,6 +103,12 @@ export interface FetchParams {
   readonly replicaId?: BrokerId;
   /** 0 read_uncommitted (the default), 1 read_committed: stop at the last stable offset. */
   readonly isolationLevel?: number;
+  /**
+   * Read to the log end, not the high watermark (Kafka's FetchIsolation.LOG_END), for a
+   * coordinator loading its state as a new leader: the high watermark a new leader starts with
+   * can lag records the previous leader had acknowledged, and this log is now the truth.
+   */
+  readonly toLogEnd?: boolean;
 }
 
 export const IsolationLevel = { READ_UNCOMMITTED: 0, READ_COMMITTED: 1 } as const;
@@ -411,7 +417,7 @@ export class ReplicaManager {
     const committed = replicaId < 0 && params.isolationLevel === IsolationLevel.READ_COMMITTED;
     return params.entries.map((entry) => {
       const maxBytes = Math.min(budgetBytes, entry.partitionMaxBytes);
-      const outcome = this.readOne(entry, maxBytes, !haveData, replicaId, committed);
+      const outcome = this.readOne(entry, maxBytes, !haveData, replicaId, committed, params);
       const readBytes = rangesBytes(outcome.records);
       budgetBytes = Math.max(0, budgetBytes - readBytes);
       if (readBytes > 0) haveData = true;
@@ -429,6 +435,7 @@ export class ReplicaManager {
     minOneMessage: boolean,
     replicaId: number,
     committed: boolean,
+    params: FetchParams,
   ): FetchOutcome {
     let partition: Partition;
     try {
@@ -446,8 +453,12 @@ export class ReplicaManager {
       logStartOffset: log.logStartOffset,
       abortedTransactions: null,
     };
-    const maxOffset =
-      replicaId >= 0 ? log.logEndOffset : committed ? lastStableOffset : log.highWatermark;
+    const toLogEnd = replicaId >= 0 || params.toLogEnd === true;
+    const maxOffset = toLogEnd
+      ? log.logEndOffset
+      : committed
+        ? lastStableOffset
+        : log.highWatermark;
     try {
       const partialLastBatch = replicaId < 0;
       const read = log.read(entry.fetchOffset, maxBytes, {

@@ -24,6 +24,7 @@ export interface Cluster {
 export async function startCluster(
   connect: string,
   extraSettings: Readonly<Record<string, string>> = {},
+  env: Readonly<Record<string, string>> = {},
 ): Promise<Cluster> {
   const brokers = new Map<number, ChildBroker>();
   const started = await Promise.all(
@@ -37,6 +38,7 @@ export async function startCluster(
           "num.partitions": "3",
           ...extraSettings,
         },
+        env,
       }),
     ),
   );

@@ -4,9 +4,13 @@
  * partition, markers reach partitions led by other brokers (WriteTxnMarkers), and after the
  * coordinator's broker is killed with kill -9 the new leader reloads the id's state from the
  * replicated log: the same producer id, the next epoch, and read_committed consumers see
- * exactly the committed records.
+ * exactly the committed records. Then a kill -9 of the coordinator between a commit's prepare
+ * and its markers (held by a test hook): the next coordinator finds PrepareCommit and commits.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
@@ -22,20 +26,25 @@ import {
 
 const TOPIC = "txn-cluster";
 const TXN_ID = "cluster-tx";
+/** While this file exists no broker writes markers (TEST_QUILL_HOLD_TXN_MARKERS). */
+const HOLD = path.join(os.tmpdir(), `quill-hold-markers-${process.pid}-${Date.now()}`);
 let zooKeeper: ZooKeeperServer;
 let cluster: Cluster;
 
 beforeAll(async () => {
   zooKeeper = await startZooKeeper();
-  cluster = await startCluster(zooKeeper.connectString, {
-    "transaction.state.log.num.partitions": "3",
-  });
+  cluster = await startCluster(
+    zooKeeper.connectString,
+    { "transaction.state.log.num.partitions": "3" },
+    { TEST_QUILL_HOLD_TXN_MARKERS: HOLD },
+  );
   await consistentMetadata(cluster, 3);
   await createTopic(cluster.brokers.get(1)!, TOPIC, 3);
   await consistentMetadata(cluster, 3);
 }, 120_000);
 
 afterAll(async () => {
+  fs.rmSync(HOLD, { force: true });
   await cluster?.close();
   await zooKeeper?.stop();
 });
@@ -77,13 +86,18 @@ async function transact(values: string[], commit: boolean) {
   await producer.disconnect();
 }
 
-async function describedProducer(): Promise<{ producerId: bigint; producerEpoch: number }> {
+async function describedTxn() {
   const id = await coordinatorId();
   const res = await requestOnce(cluster.brokers.get(id)!.port, ApiKey.DescribeTransactions, 0, {
     transactionalIds: [TXN_ID],
   });
   const state = res.transactionStates[0]!;
   expect(state.errorCode).toBe(ErrorCode.NONE);
+  return state;
+}
+
+async function describedProducer(): Promise<{ producerId: bigint; producerEpoch: number }> {
+  const state = await describedTxn();
   return { producerId: state.producerId, producerEpoch: state.producerEpoch };
 }
 
@@ -118,4 +132,28 @@ test("commit, abort and coordinator failover across three brokers", async () => 
   expect(after.producerId).toBe(before.producerId);
   expect(after.producerEpoch).toBeGreaterThan(before.producerEpoch);
   expect(await readCommitted(6)).toEqual(["c1", "c2", "c3", "c4", "c5", "c6"]);
+}, 240_000);
+
+test("kill -9 of the coordinator between a commit's prepare and its markers", async () => {
+  // The first test left a broker dead: back to three, so __transaction_state has its min ISR.
+  for (const [id, broker] of cluster.brokers) {
+    if (!broker.running) cluster.brokers.set(id, await broker.restart());
+  }
+  await consistentMetadata(cluster, 3, 60_000);
+  fs.writeFileSync(HOLD, "");
+  await transact(["p1", "p2", "p3"], true);
+  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
+  const coordinator = await coordinatorId();
+  await cluster.brokers.get(coordinator)!.kill9();
+  fs.rmSync(HOLD);
+  await consistentMetadata(cluster, 2, 60_000);
+  // The new coordinator loaded PrepareCommit from the replicated log and wrote the markers.
+  // It read the record past its high watermark (the old leader had acknowledged it).
+  await until(
+    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
+    30_000,
+    "the new coordinator completing the commit",
+  );
+  const all = ["c1", "c2", "c3", "c4", "c5", "c6", "p1", "p2", "p3"];
+  expect(await readCommitted(all.length)).toEqual(all);
 }, 240_000);

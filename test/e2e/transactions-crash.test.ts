@@ -2,8 +2,13 @@
 // partition still holds the transaction open (its LSO stays at the first transactional offset,
 // from the producer state), the coordinator reloads the id's state from __transaction_state,
 // and once the transaction's timeout passes it aborts it with a bumped epoch: the ABORT marker
-// moves the LSO and read_committed fetches list the aborted transaction.
+// moves the LSO and read_committed fetches list the aborted transaction. And a kill -9 between
+// a commit's prepare and its completion (markers held by a test hook): the restarted
+// coordinator finds PrepareCommit and writes the COMMIT markers.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
@@ -28,30 +33,30 @@ afterAll(async () => {
   await broker?.remove();
 });
 
-async function lastStableOffset(client: KafkaClient): Promise<bigint> {
+async function lastStableOffset(client: KafkaClient, topic = TOPIC): Promise<bigint> {
   const res = await client.request(ApiKey.ListOffsets, 7, {
     replicaId: -1,
     isolationLevel: 1,
-    topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+    topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
   });
   return res.topics[0]!.partitions[0]!.offset;
 }
 
-async function describe(client: KafkaClient) {
-  const res = await client.request(ApiKey.DescribeTransactions, 0, { transactionalIds: [TXN_ID] });
+async function describe(client: KafkaClient, txnId = TXN_ID) {
+  const res = await client.request(ApiKey.DescribeTransactions, 0, { transactionalIds: [txnId] });
   return res.transactionStates[0]!;
 }
 
 /** Creates the topic and leaves a transaction of 3 records open on it. */
-async function openTransaction(client: KafkaClient) {
+async function openTransaction(client: KafkaClient, topic = TOPIC, txnId = TXN_ID) {
   const created = await client.request(ApiKey.CreateTopics, 7, {
-    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 1 }],
+    topics: [{ name: topic, numPartitions: 1, replicationFactor: 1 }],
   });
   expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-  const found = await client.request(ApiKey.FindCoordinator, 3, { key: TXN_ID, keyType: 1 });
+  const found = await client.request(ApiKey.FindCoordinator, 3, { key: txnId, keyType: 1 });
   expect(found.errorCode).toBe(ErrorCode.NONE);
   const init = await client.request(ApiKey.InitProducerId, 4, {
-    transactionalId: TXN_ID,
+    transactionalId: txnId,
     transactionTimeoutMs: 3_000,
     producerId: -1n,
     producerEpoch: -1,
@@ -59,10 +64,10 @@ async function openTransaction(client: KafkaClient) {
   expect(init.errorCode).toBe(ErrorCode.NONE);
   const { producerId, producerEpoch } = init;
   const added = await client.request(ApiKey.AddPartitionsToTxn, 3, {
-    v3AndBelowTransactionalId: TXN_ID,
+    v3AndBelowTransactionalId: txnId,
     v3AndBelowProducerId: producerId,
     v3AndBelowProducerEpoch: producerEpoch,
-    v3AndBelowTopics: [{ name: TOPIC, partitions: [0] }],
+    v3AndBelowTopics: [{ name: topic, partitions: [0] }],
   });
   expect(added.resultsByTopicV3AndBelow[0]!.resultsByPartition[0]!.partitionErrorCode).toBe(0);
   const records = [1, 2, 3].map((i) => ({ value: new TextEncoder().encode(`v${i}`) }));
@@ -73,17 +78,17 @@ async function openTransaction(client: KafkaClient) {
     isTransactional: true,
   });
   const produced = await client.request(ApiKey.Produce, 9, {
-    transactionalId: TXN_ID,
+    transactionalId: txnId,
     acks: -1,
     timeoutMs: 5000,
-    topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: batch }] }],
+    topicData: [{ name: topic, partitionData: [{ index: 0, records: batch }] }],
   });
   expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
   return { producerId, producerEpoch };
 }
 
 /** A read_committed fetch of the whole partition. */
-async function fetchCommitted(client: KafkaClient) {
+async function fetchCommitted(client: KafkaClient, topic = TOPIC) {
   const fetched = await client.request(ApiKey.Fetch, 12, {
     replicaId: -1,
     maxWaitMs: 0,
@@ -93,7 +98,7 @@ async function fetchCommitted(client: KafkaClient) {
     sessionId: 0,
     sessionEpoch: -1,
     topics: [
-      { topic: TOPIC, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] },
+      { topic, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] },
     ],
     forgottenTopicsData: [],
     rackId: "",
@@ -134,3 +139,60 @@ test("an open transaction survives kill -9 and is aborted by the coordinator aft
   expect(end.errorCode).toBe(ErrorCode.PRODUCER_FENCED);
   client.close();
 }, 90_000);
+
+test("kill -9 between a commit's prepare and its markers: the restarted coordinator commits", async () => {
+  const topic = "prepared-txn";
+  const txnId = "prepared-tx";
+  const hold = path.join(os.tmpdir(), `quill-hold-markers-${process.pid}-${Date.now()}`);
+  fs.writeFileSync(hold, "");
+  // Its own broker: the first test's stays as it was.
+  const own = {
+    broker: await ChildBroker.start({
+      settings: { "transaction.state.log.num.partitions": "2" },
+      env: { TEST_QUILL_HOLD_TXN_MARKERS: hold },
+    }),
+  };
+  try {
+    await commitPreparedThenKill(own, topic, txnId, hold);
+  } finally {
+    fs.rmSync(hold, { force: true });
+    await own.broker.remove();
+  }
+}, 90_000);
+
+async function commitPreparedThenKill(
+  own: { broker: ChildBroker },
+  topic: string,
+  txnId: string,
+  hold: string,
+) {
+  let client = await KafkaClient.connect(own.broker.port);
+  const { producerId, producerEpoch } = await openTransaction(client, topic, txnId);
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: txnId,
+    producerId,
+    producerEpoch,
+    committed: true,
+  });
+  expect(end.errorCode).toBe(ErrorCode.NONE);
+  // The decision is durable, the markers are not written: the commit is not visible yet.
+  expect(await describe(client, txnId)).toMatchObject({ transactionState: "PrepareCommit" });
+  await Bun.sleep(300);
+  expect(await lastStableOffset(client, topic)).toBe(0n);
+  client.close();
+
+  await own.broker.kill9();
+  fs.rmSync(hold);
+  own.broker = await own.broker.restart();
+  client = await KafkaClient.connect(own.broker.port);
+  const deadline = Date.now() + 20_000;
+  while ((await lastStableOffset(client, topic)) < 4n && Date.now() < deadline)
+    await Bun.sleep(100);
+  expect(await lastStableOffset(client, topic)).toBe(4n);
+  const done = await describe(client, txnId);
+  expect(done).toMatchObject({ transactionState: "CompleteCommit", producerId, producerEpoch });
+  const p = await fetchCommitted(client, topic);
+  expect(p.abortedTransactions ?? []).toEqual([]);
+  expect(p.highWatermark).toBe(4n);
+  client.close();
+}

@@ -28,6 +28,8 @@ export interface ChildBrokerOptions {
   /** 0 (the default) lets the kernel choose; a restart reuses the port first bound. */
   readonly port?: number;
   readonly settings?: Settings;
+  /** Added to the broker's environment (test hooks such as TEST_QUILL_HOLD_TXN_MARKERS). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -57,6 +59,7 @@ export class ChildBroker {
       dataDir: options.dataDir ?? tempDir(),
       port: options.port ?? 0,
       settings: options.settings ?? {},
+      env: options.env ?? {},
     };
     return await ChildBroker.launch(resolved, options.dataDir === undefined);
   }
@@ -77,6 +80,7 @@ export class ChildBroker {
     // The data dir as working directory: a compiled binary must not need the repo around it.
     const proc = Bun.spawn(argv, {
       cwd: options.dataDir,
+      env: { ...process.env, ...options.env },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
