@@ -1,6 +1,7 @@
 import type { ListenerAddress } from "../config/listeners.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { EventLoopMonitor } from "../util/event-loop-monitor.ts";
+import type { AdminAuthenticator } from "./admin-auth.ts";
 import { type MetricsSources, metricsText } from "./metrics-collector.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "./metrics-text.ts";
 
@@ -14,6 +15,10 @@ import { PROMETHEUS_CONTENT_TYPE } from "./metrics-text.ts";
  *   controller has listed it as live) and until it starts stopping; 503 before and after.
  * - `/metrics`: Prometheus' text format (metrics-collector.ts, docs/observability.md).
  *
+ * - everything else (metrics, the console) needs a login when `admin.authentication=scram`:
+ *   HTTP basic against the SCRAM users (admin-auth.ts); 401 without one, 503 until the broker
+ *   has opened its credential store.
+ *
  * It starts first, so a supervisor sees "live, not ready" during a long log recovery.
  */
 export interface AdminState {
@@ -24,6 +29,12 @@ export interface AdminState {
   ready: boolean;
   /** The running broker's parts; null until it serves. */
   sources: MetricsSources | null;
+  /** admin.authentication: "scram" guards every path but the health checks. */
+  readonly authentication: "none" | "scram";
+  /** Checks logins once the broker has its credential store; null before (or without auth). */
+  authenticator: AdminAuthenticator | null;
+  /** Serves the paths the listener does not (the console); null: 404 for them. */
+  pages: ((request: Request, url: URL, principal: string) => Promise<Response>) | null;
 }
 
 export interface AdminServer {
@@ -46,6 +57,8 @@ export function startAdminServer(
           hostname: address.host === "" ? "0.0.0.0" : address.host,
           port: address.port,
           fetch: (request) => answer(request, state),
+          // A scrape of a large broker and a record browser page take a while to compute.
+          idleTimeout: 60,
         }),
       );
     }
@@ -62,24 +75,49 @@ export function startAdminServer(
   };
 }
 
-function answer(request: Request, state: AdminState): Response {
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    return new Response("method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
+async function answer(request: Request, state: AdminState): Promise<Response> {
+  const url = new URL(request.url);
+  const isRead = request.method === "GET" || request.method === "HEAD";
+  if (isRead && url.pathname === "/health/live") return new Response("live\n", { headers: TEXT });
+  if (isRead && url.pathname === "/health/ready") {
+    return isReady(state)
+      ? new Response("ready\n", { headers: TEXT })
+      : new Response("not ready\n", { status: 503, headers: TEXT });
   }
-  switch (new URL(request.url).pathname) {
-    case "/health/live":
-      return new Response("live\n", { headers: TEXT });
-    case "/health/ready":
-      return isReady(state)
-        ? new Response("ready\n", { headers: TEXT })
-        : new Response("not ready\n", { status: 503, headers: TEXT });
-    case "/metrics": {
-      const body = metricsText(state.metrics, state.sources, state.eventLoop);
-      return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+  let principal = "User:ANONYMOUS";
+  if (state.authentication === "scram") {
+    if (state.authenticator === null) {
+      return new Response("starting\n", { status: 503, headers: TEXT });
     }
-    default:
-      return new Response("not found\n", { status: 404, headers: TEXT });
+    const login = await state.authenticator.login(request);
+    if (!login.ok) return refusedLogin(login.status);
+    principal = login.principal;
   }
+  if (url.pathname === "/metrics") {
+    if (!isRead) return notAllowed();
+    const body = metricsText(state.metrics, state.sources, state.eventLoop);
+    return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
+  }
+  if (state.pages !== null) return await state.pages(request, url, principal);
+  if (!isRead) return notAllowed();
+  return new Response("not found\n", { status: 404, headers: TEXT });
+}
+
+function notAllowed(): Response {
+  return new Response("method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
+}
+
+function refusedLogin(status: 401 | 429): Response {
+  if (status === 429) {
+    return new Response("too many logins in progress\n", {
+      status,
+      headers: { ...TEXT, "retry-after": "1" },
+    });
+  }
+  return new Response("authentication required\n", {
+    status,
+    headers: { ...TEXT, "www-authenticate": 'Basic realm="quill", charset="UTF-8"' },
+  });
 }
 
 function isReady(state: AdminState): boolean {

@@ -16,18 +16,16 @@ import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
-import { BrokerMetrics } from "../server/broker-metrics.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
-import { EventLoopMonitor } from "../util/event-loop-monitor.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
-import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
+import type { AdminServer, AdminState } from "./admin-server.ts";
+import { type AdminHandle, adminServes, openAdmin } from "./admin-setup.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
 import { controllerClientFor, seedFromZooKeeper, startClusterRole } from "./cluster-role.ts";
 import {
@@ -185,12 +183,7 @@ function runningBroker(
   services: BrokerServices,
   stop: () => Promise<void>,
 ): RunningBroker {
-  admin.state.sources = {
-    services,
-    connectionCounts: () => server.connectionCounts(),
-    zooKeeper: admin.zooKeeper,
-  };
-  admin.state.ready = true;
+  adminServes(admin, services, () => server.connectionCounts());
   const first = server.bound[0]!;
   return {
     host: first.host,
@@ -262,35 +255,6 @@ function stopOnce(brokerId: number, cleanups: CleanupStack, log: Logger, admin: 
       await cleanups.unwind((message) => log.error(message));
       log.info(`broker ${brokerId} stopped cleanly`);
     })());
-}
-
-/**
- * Starts the admin HTTP listener first (when configured), so that health checks answer "live,
- * not ready" while logs recover; it is the last thing a stop closes.
- */
-function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupStack): AdminHandle {
-  const addresses = config["admin.listeners"];
-  const eventLoop = addresses === null ? null : new EventLoopMonitor();
-  const state: AdminState = {
-    metrics: new BrokerMetrics(),
-    eventLoop,
-    ready: false,
-    sources: null,
-  };
-  if (addresses === null) return { state, bound: [], zooKeeper: null };
-  cleanups.push("event-loop monitor", () => eventLoop?.stop());
-  const server = startAdminServer(addresses, state);
-  cleanups.push("admin listener", () => server.stop());
-  const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
-  log.info(`quill: admin listener on ${bound} (/health/live, /health/ready, /metrics)`);
-  return { state, bound: server.bound, zooKeeper: null };
-}
-
-/** The admin listener's state, with what the start-up learns for it on the way. */
-interface AdminHandle {
-  readonly state: AdminState;
-  readonly bound: AdminServer["bound"];
-  zooKeeper: ZooKeeperClient | null;
 }
 
 function interBrokerEndpoint(config: BrokerConfig, listeners: readonly Listener[]): Listener {

@@ -64,8 +64,14 @@ export const BROKER_CONFIG_KEYS = {
     "Quill's admin HTTP listener (`--admin`): HOST:PORT, or NAME://HOST:PORT listeners " +
       "with distinct names separated by commas, serving /health/live, /health/ready and " +
       "/metrics (Prometheus). " +
-      "Unset: no admin listener. It has no authentication: bind it to loopback or a " +
-      "management network.",
+      "Unset: no admin listener. See admin.authentication.",
+  ),
+  "admin.authentication": key(
+    oneOf(["none", "scram"] as const),
+    "none",
+    "Who may use the admin listener: none (anyone who reaches it: bind it to loopback or a " +
+      "management network) or scram (HTTP basic authentication against the SCRAM users, as " +
+      "SASL/SCRAM clients log in; /health/live and /health/ready stay open for load balancers).",
   ),
   "advertised.listeners": nullableKey(
     listenerList(),

@@ -3,7 +3,14 @@
  * are kept salted and hashed (salt, StoredKey, ServerKey, iterations), never as passwords, in
  * Kafka's text form `salt=…,stored_key=…,server_key=…,iterations=…`.
  */
-import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  createHash,
+  createHmac,
+  pbkdf2,
+  pbkdf2Sync,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
 
 export const SCRAM_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"] as const;
 export type ScramMechanism = (typeof SCRAM_MECHANISMS)[number];
@@ -60,6 +67,26 @@ export function credentialFromSalted(
     serverKey: hmac(m, salted, "Server Key"),
     iterations,
   };
+}
+
+/**
+ * Whether `password` is the one `credential` was made from (its StoredKey matches), for logins
+ * that carry a password rather than a SCRAM exchange (the admin listener's HTTP basic). The
+ * PBKDF2 runs on the thread pool: thousands of iterations would stall the event loop.
+ */
+export async function passwordMatches(
+  m: ScramMechanism,
+  password: string,
+  credential: ScramCredential,
+): Promise<boolean> {
+  const { salt, iterations, storedKey } = credential;
+  const salted = await new Promise<Uint8Array>((resolve, reject) =>
+    pbkdf2(password.normalize("NFKC"), salt, iterations, HASH[m].bytes, HASH[m].name, (e, key) =>
+      e ? reject(e) : resolve(new Uint8Array(key)),
+    ),
+  );
+  const candidate = credentialFromSalted(m, salted, salt, iterations).storedKey;
+  return candidate.length === storedKey.length && timingSafeEqual(candidate, storedKey);
 }
 
 function saltedPassword(m: ScramMechanism, password: string, salt: Uint8Array, i: number) {

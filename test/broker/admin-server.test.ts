@@ -110,6 +110,9 @@ test("ready follows the broker's state: 503 until it serves and once it stops", 
     eventLoop: null,
     ready: false,
     sources: null,
+    authentication: "none",
+    authenticator: null,
+    pages: null,
   };
   const server = startAdminServer([{ listenerName: "HTTP", host: "127.0.0.1", port: 0 }], state);
   try {
@@ -131,6 +134,9 @@ test("an address in use fails the start and leaves no other address bound", asyn
     eventLoop: null,
     ready: false,
     sources: null,
+    authentication: "none",
+    authenticator: null,
+    pages: null,
   };
   const free = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
   const freePort = free.port!;

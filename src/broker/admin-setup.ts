@@ -1,0 +1,60 @@
+import type { BrokerServices } from "../api/broker-services.ts";
+import type { BrokerConfig } from "../config/broker-config.ts";
+import { BrokerMetrics } from "../server/broker-metrics.ts";
+import { EventLoopMonitor } from "../util/event-loop-monitor.ts";
+import type { Logger } from "../util/logger.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import { AdminAuthenticator } from "./admin-auth.ts";
+import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
+import type { CleanupStack } from "./cleanup-stack.ts";
+import { scramCredentialStore } from "./sasl-setup.ts";
+
+/** The admin listener's state, with what the start-up learns for it on the way. */
+export interface AdminHandle {
+  readonly state: AdminState;
+  readonly bound: AdminServer["bound"];
+  zooKeeper: ZooKeeperClient | null;
+}
+
+/**
+ * Starts the admin HTTP listener first (when configured), so that health checks answer "live,
+ * not ready" while logs recover; it is the last thing a stop closes.
+ */
+export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupStack): AdminHandle {
+  const addresses = config["admin.listeners"];
+  const eventLoop = addresses === null ? null : new EventLoopMonitor();
+  const state: AdminState = {
+    metrics: new BrokerMetrics(),
+    eventLoop,
+    ready: false,
+    sources: null,
+    authentication: config["admin.authentication"],
+    authenticator: null,
+    pages: null,
+  };
+  if (addresses === null) return { state, bound: [], zooKeeper: null };
+  cleanups.push("event-loop monitor", () => eventLoop?.stop());
+  const server = startAdminServer(addresses, state);
+  cleanups.push("admin listener", () => server.stop());
+  const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
+  const auth = state.authentication === "scram" ? "HTTP basic against SCRAM users" : "no login";
+  log.info(`quill: admin listener on ${bound} (/health/live, /health/ready, /metrics; ${auth})`);
+  return { state, bound: server.bound, zooKeeper: null };
+}
+
+/** The broker serves: metrics see its parts, logins its SCRAM users, and it reports ready. */
+export function adminServes(
+  admin: AdminHandle,
+  services: BrokerServices,
+  connectionCounts: () => { listenerName: string; count: number }[],
+): void {
+  const state = admin.state;
+  state.sources = { services, connectionCounts, zooKeeper: admin.zooKeeper };
+  if (state.authentication === "scram") {
+    const store =
+      services.saslAuthenticator?.credentials ??
+      scramCredentialStore(services.config, admin.zooKeeper);
+    state.authenticator = new AdminAuthenticator(store);
+  }
+  state.ready = true;
+}
