@@ -471,6 +471,9 @@ async function serve(
       maxConnections: config["max.connections"],
       maxInFlightRequestsPerConnection: config["queued.max.requests"],
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
+      ...(config["queued.max.request.bytes"] === null
+        ? {}
+        : { queuedMaxRequestBytes: config["queued.max.request.bytes"] }),
     },
     log.child("SocketServer"),
     (l) => tlsServerConfig(sslSettingsFor(config, l.listenerName), l.listenerName),

@@ -109,6 +109,13 @@ export const BROKER_CONFIG_KEYS = {
     500,
     "Most requests read but not yet answered before the network stops reading.",
   ),
+  "queued.max.request.bytes": nullableKey(
+    long({ min: -1n }),
+    "Bytes of requests partly received or not yet answered, over all connections, before the " +
+      "network stops reading (KIP-72). -1: unlimited, Kafka's default; Quill's default (unset) " +
+      "is 1/16 of the memory (cgroup limit or host), between 256 MiB and 1 GiB, and at least " +
+      "socket.request.max.bytes plus an eighth for small requests (docs/faults.md).",
+  ),
   "num.partitions": key(int({ min: 1 }), 1, "Partitions of an automatically created topic."),
   "default.replication.factor": key(
     int({ min: 1 }),
@@ -532,6 +539,7 @@ export function resolveBrokerConfig(values: BrokerConfigValues, origins: Origins
     ...values,
     ...resolveLogTimes(values, origins),
     "log.dirs": values["log.dirs"] ?? [values["log.dir"]],
+    "queued.max.request.bytes": queuedMaxRequestBytes(values, origins),
     ...resolveListeners(values, origins),
     origins,
   };
@@ -557,6 +565,21 @@ export function resolveLogTimes(
     "log.roll.ms": values["log.roll.ms"] ?? values["log.roll.hours"] * HOUR_MS,
     "log.roll.jitter.ms": values["log.roll.jitter.ms"] ?? values["log.roll.jitter.hours"] * HOUR_MS,
   };
+}
+
+/** Kafka's rule: -1 (unlimited) or at least socket.request.max.bytes (0 is refused too). */
+function queuedMaxRequestBytes(values: BrokerConfigValues, origins: Origins): number | null {
+  const queued = values["queued.max.request.bytes"];
+  if (queued === null || queued === -1 || queued >= values["socket.request.max.bytes"]) {
+    return queued;
+  }
+  const source = (origins.get("queued.max.request.bytes") ?? DEFAULT_ORIGIN).label;
+  throw invalidValue(
+    "queued.max.request.bytes",
+    String(queued),
+    source,
+    `-1 or at least socket.request.max.bytes (${values["socket.request.max.bytes"]})`,
+  );
 }
 
 /** Kafka's KafkaConfig.logRetentionTimeMillis, including its "-1 or at least 1" check. */

@@ -9,6 +9,10 @@
  * `data` events, the client's writes back up in the kernel, and resume() delivers the rest).
  * A data event already in progress when pause() is called may still arrive; it is buffered.
  *
+ * Memory: with a `RequestMemoryPool` (queued.max.request.bytes), every received byte is counted
+ * in it until the request it belongs to is answered, a frame assembled from several reads waits
+ * for the pool to grant its size, and reading also stops while the pool says so.
+ *
  * Batching: responses made ready by one `data` event, by one `drain`, or by one microtask turn
  * of async completions are flushed together, so they share write calls.
  *
@@ -21,6 +25,7 @@ import type { Logger } from "../util/logger.ts";
 import { FrameDecoder } from "./frame-decoder.ts";
 import type { NetworkLimits } from "./network-limits.ts";
 import type { ConnectionContext, RequestHandler, Response } from "./request-handler.ts";
+import type { PoolMember, RequestMemoryPool } from "./request-memory-pool.ts";
 import { ConnectionIoError, type OutputSocket, ResponseWriter } from "./response-writer.ts";
 
 /** The Bun socket operations a connection uses. */
@@ -40,6 +45,8 @@ export interface ConnectionOptions {
   readonly limits: NetworkLimits;
   readonly logger: Logger;
   readonly sendfileEnabled: boolean;
+  /** The broker-wide budget for request bytes; none: only the per-connection limits apply. */
+  readonly memoryPool?: RequestMemoryPool;
 }
 
 /** A response slot, in request order, for a request whose handler has not finished yet. */
@@ -48,7 +55,7 @@ interface PendingResponse {
   response: Response;
 }
 
-export class Connection implements ConnectionContext {
+export class Connection implements ConnectionContext, PoolMember {
   readonly id: number;
   readonly remoteAddress: string;
   readonly remotePort: number;
@@ -75,6 +82,13 @@ export class Connection implements ConnectionContext {
   private discardResponses = false;
   private serviceScheduled = false;
   private closeListeners: (() => void)[] = [];
+  private readonly pool: RequestMemoryPool | null;
+  /** Received bytes of this connection counted as loose in the pool. */
+  private looseCountedBytes = 0;
+  /** Memory reserved in the pool for the frame under assembly (its size plus one read). */
+  private partialReservedBytes = 0;
+  /** Set by the decoder when the frame it returns was assembled in reserved memory. */
+  private lastFrameReserved = false;
 
   constructor(
     private readonly socket: ConnectionSocket,
@@ -86,8 +100,23 @@ export class Connection implements ConnectionContext {
     this.listenerName = options.listenerName;
     this.securityProtocol = options.securityProtocol;
     this.authenticated = !options.securityProtocol.startsWith("SASL_");
-    this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes);
+    this.pool = options.memoryPool ?? null;
+    this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes, undefined, {
+      tryReserve: (frameBytes) => this.reserveFrame(frameBytes),
+      onAssembled: () => this.frameAssembled(),
+    });
     this.writer = new ResponseWriter(socket, options.sendfileEnabled);
+    this.pool?.join(this);
+  }
+
+  /** PoolMember: the pool opened or closed reading for connections without a reservation. */
+  onReadingChanged(): void {
+    if (!this.closed) this.updateReading();
+  }
+
+  /** PoolMember: memory for the frame this connection waits for may be free. */
+  onMemoryAvailable(): void {
+    if (!this.closed) this.service();
   }
 
   /** Requests handed to the handler whose responses are not yet queued for writing. */
@@ -126,6 +155,7 @@ export class Connection implements ConnectionContext {
     if (this.closed || this.endWhenIdle) return;
     this.lastActiveMs = Date.now();
     this.decoder.push(data);
+    this.countLoose();
     this.service();
   }
 
@@ -157,6 +187,13 @@ export class Connection implements ConnectionContext {
     if (this.closed) return;
     this.closed = true;
     this.writer.releaseAll();
+    if (this.pool !== null) {
+      this.pool.leave(this);
+      if (this.looseCountedBytes > 0) this.pool.addLoose(-this.looseCountedBytes);
+      if (this.partialReservedBytes > 0) this.pool.release(this.partialReservedBytes);
+      this.looseCountedBytes = 0;
+      this.partialReservedBytes = 0;
+    }
     for (let i = this.pendingHead; i < this.pending.length; i++) {
       const slot = this.pending[i]!;
       if (slot.completed) releaseResponse(slot.response);
@@ -213,18 +250,58 @@ export class Connection implements ConnectionContext {
 
   /** Pauses the socket while a limit is reached or undecoded bytes wait, resumes otherwise. */
   private updateReading(): void {
-    const shouldRead = this.canDispatch() && !this.decoder.hasBufferedInput;
+    const shouldRead =
+      this.canDispatch() && !this.decoder.hasBufferedInput && this.memoryAllowsReading();
     if (shouldRead === !this.readingPaused) return;
     this.readingPaused = !shouldRead;
     if (shouldRead) this.socket.resume();
     else this.socket.pause();
   }
 
+  /** A frame under assembly reads on into its reserved memory; others wait for the pool. */
+  private memoryAllowsReading(): boolean {
+    return this.pool === null || this.pool.readingOpen || this.decoder.partialRemainingBytes > 0;
+  }
+
+  /** Brings the pool's count of this connection's received, unframed bytes up to date. */
+  private countLoose(): void {
+    if (this.pool === null) return;
+    // Bytes for the frame under assembly, and one read beyond it, are in its reservation.
+    const covered =
+      this.partialReservedBytes > 0
+        ? this.decoder.partialRemainingBytes + this.pool.readChunkMaxBytes
+        : 0;
+    const looseBytes = Math.max(0, this.decoder.bufferedBytes - covered);
+    if (looseBytes === this.looseCountedBytes) return;
+    const deltaBytes = looseBytes - this.looseCountedBytes;
+    this.looseCountedBytes = looseBytes;
+    this.pool.addLoose(deltaBytes);
+  }
+
+  /** The decoder needs memory for a frame spanning several reads: the frame plus one read. */
+  private reserveFrame(frameBytes: number): boolean {
+    if (this.pool === null) return true;
+    const bytes = frameBytes + this.pool.readChunkMaxBytes;
+    if (!this.pool.tryReserve(this, bytes)) return false;
+    this.partialReservedBytes = bytes;
+    return true;
+  }
+
+  /** The assembled frame keeps its size reserved until answered; the read's slack goes back. */
+  private frameAssembled(): void {
+    this.lastFrameReserved = true;
+    if (this.pool === null) return;
+    this.pool.release(this.pool.readChunkMaxBytes);
+    this.partialReservedBytes = 0;
+  }
+
   /** Hands decoded frames to the handler while the limits allow; returns how many. */
   private dispatchFrames(): number {
     let count = 0;
     while (this.canDispatch()) {
+      this.lastFrameReserved = false;
       const frame = this.decoder.next();
+      this.countLoose();
       if (frame === null) break;
       if (!(frame instanceof Uint8Array)) {
         this.destroy(`request size ${frame.sizeBytes} is ${frame.reason}`);
@@ -238,10 +315,15 @@ export class Connection implements ConnectionContext {
   }
 
   private dispatch(frame: Uint8Array): void {
+    // The frame's bytes stay counted until its handler is done with them.
+    const pool = this.pool;
+    if (pool !== null && !this.lastFrameReserved) pool.addFrame(frame.length);
+    const frameBytes = pool === null ? 0 : frame.length;
     let result: Promise<Response> | Response;
     try {
       result = this.options.handler.handle(frame, this);
     } catch (error) {
+      pool?.release(frameBytes);
       this.failHandler(error);
       return;
     }
@@ -250,10 +332,19 @@ export class Connection implements ConnectionContext {
       const slot: PendingResponse = { completed: false, response: null };
       this.pending.push(slot);
       result.then(
-        (response) => this.complete(slot, response),
-        (error) => this.failHandler(error),
+        (response) => {
+          pool?.release(frameBytes);
+          this.complete(slot, response);
+        },
+        (error) => {
+          pool?.release(frameBytes);
+          this.failHandler(error);
+        },
       );
-    } else if (this.inFlightRequests === 0) {
+      return;
+    }
+    pool?.release(frameBytes);
+    if (this.inFlightRequests === 0) {
       this.apply(result);
     } else {
       this.pending.push({ completed: true, response: result });

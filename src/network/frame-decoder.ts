@@ -8,6 +8,10 @@
  * Frames are pulled one at a time with `next()`, so the connection can stop taking frames when it
  * reaches its in-flight limit and leave the rest of the received bytes here until it resumes.
  *
+ * A frame that must be assembled gets its buffer only once its `FrameAllocator` grants the memory
+ * (the broker's `queued.max.request.bytes` pool); until then `next()` returns null and the size
+ * is kept, so the connection can pause and try again when memory is given back.
+ *
  * This class is not thread-safe and allocates nothing per frame on the fast path.
  */
 import { AssertionError, assert } from "../util/assert.ts";
@@ -23,6 +27,16 @@ export interface FrameError {
 
 const SIZE_PREFIX_BYTES = 4;
 
+/** Grants memory for frames assembled from several reads. */
+export interface FrameAllocator {
+  /** Memory for a frame of `frameBytes` is granted (true) or not yet (false: call next() later). */
+  tryReserve(frameBytes: number): boolean;
+  /** The frame reserved last is complete and about to be returned. */
+  onAssembled(frameBytes: number): void;
+}
+
+const UNLIMITED: FrameAllocator = { tryReserve: () => true, onAssembled: () => {} };
+
 export class FrameDecoder {
   /** Received buffers not yet fully consumed, oldest first; `inputs[0]` starts at `inputOffset`. */
   private readonly inputs: Uint8Array[] = [];
@@ -33,10 +47,15 @@ export class FrameDecoder {
   /** A frame being assembled from several buffers, and how much of it has arrived. */
   private partial: Uint8Array | null = null;
   private partialFilledBytes = 0;
+  /** The size of a frame whose memory was refused; its prefix is consumed. -1: none. */
+  private awaitingFrameBytes = -1;
+  /** Bytes in `inputs` not yet consumed. */
+  private inputBytes = 0;
 
   constructor(
     private readonly frameMaxBytes: number,
     private readonly frameMinBytes: number = REQUEST_HEADER_MIN_BYTES,
+    private readonly allocator: FrameAllocator = UNLIMITED,
   ) {
     assert(frameMinBytes >= 0, `frameMinBytes must not be negative: ${frameMinBytes}`);
     assert(frameMaxBytes >= frameMinBytes, `frameMaxBytes ${frameMaxBytes} < ${frameMinBytes}`);
@@ -44,19 +63,41 @@ export class FrameDecoder {
 
   /** Queues received bytes; the decoder keeps a reference, never a copy. */
   push(data: Uint8Array): void {
-    if (data.length > 0) this.inputs.push(data);
+    if (data.length === 0) return;
+    this.inputs.push(data);
+    this.inputBytes += data.length;
   }
 
-  /** True if received bytes are waiting to be decoded (not counting a frame under assembly). */
+  /**
+   * True if received bytes are waiting to be decoded (not counting a frame under assembly), or a
+   * frame waits for memory.
+   */
   get hasBufferedInput(): boolean {
-    return this.inputs.length > 0;
+    return this.inputs.length > 0 || this.awaitingFrameBytes >= 0;
+  }
+
+  /** Received bytes not yet consumed into a frame, including a split size prefix. */
+  get bufferedBytes(): number {
+    return this.inputBytes + this.prefixFilledBytes;
+  }
+
+  /** Bytes still to come for the frame under assembly (0 when none is). */
+  get partialRemainingBytes(): number {
+    return this.partial === null ? 0 : this.partial.length - this.partialFilledBytes;
+  }
+
+  /** The memory held for a frame under assembly (its whole size), 0 when none is. */
+  get partialBytes(): number {
+    return this.partial === null ? 0 : this.partial.length;
   }
 
   /** The next whole frame, `null` if more bytes are needed, or why the stream is invalid. */
   next(): Uint8Array | FrameError | null {
     if (this.partial !== null) return this.continuePartial();
-    const sizeBytes = this.readSizePrefix();
+    const sizeBytes =
+      this.awaitingFrameBytes >= 0 ? this.awaitingFrameBytes : this.readSizePrefix();
     if (sizeBytes === null) return null;
+    this.awaitingFrameBytes = -1;
     if (sizeBytes < this.frameMinBytes || sizeBytes > this.frameMaxBytes) {
       const reason =
         sizeBytes < this.frameMinBytes
@@ -69,6 +110,10 @@ export class FrameDecoder {
       const frame = input.subarray(this.inputOffset, this.inputOffset + sizeBytes);
       this.consume(sizeBytes);
       return frame;
+    }
+    if (!this.allocator.tryReserve(sizeBytes)) {
+      this.awaitingFrameBytes = sizeBytes;
+      return null;
     }
     this.partial = new Uint8Array(sizeBytes);
     this.partialFilledBytes = 0;
@@ -109,6 +154,7 @@ export class FrameDecoder {
     }
     this.partial = null;
     this.partialFilledBytes = 0;
+    this.allocator.onAssembled(partial.length);
     return partial;
   }
 
@@ -116,6 +162,7 @@ export class FrameDecoder {
   private consume(countBytes: number): void {
     const head = this.inputs[0]!;
     this.inputOffset += countBytes;
+    this.inputBytes -= countBytes;
     // Hot path: build the message only on failure.
     if (this.inputOffset > head.length) {
       throw new AssertionError(`consumed to ${this.inputOffset} past a ${head.length}-byte buffer`);

@@ -5,8 +5,9 @@
 import type { Listener } from "../config/listeners.ts";
 import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import type { Logger } from "../util/logger.ts";
-import type { NetworkLimits } from "./network-limits.ts";
+import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
 import type { RequestHandler } from "./request-handler.ts";
+import { createMemoryPool, type RequestMemoryPool } from "./request-memory-pool.ts";
 import { SocketServer } from "./socket-server.ts";
 
 export interface BoundListener extends Listener {
@@ -23,6 +24,8 @@ export class ListenerServers {
     private readonly servers: readonly SocketServer[],
     readonly bound: readonly BoundListener[],
     private readonly tlsFor: TlsFor,
+    /** queued.max.request.bytes, shared by every listener; null when unlimited. */
+    readonly memoryPool: RequestMemoryPool | null,
   ) {}
 
   /**
@@ -38,6 +41,8 @@ export class ListenerServers {
   ): Promise<ListenerServers> {
     const servers: SocketServer[] = [];
     const bound: BoundListener[] = [];
+    // One pool for every listener, as Kafka's SocketServer shares one MemoryPool.
+    const memoryPool = createMemoryPool(resolveNetworkLimits(limits));
     try {
       for (const listener of listeners) {
         const server = new SocketServer({
@@ -48,6 +53,7 @@ export class ListenerServers {
           handler,
           limits,
           logger,
+          memoryPool,
           ...(usesTls(listener) ? { tls: tlsFor(listener) } : {}),
         });
         const address = await server.start();
@@ -58,7 +64,7 @@ export class ListenerServers {
       for (const server of servers) await server.drainAndClose(0);
       throw error;
     }
-    return new ListenerServers(servers, bound, tlsFor);
+    return new ListenerServers(servers, bound, tlsFor, memoryPool);
   }
 
   /**

@@ -3,7 +3,9 @@
  * grows with client behaviour, so each has an explicit bound here; when a connection reaches one,
  * the server stops reading from that socket until the connection is back under it.
  */
+import { totalmem } from "node:os";
 import { assert } from "../util/assert.ts";
+import { defaultLimitBytes, minimumLimitBytes } from "./request-memory-pool.ts";
 
 export interface NetworkLimits {
   /** `socket.request.max.bytes`: the largest request frame accepted, size prefix excluded. */
@@ -23,6 +25,12 @@ export interface NetworkLimits {
   maxConnections: number;
   /** `connections.max.idle.ms`: a connection with no traffic and nothing in flight is closed. */
   connectionsMaxIdleMs: number;
+  /**
+   * `queued.max.request.bytes`: bytes of requests partly received or not yet answered, over
+   * every connection of every listener; reading stops at the limit. -1: unlimited (Kafka's
+   * default). Unset: `defaultQueuedMaxRequestBytes`.
+   */
+  queuedMaxRequestBytes: number;
 }
 
 export const DEFAULT_NETWORK_LIMITS: Readonly<NetworkLimits> = Object.freeze({
@@ -31,6 +39,7 @@ export const DEFAULT_NETWORK_LIMITS: Readonly<NetworkLimits> = Object.freeze({
   maxQueuedResponseBytesPerConnection: 64 * 1024 * 1024,
   maxConnections: 2147483647,
   connectionsMaxIdleMs: 600000,
+  queuedMaxRequestBytes: -1,
 });
 
 /** The Kafka-style configuration key of each limit, for the config layer and log lines. */
@@ -40,17 +49,43 @@ export const NETWORK_LIMIT_KEYS: Readonly<Record<keyof NetworkLimits, string>> =
   maxQueuedResponseBytesPerConnection: "max.queued.response.bytes.per.connection",
   maxConnections: "max.connections",
   connectionsMaxIdleMs: "connections.max.idle.ms",
+  queuedMaxRequestBytes: "queued.max.request.bytes",
 });
 
 /** Fills unset limits with defaults and checks each is a positive integer. */
 export function resolveNetworkLimits(partial: Partial<NetworkLimits> = {}): NetworkLimits {
   const limits: NetworkLimits = { ...DEFAULT_NETWORK_LIMITS, ...partial };
+  if (partial.queuedMaxRequestBytes === undefined) {
+    limits.queuedMaxRequestBytes = defaultQueuedMaxRequestBytes(limits.socketRequestMaxBytes);
+  }
   for (const key of Object.keys(NETWORK_LIMIT_KEYS) as (keyof NetworkLimits)[]) {
     const value = limits[key];
     assert(Number.isSafeInteger(value), `${NETWORK_LIMIT_KEYS[key]} must be an integer: ${value}`);
-    assert(value > 0, `${NETWORK_LIMIT_KEYS[key]} must be positive: ${value}`);
+    const unlimited = key === "queuedMaxRequestBytes" && value === -1;
+    assert(value > 0 || unlimited, `${NETWORK_LIMIT_KEYS[key]} must be positive: ${value}`);
   }
   // A frame is at most 2^31 - 1 bytes: its size prefix is a signed 32-bit integer.
   assert(limits.socketRequestMaxBytes <= 0x7fffffff, `socket.request.max.bytes too large`);
+  const queued = limits.queuedMaxRequestBytes;
+  const least = minimumLimitBytes(limits.socketRequestMaxBytes);
+  assert(
+    queued === -1 || queued >= least,
+    `queued.max.request.bytes ${queued} must be -1 or at least ${least} ` +
+      `(socket.request.max.bytes ${limits.socketRequestMaxBytes} plus room for small requests)`,
+  );
   return limits;
+}
+
+/**
+ * The memory the process may use: its cgroup limit when one is set, else the host's memory.
+ */
+export function processMemoryBytes(): number {
+  const constrained = process.constrainedMemory?.() ?? 0;
+  const host = totalmem();
+  return constrained > 0 && constrained < host ? constrained : host;
+}
+
+/** Quill's default `queued.max.request.bytes`; see `defaultLimitBytes`. */
+export function defaultQueuedMaxRequestBytes(socketRequestMaxBytes: number): number {
+  return defaultLimitBytes(processMemoryBytes(), socketRequestMaxBytes);
 }

@@ -15,6 +15,7 @@ import type { Logger } from "../util/logger.ts";
 import { Connection, type ConnectionSocket } from "./connection.ts";
 import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
 import type { RequestHandler } from "./request-handler.ts";
+import { createMemoryPool, type RequestMemoryPool } from "./request-memory-pool.ts";
 import { isSendfileAvailable } from "./sendfile.ts";
 
 export interface SocketServerOptions {
@@ -35,6 +36,11 @@ export interface SocketServerOptions {
    * a buffer (`false`; also when the environment sets QUILL_NETWORK_SENDFILE=false).
    */
   readonly sendfileEnabled?: boolean;
+  /**
+   * The queued.max.request.bytes pool shared with other listeners; undefined: one of this
+   * server's own from `limits`, null: none (unlimited).
+   */
+  readonly memoryPool?: RequestMemoryPool | null;
 }
 
 type ServerSocket = Socket<Connection | undefined>;
@@ -45,6 +51,7 @@ const REJECTION_LOG_INTERVAL_MS = 1000;
 export class SocketServer {
   readonly limits: NetworkLimits;
   readonly sendfileEnabled: boolean;
+  readonly memoryPool: RequestMemoryPool | null;
   private listener: TCPSocketListener<undefined> | null = null;
   private readonly connections = new Set<Connection>();
   private nextConnectionId = 1;
@@ -56,6 +63,8 @@ export class SocketServer {
 
   constructor(private readonly options: SocketServerOptions) {
     this.limits = resolveNetworkLimits(options.limits);
+    this.memoryPool =
+      options.memoryPool !== undefined ? options.memoryPool : createMemoryPool(this.limits);
     const wanted = options.sendfileEnabled ?? process.env.QUILL_NETWORK_SENDFILE !== "false";
     // sendfile would put file bytes on the wire unencrypted: TLS streams ranges through a buffer.
     this.sendfileEnabled = wanted && isSendfileAvailable() && options.tls === undefined;
@@ -194,6 +203,7 @@ export class SocketServer {
       limits: this.limits,
       logger: this.options.logger,
       sendfileEnabled: this.sendfileEnabled,
+      ...(this.memoryPool === null ? {} : { memoryPool: this.memoryPool }),
     });
     socket.data = connection;
     this.connections.add(connection);
