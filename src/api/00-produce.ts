@@ -17,8 +17,14 @@
 //   from WriteTxnMarkers (docs/transactions.md).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { batchRecordCount, validateProduceRecords } from "../protocol/record-batch.ts";
+import {
+  batchRecordCount,
+  isTransactional,
+  validateProduceRecords,
+} from "../protocol/record-batch.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { AppendEntry, AppendOutcome, ReplicaManager } from "../server/replica-manager.ts";
+import { authorize, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** The first version that carries magic 2 record batches, the only format Quill stores. */
@@ -34,6 +40,72 @@ const failed = (error: KafkaError): AppendOutcome => ({
   logAppendTimeMs: -1n,
   logStartOffset: -1n,
 });
+const failedWith = (errorCode: number): AppendOutcome => ({
+  errorCode,
+  errorMessage: null,
+  baseOffset: -1n,
+  logAppendTimeMs: -1n,
+  logStartOffset: -1n,
+});
+
+/** Offset of a batch's attributes: base offset, length, leader epoch, magic, CRC. */
+const ATTRIBUTES_OFFSET = 21;
+
+/**
+ * Per partition, the authorization error or NONE; null without an authorizer. As Kafka's
+ * handleProduceRequest: transactional records need WRITE on the transactional id (else every
+ * partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic needs WRITE (else
+ * TOPIC_AUTHORIZATION_FAILED, before its existence is looked at). One look at the first
+ * batch's attributes per partition, one cached decision per topic.
+ */
+function produceDenials(
+  ctx: RequestContext,
+  transactionalId: string | null,
+  entries: readonly ProducedPartition[],
+): number[] | null {
+  if (ctx.broker.authorizer === null) return null;
+  const transactional = entries.some(
+    ({ records: r }) =>
+      r !== null && r.length > ATTRIBUTES_OFFSET + 1 && isTransactional(r[ATTRIBUTES_OFFSET + 1]!),
+  );
+  if (transactional) {
+    const { WRITE } = AclOperation;
+    const allowed =
+      transactionalId !== null &&
+      authorize(ctx, WRITE, ResourceType.TRANSACTIONAL_ID, transactionalId);
+    if (!allowed) return entries.map(() => ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+  }
+  const topics = new Set(entries.map((e) => e.topic));
+  const writable = authorizedNames(ctx, AclOperation.WRITE, ResourceType.TOPIC, topics);
+  return entries.map((e) =>
+    writable.has(e.topic) ? ErrorCode.NONE : ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+  );
+}
+
+/** appendValid for the partitions the principal may write; the others answer their denial. */
+async function appendAuthorized(
+  ctx: RequestContext,
+  request: { acks: number; timeoutMs: number; transactionalId: string | null },
+  entries: readonly ProducedPartition[],
+): Promise<AppendOutcome[]> {
+  const { acks, timeoutMs } = request;
+  const replicaManager = ctx.broker.replicaManager;
+  const denials = produceDenials(ctx, request.transactionalId, entries);
+  if (denials === null)
+    return appendValid(replicaManager, acks, timeoutMs, entries, ctx.apiVersion);
+  const outcomes: AppendOutcome[] = new Array(entries.length);
+  const allowedAt: number[] = [];
+  denials.forEach((code, i) => {
+    if (code === ErrorCode.NONE) allowedAt.push(i);
+    else outcomes[i] = failedWith(code);
+  });
+  const allowed = allowedAt.map((i) => entries[i]!);
+  const appended = await appendValid(replicaManager, acks, timeoutMs, allowed, ctx.apiVersion);
+  appended.forEach((o, j) => {
+    outcomes[allowedAt[j]!] = o;
+  });
+  return outcomes;
+}
 
 /**
  * Kafka's ProduceRequest.validateRecords, done here as Kafka's request handler does: records
@@ -118,20 +190,8 @@ export const produceHandler = defineHandler({
           : ErrorCode.NONE;
     const outcomes =
       refusal !== ErrorCode.NONE
-        ? entries.map(() => ({
-            errorCode: refusal,
-            errorMessage: null,
-            baseOffset: -1n,
-            logAppendTimeMs: -1n,
-            logStartOffset: -1n,
-          }))
-        : await appendValid(
-            ctx.broker.replicaManager,
-            acks,
-            request.timeoutMs,
-            entries,
-            ctx.apiVersion,
-          );
+        ? entries.map(() => failedWith(refusal))
+        : await appendAuthorized(ctx, request, entries);
     recordBytesIn(ctx, entries, outcomes);
     if (acks === 0) return null;
     let i = 0;

@@ -18,7 +18,9 @@
 // a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND and the client starts over.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type FetchRequest } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { FetchEntry, FetchOutcome } from "../server/replica-manager.ts";
+import { authorizeCluster, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** Topic ids arrive in v13+; a topic unknown by id is reported with this code. */
@@ -48,20 +50,57 @@ export const fetchHandler = defineHandler({
       }
     });
     const replicaId = ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId;
-    const outcomes = await ctx.broker.replicaManager.fetchMessages({
+    const readable = readableEntries(ctx, replicaId, entries);
+    const fetched = await ctx.broker.replicaManager.fetchMessages({
       maxWaitMs: request.maxWaitMs,
       minBytes: request.minBytes,
       maxBytes: Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]),
-      entries,
+      entries: readable === null ? entries : entries.filter((_, i) => readable[i]),
       onCancel: (listener) => ctx.conn.onClose(listener),
       replicaId,
       isolationLevel: request.isolationLevel,
     });
+    const outcomes = readable === null ? fetched : withDenials(readable, fetched);
     // Followers' fetches are replication traffic, not bytes out (as Kafka counts them).
     if (replicaId < 0) recordBytesOut(ctx, entries, outcomes);
     return buildResponse(request, names, outcomes, usesTopicIds);
   },
 });
+
+/**
+ * Which entries the principal may fetch, or null when all (no authorizer). As Kafka: a follower
+ * (a replica id) needs CLUSTER_ACTION on the cluster, a consumer READ on each topic; refused
+ * partitions answer TOPIC_AUTHORIZATION_FAILED.
+ */
+function readableEntries(
+  ctx: RequestContext,
+  replicaId: number,
+  entries: readonly FetchEntry[],
+): boolean[] | null {
+  if (ctx.broker.authorizer === null) return null;
+  if (replicaId >= 0) {
+    const allowed = authorizeCluster(ctx, AclOperation.CLUSTER_ACTION);
+    return entries.map(() => allowed);
+  }
+  const topics = new Set(entries.map((e) => e.topic));
+  const readable = authorizedNames(ctx, AclOperation.READ, ResourceType.TOPIC, topics);
+  return entries.map((e) => readable.has(e.topic));
+}
+
+const DENIED: FetchOutcome = {
+  errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+  highWatermark: -1n as FetchOutcome["highWatermark"],
+  lastStableOffset: -1n as FetchOutcome["lastStableOffset"],
+  logStartOffset: -1n as FetchOutcome["logStartOffset"],
+  abortedTransactions: null,
+  records: [],
+};
+
+/** The fetched outcomes put back among the refused entries' denials, in request order. */
+function withDenials(readable: readonly boolean[], fetched: readonly FetchOutcome[]) {
+  let next = 0;
+  return readable.map((ok) => (ok ? fetched[next++]! : { ...DENIED, records: [] }));
+}
 
 function recordBytesOut(
   ctx: RequestContext,

@@ -11,7 +11,9 @@
 // * v10: TimeoutMs (KIP-1075), which only matters for remote storage lookups.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { EARLIEST_TIMESTAMP } from "../storage/unified-log.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const EARLIEST_LOCAL_TIMESTAMP = -4n;
@@ -28,6 +30,16 @@ export const listOffsetsHandler = defineHandler({
       topics: request.topics.map((t) => ({
         name: t.name,
         partitions: t.partitions.map((p) => {
+          // DESCRIBE on the topic, as Kafka's handleListOffsetRequest.
+          if (!authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)) {
+            return {
+              partitionIndex: p.partitionIndex,
+              errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+              timestamp: -1n,
+              offset: -1n,
+              leaderEpoch: -1,
+            };
+          }
           const timestamp =
             p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
           const found =

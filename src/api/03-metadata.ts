@@ -10,14 +10,20 @@
 // * Auto-creation (auto.create.topics.enable) creates a missing topic with num.partitions and
 //   default.replication.factor; Quill creates it synchronously, so the answer already has it
 //   instead of Kafka's first LEADER_NOT_AVAILABLE.
+// * With an authorizer, as Kafka: topics the principal may not DESCRIBE are left out of an
+//   all-topics answer and are TOPIC_AUTHORIZATION_FAILED when named (existing or not);
+//   auto-creation needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type MetadataRequest } from "../protocol/generated/index.ts";
 import {
+  AclOperation,
   authorizedOperations,
   clusterAuthorizedOperations,
+  type RequestAuthorizer,
   ResourceType,
 } from "../security/authorized-operations.ts";
 import type { TopicMetadata } from "../server/metadata-cache.ts";
+import { authorize, authorizeCluster, requestAuthorizer } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const NO_TOPIC_ID = new Uint8Array(16);
@@ -32,10 +38,11 @@ export const metadataHandler = defineHandler({
     const live = new Set(cache.brokers.map((b) => b.nodeId));
     const describe = (t: TopicMetadata) => describeWith(t, live, ctx.apiVersion);
     const described = all
-      ? [...cache.topics()].map(describe)
+      ? [...cache.topics()].filter((t) => mayDescribe(ctx, t.name)).map(describe)
       : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx, describe)));
+    const authorizer = requestAuthorizer(ctx);
     const topics = request.includeTopicAuthorizedOperations
-      ? described.map(withAuthorizedOperations)
+      ? described.map((t) => withAuthorizedOperations(t, authorizer))
       : described;
     return {
       throttleTimeMs: 0,
@@ -44,15 +51,31 @@ export const metadataHandler = defineHandler({
       controllerId: cache.controllerId,
       topics,
       ...(request.includeClusterAuthorizedOperations
-        ? { clusterAuthorizedOperations: clusterAuthorizedOperations() }
+        ? { clusterAuthorizedOperations: clusterAuthorizedOperations(authorizer) }
         : {}),
     };
   },
 });
 
-function withAuthorizedOperations<T extends { name: string | null }>(topic: T) {
-  if (topic.name === null) return topic;
-  const topicAuthorizedOperations = authorizedOperations(ResourceType.TOPIC, topic.name);
+const mayDescribe = (ctx: RequestContext, topic: string) =>
+  authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic);
+
+const mayCreate = (ctx: RequestContext, topic: string) =>
+  authorizeCluster(ctx, AclOperation.CREATE) ||
+  authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic);
+
+function withAuthorizedOperations<T extends { name: string | null; errorCode: number }>(
+  topic: T,
+  authorizer: RequestAuthorizer | null,
+) {
+  if (topic.name === null || topic.errorCode === ErrorCode.TOPIC_AUTHORIZATION_FAILED) {
+    return topic;
+  }
+  const topicAuthorizedOperations = authorizedOperations(
+    ResourceType.TOPIC,
+    topic.name,
+    authorizer,
+  );
   return { ...topic, topicAuthorizedOperations };
 }
 
@@ -67,15 +90,23 @@ async function lookUp(
   const cache = ctx.broker.metadataCache;
   if (t.name === null) {
     const byId = cache.topicById(t.topicId);
-    return byId === undefined
-      ? missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID)
-      : describe(byId);
+    if (byId === undefined) return missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID);
+    if (!mayDescribe(ctx, byId.name)) {
+      return missing(null, t.topicId, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    }
+    return describe(byId);
+  }
+  if (!mayDescribe(ctx, t.name)) {
+    return missing(t.name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   }
   const known = cache.topic(t.name);
   if (known !== undefined) return describe(known);
   const autoCreate =
     request.allowAutoTopicCreation && ctx.broker.config["auto.create.topics.enable"];
   if (!autoCreate) return missing(t.name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  if (!mayCreate(ctx, t.name)) {
+    return missing(t.name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+  }
   try {
     await ctx.broker.adminManager.createTopic(
       { name: t.name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] },

@@ -10,7 +10,9 @@
 import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type LeaderAndIsrRequest } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
 import type { PartitionLeaderState } from "../server/metadata-cache.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { acceptControllerRequest } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -21,6 +23,10 @@ export const leaderAndIsrHandler = defineHandler({
   minVersion: 0,
   maxVersion: 7,
   handle(request, ctx) {
+    // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
+    }
     const v5 = ctx.apiVersion >= 5;
     const states = statesOf(request, ctx.apiVersion);
     const cache = ctx.broker.metadataCache;

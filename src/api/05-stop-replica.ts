@@ -10,6 +10,8 @@
 //   first does the work.)
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type StopReplicaRequest } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { acceptControllerRequest } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -24,6 +26,10 @@ export const stopReplicaHandler = defineHandler({
   minVersion: 0,
   maxVersion: 4,
   async handle(request, ctx) {
+    // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
+    }
     const cache = ctx.broker.metadataCache;
     if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH, partitionErrors: [] };

@@ -11,7 +11,9 @@
 import { type Listener, SECURITY_PROTOCOLS } from "../config/listeners.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type UpdateMetadataRequest } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
 import type { BrokerEndpoint, PartitionLeaderState } from "../server/metadata-cache.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { acceptControllerRequest } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -22,6 +24,10 @@ export const updateMetadataHandler = defineHandler({
   minVersion: 0,
   maxVersion: 8,
   handle(request, ctx) {
+    // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
+    }
     const cache = ctx.broker.metadataCache;
     if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH };

@@ -8,6 +8,8 @@
 //   controller answers NOT_CONTROLLER, and the asker looks for the controller again.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const controlledShutdownHandler = defineHandler({
@@ -15,6 +17,10 @@ export const controlledShutdownHandler = defineHandler({
   minVersion: 0,
   maxVersion: 3,
   async handle(request, ctx) {
+    // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remainingPartitions: [] };
+    }
     const controller = ctx.broker.controller;
     if (controller === null || !controller.isActive) {
       return { errorCode: ErrorCode.NOT_CONTROLLER, remainingPartitions: [] };

@@ -9,6 +9,8 @@
 // * Partitions of topics this broker does not know get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type OffsetCommitRequest } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 type RequestTopic = OffsetCommitRequest["topics"][number];
@@ -19,9 +21,20 @@ export const offsetCommitHandler = defineHandler({
   minVersion: 0,
   maxVersion: 9,
   async handle(request, ctx) {
+    // As Kafka: READ on the group for every partition, then READ on each topic.
+    const groupAllowed = authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId);
     const known: RequestTopic[] = [];
     const unknown: TopicErrors[] = [];
     for (const topic of request.topics) {
+      const denial = !groupAllowed
+        ? ErrorCode.GROUP_AUTHORIZATION_FAILED
+        : !authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
+          ? ErrorCode.TOPIC_AUTHORIZATION_FAILED
+          : null;
+      if (denial !== null) {
+        unknown.push(topicErrors(topic, denial));
+        continue;
+      }
       const exists = partitionChecker(topic.name, ctx);
       const ok = topic.partitions.filter((p) => exists(p.partitionIndex));
       const missing = topic.partitions.filter((p) => !exists(p.partitionIndex));
@@ -46,6 +59,11 @@ export const offsetCommitHandler = defineHandler({
     return { throttleTimeMs: 0, topics: [...result.topics, ...unknown] };
   },
 });
+
+function topicErrors(topic: RequestTopic, errorCode: number): TopicErrors {
+  const partitions = topic.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode }));
+  return { name: topic.name, partitions };
+}
 
 function partitionChecker(topic: string, ctx: RequestContext): (partition: number) => boolean {
   const metadata = ctx.broker.metadataCache.topic(topic);

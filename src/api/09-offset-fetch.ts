@@ -9,7 +9,10 @@
 // * Before v2 there is no top-level error: a group error is reported on every partition.
 
 import type { OffsetFetchResult, OffsetFetchTopic } from "../coordinator/group-operations.ts";
+import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const GROUPS_MIN_VERSION = 8;
@@ -41,8 +44,42 @@ export const offsetFetchHandler = defineHandler({
   },
 });
 
-function fetch(groupId: string, topics: Topics, requireStable: boolean, ctx: RequestContext) {
-  return ctx.broker.groupCoordinator.offsetFetch({ groupId, topics, requireStable });
+/**
+ * As Kafka's handleOffsetFetchRequest: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED),
+ * and on each topic: a named topic the principal may not describe answers
+ * TOPIC_AUTHORIZATION_FAILED on its partitions, and is left out of an all-topics answer.
+ */
+async function fetch(
+  groupId: string,
+  topics: Topics,
+  requireStable: boolean,
+  ctx: RequestContext,
+): Promise<OffsetFetchResult> {
+  if (!authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, groupId)) {
+    return { errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED, topics: [] };
+  }
+  const mayDescribe = (t: { name: string }) =>
+    authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name);
+  const coordinator = ctx.broker.groupCoordinator;
+  if (topics === null) {
+    const result = await coordinator.offsetFetch({ groupId, topics, requireStable });
+    return { ...result, topics: result.topics.filter(mayDescribe) };
+  }
+  const allowed = topics.filter(mayDescribe);
+  const result = await coordinator.offsetFetch({ groupId, topics: allowed, requireStable });
+  const denied = topics
+    .filter((t) => !mayDescribe(t))
+    .map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((partitionIndex) => ({
+        partitionIndex,
+        committedOffset: -1n,
+        committedLeaderEpoch: -1,
+        metadata: "",
+        errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+      })),
+    }));
+  return { ...result, topics: [...result.topics, ...denied] };
 }
 
 /** v0-1: a group-level error becomes every requested partition's error. */

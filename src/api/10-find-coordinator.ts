@@ -14,7 +14,9 @@
 import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { endpointOn } from "../server/metadata-cache.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const BATCHED_KEYS_MIN_VERSION = 4;
@@ -63,6 +65,20 @@ export const findCoordinatorHandler = defineHandler({
 });
 
 function coordinatorFor(key: string, keyType: number, ctx: RequestContext): CoordinatorAnswer {
+  // DESCRIBE on the group or transactional id, as Kafka's handleFindCoordinatorRequest.
+  if (keyType === KeyType.GROUP || keyType === KeyType.TRANSACTION) {
+    const group = keyType === KeyType.GROUP;
+    const type = group ? ResourceType.GROUP : ResourceType.TRANSACTIONAL_ID;
+    if (!authorize(ctx, AclOperation.DESCRIBE, type, key)) {
+      return group
+        ? failure(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+        : failure(
+            key,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "Transactional Id authorization failed.",
+          );
+    }
+  }
   switch (keyType) {
     case KeyType.GROUP: {
       const coordinator = ctx.broker.metadataCache.groupCoordinator(key);

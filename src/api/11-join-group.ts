@@ -7,7 +7,10 @@
 // * v7: ProtocolType in the response, ProtocolName nullable. v8: Reason (KIP-800).
 // * v9: SkipAssignment for a rejoining static leader (KIP-814).
 // * The answer is parked until the rebalance completes; see GroupCoordinator.joinGroup.
+import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const NULLABLE_PROTOCOL_NAME_MIN_VERSION = 7;
@@ -18,6 +21,11 @@ export const joinGroupHandler = defineHandler({
   minVersion: 0,
   maxVersion: 9,
   async handle(request, ctx) {
+    // READ on the group, as Kafka's handleJoinGroupRequest.
+    if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
+      const errorCode = ErrorCode.GROUP_AUTHORIZATION_FAILED;
+      return { throttleTimeMs: 0, errorCode, generationId: -1, memberId: request.memberId };
+    }
     const result = await ctx.broker.groupCoordinator.joinGroup({
       groupId: request.groupId,
       memberId: request.memberId,

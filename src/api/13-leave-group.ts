@@ -6,6 +6,8 @@
 // * v0-2 name one member; its error is the response's error, as Kafka's LeaveGroupResponse does.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const BATCHED_MEMBERS_MIN_VERSION = 3;
@@ -17,6 +19,9 @@ export const leaveGroupHandler = defineHandler({
   minVersion: 0,
   maxVersion: 5,
   handle(request, ctx) {
+    if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED };
+    }
     const batched = ctx.apiVersion >= BATCHED_MEMBERS_MIN_VERSION;
     if (batched && request.members.length > LEAVING_MEMBERS_MAX) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.INVALID_REQUEST };

@@ -10,10 +10,12 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import {
+  AclOperation,
   AUTHORIZED_OPERATIONS_NOT_REQUESTED,
   authorizedOperations,
   ResourceType,
 } from "../security/authorized-operations.ts";
+import { authorize, requestAuthorizer } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Groups one request may describe; Kafka has no limit, but every list needs one. */
@@ -25,14 +27,29 @@ export const describeGroupsHandler = defineHandler({
   maxVersion: 5,
   async handle(request, ctx) {
     const groupIds = request.groups.slice(0, GROUPS_MAX);
-    const described = await ctx.broker.groupCoordinator.describeGroups(groupIds, ctx.apiVersion);
+    // DESCRIBE on each group, as Kafka; a refused group is GROUP_AUTHORIZATION_FAILED.
+    const mayDescribe = (g: string) => authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g);
+    const allowed = groupIds.filter(mayDescribe);
+    const described = await ctx.broker.groupCoordinator.describeGroups(allowed, ctx.apiVersion);
+    const authorizer = requestAuthorizer(ctx);
     const operationsOf = (groupId: string, errorCode: number) =>
       request.includeAuthorizedOperations && errorCode === ErrorCode.NONE
-        ? authorizedOperations(ResourceType.GROUP, groupId)
+        ? authorizedOperations(ResourceType.GROUP, groupId, authorizer)
         : AUTHORIZED_OPERATIONS_NOT_REQUESTED;
+    const refused = groupIds
+      .filter((g) => !mayDescribe(g))
+      .map((groupId) => ({
+        errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        groupId,
+        groupState: "",
+        protocolType: "",
+        protocolData: "",
+        members: [],
+        authorizedOperations: AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+      }));
     return {
       throttleTimeMs: 0,
-      groups: described.map((g) => ({
+      groups: [...refused, ...described].map((g) => ({
         errorCode: g.errorCode,
         groupId: g.groupId,
         groupState: g.groupState,

@@ -4,6 +4,8 @@
 // * v1: ThrottleTimeMs. v3: flexible. v4: StatesFilter and GroupState (KIP-518), matched
 //   case-insensitively. v5: TypesFilter and GroupType (KIP-848); every Quill group is "classic".
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const listGroupsHandler = defineHandler({
@@ -15,6 +17,13 @@ export const listGroupsHandler = defineHandler({
       statesFilter: request.statesFilter,
       typesFilter: request.typesFilter,
     });
-    return { throttleTimeMs: 0, errorCode: result.errorCode, groups: result.groups };
+    // DESCRIBE on the cluster lists every group; otherwise those the principal may describe.
+    const all = authorizeCluster(ctx, AclOperation.DESCRIBE);
+    const groups = all
+      ? result.groups
+      : result.groups.filter((g) =>
+          authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId),
+        );
+    return { throttleTimeMs: 0, errorCode: result.errorCode, groups };
   },
 });

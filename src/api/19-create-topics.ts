@@ -22,7 +22,9 @@ import {
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type CreateTopicsRequest } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { CreatedTopic } from "../server/admin-manager.ts";
+import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const NO_TOPIC_ID = new Uint8Array(16);
@@ -37,12 +39,18 @@ export const createTopicsHandler = defineHandler({
     const counts = new Map<string, number>();
     for (const t of request.topics) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
     const topics = [];
+    // CREATE on the cluster, or else on each topic, as Kafka's handleCreateTopicsRequest.
+    const clusterCreate = authorizeCluster(ctx, AclOperation.CREATE);
+    const mayCreate = (name: string) =>
+      clusterCreate || authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name);
     // One at a time, in request order, so a failure cannot leave half of a topic behind.
     for (const t of request.topics) {
       topics.push(
         counts.get(t.name)! > 1
           ? failed(t.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
-          : await createOne(t, request.validateOnly, ctx),
+          : !mayCreate(t.name)
+            ? failed(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            : await createOne(t, request.validateOnly, ctx),
       );
     }
     return { throttleTimeMs: 0, topics };

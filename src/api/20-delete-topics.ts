@@ -11,6 +11,8 @@
 // * Not implemented: controller mutation quotas, ACLs.
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type DeleteTopicsRequest } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const ZERO_TOPIC_ID = new Uint8Array(16);
@@ -50,6 +52,10 @@ async function deleteOne(t: Target, ctx: RequestContext) {
   const name = t.name ?? cache.topicById(t.topicId)?.name ?? null;
   if (name === null) {
     return result(t, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.");
+  }
+  // DELETE on the topic, as Kafka (checked before its existence, so none is revealed).
+  if (!authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name)) {
+    return result(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.");
   }
   try {
     const topicId = await ctx.broker.adminManager.deleteTopic(name);

@@ -10,7 +10,9 @@
 // * Not implemented: ACLs.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { DeleteRecordsEntry, DeleteRecordsOutcome } from "../server/replica-manager.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Partitions one request may name; Kafka has no limit, but every list needs one. */
@@ -28,10 +30,17 @@ export const deleteRecordsHandler = defineHandler({
       }
     }
     const accepted = entries.slice(0, PARTITIONS_MAX);
-    const outcomes: DeleteRecordsOutcome[] = await ctx.broker.replicaManager.deleteRecords(
-      request.timeoutMs,
-      accepted,
+    // DELETE on the topic, as Kafka's handleDeleteRecordsRequest.
+    const mayDelete = accepted.map((e) =>
+      authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, e.topic),
     );
+    const deleted: DeleteRecordsOutcome[] = await ctx.broker.replicaManager.deleteRecords(
+      request.timeoutMs,
+      accepted.filter((_, j) => mayDelete[j]),
+    );
+    const denied = { errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED, lowWatermark: -1n };
+    let next = 0;
+    const outcomes = mayDelete.map((ok) => (ok ? deleted[next++]! : denied));
     const tooMany = { errorCode: ErrorCode.INVALID_REQUEST, lowWatermark: -1n };
     let i = 0;
     return {

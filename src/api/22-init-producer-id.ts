@@ -15,7 +15,9 @@
 // * A producer id or epoch of -1 without the other is INVALID_REQUEST (KafkaApis).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { defineHandler } from "./handler.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, authorizeAnyOfType, authorizeCluster } from "./authorize.ts";
+import { defineHandler, type RequestContext } from "./handler.ts";
 import { fencedForVersion } from "./txn-errors.ts";
 
 const NO_PRODUCER_ID = -1n;
@@ -28,6 +30,8 @@ export const initProducerIdHandler = defineHandler({
   async handle(request, ctx) {
     const refusal = refusalOf(request.transactionalId, request.producerId, request.producerEpoch);
     if (refusal !== ErrorCode.NONE) return failure(refusal);
+    const denial = initProducerIdDenial(ctx, request.transactionalId);
+    if (denial !== null) return failure(denial);
     if (request.transactionalId !== null) {
       const result = await ctx.broker.transactionCoordinator.initProducerId(
         request.transactionalId,
@@ -50,6 +54,23 @@ export const initProducerIdHandler = defineHandler({
     }
   },
 });
+
+/**
+ * As Kafka: WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without
+ * one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic (else
+ * CLUSTER_AUTHORIZATION_FAILED).
+ */
+function initProducerIdDenial(ctx: RequestContext, transactionalId: string | null) {
+  const { WRITE, IDEMPOTENT_WRITE } = AclOperation;
+  if (transactionalId !== null) {
+    return authorize(ctx, WRITE, ResourceType.TRANSACTIONAL_ID, transactionalId)
+      ? null
+      : ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+  }
+  const idempotent =
+    authorizeCluster(ctx, IDEMPOTENT_WRITE) || authorizeAnyOfType(ctx, WRITE, ResourceType.TOPIC);
+  return idempotent ? null : ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+}
 
 function refusalOf(transactionalId: string | null, producerId: bigint, epoch: number): number {
   if (transactionalId === "") return ErrorCode.INVALID_REQUEST;

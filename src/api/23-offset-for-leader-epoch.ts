@@ -7,7 +7,11 @@
 //   send -1). v4: flexible.
 // * Only the leader answers, for followers finding where their log diverges and for consumers
 //   checking for truncation after a leader change; anyone else gets NOT_LEADER_OR_FOLLOWER.
+
+import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const offsetForLeaderEpochHandler = defineHandler({
@@ -17,11 +21,25 @@ export const offsetForLeaderEpochHandler = defineHandler({
   handle(request, ctx) {
     const rm = ctx.broker.replicaManager;
     const v1 = ctx.apiVersion >= 1;
+    // A follower (replica id >= 0) needs CLUSTER_ACTION, a client DESCRIBE on each topic.
+    const follower = request.replicaId >= 0;
+    const clusterAction = follower && authorizeCluster(ctx, AclOperation.CLUSTER_ACTION);
+    const allowed = (topic: string) =>
+      follower ? clusterAction : authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic);
     return {
       ...(ctx.apiVersion >= 2 ? { throttleTimeMs: 0 } : {}),
       topics: request.topics.map((t) => ({
         topic: t.topic,
         partitions: t.partitions.map((p) => {
+          if (!allowed(t.topic)) {
+            const errorCode = ErrorCode.TOPIC_AUTHORIZATION_FAILED;
+            return {
+              errorCode,
+              partition: p.partition,
+              endOffset: -1n,
+              ...(v1 ? { leaderEpoch: -1 } : {}),
+            };
+          }
           const found = rm.lastOffsetForLeaderEpoch(
             t.topic,
             p.partition,

@@ -11,6 +11,8 @@ import { topicPartitionKey } from "../common/topic-partition.ts";
 import type { TxnPartition } from "../coordinator/transaction-coordinator.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 import { fencedForVersion } from "./txn-errors.ts";
 
@@ -24,19 +26,35 @@ export const addPartitionsToTxnHandler = defineHandler({
   maxVersion: 5,
   async handle(request, ctx) {
     if (ctx.apiVersion < 4) {
-      const results = await addAll(
+      const denied = clientDenials(
         ctx,
         request.v3AndBelowTransactionalId,
-        request.v3AndBelowProducerId,
-        request.v3AndBelowProducerEpoch,
         request.v3AndBelowTopics,
-        false,
       );
+      const results =
+        denied ??
+        (await addAll(
+          ctx,
+          request.v3AndBelowTransactionalId,
+          request.v3AndBelowProducerId,
+          request.v3AndBelowProducerEpoch,
+          request.v3AndBelowTopics,
+          false,
+        ));
       return {
         throttleTimeMs: 0,
         errorCode: ErrorCode.NONE,
         resultsByTransaction: [],
         resultsByTopicV3AndBelow: results,
+      };
+    }
+    // v4+ is sent by brokers verifying a transaction: CLUSTER_ACTION, as Kafka.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        resultsByTransaction: [],
+        resultsByTopicV3AndBelow: [],
       };
     }
     if (request.transactions.length > TRANSACTIONS_PER_REQUEST_MAX) {
@@ -67,6 +85,33 @@ export const addPartitionsToTxnHandler = defineHandler({
     };
   },
 });
+
+/**
+ * A client's request (v0-3), as Kafka: without WRITE on the transactional id every partition is
+ * TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without WRITE on a topic its partitions are
+ * TOPIC_AUTHORIZATION_FAILED and the others OPERATION_NOT_ATTEMPTED. Null when all is allowed.
+ */
+function clientDenials(ctx: RequestContext, transactionalId: string, topics: Topics) {
+  const { WRITE } = AclOperation;
+  const txnAllowed = authorize(ctx, WRITE, ResourceType.TRANSACTIONAL_ID, transactionalId);
+  const deniedTopics = new Set(
+    topics.filter((t) => !authorize(ctx, WRITE, ResourceType.TOPIC, t.name)).map((t) => t.name),
+  );
+  if (txnAllowed && deniedTopics.size === 0) return null;
+  const codeOf = (topic: string) =>
+    !txnAllowed
+      ? ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+      : deniedTopics.has(topic)
+        ? ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        : ErrorCode.OPERATION_NOT_ATTEMPTED;
+  return topics.map((t) => ({
+    name: t.name,
+    resultsByPartition: t.partitions.map((p) => ({
+      partitionIndex: p,
+      partitionErrorCode: codeOf(t.name),
+    })),
+  }));
+}
 
 async function addAll(
   ctx: RequestContext,

@@ -8,6 +8,8 @@
 //   left pending.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 import { fencedForVersion } from "./txn-errors.ts";
 
@@ -16,6 +18,14 @@ export const addOffsetsToTxnHandler = defineHandler({
   minVersion: 0,
   maxVersion: 4,
   async handle(request, ctx) {
+    // WRITE on the transactional id, then READ on the group, as Kafka.
+    const { WRITE, READ } = AclOperation;
+    if (!authorize(ctx, WRITE, ResourceType.TRANSACTIONAL_ID, request.transactionalId)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED };
+    }
+    if (!authorize(ctx, READ, ResourceType.GROUP, request.groupId)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED };
+    }
     const errorCode =
       request.groupId === ""
         ? ErrorCode.INVALID_GROUP_ID

@@ -8,7 +8,11 @@
 // * The answer comes once the decision (PrepareCommit/PrepareAbort) is durable; the markers
 //   are written after it, and the next transaction of the id waits (CONCURRENT_TRANSACTIONS)
 //   until they are.
+
+import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 import { fencedForVersion } from "./txn-errors.ts";
 
@@ -17,6 +21,11 @@ export const endTxnHandler = defineHandler({
   minVersion: 0,
   maxVersion: 4,
   async handle(request, ctx) {
+    const id = request.transactionalId;
+    if (!authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, id)) {
+      const errorCode = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+      return { throttleTimeMs: 0, errorCode, producerId: -1n, producerEpoch: -1 };
+    }
     const errorCode = await ctx.broker.transactionCoordinator.endTransaction(
       request.transactionalId,
       request.producerId,

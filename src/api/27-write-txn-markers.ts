@@ -9,6 +9,8 @@ import { CONSUMER_OFFSETS_TOPIC } from "../coordinator/transaction-marker-channe
 import { buildEndTxnMarkerBatch } from "../protocol/control-record.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** Markers one request may carry; Kafka has no limit, every list needs one. */
@@ -29,6 +31,18 @@ export const writeTxnMarkersHandler = defineHandler({
   maxVersion: 1,
   async handle(request, ctx) {
     const markers = request.markers.slice(0, MARKERS_PER_REQUEST_MAX);
+    // Only brokers (CLUSTER_ACTION) write markers: every partition is refused otherwise.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      const errorCode = ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+      const refused = markers.map((m) => ({
+        producerId: m.producerId,
+        topics: m.topics.map((t) => ({
+          name: t.name,
+          partitions: t.partitionIndexes.map((partitionIndex) => ({ partitionIndex, errorCode })),
+        })),
+      }));
+      return { markers: refused };
+    }
     return { markers: await Promise.all(markers.map((m) => writeOne(m, ctx))) };
   },
 });

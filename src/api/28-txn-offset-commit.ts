@@ -10,6 +10,8 @@
 import { topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const txnOffsetCommitHandler = defineHandler({
@@ -17,6 +19,16 @@ export const txnOffsetCommitHandler = defineHandler({
   minVersion: 0,
   maxVersion: 4,
   async handle(request, ctx) {
+    // WRITE on the transactional id, READ on the group, then READ on each topic, as Kafka.
+    const { WRITE, READ } = AclOperation;
+    const refusal = !authorize(ctx, WRITE, ResourceType.TRANSACTIONAL_ID, request.transactionalId)
+      ? ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+      : !authorize(ctx, READ, ResourceType.GROUP, request.groupId)
+        ? ErrorCode.GROUP_AUTHORIZATION_FAILED
+        : null;
+    const mayRead = (topic: string) => authorize(ctx, READ, ResourceType.TOPIC, topic);
+    const denialOf = (topic: string) =>
+      refusal ?? (mayRead(topic) ? null : ErrorCode.TOPIC_AUTHORIZATION_FAILED);
     const exists = (topic: string, p: number) => {
       const t = ctx.broker.metadataCache.topic(topic);
       return t !== undefined && p >= 0 && p < t.partitions.length;
@@ -24,7 +36,9 @@ export const txnOffsetCommitHandler = defineHandler({
     const known = request.topics
       .map((t) => ({
         name: t.name,
-        partitions: t.partitions.filter((p) => exists(t.name, p.partitionIndex)),
+        partitions: t.partitions.filter(
+          (p) => denialOf(t.name) === null && exists(t.name, p.partitionIndex),
+        ),
       }))
       .filter((t) => t.partitions.length > 0);
     const result = await ctx.broker.groupCoordinator.txnOffsetCommit({
@@ -47,6 +61,7 @@ export const txnOffsetCommitHandler = defineHandler({
         partitions: t.partitions.map((p) => ({
           partitionIndex: p.partitionIndex,
           errorCode:
+            denialOf(t.name) ??
             codes.get(topicPartitionKey(t.name, p.partitionIndex)) ??
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         })),

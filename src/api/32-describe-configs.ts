@@ -26,7 +26,9 @@ import {
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type DescribeConfigsRequest } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
 import { checkTopicName } from "../server/admin-manager.ts";
+import { configResourceDenial } from "./authorize.ts";
 import { brokerIdOfResource, ConfigResourceType, resourceTypeName } from "./config-resource.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
@@ -61,6 +63,12 @@ function describeResource(resource: Resource, ctx: RequestContext): ConfigDescri
     resource.configurationKeys === null ||
     resource.configurationKeys.length === 0 ||
     resource.configurationKeys.includes(name);
+  const isTopic = resource.resourceType === ConfigResourceType.TOPIC;
+  const known = isTopic || resource.resourceType === ConfigResourceType.BROKER;
+  const { DESCRIBE_CONFIGS } = AclOperation;
+  const denial =
+    known && configResourceDenial(ctx, DESCRIBE_CONFIGS, isTopic, resource.resourceName);
+  if (denial) throw denial;
   switch (resource.resourceType) {
     case ConfigResourceType.TOPIC:
       return describeTopic(resource.resourceName, wanted, ctx);

@@ -12,8 +12,12 @@
 //   value, is INVALID_REQUEST naming the resource; another broker's id is INVALID_REQUEST.
 //   Other resource types: INVALID_REQUEST, as in Kafka.
 // * ValidateOnly checks everything and changes nothing.
-// * Not implemented: alter-config policies, ACLs.
+// * With an authorizer: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or on the
+//   cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
+// * Not implemented: alter-config policies.
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { configResourceDenial } from "./authorize.ts";
 import { alterResources } from "./config-resource.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -24,9 +28,19 @@ export const alterConfigsHandler = defineHandler({
   async handle(request, ctx) {
     const { adminManager, brokerConfigManager } = ctx.broker;
     const only = request.validateOnly;
+    const check = (name: string, isTopic: boolean) => {
+      const denial = configResourceDenial(ctx, AclOperation.ALTER_CONFIGS, isTopic, name);
+      if (denial !== null) throw denial;
+    };
     const responses = await alterResources(request.resources, ctx.broker.brokerId, {
-      topic: (r) => adminManager.setTopicConfigs(r.resourceName, r.configs, only),
-      broker: (r) => brokerConfigManager.setBrokerConfigs(r.resourceName, r.configs, only),
+      topic: (r) => {
+        check(r.resourceName, true);
+        return adminManager.setTopicConfigs(r.resourceName, r.configs, only);
+      },
+      broker: (r) => {
+        check(r.resourceName, false);
+        return brokerConfigManager.setBrokerConfigs(r.resourceName, r.configs, only);
+      },
     });
     return { throttleTimeMs: 0, responses };
   },

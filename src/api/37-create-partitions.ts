@@ -12,6 +12,8 @@
 // * Not implemented: controller mutation quotas, ACLs.
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type CreatePartitionsRequest } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 type Topic = CreatePartitionsRequest["topics"][number];
@@ -41,6 +43,11 @@ export const createPartitionsHandler = defineHandler({
 });
 
 async function createOne(t: Topic, validateOnly: boolean, ctx: RequestContext) {
+  // ALTER on the topic, as Kafka's handleCreatePartitionsRequest.
+  if (!authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name)) {
+    const errorMessage = "Topic authorization failed.";
+    return { name: t.name, errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED, errorMessage };
+  }
   try {
     const assignments = t.assignments === null ? null : t.assignments.map((a) => a.brokerIds);
     await ctx.broker.adminManager.createPartitions(t.name, t.count, assignments, validateOnly);

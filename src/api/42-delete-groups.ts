@@ -3,7 +3,11 @@
 // Version notes:
 // * v1 is the same as v0. v2: flexible.
 // * Only Empty groups are deleted (with their committed offsets); others get NON_EMPTY_GROUP.
+
+import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const deleteGroupsHandler = defineHandler({
@@ -11,7 +15,13 @@ export const deleteGroupsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 2,
   async handle(request, ctx) {
-    const results = await ctx.broker.groupCoordinator.deleteGroups(request.groupsNames);
-    return { throttleTimeMs: 0, results };
+    // DELETE on each group, as Kafka; a refused one is GROUP_AUTHORIZATION_FAILED.
+    const mayDelete = (g: string) => authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g);
+    const allowed = request.groupsNames.filter(mayDelete);
+    const deleted = await ctx.broker.groupCoordinator.deleteGroups(allowed);
+    const refused = request.groupsNames
+      .filter((g) => !mayDelete(g))
+      .map((groupId) => ({ groupId, errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED }));
+    return { throttleTimeMs: 0, results: [...refused, ...deleted] };
   },
 });

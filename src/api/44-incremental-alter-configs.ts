@@ -12,8 +12,12 @@
 // * A key named twice in one resource, or a null value for anything but DELETE, is
 //   INVALID_REQUEST for that resource (Kafka's preprocessing).
 // * ValidateOnly checks everything and changes nothing.
-// * Not implemented: alter-config policies, ACLs.
+// * With an authorizer: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or on the
+//   cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
+// * Not implemented: alter-config policies.
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { configResourceDenial } from "./authorize.ts";
 import { alterResources } from "./config-resource.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -26,9 +30,19 @@ export const incrementalAlterConfigsHandler = defineHandler({
     const only = request.validateOnly;
     const changesOf = (r: (typeof request.resources)[number]) =>
       r.configs.map((c) => ({ name: c.name, operation: c.configOperation, value: c.value }));
+    const check = (name: string, isTopic: boolean) => {
+      const denial = configResourceDenial(ctx, AclOperation.ALTER_CONFIGS, isTopic, name);
+      if (denial !== null) throw denial;
+    };
     const responses = await alterResources(request.resources, ctx.broker.brokerId, {
-      topic: (r) => adminManager.alterTopicConfigs(r.resourceName, changesOf(r), only),
-      broker: (r) => brokerConfigManager.alterBrokerConfigs(r.resourceName, changesOf(r), only),
+      topic: (r) => {
+        check(r.resourceName, true);
+        return adminManager.alterTopicConfigs(r.resourceName, changesOf(r), only);
+      },
+      broker: (r) => {
+        check(r.resourceName, false);
+        return brokerConfigManager.alterBrokerConfigs(r.resourceName, changesOf(r), only);
+      },
     });
     return { throttleTimeMs: 0, responses };
   },

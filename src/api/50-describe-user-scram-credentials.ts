@@ -5,7 +5,9 @@
 //   one is RESOURCE_NOT_FOUND, a name asked twice DUPLICATE_RESOURCE, as Kafka answers.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
 import { SCRAM_MECHANISM_IDS } from "../security/scram.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Most users one request may describe. */
@@ -16,6 +18,12 @@ export const describeUserScramCredentialsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 0,
   async handle(request, ctx) {
+    // DESCRIBE on the cluster, as Kafka.
+    if (!authorizeCluster(ctx, AclOperation.DESCRIBE)) {
+      const errorMessage = "Cluster authorization failed.";
+      const errorCode = ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+      return { throttleTimeMs: 0, errorCode, errorMessage, results: [] };
+    }
     const store = ctx.broker.saslAuthenticator?.credentials;
     const names = request.users?.map((u) => u.name) ?? (await store?.users()) ?? [];
     const results = await Promise.all(

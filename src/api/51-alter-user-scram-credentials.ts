@@ -9,6 +9,7 @@
 //   for one mechanism DUPLICATE_RESOURCE. Without an authorizer anyone may call it, as in Kafka.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
 import {
   credentialFromSalted,
   SCRAM_MAX_ITERATIONS,
@@ -16,6 +17,7 @@ import {
   SCRAM_MIN_ITERATIONS,
   type ScramMechanism,
 } from "../security/scram.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const BY_ID = new Map(
@@ -34,6 +36,15 @@ export const alterUserScramCredentialsHandler = defineHandler({
       ...request.deletions.map((d) => ({ ...d, upsert: null })),
       ...request.upsertions.map((u) => ({ ...u, upsert: u })),
     ];
+    // ALTER on the cluster, as Kafka: every change is refused otherwise.
+    if (!authorizeCluster(ctx, AclOperation.ALTER)) {
+      const errorCode = ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+      const errorMessage = "Cluster authorization failed.";
+      return {
+        throttleTimeMs: 0,
+        results: all.map((c) => ({ user: c.name, errorCode, errorMessage })),
+      };
+    }
     const seen = new Set<string>();
     const results: Result[] = [];
     for (const change of all) {

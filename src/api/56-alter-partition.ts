@@ -10,6 +10,8 @@
 // * The ISR change does not bump the leader epoch (KIP-841), only the partition epoch.
 import { ErrorCode } from "../protocol/errors.ts";
 import { type AlterPartitionRequest, ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 type TopicData = AlterPartitionRequest["topics"][number];
@@ -19,6 +21,10 @@ export const alterPartitionHandler = defineHandler({
   minVersion: 0,
   maxVersion: 3,
   async handle(request, ctx) {
+    // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
+    if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics: [] };
+    }
     const controller = ctx.broker.controller;
     if (controller === null || !controller.isActive) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.NOT_CONTROLLER, topics: [] };

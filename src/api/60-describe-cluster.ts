@@ -13,6 +13,7 @@ import {
   AUTHORIZED_OPERATIONS_NOT_REQUESTED,
   clusterAuthorizedOperations,
 } from "../security/authorized-operations.ts";
+import { requestAuthorizer } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const EndpointType = { BROKER: 1, CONTROLLER: 2 } as const;
@@ -51,7 +52,7 @@ export const describeClusterHandler = defineHandler({
         .brokersOn(ctx.conn.listenerName)
         .map((b) => ({ brokerId: b.nodeId, host: b.host, port: b.port, rack: b.rack })),
       clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
-        ? clusterAuthorizedOperations()
+        ? clusterAuthorizedOperations(requestAuthorizer(ctx))
         : AUTHORIZED_OPERATIONS_NOT_REQUESTED,
     };
   },

@@ -8,6 +8,8 @@
 // * A partition this broker does not host gets UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Partitions one request may ask about; Kafka has no limit, but every list needs one. */
@@ -24,8 +26,15 @@ export const describeProducersHandler = defineHandler({
       topics: request.topics.map((topic) => ({
         name: topic.name,
         partitions: topic.partitionIndexes.map((partitionIndex) => {
-          const state =
-            budget-- > 0
+          // READ on the topic, as Kafka's handleDescribeProducersRequest.
+          const readable = authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name);
+          const state = !readable
+            ? {
+                errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                errorMessage: null,
+                producers: [],
+              }
+            : budget-- > 0
               ? ctx.broker.replicaManager.activeProducers(topic.name, partitionIndex)
               : {
                   errorCode: ErrorCode.INVALID_REQUEST,

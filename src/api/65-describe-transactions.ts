@@ -10,6 +10,8 @@
 import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 /** Ids one request may ask about; Kafka has no limit, but every list needs one. */
@@ -34,6 +36,10 @@ export const describeTransactionsHandler = defineHandler({
           topics: [],
         };
         if (i >= IDS_MAX) return { ...empty, errorCode: ErrorCode.INVALID_REQUEST };
+        const { DESCRIBE } = AclOperation;
+        if (!authorize(ctx, DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactionalId)) {
+          return { ...empty, errorCode: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED };
+        }
         const notReady = state.readiness(transactionalId);
         if (notReady !== null) return { ...empty, errorCode: notReady };
         const m = state.get(transactionalId);

@@ -9,6 +9,8 @@
 import { TRANSACTION_STATE_NAMES } from "../coordinator/transaction-metadata.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 const STATE_NAMES = new Set(Object.values(TRANSACTION_STATE_NAMES));
@@ -28,6 +30,9 @@ export const listTransactionsHandler = defineHandler({
       const name = TRANSACTION_STATE_NAMES[m.state];
       if (states.size > 0 && !states.has(name)) continue;
       if (producerIds.size > 0 && !producerIds.has(m.producerId)) continue;
+      // Only the ids the principal may DESCRIBE, as Kafka.
+      const { DESCRIBE } = AclOperation;
+      if (!authorize(ctx, DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactionalId)) continue;
       if (
         minDurationMs >= 0 &&
         (m.txnStartTimestampMs < 0 || nowMs - m.txnStartTimestampMs < minDurationMs)

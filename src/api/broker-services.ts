@@ -4,6 +4,7 @@ import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
+import type { AclAuthorizer } from "../security/acl-authorizer.ts";
 import type { SaslAuthenticator } from "../security/sasl-authenticator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { BrokerConfigManager } from "../server/broker-config-manager.ts";
@@ -36,6 +37,8 @@ export interface BrokerServices {
   readonly metadataCache: MetadataCache;
   /** SASL listeners' mechanisms and exchanges, and the SCRAM credential store. */
   readonly saslAuthenticator: SaslAuthenticator | null;
+  /** `authorizer.class.name`'s ACL authorizer; null when none is configured (all allowed). */
+  readonly authorizer: AclAuthorizer | null;
   readonly replicaManager: ReplicaManager;
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */

@@ -27,6 +27,9 @@ import { addOffsetsToTxnHandler } from "./25-add-offsets-to-txn.ts";
 import { endTxnHandler } from "./26-end-txn.ts";
 import { writeTxnMarkersHandler } from "./27-write-txn-markers.ts";
 import { txnOffsetCommitHandler } from "./28-txn-offset-commit.ts";
+import { describeAclsHandler } from "./29-describe-acls.ts";
+import { createAclsHandler } from "./30-create-acls.ts";
+import { deleteAclsHandler } from "./31-delete-acls.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
@@ -52,6 +55,9 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   saslHandshakeHandler,
   describeUserScramCredentialsHandler,
   alterUserScramCredentialsHandler,
+  describeAclsHandler,
+  createAclsHandler,
+  deleteAclsHandler,
   apiVersionsHandler,
   createTopicsHandler,
   deleteTopicsHandler,

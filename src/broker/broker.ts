@@ -42,7 +42,7 @@ import {
   openOffsetStore,
   registerBroker,
 } from "./metadata-stores.ts";
-import { saslAuthenticatorFor } from "./sasl-setup.ts";
+import { startSecurity } from "./sasl-setup.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
@@ -140,6 +140,7 @@ async function startSteps(
     // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
     groupCoordinator.close();
   };
+  const security = await startSecurity(config, stores.zooKeeper, log, cleanups);
   const server = await serve(config, () => services!, log, cleanups, answerParked);
   Object.assign(self, advertisedAsBound(config, server.bound));
   // Set before registering: once registered, the controller may send requests at once.
@@ -149,7 +150,7 @@ async function startSteps(
     brokerId,
     clusterId: cache.clusterId,
     metadataCache: cache,
-    saslAuthenticator: saslAuthenticatorFor(config, stores.zooKeeper),
+    ...security,
     replicaManager,
     adminManager,
     groupCoordinator,

@@ -1,5 +1,7 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { jaasConfigFor, listenerValue } from "../config/listener-config.ts";
+import { AclAuthorizer } from "../security/acl-authorizer.ts";
+import { LocalAclStore } from "../security/local-acl-store.ts";
 import {
   SaslAuthenticator,
   type SaslListenerConfig,
@@ -10,7 +12,10 @@ import {
   type ScramCredentialStore,
   ZooKeeperScramCredentialStore,
 } from "../security/scram-credential-store.ts";
+import { ZooKeeperAclStore } from "../security/zookeeper-acl-store.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import type { CleanupStack } from "./cleanup-stack.ts";
 
 /**
  * SCRAM credentials live where the metadata does: ZooKeeper's /config/users in a cluster, the
@@ -38,4 +43,36 @@ export function saslAuthenticatorFor(
     listeners.set(name, saslListenerConfig(name, mechanisms, jaasConfigFor(config, name, "PLAIN")));
   }
   return new SaslAuthenticator(listeners, scramCredentialStore(config, zooKeeper));
+}
+
+/**
+ * The SASL authenticator and, with `authorizer.class.name` set, the ACL authorizer with every
+ * ACL loaded (before any listener accepts a request) and kept current from the store's change
+ * notices until the broker stops.
+ */
+export async function startSecurity(
+  config: BrokerConfig,
+  zooKeeper: ZooKeeperClient | null,
+  log: Logger,
+  cleanups: CleanupStack,
+): Promise<{ saslAuthenticator: SaslAuthenticator; authorizer: AclAuthorizer | null }> {
+  const saslAuthenticator = saslAuthenticatorFor(config, zooKeeper);
+  if (config["authorizer.class.name"] === "") return { saslAuthenticator, authorizer: null };
+  const authorizerLog = log.child("AclAuthorizer");
+  const store =
+    zooKeeper === null
+      ? new LocalAclStore(config["log.dirs"][0]!)
+      : new ZooKeeperAclStore(zooKeeper, authorizerLog);
+  const authorizer = new AclAuthorizer(
+    store,
+    {
+      superUsers: config["super.users"],
+      allowEveryoneIfNoAclFound: config["allow.everyone.if.no.acl.found"],
+    },
+    authorizerLog,
+  );
+  await authorizer.start();
+  cleanups.push("ACL authorizer", async () => authorizer.close());
+  authorizerLog.info(`Loaded ${authorizer.aclCount} ACLs`);
+  return { saslAuthenticator, authorizer };
 }

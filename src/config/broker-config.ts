@@ -1,4 +1,5 @@
 import { LOG_FORMATS, LOG_LEVELS } from "../util/logger.ts";
+import { AUTHORIZER_CONFIG_KEYS } from "./authorizer-config-keys.ts";
 import { type ConfigOrigin, DEFAULT_ORIGIN, invalidValue } from "./config-error.ts";
 import {
   boolean,
@@ -457,6 +458,7 @@ export const BROKER_CONFIG_KEYS = {
   ),
   ...SSL_CONFIG_KEYS,
   ...SASL_CONFIG_KEYS,
+  ...AUTHORIZER_CONFIG_KEYS,
 } satisfies Record<string, ConfigKey<unknown>>;
 
 export type BrokerConfigKey = keyof typeof BROKER_CONFIG_KEYS;

@@ -23,9 +23,6 @@ const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token.
 
 /** Whole keys of Kafka's authentication and authorization settings. */
 const SECURITY_KEYS: ReadonlySet<string> = new Set([
-  "authorizer.class.name",
-  "super.users",
-  "allow.everyone.if.no.acl.found",
   "principal.builder.class",
   "connections.max.reauth.ms",
   "security.providers",

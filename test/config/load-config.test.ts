@@ -212,7 +212,10 @@ describe("bad values", () => {
     for (const k of keys) {
       const bad =
         BROKER_CONFIG_KEYS[k].valueType.type === "STRING" &&
-        !["listeners", "advertised.listeners"].includes(k) &&
+        // Blank means "none" for the authorizer keys, as in Kafka.
+        !["listeners", "advertised.listeners", "authorizer.class.name", "super.users"].includes(
+          k,
+        ) &&
         !k.endsWith(".type") &&
         k !== "ssl.endpoint.identification.algorithm"
           ? "   "
@@ -387,11 +390,13 @@ describe("security settings this build cannot honour refuse the start (never ope
       'sasl.kerberos.service.name="kafka" (from --set) asks for a SASL setting',
     );
     expect(refused("sasl.enabled.mechanisms", "GSSAPI")).toContain("expected a comma-separated");
-    expect(refused("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer")).toContain(
-      'authorizer.class.name="kafka.security.authorizer.AclAuthorizer" (from --set) ' +
-        "asks for authorization (ACLs)",
+    // Kafka's AclAuthorizer is honoured; any other authorizer class refuses the start.
+    expect(refused("authorizer.class.name", "com.example.OpenAuthorizer")).toContain(
+      'authorizer.class.name="com.example.OpenAuthorizer" (from --set): expected ' +
+        "kafka.security.authorizer.AclAuthorizer or blank",
     );
-    expect(refused("super.users", "User:admin")).toContain("authorization (ACLs)");
+    expect(refused("super.users", "admin")).toContain("expected principals (User:<name>)");
+    expect(refused("connections.max.reauth.ms", "60000")).toContain("SASL re-authentication");
     expect(refused("listener.name.internal.ssl.cipher.suites", "x")).toContain(
       "per-listener security settings",
     );
