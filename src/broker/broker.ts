@@ -135,11 +135,7 @@ async function startSteps(
     cleanups,
   );
   let services: BrokerServices | null = null;
-  const answerParked = () => {
-    replicaManager.completeDelayedFetches();
-    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
-    groupCoordinator.close();
-  };
+  const answerParked = parkedRequestsAnswerer(replicaManager, groupCoordinator);
   const security = await startSecurity(config, stores.zooKeeper, log, cleanups);
   const server = await serve(config, () => services!, log, cleanups, answerParked);
   Object.assign(self, advertisedAsBound(config, server.bound));
@@ -175,6 +171,15 @@ async function startSteps(
   if (stores.zooKeeper === null) await loadTransactionState(transactions, cache, log);
   logListening(config, server.bound, self, log);
   return runningBroker(server, admin, services, stopOnce(brokerId, cleanups, log, admin.state));
+}
+
+/** What a stop runs before draining: parked fetches and group requests are answered now. */
+function parkedRequestsAnswerer(replicaManager: ReplicaManager, groups: GroupCoordinator) {
+  return () => {
+    replicaManager.completeDelayedFetches();
+    // Parked JoinGroup/SyncGroup requests are answered now, or the drain would wait for them.
+    groups.close();
+  };
 }
 
 /** The started broker, which /health/ready now reports ready (once caught up on metadata). */
