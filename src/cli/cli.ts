@@ -3,7 +3,7 @@ import { ConfigError } from "../config/config-error.ts";
 import { brokerLogger } from "../util/logger.ts";
 import { VERSION, versionLine } from "../version.ts";
 import { UsageError } from "./args.ts";
-import { runClientCommand } from "./client-commands.ts";
+import { runClientCommand, runExport } from "./client-commands.ts";
 import { configKeysMarkdown } from "./config-keys.ts";
 import { type StartBroker, serve } from "./serve.ts";
 
@@ -68,6 +68,8 @@ async function dispatch(argv: readonly string[], start: StartBroker): Promise<nu
     case "group":
     case "cluster":
       return runClientCommand(command, rest);
+    case "export":
+      return runExport(rest);
     case "config-keys":
       if (rest.length > 0) throw new UsageError(`config-keys takes no arguments, got "${rest[0]}"`);
       process.stdout.write(configKeysMarkdown());

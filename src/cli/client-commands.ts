@@ -7,6 +7,7 @@ import { UsageError } from "./args.ts";
 import { clusterConfig, clusterHealth, clusterInfo } from "./cluster-commands.ts";
 import { type CommandArgs, parseCommandArgs } from "./command-args.ts";
 import { CONNECTION_ALIASES, CONNECTION_HELP, CONNECTION_VALUES } from "./connection-options.ts";
+import { exportTopics } from "./export-command.ts";
 import { groupDelete, groupDescribe, groupList, groupSeek } from "./group-commands.ts";
 import {
   topicAddPartitions,
@@ -135,6 +136,46 @@ export function commandHelp(command: string, table: Readonly<Record<string, Subc
   return `Usage:\n${lines.join("\n")}\n\n${CONNECTION_HELP}\n${EXIT_CODES_HELP}`;
 }
 
+export const EXPORT: Subcommand = {
+  usage:
+    "TOPIC... --to DIR [--format jsonl|parquet] [--from beginning|OFFSET|@TIME] " +
+    "[--to-time TIME] [--group NAME] [--parallel N] [--file-records N] [--file-mb N] " +
+    "[--key-as text|bytes] [--value-as text|bytes|json] [--progress-ms N]",
+  values: [
+    "--to",
+    "--from",
+    "--to-time",
+    "--group",
+    "--parallel",
+    "--file-records",
+    "--file-mb",
+    "--key-as",
+    "--value-as",
+    "--progress-ms",
+  ],
+  aliases: { "-g": "--group" },
+  run: exportTopics,
+};
+
+/** Runs `quill export …`, a command without subcommands. */
+export function runExport(argv: readonly string[]): Promise<number> {
+  if (argv.length === 0 || argv.includes("--help") || argv.includes("-h")) {
+    (argv.length === 0 ? process.stderr : process.stdout).write(
+      `Usage: quill export ${EXPORT.usage}\n\n${CONNECTION_HELP}\n${EXIT_CODES_HELP}`,
+    );
+    return Promise.resolve(argv.length === 0 ? 2 : 0);
+  }
+  return EXPORT.run(parseArgsFor(EXPORT, argv));
+}
+
+function parseArgsFor(sub: Subcommand, argv: readonly string[]): CommandArgs {
+  return parseCommandArgs(argv, {
+    values: [...CONNECTION_VALUES, ...(sub.values ?? [])],
+    switches: sub.switches ?? [],
+    aliases: { ...CONNECTION_ALIASES, ...sub.aliases },
+  });
+}
+
 /** Runs `quill <command> <subcommand> …`. */
 export async function runClientCommand(command: string, argv: readonly string[]): Promise<number> {
   const table = CLIENT_COMMANDS[command]!;
@@ -151,10 +192,5 @@ export async function runClientCommand(command: string, argv: readonly string[])
     process.stdout.write(`Usage: quill ${command} ${sub.usage}\n\n${CONNECTION_HELP}`);
     return 0;
   }
-  const args = parseCommandArgs(rest, {
-    values: [...CONNECTION_VALUES, ...(sub.values ?? [])],
-    switches: sub.switches ?? [],
-    aliases: { ...CONNECTION_ALIASES, ...sub.aliases },
-  });
-  return sub.run(args);
+  return sub.run(parseArgsFor(sub, rest));
 }

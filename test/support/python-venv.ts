@@ -14,9 +14,13 @@ import { REPO_ROOT } from "./broker-harness.ts";
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "quill-compat");
 
 /** The venv's python, created (python3 -m venv, pip install) when missing or out of date. */
-export async function compatPython(client: string): Promise<string> {
-  const venv = join(CACHE_DIR, `venv-${client}`);
-  const requirements = join(REPO_ROOT, "test", "compat", client, "requirements.txt");
+export function compatPython(client: string): Promise<string> {
+  return venvPython(client, join(REPO_ROOT, "test", "compat", client, "requirements.txt"));
+}
+
+/** The python of venv `name` in the same cache, with `requirements` installed. */
+export async function venvPython(name: string, requirements: string): Promise<string> {
+  const venv = join(CACHE_DIR, `venv-${name}`);
   const stamp = join(venv, "requirements.sha256");
   const python = join(venv, "bin", "python");
   const wanted = createHash("sha256").update(readFileSync(requirements)).digest("hex");
