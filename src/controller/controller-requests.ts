@@ -24,6 +24,8 @@ export interface StatedPartition {
   readonly topicIdHex: string | null;
   readonly partition: number;
   readonly replicas: readonly number[];
+  readonly addingReplicas: readonly number[];
+  readonly removingReplicas: readonly number[];
   readonly state: PartitionStateZnode;
   /** The state znode's version. */
   readonly version: number;
@@ -74,8 +76,8 @@ export function leaderAndIsrRequest(
         isr: [...p.state.isr],
         partitionEpoch: p.version,
         replicas: [...p.replicas],
-        addingReplicas: [],
-        removingReplicas: [],
+        addingReplicas: [...p.addingReplicas],
+        removingReplicas: [...p.removingReplicas],
         isNew,
         leaderRecoveryState: 0,
       })),
@@ -127,23 +129,25 @@ export function updateMetadataRequest(
 
 export function stopReplicaRequest(
   controller: ControllerIdentity,
-  partitions: readonly { topic: string; partition: number }[],
+  partitions: readonly { topic: string; partition: number; leaderEpoch?: number }[],
   deletePartitions: boolean,
 ): Init<StopReplicaRequest> {
-  const grouped = new Map<string, number[]>();
-  for (const p of partitions) grouped.set(p.topic, [...(grouped.get(p.topic) ?? []), p.partition]);
+  const grouped = new Map<string, { partitionIndex: number; leaderEpoch: number }[]>();
+  for (const p of partitions) {
+    // -2: Kafka's EpochDuringDelete, for a deleted topic, accepted whatever epoch the broker
+    // holds; a replica removed by a reassignment gets the partition's leader epoch instead.
+    const leaderEpoch = p.leaderEpoch ?? (deletePartitions ? -2 : -1);
+    const list = grouped.get(p.topic) ?? [];
+    list.push({ partitionIndex: p.partition, leaderEpoch });
+    grouped.set(p.topic, list);
+  }
   return {
     controllerId: controller.controllerId,
     controllerEpoch: controller.controllerEpoch,
     brokerEpoch: -1n,
-    topicStates: [...grouped].map(([topicName, indexes]) => ({
+    topicStates: [...grouped].map(([topicName, states]) => ({
       topicName,
-      partitionStates: indexes.map((partitionIndex) => ({
-        // -2: Kafka's EpochDuringDelete, accepted whatever epoch the broker holds.
-        partitionIndex,
-        leaderEpoch: deletePartitions ? -2 : -1,
-        deletePartition: deletePartitions,
-      })),
+      partitionStates: states.map((s) => ({ ...s, deletePartition: deletePartitions })),
     })),
   };
 }

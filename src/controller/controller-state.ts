@@ -17,6 +17,7 @@ import {
   type PartitionStateZnode,
   partitionStatePath,
   TOPICS_PATH,
+  type TopicAssignmentZnode,
   topicIdFromBase64,
   topicPath,
 } from "../metadata/kafka-znodes.ts";
@@ -31,7 +32,11 @@ export interface ControllerPartition {
   /** Hex, as TopicRecord keeps it; null for a topic whose znode has no id yet. */
   readonly topicIdHex: string | null;
   readonly partition: number;
+  /** Every replica, during a reassignment the target ones first, then the original ones. */
   readonly replicas: readonly number[];
+  /** A reassignment in progress: replicas being added, and being removed (else both empty). */
+  readonly addingReplicas: readonly number[];
+  readonly removingReplicas: readonly number[];
   /** null: the state znode does not exist (yet). */
   readonly state: PartitionStateZnode | null;
   /** The state znode's version, the partition epoch; -1 while it does not exist. */
@@ -110,12 +115,11 @@ export async function readTopic(
   topic: string,
   watch?: () => void,
 ): Promise<ControllerPartition[]> {
-  let assignment: readonly (readonly number[])[];
+  let decoded: TopicAssignmentZnode;
   let topicIdHex: string | null;
   try {
     const read = await zk.getData(topicPath(topic), { watch: watch && (() => watch()) });
-    const decoded = decodeTopicAssignment(topic, read.data);
-    assignment = decoded.assignment;
+    decoded = decodeTopicAssignment(topic, read.data);
     topicIdHex = decoded.topicIdBase64 === null ? null : topicIdFromBase64(decoded.topicIdBase64);
   } catch (error) {
     if (error instanceof NoNodeError) return [];
@@ -124,9 +128,20 @@ export async function readTopic(
     return [];
   }
   return await Promise.all(
-    assignment.map(async (replicas, partition) => {
+    decoded.assignment.map(async (replicas, partition) => {
       const { state, version } = await readPartitionState(zk, log, topic, partition);
-      return { topic, topicIdHex, partition, replicas, state, version };
+      const addingReplicas = decoded.addingReplicas?.get(partition) ?? [];
+      const removingReplicas = decoded.removingReplicas?.get(partition) ?? [];
+      return {
+        topic,
+        topicIdHex,
+        partition,
+        replicas,
+        addingReplicas,
+        removingReplicas,
+        state,
+        version,
+      };
     }),
   );
 }

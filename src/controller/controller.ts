@@ -30,6 +30,7 @@ import {
   encodeController,
   encodeControllerEpoch,
   encodePartitionState,
+  MalformedZnodeError,
   type PartitionStateZnode,
   partitionPath,
   partitionStatePath,
@@ -46,6 +47,11 @@ import {
   NoNodeError,
   ZooKeeperError,
 } from "../zookeeper/zookeeper-errors.ts";
+import {
+  readLegacyReassignments,
+  rewriteLegacyReassignments,
+  writePartitionAssignment,
+} from "./assignment-writes.ts";
 import { ControllerChannelManager } from "./controller-channel-manager.ts";
 import {
   electForShutdown,
@@ -68,6 +74,14 @@ import {
   readClusterSnapshot,
   readPartitionState,
 } from "./controller-state.ts";
+import {
+  isReassigning,
+  isReassignmentComplete,
+  planReassignment,
+  type ReplicaAssignment,
+  stateForAssignment,
+  targetReplicas,
+} from "./partition-reassignment.ts";
 
 export interface ControllerOptions {
   readonly brokerId: number;
@@ -90,6 +104,24 @@ export interface AlterPartitionOutcome {
   readonly leaderEpoch: number;
   readonly partitionEpoch: number;
   readonly isr: readonly number[];
+}
+
+/** One partition of an AlterPartitionReassignments request; replicas null cancels. */
+export interface ReassignmentRequest {
+  readonly topic: string;
+  readonly partition: number;
+  readonly replicas: readonly number[] | null;
+}
+
+export interface ReassignmentOutcome {
+  readonly errorCode: number;
+  readonly message: string | null;
+}
+
+/** A reassignment in progress, as ListPartitionReassignments reports it. */
+export interface OngoingReassignment extends ReplicaAssignment {
+  readonly topic: string;
+  readonly partition: number;
 }
 
 export interface ShutdownOutcome {
@@ -250,6 +282,9 @@ export class KafkaController {
         `controller changed the ISR of ${topic}-${partition} from ` +
           `[${state.isr.join(",")}] to [${newIsr.join(",")}] as its leader ${brokerId} asked`,
       );
+      if (isReassignmentComplete(written, written.state.isr)) {
+        this.schedule("reassign", () => this.completeReassignments());
+      }
       for (const id of active.brokers.keys()) {
         void active.channels.send(
           id,
@@ -260,6 +295,183 @@ export class KafkaController {
       }
       return outcome(written);
     });
+  }
+
+  // ---- partition reassignment ----------------------------------------------------------------
+
+  /**
+   * AlterPartitionReassignments: starts (or replaces, or with null replicas cancels) each
+   * partition's move; answers once the moves started, as Kafka's controller does. Null when this
+   * broker is not the active controller.
+   */
+  alterPartitionReassignments(
+    requests: readonly ReassignmentRequest[],
+  ): Promise<ReassignmentOutcome[] | null> {
+    return this.exclusive(async () => {
+      const active = this.active;
+      if (active === null) return null;
+      const outcomes: ReassignmentOutcome[] = [];
+      for (const r of requests) outcomes.push(await this.reassignOne(active, r));
+      this.schedule("reassign", () => this.completeReassignments());
+      return outcomes;
+    });
+  }
+
+  private async reassignOne(
+    active: ActiveState,
+    r: ReassignmentRequest,
+  ): Promise<ReassignmentOutcome> {
+    const known = active.partitions.get(topicPartitionKey(r.topic, r.partition));
+    const fresh = known === undefined ? null : await this.freshPartition(known);
+    if (fresh === null) {
+      return { errorCode: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message: null };
+    }
+    const plan = planReassignment(fresh, r.replicas, new Set(active.brokers.keys()));
+    if (plan === null) return { errorCode: ErrorCode.NONE, message: null };
+    if ("errorCode" in plan) return { errorCode: plan.errorCode, message: plan.message || null };
+    const applied = await this.applyAssignment(active, fresh, plan);
+    if (applied === null) {
+      return {
+        errorCode: ErrorCode.REASSIGNMENT_IN_PROGRESS,
+        message: `${r.topic}-${r.partition} changed while it was being reassigned; retry.`,
+      };
+    }
+    return { errorCode: ErrorCode.NONE, message: null };
+  }
+
+  /** ListPartitionReassignments: the moves in progress (of `wanted` only, when given). */
+  listPartitionReassignments(
+    wanted: ReadonlyMap<string, readonly number[]> | null,
+  ): Promise<OngoingReassignment[] | null> {
+    return this.exclusive(async () => {
+      const active = this.active;
+      if (active === null) return null;
+      return [...active.partitions.values()]
+        .filter((p) => isReassigning(p))
+        .filter((p) => wanted === null || wanted.get(p.topic)?.includes(p.partition) === true)
+        .map((p) => ({
+          topic: p.topic,
+          partition: p.partition,
+          replicas: p.replicas,
+          addingReplicas: p.addingReplicas,
+          removingReplicas: p.removingReplicas,
+        }));
+    });
+  }
+
+  /**
+   * Gives a partition the assignment `next`: its state first (ISR within `next`, the leader
+   * moved into the target if needed, a new leader epoch), then the topic znode, so that a
+   * controller failing between the two leaves a state a new controller finishes from. Replicas
+   * that leave are stopped and deleted. Null when the state changed meanwhile or no replica of
+   * `next` could lead.
+   */
+  private async applyAssignment(
+    active: ActiveState,
+    fresh: StatedPartition,
+    next: ReplicaAssignment,
+  ): Promise<StatedPartition | null> {
+    const live = new Set(active.brokers.keys());
+    const nextState = stateForAssignment(fresh.state, next, live, active.epoch);
+    if (nextState === null) return null;
+    const written = await this.writeState(active, fresh, nextState);
+    if (written === null) return null;
+    const { topic, partition } = fresh;
+    const exists = await writePartitionAssignment(
+      this.zk,
+      active.epochZkVersion,
+      topic,
+      partition,
+      next,
+    ).catch((error: unknown) => this.resignIfDeposed(error));
+    if (!exists) return null;
+    const updated: StatedPartition = { ...written, ...next };
+    active.partitions.set(topicPartitionKey(topic, partition), updated);
+    this.options.log.info(
+      `controller assigned ${topic}-${partition} to [${next.replicas}] ` +
+        `(adding [${next.addingReplicas}], removing [${next.removingReplicas}], ` +
+        `leader ${nextState.leader}, ISR [${nextState.isr}])`,
+    );
+    const leaving = fresh.replicas.filter((r) => !next.replicas.includes(r));
+    const stop = [{ topic, partition, leaderEpoch: nextState.leaderEpoch }];
+    for (const id of leaving) {
+      void active.channels.send(
+        id,
+        ApiKey.StopReplica,
+        STOP_REPLICA_VERSION,
+        stopReplicaRequest(this.identity(active), stop, true),
+      );
+    }
+    await this.announce(active, [updated], false);
+    return updated;
+  }
+
+  /** A write refused on `/controller_epoch` means another controller took over. */
+  private resignIfDeposed(error: unknown): false {
+    if (error instanceof BadVersionError && error.path === CONTROLLER_EPOCH_PATH) {
+      this.resign("another controller has a newer epoch");
+      this.schedule("elect", () => this.elect());
+      return false;
+    }
+    throw error;
+  }
+
+  /** Completes every move whose target replicas are all in the ISR. */
+  private async completeReassignments(): Promise<void> {
+    const active = this.active;
+    if (active === null) return;
+    for (const p of [...active.partitions.values()]) {
+      if (this.active !== active) return;
+      if (!isReassigning(p)) continue;
+      const fresh = await this.freshPartition(p);
+      if (fresh === null || !isReassignmentComplete(fresh, fresh.state.isr)) continue;
+      const target = targetReplicas(fresh);
+      await this.applyAssignment(active, fresh, {
+        replicas: target,
+        addingReplicas: [],
+        removingReplicas: [],
+      });
+    }
+    this.schedule("legacy-reassign", () => this.legacyReassignments());
+  }
+
+  /**
+   * `/admin/reassign_partitions` (written by older tools or by hand): each entry starts a move
+   * unless one to those replicas runs already; entries whose move completed are removed, and the
+   * znode with them once none is left.
+   */
+  private async legacyReassignments(): Promise<void> {
+    const active = this.active;
+    if (active === null) return;
+    const watch = this.arm("reassign_partitions", () => {
+      this.schedule("legacy-reassign", () => this.legacyReassignments());
+    });
+    let read: Awaited<ReturnType<typeof readLegacyReassignments>>;
+    try {
+      read = await readLegacyReassignments(this.zk, watch);
+    } catch (error) {
+      if (!(error instanceof MalformedZnodeError)) throw error;
+      this.options.log.warn(`controller ignores ${error.message}`);
+      return;
+    }
+    if (read.version < 0) return;
+    const remaining = [];
+    for (const entry of read.entries) {
+      const p = active.partitions.get(topicPartitionKey(entry.topic, entry.partition));
+      if (p === undefined) continue;
+      const done = !isReassigning(p) && sameList(p.replicas, entry.replicas);
+      if (done) continue;
+      remaining.push(entry);
+      if (isReassigning(p) && sameList(targetReplicas(p), entry.replicas)) continue;
+      await this.reassignOne(active, { ...entry, replicas: entry.replicas });
+    }
+    if (remaining.length === read.entries.length) return;
+    await rewriteLegacyReassignments(this.zk, active.epochZkVersion, remaining, read.version).catch(
+      (error: unknown) => {
+        if (error instanceof BadVersionError || error instanceof NoNodeError) return;
+        this.resignIfDeposed(error);
+      },
+    );
   }
 
   // ---- election ------------------------------------------------------------------------------
@@ -374,6 +586,7 @@ export class KafkaController {
     this.active = null;
     this.armed.delete("brokers");
     this.armed.delete("topics");
+    this.armed.delete("reassign_partitions");
     for (const key of [...this.armed]) if (key.startsWith("topic:")) this.armed.delete(key);
   }
 
@@ -440,6 +653,8 @@ export class KafkaController {
     this.lastBrokerCount = snapshot.brokers.size;
     // Not awaited: a broker that died but is still registered must not hold up the next event.
     void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
+    // Moves found in ZooKeeper (a new controller's, or the legacy znode's) continue from here.
+    this.schedule("reassign", () => this.completeReassignments());
   }
 
   /** A topic read as missing set no data watch; a topic created later under its name needs one. */
@@ -702,6 +917,10 @@ export class KafkaController {
       if (!this.closed) onFire();
     };
   }
+}
+
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function sameMembers(a: readonly number[], b: readonly number[]): boolean {

@@ -234,8 +234,15 @@ export function decodeBrokerRegistration(
 export interface TopicAssignmentZnode {
   /** Kafka's `Uuid.toString()`: the 16 bytes in URL-safe base64 without padding. */
   readonly topicIdBase64: string | null;
-  /** Partition index -> replica broker ids; partitions are 0..n-1 with none missing. */
+  /**
+   * Partition index -> replica broker ids; partitions are 0..n-1 with none missing. During a
+   * reassignment a partition's list holds the target replicas followed by the original ones.
+   */
   readonly assignment: readonly (readonly number[])[];
+  /** Reassignments in progress: partition index -> replicas being added (only non-empty). */
+  readonly addingReplicas?: ReadonlyMap<number, readonly number[]>;
+  /** Partition index -> replicas being removed (only non-empty). */
+  readonly removingReplicas?: ReadonlyMap<number, readonly number[]>;
 }
 
 /** Kafka 3.x writes version 3 (topic ids, adding/removing replicas). */
@@ -258,8 +265,8 @@ export function encodeTopicAssignment(znode: TopicAssignmentZnode): Uint8Array {
   });
   const json: Record<string, unknown> = {
     partitions,
-    adding_replicas: {},
-    removing_replicas: {},
+    adding_replicas: replicaMapJson(znode.addingReplicas),
+    removing_replicas: replicaMapJson(znode.removingReplicas),
     version: TOPIC_ZNODE_VERSION,
   };
   if (znode.topicIdBase64 !== null) json.topic_id = znode.topicIdBase64;
@@ -282,7 +289,68 @@ export function decodeTopicAssignment(topic: string, data: Uint8Array): TopicAss
   if (json.topic_id !== undefined && topicIdFromBase64(json.topic_id) === null) {
     throw new MalformedZnodeError(path, `topic_id "${json.topic_id}" is not a 16-byte id`);
   }
-  return { topicIdBase64: json.topic_id ?? null, assignment };
+  const addingReplicas = replicaMapOf(path, json.adding_replicas, count);
+  const removingReplicas = replicaMapOf(path, json.removing_replicas, count);
+  const reassigning = addingReplicas.size > 0 || removingReplicas.size > 0;
+  return {
+    topicIdBase64: json.topic_id ?? null,
+    assignment,
+    ...(reassigning ? { addingReplicas, removingReplicas } : {}),
+  };
+}
+
+function replicaMapJson(map: ReadonlyMap<number, readonly number[]> | undefined) {
+  const json: Record<string, readonly number[]> = {};
+  for (const [partition, replicas] of map ?? []) {
+    if (replicas.length > 0) json[String(partition)] = replicas;
+  }
+  return json;
+}
+
+function replicaMapOf(
+  path: string,
+  json: Record<string, number[]> | undefined,
+  partitionCount: number,
+): Map<number, number[]> {
+  const map = new Map<number, number[]>();
+  for (const [key, replicas] of Object.entries(json ?? {})) {
+    const partition = Number(key);
+    if (!/^\d+$/.test(key) || partition >= partitionCount) {
+      throw new MalformedZnodeError(path, `adding/removing replicas of unknown partition ${key}`);
+    }
+    if (replicas.length > 0) map.set(partition, replicas);
+  }
+  return map;
+}
+
+// ---- /admin/reassign_partitions ------------------------------------------------------------
+
+/** The legacy reassignment request an operator's tool (or a script) writes; Kafka watches it. */
+export const REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions";
+
+export interface LegacyReassignment {
+  readonly topic: string;
+  readonly partition: number;
+  readonly replicas: readonly number[];
+}
+
+const ReassignJson = z.object({
+  version: z.number().int().min(1),
+  partitions: z.array(
+    z.object({
+      topic: z.string(),
+      partition: z.number().int().min(0),
+      replicas: BrokerList,
+    }),
+  ),
+});
+
+export function encodeReassignPartitions(list: readonly LegacyReassignment[]): Uint8Array {
+  return encodeJson({ version: 1, partitions: list });
+}
+
+export function decodeReassignPartitions(data: Uint8Array): LegacyReassignment[] {
+  return decodeJson(REASSIGN_PARTITIONS_PATH, data, ReassignJson).partitions;
 }
 
 /** Quill keeps topic ids as hex (TopicRecord.topicIdHex); Kafka's znodes hold base64url. */
