@@ -19,7 +19,12 @@ interface StoppedPartition {
   readonly topic: string;
   readonly partition: number;
   readonly deletePartition: boolean;
+  /** Kafka's EpochDuringDelete (-2) marks a deleted topic; versions before 3 carry none. */
+  readonly topicDeleted: boolean;
 }
+
+/** Kafka's LeaderAndIsr.EpochDuringDelete: the controller is deleting the whole topic. */
+const EPOCH_DURING_DELETE = -2;
 
 export const stopReplicaHandler = defineHandler({
   apiKey: ApiKey.StopReplica,
@@ -36,7 +41,10 @@ export const stopReplicaHandler = defineHandler({
     }
     const partitions = partitionsOf(request, ctx.apiVersion);
     const deleted = partitions.filter((p) => p.deletePartition);
-    for (const topic of new Set(deleted.map((p) => p.topic))) cache.forgetLeaderStates(topic);
+    // A replica removed by a reassignment leaves its topic alive: its states stay known here,
+    // and UpdateMetadata keeps them current, as Kafka's cache does.
+    const gone = new Set(deleted.filter((p) => p.topicDeleted).map((p) => p.topic));
+    for (const topic of gone) cache.forgetLeaderStates(topic);
     const replicaManager = ctx.broker.replicaManager;
     await replicaManager.stopReplicas(deleted, true);
     await replicaManager.stopReplicas(
@@ -61,6 +69,7 @@ function partitionsOf(request: StopReplicaRequest, version: number): StoppedPart
         topic: t.topicName,
         partition: p.partitionIndex,
         deletePartition: p.deletePartition,
+        topicDeleted: p.deletePartition && p.leaderEpoch === EPOCH_DURING_DELETE,
       })),
     );
   }
@@ -71,6 +80,7 @@ function partitionsOf(request: StopReplicaRequest, version: number): StoppedPart
         topic: t.name,
         partition,
         deletePartition,
+        topicDeleted: deletePartition,
       })),
     );
   }
@@ -78,5 +88,6 @@ function partitionsOf(request: StopReplicaRequest, version: number): StoppedPart
     topic: p.topicName,
     partition: p.partitionIndex,
     deletePartition,
+    topicDeleted: deletePartition,
   }));
 }

@@ -141,7 +141,7 @@ export function followMetadataChanges(
     // Deletions are asynchronous; running each change after the previous one keeps a topic
     // deleted and created again from losing its new logs to the old deletion.
     applying = applying
-      .then(() => applyChange(before, deleted, cache, logs, config))
+      .then(() => applyChange(before, deleted, { store, cache, logs, config }))
       .catch((error) => {
         log.error(`applying a topic change from ZooKeeper failed: ${String(error)}`);
       });
@@ -151,10 +151,14 @@ export function followMetadataChanges(
 async function applyChange(
   before: ReadonlyMap<string, TopicMetadata>,
   deleted: readonly TopicMetadata[],
-  cache: MetadataCache,
-  logs: LogManager,
-  config: BrokerConfig,
+  parts: {
+    store: ZooKeeperMetadataStore;
+    cache: MetadataCache;
+    logs: LogManager;
+    config: BrokerConfig;
+  },
 ): Promise<void> {
+  const { store, cache, logs, config } = parts;
   const brokerId = config["broker.id"];
   for (const topic of deleted) {
     await Promise.all(topic.partitions.map((p) => logs.deleteLog(topic.name, p.partition)));
@@ -163,8 +167,11 @@ async function applyChange(
     const logConfig = logConfigFor(topic.configs, cache.brokerConfig);
     const configChanged =
       JSON.stringify(before.get(topic.name)?.configs) !== JSON.stringify(topic.configs);
+    // The assignment as ZooKeeper has it now, not the cache's: a replica a reassignment just
+    // removed (and StopReplica deleted) is still in the replicas the controller last stated.
+    const assignment = store.topic(topic.name)?.assignment ?? [];
     for (const p of topic.partitions) {
-      if (!p.replicas.includes(brokerId)) continue;
+      if (!assignment[p.partition]?.includes(brokerId)) continue;
       const existing = logs.getLog(topic.name, p.partition);
       if (existing === undefined) logs.getOrCreateLog(topic.name, p.partition, logConfig);
       else if (configChanged) existing.updateConfig(logConfig);
