@@ -36,6 +36,8 @@ import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
+import { alterPartitionReassignmentsHandler } from "./45-alter-partition-reassignments.ts";
+import { listPartitionReassignmentsHandler } from "./46-list-partition-reassignments.ts";
 import { offsetDeleteHandler } from "./47-offset-delete.ts";
 import { describeUserScramCredentialsHandler } from "./50-describe-user-scram-credentials.ts";
 import { alterUserScramCredentialsHandler } from "./51-alter-user-scram-credentials.ts";
@@ -93,5 +95,7 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   updateMetadataHandler,
   controlledShutdownHandler,
   alterPartitionHandler,
+  alterPartitionReassignmentsHandler,
+  listPartitionReassignmentsHandler,
   offsetForLeaderEpochHandler,
 ] as readonly ApiHandler[];

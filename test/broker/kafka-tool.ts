@@ -1,0 +1,40 @@
+/**
+ * Kafka 3.9's command-line tools (the classes the `kafka-*.sh` scripts run, from Maven Central
+ * through the benchmark's Kafka download) as Java processes against a Quill cluster.
+ */
+import { ensureKafkaDist } from "../../scripts/bench-vs-kafka/kafka-dist.ts";
+
+export interface ToolRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export const REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
+export const LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand";
+export const TOPICS = "org.apache.kafka.tools.TopicCommand";
+
+let classpath: Promise<string> | null = null;
+
+/** Fetches Kafka's jars once per test process; throws when Java or Maven is missing. */
+export function kafkaClasspath(): Promise<string> {
+  classpath ??= ensureKafkaDist().then((dist) => {
+    if ("missing" in dist) throw new Error(`Kafka's tools are not available: ${dist.missing}`);
+    return dist.classpath;
+  });
+  return classpath;
+}
+
+/** Runs one tool to its end; a non-zero exit is returned, not thrown. */
+export async function runKafkaTool(mainClass: string, args: readonly string[]): Promise<ToolRun> {
+  const proc = Bun.spawn(["java", "-Xmx256m", "-cp", await kafkaClasspath(), mainClass, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stdout, stderr] = await Promise.all([
+    proc.exited,
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+  ]);
+  return { code, stdout, stderr };
+}
