@@ -1,5 +1,6 @@
 // `bun scripts/bench-vs-kafka.ts [--quick] [--repetitions N] [--only kafka|quill]
-//                                [--workloads ID,ID...] [--quill-binary PATH]`
+//                                [--workloads ID,ID...] [--quill-binary PATH]
+//                                [--no-scale | --scale-only]`
 // `bun scripts/bench-vs-kafka.ts --compaction [--compaction-mb N] [--only kafka|quill]`
 //   (log compaction instead of the workloads: bench-vs-kafka/compaction.ts)
 //
@@ -7,29 +8,22 @@
 // settings, same disk; see the README section "Benchmark against Apache Kafka". Each repetition
 // starts each broker in turn on a fresh data dir (never both at once: the development machine has
 // two cores), measures start-up to the first successful produce, runs every workload, and stops
-// it by PID. Prints throughput, latency and broker tables of medians with Quill/Kafka ratios, the
+// it by PID. Every workload row runs in passes until it has lasted ROW_SECONDS and made at least
+// MIN_PASSES passes; the table gives the median pass and the spread over all passes of all
+// repetitions, and broker CPU seconds per GB and per million requests. Then the scale workloads
+// (bench-vs-kafka/scale.ts) run once per broker. Prints the tables with Quill/Kafka ratios, the
 // loopback iperf3 ceiling, and writes JSON and Markdown to .bench/. The last line printed is
-// `ratios: produce=X consume=Y p99=Z rss=W startup=V`. Without Java or Maven it says so and
-// measures Quill alone. Not a test.
+// `ratios: produce=X consume=Y consume_min=M p99=Z rss=W startup=V scale=S cpu_gb=C
+// cpu_mreq=R`. What the harness needs (librdkafka-dev, Java, Maven, iperf3) it installs as .ci/run
+// does (bench-vs-kafka/requirements.ts); whatever it still lacks it names, and then it prints no
+// ratios line and exits 1. Not a test.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startZooKeeper, type ZooKeeperServer } from "../test/support/zookeeper-server.ts";
-import {
-  compileRdkafkaProgram,
-  cpuSeconds,
-  loadAverage,
-  loopbackMegabytesPerSecond,
-  peakRssBytes,
-  resetPeakRss,
-} from "./bench-common.ts";
-import { createTopicsAndWait } from "./bench-vs-kafka/broker-probe.ts";
-import {
-  type BrokerKind,
-  type BrokerProcess,
-  startKafka,
-  startQuill,
-} from "./bench-vs-kafka/brokers.ts";
+import { startZooKeeper } from "../test/support/zookeeper-server.ts";
+import { loadAverage, loopbackMegabytesPerSecond } from "./bench-common.ts";
+import { type BrokerKind, startKafka, startQuill } from "./bench-vs-kafka/brokers.ts";
 import {
   COMPACTION_BROKER_SETTINGS,
   COMPACTION_TOPIC,
@@ -44,33 +38,46 @@ import {
   latencyTable,
   ratios,
   ratiosLine,
+  type ScaleRun,
+  scaleTable,
   throughputTable,
-  type WorkloadRun,
 } from "./bench-vs-kafka/report.ts";
+import { ensureHarnessTools, type HarnessTools } from "./bench-vs-kafka/requirements.ts";
 import {
-  runnable,
-  type Tools,
-  WARM_UP_TOPIC,
-  type Workload,
-  warmUp,
-} from "./bench-vs-kafka/workloads.ts";
+  MIN_PASSES,
+  passRecords,
+  type RunContext,
+  runRepetition,
+  runScale,
+} from "./bench-vs-kafka/runner.ts";
+import {
+  FULL_SIZES,
+  QUICK_SIZES,
+  SCALE_WORKLOADS,
+  type ScaleWorkload,
+} from "./bench-vs-kafka/scale.ts";
+import { runnable, type Workload } from "./bench-vs-kafka/workloads.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const RESULTS_DIR = join(ROOT, ".bench");
-const QUICK_SCALE = 10;
-const TOPIC_TIMEOUT_MS = 60_000;
+/** --quick divides producer passes by this; rows still run ROW_SECONDS_QUICK at least. */
+const QUICK_SCALE = 4;
+const ROW_SECONDS_FULL = 10;
+const ROW_SECONDS_QUICK = 3;
 
 interface Options {
   quick: boolean;
   repetitions: number;
   /** Measure one broker only (profiling, or Kafka is not wanted); ratios are then n/a. */
   only: BrokerKind | null;
-  /** Workload ids to run (see workloads.ts); empty: all. */
+  /** Workload ids to run (see workloads.ts and scale.ts); empty: all. */
   workloadIds: string[];
   /** A Quill binary to measure instead of building dist/quill (before/after comparisons). */
   quillBinary: string | null;
   /** Run the compaction workload (and nothing else) with a dirty log of this many MB. */
   compactionMegabytes: number | null;
+  /** Which of the workload rows and the scale workloads run. */
+  scale: "with" | "without" | "only";
 }
 
 function parseOptions(argv: readonly string[]): Options {
@@ -81,16 +88,19 @@ function parseOptions(argv: readonly string[]): Options {
     workloadIds: [],
     quillBinary: null,
     compactionMegabytes: null,
+    scale: "with",
+  };
+  const flags: Record<string, () => void> = {
+    "--quick": () => (options.quick = true),
+    "--compaction": () => (options.compactionMegabytes ??= 1000),
+    "--no-scale": () => (options.scale = "without"),
+    "--scale-only": () => (options.scale = "only"),
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = argv[i + 1];
-    if (flag === "--quick") {
-      options.quick = true;
-      continue;
-    }
-    if (flag === "--compaction") {
-      options.compactionMegabytes ??= 1000;
+    if (flags[flag] !== undefined) {
+      flags[flag]();
       continue;
     }
     if (flag === "--repetitions" && Number.isSafeInteger(Number(value)) && Number(value) > 0) {
@@ -122,137 +132,47 @@ function buildQuill(): string {
   return join(ROOT, "dist", "quill");
 }
 
-function compileTools(runDir: string, classpath: string | null): Tools {
-  const compile = (source: string) => {
-    const result = compileRdkafkaProgram(source);
-    if ("path" in result) return result.path;
-    console.error(`note: ${result.error}; librdkafka workloads are skipped`);
-    return null;
-  };
+function select<T extends { id: string }>(all: readonly T[], ids: readonly string[]): T[] {
+  return ids.length === 0 ? [...all] : all.filter((w) => ids.includes(w.id));
+}
+
+function checkIds(ids: readonly string[], known: readonly { id: string }[]): void {
+  const unknown = ids.filter((id) => !known.some((w) => w.id === id));
+  if (unknown.length === 0) return;
+  const names = known.map((w) => w.id).join(", ");
+  throw new Error(`unknown or unavailable workload(s) ${unknown.join(", ")}; known: ${names}`);
+}
+
+interface Plan {
+  readonly workloads: readonly Workload[];
+  readonly scaleWorkloads: readonly ScaleWorkload[];
+  readonly kinds: readonly BrokerKind[];
+}
+
+function plan(options: Options, tools: HarnessTools): Plan {
+  const workloads =
+    options.scale === "only" ? [] : select(runnable(toolsOf(tools, "")), options.workloadIds);
+  const scaleWorkloads =
+    options.scale === "without" || tools.rdkafkaScale === null || tools.rdkafkaLatency === null
+      ? []
+      : select(SCALE_WORKLOADS, options.workloadIds);
+  checkIds(options.workloadIds, [...runnable(toolsOf(tools, "")), ...SCALE_WORKLOADS]);
+  const kinds: BrokerKind[] =
+    tools.classpath === null
+      ? ["quill"]
+      : options.only === null
+        ? ["kafka", "quill"]
+        : [options.only];
+  return { workloads, scaleWorkloads, kinds };
+}
+
+function toolsOf(tools: HarnessTools, runDir: string) {
   return {
-    rdkafkaLoad: compile(join(import.meta.dir, "bench-e2e", "rdkafka-load.c")),
-    rdkafkaLatency: compile(join(import.meta.dir, "bench-vs-kafka", "rdkafka-latency.c")),
-    classpath,
+    rdkafkaLoad: tools.rdkafkaLoad,
+    rdkafkaLatency: tools.rdkafkaLatency,
+    classpath: tools.classpath,
     runDir,
   };
-}
-
-function selectWorkloads(available: readonly Workload[], ids: readonly string[]): Workload[] {
-  if (ids.length === 0) return [...available];
-  const unknown = ids.filter((id) => !available.some((w) => w.id === id));
-  if (unknown.length > 0) {
-    const known = available.map((w) => w.id).join(", ");
-    throw new Error(`unknown or unavailable workload(s) ${unknown.join(", ")}; known: ${known}`);
-  }
-  return available.filter((w) => ids.includes(w.id));
-}
-
-interface RunContext {
-  readonly options: Options;
-  readonly tools: Tools;
-  readonly workloads: readonly Workload[];
-  readonly quillBinary: string;
-  readonly zookeeper: ZooKeeperServer | null;
-  readonly runDir: string;
-}
-
-async function startBroker(
-  ctx: RunContext,
-  kind: BrokerKind,
-  repetition: number,
-): Promise<BrokerProcess> {
-  const dir = join(ctx.runDir, `${kind}-${repetition}`);
-  if (kind === "quill") return startQuill(ctx.quillBinary, dir);
-  return startKafka(
-    {
-      classpath: ctx.tools.classpath!,
-      zookeeperConnect: ctx.zookeeper!.connectString,
-    },
-    dir,
-    `kafka-${repetition}`,
-  );
-}
-
-/** Starts one broker, runs every workload against it, stops it, removes its data. */
-async function runRepetition(
-  ctx: RunContext,
-  kind: BrokerKind,
-  repetition: number,
-): Promise<BrokerRun> {
-  const broker = await startBroker(ctx, kind, repetition);
-  const scale = ctx.options.quick ? QUICK_SCALE : 1;
-  const results: WorkloadRun[] = [];
-  try {
-    const topics = new Map(ctx.workloads.map((w) => [w.topic.name, w.topic]));
-    const warmUpLatencyTopic = { name: `${WARM_UP_TOPIC.name}-latency`, partitions: 1 };
-    await createTopicsAndWait(
-      broker.port,
-      [...topics.values(), WARM_UP_TOPIC, warmUpLatencyTopic],
-      performance.now() + TOPIC_TIMEOUT_MS,
-    );
-    const warmUpStartedMs = performance.now();
-    await warmUp(ctx.tools, broker.bootstrap);
-    console.error(
-      `  ${kind} #${repetition} started in ${Math.round(broker.startupMs)} ms, ` +
-        `warmed up in ${((performance.now() - warmUpStartedMs) / 1000).toFixed(1)} s`,
-    );
-    // VmHWM has not been reset yet, so this covers start-up and warm-up.
-    let peakRss = peakRssBytes(broker.pid);
-    const cpuAtStart = cpuSeconds(broker.pid);
-    for (const w of ctx.workloads) {
-      const run = await runWorkload(ctx.tools, broker, w, Math.round(w.fullRecords / scale));
-      peakRss = Math.max(peakRss, run.brokerPeakRssBytes);
-      results.push(run);
-      console.error(`  ${kind} #${repetition} ${w.id}: ${describe(run)}`);
-    }
-    return {
-      kind,
-      repetition,
-      startupMs: broker.startupMs,
-      peakRssBytes: peakRss,
-      cpuSeconds: cpuSeconds(broker.pid) - cpuAtStart,
-      workloads: results,
-    };
-  } finally {
-    await broker.stop();
-    rmSync(join(ctx.runDir, `${kind}-${repetition}`, "data"), { recursive: true, force: true });
-  }
-}
-
-async function runWorkload(
-  tools: Tools,
-  broker: BrokerProcess,
-  w: Workload,
-  records: number,
-): Promise<WorkloadRun> {
-  resetPeakRss(broker.pid);
-  const cpuBefore = cpuSeconds(broker.pid);
-  let measurement = null;
-  let error = null;
-  try {
-    measurement = await w.run(tools, broker.bootstrap, records);
-  } catch (e) {
-    error = (e as Error).message;
-  }
-  return {
-    workloadId: w.id,
-    measurement,
-    error,
-    brokerCpuSeconds: cpuSeconds(broker.pid) - cpuBefore,
-    brokerPeakRssBytes: peakRssBytes(broker.pid),
-    loadAverage: loadAverage(),
-  };
-}
-
-function describe(run: WorkloadRun): string {
-  const m = run.measurement;
-  if (m === null) return `FAILED: ${run.error?.split("\n").slice(0, 3).join(" ")}`;
-  const latency = m.p99Ms === null ? "" : `, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms`;
-  return (
-    `${Math.round(m.recordsPerSecond).toLocaleString("en-US")} rec/s` +
-    `${latency}, broker CPU ${run.brokerCpuSeconds.toFixed(2)} s, ` +
-    `peak RSS ${Math.round(run.brokerPeakRssBytes / 1e6)} MB, load ${run.loadAverage}`
-  );
 }
 
 async function main(): Promise<void> {
@@ -260,54 +180,124 @@ async function main(): Promise<void> {
   const startedMs = performance.now();
   const loadAtStart = loadAverage();
   const quillBinary = options.quillBinary ?? buildQuill();
-  const dist = await ensureKafkaDist();
-  if ("missing" in dist) console.error(`note: ${dist.missing}; measuring Quill alone`);
-  const classpath = "classpath" in dist ? dist.classpath : null;
   const runDir = mkdtempSync(join(tmpdir(), "quill-vs-kafka-"));
   if (options.compactionMegabytes !== null) {
+    const dist = await ensureKafkaDist();
+    const classpath = "classpath" in dist ? dist.classpath : null;
     await compactionRun(options, quillBinary, classpath, runDir, options.compactionMegabytes);
     return;
   }
-  const tools = compileTools(runDir, classpath);
-  const workloads = selectWorkloads(runnable(tools), options.workloadIds);
-  const kinds: BrokerKind[] =
-    classpath === null ? ["quill"] : options.only === null ? ["kafka", "quill"] : [options.only];
+  const tools = await ensureHarnessTools();
+  for (const m of tools.missing) console.error(`missing: ${m}`);
+  const { workloads, scaleWorkloads, kinds } = plan(options, tools);
   const zookeeper = kinds.includes("kafka") ? await startZooKeeper() : null;
-  const ctx: RunContext = { options, tools, workloads, quillBinary, zookeeper, runDir };
-  const runs: BrokerRun[] = [];
+  const ctx: RunContext = {
+    tools: toolsOf(tools, runDir),
+    workloads,
+    quillBinary,
+    zookeeper,
+    runDir,
+    scale: options.quick ? QUICK_SCALE : 1,
+    rowSeconds: options.quick ? ROW_SECONDS_QUICK : ROW_SECONDS_FULL,
+  };
   try {
     const loopback = await loopbackMegabytesPerSecond();
-    for (let repetition = 1; repetition <= options.repetitions; repetition++) {
-      // Alternate which broker goes first, so a drift in machine load hits both alike.
-      const order = repetition % 2 === 1 ? kinds : [...kinds].reverse();
-      for (const kind of order) {
-        console.error(`repetition ${repetition}/${options.repetitions}: ${kind}`);
-        runs.push(await runRepetition(ctx, kind, repetition));
-      }
-    }
+    const runs = workloads.length === 0 ? [] : await runRepetitions(ctx, options, kinds);
+    const scaleRuns = await runScaleWorkloads(ctx, options, kinds, tools, scaleWorkloads);
     const seconds = (performance.now() - startedMs) / 1000;
-    report({ options, runs, workloads, loopback, loadAtStart, seconds, missing: dist });
+    report({
+      options,
+      ctx,
+      runs,
+      scaleRuns,
+      scaleWorkloads,
+      loopback,
+      loadAtStart,
+      seconds,
+      tools,
+    });
   } finally {
     await zookeeper?.stop();
     rmSync(runDir, { recursive: true, force: true });
   }
 }
 
+async function runRepetitions(
+  ctx: RunContext,
+  options: Options,
+  kinds: readonly BrokerKind[],
+): Promise<BrokerRun[]> {
+  const runs: BrokerRun[] = [];
+  for (let repetition = 1; repetition <= options.repetitions; repetition++) {
+    // Alternate which broker goes first, so a drift in machine load hits both alike.
+    const order = repetition % 2 === 1 ? kinds : [...kinds].reverse();
+    for (const kind of order) {
+      console.error(`repetition ${repetition}/${options.repetitions}: ${kind}`);
+      runs.push(await runRepetition(ctx, kind, repetition));
+    }
+  }
+  return runs;
+}
+
+async function runScaleWorkloads(
+  ctx: RunContext,
+  options: Options,
+  kinds: readonly BrokerKind[],
+  tools: HarnessTools,
+  scaleWorkloads: readonly ScaleWorkload[],
+): Promise<ScaleRun[]> {
+  const scaleTools = { rdkafkaScale: tools.rdkafkaScale!, rdkafkaLatency: tools.rdkafkaLatency! };
+  const sizes = options.quick ? QUICK_SIZES : FULL_SIZES;
+  const scaleRuns: ScaleRun[] = [];
+  for (const w of scaleWorkloads) {
+    for (const kind of kinds) {
+      console.error(`scale ${w.id}: ${kind}`);
+      const run = await runScale(ctx, kind, w, scaleTools, sizes);
+      console.error(`  ${JSON.stringify(run)}; load ${loadAverage()}`);
+      scaleRuns.push(run);
+    }
+  }
+  return scaleRuns;
+}
+
 interface ReportInput {
   readonly options: Options;
+  readonly ctx: RunContext;
   readonly runs: readonly BrokerRun[];
-  readonly workloads: readonly Workload[];
+  readonly scaleRuns: readonly ScaleRun[];
+  readonly scaleWorkloads: readonly ScaleWorkload[];
   readonly loopback: number | null;
   readonly loadAtStart: string;
   readonly seconds: number;
-  readonly missing: Awaited<ReturnType<typeof ensureKafkaDist>>;
+  readonly tools: HarnessTools;
+}
+
+function notes(input: ReportInput): string[] {
+  const { options, loopback, tools } = input;
+  return [
+    ...tools.missing.map((m) => `Missing: ${m}.`),
+    options.only !== null ? `Only ${options.only} measured (--only).` : "",
+    loopback === null
+      ? "Loopback ceiling: iperf3 unavailable."
+      : `Loopback ceiling (iperf3, same run): ${Math.round(loopback).toLocaleString("en-US")} MB/s ` +
+        `(${((loopback * 8) / 1000).toFixed(1)} Gbit/s).`,
+    `Each row ran at least ${MIN_PASSES} passes and ${input.ctx.rowSeconds} s; rates are the ` +
+      "median pass, spread is (max - min) / median over every pass of every repetition. " +
+      "Consumers read two producer passes of a topic holding at least three.",
+    "MB = 1e6 bytes of record values. Broker CPU s per GB of record values and per million " +
+      "requests the broker received during the row; peak RSS per row (VmHWM reset before " +
+      "each). Kafka's figures are the broker JVM only, not ZooKeeper.",
+    "produce/consume ratios: geometric mean over those workloads of the ratio of medians; " +
+      "consume_min: the lowest consume ratio; p99: the fixed-rate 1 KiB end-to-end workload; " +
+      "scale: geometric mean of the scale workloads' throughput ratios; cpu_gb, cpu_mreq: " +
+      "geometric means of Quill/Kafka CPU per GB and per million requests over the rows.",
+  ].filter((n) => n !== "");
 }
 
 function report(input: ReportInput): void {
-  const { options, runs, workloads, loopback } = input;
-  const scale = options.quick ? QUICK_SCALE : 1;
-  const r = ratios(runs, workloads);
-  const quick = options.quick ? ", --quick (a tenth of the records)" : "";
+  const { options, runs, ctx } = input;
+  const r = ratios(runs, ctx.workloads, input.scaleRuns, input.scaleWorkloads);
+  const quick = options.quick ? `, --quick (producer passes of 1/${QUICK_SCALE})` : "";
   const heading =
     `Quill (${options.quillBinary ?? "dist/quill"}) vs Apache Kafka ` +
     `${KAFKA_VERSION} (ZooKeeper mode, -Xmx1G), one broker at a time on 127.0.0.1, ` +
@@ -315,59 +305,52 @@ function report(input: ReportInput): void {
     `repetition(s)${quick}` +
     `; load average ${input.loadAtStart} at start, ${loadAverage()} at end; ` +
     `${Math.round(input.seconds)} s in all.`;
-  const notes = [
-    "missing" in input.missing
-      ? `Kafka not measured: ${input.missing.missing}.`
-      : options.only !== null
-        ? `Only ${options.only} measured (--only).`
-        : "",
-    loopback === null
-      ? "Loopback ceiling: iperf3 unavailable."
-      : `Loopback ceiling (iperf3, same run): ${Math.round(loopback).toLocaleString("en-US")} MB/s ` +
-        `(${((loopback * 8) / 1000).toFixed(1)} Gbit/s).`,
-    "MB = 1e6 bytes of record values. Broker CPU s and peak RSS are per workload (VmHWM reset " +
-      "before each); Kafka's figures are the broker JVM only, not ZooKeeper.",
-    "produce/consume ratios: geometric mean over those workloads of the ratio of medians; p99: " +
-      "the fixed-rate 1 KiB end-to-end workload.",
-  ].filter((n) => n !== "");
+  // A comparison with a client or Kafka missing is partial: no ratios line for it.
+  const ratiosText =
+    input.tools.missing.length > 0 && options.only === null
+      ? `no ratios: the comparison is incomplete (missing: ${input.tools.missing.join("; ")})`
+      : ratiosLine(r);
   const markdown = [
     heading,
     "",
-    throughputTable(runs, workloads, scale),
+    throughputTable(runs, ctx.workloads, (w) => passRecords(ctx, w)),
     "",
-    latencyTable(runs, workloads),
+    latencyTable(runs, ctx.workloads),
     "",
     brokerTable(runs),
     "",
-    ...notes,
+    scaleTable(input.scaleRuns, input.scaleWorkloads),
     "",
-    ratiosLine(r),
+    ...notes(input),
+    "",
+    ratiosText,
   ].join("\n");
+  save(input, markdown, r);
+  console.log(markdown.slice(0, markdown.lastIndexOf("\n")));
+  console.log(ratiosText);
+  if (ratiosText.startsWith("no ratios")) process.exitCode = 1;
+}
+
+function save(input: ReportInput, markdown: string, r: ReturnType<typeof ratios>): void {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = new Date().toISOString().replaceAll(":", "-").slice(0, 19);
-  const name = `bench-vs-kafka-${options.quick ? "quick-" : ""}${stamp}`;
+  const name = `bench-vs-kafka-${input.options.quick ? "quick-" : ""}${stamp}`;
   writeFileSync(join(RESULTS_DIR, `${name}.md`), markdown + "\n");
-  writeFileSync(
-    join(RESULTS_DIR, `${name}.json`),
-    JSON.stringify(
-      {
-        options,
-        kafkaVersion: KAFKA_VERSION,
-        cores: navigator.hardwareConcurrency,
-        loadAverageAtStart: input.loadAtStart,
-        loadAverageAtEnd: loadAverage(),
-        seconds: input.seconds,
-        loopbackMegabytesPerSecond: loopback,
-        ratios: r,
-        runs,
-      },
-      null,
-      2,
-    ) + "\n",
-  );
-  console.log(markdown.slice(0, markdown.lastIndexOf("\n")));
-  console.log(`\nResults: ${join(RESULTS_DIR, name)}.{md,json}`);
-  console.log(ratiosLine(r));
+  const json = {
+    options: input.options,
+    kafkaVersion: KAFKA_VERSION,
+    cores: navigator.hardwareConcurrency,
+    loadAverageAtStart: input.loadAtStart,
+    loadAverageAtEnd: loadAverage(),
+    seconds: input.seconds,
+    loopbackMegabytesPerSecond: input.loopback,
+    missing: input.tools.missing,
+    ratios: r,
+    runs: input.runs,
+    scaleRuns: input.scaleRuns,
+  };
+  writeFileSync(join(RESULTS_DIR, `${name}.json`), JSON.stringify(json, null, 2) + "\n");
+  console.error(`Results: ${join(RESULTS_DIR, name)}.{md,json}`);
 }
 
 /** --compaction: each broker in turn compacts the same dirty log (bench-vs-kafka/compaction.ts). */

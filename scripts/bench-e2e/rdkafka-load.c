@@ -128,6 +128,11 @@ static int consume(char **argv, int extra_count, char **extra) {
     if (n < 0) die("consume", rd_kafka_err2str(rd_kafka_last_error()));
     for (ssize_t i = 0; i < n; i++) {
       if (batch[i]->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* The topic may hold more than RECORDS; what arrives past them is not counted. */
+        if (count == records) {
+          rd_kafka_message_destroy(batch[i]);
+          continue;
+        }
         count++;
         bytes += (long long)batch[i]->len;
       } else if (batch[i]->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {

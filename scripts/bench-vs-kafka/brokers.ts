@@ -18,6 +18,8 @@ export interface BrokerProcess {
   readonly startupMs: number;
   /** SIGTERM, then SIGKILL if the process has not exited within the stop timeout. */
   stop(): Promise<void>;
+  /** SIGKILL at once (a crash: no clean shutdown marker, logs recovered at the next start). */
+  kill(): Promise<void>;
 }
 
 /**
@@ -80,6 +82,7 @@ export async function startKafka(
   dir: string,
   chroot: string,
   extra: Readonly<Record<string, string>> = {},
+  jmxPort: number | null = null,
 ): Promise<BrokerProcess> {
   const [port] = await freePorts(1);
   const listener = `PLAINTEXT://127.0.0.1:${port}`;
@@ -98,6 +101,7 @@ export async function startKafka(
   const argv = [
     "java",
     ...KAFKA_JVM_OPTIONS,
+    ...(jmxPort === null ? [] : jmxOptions(jmxPort)),
     `-Dlog4j.configuration=file:${dir}/log4j.properties`,
     "-cp",
     setup.classpath,
@@ -107,11 +111,24 @@ export async function startKafka(
   return spawnBroker("kafka", argv, port, join(dir, "kafka.out"));
 }
 
+/** Remote JMX without authentication, bound to loopback only, for the request counters. */
+function jmxOptions(port: number): string[] {
+  return [
+    `-Dcom.sun.management.jmxremote.port=${port}`,
+    `-Dcom.sun.management.jmxremote.rmi.port=${port}`,
+    "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+    "-Djava.rmi.server.hostname=127.0.0.1",
+    "-Dcom.sun.management.jmxremote.authenticate=false",
+    "-Dcom.sun.management.jmxremote.ssl=false",
+  ];
+}
+
 /** Starts `quill serve` in `dir` (data in dir/data) with the matched settings as a config file. */
 export async function startQuill(
   binary: string,
   dir: string,
   extra: Readonly<Record<string, string>> = {},
+  adminPort: number | null = null,
 ): Promise<BrokerProcess> {
   const [port] = await freePorts(1);
   mkdirSync(dir, { recursive: true });
@@ -125,6 +142,7 @@ export async function startQuill(
     join(dir, "data"),
     "--config",
     join(dir, "quill.properties"),
+    ...(adminPort === null ? [] : ["--admin", `127.0.0.1:${adminPort}`]),
   ];
   return spawnBroker("quill", argv, port, join(dir, "quill.out"));
 }
@@ -157,7 +175,11 @@ async function spawnBroker(
     throw error;
   }
   const startupMs = performance.now() - startedMs;
-  return { kind, pid: proc.pid, port, bootstrap: `127.0.0.1:${port}`, startupMs, stop };
+  const kill = async () => {
+    proc.kill("SIGKILL");
+    await proc.exited;
+  };
+  return { kind, pid: proc.pid, port, bootstrap: `127.0.0.1:${port}`, startupMs, stop, kill };
 }
 
 function properties(settings: Readonly<Record<string, string>>): string {

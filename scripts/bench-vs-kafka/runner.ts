@@ -1,0 +1,236 @@
+// Runs the workloads against one broker at a time: a repetition starts the broker on a fresh data
+// dir, warms it up, runs each workload row in passes, and stops it; a scale workload starts and
+// restarts brokers of its own. Every row gets broker CPU seconds, peak RSS and the requests the
+// broker received while it ran (request-counter.ts).
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import type { ZooKeeperServer } from "../../test/support/zookeeper-server.ts";
+import { cpuSeconds, loadAverage, peakRssBytes, resetPeakRss } from "../bench-common.ts";
+import { createTopicsAndWait } from "./broker-probe.ts";
+import { type BrokerKind, type BrokerProcess, startKafka, startQuill } from "./brokers.ts";
+import type { BrokerRun, ScaleRun, WorkloadRun } from "./report.ts";
+import {
+  freePort,
+  kafkaRequestCounter,
+  quillRequestCounter,
+  type RequestCounter,
+} from "./request-counter.ts";
+import type { ScaleSizes, ScaleTools, ScaleWorkload } from "./scale.ts";
+import { type Measurement, type Tools, WARM_UP_TOPIC, type Workload, warmUp } from "./workloads.ts";
+
+const TOPIC_TIMEOUT_MS = 60_000;
+/** A row runs at least this many passes (so it has a spread) ... */
+export const MIN_PASSES = 3;
+/** ... and, in all, at least this long; never more than MAX_PASSES passes. */
+const MAX_PASSES = 30;
+
+export interface RunContext {
+  readonly tools: Tools;
+  readonly workloads: readonly Workload[];
+  readonly quillBinary: string;
+  readonly zookeeper: ZooKeeperServer | null;
+  readonly runDir: string;
+  /** Records per pass divided by this (--quick). */
+  readonly scale: number;
+  readonly rowSeconds: number;
+}
+
+export interface CountedBroker {
+  readonly broker: BrokerProcess;
+  readonly requests: RequestCounter;
+  stop(): Promise<void>;
+  kill(): Promise<void>;
+}
+
+/** Starts a broker with its request counter; `chroot` names Kafka's ZooKeeper root. */
+export async function startCounted(
+  ctx: RunContext,
+  kind: BrokerKind,
+  dir: string,
+  chroot: string,
+): Promise<CountedBroker> {
+  const port = await freePort();
+  const broker =
+    kind === "quill"
+      ? await startQuill(ctx.quillBinary, dir, {}, port)
+      : await startKafka(
+          { classpath: ctx.tools.classpath!, zookeeperConnect: ctx.zookeeper!.connectString },
+          dir,
+          chroot,
+          {},
+          port,
+        );
+  let requests: RequestCounter;
+  try {
+    requests =
+      kind === "quill"
+        ? quillRequestCounter(port)
+        : await kafkaRequestCounter(ctx.tools.classpath!, port);
+  } catch (error) {
+    await broker.stop();
+    throw error;
+  }
+  return {
+    broker,
+    requests,
+    async stop() {
+      requests.close();
+      await broker.stop();
+    },
+    async kill() {
+      requests.close();
+      await broker.kill();
+    },
+  };
+}
+
+/** Records one pass of `w` handles. Consumers read twice a producer pass (see passRecords). */
+export function passRecords(ctx: RunContext, w: Workload): number {
+  if (w.kind === "latency") return ctx.scale === 1 ? w.fullRecords : w.fullRecords / 2;
+  const produced = Math.round(w.fullRecords / ctx.scale);
+  // The source topic holds at least MIN_PASSES producer passes; reading two of them leaves every
+  // partition data to spare, so no consumer ends in the wait for partitions that ran dry
+  // (docs/scaling.md, The Java consumer), and both brokers serve the same number of records.
+  return w.kind === "consume" ? produced * 2 : produced;
+}
+
+/** Starts one broker, runs every workload against it, stops it, removes its data. */
+export async function runRepetition(
+  ctx: RunContext,
+  kind: BrokerKind,
+  repetition: number,
+): Promise<BrokerRun> {
+  const dir = join(ctx.runDir, `${kind}-${repetition}`);
+  const counted = await startCounted(ctx, kind, dir, `kafka-${repetition}`);
+  const { broker } = counted;
+  const results: WorkloadRun[] = [];
+  try {
+    const topics = new Map(ctx.workloads.map((w) => [w.topic.name, w.topic]));
+    const warmUpLatencyTopic = { name: `${WARM_UP_TOPIC.name}-latency`, partitions: 1 };
+    await createTopicsAndWait(
+      broker.port,
+      [...topics.values(), WARM_UP_TOPIC, warmUpLatencyTopic],
+      performance.now() + TOPIC_TIMEOUT_MS,
+    );
+    const warmUpStartedMs = performance.now();
+    await warmUp(ctx.tools, broker.bootstrap);
+    console.error(
+      `  ${kind} #${repetition} started in ${Math.round(broker.startupMs)} ms, ` +
+        `warmed up in ${((performance.now() - warmUpStartedMs) / 1000).toFixed(1)} s`,
+    );
+    // VmHWM has not been reset yet, so this covers start-up and warm-up.
+    let peakRss = peakRssBytes(broker.pid);
+    const cpuAtStart = cpuSeconds(broker.pid);
+    for (const w of ctx.workloads) {
+      const run = await runWorkload(ctx, counted, w);
+      peakRss = Math.max(peakRss, run.brokerPeakRssBytes);
+      results.push(run);
+      console.error(`  ${kind} #${repetition} ${w.id}: ${describe(run)}`);
+    }
+    return {
+      kind,
+      repetition,
+      startupMs: broker.startupMs,
+      peakRssBytes: peakRss,
+      cpuSeconds: cpuSeconds(broker.pid) - cpuAtStart,
+      workloads: results,
+    };
+  } finally {
+    await counted.stop();
+    rmSync(join(dir, "data"), { recursive: true, force: true });
+  }
+}
+
+/** Passes of `w` until it has run MIN_PASSES times and ctx.rowSeconds in all. */
+async function runWorkload(ctx: RunContext, counted: CountedBroker, w: Workload) {
+  const { broker } = counted;
+  const records = passRecords(ctx, w);
+  resetPeakRss(broker.pid);
+  const cpuBefore = cpuSeconds(broker.pid);
+  const requestsBefore = await counted.requests.total();
+  const passes: Measurement[] = [];
+  let error: string | null = null;
+  const started = performance.now();
+  while (
+    passes.length < MAX_PASSES &&
+    (passes.length < MIN_PASSES || performance.now() - started < ctx.rowSeconds * 1000)
+  ) {
+    try {
+      passes.push(await w.run(ctx.tools, broker.bootstrap, records));
+    } catch (e) {
+      error = (e as Error).message;
+      break;
+    }
+  }
+  const run: WorkloadRun = {
+    workloadId: w.id,
+    passes: error === null ? passes : [],
+    error,
+    brokerCpuSeconds: cpuSeconds(broker.pid) - cpuBefore,
+    brokerPeakRssBytes: peakRssBytes(broker.pid),
+    requests: (await counted.requests.total()) - requestsBefore,
+    megabytes: (passes.length * records * w.recordBytes) / 1e6,
+    loadAverage: loadAverage(),
+  };
+  return run;
+}
+
+function describe(run: WorkloadRun): string {
+  if (run.error !== null) return `FAILED: ${run.error.split("\n").slice(0, 3).join(" ")}`;
+  const rates = run.passes.map((m) => Math.round(m.recordsPerSecond).toLocaleString("en-US"));
+  const p99 = run.passes.map((m) => m.p99Ms).filter((v) => v !== null);
+  return (
+    `${run.passes.length} passes, rec/s ${rates.join(" / ")}` +
+    (p99.length > 0 ? `, p99 ms ${p99.join(" / ")}` : "") +
+    `, broker CPU ${run.brokerCpuSeconds.toFixed(2)} s, ${run.requests} requests, ` +
+    `peak RSS ${Math.round(run.brokerPeakRssBytes / 1e6)} MB, load ${run.loadAverage}`
+  );
+}
+
+/** One scale workload on one broker; the workload starts and restarts the broker itself. */
+export async function runScale(
+  ctx: RunContext,
+  kind: BrokerKind,
+  w: ScaleWorkload,
+  tools: ScaleTools,
+  sizes: ScaleSizes,
+): Promise<ScaleRun> {
+  const dir = join(ctx.runDir, `${kind}-${w.id}`);
+  const chroot = `kafka-${w.id}`;
+  let cpu = 0;
+  let current: CountedBroker | null = null;
+  const collect = () => {
+    try {
+      if (current !== null) cpu += cpuSeconds(current.broker.pid);
+    } catch {
+      // The process is gone already (killed): its CPU was counted when it was killed.
+    }
+  };
+  const start = async (fresh: boolean): Promise<BrokerProcess> => {
+    if (fresh) rmSync(join(dir, "data"), { recursive: true, force: true });
+    const counted = await startCounted(ctx, kind, dir, chroot);
+    current = counted;
+    const b = counted.broker;
+    // CPU seconds are read just before each stop or kill, over every broker process started.
+    const stop = async () => {
+      collect();
+      current = null;
+      await counted.stop();
+    };
+    const kill = async () => {
+      collect();
+      current = null;
+      await counted.kill();
+    };
+    return { ...b, stop, kill };
+  };
+  try {
+    const figures = await w.run(tools, start, sizes);
+    return { kind, workloadId: w.id, figures, error: null, brokerCpuSeconds: cpu };
+  } catch (error) {
+    const message = (error as Error).message;
+    return { kind, workloadId: w.id, figures: {}, error: message, brokerCpuSeconds: cpu };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
