@@ -16,6 +16,8 @@ export interface BrokerProcess {
   readonly bootstrap: string;
   /** From just before the process was spawned to the first produce that succeeded. */
   readonly startupMs: number;
+  /** Quill's admin listener (/metrics), when it was started with one. */
+  readonly adminPort: number | null;
   /** SIGTERM, then SIGKILL if the process has not exited within the stop timeout. */
   stop(): Promise<void>;
   /** SIGKILL at once (a crash: no clean shutdown marker, logs recovered at the next start). */
@@ -108,7 +110,7 @@ export async function startKafka(
     "kafka.Kafka",
     join(dir, "server.properties"),
   ];
-  return spawnBroker("kafka", argv, port, join(dir, "kafka.out"));
+  return spawnBroker("kafka", argv, port, join(dir, "kafka.out"), null);
 }
 
 /** Remote JMX without authentication, bound to loopback only, for the request counters. */
@@ -144,7 +146,7 @@ export async function startQuill(
     join(dir, "quill.properties"),
     ...(adminPort === null ? [] : ["--admin", `127.0.0.1:${adminPort}`]),
   ];
-  return spawnBroker("quill", argv, port, join(dir, "quill.out"));
+  return spawnBroker("quill", argv, port, join(dir, "quill.out"), adminPort);
 }
 
 async function spawnBroker(
@@ -152,6 +154,7 @@ async function spawnBroker(
   argv: string[],
   port: number,
   logPath: string,
+  adminPort: number | null,
 ): Promise<BrokerProcess> {
   const logFd = openSync(logPath, "a");
   const startedMs = performance.now();
@@ -179,7 +182,8 @@ async function spawnBroker(
     proc.kill("SIGKILL");
     await proc.exited;
   };
-  return { kind, pid: proc.pid, port, bootstrap: `127.0.0.1:${port}`, startupMs, stop, kill };
+  const bootstrap = `127.0.0.1:${port}`;
+  return { kind, pid: proc.pid, port, bootstrap, startupMs, adminPort, stop, kill };
 }
 
 function properties(settings: Readonly<Record<string, string>>): string {

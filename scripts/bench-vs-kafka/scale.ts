@@ -266,6 +266,7 @@ const longRunWorkload: ScaleWorkload = {
         p999Ms: r.p999Ms!,
         maxMs: r.maxMs!,
         ...probed,
+        ...(broker.adminPort === null ? {} : await eventLoopDelays(broker.adminPort)),
         rssMb: rssBytes(broker.pid) / 1e6,
       };
     } finally {
@@ -301,6 +302,29 @@ async function startProbe(port: number): Promise<{ stop(): Promise<ScaleFigures>
         probeMaxMs: Math.max(...samples),
       };
     },
+  };
+}
+
+/**
+ * Quill's own event-loop delay histogram (quill_event_loop_delay_seconds, a 100 ms timer's
+ * lateness, cumulative Prometheus buckets): probes later than 50 and 100 ms, and the smallest
+ * bucket bound holding every probe, an upper bound on the longest stall.
+ */
+async function eventLoopDelays(adminPort: number): Promise<ScaleFigures> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const buckets = [
+    ...text.matchAll(/^quill_event_loop_delay_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm),
+  ]
+    .map((m) => ({ le: m[1] === "+Inf" ? Infinity : Number(m[1]), count: Number(m[2]) }))
+    .sort((a, b) => a.le - b.le);
+  const total = buckets.at(-1)?.count ?? 0;
+  const atMost = (seconds: number) => buckets.find((b) => b.le === seconds)?.count ?? total;
+  const maxBound = buckets.find((b) => b.count === total)?.le ?? Infinity;
+  return {
+    loopProbes: total,
+    loopDelaysOver50Ms: total - atMost(0.05),
+    loopDelaysOver100Ms: total - atMost(0.1),
+    loopDelayMaxBoundMs: maxBound * 1000,
   };
 }
 
