@@ -50,6 +50,7 @@ import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset
 import {
   isPendingGroupId,
   PENDING_PRODUCERS_MAX,
+  type PendingOffset,
   PendingTxnOffsets,
 } from "./pending-txn-offsets.ts";
 
@@ -887,13 +888,17 @@ export class GroupCoordinator {
    * producer's pending offsets become committed (COMMIT) or are dropped (ABORT).
    */
   async completeTransaction(producerId: bigint, commit: boolean): Promise<void> {
-    await this.pendingTxnOffsets.complete(producerId, commit, async (groupId, offsets) => {
+    const apply = async (groupId: string, offsets: readonly PendingOffset[]) => {
       await this.store.commit(groupId, offsets);
       const group = this.groups.get(groupId) ?? this.createGroup(groupId);
       if (group?.offsets == null) return; // loaded from the store, with these, on first use
       for (const o of offsets)
         group.offsets.set(topicPartitionKey(o.topic, o.partition), o.committed);
-    });
+    };
+    await this.pendingTxnOffsets.complete(producerId, commit, apply);
+    // Those a dead broker held: the groups' coordinator now is the one to commit them.
+    const owns = (groupId: string) => this.isCoordinatorFor(groupId);
+    await this.pendingTxnOffsets.completeStored(producerId, commit, owns, apply);
   }
 
   /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */

@@ -9,6 +9,12 @@
  * keeps them as transactional records in __consumer_offsets; Quill's offsets live in the
  * OffsetStore, so the pending ones live there too. Group ids starting with the prefix are
  * refused for ordinary use.
+ *
+ * In a cluster the OffsetStore is ZooKeeper, which every broker reads: if the broker that took
+ * a TxnOffsetCommit dies before the transaction's marker reaches it, its pending offsets are
+ * still in the store, and the broker that now coordinates the group completes them from there
+ * when the marker arrives (completeStored). Kafka gets the same from __consumer_offsets'
+ * replication.
  */
 import {
   type TopicPartitionKey,
@@ -110,5 +116,33 @@ export class PendingTxnOffsets {
       groups.delete(groupId);
     }
     this.pending.delete(producerId);
+  }
+
+  /**
+   * Completes, from the store, a producer's pending offsets that no live broker holds in memory
+   * (their broker died), for the groups `owns` says this broker coordinates. Runs after
+   * complete(), so this broker's own are already gone from the store. One listing of the
+   * store's groups per marker. A live holder may complete the same entry at the same time:
+   * both commit the same offsets, and deleting twice is harmless.
+   */
+  async completeStored(
+    producerId: bigint,
+    commit: boolean,
+    owns: (groupId: string) => boolean,
+    apply: (groupId: string, offsets: readonly PendingOffset[]) => Promise<void>,
+  ): Promise<void> {
+    const prefix = pendingGroupId(producerId, "");
+    for (const stored of await this.store.listGroups()) {
+      if (!stored.startsWith(prefix)) continue;
+      const groupId = stored.slice(prefix.length);
+      if (!owns(groupId)) continue;
+      const offsets = await this.store.loadGroup(stored);
+      const pending = [...offsets].map(([key, committed]) => ({
+        ...topicPartitionOf(key),
+        committed,
+      }));
+      if (commit && pending.length > 0) await apply(groupId, pending);
+      await this.store.deleteGroup(stored);
+    }
   }
 }

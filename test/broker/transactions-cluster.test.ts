@@ -6,6 +6,8 @@
  * replicated log: the same producer id, the next epoch, and read_committed consumers see
  * exactly the committed records. Then a kill -9 of the coordinator between a commit's prepare
  * and its markers (held by a test hook): the next coordinator finds PrepareCommit and commits.
+ * And a kill -9 of the group coordinator that holds a transaction's pending offsets before the
+ * marker reaches it: the group's next coordinator commits them from the offset store.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
@@ -134,12 +136,16 @@ test("commit, abort and coordinator failover across three brokers", async () => 
   expect(await readCommitted(6)).toEqual(["c1", "c2", "c3", "c4", "c5", "c6"]);
 }, 240_000);
 
-test("kill -9 of the coordinator between a commit's prepare and its markers", async () => {
-  // The first test left a broker dead: back to three, so __transaction_state has its min ISR.
+/** Brings killed brokers back, so __transaction_state has its min ISR again. */
+async function restartDead(): Promise<void> {
   for (const [id, broker] of cluster.brokers) {
     if (!broker.running) cluster.brokers.set(id, await broker.restart());
   }
   await consistentMetadata(cluster, 3, 60_000);
+}
+
+test("kill -9 of the coordinator between a commit's prepare and its markers", async () => {
+  await restartDead();
   fs.writeFileSync(HOLD, "");
   await transact(["p1", "p2", "p3"], true);
   expect((await describedTxn()).transactionState).toBe("PrepareCommit");
@@ -156,4 +162,57 @@ test("kill -9 of the coordinator between a commit's prepare and its markers", as
   );
   const all = ["c1", "c2", "c3", "c4", "c5", "c6", "p1", "p2", "p3"];
   expect(await readCommitted(all.length)).toEqual(all);
+}, 240_000);
+
+test("kill -9 of the group coordinator holding a transaction's pending offsets", async () => {
+  await restartDead();
+  const txnCoordinator = await coordinatorId();
+  const running = [...cluster.brokers.values()][0]!;
+  // A group coordinated by another broker than the transaction's coordinator.
+  let group = "";
+  let groupCoordinator = -1;
+  for (let i = 0; groupCoordinator < 0 || groupCoordinator === txnCoordinator; i++) {
+    group = `eos-group-${i}`;
+    const found = await requestOnce(running.port, ApiKey.FindCoordinator, 3, {
+      key: group,
+      keyType: 0,
+    });
+    groupCoordinator = found.nodeId;
+  }
+  fs.writeFileSync(HOLD, "");
+  const producer = kafka().producer({ transactionalId: TXN_ID, maxInFlightRequests: 1 });
+  await producer.connect();
+  const txn = await producer.transaction();
+  await txn.send({ topic: TOPIC, messages: [{ value: "o1", partition: 0 }] });
+  await txn.sendOffsets({
+    consumerGroupId: group,
+    topics: [{ topic: TOPIC, partitions: [{ partition: 1, offset: "42" }] }],
+  });
+  await txn.commit();
+  await producer.disconnect();
+  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
+  await cluster.brokers.get(groupCoordinator)!.kill9();
+  fs.rmSync(HOLD);
+  await consistentMetadata(cluster, 2, 60_000);
+  await until(
+    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
+    30_000,
+    "the commit completing",
+  );
+  const admin = kafka().admin();
+  await admin.connect();
+  try {
+    const offset = await until(
+      async () => {
+        const [t] = await admin.fetchOffsets({ groupId: group, topics: [TOPIC] });
+        const p = t!.partitions.find((x) => x.partition === 1)!;
+        return p.offset === "42" ? p.offset : undefined;
+      },
+      30_000,
+      "the pending offset committed by the group's new coordinator",
+    );
+    expect(offset).toBe("42");
+  } finally {
+    await admin.disconnect();
+  }
 }, 240_000);
