@@ -13,12 +13,17 @@
 // v15) is a follower's; it reads up to the log end offset instead of the high watermark, and its
 // fetch offset is recorded as that follower's LEO, which moves the high watermark.
 //
-// Fetch sessions: Quill does not create sessions. Kafka's answer when its session cache is full
-// is session id 0, which tells the client no session exists, so it keeps sending full fetches;
-// a request naming a session id gets FETCH_SESSION_ID_NOT_FOUND and the client starts over.
-import { ErrorCode } from "../protocol/errors.ts";
+// Fetch sessions (KIP-227, server/fetch-manager.ts): a full fetch at epoch 0 opens a session
+// when a slot of max.incremental.fetch.session.cache.slots is free (or can be freed); later
+// fetches name it with the next epoch and list only changed partitions, and the response lists
+// only partitions with news. Unknown sessions, wrong epochs and a switch between topic names and
+// ids are the response's top-level error (FETCH_SESSION_ID_NOT_FOUND,
+// INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR), with no partitions.
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type FetchRequest } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import type { FetchContext, PartitionAnswer } from "../server/fetch-manager.ts";
+import type { CachedPartition } from "../server/fetch-session-cache.ts";
 import type { FetchEntry, FetchOutcome } from "../server/replica-manager.ts";
 import { authorizeCluster, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
@@ -31,25 +36,18 @@ export const fetchHandler = defineHandler({
   minVersion: 4,
   maxVersion: 17,
   async handle(request, ctx) {
-    if (request.sessionId !== 0) {
-      return { errorCode: ErrorCode.FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
-    }
     const usesTopicIds = ctx.apiVersion >= 13;
-    const names = request.topics.map((t) => topicName(t, usesTopicIds, ctx));
-    const entries: FetchEntry[] = [];
-    request.topics.forEach((t, i) => {
-      for (const p of t.partitions) {
-        entries.push({
-          topic: names[i],
-          partition: p.partition,
-          fetchOffset: p.fetchOffset,
-          partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
-          currentLeaderEpoch: p.currentLeaderEpoch,
-          logStartOffset: p.logStartOffset,
-        });
-      }
-    });
     const replicaId = ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId;
+    const context = fetchContext(request, ctx, replicaId, usesTopicIds);
+    if (typeof context === "number") return { errorCode: context, sessionId: 0, responses: [] };
+    const entries: FetchEntry[] = context.partitions.map((p) => ({
+      topic: p.topic,
+      partition: p.partition,
+      fetchOffset: p.fetchOffset,
+      partitionMaxBytes: p.partitionMaxBytes,
+      currentLeaderEpoch: p.currentLeaderEpoch,
+      logStartOffset: p.logStartOffset,
+    }));
     const readable = readableEntries(ctx, replicaId, entries);
     const fetched = await ctx.broker.replicaManager.fetchMessages({
       maxWaitMs: request.maxWaitMs,
@@ -63,9 +61,33 @@ export const fetchHandler = defineHandler({
     const outcomes = readable === null ? fetched : withDenials(readable, fetched);
     // Followers' fetches are replication traffic, not bytes out (as Kafka counts them).
     if (replicaId < 0) recordBytesOut(ctx, entries, outcomes);
-    return buildResponse(request, names, outcomes, usesTopicIds);
+    return buildResponse(context, outcomes, usesTopicIds);
   },
 });
+
+/** The request's session context, or the top-level error code that refuses it. */
+function fetchContext(
+  request: FetchRequest,
+  ctx: RequestContext,
+  replicaId: number,
+  usesTopicIds: boolean,
+): FetchContext | number {
+  try {
+    return ctx.broker.replicaManager.fetchManager.newContext(
+      {
+        sessionId: request.sessionId,
+        epoch: request.sessionEpoch,
+        privileged: replicaId >= 0,
+        usesTopicIds,
+      },
+      requestedPartitions(request, usesTopicIds, ctx),
+      forgottenKeys(request, usesTopicIds),
+    );
+  } catch (e) {
+    if (!(e instanceof KafkaError)) throw e;
+    return e.code;
+  }
+}
 
 /**
  * Which entries the principal may fetch, or null when all (no authorizer). As Kafka: a follower
@@ -102,6 +124,44 @@ function withDenials(readable: readonly boolean[], fetched: readonly FetchOutcom
   return readable.map((ok) => (ok ? fetched[next++]! : { ...DENIED, records: [] }));
 }
 
+const topicKeyOf = (usesTopicIds: boolean, topic: string, topicId: Uint8Array) =>
+  usesTopicIds ? Buffer.from(topicId).toString("hex") : topic;
+
+/** The request's partitions as a session keeps them, in request order. */
+function requestedPartitions(
+  request: FetchRequest,
+  usesTopicIds: boolean,
+  ctx: RequestContext,
+): CachedPartition[] {
+  const partitions: CachedPartition[] = [];
+  for (const t of request.topics) {
+    const topic = topicName(t, usesTopicIds, ctx);
+    const topicKey = topicKeyOf(usesTopicIds, t.topic, t.topicId);
+    for (const p of t.partitions) {
+      partitions.push({
+        key: `${topicKey}:${p.partition}`,
+        topic,
+        topicId: t.topicId,
+        partition: p.partition,
+        fetchOffset: p.fetchOffset,
+        partitionMaxBytes: Math.max(0, p.partitionMaxBytes),
+        currentLeaderEpoch: p.currentLeaderEpoch,
+        logStartOffset: p.logStartOffset,
+        highWatermark: -1n,
+        leaderLogStartOffset: -1n,
+      });
+    }
+  }
+  return partitions;
+}
+
+function forgottenKeys(request: FetchRequest, usesTopicIds: boolean): string[] {
+  return request.forgottenTopicsData.flatMap((t) => {
+    const topicKey = topicKeyOf(usesTopicIds, t.topic, t.topicId);
+    return t.partitions.map((p) => `${topicKey}:${p}`);
+  });
+}
+
 function recordBytesOut(
   ctx: RequestContext,
   entries: readonly FetchEntry[],
@@ -123,37 +183,68 @@ function topicName(
   return ctx.broker.metadataCache.topicById(t.topicId)?.name ?? UNKNOWN_TOPIC_NAME;
 }
 
+type ResponsePartition = ReturnType<typeof responsePartition>;
+
+function responsePartition(p: CachedPartition, o: FetchOutcome, errorCode: number) {
+  return {
+    partitionIndex: p.partition,
+    errorCode,
+    highWatermark: o.highWatermark,
+    lastStableOffset: o.lastStableOffset,
+    logStartOffset: o.logStartOffset,
+    abortedTransactions:
+      o.abortedTransactions?.map((t) => ({
+        producerId: t.producerId,
+        firstOffset: t.firstOffset,
+      })) ?? null,
+    preferredReadReplica: -1,
+    records: o.records,
+  };
+}
+
+/**
+ * The partitions the context lists, grouped into topics where consecutive partitions share one
+ * (a full fetch keeps the request's topics; an incremental one follows the session's order).
+ */
 function buildResponse(
-  request: FetchRequest,
-  names: readonly string[],
+  context: FetchContext,
   outcomes: readonly FetchOutcome[],
   usesTopicIds: boolean,
 ) {
-  let i = 0;
-  return {
-    errorCode: ErrorCode.NONE,
-    sessionId: 0,
-    responses: request.topics.map((t, ti) => ({
-      topic: t.topic,
-      topicId: t.topicId,
-      partitions: t.partitions.map((p) => {
-        const o = outcomes[i++];
-        const unknownId = usesTopicIds && names[ti] === UNKNOWN_TOPIC_NAME;
-        return {
-          partitionIndex: p.partition,
-          errorCode: unknownId ? ErrorCode.UNKNOWN_TOPIC_ID : o.errorCode,
-          highWatermark: o.highWatermark,
-          lastStableOffset: o.lastStableOffset,
-          logStartOffset: o.logStartOffset,
-          abortedTransactions:
-            o.abortedTransactions?.map((t) => ({
-              producerId: t.producerId,
-              firstOffset: t.firstOffset,
-            })) ?? null,
-          preferredReadReplica: -1,
-          records: o.records,
-        };
-      }),
-    })),
-  };
+  const { partitions } = context;
+  const errorCodes = partitions.map((p, i) =>
+    usesTopicIds && p.topic === UNKNOWN_TOPIC_NAME
+      ? ErrorCode.UNKNOWN_TOPIC_ID
+      : outcomes[i]!.errorCode,
+  );
+  const answers: PartitionAnswer[] = partitions.map((_, i) => ({
+    errorCode: errorCodes[i]!,
+    highWatermark: outcomes[i]!.highWatermark,
+    logStartOffset: outcomes[i]!.logStartOffset,
+    recordsBytes: rangesBytes(outcomes[i]!),
+  }));
+  const { sessionId, listed } = context.respond(answers);
+  const responses: { topic: string; topicId: Uint8Array; partitions: ResponsePartition[] }[] = [];
+  let last: CachedPartition | null = null;
+  for (const i of listed) {
+    const p = partitions[i]!;
+    if (last === null || !sameTopic(last, p, usesTopicIds)) {
+      responses.push({ topic: p.topic, topicId: p.topicId, partitions: [] });
+    }
+    last = p;
+    responses.at(-1)!.partitions.push(responsePartition(p, outcomes[i]!, errorCodes[i]!));
+  }
+  return { errorCode: ErrorCode.NONE, sessionId, responses };
+}
+
+function sameTopic(a: CachedPartition, b: CachedPartition, usesTopicIds: boolean): boolean {
+  if (!usesTopicIds) return a.topic === b.topic;
+  if (a.topicId === b.topicId) return true;
+  return a.topicId.every((byte, i) => byte === b.topicId[i]);
+}
+
+function rangesBytes(o: FetchOutcome): number {
+  let bytes = 0;
+  for (const range of o.records) bytes += range.sizeBytes;
+  return bytes;
 }

@@ -148,6 +148,11 @@ export const BROKER_CONFIG_KEYS = {
   "compression.lz4.level": key(LZ4_LEVEL, 9, "Default for topic compression.lz4.level."),
   "compression.zstd.level": key(ZSTD_LEVEL, 3, "Default for topic compression.zstd.level."),
   "fetch.max.bytes": key(int({ min: 1024 }), 57671680, "Most bytes one Fetch response returns."),
+  "max.incremental.fetch.session.cache.slots": key(
+    int({ min: 0 }),
+    1000,
+    "Most incremental fetch sessions (KIP-227) kept; 0: every fetch lists all its partitions.",
+  ),
   "replica.fetch.max.bytes": key(
     int({ min: 0 }),
     1048576,

@@ -15,6 +15,8 @@ import { AssertionError, assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
 import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
+import { FetchManager } from "./fetch-manager.ts";
+import { FetchSessionCache } from "./fetch-session-cache.ts";
 import { truncateToLeader } from "./follower-truncation.ts";
 import { IsrManager } from "./isr-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
@@ -183,6 +185,8 @@ export class ReplicaManager {
   private readonly partitions = new Map<TopicPartitionKey, Partition>();
   private readonly leadershipListeners = new Set<LeadershipListener>();
   private readonly fetchers: ReplicaFetcherManager;
+  /** Incremental fetch sessions (KIP-227) of the consumers and followers fetching here. */
+  readonly fetchManager: FetchManager;
   private readonly isrManager: IsrManager | null;
   private readonly localBrokerId: number;
   private readonly brokerEndpoint: (brokerId: number) => BrokerEndpoint | undefined;
@@ -200,6 +204,8 @@ export class ReplicaManager {
     this.localBrokerId = config["broker.id"];
     this.clusterMode = config["zookeeper.connect"] !== null;
     this.log = options.logger ?? SILENT_LOGGER;
+    const slots = config["max.incremental.fetch.session.cache.slots"];
+    this.fetchManager = new FetchManager(new FetchSessionCache(slots));
     this.brokerEndpoint =
       options.brokerEndpoint ?? ((id) => cache.brokers.find((b) => b.nodeId === id));
     for (const log of logs.allLogs()) {
