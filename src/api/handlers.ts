@@ -35,6 +35,7 @@ import { alterConfigsHandler } from "./33-alter-configs.ts";
 import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
+import { electLeadersHandler } from "./43-elect-leaders.ts";
 import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.ts";
 import { alterPartitionReassignmentsHandler } from "./45-alter-partition-reassignments.ts";
 import { listPartitionReassignmentsHandler } from "./46-list-partition-reassignments.ts";
@@ -97,5 +98,6 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   alterPartitionHandler,
   alterPartitionReassignmentsHandler,
   listPartitionReassignmentsHandler,
+  electLeadersHandler,
   offsetForLeaderEpochHandler,
 ] as readonly ApiHandler[];

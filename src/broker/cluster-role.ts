@@ -93,6 +93,7 @@ export async function startClusterRole(
     requestTimeoutMs: zk.sessionTimeoutMs,
     log: log.child("KafkaController"),
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
+    uncleanLeaderElectionEnable: () => config["unclean.leader.election.enable"],
     leaderRebalance: config["auto.leader.rebalance.enable"]
       ? {
           intervalMs: config["leader.imbalance.check.interval.seconds"] * 1000,

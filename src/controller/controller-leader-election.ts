@@ -3,10 +3,11 @@
  * them, kept pure so they can be checked without ZooKeeper:
  *
  * - A partition without a live leader gets the first replica (in assignment order) that is
- *   alive and in the ISR. With unclean.leader.election.enable=false (Kafka's default, and the
- *   only mode Quill has) a partition whose ISR has no live member gets leader -1 and keeps its
- *   last ISR member, who alone is known to hold every committed record; when that broker
- *   returns it leads again.
+ *   alive and in the ISR. With unclean.leader.election.enable=false (Kafka's default) a
+ *   partition whose ISR has no live member gets leader -1 and keeps its last ISR member, who
+ *   alone is known to hold every committed record; when that broker returns it leads again.
+ *   With it true (the topic's key, else the broker's), the first live replica leads at once
+ *   with itself as the ISR, accepting the loss of what only the dead ISR held.
  * - Dead followers leave the ISR (Kafka's OfflineReplica transition), so the high watermark
  *   does not wait for them.
  * - Every change of leader or ISR made here bumps the leader epoch, which fences the old
@@ -14,6 +15,7 @@
  */
 import type { BrokerId } from "../common/branded.ts";
 import type { PartitionStateZnode } from "../metadata/kafka-znodes.ts";
+import { ErrorCode } from "../protocol/errors.ts";
 
 /** Kafka's LeaderAndIsr.NoLeader. */
 export const NO_LEADER: BrokerId = -1;
@@ -37,6 +39,7 @@ export function electLeader(
   replicas: readonly BrokerId[],
   live: ReadonlySet<BrokerId>,
   controllerEpoch: number,
+  allowUnclean = false,
 ): PartitionStateZnode | null {
   if (state === null) {
     const isr = replicas.filter((r) => live.has(r));
@@ -60,6 +63,10 @@ export function electLeader(
   const candidate = leaderCandidate(replicas, state.isr, (id) => live.has(id));
   if (candidate !== undefined) {
     return { leader: candidate, leaderEpoch: state.leaderEpoch + 1, isr: liveIsr, controllerEpoch };
+  }
+  const unclean = allowUnclean ? replicas.find((r) => live.has(r)) : undefined;
+  if (unclean !== undefined) {
+    return { leader: unclean, leaderEpoch: state.leaderEpoch + 1, isr: [unclean], controllerEpoch };
   }
   if (state.leader === NO_LEADER) return null;
   // Nobody in the ISR lives: keep the last leader as the ISR, waiting for it to return.
@@ -141,4 +148,56 @@ export function electPreferred(
   controllerEpoch: number,
 ): PartitionStateZnode {
   return { ...state, leader: replicas[0]!, leaderEpoch: state.leaderEpoch + 1, controllerEpoch };
+}
+
+/** Whether a partition has no live ISR member to lead it, so only an unclean election could. */
+export function needsUncleanElection(
+  state: PartitionStateZnode | null,
+  live: ReadonlySet<BrokerId>,
+): boolean {
+  return state !== null && !state.isr.some((r) => live.has(r));
+}
+
+/** ElectLeaders' outcome for one partition: the new state, or Kafka's error for it. */
+export type ElectionOutcome = PartitionStateZnode | { readonly errorCode: number };
+
+/**
+ * ElectLeaders PREFERRED (Kafka's PreferredReplicaPartitionLeaderElectionStrategy): the first
+ * assigned replica leads if it is alive and in the ISR. ELECTION_NOT_NEEDED when it leads
+ * already, PREFERRED_LEADER_NOT_AVAILABLE when it cannot.
+ */
+export function preferredElection(
+  state: PartitionStateZnode,
+  replicas: readonly BrokerId[],
+  live: ReadonlySet<BrokerId>,
+  controllerEpoch: number,
+): ElectionOutcome {
+  const preferred = replicas[0]!;
+  if (state.leader === preferred) return { errorCode: ErrorCode.ELECTION_NOT_NEEDED };
+  if (!live.has(preferred) || !state.isr.includes(preferred)) {
+    return { errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE };
+  }
+  return electPreferred(state, replicas, controllerEpoch);
+}
+
+/**
+ * ElectLeaders UNCLEAN (Kafka's OfflinePartitionLeaderElectionStrategy with unclean allowed):
+ * only for a partition without a live leader; a live ISR member is still preferred, else any
+ * live replica. ELECTION_NOT_NEEDED with a live leader, ELIGIBLE_LEADERS_NOT_AVAILABLE when no
+ * replica lives.
+ */
+export function uncleanElection(
+  state: PartitionStateZnode,
+  replicas: readonly BrokerId[],
+  live: ReadonlySet<BrokerId>,
+  controllerEpoch: number,
+): ElectionOutcome {
+  if (state.leader !== NO_LEADER && live.has(state.leader)) {
+    return { errorCode: ErrorCode.ELECTION_NOT_NEEDED };
+  }
+  const next = electLeader(state, replicas, live, controllerEpoch, true);
+  if (next === null || next.leader === NO_LEADER) {
+    return { errorCode: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE };
+  }
+  return next;
 }

@@ -27,6 +27,7 @@ import {
   CONTROLLER_PATH,
   decodeController,
   decodeControllerEpoch,
+  decodeTopicConfig,
   encodeController,
   encodeControllerEpoch,
   encodePartitionState,
@@ -34,6 +35,7 @@ import {
   type PartitionStateZnode,
   partitionPath,
   partitionStatePath,
+  topicConfigPath,
 } from "../metadata/kafka-znodes.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -54,10 +56,14 @@ import {
 } from "./assignment-writes.ts";
 import { ControllerChannelManager } from "./controller-channel-manager.ts";
 import {
+  type ElectionOutcome,
   electForShutdown,
   electLeader,
   electPreferred,
+  needsUncleanElection,
   partitionsToRebalance,
+  preferredElection,
+  uncleanElection,
 } from "./controller-leader-election.ts";
 import {
   LEADER_AND_ISR_VERSION,
@@ -90,6 +96,11 @@ export interface ControllerOptions {
   readonly log: Logger;
   /** Called whenever another controller (or this broker) is seen to be the active one. */
   readonly onControllerChange: (controllerId: number, epoch: number) => void;
+  /**
+   * The broker's unclean.leader.election.enable (dynamic configs included), which a topic's own
+   * key overrides; read when a partition's whole ISR is dead.
+   */
+  readonly uncleanLeaderElectionEnable: () => boolean;
   /** auto.leader.rebalance.enable and its check interval and threshold; null: disabled. */
   readonly leaderRebalance: {
     readonly intervalMs: number;
@@ -117,6 +128,16 @@ export interface ReassignmentOutcome {
   readonly errorCode: number;
   readonly message: string | null;
 }
+
+/** ElectLeaders' answer for one partition. */
+export interface ElectionResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly errorCode: number;
+}
+
+/** ElectLeaders' election types. */
+export const ElectionType = { PREFERRED: 0, UNCLEAN: 1 } as const;
 
 /** A reassignment in progress, as ListPartitionReassignments reports it. */
 export interface OngoingReassignment extends ReplicaAssignment {
@@ -295,6 +316,78 @@ export class KafkaController {
       }
       return outcome(written);
     });
+  }
+
+  // ---- leader elections ----------------------------------------------------------------------
+
+  /**
+   * ElectLeaders: a preferred or unclean election for each partition (every partition when
+   * `partitions` is null), with Kafka's per-partition errors. Null when not the controller.
+   */
+  electLeaders(
+    electionType: number,
+    partitions: readonly { topic: string; partition: number }[] | null,
+  ): Promise<ElectionResult[] | null> {
+    return this.exclusive(async () => {
+      const active = this.active;
+      if (active === null) return null;
+      const wanted = partitions ?? [...active.partitions.values()];
+      const results: ElectionResult[] = [];
+      const changed: StatedPartition[] = [];
+      for (const { topic, partition } of wanted) {
+        const written = await this.electOne(active, electionType, topic, partition);
+        if (typeof written === "number") {
+          results.push({ topic, partition, errorCode: written });
+          continue;
+        }
+        changed.push(written);
+        results.push({ topic, partition, errorCode: ErrorCode.NONE });
+      }
+      if (changed.length > 0) {
+        this.options.log.info(
+          `controller elected ${changed.length} leaders ` +
+            `(${electionType === ElectionType.UNCLEAN ? "unclean" : "preferred"} election)`,
+        );
+      }
+      await this.announce(active, changed, false);
+      return results;
+    });
+  }
+
+  /** One partition's election: its new state, or the error code to answer. */
+  private async electOne(
+    active: ActiveState,
+    electionType: number,
+    topic: string,
+    partition: number,
+  ): Promise<StatedPartition | number> {
+    const known = active.partitions.get(topicPartitionKey(topic, partition));
+    const fresh = known === undefined ? null : await this.freshPartition(known);
+    if (fresh === null) return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+    const live = new Set(active.brokers.keys());
+    const outcome: ElectionOutcome =
+      electionType === ElectionType.UNCLEAN
+        ? uncleanElection(fresh.state, fresh.replicas, live, active.epoch)
+        : preferredElection(fresh.state, fresh.replicas, live, active.epoch);
+    if ("errorCode" in outcome) return outcome.errorCode;
+    const written = await this.writeState(active, fresh, outcome);
+    if (written === null) {
+      return this.active === active ? ErrorCode.UNKNOWN_SERVER_ERROR : ErrorCode.NOT_CONTROLLER;
+    }
+    active.partitions.set(topicPartitionKey(topic, partition), written);
+    return written;
+  }
+
+  /** The topic's unclean.leader.election.enable, else the broker's. */
+  private async uncleanAllowed(topic: string): Promise<boolean> {
+    try {
+      const { data } = await this.zk.getData(topicConfigPath(topic));
+      const value = decodeTopicConfig(topic, data)["unclean.leader.election.enable"];
+      if (value !== undefined) return value.trim().toLowerCase() === "true";
+    } catch (error) {
+      if (!(error instanceof NoNodeError) && !(error instanceof MalformedZnodeError)) throw error;
+    }
+    return this.options.uncleanLeaderElectionEnable();
   }
 
   // ---- partition reassignment ----------------------------------------------------------------
@@ -628,7 +721,11 @@ export class KafkaController {
       [...snapshot.partitions.values()],
       WRITE_CONCURRENCY,
       async (p) => {
-        const next = electLeader(p.state, p.replicas, live, active.epoch);
+        const unclean =
+          needsUncleanElection(p.state, live) &&
+          p.replicas.some((r) => live.has(r)) &&
+          (await this.uncleanAllowed(p.topic));
+        const next = electLeader(p.state, p.replicas, live, active.epoch, unclean);
         if (next === null) return p as StatedPartition;
         return await this.writeState(active, p, next);
       },
