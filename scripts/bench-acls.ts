@@ -137,13 +137,13 @@ try {
   }
   const [a, b] = [median(off.map((r) => r.rate)), median(on.map((r) => r.rate))];
   const [ca, cb] = [median(off.map((r) => r.cpu)), median(on.map((r) => r.cpu))];
-  console.log(`medians of ${rounds} runs of ${records} x 100 B records; load average ${loadAverage()}`);
+  const load = loadAverage();
+  console.log(`medians of ${rounds} runs of ${records} x 100 B records; load average ${load}`);
   console.log("| authorizer | records/s | broker CPU s |");
   console.log("|---|---|---|");
   console.log(`| none | ${a.toFixed(0)} | ${ca.toFixed(2)} |`);
-  console.log(
-    `| AclAuthorizer, ${ACL_COUNT} ACLs | ${b.toFixed(0)} (${pct(b, a)}) | ${cb.toFixed(2)} (${pct(cb, ca)}) |`,
-  );
+  const rate = `${b.toFixed(0)} (${pct(b, a)})`;
+  console.log(`| AclAuthorizer, ${ACL_COUNT} ACLs | ${rate} | ${cb.toFixed(2)} (${pct(cb, ca)}) |`);
 } finally {
   for (const b of [plain, authorized]) {
     b.proc.kill("SIGTERM");
