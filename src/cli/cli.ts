@@ -67,6 +67,7 @@ async function dispatch(argv: readonly string[], start: StartBroker): Promise<nu
     case "topic":
     case "group":
     case "cluster":
+    case "bench":
       return runClientCommand(command, rest);
     case "export":
       return runExport(rest);

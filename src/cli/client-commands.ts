@@ -4,6 +4,7 @@
  * `bench` and `export` here.
  */
 import { UsageError } from "./args.ts";
+import { benchConsume, benchProduce } from "./bench-command.ts";
 import { clusterConfig, clusterHealth, clusterInfo } from "./cluster-commands.ts";
 import { type CommandArgs, parseCommandArgs } from "./command-args.ts";
 import { CONNECTION_ALIASES, CONNECTION_HELP, CONNECTION_VALUES } from "./connection-options.ts";
@@ -120,10 +121,36 @@ const CLUSTER: Readonly<Record<string, Subcommand>> = {
   },
 };
 
+const BENCH: Readonly<Record<string, Subcommand>> = {
+  produce: {
+    usage:
+      "produce TOPIC [-n RECORDS] [-s RECORD_BYTES] [-z CODEC] [-a 0|1|all] " +
+      "[--batch-bytes N] [--in-flight N] [--rate N]",
+    values: [
+      "--count",
+      "--record-size",
+      "--compression",
+      "--acks",
+      "--batch-bytes",
+      "--in-flight",
+      "--rate",
+    ],
+    aliases: { "-n": "--count", "-s": "--record-size", "-z": "--compression", "-a": "--acks" },
+    run: benchProduce,
+  },
+  consume: {
+    usage: "consume TOPIC [-n RECORDS]",
+    values: ["--count"],
+    aliases: { "-n": "--count" },
+    run: benchConsume,
+  },
+};
+
 export const CLIENT_COMMANDS: Record<string, Readonly<Record<string, Subcommand>>> = {
   topic: TOPIC,
   group: GROUP,
   cluster: CLUSTER,
+  bench: BENCH,
 };
 
 export const EXIT_CODES_HELP = `Exit codes: 0 done, 1 unexpected failure, 2 usage error,

@@ -37,6 +37,8 @@ export interface FetchedChunk {
   readonly bytes: number;
   /** True when the partition reached its end offset with this chunk. */
   readonly done: boolean;
+  /** Round trip of the Fetch request that brought this chunk. */
+  readonly fetchMs: number;
 }
 
 export class Consumer {
@@ -60,7 +62,7 @@ export class Consumer {
   async *chunks(): AsyncGenerator<FetchedChunk> {
     for (const p of this.positions) {
       if (p.end !== null && p.offset >= p.end) {
-        yield { ...this.chunkBase(p), records: [], bytes: 0, done: true };
+        yield { ...this.chunkBase(p), records: [], bytes: 0, done: true, fetchMs: 0 };
       }
     }
     let active = this.positions.filter((p) => p.end === null || p.offset < p.end);
@@ -86,6 +88,7 @@ export class Consumer {
   private async fetch(leader: number, positions: Position[]): Promise<FetchedChunk[]> {
     const topics = new Map<string, Position[]>();
     for (const p of positions) topics.set(p.info.topic, [...(topics.get(p.info.topic) ?? []), p]);
+    const started = performance.now();
     const response = await this.client.request(
       ApiKey.Fetch,
       {
@@ -107,6 +110,7 @@ export class Consumer {
       this.options.maxWaitMs + this.client.config.requestTimeoutMs,
     );
     check(response.errorCode, "fetching");
+    const fetchMs = performance.now() - started;
     const chunks: FetchedChunk[] = [];
     for (const t of response.responses) {
       for (const data of t.partitions) {
@@ -122,7 +126,7 @@ export class Consumer {
         }
         const done = p.end !== null && p.offset >= p.end;
         if (records.length === 0 && !done && decoded.bytes === 0) continue;
-        chunks.push({ ...this.chunkBase(p), records, bytes: decoded.bytes, done });
+        chunks.push({ ...this.chunkBase(p), records, bytes: decoded.bytes, done, fetchMs });
       }
     }
     return chunks;

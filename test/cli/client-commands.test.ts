@@ -191,6 +191,50 @@ describe("quill group", () => {
   }, 60_000);
 });
 
+describe("quill bench", () => {
+  test("produce and consume report records, MB/s and latency percentiles, live and at the end", async () => {
+    await quillJson(["topic", "create", "bench", "-p", "3", ...b]);
+    const live = await quill([
+      "bench",
+      "produce",
+      "bench",
+      "-n",
+      "6000",
+      "-s",
+      "50",
+      "--rate",
+      "4000",
+      "-a",
+      "1",
+      ...b,
+    ]);
+    expect(live.code).toBe(0);
+    expect(live.stderr).toMatch(
+      /^produced \d+ records, \d+ records\/s, [\d.]+ MB\/s, latency p50 /m,
+    );
+    expect(live.stdout).toMatch(/RECORDS\s+SECONDS\s+RECORDS\/S\s+MB\/S\s+AVG-MS\s+P50-MS/);
+    const produced = await quillJson([
+      "bench",
+      "produce",
+      "bench",
+      "-n",
+      "20000",
+      "-z",
+      "lz4",
+      ...b,
+    ]);
+    expect(produced.records).toBe(20_000);
+    expect(produced.bytes).toBe(20_000 * 100);
+    expect(produced.latencyMs.p99).toBeGreaterThanOrEqual(produced.latencyMs.p50);
+    const consumed = await quillJson(["bench", "consume", "bench", ...b]);
+    expect(consumed.records).toBe(26_000);
+    expect(consumed.bytes).toBe(6_000 * 50 + 20_000 * 100);
+    expect(consumed.mbPerSec).toBeGreaterThan(0);
+    const missing = await quill(["bench", "consume", "nope", ...b]);
+    expect(missing.code).toBe(3);
+  }, 60_000);
+});
+
 describe("quill cluster and connection options", () => {
   test("info, health and config; QUILL_BROKERS and a profile file pick the cluster", async () => {
     const info = await quillJson(["cluster", "info", ...b]);
