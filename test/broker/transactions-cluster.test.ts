@@ -144,22 +144,29 @@ async function restartDead(): Promise<void> {
   await consistentMetadata(cluster, 3, 60_000);
 }
 
+/**
+ * With the transaction in PrepareCommit (markers held), kills broker `id`, lets markers go and
+ * waits for the commit to complete.
+ */
+async function killPreparedThenAwaitCommit(id: number): Promise<void> {
+  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
+  await cluster.brokers.get(id)!.kill9();
+  fs.rmSync(HOLD);
+  await consistentMetadata(cluster, 2, 60_000);
+  await until(
+    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
+    30_000,
+    "the transaction's commit completing",
+  );
+}
+
 test("kill -9 of the coordinator between a commit's prepare and its markers", async () => {
   await restartDead();
   fs.writeFileSync(HOLD, "");
   await transact(["p1", "p2", "p3"], true);
-  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
-  const coordinator = await coordinatorId();
-  await cluster.brokers.get(coordinator)!.kill9();
-  fs.rmSync(HOLD);
-  await consistentMetadata(cluster, 2, 60_000);
   // The new coordinator loaded PrepareCommit from the replicated log and wrote the markers.
   // It read the record past its high watermark (the old leader had acknowledged it).
-  await until(
-    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
-    30_000,
-    "the new coordinator completing the commit",
-  );
+  await killPreparedThenAwaitCommit(await coordinatorId());
   const all = ["c1", "c2", "c3", "c4", "c5", "c6", "p1", "p2", "p3"];
   expect(await readCommitted(all.length)).toEqual(all);
 }, 240_000);
@@ -190,15 +197,7 @@ test("kill -9 of the group coordinator holding a transaction's pending offsets",
   });
   await txn.commit();
   await producer.disconnect();
-  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
-  await cluster.brokers.get(groupCoordinator)!.kill9();
-  fs.rmSync(HOLD);
-  await consistentMetadata(cluster, 2, 60_000);
-  await until(
-    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
-    30_000,
-    "the commit completing",
-  );
+  await killPreparedThenAwaitCommit(groupCoordinator);
   const admin = kafka().admin();
   await admin.connect();
   try {
