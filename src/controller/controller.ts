@@ -23,8 +23,10 @@
 import { topicPartitionKey } from "../common/topic-partition.ts";
 import {
   type BrokerRegistrationInfo,
+  brokerIdPath,
   CONTROLLER_EPOCH_PATH,
   CONTROLLER_PATH,
+  decodeBrokerRegistration,
   decodeController,
   decodeControllerEpoch,
   decodeTopicConfig,
@@ -54,6 +56,7 @@ import {
   rewriteLegacyReassignments,
   writePartitionAssignment,
 } from "./assignment-writes.ts";
+import { BrokerLiveness } from "./broker-liveness.ts";
 import { ControllerChannelManager } from "./controller-channel-manager.ts";
 import {
   type ElectionOutcome,
@@ -156,6 +159,8 @@ interface ActiveState {
   /** `/controller_epoch`'s version after this controller's increment. */
   readonly epochZkVersion: number;
   readonly channels: ControllerChannelManager;
+  /** Probes of the other brokers' ports: a refused one is treated as dead before its session. */
+  readonly liveness: BrokerLiveness;
   /** What brokers were last told about each partition. */
   readonly partitions: Map<string, StatedPartition>;
   brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
@@ -168,6 +173,9 @@ const RETRY_DELAY_MS = 500;
 export const CLOSE_WAIT_MS = 5_000;
 /** State writes in flight at once while reconciling. */
 const WRITE_CONCURRENCY = 64;
+/** How often the controller probes each broker's port, and refusals in a row that count. */
+export const LIVENESS_PROBE_INTERVAL_MS = 100;
+export const LIVENESS_REFUSALS_TO_SUSPECT = 2;
 
 export class KafkaController {
   private active: ActiveState | null = null;
@@ -179,6 +187,11 @@ export class KafkaController {
   /** Live brokers at the last reconciliation, to notice a broker leaving. */
   private lastBrokerCount = 0;
   private readonly unsubscribe: () => void;
+  /**
+   * While another broker is the controller: a probe of its port, so that a controller killed
+   * with kill -9 is replaced before its session ends (see watchController).
+   */
+  private controllerProbe: { id: number; owner: bigint; liveness: BrokerLiveness } | null = null;
 
   private constructor(
     private readonly zk: ZooKeeperClient,
@@ -218,6 +231,7 @@ export class KafkaController {
     // stay down, and a task may wait on a ZooKeeper that is gone: abandon the requests, and
     // give the running task a bounded time before resigning under it.
     this.active?.channels.close();
+    this.stopControllerProbe();
     const waited = await Promise.race([
       this.queue.then(() => true),
       Bun.sleep(CLOSE_WAIT_MS).then(() => false),
@@ -631,18 +645,66 @@ export class KafkaController {
 
   private async learnController(): Promise<void> {
     try {
-      const [{ data }, epoch] = await Promise.all([
+      const [{ data, stat }, epoch] = await Promise.all([
         this.zk.getData(CONTROLLER_PATH),
         this.readControllerEpoch(),
       ]);
-      this.setCurrent(decodeController(data), epoch.epoch);
+      const id = decodeController(data);
+      this.setCurrent(id, epoch.epoch);
+      if (id !== this.options.brokerId) await this.watchController(id, stat.ephemeralOwner);
     } catch (error) {
       // Gone again already: the watch brings the next election.
       if (!(error instanceof NoNodeError)) throw error;
     }
   }
 
+  /**
+   * Probes the controller's port. When it refuses connections the controller's process is
+   * gone, but `/controller` stays until its session ends: this broker deletes it (only if it is
+   * still that session's) so that the live brokers elect a new controller now. Safe even if the
+   * controller were alive: every controller write checks `/controller_epoch`'s version, which the
+   * next controller's election moves, so the old one is fenced (Kafka's controller epoch).
+   */
+  private async watchController(id: number, owner: bigint): Promise<void> {
+    const probe = this.controllerProbe;
+    if (probe !== null && probe.id === id && probe.owner === owner) return;
+    this.stopControllerProbe();
+    const registration = await this.zk.getData(brokerIdPath(id)).catch(() => null);
+    if (registration === null || this.closed || this.active !== null) return;
+    const { host, port } = decodeBrokerRegistration(id, registration.data);
+    const { brokerId, requestTimeoutMs, log } = this.options;
+    const liveness = new BrokerLiveness({
+      clientId: `quill-broker-${brokerId}`,
+      probeIntervalMs: LIVENESS_PROBE_INTERVAL_MS,
+      refusalsToSuspect: LIVENESS_REFUSALS_TO_SUSPECT,
+      probeTimeoutMs: requestTimeoutMs,
+      log: log.child("ControllerLiveness"),
+      onSuspect: () => this.schedule("depose", () => this.deposeDeadController(id, owner)),
+      onReturn: () => {},
+    });
+    this.controllerProbe = { id, owner, liveness };
+    liveness.watch(id, host, port);
+  }
+
+  private stopControllerProbe(): void {
+    this.controllerProbe?.liveness.close();
+    this.controllerProbe = null;
+  }
+
+  /** Deletes `/controller` if the suspected controller's session still holds it. */
+  private async deposeDeadController(id: number, owner: bigint): Promise<void> {
+    const stat = await this.zk.exists(CONTROLLER_PATH);
+    if (stat === null || stat.ephemeralOwner !== owner) return;
+    this.options.log.warn(
+      `controller ${id} refuses connections: removing its /controller so a live broker takes over`,
+    );
+    await this.zk.delete(CONTROLLER_PATH, { version: stat.version }).catch((error: unknown) => {
+      if (!(error instanceof NoNodeError) && !(error instanceof BadVersionError)) throw error;
+    });
+  }
+
   private becomeActive(epoch: number, epochZkVersion: number): void {
+    this.stopControllerProbe();
     const { brokerId, requestTimeoutMs, log } = this.options;
     log.info(`broker ${brokerId} is the controller (epoch ${epoch})`);
     const rebalance = this.options.leaderRebalance;
@@ -661,6 +723,15 @@ export class KafkaController {
         requestTimeoutMs,
         log.child("ControllerChannelManager"),
       ),
+      liveness: new BrokerLiveness({
+        clientId: `quill-controller-${brokerId}`,
+        probeIntervalMs: LIVENESS_PROBE_INTERVAL_MS,
+        refusalsToSuspect: LIVENESS_REFUSALS_TO_SUSPECT,
+        probeTimeoutMs: requestTimeoutMs,
+        log: log.child("BrokerLiveness"),
+        onSuspect: () => this.schedule("reconcile", () => this.reconcile()),
+        onReturn: (id) => this.schedule(`return:${id}`, () => this.brokerReturned(id)),
+      }),
       partitions: new Map(),
       brokers: new Map(),
       rebalanceTimer,
@@ -675,6 +746,7 @@ export class KafkaController {
       `broker ${this.options.brokerId} stops being the controller ` + `(${why})`,
     );
     this.active.channels.close();
+    this.active.liveness.close();
     if (this.active.rebalanceTimer !== null) clearInterval(this.active.rebalanceTimer);
     this.active = null;
     this.armed.delete("brokers");
@@ -714,7 +786,11 @@ export class KafkaController {
     this.disarmVanishedTopics(snapshot);
     if (this.active !== active) return;
     const joined = this.updateBrokers(active, snapshot);
-    const live = new Set(snapshot.brokers.keys());
+    // A registered broker whose port refuses connections is dead already: its session has not
+    // ended yet. Electing around it now is safe for the reasons docs/faults.md gives.
+    const live = new Set(
+      [...snapshot.brokers.keys()].filter((id) => !active.liveness.isSuspected(id)),
+    );
     const changed: StatedPartition[] = [];
     const added: StatedPartition[] = [];
     const results = await mapLimit(
@@ -777,6 +853,7 @@ export class KafkaController {
       ) {
         active.channels.removeBroker(id);
         active.channels.addBroker(id, info.host, info.port);
+        if (id !== this.options.brokerId) active.liveness.watch(id, info.host, info.port);
         joined.push(id);
       }
     }
@@ -784,6 +861,7 @@ export class KafkaController {
       if (!snapshot.brokers.has(id)) {
         this.options.log.info(`controller saw broker ${id} leave the cluster`);
         active.channels.removeBroker(id);
+        active.liveness.unwatch(id);
       }
     }
     if (joined.length > 0) {
@@ -794,6 +872,18 @@ export class KafkaController {
     }
     active.brokers = snapshot.brokers;
     return joined;
+  }
+
+  /**
+   * A suspected broker answers again (restarted on its port before its old session ended, or
+   * its port was closed for a moment): it may have missed decisions, so it gets the full state,
+   * as a broker that registers again does, and the cluster is reconciled with it alive.
+   */
+  private async brokerReturned(brokerId: number): Promise<void> {
+    const active = this.active;
+    if (active === null || !active.brokers.has(brokerId)) return;
+    this.sendFullState(active, brokerId);
+    await this.reconcile();
   }
 
   /** Topics gone from ZooKeeper: their replicas stop and delete them. */

@@ -30,6 +30,11 @@ export const IN_FLIGHT_MAX = 1_000;
 /** The connection failed or closed, or a request timed out; the caller may reconnect and retry. */
 export class InterBrokerError extends Error {
   override readonly name = "InterBrokerError";
+
+  /** Nothing listens at the address (ECONNREFUSED): the broker's process is gone or not up. */
+  get refused(): boolean {
+    return (this.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED";
+  }
 }
 
 export interface InterBrokerClientOptions {
