@@ -12,7 +12,7 @@ import { TransactionCoordinator } from "../coordinator/transaction-coordinator.t
 import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { TransactionMarkerChannelManager } from "../coordinator/transaction-marker-channel-manager.ts";
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
-import { GENERATE_BROKER_ID, resolveBrokerId } from "../metadata/broker-id.ts";
+import { resolveBrokerId } from "../metadata/broker-id.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
@@ -283,8 +283,8 @@ function advertisedAsBound(config: BrokerConfig, bound: readonly BoundListener[]
 
 /**
  * Opens the metadata store (the local file, or ZooKeeper in a cluster) and settles the broker
- * id, which in a cluster may come from the data dir or ZooKeeper (broker.id -1); then reads the
- * dynamic broker configs, so that everything started after runs with them.
+ * id, which may come from the data dir or, in a cluster, ZooKeeper (broker.id -1); then reads
+ * the dynamic broker configs, so that everything started after runs with them.
  */
 async function openStores(
   configured: BrokerConfig,
@@ -293,18 +293,13 @@ async function openStores(
 ): Promise<{ stores: MetadataStores; config: BrokerConfig; dynamic: DynamicConfigParts }> {
   const stores = await openMetadataStores(configured, log.child("MetadataStore"));
   cleanups.push("metadata stores", () => stores.close());
-  const config =
-    stores.zooKeeper === null
-      ? embeddedConfig(configured)
-      : {
-          ...configured,
-          "broker.id": await resolveBrokerId(
-            configured["broker.id"],
-            stores.metadataStore.clusterId,
-            configured["log.dirs"],
-            stores.zooKeeper,
-          ),
-        };
+  const brokerId = await resolveBrokerId(
+    configured["broker.id"],
+    stores.metadataStore.clusterId,
+    configured["log.dirs"],
+    stores.zooKeeper,
+  );
+  const config = { ...configured, "broker.id": brokerId };
   const dynamic = await openDynamicConfig(config, stores.zooKeeper, log);
   return { stores, config: dynamic.config.current, dynamic };
 }
@@ -534,9 +529,4 @@ async function joinCluster(
   // Still serving: the controller tells this broker and the new leaders over the network.
   cleanups.push("cluster role", () => clusterRole.shutDown());
   return clusterRole.controller;
-}
-
-/** An embedded broker has no cluster to draw an id from: -1 means 0, the default. */
-function embeddedConfig(config: BrokerConfig): BrokerConfig {
-  return config["broker.id"] === GENERATE_BROKER_ID ? { ...config, "broker.id": 0 } : config;
 }

@@ -33,12 +33,16 @@ interface MetaProperties {
   readonly clusterId: string | null;
 }
 
-/** Settles the id and records it in every log dir; ClusterStartupError on a conflict. */
+/**
+ * Settles the id and records it in every log dir; ClusterStartupError on a conflict. Without
+ * ZooKeeper (the embedded broker) there is no sequence to draw from, so -1 means 0; the record
+ * is written all the same, so that an older binary refuses a data dir a newer one has written.
+ */
 export async function resolveBrokerId(
   configuredId: number,
   clusterId: string,
   logDirs: readonly string[],
-  zk: ZooKeeperClient,
+  zk: ZooKeeperClient | null,
 ): Promise<number> {
   const recorded = logDirs.flatMap((dir) => {
     const meta = readMetaProperties(dir);
@@ -48,7 +52,8 @@ export async function resolveBrokerId(
     if (meta.clusterId !== null && meta.clusterId !== clusterId) {
       throw new ClusterStartupError(
         `${path.join(dir, META_PROPERTIES_FILE)} belongs to cluster ` +
-          `${meta.clusterId}, but ZooKeeper holds cluster ${clusterId}`,
+          `${meta.clusterId}, but ${zk === null ? "the metadata file" : "ZooKeeper"} holds ` +
+          `cluster ${clusterId}`,
       );
     }
   }
@@ -69,10 +74,17 @@ export async function resolveBrokerId(
         `${recordedId} recorded in ${META_PROPERTIES_FILE}; the data dir belongs to another broker`,
     );
   }
-  const brokerId =
-    recordedId ?? (configuredId === GENERATE_BROKER_ID ? await generateBrokerId(zk) : configuredId);
+  const brokerId = recordedId ?? (await configuredOrGenerated(configuredId, zk));
   for (const dir of logDirs) writeMetaProperties(dir, { brokerId, clusterId });
   return brokerId;
+}
+
+async function configuredOrGenerated(
+  configuredId: number,
+  zk: ZooKeeperClient | null,
+): Promise<number> {
+  if (configuredId !== GENERATE_BROKER_ID) return configuredId;
+  return zk === null ? 0 : generateBrokerId(zk);
 }
 
 /** Kafka's generateBrokerSequenceId: the version a write to /brokers/seqid gives, plus 1000. */

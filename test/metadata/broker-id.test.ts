@@ -1,7 +1,7 @@
 /**
- * Broker ids in ZooKeeper mode: generated from /brokers/seqid when broker.id is -1, kept across
- * restarts through meta.properties, and a data dir that belongs to another broker or cluster
- * refused at startup.
+ * Broker ids and meta.properties. In ZooKeeper mode: generated from /brokers/seqid when
+ * broker.id is -1, kept across restarts through meta.properties, and a data dir that belongs to
+ * another broker or cluster refused at startup. The embedded broker records the file too.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -99,6 +99,34 @@ test("meta.properties records the data format version; a newer one is refused", 
     expect(newer).toBeInstanceOf(ClusterStartupError);
     expect(String(newer)).toContain("records data format version 2, written by a newer Quill");
     expect(readFileSync(file, "utf8")).toContain("format.version=2");
+  } finally {
+    removeDir(dir);
+  }
+}, 60_000);
+
+test("the embedded broker records meta.properties too, and refuses a newer data dir", async () => {
+  const dir = tempDir();
+  const file = join(dir, "meta.properties");
+  try {
+    const first = await startInProcessBroker({ dataDir: dir });
+    await first.stop();
+    const written = readFileSync(file, "utf8");
+    expect(written).toContain("\nbroker.id=0\n");
+    expect(written).toContain("\nquill.data.format.version=1\n");
+    expect(written).toMatch(/\ncluster\.id=\S+\n/);
+    const again = await startInProcessBroker({ dataDir: dir });
+    await again.stop();
+    expect(readFileSync(file, "utf8")).toBe(written);
+    writeFileSync(file, written.replace("format.version=1", "format.version=2"));
+    const newer = await startInProcessBroker({ dataDir: dir }).then(
+      async (broker) => {
+        await broker.stop();
+        return null;
+      },
+      (error: unknown) => error,
+    );
+    expect(newer).toBeInstanceOf(ClusterStartupError);
+    expect(String(newer)).toContain("records data format version 2, written by a newer Quill");
   } finally {
     removeDir(dir);
   }
