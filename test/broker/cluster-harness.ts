@@ -9,7 +9,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
-import { ChildBroker } from "../support/child-broker.ts";
+import { type BrokerCommand, ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 
 export const SESSION_TIMEOUT_MS = 4_000;
@@ -25,11 +25,13 @@ export async function startCluster(
   connect: string,
   extraSettings: Readonly<Record<string, string>> = {},
   env: Readonly<Record<string, string>> = {},
+  command: BrokerCommand = "source",
 ): Promise<Cluster> {
   const brokers = new Map<number, ChildBroker>();
   const started = await Promise.all(
     [1, 2, 3].map((id) =>
       ChildBroker.start({
+        command,
         settings: {
           "zookeeper.connect": connect,
           "zookeeper.session.timeout.ms": String(SESSION_TIMEOUT_MS),

@@ -17,8 +17,8 @@ const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 20_000;
 const LISTENING_LINE = /listening on ([^\s:]+):(\d+)/;
 
-/** Which executable a child broker runs. */
-export type BrokerCommand = "source" | "binary";
+/** Which executable a child broker runs: the source, dist/quill, or another build's binary. */
+export type BrokerCommand = "source" | "binary" | { readonly executable: string };
 
 export interface ChildBrokerOptions {
   /** "source" runs `bun src/main.ts serve`; "binary" runs `dist/quill serve` (built if stale). */
@@ -133,12 +133,16 @@ export class ChildBroker {
     await this.stderrDone;
   }
 
-  /** Starts a new broker process on the same data dir and port (this one must have exited). */
-  async restart(): Promise<ChildBroker> {
+  /**
+   * Starts a new broker process on the same data dir and port (this one must have exited),
+   * running `command` when given (an upgrade), else what this one ran.
+   */
+  async restart(command: BrokerCommand = this.options.command): Promise<ChildBroker> {
     if (this.running) {
       throw new Error(`broker ${this.pid} is still running; stop it before restarting`);
     }
-    return await ChildBroker.launch({ ...this.options, port: this.port }, this.ownsDataDir);
+    const options = { ...this.options, port: this.port, command };
+    return await ChildBroker.launch(options, this.ownsDataDir);
   }
 
   /** Kills the process if it still runs and deletes the data dir if the harness made it. */
@@ -149,6 +153,7 @@ export class ChildBroker {
 }
 
 function commandPrefix(command: BrokerCommand): string[] {
+  if (typeof command === "object") return [command.executable];
   if (command === "binary") return [ensureBuiltBinary()];
   return [process.execPath, join(REPO_ROOT, "src", "main.ts")];
 }
