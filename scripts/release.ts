@@ -60,6 +60,16 @@ export const TARGETS: readonly ReleaseTarget[] = [
     "glibc",
     "linux-arm64-gnu",
   ),
+  // For x86-64 CPUs without AVX2 (before Haswell, and some small servers): Bun's baseline build.
+  target(
+    "linux-x64-baseline",
+    "bun-linux-x64-baseline",
+    "linux-x64-baseline",
+    "linux",
+    "x64",
+    "glibc",
+    "linux-x64-gnu",
+  ),
   target(
     "linux-x64-musl",
     "bun-linux-x64-musl",
