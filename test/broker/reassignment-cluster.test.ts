@@ -12,7 +12,7 @@ import { decodeTopicAssignment, topicPath } from "../../src/metadata/kafka-znode
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { tempDir } from "../support/broker-harness.ts";
-import type { ChildBroker } from "../support/child-broker.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
@@ -100,7 +100,7 @@ async function settledOn(topic: string, expected: number[][], timeoutMs = 60_000
   );
 }
 
-const knownController = 1;
+let knownController = 1;
 function controllerId(): number {
   const b = cluster.brokers.get(knownController);
   if (b?.running) return knownController;
@@ -197,34 +197,14 @@ test("generate, execute and verify move a topic while a producer and a group run
   const load = await startLoad("moving");
   try {
     await until(async () => (load.acknowledged.length > 200 ? true : undefined), 60_000, "load");
-    const topics = jsonFile("topics.json", { version: 1, topics: [{ topic: "moving" }] });
-    const generated = await reassignTool(
-      "--topics-to-move-json-file",
-      topics,
-      "--broker-list",
-      "2,3",
-      "--generate",
-    );
-    expect(generated.code).toBe(0);
-    const proposal = generated.stdout.split("Proposed partition reassignment configuration")[1]!;
-    const plan = JSON.parse(proposal.trim().split("\n")[0]!);
+    const plan = await generatePlan(["moving"], "2,3");
     expect(plan.partitions).toHaveLength(3);
     for (const p of plan.partitions) expect(p.replicas).not.toContain(1);
-    const planFile = jsonFile("plan.json", plan);
-    const executed = await reassignTool("--reassignment-json-file", planFile, "--execute");
-    expect(executed.code).toBe(0);
-    expect(executed.stdout).toContain("Successfully started partition reassignment");
-    await until(
-      async () => {
-        const verified = await reassignTool("--reassignment-json-file", planFile, "--verify");
-        return verified.stdout.split("\n").filter((l) => l.includes("is completed.")).length === 3
-          ? verified
-          : undefined;
-      },
-      90_000,
-      "verify reports every partition completed",
-      1_000,
-    );
+    // --throttle sets the brokers' replication rates and the topic's throttled replicas, and
+    // --verify removes them once the move is over, as against Kafka.
+    await executeAndVerify("plan.json", plan, ["--throttle", "50000000"]);
+    const topicConfig = await cluster.zk.getData("/config/topics/moving");
+    expect(new TextDecoder().decode(topicConfig.data)).not.toContain("throttled");
     const expected = plan.partitions
       .sort((a: { partition: number }, b: { partition: number }) => a.partition - b.partition)
       .map((p: { replicas: number[] }) => p.replicas);
@@ -248,3 +228,197 @@ test("generate, execute and verify move a topic while a producer and a group run
   }
   expect(load.failures).toBe(0);
 }, 240_000);
+
+async function controllerBroker(): Promise<number> {
+  const m = await metadata([...cluster.brokers.values()].find((b) => b.running)!);
+  knownController = m.controllerId;
+  return m.controllerId;
+}
+
+async function alterReassignments(port: number, topic: string, replicas: number[] | null) {
+  const response = await requestOnce(port, ApiKey.AlterPartitionReassignments, 0, {
+    timeoutMs: 10_000,
+    topics: [{ name: topic, partitions: [{ partitionIndex: 0, replicas }] }],
+  });
+  expect(response.errorCode).toBe(ErrorCode.NONE);
+  return response.responses[0]!.partitions[0]!.errorCode;
+}
+
+async function listReassignments(port: number) {
+  const response = await requestOnce(port, ApiKey.ListPartitionReassignments, 0, {
+    timeoutMs: 10_000,
+    topics: null,
+  });
+  expect(response.errorCode).toBe(ErrorCode.NONE);
+  return response.topics.flatMap((t) => t.partitions.map((p) => ({ topic: t.name, ...p })));
+}
+
+/** The three brokers as the controller, one to stop, and the other. */
+async function roles() {
+  const c = await controllerBroker();
+  const [s, t] = [1, 2, 3].filter((id) => id !== c) as [number, number];
+  return { c, s, t, port: cluster.brokers.get(c)!.port };
+}
+
+test("a move to a stopped broker stays pending, is listed, and is cancelled back", async () => {
+  const { c, s, t, port } = await roles();
+  await createTopic("cancelled", [[t, c]]);
+  await consistentMetadata(cluster, 3);
+  const stopped = cluster.brokers.get(s)!;
+  process.kill(stopped.pid, "SIGSTOP");
+  try {
+    expect(await alterReassignments(port, "cancelled", [c, s])).toBe(ErrorCode.NONE);
+    const listed = await listReassignments(port);
+    expect(listed).toEqual([
+      {
+        topic: "cancelled",
+        partitionIndex: 0,
+        replicas: [c, s, t],
+        addingReplicas: [s],
+        removingReplicas: [t],
+      },
+    ]);
+    const pending = await assignmentZnode("cancelled");
+    expect(pending.assignment).toEqual([[c, s, t]]);
+    expect(pending.addingReplicas?.get(0)).toEqual([s]);
+    expect(pending.removingReplicas?.get(0)).toEqual([t]);
+    expect(await alterReassignments(port, "cancelled", null)).toBe(ErrorCode.NONE);
+    expect(await listReassignments(port)).toEqual([]);
+    // Kafka's origin is the replicas less those being added, in the full list's order (the
+    // target's first): the cancelled move keeps the replicas, not their first order.
+    const reverted = await assignmentZnode("cancelled");
+    expect(reverted.assignment).toEqual([[c, t]]);
+    expect(reverted.addingReplicas).toBeUndefined();
+    expect(await alterReassignments(port, "cancelled", null)).toBe(
+      ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+    );
+    expect(await alterReassignments(port, "cancelled", [c, 9])).toBe(
+      ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+    );
+  } finally {
+    process.kill(stopped.pid, "SIGCONT");
+  }
+  await consistentMetadata(cluster, 3, 30_000);
+}, 120_000);
+
+test("the legacy /admin/reassign_partitions znode moves a partition and is removed", async () => {
+  await createTopic("legacy", [[1, 2]]);
+  await consistentMetadata(cluster, 3);
+  const request = { version: 1, partitions: [{ topic: "legacy", partition: 0, replicas: [3, 2] }] };
+  await cluster.zk.create(
+    "/admin/reassign_partitions",
+    new TextEncoder().encode(JSON.stringify(request)),
+  );
+  await until(
+    async () =>
+      (await cluster.zk.exists("/admin/reassign_partitions")) === null ? true : undefined,
+    60_000,
+    "the controller removed the finished request",
+  );
+  const znode = await assignmentZnode("legacy");
+  expect(znode.assignment).toEqual([[3, 2]]);
+  await settledOn("legacy", [[3, 2]]);
+}, 120_000);
+
+test("a move survives the controller's kill -9: the next controller finishes it", async () => {
+  const { c, s, t, port } = await roles();
+  await createTopic("failover", [[c, t]]);
+  await consistentMetadata(cluster, 3);
+  const stopped = cluster.brokers.get(s)!;
+  process.kill(stopped.pid, "SIGSTOP");
+  try {
+    expect(await alterReassignments(port, "failover", [t, s])).toBe(ErrorCode.NONE);
+    expect((await assignmentZnode("failover")).addingReplicas?.get(0)).toEqual([s]);
+    await cluster.brokers.get(c)!.kill9();
+  } finally {
+    process.kill(stopped.pid, "SIGCONT");
+  }
+  await until(
+    async () => {
+      const znode = await assignmentZnode("failover");
+      return znode.addingReplicas === undefined ? znode : undefined;
+    },
+    90_000,
+    "the new controller completed the move",
+  );
+  expect((await assignmentZnode("failover")).assignment).toEqual([[t, s]]);
+  const newController = await controllerBroker();
+  expect(newController).not.toBe(c);
+  cluster.brokers.set(c, await cluster.brokers.get(c)!.restart());
+  await settledOn("failover", [[t, s]]);
+}, 180_000);
+
+test("a broker is drained with the tool, then a fourth broker receives partitions", async () => {
+  const topics = ["moving", "cancelled", "legacy", "failover"];
+  const drained = 2;
+  const plan = await generatePlan(topics, "1,3");
+  expect(plan.partitions.every((p: { replicas: number[] }) => !p.replicas.includes(drained))).toBe(
+    true,
+  );
+  await executeAndVerify("drain.json", plan);
+  await until(
+    async () =>
+      topics.some((t) => hostsOnDisk(cluster.brokers.get(drained)!, t)) ? undefined : true,
+    30_000,
+    `broker ${drained} holds no partition any more`,
+  );
+  const fourth = await ChildBroker.start({
+    settings: {
+      "zookeeper.connect": cluster.connect,
+      "zookeeper.session.timeout.ms": "4000",
+      "broker.id": "4",
+    },
+  });
+  cluster.brokers.set(4, fourth);
+  await consistentMetadata(cluster, 4, 30_000);
+  const toFourth = {
+    version: 1,
+    partitions: [0, 1, 2].map((partition) => ({
+      topic: "moving",
+      partition,
+      replicas: [4, partition === 1 ? 1 : 3],
+    })),
+  };
+  await executeAndVerify("fourth.json", toFourth);
+  await settledOn("moving", [
+    [4, 3],
+    [4, 1],
+    [4, 3],
+  ]);
+  expect(hostsOnDisk(fourth, "moving")).toBe(true);
+}, 240_000);
+
+async function generatePlan(topics: string[], brokerList: string) {
+  const file = jsonFile("to-move.json", { version: 1, topics: topics.map((topic) => ({ topic })) });
+  const generated = await reassignTool(
+    "--topics-to-move-json-file",
+    file,
+    "--broker-list",
+    brokerList,
+    "--generate",
+  );
+  expect(generated.code).toBe(0);
+  const proposal = generated.stdout.split("Proposed partition reassignment configuration")[1]!;
+  return JSON.parse(proposal.trim().split("\n")[0]!);
+}
+
+async function executeAndVerify(
+  name: string,
+  plan: { partitions: unknown[] },
+  extraArgs: string[] = [],
+) {
+  const file = jsonFile(name, plan);
+  const executed = await reassignTool("--reassignment-json-file", file, "--execute", ...extraArgs);
+  expect(executed.code).toBe(0);
+  expect(executed.stdout).toContain("Successfully started partition reassignment");
+  await until(
+    async () => {
+      const verified = await reassignTool("--reassignment-json-file", file, "--verify");
+      const done = verified.stdout.split("\n").filter((l) => l.includes("is completed."));
+      return done.length === plan.partitions.length ? true : undefined;
+    },
+    90_000,
+    `${name}: verify reports every partition completed`,
+    1_000,
+  );
+}
