@@ -7,12 +7,16 @@ import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { AdminAuthenticator } from "./admin-auth.ts";
 import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import type { CleanupStack } from "./cleanup-stack.ts";
+import type { ConsoleContext } from "./console-context.ts";
+import { ConsoleHistory } from "./console-history.ts";
+import { consolePage } from "./console-pages.ts";
 import { scramCredentialStore } from "./sasl-setup.ts";
 
 /** The admin listener's state, with what the start-up learns for it on the way. */
 export interface AdminHandle {
   readonly state: AdminState;
   readonly bound: AdminServer["bound"];
+  readonly history: ConsoleHistory;
   zooKeeper: ZooKeeperClient | null;
 }
 
@@ -32,14 +36,20 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
     authenticator: null,
     pages: null,
   };
-  if (addresses === null) return { state, bound: [], zooKeeper: null };
-  cleanups.push("event-loop monitor", () => eventLoop?.stop());
+  const history = new ConsoleHistory();
+  if (addresses === null) return { state, bound: [], history, zooKeeper: null };
+  cleanups.push("event-loop monitor and console history", () => {
+    eventLoop?.stop();
+    history.stop();
+  });
   const server = startAdminServer(addresses, state);
   cleanups.push("admin listener", () => server.stop());
   const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
   const auth = state.authentication === "scram" ? "HTTP basic against SCRAM users" : "no login";
-  log.info(`quill: admin listener on ${bound} (/health/live, /health/ready, /metrics; ${auth})`);
-  return { state, bound: server.bound, zooKeeper: null };
+  log.info(
+    `quill: admin listener on ${bound} (/console, /health/live, /health/ready, /metrics; ${auth})`,
+  );
+  return { state, bound: server.bound, history, zooKeeper: null };
 }
 
 /** The broker serves: metrics see its parts, logins its SCRAM users, and it reports ready. */
@@ -55,6 +65,16 @@ export function adminServes(
       services.saslAuthenticator?.credentials ??
       scramCredentialStore(services.config, admin.zooKeeper);
     state.authenticator = new AdminAuthenticator(store);
+  }
+  if (admin.bound.length > 0) {
+    const zk = admin.zooKeeper;
+    const context: ConsoleContext = {
+      services,
+      history: admin.history,
+      zooKeeperState: () => zk?.sessionState ?? "not used (embedded broker)",
+    };
+    admin.history.start(services, state.metrics);
+    state.pages = (request, url) => consolePage(request, url, () => context);
   }
   state.ready = true;
 }

@@ -30,6 +30,10 @@ const basic = (user: string, password: string) => ({
 test("health checks need no login; metrics and the console need a SCRAM user's password", async () => {
   expect((await fetch(`${admin}/health/live`)).status).toBe(200);
   expect((await fetch(`${admin}/health/ready`)).status).toBe(200);
+  expect((await fetch(`${admin}/console`)).status).toBe(401);
+  const console = await fetch(`${admin}/console`, { headers: basic("alice", "wonderland") });
+  expect(console.status).toBe(200);
+  expect(await console.text()).toContain("<h1>Cluster</h1>");
   const anonymous = await fetch(`${admin}/metrics`);
   expect(anonymous.status).toBe(401);
   expect(anonymous.headers.get("www-authenticate")).toStartWith("Basic ");
