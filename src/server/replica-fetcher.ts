@@ -20,6 +20,11 @@ import type {
 import { ApiKey, type Init } from "../protocol/generated/index.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
+import {
+  FetchSessionHandler,
+  type SessionFetch,
+  type SessionPartitionData,
+} from "./fetch-session-handler.ts";
 import type { BrokerEndpoint } from "./metadata-cache.ts";
 import type { Partition } from "./partition.ts";
 
@@ -67,8 +72,45 @@ interface FetchTarget {
   delayedUntilMs: number;
 }
 
+/** A partition as a Fetch lists it, with what the fetch session compares. */
+interface WirePartition extends SessionPartitionData {
+  readonly topic: string;
+  readonly topicId: Uint8Array;
+  readonly partition: number;
+}
+
+function wireData(t: FetchTarget): WirePartition {
+  return {
+    topic: t.partition.topic,
+    topicId: t.partition.topicId,
+    partition: t.partition.partition,
+    fetchOffset: t.partition.log.logEndOffset,
+    logStartOffset: t.partition.log.logStartOffset,
+    currentLeaderEpoch: t.leaderEpoch,
+  };
+}
+
+/** Partitions grouped by topic, in first-seen order. */
+function byTopic(partitions: readonly WirePartition[]): WirePartition[][] {
+  const groups = new Map<string, WirePartition[]>();
+  for (const p of partitions) {
+    const list = groups.get(p.topic) ?? [];
+    list.push(p);
+    groups.set(p.topic, list);
+  }
+  return [...groups.values()];
+}
+
+/** Top-level errors that only mean "start the session over" (answered at once, no backoff). */
+const SESSION_ERRORS: ReadonlySet<number> = new Set([
+  ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+  ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+  ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+]);
+
 export class ReplicaFetcher {
   private readonly targets = new Map<TopicPartitionKey, FetchTarget>();
+  private readonly session = new FetchSessionHandler<TopicPartitionKey, WirePartition>();
   private client: InterBrokerClient | null = null;
   private stopped = false;
   private wake: (() => void) | null = null;
@@ -188,52 +230,69 @@ export class ReplicaFetcher {
     if (current === target) target.truncated = true;
   }
 
+  /**
+   * One Fetch through the fetch session (KIP-227): only partitions whose offsets moved are
+   * listed, and the leader answers only partitions with news. A session error makes the next
+   * fetch a full one at once, without the backoff of a failed fetch.
+   */
   private async fetchOnce(client: InterBrokerClient): Promise<void> {
     const targets = this.readyTargets().filter((t) => t.truncated);
     if (targets.length === 0) return;
     const usesIds = targets.every((t) => t.partition.topicId.some((b) => b !== 0));
     const version = usesIds ? FETCH_VERSION_WITH_IDS : FETCH_VERSION_WITH_NAMES;
-    const request = this.buildRequest(targets, version);
-    const response = await client.request(
-      ApiKey.Fetch,
-      version,
-      request,
-      this.settings.maxWaitMs + this.settings.socketTimeoutMs,
-    );
-    if (response.errorCode !== ErrorCode.NONE) {
+    const wanted = new Map(targets.map((t) => [this.responseKey(t, usesIds), wireData(t)]));
+    const session = this.session.build(wanted, version);
+    let response: FetchResponse;
+    try {
+      response = await client.request(
+        ApiKey.Fetch,
+        version,
+        this.buildRequest(session, wanted, version),
+        this.settings.maxWaitMs + this.settings.socketTimeoutMs,
+      );
+    } catch (error) {
+      this.session.handleError();
+      throw error;
+    }
+    if (!this.session.handleResponse(response.errorCode, response.sessionId)) {
+      if (SESSION_ERRORS.has(response.errorCode)) return;
       throw new Error(`Fetch answered ${errorName(response.errorCode)}`);
     }
     this.handleResponse(targets, response, usesIds);
   }
 
-  private buildRequest(targets: readonly FetchTarget[], version: number): Init<FetchRequest> {
-    const byTopic = new Map<string, FetchTarget[]>();
-    for (const t of targets) {
-      const list = byTopic.get(t.partition.topic) ?? [];
-      list.push(t);
-      byTopic.set(t.partition.topic, list);
-    }
+  private buildRequest(
+    session: SessionFetch<TopicPartitionKey, WirePartition>,
+    wanted: ReadonlyMap<TopicPartitionKey, WirePartition>,
+    version: number,
+  ): Init<FetchRequest> {
     const s = this.settings;
     const replica =
       version >= 15
         ? { replicaState: { replicaId: s.localBrokerId, replicaEpoch: -1n } }
         : { replicaId: s.localBrokerId };
+    const topicOf = (list: readonly WirePartition[]) =>
+      version >= 13 ? { topicId: list[0]!.topicId } : { topic: list[0]!.topic };
     return {
       ...replica,
       maxWaitMs: s.maxWaitMs,
       minBytes: s.minBytes,
       maxBytes: s.maxBytes,
-      topics: [...byTopic.values()].map((list) => ({
-        ...(version >= 13
-          ? { topicId: list[0]!.partition.topicId }
-          : { topic: list[0]!.partition.topic }),
-        partitions: list.map((t) => ({
-          partition: t.partition.partition,
-          currentLeaderEpoch: t.leaderEpoch,
-          fetchOffset: t.partition.log.logEndOffset,
-          logStartOffset: t.partition.log.logStartOffset,
+      sessionId: session.sessionId,
+      sessionEpoch: session.epoch,
+      topics: byTopic(session.toSend.map((key) => wanted.get(key)!)).map((list) => ({
+        ...topicOf(list),
+        partitions: list.map((p) => ({
+          partition: p.partition,
+          currentLeaderEpoch: p.currentLeaderEpoch,
+          fetchOffset: p.fetchOffset,
+          logStartOffset: p.logStartOffset,
           partitionMaxBytes: s.partitionMaxBytes,
         })),
+      })),
+      forgottenTopicsData: byTopic(session.toForget).map((list) => ({
+        ...topicOf(list),
+        partitions: list.map((p) => p.partition),
       })),
     };
   }

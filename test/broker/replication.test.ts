@@ -174,6 +174,10 @@ test("acks=all records reach every replica byte for byte; the HW covers them all
   for (const dir of cluster.dataDirs) {
     expect(segmentBytes(dir, "copied").equals(leaderBytes)).toBe(true);
   }
+  // The followers fetched through incremental fetch sessions (KIP-227), one each.
+  const sessions = rm(leader).fetchManager;
+  expect(sessions.incrementalFetches).toBeGreaterThan(0);
+  expect(sessions.cache.size).toBe(2);
 }, 60_000);
 
 test("the HW moves only as followers fetch: acks=all waits until a stuck one leaves", async () => {
