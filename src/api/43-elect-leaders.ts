@@ -12,6 +12,8 @@
 import { ElectionType } from "../controller/controller.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type ElectLeadersResponse } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 type TopicResult = ElectLeadersResponse["replicaElectionResults"][number];
@@ -29,6 +31,11 @@ export const electLeadersHandler = defineHandler({
         : request.topicPartitions.flatMap((t) =>
             t.partitions.map((partition) => ({ topic: t.topic, partition })),
           );
+    // ALTER on the cluster, as Kafka's handleElectLeaders.
+    if (!authorizeCluster(ctx, AclOperation.ALTER)) {
+      const refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED;
+      return answer(refused, wanted ?? [], refused);
+    }
     if (electionType !== ElectionType.PREFERRED && electionType !== ElectionType.UNCLEAN) {
       return answer(ErrorCode.INVALID_REQUEST, wanted ?? [], ErrorCode.INVALID_REQUEST);
     }

@@ -9,6 +9,8 @@
 //   NO_REASSIGNMENT_IN_PROGRESS (a cancel with nothing to cancel), as Kafka's controller answers.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const alterPartitionReassignmentsHandler = defineHandler({
@@ -16,6 +18,15 @@ export const alterPartitionReassignmentsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 0,
   async handle(request, ctx) {
+    // ALTER on the cluster, as Kafka.
+    if (!authorizeCluster(ctx, AclOperation.ALTER)) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        errorMessage: "Cluster authorization failed.",
+        responses: [],
+      };
+    }
     const controller = ctx.broker.controller;
     const requests = request.topics.flatMap((t) =>
       t.partitions.map((p) => ({

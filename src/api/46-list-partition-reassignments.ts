@@ -7,6 +7,8 @@
 // * Only the active controller answers; elsewhere NOT_CONTROLLER.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
 import { defineHandler } from "./handler.ts";
 
 export const listPartitionReassignmentsHandler = defineHandler({
@@ -14,6 +16,15 @@ export const listPartitionReassignmentsHandler = defineHandler({
   minVersion: 0,
   maxVersion: 0,
   async handle(request, ctx) {
+    // DESCRIBE on the cluster, as Kafka.
+    if (!authorizeCluster(ctx, AclOperation.DESCRIBE)) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        errorMessage: "Cluster authorization failed.",
+        topics: [],
+      };
+    }
     const controller = ctx.broker.controller;
     const wanted =
       request.topics === null
