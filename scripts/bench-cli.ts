@@ -186,6 +186,32 @@ async function exportBench(b: string, topic: string, dir: string): Promise<Row[]
   return rows;
 }
 
+/**
+ * How export writes its files: Bun.write then an fsync through a node:fs handle, against
+ * writing and fsyncing through the one node:fs handle (what durable-file.ts does); 16 files of
+ * 16 MB each, node:fs first then Bun, three rounds (docs/cli.md, "File I/O").
+ */
+async function fileWriteBench(dir: string): Promise<string> {
+  const data = new Uint8Array(16 * MB).fill(97);
+  const { open } = await import("node:fs/promises");
+  const run = async (bunWrite: boolean) => {
+    const started = performance.now();
+    for (let i = 0; i < 16; i++) {
+      const path = join(dir, `w${i}`);
+      if (bunWrite) await Bun.write(path, data);
+      const handle = await open(path, bunWrite ? "r" : "w");
+      if (!bunWrite) await handle.writeFile(data);
+      await handle.sync();
+      await handle.close();
+    }
+    return Math.round((16 * 16) / ((performance.now() - started) / 1000));
+  };
+  const rounds: string[] = [];
+  for (let i = 0; i < 3; i++)
+    rounds.push(`node:fs ${await run(false)} / Bun.write ${await run(true)}`);
+  return `export file writes, MB/s (16 x 16 MB, each fsynced): ${rounds.join("; ")}`;
+}
+
 function table(rows: readonly Row[]): string {
   const lines = rows.map((r) => {
     const rate = r.seconds > 0 ? Math.round(r.records / r.seconds) : 0;
@@ -213,6 +239,7 @@ try {
       `load average before ${before}, after ${loadAverage()}\n`,
   );
   console.log(table(rows));
+  console.log(`\n${await fileWriteBench(dir)}`);
 } finally {
   broker.proc.kill();
   await broker.proc.exited;
