@@ -33,6 +33,18 @@ import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 
 const STRAY_SUFFIXES = [".deleted", ".cleaned", ".swap", ".tmp"];
 const SEGMENT_STEM = /^\d{20}$/;
+/**
+ * After a crash, the base offset of the first segment recovery validated: what is below it was
+ * durable before the crash, what is above it is not known to be (LogSegment.recover with
+ * `durable` false), so the log's recovery point may go no higher until the next flush.
+ */
+export function recoveredFrom(segments: readonly LogSegment[], recoveryPoint: bigint): bigint {
+  let from = segments[0]!.baseOffset;
+  for (const segment of segments)
+    if (segment.baseOffset <= recoveryPoint) from = segment.baseOffset;
+  return from;
+}
+
 /** An upper bound for the last segment's offsets before its real end is known. */
 const UNKNOWN_END_OFFSET = 1n << 62n;
 
@@ -121,10 +133,8 @@ function recoverAfterCrash(
   settings: SegmentSettings,
   logger: Logger,
 ): LogSegment[] {
-  let firstUnflushed = 0;
-  for (let i = 0; i < segments.length; i++) {
-    if (segments[i].baseOffset <= recoveryPoint) firstUnflushed = i;
-  }
+  const from = recoveredFrom(segments, recoveryPoint);
+  const firstUnflushed = segments.findIndex((s) => s.baseOffset === from);
   for (const segment of segments.slice(0, firstUnflushed)) {
     try {
       segment.loadMaxTimestamp();
@@ -135,7 +145,7 @@ function recoverAfterCrash(
   for (let i = firstUnflushed; i < segments.length; i++) {
     const segment = segments[i];
     const sizeBeforeBytes = segment.sizeBytes;
-    const result = segment.recover(settings);
+    const result = segment.recover(settings, false);
     if (result.problem === null) continue;
     const position = sizeBeforeBytes - result.truncatedBytes;
     logger.warn(

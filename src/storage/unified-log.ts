@@ -39,7 +39,12 @@ import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 import type { LogConfig } from "./log-config.ts";
 import { hasDeletePolicy, isCompacted, NEVER } from "./log-config.ts";
 import type { LogEnvironment } from "./log-environment.ts";
-import { installIndexLoader, loadSegments, type SegmentLoadParams } from "./log-loader.ts";
+import {
+  installIndexLoader,
+  loadSegments,
+  recoveredFrom,
+  type SegmentLoadParams,
+} from "./log-loader.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
 import type { ValidatedAppend, ValidatedBatch } from "./log-validator.ts";
@@ -179,7 +184,7 @@ export class UnifiedLog {
     const leaderEpochCache = LeaderEpochFileCache.load(params.dir, params.env.logger);
     // Recovery may have cut the log below epochs the checkpoint still names.
     leaderEpochCache.truncateFromEnd(segments[segments.length - 1].nextOffset);
-    return new UnifiedLog(
+    const log = new UnifiedLog(
       params.topic,
       params.partition,
       params.dir,
@@ -192,6 +197,12 @@ export class UnifiedLog {
       params.producerIdExpirationMs,
       params.cleanerOffset ?? 0n,
     );
+    if (!params.cleanShutdown) {
+      // Recovered segments are not synced yet (log-loader.ts, recoveredFrom).
+      const from = recoveredFrom(segments, params.recoveryPoint);
+      if (from < log.recoveryPoint) log.recoveryPoint = from;
+    }
+    return log;
   }
 
   get name(): string {

@@ -142,6 +142,22 @@ describe("recovery after a crash", () => {
     expect(lines.filter((l) => l.includes("truncated"))).toHaveLength(0);
   });
 
+  test("crash recovery syncs nothing: the recovery point stays until the next flush", () => {
+    fill(open(), 40);
+    const recovered = crashAndReopen({ fromStart: true });
+    expect(recovered.logEndOffset).toBe(160n);
+    // As Kafka's LogLoader: the recovered segments are synced by the next flush, not by
+    // recovery, so the checkpoint written after loading still says they were never synced.
+    expect(recovered.flushedOffset).toBe(0n);
+    const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
+    expect(checkpoint).toBe("0\n1\nevents 3 0\n");
+    recovered.flush();
+    expect(recovered.flushedOffset).toBe(160n);
+    const again = crashAndReopen({ fromStart: true });
+    expect(readAll(again)).toHaveLength(40);
+    expect(again.appendAsLeader(batch(1), -1).baseOffset).toBe(160n);
+  });
+
   test("a clean shutdown writes the marker and the next open removes it", () => {
     const log = open();
     fill(log, 3);
