@@ -24,6 +24,7 @@ import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
 import { type AlterIsr, Partition, type PartitionLeadership } from "./partition.ts";
 import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 import { ReplicaFetcherManager } from "./replica-fetcher-manager.ts";
+import { ReplicationQuota } from "./replication-quota.ts";
 
 /** Long-poll fetches parked at once, across all connections. */
 export const PARKED_FETCHES_MAX = 10_000;
@@ -188,6 +189,7 @@ export class ReplicaManager {
   /** Incremental fetch sessions (KIP-227) of the consumers and followers fetching here. */
   readonly fetchManager: FetchManager;
   private readonly isrManager: IsrManager | null;
+  private readonly leaderQuota: ReplicationQuota;
   private readonly localBrokerId: number;
   private readonly brokerEndpoint: (brokerId: number) => BrokerEndpoint | undefined;
   private readonly log: Logger;
@@ -202,6 +204,11 @@ export class ReplicaManager {
   ) {
     const config = cache.brokerConfig;
     this.localBrokerId = config["broker.id"];
+    this.leaderQuota = new ReplicationQuota(
+      this.localBrokerId,
+      () => Number(cache.brokerConfig["leader.replication.throttled.rate"]),
+      (topic) => cache.topic(topic)?.configs,
+    );
     this.clusterMode = config["zookeeper.connect"] !== null;
     this.log = options.logger ?? SILENT_LOGGER;
     const slots = config["max.incremental.fetch.session.cache.slots"];
@@ -459,6 +466,14 @@ export class ReplicaManager {
       logStartOffset: log.logStartOffset,
       abortedTransactions: null,
     };
+    // A follower catching up on a throttled partition gets nothing while the rate is spent.
+    const throttled =
+      replicaId >= 0 &&
+      !partition.isr.includes(replicaId) &&
+      this.leaderQuota.isThrottled(entry.topic, entry.partition);
+    if (throttled && this.leaderQuota.isExceeded(Date.now())) {
+      return { ...base, errorCode: ErrorCode.NONE, records: [] };
+    }
     const toLogEnd = replicaId >= 0 || params.toLogEnd === true;
     const maxOffset = toLogEnd
       ? log.logEndOffset
@@ -480,6 +495,7 @@ export class ReplicaManager {
               maxOffset,
               ABORTED_TXNS_PER_FETCH_MAX,
             );
+      if (throttled) this.leaderQuota.record(read.sizeBytes, Date.now());
       return { ...base, abortedTransactions, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
       return { ...base, errorCode: asKafkaError(e, this.log).code, records: [] };
