@@ -1,5 +1,6 @@
-// `bun scripts/bench-cluster.ts [--records N] [--kills N] [--session-timeout-ms N]`
-// (`--records 0` skips the throughput runs)
+// `bun scripts/bench-cluster.ts [--records N] [--kills N] [--session-timeout-ms N]
+//    [--reassign-mb N] [--throttle-mb-per-s N]`
+// (`--records 0` skips the throughput runs, `--kills 0` the failover, `--reassign-mb 0` the move)
 //
 // Three Quill broker processes and one ZooKeeper on this machine (not a timed test):
 //   - produce throughput at replication factor 3 with acks=1 and acks=all: 100-byte records on
@@ -12,6 +13,13 @@
 //     `failover: median_ms=X max_ms=Y kills=K`. Settings are the defaults
 //     (zookeeper.session.timeout.ms 18000) unless --session-timeout-ms is given. The controller
 //     notices a killed broker by its refused port, not its session (docs/faults.md, Failover).
+//   - a partition reassignment under a replication throttle: a one-replica partition on broker
+//     1 filled with --reassign-mb MB (default 1024) of 1 MB batches, then moved to [1,2] with
+//     AlterPartitionReassignments while leader.replication.throttled.rate and
+//     follower.replication.throttled.rate are --throttle-mb-per-s (default 50; 1 MB = 1e6 B) on
+//     both brokers and the topic's throttled replicas are set as kafka-reassign-partitions.sh
+//     --throttle sets them; the time until ListPartitionReassignments is empty and the
+//     measured rate (bytes moved / time) against the throttle.
 
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../src/protocol/generated/index.ts";
@@ -28,6 +36,8 @@ const RECORD_BYTES = 100;
 interface Options {
   readonly records: number;
   readonly kills: number;
+  readonly reassignMb: number;
+  readonly throttleMbPerSecond: number;
   readonly sessionTimeoutMs: number | null;
 }
 
@@ -39,6 +49,8 @@ function parseOptions(argv: readonly string[]): Options {
   return {
     records: value("--records", 1_000_000),
     kills: value("--kills", 20),
+    reassignMb: value("--reassign-mb", 1024),
+    throttleMbPerSecond: value("--throttle-mb-per-s", 50),
     sessionTimeoutMs: argv.includes("--session-timeout-ms")
       ? value("--session-timeout-ms", 18_000)
       : null,
@@ -156,6 +168,108 @@ async function failoverGaps(brokers: Map<number, ChildBroker>, kills: number): P
   return gaps;
 }
 
+/** Fills a partition on broker 1 with `mb` MB, then moves it to [1,2] under the throttle. */
+async function reassignmentRun(
+  brokers: Map<number, ChildBroker>,
+  mb: number,
+  throttleMbPerSecond: number,
+): Promise<{ seconds: number; mbPerSecond: number }> {
+  const first = brokers.get(1)!;
+  const res = await requestOnce(first.port, ApiKey.CreateTopics, 7, {
+    topics: [
+      {
+        name: "moved",
+        numPartitions: -1,
+        replicationFactor: -1,
+        assignments: [{ partitionIndex: 0, brokerIds: [1] }],
+        configs: [{ name: "segment.bytes", value: String(256 * 1024 * 1024) }],
+      },
+    ],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  });
+  if (res.topics[0]!.errorCode !== ErrorCode.NONE) throw new Error("creating moved failed");
+  await until(
+    async () => (partitionIn(await metadata(first), "moved", 0)?.leaderId ?? -1) === 1 || undefined,
+    "broker 1 leads the partition to move",
+  );
+  const value = new Uint8Array(62_500).fill(120);
+  const batch = buildRecordBatch(Array.from({ length: 16 }, () => ({ value })));
+  let bytes = 0;
+  for (let i = 0; bytes < mb * 1e6; i++) {
+    const produced = await requestOnce(first.port, ApiKey.Produce, 9, {
+      transactionalId: null,
+      acks: 1,
+      timeoutMs: 10_000,
+      topicData: [{ name: "moved", partitionData: [{ index: 0, records: batch }] }],
+    });
+    if (produced.responses[0]!.partitionResponses[0]!.errorCode !== ErrorCode.NONE) {
+      throw new Error(`produce ${i} failed`);
+    }
+    bytes += batch.byteLength;
+  }
+  await setThrottle(brokers, Math.round(throttleMbPerSecond * 1e6));
+  const startedMs = performance.now();
+  const altered = await requestOnce(first.port, ApiKey.AlterPartitionReassignments, 0, {
+    timeoutMs: 10_000,
+    topics: [{ name: "moved", partitions: [{ partitionIndex: 0, replicas: [1, 2] }] }],
+  });
+  const controller = brokers.get((await metadata(first)).controllerId)!;
+  if (altered.errorCode !== ErrorCode.NONE) {
+    const again = await requestOnce(controller.port, ApiKey.AlterPartitionReassignments, 0, {
+      timeoutMs: 10_000,
+      topics: [{ name: "moved", partitions: [{ partitionIndex: 0, replicas: [1, 2] }] }],
+    });
+    if (again.errorCode !== ErrorCode.NONE) throw new Error("AlterPartitionReassignments failed");
+  }
+  for (;;) {
+    const listed = await requestOnce(controller.port, ApiKey.ListPartitionReassignments, 0, {
+      timeoutMs: 10_000,
+      topics: null,
+    });
+    if (listed.topics.length === 0) break;
+    await Bun.sleep(100);
+  }
+  const seconds = (performance.now() - startedMs) / 1000;
+  return { seconds, mbPerSecond: bytes / 1e6 / seconds };
+}
+
+/**
+ * What kafka-reassign-partitions.sh --throttle writes: each broker's rates (sent to that
+ * broker, as Kafka requires) and the topic's throttled replicas.
+ */
+async function setThrottle(
+  brokers: Map<number, ChildBroker>,
+  bytesPerSecond: number,
+): Promise<void> {
+  const set = (name: string, value: string) => ({ name, configOperation: 0, value });
+  const rates = [
+    set("leader.replication.throttled.rate", String(bytesPerSecond)),
+    set("follower.replication.throttled.rate", String(bytesPerSecond)),
+  ];
+  const replicas = [
+    set("leader.replication.throttled.replicas", "0:1"),
+    set("follower.replication.throttled.replicas", "0:2"),
+  ];
+  const requests: [number, { resourceType: number; resourceName: string; configs: unknown[] }][] = [
+    [1, { resourceType: 4, resourceName: "1", configs: rates }],
+    [2, { resourceType: 4, resourceName: "2", configs: rates }],
+    [1, { resourceType: 2, resourceName: "moved", configs: replicas }],
+  ];
+  for (const [id, resource] of requests) {
+    const res = await requestOnce(brokers.get(id)!.port, ApiKey.IncrementalAlterConfigs, 1, {
+      resources: [resource as never],
+      validateOnly: false,
+    });
+    const r = res.responses[0]!;
+    if (r.errorCode !== ErrorCode.NONE) {
+      throw new Error(`setting the throttle on ${r.resourceName} failed: ${r.errorMessage}`);
+    }
+  }
+  // The topic config reaches the leader through ZooKeeper: give the watch a moment.
+  await Bun.sleep(1_000);
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(Bun.argv.slice(2));
   const compiled = compileRdkafkaProgram(`${import.meta.dir}/bench-e2e/rdkafka-load.c`);
@@ -201,12 +315,24 @@ async function main(): Promise<void> {
     } else {
       console.error(`throughput skipped: ${compiled.error}`);
     }
-    await createTopic(first, "failover", 1);
-    const gaps = (await failoverGaps(brokers, options.kills)).sort((a, b) => a - b);
-    const median = gaps[Math.floor(gaps.length / 2)]!;
+    const moved =
+      options.reassignMb > 0
+        ? await reassignmentRun(brokers, options.reassignMb, options.throttleMbPerSecond)
+        : null;
+    if (moved !== null) {
+      console.log(
+        `reassignment of ${options.reassignMb} MB under a ${options.throttleMbPerSecond} MB/s ` +
+          `throttle: ${moved.seconds.toFixed(1)} s, ${moved.mbPerSecond.toFixed(1)} MB/s ` +
+          `(${((moved.mbPerSecond / options.throttleMbPerSecond) * 100).toFixed(0)}% of it)`,
+      );
+    }
     console.log("| produce, RF 3, 6 partitions, 100 B | records | records/s | MB/s | failed |");
     console.log("|---|---:|---:|---:|---:|");
     for (const row of rows) console.log(row);
+    if (options.kills === 0) return;
+    await createTopic(first, "failover", 1);
+    const gaps = (await failoverGaps(brokers, options.kills)).sort((a, b) => a - b);
+    const median = gaps[Math.floor(gaps.length / 2)]!;
     const session = options.sessionTimeoutMs ?? "18000 (default)";
     console.log(
       `\nfailover gap over ${gaps.length} kills of the leader ` +
