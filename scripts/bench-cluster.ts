@@ -270,6 +270,16 @@ async function setThrottle(
   await Bun.sleep(1_000);
 }
 
+async function reportReassignment(brokers: Map<number, ChildBroker>, options: Options) {
+  const throttle = options.throttleMbPerSecond;
+  const moved = await reassignmentRun(brokers, options.reassignMb, throttle);
+  console.log(
+    `reassignment of ${options.reassignMb} MB under a ${throttle} MB/s throttle: ` +
+      `${moved.seconds.toFixed(1)} s, ${moved.mbPerSecond.toFixed(1)} MB/s ` +
+      `(${((moved.mbPerSecond / throttle) * 100).toFixed(0)}% of it)`,
+  );
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(Bun.argv.slice(2));
   const compiled = compileRdkafkaProgram(`${import.meta.dir}/bench-e2e/rdkafka-load.c`);
@@ -315,17 +325,7 @@ async function main(): Promise<void> {
     } else {
       console.error(`throughput skipped: ${compiled.error}`);
     }
-    const moved =
-      options.reassignMb > 0
-        ? await reassignmentRun(brokers, options.reassignMb, options.throttleMbPerSecond)
-        : null;
-    if (moved !== null) {
-      console.log(
-        `reassignment of ${options.reassignMb} MB under a ${options.throttleMbPerSecond} MB/s ` +
-          `throttle: ${moved.seconds.toFixed(1)} s, ${moved.mbPerSecond.toFixed(1)} MB/s ` +
-          `(${((moved.mbPerSecond / options.throttleMbPerSecond) * 100).toFixed(0)}% of it)`,
-      );
-    }
+    if (options.reassignMb > 0) await reportReassignment(brokers, options);
     console.log("| produce, RF 3, 6 partitions, 100 B | records | records/s | MB/s | failed |");
     console.log("|---|---:|---:|---:|---:|");
     for (const row of rows) console.log(row);
