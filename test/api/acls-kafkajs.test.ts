@@ -286,5 +286,35 @@ describe("ACLs with kafkajs", () => {
       brokerEpoch: -1n,
     });
     expect(shutdown.errorCode).toBe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED);
+    // A fetch with a replica id is a follower's: without CLUSTER_ACTION every partition is refused.
+    const replicaFetch = await requestOnce(plaintext, ApiKey.Fetch, 11, {
+      replicaId: 0,
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [
+        {
+          topic: "orders",
+          partitions: [
+            {
+              partition: 0,
+              currentLeaderEpoch: -1,
+              fetchOffset: 0n,
+              lastFetchedEpoch: -1,
+              logStartOffset: -1n,
+              partitionMaxBytes: 1 << 20,
+            },
+          ],
+        },
+      ],
+      forgottenTopicsData: [],
+      rackId: "",
+    });
+    const fetched = replicaFetch.responses[0]!.partitions[0]!;
+    expect(fetched.errorCode).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    expect(fetched.records).toSatisfy((r) => r === null || (r as unknown[]).length === 0);
   }, 60_000);
 });
