@@ -107,3 +107,37 @@ describe("the compiled dist/quill, alone in an empty directory", () => {
     expect(stdout).toContain("log.retention.ms=600000\n");
   });
 });
+
+describe("the compiled dist/quill as a client", () => {
+  test("produces to its own broker and exports Parquet (the writer is bundled)", async () => {
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = probe.port;
+    probe.stop(true);
+    const b = ["-b", `127.0.0.1:${port}`];
+    const server = Bun.spawn(
+      [binary, "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", join(dir, "data")],
+      { cwd: dir, stdout: "ignore", stderr: "ignore", env: { PATH: "/usr/bin:/bin", HOME: dir } },
+    );
+    try {
+      const deadline = Date.now() + 20_000;
+      while (run(["cluster", "info", ...b]).code !== 0) {
+        if (Date.now() > deadline) throw new Error("the binary's broker did not start");
+        await Bun.sleep(100);
+      }
+      expect(run(["topic", "create", "bin", "-p", "1", ...b]).code).toBe(0);
+      writeFileSync(join(dir, "records.txt"), "a\nb\nc\n");
+      expect(run(["topic", "produce", "bin", "--file", "records.txt", ...b]).code).toBe(0);
+      const exported = run(["export", "bin", "--to", "out", "--format", "parquet", ...b]);
+      expect(exported.code).toBe(0);
+      const manifest = await Bun.file(join(dir, "out", "manifest.json")).json();
+      expect(manifest.files).toMatchObject([{ file: "bin/bin-0-0-2.parquet", records: 3 }]);
+      const bytes = new Uint8Array(
+        await Bun.file(join(dir, "out", "bin", "bin-0-0-2.parquet")).arrayBuffer(),
+      );
+      expect(new TextDecoder().decode(bytes.subarray(0, 4))).toBe("PAR1");
+    } finally {
+      server.kill();
+      await server.exited;
+    }
+  }, 60_000);
+});
