@@ -1,0 +1,189 @@
+// The chaos harness's cluster (scripts/chaos.ts): network namespaces on one bridge, blackhole
+// routes for partitions, tc netem, and the ZooKeeper and broker processes inside the namespaces.
+// The addresses are private ones on a bridge with no route out, so nothing is reachable from
+// outside this machine.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export const REPO = join(import.meta.dir, "..", "..");
+export const SUBNET = "10.77.0";
+export const BRIDGE = "qchbr";
+export const TOPIC = "chaos";
+export const PARTITIONS = 3;
+export const ZK_IDS = [1, 2, 3];
+export const BROKER_IDS = [1, 2, 3];
+export const zkIp = (id: number) => `${SUBNET}.${10 + id}`;
+export const brokerIp = (id: number) => `${SUBNET}.${20 + id}`;
+export const CLIENT_IP = `${SUBNET}.100`;
+export const HOST_IP = `${SUBNET}.254`;
+export const KINDS = [
+  "leader-cut",
+  "follower-cut",
+  "controller-cut",
+  "zk-minority",
+  "netem",
+  "kill9",
+  "sigstop",
+  "disk-full",
+] as const;
+export type Kind = (typeof KINDS)[number];
+
+export interface Options {
+  readonly seed: number;
+  readonly perKind: number;
+  readonly holdMs: number;
+  readonly recoverMs: number;
+}
+
+export function parseOptions(argv: readonly string[]): Options {
+  const value = (flag: string, fallback: number) => {
+    const i = argv.indexOf(flag);
+    return i < 0 ? fallback : Number(argv[i + 1]);
+  };
+  const quick = argv.includes("--quick");
+  return {
+    seed: value("--seed", Date.now() % 100_000),
+    perKind: value("--faults-per-kind", quick ? 1 : 50),
+    holdMs: value("--hold-ms", quick ? 6_000 : 10_000),
+    recoverMs: quick ? 8_000 : 15_000,
+  };
+}
+
+/** mulberry32: a small seeded generator, so a schedule can be replayed from its seed. */
+export function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function sh(command: string, allowFailure = false): string {
+  const r = spawnSync("sh", ["-c", command], { encoding: "utf8" });
+  if (r.status !== 0 && !allowFailure) {
+    throw new Error(`${command}: exit ${r.status}: ${r.stderr.trim()}`);
+  }
+  return r.stdout;
+}
+
+// ---- network ------------------------------------------------------------------------------
+
+const namespaces = () => [
+  ...ZK_IDS.map((id) => ({ ns: `qchzk${id}`, ip: zkIp(id) })),
+  ...BROKER_IDS.map((id) => ({ ns: `qchb${id}`, ip: brokerIp(id) })),
+  { ns: "qchcl", ip: CLIENT_IP },
+];
+
+export function setUpNetwork(): void {
+  tearDownNetwork();
+  sh(`ip link add ${BRIDGE} type bridge && ip link set ${BRIDGE} up`);
+  sh(`ip addr add ${HOST_IP}/24 dev ${BRIDGE}`);
+  for (const { ns, ip } of namespaces()) {
+    sh(`ip netns add ${ns}`);
+    sh(`ip link add ${ns}h type veth peer name ${ns}n`);
+    sh(`ip link set ${ns}h master ${BRIDGE} && ip link set ${ns}h up`);
+    sh(`ip link set ${ns}n netns ${ns}`);
+    sh(`ip netns exec ${ns} ip addr add ${ip}/24 dev ${ns}n`);
+    sh(`ip netns exec ${ns} ip link set ${ns}n up && ip netns exec ${ns} ip link set lo up`);
+  }
+}
+
+export function tearDownNetwork(): void {
+  for (const { ns } of namespaces()) {
+    sh(`ip netns del ${ns}`, true);
+    sh(`ip link del ${ns}h`, true);
+  }
+  sh(`ip link del ${BRIDGE}`, true);
+}
+
+export function cut(ns: string, ips: readonly string[]): () => void {
+  for (const ip of ips) sh(`ip netns exec ${ns} ip route add blackhole ${ip}/32`);
+  return () => {
+    for (const ip of ips) sh(`ip netns exec ${ns} ip route del blackhole ${ip}/32`, true);
+  };
+}
+
+export const netemAvailable = (): boolean => {
+  const ok = spawnSync("sh", ["-c", `tc qdisc add dev ${BRIDGE} root netem delay 1ms`]);
+  if (ok.status !== 0) return false;
+  sh(`tc qdisc del dev ${BRIDGE} root`, true);
+  return true;
+};
+
+// ---- processes ----------------------------------------------------------------------------
+
+export interface Proc {
+  pid: number;
+  exited: Promise<number>;
+}
+
+export function start(ns: string, argv: readonly string[], logPath: string): Proc {
+  const child = spawn("ip", ["netns", "exec", ns, ...argv], {
+    stdio: ["ignore", "ignore", "pipe"],
+    cwd: REPO,
+  });
+  const chunks: Buffer[] = [];
+  child.stderr.on("data", (d: Buffer) => chunks.push(d));
+  const exited = new Promise<number>((resolve) =>
+    child.on("exit", (code) => {
+      writeFileSync(logPath, Buffer.concat(chunks));
+      resolve(code ?? -1);
+    }),
+  );
+  return { pid: child.pid!, exited };
+}
+
+export function startZooKeeper(dir: string, id: number): Proc {
+  const home = join(dir, `zk${id}`);
+  mkdirSync(join(home, "data"), { recursive: true });
+  writeFileSync(join(home, "data", "myid"), `${id}\n`);
+  const servers = ZK_IDS.map((n) => `server.${n}=${zkIp(n)}:2888:3888`);
+  const config = [
+    "tickTime=500",
+    `dataDir=${join(home, "data")}`,
+    "clientPort=2181",
+    `clientPortAddress=${zkIp(id)}`,
+    "admin.enableServer=false",
+    "initLimit=20",
+    "syncLimit=10",
+    "maxSessionTimeout=60000",
+    "standaloneEnabled=false",
+    ...servers,
+  ];
+  writeFileSync(join(home, "zoo.cfg"), `${config.join("\n")}\n`);
+  const java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.cnxTimeout=500"];
+  const main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+  return start(
+    `qchzk${id}`,
+    [...java, "-cp", "/usr/share/java/*", main, join(home, "zoo.cfg")],
+    join(home, "zk.log"),
+  );
+}
+
+export function mountDataDir(dir: string, id: number): string {
+  const dataDir = join(dir, `b${id}`);
+  mkdirSync(dataDir, { recursive: true });
+  sh(`mount -t tmpfs -o size=256m tmpfs ${dataDir}`);
+  return dataDir;
+}
+
+export function startBroker(dir: string, id: number): Proc {
+  const zk = ZK_IDS.map((n) => `${zkIp(n)}:2181`).join(",");
+  const argv = [
+    process.execPath,
+    join(REPO, "src", "main.ts"),
+    "serve",
+    ...["--listen", `${brokerIp(id)}:9092`, "--broker-id", String(id)],
+    ...["--data-dir", join(dir, `b${id}`), "--zookeeper", `${zk}/chaos`],
+    ...["--set", "min.insync.replicas=2", "--set", "default.replication.factor=3"],
+    ...["--set", "zookeeper.session.timeout.ms=6000"],
+    // The ensemble may still be electing when the brokers start (Java starts slowly).
+    ...["--set", "zookeeper.connection.timeout.ms=60000"],
+    ...["--set", "unclean.leader.election.enable=false"],
+  ];
+  return start(`qchb${id}`, argv, join(dir, `broker${id}.${Date.now()}.log`));
+}
