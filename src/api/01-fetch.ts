@@ -5,7 +5,10 @@
 // * v4: isolation level, LastStableOffset and AbortedTransactions: read_committed stops at the
 //   last stable offset and lists the aborted transactions in what it returns.
 // * v5: LogStartOffset. v7: incremental fetch sessions (KIP-227), see below.
-// * v11: rack id (KIP-392); preferred read replica is always -1 (this broker).
+// * v11: rack id (KIP-392): with replica.selector.class set to Kafka's RackAwareReplicaSelector,
+//   the leader names an in-sync replica in the consumer's rack as preferred read replica (and
+//   returns no records for that partition); a v11+ consumer may read from a follower, up to the
+//   follower's high watermark.
 // * v12: flexible. v13: topic ids instead of names (KIP-516).
 // * v15: ReplicaState replaces ReplicaId (KIP-903).
 //
@@ -57,6 +60,7 @@ export const fetchHandler = defineHandler({
       onCancel: (listener) => ctx.conn.onClose(listener),
       replicaId,
       isolationLevel: request.isolationLevel,
+      clientRack: replicaId < 0 && ctx.apiVersion >= 11 ? request.rackId : null,
     });
     const outcomes = readable === null ? fetched : withDenials(readable, fetched);
     // Followers' fetches are replication traffic, not bytes out (as Kafka counts them).
@@ -197,7 +201,7 @@ function responsePartition(p: CachedPartition, o: FetchOutcome, errorCode: numbe
         producerId: t.producerId,
         firstOffset: t.firstOffset,
       })) ?? null,
-    preferredReadReplica: -1,
+    preferredReadReplica: o.preferredReadReplica ?? -1,
     records: o.records,
   };
 }
@@ -222,6 +226,7 @@ function buildResponse(
     highWatermark: outcomes[i]!.highWatermark,
     logStartOffset: outcomes[i]!.logStartOffset,
     recordsBytes: rangesBytes(outcomes[i]!),
+    preferredReadReplica: outcomes[i]!.preferredReadReplica ?? -1,
   }));
   const { sessionId, listed } = context.respond(answers);
   const responses: { topic: string; topicId: Uint8Array; partitions: ResponsePartition[] }[] = [];

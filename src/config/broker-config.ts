@@ -38,6 +38,10 @@ export const COMPRESSION_TYPES = [
 export const TIMESTAMP_TYPES = ["CreateTime", "LogAppendTime"] as const;
 export const CLEANUP_POLICIES = ["compact", "delete"] as const;
 
+/** Kafka's class name for KIP-392's rack-aware choice of a read replica. */
+export const RACK_AWARE_REPLICA_SELECTOR =
+  "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+
 const HOUR_MS = 60 * 60 * 1000;
 const MINUTE_MS = 60 * 1000;
 
@@ -54,6 +58,11 @@ export const BROKER_CONFIG_KEYS = {
       "else one generated from /brokers/seqid (above 1000), as Kafka; Quill's default is 0.",
   ),
   "broker.rack": nullableKey(string(), "Rack of this broker, reported in Metadata."),
+  "replica.selector.class": nullableKey(
+    oneOf([RACK_AWARE_REPLICA_SELECTOR, "org.apache.kafka.common.replica.LeaderSelector"]),
+    "Where consumers that name a client.rack read (KIP-392): Kafka's RackAwareReplicaSelector " +
+      "sends them to an in-sync replica in their rack; unset or LeaderSelector: the leader.",
+  ),
   listeners: key(
     listenerList(),
     [{ listenerName: "PLAINTEXT", host: "127.0.0.1", port: 9092 }],

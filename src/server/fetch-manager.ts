@@ -32,6 +32,8 @@ export interface PartitionAnswer {
   readonly highWatermark: bigint;
   readonly logStartOffset: bigint;
   readonly recordsBytes: number;
+  /** KIP-392's preferred read replica, -1 when none. */
+  readonly preferredReadReplica: number;
 }
 
 export interface FetchRequestMetadata {
@@ -157,6 +159,7 @@ function sessionless(requested: readonly CachedPartition[]): FetchContext {
 function hasNews(p: CachedPartition, a: PartitionAnswer): boolean {
   return (
     a.recordsBytes > 0 ||
+    a.preferredReadReplica >= 0 ||
     a.errorCode !== ErrorCode.NONE ||
     a.highWatermark !== p.highWatermark ||
     a.logStartOffset !== p.leaderLogStartOffset

@@ -4,6 +4,7 @@ import {
   topicPartitionKey,
   topicPartitionOf,
 } from "../common/topic-partition.ts";
+import { RACK_AWARE_REPLICA_SELECTOR } from "../config/broker-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
@@ -93,6 +94,8 @@ export interface FetchOutcome {
   readonly abortedTransactions: readonly AbortedTxn[] | null;
   /** Whole batches as file ranges; the network layer sends and releases them. */
   readonly records: FileRange[];
+  /** KIP-392: the broker the consumer should read this partition from instead (no records). */
+  readonly preferredReadReplica?: BrokerId;
 }
 
 export interface FetchParams {
@@ -106,6 +109,11 @@ export interface FetchParams {
   readonly replicaId?: BrokerId;
   /** 0 read_uncommitted (the default), 1 read_committed: stop at the last stable offset. */
   readonly isolationLevel?: number;
+  /**
+   * A consumer's rack (Fetch v11+, KIP-392), or null from older versions: with a rack (even
+   * empty) the consumer may read from a follower, up to the follower's high watermark.
+   */
+  readonly clientRack?: string | null;
   /**
    * Read to the log end, not the high watermark (Kafka's FetchIsolation.LOG_END), for a
    * coordinator loading its state as a new leader: the high watermark a new leader starts with
@@ -452,8 +460,7 @@ export class ReplicaManager {
   ): FetchOutcome {
     let partition: Partition;
     try {
-      const epoch = entry.currentLeaderEpoch ?? -1;
-      partition = this.leaderPartition(entry.topic, entry.partition, epoch);
+      partition = this.readablePartition(entry, replicaId, params);
       if (replicaId >= 0) this.recordFollowerFetch(partition, replicaId, entry);
     } catch (e) {
       return { ...EMPTY_OUTCOME, errorCode: asKafkaError(e, this.log).code };
@@ -473,6 +480,10 @@ export class ReplicaManager {
       this.leaderQuota.isThrottled(entry.topic, entry.partition);
     if (throttled && this.leaderQuota.isExceeded(Date.now())) {
       return { ...base, errorCode: ErrorCode.NONE, records: [] };
+    }
+    const preferred = this.preferredReadReplica(partition, entry.fetchOffset, params);
+    if (preferred !== null) {
+      return { ...base, errorCode: ErrorCode.NONE, records: [], preferredReadReplica: preferred };
     }
     const toLogEnd = replicaId >= 0 || params.toLogEnd === true;
     const maxOffset = toLogEnd
@@ -500,6 +511,49 @@ export class ReplicaManager {
     } catch (e) {
       return { ...base, errorCode: asKafkaError(e, this.log).code, records: [] };
     }
+  }
+
+  /**
+   * The partition a fetch reads: the leader's, or (KIP-392) a follower's for a consumer whose
+   * request carries a rack (v11+), as Kafka lets such consumers read from followers.
+   */
+  private readablePartition(entry: FetchEntry, replicaId: number, params: FetchParams) {
+    const epoch = entry.currentLeaderEpoch ?? -1;
+    const fromFollowerAllowed = replicaId < 0 && params.clientRack != null;
+    if (!fromFollowerAllowed) return this.leaderPartition(entry.topic, entry.partition, epoch);
+    const p = this.partitionOf(entry.topic, entry.partition);
+    if (p.isLeader || (epoch >= 0 && epoch !== p.leaderEpoch)) {
+      return this.leaderPartition(entry.topic, entry.partition, epoch);
+    }
+    return p;
+  }
+
+  /**
+   * Kafka's RackAwareReplicaSelector, on the leader, for a consumer that names its rack: among
+   * the replicas in that rack that are in sync and hold `fetchOffset`, the leader if it is one,
+   * else the one with the highest LEO (then the most recently caught up). Null: read here.
+   */
+  private preferredReadReplica(p: Partition, fetchOffset: bigint, params: FetchParams) {
+    const rack = params.clientRack;
+    const config = this.cache.brokerConfig;
+    if (!p.isLeader || rack == null || rack === "") return null;
+    if (config["replica.selector.class"] !== RACK_AWARE_REPLICA_SELECTOR) return null;
+    const rackOf = (id: number) => this.brokerEndpoint(id)?.rack ?? null;
+    if (rackOf(this.localBrokerId) === rack) return null;
+    const nowMs = Date.now();
+    let best: { id: BrokerId; leo: bigint; sinceCaughtUpMs: number } | null = null;
+    for (const id of p.isr) {
+      const f = id === this.localBrokerId ? undefined : p.follower(id);
+      if (f === undefined || rackOf(id) !== rack) continue;
+      if (f.logEndOffset < fetchOffset || f.logStartOffset > fetchOffset) continue;
+      const candidate = { id, leo: f.logEndOffset, sinceCaughtUpMs: nowMs - f.lastCaughtUpTimeMs };
+      const better =
+        best === null ||
+        candidate.leo > best.leo ||
+        (candidate.leo === best.leo && candidate.sinceCaughtUpMs < best.sinceCaughtUpMs);
+      if (better) best = candidate;
+    }
+    return best?.id ?? null;
   }
 
   /**
