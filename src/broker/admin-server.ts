@@ -34,8 +34,16 @@ export interface AdminState {
   /** Checks logins once the broker has its credential store; null before (or without auth). */
   authenticator: AdminAuthenticator | null;
   /** Serves the paths the listener does not (the console); null: 404 for them. */
-  pages: ((request: Request, url: URL, principal: string) => Promise<Response>) | null;
+  pages: Pages | null;
 }
+
+/** The console: answers a request of `principal` from the client address `host`. */
+export type Pages = (
+  request: Request,
+  url: URL,
+  principal: string,
+  host: string,
+) => Promise<Response>;
 
 export interface AdminServer {
   readonly bound: readonly { host: string; port: number }[];
@@ -56,7 +64,8 @@ export function startAdminServer(
           // An empty host binds every interface, as for the Kafka listeners.
           hostname: address.host === "" ? "0.0.0.0" : address.host,
           port: address.port,
-          fetch: (request) => answer(request, state),
+          fetch: (request, server) =>
+            answer(request, state, server.requestIP(request)?.address ?? ""),
           // A scrape of a large broker and a record browser page take a while to compute.
           idleTimeout: 60,
         }),
@@ -75,7 +84,7 @@ export function startAdminServer(
   };
 }
 
-async function answer(request: Request, state: AdminState): Promise<Response> {
+async function answer(request: Request, state: AdminState, host: string): Promise<Response> {
   const url = new URL(request.url);
   const isRead = request.method === "GET" || request.method === "HEAD";
   if (isRead && url.pathname === "/health/live") return new Response("live\n", { headers: TEXT });
@@ -98,7 +107,7 @@ async function answer(request: Request, state: AdminState): Promise<Response> {
     const body = metricsText(state.metrics, state.sources, state.eventLoop);
     return new Response(body, { headers: { "content-type": PROMETHEUS_CONTENT_TYPE } });
   }
-  if (state.pages !== null) return await state.pages(request, url, principal);
+  if (state.pages !== null) return await state.pages(request, url, principal, host);
   if (!isRead) return notAllowed();
   return new Response("not found\n", { status: 404, headers: TEXT });
 }

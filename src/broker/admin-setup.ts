@@ -7,7 +7,7 @@ import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { AdminAuthenticator } from "./admin-auth.ts";
 import { type AdminServer, type AdminState, startAdminServer } from "./admin-server.ts";
 import type { CleanupStack } from "./cleanup-stack.ts";
-import type { ConsoleContext } from "./console-context.ts";
+import { forUser } from "./console-context.ts";
 import { ConsoleHistory } from "./console-history.ts";
 import { consolePage } from "./console-pages.ts";
 import { scramCredentialStore } from "./sasl-setup.ts";
@@ -68,13 +68,14 @@ export function adminServes(
   }
   if (admin.bound.length > 0) {
     const zk = admin.zooKeeper;
-    const context: ConsoleContext = {
+    const context = {
       services,
       history: admin.history,
       zooKeeperState: () => zk?.sessionState ?? "not used (embedded broker)",
     };
     admin.history.start(services, state.metrics);
-    state.pages = (request, url) => consolePage(request, url, () => context);
+    state.pages = (request, url, principal, host) =>
+      consolePage(request, url, () => forUser(context, principal, host));
   }
   state.ready = true;
 }

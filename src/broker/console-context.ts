@@ -1,4 +1,5 @@
 import type { BrokerServices } from "../api/broker-services.ts";
+import type { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { Partition } from "../server/partition.ts";
 import type { ConsoleHistory } from "./console-history.ts";
 
@@ -7,6 +8,27 @@ export interface ConsoleContext {
   readonly services: BrokerServices;
   readonly history: ConsoleHistory;
   readonly zooKeeperState: () => string;
+  /**
+   * Whether the logged-in user may do `operation` on the resource, as the broker's authorizer
+   * decides for a Kafka client (always, without an authorizer): the console shows through it
+   * only what that user could read with a Kafka client.
+   */
+  readonly allowed: (operation: AclOperation, resourceType: ResourceType, name: string) => boolean;
+}
+
+/** The console context for one request of `principal` from `host`. */
+export function forUser(
+  base: Omit<ConsoleContext, "allowed">,
+  principal: string,
+  host: string,
+): ConsoleContext {
+  const authorizer = base.services.authorizer;
+  const allowed =
+    authorizer === null
+      ? () => true
+      : (operation: AclOperation, resourceType: ResourceType, name: string) =>
+          authorizer.authorize(principal, host, operation, resourceType, name);
+  return { ...base, allowed };
 }
 
 /** This broker's replica of each partition, by topic. */

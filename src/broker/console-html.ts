@@ -40,6 +40,9 @@ function partText(part: Part): string {
   return esc(part as string | number | bigint);
 }
 
+/** What a page shows a user the authorizer refuses (the page exists, its data is withheld). */
+export const NOT_AUTHORIZED = html`<p class="bad">not authorized (ACLs)</p>`;
+
 export function table(headings: readonly string[], rows: readonly (readonly Part[])[]): Html {
   if (rows.length === 0) return html`<p class="empty">none</p>`;
   return html`<table>

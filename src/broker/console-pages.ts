@@ -1,5 +1,10 @@
 import type { GroupView } from "../coordinator/group-coordinator.ts";
 import { Reader } from "../protocol/reader.ts";
+import {
+  AclOperation,
+  CLUSTER_RESOURCE_NAME,
+  ResourceType,
+} from "../security/authorized-operations.ts";
 import { type ConsoleContext, configText, localPartitions } from "./console-context.ts";
 import type { Sample } from "./console-history.ts";
 import {
@@ -10,6 +15,7 @@ import {
   type Html,
   html,
   lineChart,
+  NOT_AUTHORIZED,
   page,
   type Series,
   table,
@@ -124,9 +130,9 @@ function topicsPage(ctx: ConsoleContext): Response {
   const traffic = new Map(
     ctx.services.metrics.topicTraffic((t) => ctx.services.metadataCache.topic(t) !== undefined),
   );
-  const topics = [...ctx.services.metadataCache.topics()].sort((a, b) =>
-    a.name < b.name ? -1 : 1,
-  );
+  const topics = [...ctx.services.metadataCache.topics()]
+    .filter((t) => ctx.allowed(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
   const rows = topics.map((t) => {
     let size = 0;
     for (const p of local.get(t.name)?.values() ?? []) if (!p.log.isClosed) size += p.log.sizeBytes;
@@ -150,7 +156,9 @@ function topicsPage(ctx: ConsoleContext): Response {
 }
 
 function groupsPage(ctx: ConsoleContext): Response {
-  const groups = ctx.services.groupCoordinator.groupViews();
+  const groups = ctx.services.groupCoordinator
+    .groupViews()
+    .filter((g) => ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId));
   const lags = groupLags(ctx.services, groups, { count: 0 });
   const rows = groups
     .sort((a, b) => (a.groupId < b.groupId ? -1 : 1))
@@ -169,6 +177,9 @@ function groupsPage(ctx: ConsoleContext): Response {
 
 function groupPage(ctx: ConsoleContext, groupId: string): Response {
   const group = ctx.services.groupCoordinator.groupViews().find((g) => g.groupId === groupId);
+  if (!ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, groupId)) {
+    return page(`Group ${groupId}`, NOT_AUTHORIZED);
+  }
   if (group === undefined) {
     return page(`Group ${groupId}`, html`<p class="empty">not coordinated here</p>`);
   }
@@ -231,6 +242,9 @@ function assignedPartitions(bytes: Uint8Array): string {
 const SECRET = /password|secret|jaas|sasl\.login|\.key$/i;
 
 function configsPage(ctx: ConsoleContext): Response {
+  if (!ctx.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME)) {
+    return page("Broker configs", NOT_AUTHORIZED);
+  }
   const config = ctx.services.config as unknown as Readonly<Record<string, unknown>>;
   const rows = Object.keys(config)
     .sort()

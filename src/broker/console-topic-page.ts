@@ -1,6 +1,7 @@
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { Partition } from "../server/partition.ts";
 import { type ConsoleContext, configText, localPartitions } from "./console-context.ts";
-import { type Html, html, page, table } from "./console-html.ts";
+import { type Html, html, NOT_AUTHORIZED, page, table } from "./console-html.ts";
 import { BROWSE_RECORDS_MAX, browseRecords, offsetForTime } from "./record-browser.ts";
 
 type ValueFormat = "text" | "json" | "hex";
@@ -8,7 +9,11 @@ type ValueFormat = "text" | "json" | "hex";
 /** One topic: partitions as Metadata states them with this broker's replica, configs, records. */
 export function topicPage(ctx: ConsoleContext, name: string, url: URL): Response {
   const topic = ctx.services.metadataCache.topic(name);
-  if (topic === undefined) return page(`Topic ${name}`, html`<p class="empty">no such topic</p>`);
+  const allowed = (operation: AclOperation) => ctx.allowed(operation, ResourceType.TOPIC, name);
+  // As Kafka answers a client not allowed to describe it: as if the topic did not exist.
+  if (topic === undefined || !allowed(AclOperation.DESCRIBE)) {
+    return page(`Topic ${name}`, html`<p class="empty">no such topic</p>`);
+  }
   const local = localPartitions(ctx).get(name) ?? new Map<number, Partition>();
   const rows = topic.partitions.map((p) => {
     const replica = local.get(p.partition);
@@ -29,9 +34,9 @@ export function topicPage(ctx: ConsoleContext, name: string, url: URL): Response
   const body = html`<h2>Partitions</h2>
 ${table([...headings, "bytes here"], rows)}
 <h2>Configs (overrides; the rest are broker defaults; read-only)</h2>
-${table(["key", "value"], overrides)}
+${allowed(AclOperation.DESCRIBE_CONFIGS) ? table(["key", "value"], overrides) : NOT_AUTHORIZED}
 <h2>Records</h2>
-${recordBrowser(ctx, local, url)}`;
+${allowed(AclOperation.READ) ? recordBrowser(ctx, local, url) : NOT_AUTHORIZED}`;
   return page(`Topic ${name}`, body);
 }
 

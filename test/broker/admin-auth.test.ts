@@ -1,6 +1,15 @@
 // admin.authentication=scram: the admin listener takes HTTP basic logins checked against the
-// SCRAM users (a real credential file, a real broker); health checks stay open.
+// SCRAM users (a real credential file, a real broker); health checks stay open. With an
+// authorizer, the console shows each user only what their ACLs allow a Kafka client.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
+import {
+  type AclBinding,
+  OPERATION_ALL,
+  PATTERN_LITERAL,
+  PERMISSION_ALLOW,
+} from "../../src/security/acl.ts";
+import { AclOperation, ResourceType } from "../../src/security/authorized-operations.ts";
 import { scramCredential } from "../../src/security/scram.ts";
 import { LocalScramCredentialStore } from "../../src/security/scram-credential-store.ts";
 import { type InProcessBroker, startInProcessBroker, tempDir } from "../support/broker-harness.ts";
@@ -56,4 +65,55 @@ test("health checks need no login; metrics and the console need a SCRAM user's p
   }
   // A remembered login is keyed by the password too: a wrong one still fails.
   expect((await fetch(`${admin}/metrics`, { headers: basic("alice", "x") })).status).toBe(401);
+});
+
+test("with an authorizer the console shows a user only what their ACLs let them read", async () => {
+  const dataDir = tempDir();
+  const store = new LocalScramCredentialStore(dataDir);
+  await store.set("alice", "SCRAM-SHA-256", scramCredential("SCRAM-SHA-256", "wonderland", 4096));
+  const acled = await startInProcessBroker({
+    dataDir,
+    settings: {
+      "admin.listeners": "127.0.0.1:0",
+      "admin.authentication": "scram",
+      "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    },
+  });
+  try {
+    const allow = (
+      principal: string,
+      resourceType: ResourceType,
+      name: string,
+      operation: number,
+    ): AclBinding => ({
+      pattern: { resourceType, name, patternType: PATTERN_LITERAL },
+      entry: { principal, host: "*", operation, permissionType: PERMISSION_ALLOW },
+    });
+    // The test's producer is anonymous on PLAINTEXT; alice may read one topic only.
+    await acled.broker.services.authorizer!.create([
+      allow("User:ANONYMOUS", ResourceType.CLUSTER, "kafka-cluster", OPERATION_ALL),
+      allow("User:ANONYMOUS", ResourceType.TOPIC, "*", OPERATION_ALL),
+      allow("User:alice", ResourceType.TOPIC, "open", AclOperation.READ),
+    ]);
+    const kafka = new Kafka({ brokers: [acled.bootstrap], logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    for (const topic of ["open", "secret"]) {
+      await producer.send({ topic, messages: [{ value: `${topic}-record` }] });
+    }
+    await producer.disconnect();
+    const url = `http://127.0.0.1:${acled.broker.adminListeners[0]!.port}`;
+    const get = async (path: string) =>
+      await (await fetch(`${url}${path}`, { headers: basic("alice", "wonderland") })).text();
+    const topics = await get("/console/topics");
+    expect(topics).toContain("/console/topics/open");
+    expect(topics).not.toContain("secret");
+    expect(await get("/console/topics/open?offset=0")).toContain("open-record");
+    const secret = await get("/console/topics/secret?offset=0");
+    expect(secret).not.toContain("secret-record");
+    expect(secret).toContain("no such topic");
+    expect(await get("/console/configs")).toContain("not authorized");
+  } finally {
+    await acled.stop();
+  }
 });
