@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import {
+  electLeader,
+  preferredElection,
+  uncleanElection,
+} from "../../src/controller/controller-leader-election.ts";
+import {
   fromOriginAndTarget,
   isReassignmentComplete,
   planReassignment,
@@ -93,4 +98,56 @@ test("the topic znode carries adding_replicas and removing_replicas as Kafka wri
     encodeTopicAssignment({ topicIdBase64: null, assignment: [[1]] }),
   );
   expect(settledZnode.addingReplicas).toBeUndefined();
+});
+
+describe("ElectLeaders decisions", () => {
+  const live = new Set([1, 2]);
+  const led = { leader: 2, leaderEpoch: 3, isr: [1, 2], controllerEpoch: 1 };
+
+  test("preferred: elected when alive and in sync, else Kafka's errors", () => {
+    expect(preferredElection(led, [1, 2], live, 4)).toEqual({
+      ...led,
+      leader: 1,
+      leaderEpoch: 4,
+      controllerEpoch: 4,
+    });
+    expect(preferredElection(led, [2, 1], live, 4)).toEqual({
+      errorCode: ErrorCode.ELECTION_NOT_NEEDED,
+    });
+    expect(preferredElection({ ...led, isr: [2] }, [1, 2], live, 4)).toEqual({
+      errorCode: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+    });
+  });
+
+  test("unclean: only without a live leader; an out-of-sync live replica leads alone", () => {
+    expect(uncleanElection(led, [1, 2], live, 4)).toEqual({
+      errorCode: ErrorCode.ELECTION_NOT_NEEDED,
+    });
+    const offline = { leader: -1, leaderEpoch: 5, isr: [3], controllerEpoch: 1 };
+    expect(uncleanElection(offline, [3, 2], live, 4)).toEqual({
+      leader: 2,
+      leaderEpoch: 6,
+      isr: [2],
+      controllerEpoch: 4,
+    });
+    expect(uncleanElection(offline, [3], live, 4)).toEqual({
+      errorCode: ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    });
+  });
+
+  test("unclean.leader.election.enable decides an offline partition's fate", () => {
+    const dead = { leader: 3, leaderEpoch: 5, isr: [3], controllerEpoch: 1 };
+    expect(electLeader(dead, [3, 2], live, 4)).toEqual({
+      leader: -1,
+      leaderEpoch: 6,
+      isr: [3],
+      controllerEpoch: 4,
+    });
+    expect(electLeader(dead, [3, 2], live, 4, true)).toEqual({
+      leader: 2,
+      leaderEpoch: 6,
+      isr: [2],
+      controllerEpoch: 4,
+    });
+  });
 });
