@@ -357,7 +357,7 @@ export const BROKER_CONFIG_KEYS = {
   "unclean.leader.election.enable": key(
     boolean(),
     false,
-    "Default for topic unclean.leader.election.enable. Quill never elects an out-of-sync leader.",
+    "Default for topic unclean.leader.election.enable (static; not a dynamic key in Quill).",
   ),
   "log.flush.interval.messages": key(
     long({ min: 1n }),

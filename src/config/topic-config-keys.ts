@@ -226,7 +226,6 @@ const ACCEPTED_KEYS = {
     [],
     fixed([]),
     "Replicas (partition:broker, or *) whose leader-side replication is throttled.",
-    { inert: "" },
   ),
   "local.retention.bytes": topicKey(
     long({ min: -2n }),
@@ -285,8 +284,7 @@ const ACCEPTED_KEYS = {
     boolean(),
     ["unclean.leader.election.enable"],
     (b) => b["unclean.leader.election.enable"],
-    "Elect an out-of-sync replica when no in-sync one is left; Quill never does.",
-    { inert: "false" },
+    "Elect an out-of-sync replica when no in-sync one is left (read by the controller).",
   ),
 } satisfies Record<string, TopicKey<unknown>>;
 

@@ -292,7 +292,7 @@ describe("with kafkajs against a broker", () => {
             {
               type: ConfigResourceTypes.TOPIC,
               name: "unclean",
-              configEntries: [{ name: "unclean.leader.election.enable", value }],
+              configEntries: [{ name: "preallocate", value }],
             },
           ],
         });
@@ -304,7 +304,7 @@ describe("with kafkajs against a broker", () => {
           {
             type: ConfigResourceTypes.TOPIC,
             name: "unclean",
-            configNames: ["unclean.leader.election.enable"],
+            configNames: ["preallocate"],
           },
         ],
       });
@@ -312,9 +312,9 @@ describe("with kafkajs against a broker", () => {
         configValue: "true",
         configSource: ConfigSource.DYNAMIC_TOPIC_CONFIG,
       });
-      const warned = b.logger.lines.filter((l) => l.includes("unclean.leader.election.enable"));
+      const warned = b.logger.lines.filter((l) => l.includes("preallocate"));
       expect(warned).toEqual([
-        "WARN topic unclean: config unclean.leader.election.enable=true is accepted but not applied " +
+        "WARN topic unclean: config preallocate=true is accepted but not applied " +
           "(see the README's topic keys)",
       ]);
     } finally {
