@@ -32,6 +32,7 @@ import { createAclsHandler } from "./30-create-acls.ts";
 import { deleteAclsHandler } from "./31-delete-acls.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
+import { describeLogDirsHandler } from "./35-describe-log-dirs.ts";
 import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
 import { deleteGroupsHandler } from "./42-delete-groups.ts";
@@ -71,6 +72,7 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   createPartitionsHandler,
   incrementalAlterConfigsHandler,
   describeClusterHandler,
+  describeLogDirsHandler,
   offsetCommitHandler,
   offsetFetchHandler,
   findCoordinatorHandler,

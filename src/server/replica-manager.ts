@@ -1,3 +1,4 @@
+import { statfsSync } from "node:fs";
 import type { BrokerId, LeaderEpoch, Offset, PartitionIndex } from "../common/branded.ts";
 import {
   type TopicPartitionKey,
@@ -514,6 +515,38 @@ export class ReplicaManager {
   }
 
   /**
+   * DescribeLogDirs (Kafka's ReplicaManager.describeLogDirs): every log dir with the partitions
+   * it holds (only those `wanted` names, all when null), their bytes and the offset lag (the
+   * high watermark's lead over the log end, 0 for a replica that has everything), and the
+   * volume's total and usable bytes (-1 when the file system does not say).
+   */
+  describeLogDirs(wanted: ((topic: string, partition: number) => boolean) | null) {
+    const byDir = new Map(this.logs.logDirs.map((d) => [d, new Map<string, UnifiedLog[]>()]));
+    for (const log of this.logs.allLogs()) {
+      if (wanted !== null && !wanted(log.topic, log.partition)) continue;
+      const topics = byDir.get(this.logs.logDirOf(log) ?? "");
+      if (topics === undefined) continue;
+      const list = topics.get(log.topic) ?? [];
+      list.push(log);
+      topics.set(log.topic, list);
+    }
+    return [...byDir].map(([logDir, topics]) => ({
+      logDir,
+      ...volumeBytes(logDir),
+      topics: [...topics].map(([name, logs]) => ({
+        name,
+        partitions: logs.map((log) => ({
+          partitionIndex: log.partition,
+          partitionSize: BigInt(log.sizeBytes),
+          offsetLag:
+            log.highWatermark > log.logEndOffset ? log.highWatermark - log.logEndOffset : 0n,
+          isFutureKey: false,
+        })),
+      })),
+    }));
+  }
+
+  /**
    * The partition a fetch reads: the leader's, or (KIP-392) a follower's for a consumer whose
    * request carries a rack (v11+), as Kafka lets such consumers read from followers.
    */
@@ -1004,6 +1037,16 @@ export class ReplicaManager {
       );
     }
     return p;
+  }
+}
+
+/** Kafka's UNKNOWN_VOLUME_BYTES (-1) when statfs fails. */
+function volumeBytes(dir: string): { totalBytes: bigint; usableBytes: bigint } {
+  try {
+    const st = statfsSync(dir, { bigint: true });
+    return { totalBytes: st.blocks * st.bsize, usableBytes: st.bavail * st.bsize };
+  } catch {
+    return { totalBytes: -1n, usableBytes: -1n };
   }
 }
 

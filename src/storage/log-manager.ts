@@ -78,7 +78,7 @@ const DEFAULTS = {
 
 export class LogManager {
   private readonly logs = new Map<string, UnifiedLog>();
-  private readonly logDirOf = new Map<UnifiedLog, string>();
+  private readonly dirOfLog = new Map<UnifiedLog, string>();
   /** High watermarks found at open, by `<topic>-<partition>` (one entry per log at most). */
   private readonly checkpointedHighWatermarks = new Map<string, bigint>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
@@ -120,7 +120,7 @@ export class LogManager {
         // The checkpoint's fdatasync and directory fsync run on the thread pool: on the event
         // loop they held requests for up to tens of ms at the end of every cleaning.
         onCleaned: async (log, result) => {
-          const logDir = this.logDirOf.get(log);
+          const logDir = this.dirOfLog.get(log);
           if (logDir !== undefined) {
             const filePath = path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE);
             await this.writeCheckpointInBackground(filePath, this.cleanerEntries(logDir));
@@ -201,7 +201,12 @@ export class LogManager {
     const key = partitionDirName(log.topic, log.partition);
     assert(!this.logs.has(key), `log ${key} found in two log dirs`);
     this.logs.set(key, log);
-    this.logDirOf.set(log, logDir);
+    this.dirOfLog.set(log, logDir);
+  }
+
+  /** The log dir holding `log` (absolute), or undefined once it is deleted. */
+  logDirOf(log: UnifiedLog): string | undefined {
+    return this.dirOfLog.get(log);
   }
 
   getLog(topic: string, partition: number): UnifiedLog | undefined {
@@ -251,7 +256,7 @@ export class LogManager {
     const log = this.logs.get(key);
     if (log === undefined) return;
     this.logs.delete(key);
-    this.logDirOf.delete(log);
+    this.dirOfLog.delete(log);
     await log.delete();
   }
 
@@ -328,7 +333,7 @@ export class LogManager {
   checkpointLogStartOffsetsOf(logs: readonly UnifiedLog[]): void {
     const logDirs = new Set<string>();
     for (const log of logs) {
-      const logDir = this.logDirOf.get(log);
+      const logDir = this.dirOfLog.get(log);
       if (logDir !== undefined) logDirs.add(logDir);
     }
     for (const logDir of logDirs) this.writeLogStartOffsets(logDir);
@@ -336,7 +341,7 @@ export class LogManager {
 
   private writeLogStartOffsets(logDir: string): void {
     const startOffsets: CheckpointEntry[] = [];
-    for (const [other, dir] of this.logDirOf) {
+    for (const [other, dir] of this.dirOfLog) {
       if (dir !== logDir) continue;
       startOffsets.push({
         topic: other.topic,
@@ -362,7 +367,7 @@ export class LogManager {
     const recoveryPoints: CheckpointEntry[] = [];
     const startOffsets: CheckpointEntry[] = [];
     const highWatermarks: CheckpointEntry[] = [];
-    for (const [log, dir] of this.logDirOf) {
+    for (const [log, dir] of this.dirOfLog) {
       if (dir !== logDir) continue;
       const { topic, partition } = log;
       recoveryPoints.push({ topic, partition, offset: log.flushedOffset });
@@ -379,7 +384,7 @@ export class LogManager {
 
   private cleanerEntries(logDir: string): CheckpointEntry[] {
     const entries: CheckpointEntry[] = [];
-    for (const [log, dir] of this.logDirOf) {
+    for (const [log, dir] of this.dirOfLog) {
       if (dir !== logDir || (!isCompacted(log.config) && log.cleanerOffset === 0n)) continue;
       entries.push({ topic: log.topic, partition: log.partition, offset: log.cleanerOffset });
     }
@@ -467,7 +472,7 @@ export class LogManager {
 
   private leastLoadedLogDir(): string {
     const counts = new Map(this.logDirs.map((d) => [d, 0]));
-    for (const dir of this.logDirOf.values()) counts.set(dir, (counts.get(dir) ?? 0) + 1);
+    for (const dir of this.dirOfLog.values()) counts.set(dir, (counts.get(dir) ?? 0) + 1);
     let best = this.logDirs[0];
     for (const [dir, count] of counts) if (count < counts.get(best)!) best = dir;
     return best;

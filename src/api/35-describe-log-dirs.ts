@@ -1,0 +1,36 @@
+// DescribeLogDirs: v1-4
+//
+// Version notes:
+// * v0 is removed in Kafka 4 (KIP-896); not offered. v1: no changes (throttling after the
+//   response). v2: flexible. v3: a top-level error code. v4: each dir's total and usable bytes.
+// * Topics null lists every partition; otherwise the named partitions only (a partition this
+//   broker does not hold is left out, as in Kafka).
+// * Needs DESCRIBE on the cluster (with an authorizer): else CLUSTER_AUTHORIZATION_FAILED and no
+//   dirs, as Kafka answers.
+// * Not implemented: future replicas (AlterReplicaLogDirs), offline dirs (every dir of a running
+//   broker is online).
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation } from "../security/authorized-operations.ts";
+import { authorizeCluster } from "./authorize.ts";
+import { defineHandler } from "./handler.ts";
+
+export const describeLogDirsHandler = defineHandler({
+  apiKey: ApiKey.DescribeLogDirs,
+  minVersion: 1,
+  maxVersion: 4,
+  handle(request, ctx) {
+    if (ctx.broker.authorizer !== null && !authorizeCluster(ctx, AclOperation.DESCRIBE)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results: [] };
+    }
+    const wanted =
+      request.topics === null
+        ? null
+        : new Set(request.topics.flatMap((t) => t.partitions.map((p) => `${t.topic}:${p}`)));
+    const dirs = ctx.broker.replicaManager.describeLogDirs(
+      wanted === null ? null : (topic, partition) => wanted.has(`${topic}:${partition}`),
+    );
+    const results = dirs.map((d) => ({ errorCode: ErrorCode.NONE, ...d }));
+    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, results };
+  },
+});
