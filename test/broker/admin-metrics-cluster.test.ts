@@ -131,6 +131,47 @@ test("cluster metrics follow known traffic, the controller and ZooKeeper", async
   leaderAt = found;
 }, 60_000);
 
+test("the group's coordinator shows its lag against the partition's high watermark", async () => {
+  const found = await requestOnce(brokers[0]!.broker.port, ApiKey.FindCoordinator, 3, {
+    key: "cluster-laggard",
+    keyType: 0,
+    coordinatorKeys: [],
+  });
+  expect(found.errorCode).toBe(ErrorCode.NONE);
+  const coordinator = brokers.find((b) => b.id === found.nodeId)!;
+  const committed = await requestOnce(coordinator.broker.port, ApiKey.OffsetCommit, 8, {
+    groupId: "cluster-laggard",
+    generationIdOrMemberEpoch: -1,
+    memberId: "",
+    groupInstanceId: null,
+    retentionTimeMs: -1n,
+    topics: [
+      {
+        name: "watched",
+        partitions: [
+          {
+            partitionIndex: 0,
+            committedOffset: 4n,
+            committedLeaderEpoch: -1,
+            committedMetadata: null,
+          },
+        ],
+      },
+    ],
+  });
+  expect(committed.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+  const labels = '{group="cluster-laggard",topic="watched",partition="0"}';
+  // The coordinator hosts a replica (replication factor 2 on 2 brokers): 10 records, 4 read.
+  await until(
+    async () =>
+      (await scrape(coordinator.admin)).get(`quill_consumer_group_lag${labels}`) === 6
+        ? true
+        : undefined,
+    10_000,
+    "lag 6 on the coordinator",
+  );
+});
+
 test("a frozen follower makes its leader shrink the ISR, and expand it once it runs", async () => {
   expect(leaderAt).toBeGreaterThanOrEqual(0);
   const leader = brokers[leaderAt]!;
