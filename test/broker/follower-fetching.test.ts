@@ -42,15 +42,34 @@ beforeAll(async () => {
       }),
     );
   }
-  const admin = await KafkaClient.connect(brokers[0]!.port);
-  const created = await admin.request(ApiKey.CreateTopics, 7, {
-    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 3, configs: [] }],
-  });
-  admin.close();
-  expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+  // The controller may not list the last broker yet: Kafka answers INVALID_REPLICATION_FACTOR
+  // then, as Quill does, so ask again until all three are there.
+  let createError = -1;
+  await waitUntil(
+    async () => {
+      const admin = await KafkaClient.connect(brokers[0]!.port);
+      const created = await admin.request(ApiKey.CreateTopics, 7, {
+        topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 3, configs: [] }],
+      });
+      admin.close();
+      createError = created.topics[0]!.errorCode;
+      return createError !== ErrorCode.INVALID_REPLICATION_FACTOR;
+    },
+    30_000,
+    "three live brokers for CreateTopics",
+    200,
+  );
+  expect(createError).toBe(ErrorCode.NONE);
   await waitUntil(() => brokers.some((b) => partitionOn(b)?.isLeader === true), 30_000, "a leader");
   leader = brokers.find((b) => partitionOn(b)!.isLeader)!;
   follower = brokers.find((b) => b !== leader)!;
+  // acks=-1 waits for every ISR member: let both followers fetch once before producing.
+  const followerIds = brokers.filter((b) => b !== leader).map((b) => b.broker.services.brokerId);
+  await waitUntil(
+    () => followerIds.every((id) => (partitionOn(leader)?.follower(id)?.logEndOffset ?? -1n) >= 0n),
+    30_000,
+    "both followers fetching",
+  );
   const client = await KafkaClient.connect(leader.port);
   const records = buildRecordBatch(
     Array.from({ length: RECORDS }, (_, i) => ({ value: new TextEncoder().encode(`v${i}`) })),
