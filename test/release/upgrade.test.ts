@@ -17,6 +17,7 @@ import {
   createTopic,
   startCluster,
 } from "../broker/cluster-harness.ts";
+import { kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
 import { type BrokerCommand, ChildBroker } from "../support/child-broker.ts";
 import { waitUntil } from "../support/wait-until.ts";
@@ -54,28 +55,36 @@ interface Seen {
   readonly header: string;
 }
 
-/** Every record of `topic` from the beginning, read with a group-less kafkajs consumer. */
-async function readAll(kafka: Kafka, topic: string, expected: number): Promise<Seen[]> {
-  const consumer = kafka.consumer({ groupId: `reader-${crypto.randomUUID()}` });
-  const seen: Seen[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        seen.push({
-          partition,
-          offset: message.offset,
-          key: message.key?.toString() ?? "",
-          value: message.value?.toString() ?? "",
-          header: message.headers?.h?.toString() ?? "",
+/**
+ * Every record of `topic` from the beginning, read with kcat (no group, so no join to wait
+ * for); read again until `expected` are there, since a restarted replica may still be behind.
+ */
+async function readAll(bootstrap: string, topic: string, expected: number): Promise<Seen[]> {
+  let seen: Seen[] = [];
+  const format = "%p\t%o\t%k\t%s\t%h\n";
+  await waitUntil(
+    async () => {
+      const args = ["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", format];
+      const lines = stdoutText(await kcatOk(bootstrap, args)).split("\n");
+      seen = lines
+        .filter((line) => line !== "")
+        .map((line) => {
+          const [partition, offset, key, value, headers] = line.split("\t");
+          const header = headers!.startsWith("h=") ? headers!.slice(2) : "";
+          return {
+            partition: Number(partition),
+            offset: offset!,
+            key: key!,
+            value: value!,
+            header,
+          };
         });
-      },
-    });
-    await waitUntil(() => seen.length >= expected, 60_000, `${expected} records of ${topic}`);
-  } finally {
-    await consumer.disconnect();
-  }
+      return seen.length >= expected;
+    },
+    60_000,
+    `${expected} records of ${topic}`,
+    250,
+  );
   return seen.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset));
 }
 
@@ -100,7 +109,7 @@ test("this build opens the previous release's data dir: records, headers, offset
       await producer.send({ topic: "kept", compression, messages, acks: -1 });
     }
     await producer.disconnect();
-    const before = await readAll(kafka, "kept", 300);
+    const before = await readAll(broker.bootstrap, "kept", 300);
     const offsets = [0, 1, 2].map((partition) => ({ partition, offset: "7" }));
     const admin2 = kafka.admin();
     await admin2.connect();
@@ -111,7 +120,7 @@ test("this build opens the previous release's data dir: records, headers, offset
     broker = await broker.restart("binary");
     expect(broker.stderrText).toContain(`quill ${VERSION}`);
     kafka = kafkaFor([broker.bootstrap]);
-    expect(await readAll(kafka, "kept", 300)).toEqual(before);
+    expect(await readAll(broker.bootstrap, "kept", 300)).toEqual(before);
     const admin3 = kafka.admin();
     await admin3.connect();
     const fetched = await admin3.fetchOffsets({ groupId: "kept-group", topics: ["kept"] });
@@ -128,7 +137,7 @@ test("this build opens the previous release's data dir: records, headers, offset
     // Back to the previous release: it reads what this build left as long as the format is its.
     if (DATA_FORMAT_VERSION === PREVIOUS_DATA_FORMAT_VERSION) {
       broker = await broker.restart(previous);
-      expect(await readAll(kafkaFor([broker.bootstrap]), "kept", 300)).toEqual(before);
+      expect(await readAll(broker.bootstrap, "kept", 300)).toEqual(before);
       expect(await broker.terminate()).toBe(0);
     } else {
       await expect(broker.restart(previous)).rejects.toThrow("written by a newer Quill");
@@ -232,7 +241,8 @@ test("a rolling upgrade of three previous-release brokers under acks=all load", 
     const consumed = reader.consumed;
     await waitUntil(() => acked.every((v) => consumed.has(v)), 60_000, "every acked record read");
     expect(errors).toEqual([]);
-    const everything = await readAll(kafka, "rolling", acked.length);
+    const bootstrap = [...cluster.brokers.values()].map((b) => b.bootstrap).join(",");
+    const everything = await readAll(bootstrap, "rolling", acked.length);
     const stored = new Set(everything.map((r) => r.value));
     expect(acked.filter((v) => !stored.has(v))).toEqual([]);
     expect(everything.length).toBe(stored.size);
