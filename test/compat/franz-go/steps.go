@@ -44,9 +44,11 @@ func (s *scenario) createTopic() (string, error) {
 		return "", err
 	}
 	// Metadata reaches the other brokers of a cluster a moment after CreateTopics is answered
-	// (as in Kafka), so a user lists the new topic until every partition shows, for a while.
+	// (as in Kafka), so a user lists the new topic until every partition shows, for a while:
+	// longer than kgo's metadata min age (5 s), since a first answer without the topic can be
+	// served again from the client's cache until then (a 5 s wait failed once in CI).
 	got := 0
-	for attempt := 0; attempt < 50; attempt++ {
+	for attempt := 0; attempt < 150; attempt++ {
 		details, err := s.admin.ListTopics(s.ctx, topic)
 		if err != nil {
 			return "", err
