@@ -169,12 +169,17 @@ async function applyChange(
       JSON.stringify(before.get(topic.name)?.configs) !== JSON.stringify(topic.configs);
     // The assignment as ZooKeeper has it now, not the cache's: a replica a reassignment just
     // removed (and StopReplica deleted) is still in the replicas the controller last stated.
+    // The store may not have read the controller's final rewrite yet either, so a replica
+    // StopReplica deleted comes back only through LeaderAndIsr, as in Kafka.
     const assignment = store.topic(topic.name)?.assignment ?? [];
     for (const p of topic.partitions) {
       if (!assignment[p.partition]?.includes(brokerId)) continue;
       const existing = logs.getLog(topic.name, p.partition);
-      if (existing === undefined) logs.getOrCreateLog(topic.name, p.partition, logConfig);
-      else if (configChanged) existing.updateConfig(logConfig);
+      if (existing !== undefined) {
+        if (configChanged) existing.updateConfig(logConfig);
+      } else if (!logs.wasRemoved(topic.name, p.partition)) {
+        logs.getOrCreateLog(topic.name, p.partition, logConfig);
+      }
     }
   }
 }

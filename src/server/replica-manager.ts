@@ -903,7 +903,9 @@ export class ReplicaManager {
       this.notifyLeadership(topic, partition, false);
     }
     if (!deletePartitions) return;
-    await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));
+    await Promise.all(
+      partitions.map((tp) => this.logs.deleteRemovedReplica(tp.topic, tp.partition)),
+    );
   }
 
   /** The replica state of a partition (for the API layer, tests and tools). */
