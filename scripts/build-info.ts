@@ -28,3 +28,12 @@ export function defineArgs(commit: string, date: string): string[] {
     `QUILL_BUILD_DATE=${JSON.stringify(date)}`,
   ];
 }
+
+/** Runs a command the build scripts need; its stdout, or an Error carrying its stderr. */
+export function runChecked(argv: string[], cwd: string): string {
+  const result = Bun.spawnSync(argv, { cwd, stdout: "pipe", stderr: "pipe" });
+  if (result.exitCode !== 0) {
+    throw new Error(`${argv.join(" ")} exited ${result.exitCode}:\n${result.stderr.toString()}`);
+  }
+  return result.stdout.toString();
+}

@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { runChecked } from "./build-info.ts";
 
 export const PREVIOUS_RELEASE = {
   version: "0.1.0",
@@ -17,13 +18,6 @@ export const PREVIOUS_RELEASE = {
 
 const root = join(import.meta.dir, "..");
 const cacheRoot = join(homedir(), ".cache", "quill-release", "previous");
-
-function run(argv: string[], cwd: string): void {
-  const result = Bun.spawnSync(argv, { cwd, stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) {
-    throw new Error(`${argv.join(" ")} exited ${result.exitCode}:\n${result.stderr.toString()}`);
-  }
-}
 
 /**
  * The path of the previous release's `quill` executable, built on first use. A clone without
@@ -34,15 +28,15 @@ export function previousReleaseBinary(): string {
   const binary = join(cacheRoot, commit, "quill");
   if (existsSync(binary)) return binary;
   const has = Bun.spawnSync(["git", "cat-file", "-e", `${commit}^{commit}`], { cwd: root });
-  if (has.exitCode !== 0) run(["git", "fetch", "--quiet", "origin", commit], root);
+  if (has.exitCode !== 0) runChecked(["git", "fetch", "--quiet", "origin", commit], root);
   mkdirSync(cacheRoot, { recursive: true });
   const stage = mkdtempSync(join(cacheRoot, "stage-"));
   try {
-    run(["git", "clone", "--quiet", "--shared", "--no-checkout", root, stage], root);
-    run(["git", "checkout", "--quiet", commit], stage);
+    runChecked(["git", "clone", "--quiet", "--shared", "--no-checkout", root, stage], root);
+    runChecked(["git", "checkout", "--quiet", commit], stage);
     // Runtime dependencies only: the build needs the addons the binary embeds, not the tools.
-    run(["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], stage);
-    run([process.execPath, join(stage, "scripts", "build.ts")], stage);
+    runChecked(["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], stage);
+    runChecked([process.execPath, join(stage, "scripts", "build.ts")], stage);
     mkdirSync(join(cacheRoot, commit), { recursive: true });
     renameSync(join(stage, "dist", "quill"), binary);
   } finally {

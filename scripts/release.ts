@@ -23,7 +23,7 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildCommit, buildDate, defineArgs } from "./build-info.ts";
+import { buildCommit, buildDate, defineArgs, runChecked } from "./build-info.ts";
 import { writeNotice } from "./release-notice.ts";
 
 const root = join(import.meta.dir, "..");
@@ -114,22 +114,17 @@ export const TARBALL_FILES = [
   "packaging/quill.sysctl.conf",
 ];
 
-function run(argv: string[], cwd: string): string {
-  const result = Bun.spawnSync(argv, { cwd, stdout: "pipe", stderr: "pipe" });
-  if (result.exitCode !== 0) {
-    throw new Error(`${argv.join(" ")} exited ${result.exitCode}:\n${result.stderr.toString()}`);
-  }
-  return result.stdout.toString();
-}
-
 /** Bun's runtime executable for the target, from the npm registry (cached). */
 function runtimeFor(t: ReleaseTarget, bunVersion: string): string {
   const dir = join(cacheDir, `${t.runtimePackage.replace("/", "+")}-${bunVersion}`);
   const exe = join(dir, "package", "bin", "bun");
   if (existsSync(exe)) return exe;
   mkdirSync(dir, { recursive: true });
-  const tgz = run(["npm", "pack", "--silent", `${t.runtimePackage}@${bunVersion}`], dir).trim();
-  run(["tar", "xzf", tgz, "-C", dir], dir);
+  const tgz = runChecked(
+    ["npm", "pack", "--silent", `${t.runtimePackage}@${bunVersion}`],
+    dir,
+  ).trim();
+  runChecked(["tar", "xzf", tgz, "-C", dir], dir);
   rmSync(join(dir, tgz));
   return exe;
 }
@@ -149,7 +144,10 @@ function stage(t: ReleaseTarget): string {
     cpSync(join(root, entry), join(dir, entry), { recursive: true });
   }
   const platform = [`--os=${t.os}`, `--cpu=${t.cpu}`, ...(t.libc ? [`--libc=${t.libc}`] : [])];
-  run(["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", ...platform], dir);
+  runChecked(
+    ["npm", "ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", ...platform],
+    dir,
+  );
   return dir;
 }
 
@@ -166,7 +164,7 @@ function compile(t: ReleaseTarget, version: string, defines: string[]): BuiltTar
   const runtime = runtimeFor(t, Bun.version);
   const binary = join(releaseDir, `quill-${version}-${t.name}`);
   // As scripts/build.ts, less --sourcemap: a release binary carries no source map.
-  run(
+  runChecked(
     [
       bun,
       "build",
@@ -218,9 +216,9 @@ function measure(built: BuiltTarget, defines: string[]): SizeBreakdown {
   const outdir = join(built.stageDir, "measure");
   const entry = join(built.stageDir, "src", "main.ts");
   const common = ["--minify", "--format=esm", ...defines];
-  run([bun, "build", ...common, "--target=bun", entry, "--outdir", outdir], built.stageDir);
+  runChecked([bun, "build", ...common, "--target=bun", entry, "--outdir", outdir], built.stageDir);
   const withoutBytecode = join(built.stageDir, "quill-without-bytecode");
-  run(
+  runChecked(
     [
       bun,
       "build",
@@ -253,7 +251,7 @@ function tarball(built: BuiltTarget, version: string, date: string): string {
   writeNotice(join(dir, "NOTICE"), built.stageDir, root, version);
   const path = join(releaseDir, `${name}.tar.gz`);
   const mtime = `@${Math.floor(Date.parse(date) / 1000)}`;
-  run(
+  runChecked(
     [
       "tar",
       "--sort=name",
@@ -315,7 +313,7 @@ function describe(sizes: SizeBreakdown): string {
 
 function main(): void {
   const { targets, allowDirty } = parseArgs(process.argv.slice(2));
-  const dirty = run(["git", "status", "--porcelain"], root).trim();
+  const dirty = runChecked(["git", "status", "--porcelain"], root).trim();
   if (dirty !== "" && !allowDirty) {
     throw new Error(`the checkout has changes (use --allow-dirty to build anyway):\n${dirty}`);
   }
