@@ -137,6 +137,39 @@ export async function createTopic(
   expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
 }
 
+/** The bootstrap list of the brokers still running, as Kafka's tools take it. */
+export function runningBootstrap(cluster: Cluster): string {
+  return [...cluster.brokers.values()]
+    .filter((b) => b.running)
+    .map((b) => b.bootstrap)
+    .join(",");
+}
+
+/** Creates a topic with an explicit replica assignment (one broker list per partition). */
+export async function createTopicWithAssignment(
+  broker: ChildBroker,
+  name: string,
+  assignment: readonly (readonly number[])[],
+) {
+  const response = await requestOnce(broker.port, ApiKey.CreateTopics, 7, {
+    topics: [
+      {
+        name,
+        numPartitions: -1,
+        replicationFactor: -1,
+        assignments: assignment.map((ids, partitionIndex) => ({
+          partitionIndex,
+          brokerIds: [...ids],
+        })),
+        configs: [],
+      },
+    ],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  });
+  expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
+}
+
 /** One acks=all produce straight to `broker`, without retries; resolves with its error code. */
 export async function produceAcksAll(broker: ChildBroker, topic: string, timeoutMs: number) {
   const records = buildRecordBatch([{ value: new TextEncoder().encode("direct") }]);
@@ -150,7 +183,7 @@ export async function produceAcksAll(broker: ChildBroker, topic: string, timeout
 }
 
 export async function produceWithKafkajs(cluster: Cluster, topic: string, values: string[]) {
-  const bootstrap = [...cluster.brokers.values()].filter((b) => b.running).map((b) => b.bootstrap);
+  const bootstrap = runningBootstrap(cluster).split(",");
   const kafka = new Kafka({
     clientId: "three-brokers",
     brokers: bootstrap,

@@ -5,14 +5,13 @@
  * killed with kill -9 and restarted on their data dirs.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ErrorCode } from "../../src/protocol/errors.ts";
-import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
   type Cluster,
   consistentMetadata,
+  createTopicWithAssignment,
   metadata,
+  runningBootstrap,
   startCluster,
   until,
 } from "./cluster-harness.ts";
@@ -35,29 +34,10 @@ afterAll(async () => {
   await zkServer?.stop();
 }, 30_000);
 
-function bootstrap(): string {
-  return [...cluster.brokers.values()]
-    .filter((b) => b.running)
-    .map((b) => b.bootstrap)
-    .join(",");
-}
+const bootstrap = () => runningBootstrap(cluster);
 
-async function createTopic(name: string, assignment: number[][]): Promise<void> {
-  const response = await requestOnce(cluster.brokers.get(1)!.port, ApiKey.CreateTopics, 7, {
-    topics: [
-      {
-        name,
-        numPartitions: -1,
-        replicationFactor: -1,
-        assignments: assignment.map((brokerIds, partitionIndex) => ({ partitionIndex, brokerIds })),
-        configs: [],
-      },
-    ],
-    timeoutMs: 10_000,
-    validateOnly: false,
-  });
-  expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-}
+const createTopic = (name: string, assignment: number[][]) =>
+  createTopicWithAssignment(cluster.brokers.get(1)!, name, assignment);
 
 /** The partition as a running broker's Metadata shows it, once `ok` holds for it. */
 async function partitionWhere(

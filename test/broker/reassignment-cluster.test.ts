@@ -18,7 +18,9 @@ import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-serve
 import {
   type Cluster,
   consistentMetadata,
+  createTopicWithAssignment,
   metadata,
+  runningBootstrap,
   startCluster,
   until,
 } from "./cluster-harness.ts";
@@ -42,12 +44,7 @@ afterAll(async () => {
   await zkServer?.stop();
 }, 30_000);
 
-function bootstrap(): string {
-  return [...cluster.brokers.values()]
-    .filter((b) => b.running)
-    .map((b) => b.bootstrap)
-    .join(",");
-}
+const bootstrap = () => runningBootstrap(cluster);
 
 async function reassignTool(...args: string[]) {
   return await runKafkaTool(REASSIGN_PARTITIONS, ["--bootstrap-server", bootstrap(), ...args]);
@@ -59,22 +56,8 @@ function jsonFile(name: string, value: unknown): string {
   return path;
 }
 
-async function createTopic(name: string, assignment: number[][]): Promise<void> {
-  const response = await requestOnce(cluster.brokers.get(1)!.port, ApiKey.CreateTopics, 7, {
-    topics: [
-      {
-        name,
-        numPartitions: -1,
-        replicationFactor: -1,
-        assignments: assignment.map((brokerIds, partitionIndex) => ({ partitionIndex, brokerIds })),
-        configs: [],
-      },
-    ],
-    timeoutMs: 10_000,
-    validateOnly: false,
-  });
-  expect(response.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-}
+const createTopic = (name: string, assignment: number[][]) =>
+  createTopicWithAssignment(cluster.brokers.get(1)!, name, assignment);
 
 /** The topic znode as Kafka's tools and controller read it. */
 async function assignmentZnode(topic: string) {

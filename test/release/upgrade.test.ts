@@ -15,6 +15,7 @@ import {
   type Cluster,
   consistentMetadata,
   createTopic,
+  runningBootstrap,
   startCluster,
 } from "../broker/cluster-harness.ts";
 import { kcatOk, stdoutText } from "../e2e/kcat-process.ts";
@@ -241,8 +242,7 @@ test("a rolling upgrade of three previous-release brokers under acks=all load", 
     const consumed = reader.consumed;
     await waitUntil(() => acked.every((v) => consumed.has(v)), 60_000, "every acked record read");
     expect(errors).toEqual([]);
-    const bootstrap = [...cluster.brokers.values()].map((b) => b.bootstrap).join(",");
-    const everything = await readAll(bootstrap, "rolling", acked.length);
+    const everything = await readAll(runningBootstrap(cluster), "rolling", acked.length);
     const stored = new Set(everything.map((r) => r.value));
     expect(acked.filter((v) => !stored.has(v))).toEqual([]);
     expect(everything.length).toBe(stored.size);
