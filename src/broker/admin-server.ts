@@ -2,6 +2,7 @@ import type { ListenerAddress } from "../config/listeners.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
 import type { EventLoopMonitor } from "../util/event-loop-monitor.ts";
 import type { AdminAuthenticator } from "./admin-auth.ts";
+import { CONFIG_FORM_BYTES_MAX } from "./console-config-alter.ts";
 import { type MetricsSources, metricsText } from "./metrics-collector.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "./metrics-text.ts";
 
@@ -68,6 +69,8 @@ export function startAdminServer(
             answer(request, state, server.requestIP(request)?.address ?? ""),
           // A scrape of a large broker and a record browser page take a while to compute.
           idleTimeout: 60,
+          // The only bodies are the console's config forms (one key and value each).
+          maxRequestBodySize: CONFIG_FORM_BYTES_MAX,
         }),
       );
     }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { BrokerServices } from "../api/broker-services.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { BrokerMetrics } from "../server/broker-metrics.ts";
@@ -17,6 +18,7 @@ export interface AdminHandle {
   readonly state: AdminState;
   readonly bound: AdminServer["bound"];
   readonly history: ConsoleHistory;
+  readonly log: Logger;
   zooKeeper: ZooKeeperClient | null;
 }
 
@@ -37,7 +39,7 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
     pages: null,
   };
   const history = new ConsoleHistory();
-  if (addresses === null) return { state, bound: [], history, zooKeeper: null };
+  if (addresses === null) return { state, bound: [], history, log, zooKeeper: null };
   cleanups.push("event-loop monitor and console history", () => {
     eventLoop?.stop();
     history.stop();
@@ -49,7 +51,7 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
   log.info(
     `quill: admin listener on ${bound} (/console, /health/live, /health/ready, /metrics; ${auth})`,
   );
-  return { state, bound: server.bound, history, zooKeeper: null };
+  return { state, bound: server.bound, history, log, zooKeeper: null };
 }
 
 /** The broker serves: metrics see its parts, logins its SCRAM users, and it reports ready. */
@@ -72,6 +74,8 @@ export function adminServes(
       services,
       history: admin.history,
       zooKeeperState: () => zk?.sessionState ?? "not used (embedded broker)",
+      csrfKey: randomBytes(32),
+      log: admin.log.child("Console"),
     };
     admin.history.start(services, state.metrics);
     state.pages = (request, url, principal, host) =>

@@ -1,6 +1,7 @@
 import type { BrokerServices } from "../api/broker-services.ts";
 import type { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { Partition } from "../server/partition.ts";
+import type { Logger } from "../util/logger.ts";
 import type { ConsoleHistory } from "./console-history.ts";
 
 /** What the console pages read: the running broker, its history and its ZooKeeper state. */
@@ -8,6 +9,12 @@ export interface ConsoleContext {
   readonly services: BrokerServices;
   readonly history: ConsoleHistory;
   readonly zooKeeperState: () => string;
+  /** Keys the forms' anti-forgery tokens (console-config-alter.ts); drawn at start. */
+  readonly csrfKey: Uint8Array;
+  readonly log: Logger;
+  /** The logged-in user (`User:ANONYMOUS` without admin authentication) and their address. */
+  readonly principal: string;
+  readonly host: string;
   /**
    * Whether the logged-in user may do `operation` on the resource, as the broker's authorizer
    * decides for a Kafka client (always, without an authorizer): the console shows through it
@@ -18,7 +25,7 @@ export interface ConsoleContext {
 
 /** The console context for one request of `principal` from `host`. */
 export function forUser(
-  base: Omit<ConsoleContext, "allowed">,
+  base: Omit<ConsoleContext, "allowed" | "principal" | "host">,
   principal: string,
   host: string,
 ): ConsoleContext {
@@ -28,7 +35,7 @@ export function forUser(
       ? () => true
       : (operation: AclOperation, resourceType: ResourceType, name: string) =>
           authorizer.authorize(principal, host, operation, resourceType, name);
-  return { ...base, allowed };
+  return { ...base, principal, host, allowed };
 }
 
 /** This broker's replica of each partition, by topic. */

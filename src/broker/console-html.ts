@@ -51,7 +51,14 @@ export function table(headings: readonly string[], rows: readonly (readonly Part
 </table>`;
 }
 
-export function page(title: string, body: Html): Response {
+/** No other site may frame a page (its forms could be clicked through a disguise). */
+const PAGE_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "x-frame-options": "DENY",
+  "content-security-policy": "frame-ancestors 'none'",
+};
+
+export function page(title: string, body: Html, status = 200): Response {
   const text = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -68,7 +75,7 @@ export function page(title: string, body: Html): Response {
 <main><h1>${title}</h1>
 ${body}
 </main></body></html>`;
-  return new Response(text.text, { headers: { "content-type": "text/html; charset=utf-8" } });
+  return new Response(text.text, { status, headers: PAGE_HEADERS });
 }
 
 export interface Series {

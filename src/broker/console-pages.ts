@@ -5,6 +5,7 @@ import {
   CLUSTER_RESOURCE_NAME,
   ResourceType,
 } from "../security/authorized-operations.ts";
+import { alterTopicConfig } from "./console-config-alter.ts";
 import { type ConsoleContext, configText, localPartitions } from "./console-context.ts";
 import type { Sample } from "./console-history.ts";
 import {
@@ -26,18 +27,26 @@ import { groupLags, type PartitionLag } from "./metrics-collector.ts";
 const ASSET_HEADERS = { "cache-control": "max-age=300" };
 
 /**
- * The web console (read-only): server-rendered pages with inline SVG charts, and two small
- * assets, all compiled into the binary. `context` is null until the broker serves.
+ * The web console: server-rendered pages with inline SVG charts, and two small assets, all
+ * compiled into the binary; the one write is a topic config change posted from the topic page
+ * (console-config-alter.ts). `context` is null until the broker serves.
  */
 export async function consolePage(
   request: Request,
   url: URL,
   context: () => ConsoleContext | null,
 ): Promise<Response> {
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    return new Response("method not allowed\n", { status: 405, headers: { allow: "GET, HEAD" } });
-  }
   const path = url.pathname.replace(/\/+$/, "");
+  const alter = /^\/console\/topics\/([^/]+)\/configs$/.exec(path);
+  if (alter !== null && request.method === "POST") {
+    const ctx = context();
+    if (ctx === null) return new Response("starting\n", { status: 503 });
+    return await configPosted(ctx, request, url, decodeURIComponent(alter[1]!));
+  }
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    const allow = alter === null ? "GET, HEAD" : "POST";
+    return new Response("method not allowed\n", { status: 405, headers: { allow } });
+  }
   if (path === "") return Response.redirect(`${url.origin}/console`, 302);
   if (path === "/console/assets/console.css") {
     return new Response(CONSOLE_CSS, { headers: { "content-type": "text/css", ...ASSET_HEADERS } });
@@ -62,6 +71,28 @@ export async function consolePage(
     default:
       return notFound();
   }
+}
+
+/** Success redirects to the topic page (a reload does not post again); failure shows why. */
+async function configPosted(
+  ctx: ConsoleContext,
+  request: Request,
+  url: URL,
+  topic: string,
+): Promise<Response> {
+  const outcome = await alterTopicConfig(ctx, request, url, topic);
+  const topicPath = `/console/topics/${encodeURIComponent(topic)}`;
+  if (outcome.ok) {
+    const to = `${url.origin}${topicPath}?altered=${encodeURIComponent(outcome.key)}`;
+    return Response.redirect(to, 303);
+  }
+  if (outcome.status === 403 || outcome.status === 413) {
+    return new Response(`${outcome.message}\n`, { status: outcome.status });
+  }
+  return topicPage(ctx, topic, new URL(topicPath, url.origin), {
+    status: outcome.status,
+    text: outcome.message,
+  });
 }
 
 function notFound(): Response {

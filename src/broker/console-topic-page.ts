@@ -1,18 +1,30 @@
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { Partition } from "../server/partition.ts";
+import { configAlterForm } from "./console-config-alter.ts";
 import { type ConsoleContext, configText, localPartitions } from "./console-context.ts";
 import { type Html, html, NOT_AUTHORIZED, page, table } from "./console-html.ts";
 import { BROWSE_RECORDS_MAX, browseRecords, offsetForTime } from "./record-browser.ts";
 
 type ValueFormat = "text" | "json" | "hex";
 
+/** What the last config change did, shown above the configs (and the page's status). */
+export interface ConfigNotice {
+  readonly status: number;
+  readonly text: string;
+}
+
 /** One topic: partitions as Metadata states them with this broker's replica, configs, records. */
-export function topicPage(ctx: ConsoleContext, name: string, url: URL): Response {
+export function topicPage(
+  ctx: ConsoleContext,
+  name: string,
+  url: URL,
+  notice?: ConfigNotice,
+): Response {
   const topic = ctx.services.metadataCache.topic(name);
   const allowed = (operation: AclOperation) => ctx.allowed(operation, ResourceType.TOPIC, name);
   // As Kafka answers a client not allowed to describe it: as if the topic did not exist.
   if (topic === undefined || !allowed(AclOperation.DESCRIBE)) {
-    return page(`Topic ${name}`, html`<p class="empty">no such topic</p>`);
+    return page(`Topic ${name}`, html`<p class="empty">no such topic</p>`, notice?.status ?? 200);
   }
   const local = localPartitions(ctx).get(name) ?? new Map<number, Partition>();
   const rows = topic.partitions.map((p) => {
@@ -30,14 +42,39 @@ export function topicPage(ctx: ConsoleContext, name: string, url: URL): Response
     ];
   });
   const headings = ["partition", "leader", "replicas", "ISR", "start", "high watermark", "end"];
-  const overrides = Object.entries(topic.configs).map(([k, v]) => [k, configText(v)]);
   const body = html`<h2>Partitions</h2>
 ${table([...headings, "bytes here"], rows)}
-<h2>Configs (overrides; the rest are broker defaults; read-only)</h2>
-${allowed(AclOperation.DESCRIBE_CONFIGS) ? table(["key", "value"], overrides) : NOT_AUTHORIZED}
+${configsSection(ctx, name, topic.configs, url, notice)}
 <h2>Records</h2>
 ${allowed(AclOperation.READ) ? recordBrowser(ctx, local, url) : NOT_AUTHORIZED}`;
-  return page(`Topic ${name}`, body);
+  return page(`Topic ${name}`, body, notice?.status ?? 200);
+}
+
+/** The overrides, and the form to alter them for a user the ACLs allow it. */
+function configsSection(
+  ctx: ConsoleContext,
+  name: string,
+  configs: Readonly<Record<string, unknown>>,
+  url: URL,
+  notice: ConfigNotice | undefined,
+): Html {
+  const allowed = (operation: AclOperation) => ctx.allowed(operation, ResourceType.TOPIC, name);
+  const alterable = allowed(AclOperation.ALTER_CONFIGS);
+  const altered = url.searchParams.get("altered");
+  const shown =
+    notice ?? (altered === null ? undefined : { status: 200, text: `${altered} altered` });
+  const overrides = Object.entries(configs).map(([k, v]) => [k, configText(v)]);
+  const readOnly = alterable ? "" : "; read-only";
+  const heading = `Configs (overrides; the rest are broker defaults${readOnly})`;
+  const noticeHtml =
+    shown === undefined
+      ? ""
+      : html`<p id="config-notice" class="${shown.status === 200 ? "ok" : "bad"}">
+${shown.text}</p>`;
+  return html`<h2>${heading}</h2>
+${noticeHtml}
+${allowed(AclOperation.DESCRIBE_CONFIGS) ? table(["key", "value"], overrides) : NOT_AUTHORIZED}
+${alterable ? configAlterForm(ctx, name) : ""}`;
 }
 
 function recordBrowser(ctx: ConsoleContext, local: ReadonlyMap<number, Partition>, url: URL): Html {

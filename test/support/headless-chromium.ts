@@ -77,6 +77,13 @@ export class HeadlessChromium {
     await loaded;
   }
 
+  /** Evaluates an expression that loads another page (a form submitted) and waits for it. */
+  async navigateBy(expression: string): Promise<void> {
+    const loaded = new Promise<void>((resolve) => this.loadWaiters.push(resolve));
+    await this.evaluate(expression);
+    await loaded;
+  }
+
   async evaluate<T>(expression: string): Promise<T> {
     const m = await this.send("Runtime.evaluate", { expression, returnByValue: true });
     return m.result?.result?.value as T;
