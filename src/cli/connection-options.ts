@@ -3,7 +3,8 @@
  * `QUILL_BROKERS`, the profile file, then 127.0.0.1:9092. The profile file
  * (`~/.config/quill/quill.properties`, or `QUILL_CONFIG`) holds named clusters as
  * `<profile>.<client key>=value` lines; `--profile NAME` (or `QUILL_PROFILE`) picks one, and
- * `default.` keys apply without one. Client keys are Kafka's client config names.
+ * `default.` keys apply without one. `--command-config FILE` (Kafka tools' flag) adds a
+ * properties file above the profile. Client keys are Kafka's client config names.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -12,25 +13,34 @@ import { type ClientConfig, ClusterClient, parseBrokerList } from "../client/clu
 import { parseProperties } from "../config/properties.ts";
 import { UsageError } from "./args.ts";
 import type { CommandArgs } from "./command-args.ts";
+import { SECURITY_KEYS, securityConfig } from "./security-options.ts";
 
 /** Flags every client command takes, long names (with -b and -X as short forms). */
-export const CONNECTION_VALUES = ["--brokers", "-X", "--profile", "--format"] as const;
+export const CONNECTION_VALUES = [
+  "--brokers",
+  "-X",
+  "--profile",
+  "--command-config",
+  "--format",
+] as const;
 export const CONNECTION_ALIASES = { "-b": "--brokers" } as const;
 
 export const CONNECTION_HELP = `Connection options (every command):
   -b, --brokers HOST:PORT,...  bootstrap brokers (default $QUILL_BROKERS or 127.0.0.1:9092)
   -X KEY=VALUE                 a Kafka client setting: bootstrap.servers, client.id,
-                               request.timeout.ms, socket.connection.setup.timeout.ms
+                               request.timeout.ms, socket.connection.setup.timeout.ms,
+                               security.protocol, sasl.*, ssl.* (docs/cli.md)
+  --command-config FILE        client settings in a properties file, as Kafka's tools take
   --profile NAME               a cluster from ~/.config/quill/quill.properties ($QUILL_CONFIG)
   --format table|json          output for people (default) or for scripts
 `;
 
-const CLIENT_KEYS = new Set([
+const CLIENT_KEYS = new Set<string>([
   "bootstrap.servers",
   "client.id",
   "request.timeout.ms",
   "socket.connection.setup.timeout.ms",
-  "security.protocol",
+  ...SECURITY_KEYS,
 ]);
 
 function profileSettings(profile: string | undefined): Map<string, string> {
@@ -55,6 +65,14 @@ function profileSettings(profile: string | undefined): Map<string, string> {
 export function clientSettings(args: CommandArgs): Map<string, string> {
   const settings = profileSettings(args.get("--profile") ?? process.env.QUILL_PROFILE);
   if (process.env.QUILL_BROKERS) settings.set("bootstrap.servers", process.env.QUILL_BROKERS);
+  const commandConfig = args.get("--command-config");
+  if (commandConfig !== undefined) {
+    if (!existsSync(commandConfig))
+      throw new UsageError(`--command-config: no file ${commandConfig}`);
+    for (const { key, value } of parseProperties(readFileSync(commandConfig, "utf8"))) {
+      settings.set(key, value);
+    }
+  }
   for (const x of args.all("-X")) {
     const eq = x.indexOf("=");
     if (eq <= 0) throw new UsageError(`-X expects KEY=VALUE, got "${x}"`);
@@ -64,10 +82,6 @@ export function clientSettings(args: CommandArgs): Map<string, string> {
   if (brokers !== undefined) settings.set("bootstrap.servers", brokers);
   for (const key of settings.keys()) {
     if (!CLIENT_KEYS.has(key)) throw new UsageError(`unknown client setting "${key}"`);
-  }
-  const protocol = settings.get("security.protocol") ?? "PLAINTEXT";
-  if (protocol.toUpperCase() !== "PLAINTEXT") {
-    throw new UsageError(`security.protocol=${protocol}: the quill client speaks PLAINTEXT only`);
   }
   return settings;
 }
@@ -94,6 +108,7 @@ export function clientConfig(args: CommandArgs): ClientConfig {
     clientId: settings.get("client.id") ?? "quill-cli",
     requestTimeoutMs: positiveInt(settings, "request.timeout.ms", 30_000),
     connectTimeoutMs: positiveInt(settings, "socket.connection.setup.timeout.ms", 10_000),
+    ...securityConfig(settings),
   };
 }
 

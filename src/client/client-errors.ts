@@ -35,6 +35,10 @@ const HINTS: Readonly<Record<number, string>> = {
   [ErrorCode.TOPIC_DELETION_DISABLED]: "the cluster has delete.topic.enable=false",
   [ErrorCode.OFFSET_OUT_OF_RANGE]: "the offset is outside the log; use -o beginning or -o end",
   [ErrorCode.UNSUPPORTED_COMPRESSION_TYPE]: "pick another codec with -z",
+  [ErrorCode.SASL_AUTHENTICATION_FAILED]:
+    "check the user name and password in sasl.jaas.config (--command-config or -X)",
+  [ErrorCode.UNSUPPORTED_SASL_MECHANISM]: "set sasl.mechanism to one the broker offers",
+  [ErrorCode.ILLEGAL_SASL_STATE]: "check security.protocol: the listener may not speak SASL",
 };
 
 /** A Kafka error code from the cluster, with where it happened and what to do. */

@@ -4,7 +4,11 @@
  * connection per broker id. Requests are the generated codecs over `InterBrokerClient`, the same
  * framing the brokers use among themselves.
  */
-import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
+import {
+  type ClientTlsOptions,
+  InterBrokerClient,
+  InterBrokerError,
+} from "../network/inter-broker-client.ts";
 import {
   API_SPECS,
   ApiKey,
@@ -14,6 +18,7 @@ import {
   type MetadataResponse,
 } from "../protocol/generated/index.ts";
 import { ClusterError, UnreachableError } from "./client-errors.ts";
+import { authenticate, type SaslCredentials } from "./sasl-authenticator.ts";
 
 export interface HostPort {
   readonly host: string;
@@ -25,6 +30,10 @@ export interface ClientConfig {
   readonly clientId: string;
   readonly requestTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  /** security.protocol SSL or SASL_SSL. */
+  readonly tls?: ClientTlsOptions;
+  /** security.protocol SASL_PLAINTEXT or SASL_SSL. */
+  readonly sasl?: SaslCredentials;
 }
 
 /**
@@ -80,8 +89,15 @@ export class ClusterClient {
     for (const address of config.bootstrap) {
       try {
         const connection = await ClusterClient.open(config, address);
-        const versions = await negotiateVersions(connection, config.requestTimeoutMs);
-        return new ClusterClient(config, connection, versions);
+        try {
+          // ApiVersions is the one request a SASL listener answers before authentication.
+          const versions = await negotiateVersions(connection, config.requestTimeoutMs);
+          await ClusterClient.authenticate(config, connection, versions);
+          return new ClusterClient(config, connection, versions);
+        } catch (error) {
+          connection.close();
+          throw error;
+        }
       } catch (error) {
         if (!(error instanceof InterBrokerError)) throw error;
         failures.push(error.message);
@@ -97,7 +113,33 @@ export class ClusterClient {
     return InterBrokerClient.connect(address.host, address.port, {
       clientId: config.clientId,
       connectTimeoutMs: config.connectTimeoutMs,
+      tls: config.tls,
     });
+  }
+
+  private static async authenticate(
+    config: ClientConfig,
+    connection: InterBrokerClient,
+    versions: ApiVersionTable,
+  ): Promise<void> {
+    if (config.sasl === undefined) return;
+    const version = versions.get(ApiKey.SaslAuthenticate);
+    if (version === undefined) {
+      throw new ClusterError(35, "for SaslAuthenticate", "the broker does not offer SASL");
+    }
+    await authenticate(connection, config.sasl, version, config.requestTimeoutMs);
+  }
+
+  /** A new connection to a broker, authenticated as the configuration says. */
+  private async openAuthenticated(address: HostPort): Promise<InterBrokerClient> {
+    const connection = await ClusterClient.open(this.config, address);
+    try {
+      await ClusterClient.authenticate(this.config, connection, this.versions);
+    } catch (error) {
+      connection.close();
+      throw error;
+    }
+    return connection;
   }
 
   /** The version this client speaks for `apiKey`; throws when the cluster has none in common. */
@@ -150,9 +192,10 @@ export class ClusterClient {
     if (!this.brokers.has(nodeId)) await this.metadata([]);
     const address = this.brokers.get(nodeId);
     if (address === undefined) throw new UnreachableError(`broker ${nodeId} is not in metadata`);
-    const opening = ClusterClient.open(this.config, address).catch((error: unknown) => {
+    const opening = this.openAuthenticated(address).catch((error: unknown) => {
       this.connections.delete(nodeId);
-      throw new UnreachableError(error instanceof Error ? error.message : String(error));
+      if (!(error instanceof InterBrokerError)) throw error;
+      throw new UnreachableError(error.message);
     });
     this.connections.set(nodeId, opening);
     return opening;

@@ -37,10 +37,23 @@ export class InterBrokerError extends Error {
   }
 }
 
+/** TLS for a client connection (the `quill` client commands; brokers speak PLAINTEXT). */
+export interface ClientTlsOptions {
+  /** PEM certificates to trust; absent: the system's roots. */
+  readonly ca?: string;
+  /** PEM certificate chain and key for client authentication (mTLS). */
+  readonly cert?: string;
+  readonly key?: string;
+  readonly passphrase?: string;
+  /** Check the certificate names the host (ssl.endpoint.identification.algorithm=https). */
+  readonly verifyHostname: boolean;
+}
+
 export interface InterBrokerClientOptions {
   /** The client id in request headers, e.g. "quill-controller-3". */
   readonly clientId: string;
   readonly connectTimeoutMs: number;
+  readonly tls?: ClientTlsOptions;
 }
 
 interface Pending {
@@ -86,13 +99,27 @@ export class InterBrokerClient {
         options.connectTimeoutMs,
       );
     });
+    const tls = options.tls;
+    // Bun takes writes before the handshake ends as 0 bytes written, so the connection counts
+    // as open only once the handshake callback has decided on the server's certificate.
+    let handshaken: (error: Error | null) => void = () => {};
+    const handshake = new Promise<void>((resolve, reject) => {
+      handshaken = (error) => (error === null ? resolve() : reject(error));
+    });
     const connecting = Bun.connect<undefined>({
       hostname: host,
       port,
+      tls: tls === undefined ? undefined : bunTlsOptions(host, tls),
       socket: {
+        handshake: (_socket, _success, authorizationError) =>
+          handshaken(certificateRefusal(host, port, tls, authorizationError)),
         data: (_socket, data) => client.onData(data),
         drain: () => client.flush(),
-        close: () => client.fail(new InterBrokerError(`${host}:${port} closed the connection`)),
+        close: () => {
+          const closed = new InterBrokerError(`${host}:${port} closed the connection`);
+          handshaken(closed);
+          client.fail(closed);
+        },
         error: (_socket, error) => {
           client.fail(
             new InterBrokerError(`connection to ${host}:${port} failed: ${error.message}`),
@@ -100,8 +127,10 @@ export class InterBrokerClient {
         },
       },
     });
+    void handshake.catch(() => {});
     try {
       client.socket = await Promise.race([connecting, timeout]);
+      if (tls !== undefined) await Promise.race([handshake, timeout]);
     } catch (error) {
       void connecting.then(
         (s) => s.end(),
@@ -290,4 +319,35 @@ export class InterBrokerClient {
     this.chunks = [];
     this.bufferedBytes = 0;
   }
+}
+
+/** Bun's options; the certificate is judged in the handshake callback, not by Bun. */
+function bunTlsOptions(host: string, tls: ClientTlsOptions) {
+  const ipAddress = /^[0-9.]+$/.test(host) || host.includes(":");
+  return {
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+    passphrase: tls.passphrase,
+    serverName: ipAddress ? undefined : host,
+    rejectUnauthorized: false,
+  };
+}
+
+/**
+ * Why the server's certificate is refused, or null. Bun is told not to reject (so the chain
+ * check and the host name check can be told apart): an untrusted chain always fails; a
+ * certificate for another name fails unless host name verification is off, as Kafka's
+ * `ssl.endpoint.identification.algorithm=` (empty) allows.
+ */
+function certificateRefusal(
+  host: string,
+  port: number,
+  tls: ClientTlsOptions | undefined,
+  authorizationError: Error | null,
+): InterBrokerError | null {
+  if (authorizationError === null || tls === undefined) return null;
+  const code = (authorizationError as { code?: string }).code ?? authorizationError.message;
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID" && !tls.verifyHostname) return null;
+  return new InterBrokerError(`TLS handshake with ${host}:${port} failed: ${code}`);
 }

@@ -285,7 +285,7 @@ describe("quill cluster and connection options", () => {
       [["topic", "create", ...b], 2, "expected TOPIC, got none"],
       [["topic", "frobnicate"], 2, 'unknown subcommand "topic frobnicate"'],
       [["topic", "list", "-b", "nohost:"], 2, "bad broker list"],
-      [["topic", "list", "-X", "security.protocol=SSL", ...b], 2, "PLAINTEXT only"],
+      [["topic", "list", "-X", "security.protocol=TLS", ...b], 2, "expected one of PLAINTEXT"],
       [["topic", "list", "-X", "linger=5", ...b], 2, 'unknown client setting "linger"'],
       [["topic", "create", "bad/name", ...b], 3, "INVALID_TOPIC_EXCEPTION"],
       [["group", "seek", "g", ...b], 2, "seek needs --to"],
