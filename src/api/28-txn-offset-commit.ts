@@ -44,7 +44,7 @@ export const txnOffsetCommitHandler = defineHandler({
     const result = await ctx.broker.groupCoordinator.txnOffsetCommit({
       groupId: request.groupId,
       producerId: request.producerId,
-      generationId: ctx.apiVersion >= 3 ? request.generationId : -1,
+      generationId: ctx.apiVersion >= 3 ? request.generationIdOrMemberEpoch : -1,
       memberId: ctx.apiVersion >= 3 ? request.memberId : "",
       groupInstanceId: ctx.apiVersion >= 3 ? request.groupInstanceId : null,
       topics: known,

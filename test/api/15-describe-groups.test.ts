@@ -54,11 +54,13 @@ test("DescribeGroups v0 and v5, ListGroups v0 and v5, DeleteGroups v0 and v2", a
     const groupsNames = ["g-admin", "g-idle"];
     const del0 = await client.request(ApiKey.DeleteGroups, 0, { groupsNames });
     expect(del0.results).toEqual([
-      { groupId: "g-admin", errorCode: ErrorCode.NON_EMPTY_GROUP },
-      { groupId: "g-idle", errorCode: ErrorCode.NONE },
+      { groupId: "g-admin", errorCode: ErrorCode.NON_EMPTY_GROUP, errorMessage: null },
+      { groupId: "g-idle", errorCode: ErrorCode.NONE, errorMessage: null },
     ]);
     const del2 = await client.request(ApiKey.DeleteGroups, 2, { groupsNames: ["g-idle"] });
-    expect(del2.results).toEqual([{ groupId: "g-idle", errorCode: ErrorCode.GROUP_ID_NOT_FOUND }]);
+    expect(del2.results).toEqual([
+      { groupId: "g-idle", errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: null },
+    ]);
   } finally {
     client.close();
   }

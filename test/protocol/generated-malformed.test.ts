@@ -62,10 +62,10 @@ describe("requests that cannot be decoded", () => {
   });
 
   test("version out of range", () => {
-    const e = expectDecodeError(() => decodeRequest(0, 12, new Reader(new Uint8Array(64))));
+    const e = expectDecodeError(() => decodeRequest(0, 14, new Reader(new Uint8Array(64))));
     expect(e).toBeInstanceOf(UnsupportedApiError);
     expectDecodeError(() => decodeRequest(0, -1, new Reader(new Uint8Array(64))));
-    expectDecodeError(() => decodeResponse(18, 5, new Reader(new Uint8Array(64))));
+    expectDecodeError(() => decodeResponse(18, 6, new Reader(new Uint8Array(64))));
   });
 
   test("a header newer than any version is still read, as flexible (v2)", () => {
@@ -211,7 +211,8 @@ describe.skipIf(!HAVE_SPECS)("damaged copies of valid messages", () => {
     }
     expect(truncations).toBeGreaterThan(50_000);
     expect(performance.now() - started).toBeLessThan(20_000);
-  });
+    // Over 70,000 decodes: seconds on a loaded machine, so the 20 s bound above is the limit.
+  }, 30_000);
 
   test("random byte changes decode or fail with DecodeError, never anything else", () => {
     const random = prng(7);
@@ -236,6 +237,6 @@ describe.skipIf(!HAVE_SPECS)("damaged copies of valid messages", () => {
         }
       }
     }
-    expect(outcomes).toBe(327 * 2 * 30);
+    expect(outcomes).toBe(364 * 2 * 30);
   });
 });

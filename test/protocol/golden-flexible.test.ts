@@ -65,6 +65,7 @@ describe("flexible encoding by hand", () => {
       responses: [
         {
           name: "t",
+          topicId: new Uint8Array(16),
           partitionResponses: [
             {
               index: 0,

@@ -3,20 +3,21 @@
  * so the round-trip tests check the generator against the specs rather than against itself.
  */
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import type { FieldSpec, MessageSpec, Range } from "../../scripts/gen-protocol.ts";
 import {
   camel,
-  DEFAULT_MESSAGES_DIR,
   inRange,
-  loadSpecs,
+  loadSpecUnion,
+  messagesDirs,
   PRIMITIVES,
   parseRange,
 } from "../../scripts/gen-protocol.ts";
 
-export const MESSAGES_DIR = resolve(process.env.KAFKA_MESSAGES_DIR ?? DEFAULT_MESSAGES_DIR);
-export const HAVE_SPECS = existsSync(MESSAGES_DIR);
-export const SPECS: MessageSpec[] = HAVE_SPECS ? loadSpecs(MESSAGES_DIR) : [];
+/** The spec directories the generator reads, oldest set first (KAFKA_MESSAGES_DIR overrides). */
+export const MESSAGES_DIRS: readonly string[] = messagesDirs([]);
+export const HAVE_SPECS = MESSAGES_DIRS.every((dir) => existsSync(dir));
+/** The union the generator builds from those sets. */
+export const SPECS: MessageSpec[] = HAVE_SPECS ? loadSpecUnion(MESSAGES_DIRS) : [];
 
 export type Sample = { [field: string]: unknown };
 

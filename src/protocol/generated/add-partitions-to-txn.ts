@@ -23,7 +23,7 @@ export interface AddPartitionsToTxnRequest {
 export interface AddPartitionsToTxnRequestAddPartitionsToTxnTopic {
   /** The name of the topic. (v0+) */
   name: string;
-  /** The partition indexes to add to the transaction (v0+) */
+  /** The partition indexes to add to the transaction. (v0+) */
   partitions: number[];
 }
 
@@ -107,7 +107,7 @@ export interface AddPartitionsToTxnResponse {
 export interface AddPartitionsToTxnResponseAddPartitionsToTxnTopicResult {
   /** The topic name. (v0+) */
   name: string;
-  /** The results for each partition (v0+) */
+  /** The results for each partition. (v0+) */
   resultsByPartition: AddPartitionsToTxnResponseAddPartitionsToTxnPartitionResult[];
 }
 

@@ -2,30 +2,32 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// AddRaftVoterRequest: versions 0, flexible 0+.
+// AddRaftVoterRequest: versions 0-1, flexible 0+.
 
 export interface AddRaftVoterRequest {
-  /** (v0+) */
+  /** The cluster id. (v0+) */
   clusterId: string | null;
-  /** (v0+) */
+  /** The maximum time to wait for the request to complete before returning. (v0+) */
   timeoutMs: number;
-  /** The replica id of the voter getting added to the topic partition (v0+) */
+  /** The replica id of the voter getting added to the topic partition. (v0+) */
   voterId: number;
-  /** The directory id of the voter getting added to the topic partition (v0+) */
+  /** The directory id of the voter getting added to the topic partition. (v0+) */
   voterDirectoryId: Uint8Array;
-  /** The endpoints that can be used to communicate with the voter (v0+) */
+  /** The endpoints that can be used to communicate with the voter. (v0+) */
   listeners: AddRaftVoterRequestListener[];
+  /** When true, return a response after the new voter set is committed. Otherwise, return after the leader writes the changes locally. (v1+) */
+  ackWhenCommitted: boolean;
 }
 
 export interface AddRaftVoterRequestListener {
-  /** The name of the endpoint (v0+) */
+  /** The name of the endpoint. (v0+) */
   name: string;
-  /** The hostname (v0+) */
+  /** The hostname. (v0+) */
   host: string;
-  /** The port (v0+) */
+  /** The port. (v0+) */
   port: number;
 }
 
@@ -35,8 +37,9 @@ export function decodeAddRaftVoterRequest(r: Reader, version: number): AddRaftVo
   const _voterId = r.int32();
   const _voterDirectoryId = r.uuid();
   const _listeners = r.array(true, version, decodeAddRaftVoterRequestListener);
+  const _ackWhenCommitted = (version >= 1 ? r.bool() : true);
   r.skipTaggedFields();
-  return { clusterId: _clusterId, timeoutMs: _timeoutMs, voterId: _voterId, voterDirectoryId: _voterDirectoryId, listeners: _listeners };
+  return { clusterId: _clusterId, timeoutMs: _timeoutMs, voterId: _voterId, voterDirectoryId: _voterDirectoryId, listeners: _listeners, ackWhenCommitted: _ackWhenCommitted };
 }
 
 function decodeAddRaftVoterRequestListener(r: Reader, version: number): AddRaftVoterRequestListener {
@@ -53,6 +56,7 @@ export function encodeAddRaftVoterRequest(w: Writer, version: number, m: Init<Ad
   w.int32(m.voterId ?? 0);
   w.uuid(m.voterDirectoryId ?? ZERO_UUID);
   w.array(true, version, m.listeners ?? EMPTY_ARRAY, encodeAddRaftVoterRequestListener);
+  if (version >= 1) { w.bool(m.ackWhenCommitted ?? true); } else { if (m.ackWhenCommitted !== undefined && m.ackWhenCommitted !== true) throw unsupported("AddRaftVoterRequest.ackWhenCommitted", version); }
   w.unsignedVarint(0);
 }
 
@@ -63,12 +67,12 @@ function encodeAddRaftVoterRequestListener(w: Writer, version: number, m: Init<A
   w.unsignedVarint(0);
 }
 
-// AddRaftVoterResponse: versions 0, flexible 0+.
+// AddRaftVoterResponse: versions 0-1, flexible 0+.
 
 export interface AddRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The error code, or 0 if there was no error (v0+) */
+  /** The error code, or 0 if there was no error. (v0+) */
   errorCode: number;
   /** The error message, or null if there was no error. (v0+) */
   errorMessage: string | null;

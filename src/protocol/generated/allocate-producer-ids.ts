@@ -7,9 +7,9 @@ import type { Init } from "./runtime.ts";
 // AllocateProducerIdsRequest: versions 0, flexible 0+.
 
 export interface AllocateProducerIdsRequest {
-  /** The ID of the requesting broker (v0+) */
+  /** The ID of the requesting broker. (v0+) */
   brokerId: number;
-  /** The epoch of the requesting broker (v0+) */
+  /** The epoch of the requesting broker. (v0+) */
   brokerEpoch: bigint;
 }
 
@@ -31,11 +31,11 @@ export function encodeAllocateProducerIdsRequest(w: Writer, version: number, m: 
 export interface AllocateProducerIdsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The top level response error code (v0+) */
+  /** The top level response error code. (v0+) */
   errorCode: number;
-  /** The first producer ID in this range, inclusive (v0+) */
+  /** The first producer ID in this range, inclusive. (v0+) */
   producerIdStart: bigint;
-  /** The number of producer IDs in this range (v0+) */
+  /** The number of producer IDs in this range. (v0+) */
   producerIdLen: number;
 }
 

@@ -2,14 +2,16 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, unsupported, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// AlterPartitionReassignmentsRequest: versions 0, flexible 0+.
+// AlterPartitionReassignmentsRequest: versions 0-1, flexible 0+.
 
 export interface AlterPartitionReassignmentsRequest {
   /** The time in ms to wait for the request to complete. (v0+) */
   timeoutMs: number;
+  /** The option indicating whether changing the replication factor of any given partition as part of this request is a valid move. (v1+) */
+  allowReplicationFactorChange: boolean;
   /** The topics to reassign. (v0+) */
   topics: AlterPartitionReassignmentsRequestReassignableTopic[];
 }
@@ -30,9 +32,10 @@ export interface AlterPartitionReassignmentsRequestReassignablePartition {
 
 export function decodeAlterPartitionReassignmentsRequest(r: Reader, version: number): AlterPartitionReassignmentsRequest {
   const _timeoutMs = r.int32();
+  const _allowReplicationFactorChange = (version >= 1 ? r.bool() : true);
   const _topics = r.array(true, version, decodeAlterPartitionReassignmentsRequestReassignableTopic);
   r.skipTaggedFields();
-  return { timeoutMs: _timeoutMs, topics: _topics };
+  return { timeoutMs: _timeoutMs, allowReplicationFactorChange: _allowReplicationFactorChange, topics: _topics };
 }
 
 function decodeAlterPartitionReassignmentsRequestReassignableTopic(r: Reader, version: number): AlterPartitionReassignmentsRequestReassignableTopic {
@@ -51,6 +54,7 @@ function decodeAlterPartitionReassignmentsRequestReassignablePartition(r: Reader
 
 export function encodeAlterPartitionReassignmentsRequest(w: Writer, version: number, m: Init<AlterPartitionReassignmentsRequest>): void {
   w.int32(m.timeoutMs ?? 60000);
+  if (version >= 1) { w.bool(m.allowReplicationFactorChange ?? true); } else { if (m.allowReplicationFactorChange !== undefined && m.allowReplicationFactorChange !== true) throw unsupported("AlterPartitionReassignmentsRequest.allowReplicationFactorChange", version); }
   w.array(true, version, m.topics ?? EMPTY_ARRAY, encodeAlterPartitionReassignmentsRequestReassignableTopic);
   w.unsignedVarint(0);
 }
@@ -67,11 +71,13 @@ function encodeAlterPartitionReassignmentsRequestReassignablePartition(w: Writer
   w.unsignedVarint(0);
 }
 
-// AlterPartitionReassignmentsResponse: versions 0, flexible 0+.
+// AlterPartitionReassignmentsResponse: versions 0-1, flexible 0+.
 
 export interface AlterPartitionReassignmentsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
+  /** The option indicating whether changing the replication factor of any given partition as part of the request was allowed. (v1+) */
+  allowReplicationFactorChange: boolean;
   /** The top-level error code, or 0 if there was no error. (v0+) */
   errorCode: number;
   /** The top-level error message, or null if there was no error. (v0+) */
@@ -81,9 +87,9 @@ export interface AlterPartitionReassignmentsResponse {
 }
 
 export interface AlterPartitionReassignmentsResponseReassignableTopicResponse {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string;
-  /** The responses to partitions to reassign (v0+) */
+  /** The responses to partitions to reassign. (v0+) */
   partitions: AlterPartitionReassignmentsResponseReassignablePartitionResponse[];
 }
 
@@ -98,11 +104,12 @@ export interface AlterPartitionReassignmentsResponseReassignablePartitionRespons
 
 export function decodeAlterPartitionReassignmentsResponse(r: Reader, version: number): AlterPartitionReassignmentsResponse {
   const _throttleTimeMs = r.int32();
+  const _allowReplicationFactorChange = (version >= 1 ? r.bool() : true);
   const _errorCode = r.int16();
   const _errorMessage = r.compactNullableString();
   const _responses = r.array(true, version, decodeAlterPartitionReassignmentsResponseReassignableTopicResponse);
   r.skipTaggedFields();
-  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, errorMessage: _errorMessage, responses: _responses };
+  return { throttleTimeMs: _throttleTimeMs, allowReplicationFactorChange: _allowReplicationFactorChange, errorCode: _errorCode, errorMessage: _errorMessage, responses: _responses };
 }
 
 function decodeAlterPartitionReassignmentsResponseReassignableTopicResponse(r: Reader, version: number): AlterPartitionReassignmentsResponseReassignableTopicResponse {
@@ -122,6 +129,7 @@ function decodeAlterPartitionReassignmentsResponseReassignablePartitionResponse(
 
 export function encodeAlterPartitionReassignmentsResponse(w: Writer, version: number, m: Init<AlterPartitionReassignmentsResponse>): void {
   w.int32(m.throttleTimeMs ?? 0);
+  if (version >= 1) { w.bool(m.allowReplicationFactorChange ?? true); }
   w.int16(m.errorCode ?? 0);
   w.compactNullableString((m.errorMessage === undefined ? "" : m.errorMessage));
   w.array(true, version, m.responses ?? EMPTY_ARRAY, encodeAlterPartitionReassignmentsResponseReassignableTopicResponse);

@@ -8,35 +8,35 @@ import type { Init } from "./runtime.ts";
 // AlterPartitionRequest: versions 0-3, flexible 0+.
 
 export interface AlterPartitionRequest {
-  /** The ID of the requesting broker (v0+) */
+  /** The ID of the requesting broker. (v0+) */
   brokerId: number;
-  /** The epoch of the requesting broker (v0+) */
+  /** The epoch of the requesting broker. (v0+) */
   brokerEpoch: bigint;
-  /** (v0+) */
+  /** The topics to alter ISRs for. (v0+) */
   topics: AlterPartitionRequestTopicData[];
 }
 
 export interface AlterPartitionRequestTopicData {
   /** The name of the topic to alter ISRs for (v0-1) */
   topicName: string;
-  /** The ID of the topic to alter ISRs for (v2+) */
+  /** The ID of the topic to alter ISRs for. (v2+) */
   topicId: Uint8Array;
-  /** (v0+) */
+  /** The partitions to alter ISRs for. (v0+) */
   partitions: AlterPartitionRequestPartitionData[];
 }
 
 export interface AlterPartitionRequestPartitionData {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The leader epoch of this partition (v0+) */
+  /** The leader epoch of this partition. (v0+) */
   leaderEpoch: number;
   /** The ISR for this partition. Deprecated since version 3. (v0-2) */
   newIsr: number[];
-  /** (v3+) */
+  /** The ISR for this partition. (v3+) */
   newIsrWithEpochs: AlterPartitionRequestBrokerState[];
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (v1+) */
   leaderRecoveryState: number;
-  /** The expected epoch of the partition which is being updated. For legacy cluster this is the ZkVersion in the LeaderAndIsr request. (v0+) */
+  /** The expected epoch of the partition which is being updated. (v0+) */
   partitionEpoch: number;
 }
 
@@ -116,25 +116,25 @@ function encodeAlterPartitionRequestBrokerState(w: Writer, version: number, m: I
 export interface AlterPartitionResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The top level response error code (v0+) */
+  /** The top level response error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The responses for each topic. (v0+) */
   topics: AlterPartitionResponseTopicData[];
 }
 
 export interface AlterPartitionResponseTopicData {
   /** The name of the topic (v0-1) */
   topicName: string;
-  /** The ID of the topic (v2+) */
+  /** The ID of the topic. (v2+) */
   topicId: Uint8Array;
-  /** (v0+) */
+  /** The responses for each partition. (v0+) */
   partitions: AlterPartitionResponsePartitionData[];
 }
 
 export interface AlterPartitionResponsePartitionData {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The partition level error code (v0+) */
+  /** The partition level error code. (v0+) */
   errorCode: number;
   /** The broker ID of the leader. (v0+) */
   leaderId: number;
@@ -144,7 +144,7 @@ export interface AlterPartitionResponsePartitionData {
   isr: number[];
   /** 1 if the partition is recovering from an unclean leader election; 0 otherwise. (v1+) */
   leaderRecoveryState: number;
-  /** The current epoch for the partition for KRaft controllers. The current ZK version for the legacy controllers. (v0+) */
+  /** The current epoch for the partition for KRaft controllers. (v0+) */
   partitionEpoch: number;
 }
 

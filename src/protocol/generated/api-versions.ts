@@ -5,29 +5,37 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ApiVersionsRequest: versions 0-4, flexible 3+.
+// ApiVersionsRequest: versions 0-5, flexible 3+.
 
 export interface ApiVersionsRequest {
   /** The name of the client. (v3+) */
   clientSoftwareName: string;
   /** The version of the client. (v3+) */
   clientSoftwareVersion: string;
+  /** The cluster ID the client intends to connect to. Provide both ClusterId and NodeId, if known. (v5+) */
+  clusterId: string | null;
+  /** The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known. (v5+) */
+  nodeId: number;
 }
 
 export function decodeApiVersionsRequest(r: Reader, version: number): ApiVersionsRequest {
   const _clientSoftwareName = (version >= 3 ? r.compactString() : "");
   const _clientSoftwareVersion = (version >= 3 ? r.compactString() : "");
+  const _clusterId = (version >= 5 ? r.compactNullableString() : null);
+  const _nodeId = (version >= 5 ? r.int32() : -1);
   if (version >= 3) { r.skipTaggedFields(); }
-  return { clientSoftwareName: _clientSoftwareName, clientSoftwareVersion: _clientSoftwareVersion };
+  return { clientSoftwareName: _clientSoftwareName, clientSoftwareVersion: _clientSoftwareVersion, clusterId: _clusterId, nodeId: _nodeId };
 }
 
 export function encodeApiVersionsRequest(w: Writer, version: number, m: Init<ApiVersionsRequest>): void {
   if (version >= 3) { w.compactString(m.clientSoftwareName ?? ""); }
   if (version >= 3) { w.compactString(m.clientSoftwareVersion ?? ""); }
+  if (version >= 5) { w.compactNullableString(m.clusterId ?? null); }
+  if (version >= 5) { w.int32(m.nodeId ?? -1); }
   if (version >= 3) { w.unsignedVarint(0); }
 }
 
-// ApiVersionsResponse: versions 0-4, flexible 3+.
+// ApiVersionsResponse: versions 0-5, flexible 3+.
 
 export interface ApiVersionsResponse {
   /** The top-level error code. (v0+) */
@@ -42,7 +50,7 @@ export interface ApiVersionsResponse {
   finalizedFeaturesEpoch: bigint;
   /** List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0. (v3+, tagged 2) */
   finalizedFeatures: ApiVersionsResponseFinalizedFeatureKey[];
-  /** Set by a KRaft controller if the required configurations for ZK migration are present (v3+, tagged 3) */
+  /** Set by a KRaft controller if the required configurations for ZK migration are present. (v3+, tagged 3) */
   zkMigrationReady: boolean;
 }
 

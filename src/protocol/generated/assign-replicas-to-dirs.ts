@@ -8,30 +8,30 @@ import type { Init } from "./runtime.ts";
 // AssignReplicasToDirsRequest: versions 0, flexible 0+.
 
 export interface AssignReplicasToDirsRequest {
-  /** The ID of the requesting broker (v0+) */
+  /** The ID of the requesting broker. (v0+) */
   brokerId: number;
-  /** The epoch of the requesting broker (v0+) */
+  /** The epoch of the requesting broker. (v0+) */
   brokerEpoch: bigint;
-  /** (v0+) */
+  /** The directories to which replicas should be assigned. (v0+) */
   directories: AssignReplicasToDirsRequestDirectoryData[];
 }
 
 export interface AssignReplicasToDirsRequestDirectoryData {
-  /** The ID of the directory (v0+) */
+  /** The ID of the directory. (v0+) */
   id: Uint8Array;
-  /** (v0+) */
+  /** The topics assigned to the directory. (v0+) */
   topics: AssignReplicasToDirsRequestTopicData[];
 }
 
 export interface AssignReplicasToDirsRequestTopicData {
-  /** The ID of the assigned topic (v0+) */
+  /** The ID of the assigned topic. (v0+) */
   topicId: Uint8Array;
-  /** (v0+) */
+  /** The partitions assigned to the directory. (v0+) */
   partitions: AssignReplicasToDirsRequestPartitionData[];
 }
 
 export interface AssignReplicasToDirsRequestPartitionData {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partitionIndex: number;
 }
 
@@ -92,30 +92,30 @@ function encodeAssignReplicasToDirsRequestPartitionData(w: Writer, version: numb
 export interface AssignReplicasToDirsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The top level response error code (v0+) */
+  /** The top level response error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The list of directories and their assigned partitions. (v0+) */
   directories: AssignReplicasToDirsResponseDirectoryData[];
 }
 
 export interface AssignReplicasToDirsResponseDirectoryData {
-  /** The ID of the directory (v0+) */
+  /** The ID of the directory. (v0+) */
   id: Uint8Array;
-  /** (v0+) */
+  /** The list of topics and their assigned partitions. (v0+) */
   topics: AssignReplicasToDirsResponseTopicData[];
 }
 
 export interface AssignReplicasToDirsResponseTopicData {
-  /** The ID of the assigned topic (v0+) */
+  /** The ID of the assigned topic. (v0+) */
   topicId: Uint8Array;
-  /** (v0+) */
+  /** The list of assigned partitions. (v0+) */
   partitions: AssignReplicasToDirsResponsePartitionData[];
 }
 
 export interface AssignReplicasToDirsResponsePartitionData {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The partition level error code (v0+) */
+  /** The partition level error code. (v0+) */
   errorCode: number;
 }
 

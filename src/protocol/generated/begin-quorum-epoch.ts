@@ -8,40 +8,40 @@ import type { Init } from "./runtime.ts";
 // BeginQuorumEpochRequest: versions 0-1, flexible 1+.
 
 export interface BeginQuorumEpochRequest {
-  /** (v0+) */
+  /** The cluster id. (v0+) */
   clusterId: string | null;
-  /** The replica id of the voter receiving the request (v1+) */
+  /** The replica id of the voter receiving the request. (v1+) */
   voterId: number;
-  /** (v0+) */
+  /** The topics. (v0+) */
   topics: BeginQuorumEpochRequestTopicData[];
-  /** Endpoints for the leader (v1+) */
+  /** Endpoints for the leader. (v1+) */
   leaderEndpoints: BeginQuorumEpochRequestLeaderEndpoint[];
 }
 
 export interface BeginQuorumEpochRequestTopicData {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partitions. (v0+) */
   partitions: BeginQuorumEpochRequestPartitionData[];
 }
 
 export interface BeginQuorumEpochRequestPartitionData {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The directory id of the receiving replica (v1+) */
+  /** The directory id of the receiving replica. (v1+) */
   voterDirectoryId: Uint8Array;
-  /** The ID of the newly elected leader (v0+) */
+  /** The ID of the newly elected leader. (v0+) */
   leaderId: number;
-  /** The epoch of the newly elected leader (v0+) */
+  /** The epoch of the newly elected leader. (v0+) */
   leaderEpoch: number;
 }
 
 export interface BeginQuorumEpochRequestLeaderEndpoint {
-  /** The name of the endpoint (v1+) */
+  /** The name of the endpoint. (v1+) */
   name: string;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 
@@ -112,36 +112,36 @@ function encodeBeginQuorumEpochRequestLeaderEndpoint(w: Writer, version: number,
 export interface BeginQuorumEpochResponse {
   /** The top level error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The topic data. (v0+) */
   topics: BeginQuorumEpochResponseTopicData[];
-  /** Endpoints for all leaders enumerated in PartitionData (v1+, tagged 0) */
+  /** Endpoints for all leaders enumerated in PartitionData. (v1+, tagged 0) */
   nodeEndpoints: BeginQuorumEpochResponseNodeEndpoint[];
 }
 
 export interface BeginQuorumEpochResponseTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partition data. (v0+) */
   partitions: BeginQuorumEpochResponsePartitionData[];
 }
 
 export interface BeginQuorumEpochResponsePartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** (v0+) */
+  /** The error code for this partition. (v0+) */
   errorCode: number;
   /** The ID of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
 }
 
 export interface BeginQuorumEpochResponseNodeEndpoint {
-  /** The ID of the associated node (v1+) */
+  /** The ID of the associated node. (v1+) */
   nodeId: number;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 

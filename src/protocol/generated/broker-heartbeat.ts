@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { unsupported, invalidTag, readUuid, writeUuid } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// BrokerHeartbeatRequest: versions 0-1, flexible 0+.
+// BrokerHeartbeatRequest: versions 0-2, flexible 0+.
 
 export interface BrokerHeartbeatRequest {
   /** The broker ID. (v0+) */
@@ -20,6 +20,8 @@ export interface BrokerHeartbeatRequest {
   wantShutDown: boolean;
   /** Log directories that failed and went offline. (v1+, tagged 0) */
   offlineLogDirs: Uint8Array[];
+  /** List of log directories that are cordoned. This is null before the broker reaches the RECOVERY state. (v2+, tagged 1) */
+  cordonedLogDirs: Uint8Array[] | null;
 }
 
 export function decodeBrokerHeartbeatRequest(r: Reader, version: number): BrokerHeartbeatRequest {
@@ -29,6 +31,7 @@ export function decodeBrokerHeartbeatRequest(r: Reader, version: number): Broker
   const _wantFence = r.bool();
   const _wantShutDown = r.bool();
   let _offlineLogDirs: Uint8Array[] = [];
+  let _cordonedLogDirs: Uint8Array[] | null = null;
   if (true) {
     for (let n = r.unsignedVarint(); n > 0; n--) {
       const tag = r.unsignedVarint();
@@ -36,12 +39,13 @@ export function decodeBrokerHeartbeatRequest(r: Reader, version: number): Broker
       const end = r.offset + sizeBytes;
       switch (tag) {
       case 0: if (version >= 1) { _offlineLogDirs = r.array(true, version, readUuid); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 1: if (version >= 2) { _cordonedLogDirs = r.nullableArray(true, version, readUuid); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "BrokerHeartbeatRequest tagged field " + tag);
     }
   }
-  return { brokerId: _brokerId, brokerEpoch: _brokerEpoch, currentMetadataOffset: _currentMetadataOffset, wantFence: _wantFence, wantShutDown: _wantShutDown, offlineLogDirs: _offlineLogDirs };
+  return { brokerId: _brokerId, brokerEpoch: _brokerEpoch, currentMetadataOffset: _currentMetadataOffset, wantFence: _wantFence, wantShutDown: _wantShutDown, offlineLogDirs: _offlineLogDirs, cordonedLogDirs: _cordonedLogDirs };
 }
 
 export function encodeBrokerHeartbeatRequest(w: Writer, version: number, m: Init<BrokerHeartbeatRequest>): void {
@@ -51,18 +55,25 @@ export function encodeBrokerHeartbeatRequest(w: Writer, version: number, m: Init
   w.bool(m.wantFence ?? false);
   w.bool(m.wantShutDown ?? false);
   if (!(version >= 1) && m.offlineLogDirs !== undefined && m.offlineLogDirs.length !== 0) throw unsupported("BrokerHeartbeatRequest.offlineLogDirs", version);
+  if (!(version >= 2) && m.cordonedLogDirs !== undefined && m.cordonedLogDirs !== null) throw unsupported("BrokerHeartbeatRequest.cordonedLogDirs", version);
   if (true) {
     const _offlineLogDirs = (version >= 1) && m.offlineLogDirs !== undefined && m.offlineLogDirs.length !== 0;
-    w.unsignedVarint((_offlineLogDirs ? 1 : 0));
+    const _cordonedLogDirs = (version >= 2) && m.cordonedLogDirs !== undefined && m.cordonedLogDirs !== null;
+    w.unsignedVarint((_offlineLogDirs ? 1 : 0) + (_cordonedLogDirs ? 1 : 0));
     if (_offlineLogDirs) {
       const at = w.beginTaggedField(0);
       w.array(true, version, m.offlineLogDirs!, writeUuid);
       w.endTaggedField(at);
     }
+    if (_cordonedLogDirs) {
+      const at = w.beginTaggedField(1);
+      w.nullableArray(true, version, m.cordonedLogDirs!, writeUuid);
+      w.endTaggedField(at);
+    }
   }
 }
 
-// BrokerHeartbeatResponse: versions 0-1, flexible 0+.
+// BrokerHeartbeatResponse: versions 0-2, flexible 0+.
 
 export interface BrokerHeartbeatResponse {
   /** Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */

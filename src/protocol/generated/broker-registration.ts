@@ -14,13 +14,13 @@ export interface BrokerRegistrationRequest {
   clusterId: string;
   /** The incarnation id of the broker process. (v0+) */
   incarnationId: Uint8Array;
-  /** The listeners of this broker (v0+) */
+  /** The listeners of this broker. (v0+) */
   listeners: BrokerRegistrationRequestListener[];
   /** The features on this broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. (v0+) */
   features: BrokerRegistrationRequestFeature[];
   /** The rack which this broker is in. (v0+) */
   rack: string | null;
-  /** If the required configurations for ZK migration are present, this value is set to true (v1+) */
+  /** If the required configurations for ZK migration are present, this value is set to true. (v1+) */
   isMigratingZkBroker: boolean;
   /** Log directories configured in this broker which are available. (v2+) */
   logDirs: Uint8Array[];

@@ -5,10 +5,10 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID, readCompactString, writeCompactString, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ConsumerGroupDescribeRequest: versions 0, flexible 0+.
+// ConsumerGroupDescribeRequest: versions 0-1, flexible 0+.
 
 export interface ConsumerGroupDescribeRequest {
-  /** The ids of the groups to describe (v0+) */
+  /** The ids of the groups to describe. (v0+) */
   groupIds: string[];
   /** Whether to include authorized operations. (v0+) */
   includeAuthorizedOperations: boolean;
@@ -27,7 +27,7 @@ export function encodeConsumerGroupDescribeRequest(w: Writer, version: number, m
   w.unsignedVarint(0);
 }
 
-// ConsumerGroupDescribeResponse: versions 0, flexible 0+.
+// ConsumerGroupDescribeResponse: versions 0-1, flexible 0+.
 
 export interface ConsumerGroupDescribeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -92,6 +92,8 @@ export interface ConsumerGroupDescribeResponseMember {
   assignment: ConsumerGroupDescribeResponseAssignment;
   /** The target assignment. (v0+) */
   targetAssignment: ConsumerGroupDescribeResponseAssignment;
+  /** -1 for unknown. 0 for classic member. +1 for consumer member. (v1+) */
+  memberType: number;
 }
 
 export function decodeConsumerGroupDescribeResponse(r: Reader, version: number): ConsumerGroupDescribeResponse {
@@ -140,8 +142,9 @@ function decodeConsumerGroupDescribeResponseMember(r: Reader, version: number): 
   const _subscribedTopicRegex = r.compactNullableString();
   const _assignment = decodeConsumerGroupDescribeResponseAssignment(r, version);
   const _targetAssignment = decodeConsumerGroupDescribeResponseAssignment(r, version);
+  const _memberType = (version >= 1 ? r.int8() : -1);
   r.skipTaggedFields();
-  return { memberId: _memberId, instanceId: _instanceId, rackId: _rackId, memberEpoch: _memberEpoch, clientId: _clientId, clientHost: _clientHost, subscribedTopicNames: _subscribedTopicNames, subscribedTopicRegex: _subscribedTopicRegex, assignment: _assignment, targetAssignment: _targetAssignment };
+  return { memberId: _memberId, instanceId: _instanceId, rackId: _rackId, memberEpoch: _memberEpoch, clientId: _clientId, clientHost: _clientHost, subscribedTopicNames: _subscribedTopicNames, subscribedTopicRegex: _subscribedTopicRegex, assignment: _assignment, targetAssignment: _targetAssignment, memberType: _memberType };
 }
 
 export function encodeConsumerGroupDescribeResponse(w: Writer, version: number, m: Init<ConsumerGroupDescribeResponse>): void {
@@ -186,5 +189,6 @@ function encodeConsumerGroupDescribeResponseMember(w: Writer, version: number, m
   w.compactNullableString(m.subscribedTopicRegex ?? null);
   encodeConsumerGroupDescribeResponseAssignment(w, version, m.assignment ?? {});
   encodeConsumerGroupDescribeResponseAssignment(w, version, m.targetAssignment ?? {});
+  if (version >= 1) { w.int8(m.memberType ?? -1); }
   w.unsignedVarint(0);
 }

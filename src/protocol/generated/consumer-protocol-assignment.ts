@@ -8,16 +8,16 @@ import type { Init } from "./runtime.ts";
 // ConsumerProtocolAssignment: versions 0-3, flexible none.
 
 export interface ConsumerProtocolAssignment {
-  /** (v0+) */
+  /** The list of topics and partitions assigned to this consumer. (v0+) */
   assignedPartitions: ConsumerProtocolAssignmentTopicPartition[];
-  /** (v0+) */
+  /** User data. (v0+) */
   userData: Uint8Array | null;
 }
 
 export interface ConsumerProtocolAssignmentTopicPartition {
-  /** (v0+) */
+  /** The topic name. (v0+) */
   topic: string;
-  /** (v0+) */
+  /** The list of partitions assigned to this consumer. (v0+) */
   partitions: number[];
 }
 

@@ -8,22 +8,22 @@ import type { Init } from "./runtime.ts";
 // ConsumerProtocolSubscription: versions 0-3, flexible none.
 
 export interface ConsumerProtocolSubscription {
-  /** (v0+) */
+  /** The topics that the member wants to consume. (v0+) */
   topics: string[];
-  /** (v0+) */
+  /** User data that will be passed back to the consumer. (v0+) */
   userData: Uint8Array | null;
-  /** (v1+) */
+  /** The partitions that the member owns. (v1+) */
   ownedPartitions: ConsumerProtocolSubscriptionTopicPartition[];
-  /** (v2+) */
+  /** The generation id of the member. (v2+) */
   generationId: number;
-  /** (v3+) */
+  /** The rack id of the member. (v3+) */
   rackId: string | null;
 }
 
 export interface ConsumerProtocolSubscriptionTopicPartition {
-  /** (v1+) */
+  /** The topic name. (v1+) */
   topic: string;
-  /** (v1+) */
+  /** The partition ids. (v1+) */
   partitions: number[];
 }
 

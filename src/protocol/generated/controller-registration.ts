@@ -14,9 +14,9 @@ export interface ControllerRegistrationRequest {
   incarnationId: Uint8Array;
   /** Set if the required configurations for ZK migration are present. (v0+) */
   zkMigrationReady: boolean;
-  /** The listeners of this controller (v0+) */
+  /** The listeners of this controller. (v0+) */
   listeners: ControllerRegistrationRequestListener[];
-  /** The features on this controller (v0+) */
+  /** The features on this controller. (v0+) */
   features: ControllerRegistrationRequestFeature[];
 }
 

@@ -115,7 +115,7 @@ export interface CreateTopicsResponse {
 export interface CreateTopicsResponseCreatableTopicResult {
   /** The topic name. (v0+) */
   name: string;
-  /** The unique topic ID (v7+) */
+  /** The unique topic ID. (v7+) */
   topicId: Uint8Array;
   /** The error code, or 0 if there was no error. (v0+) */
   errorCode: number;

@@ -7,9 +7,9 @@ import type { Init } from "./runtime.ts";
 // DefaultPrincipalData: versions 0, flexible 0+.
 
 export interface DefaultPrincipalData {
-  /** The principal type (v0+) */
+  /** The principal type. (v0+) */
   type: string;
-  /** The principal name (v0+) */
+  /** The principal name. (v0+) */
   name: string;
   /** Whether the principal was authenticated by a delegation token on the forwarding broker. (v0+) */
   tokenAuthenticated: boolean;

@@ -15,7 +15,7 @@ export interface DeleteAclsRequest {
 export interface DeleteAclsRequestDeleteAclsFilter {
   /** The resource type. (v0+) */
   resourceTypeFilter: number;
-  /** The resource name. (v0+) */
+  /** The resource name, or null to match any resource name. (v0+) */
   resourceNameFilter: string | null;
   /** The pattern type. (v1+) */
   patternTypeFilter: number;

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, readString, readCompactString, writeString, writeCompactString } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// DeleteGroupsRequest: versions 0-2, flexible 2+; deprecated 0.
+// DeleteGroupsRequest: versions 0-3, flexible 2+.
 
 export interface DeleteGroupsRequest {
   /** The group names to delete. (v0+) */
@@ -23,20 +23,22 @@ export function encodeDeleteGroupsRequest(w: Writer, version: number, m: Init<De
   if (version >= 2) { w.unsignedVarint(0); }
 }
 
-// DeleteGroupsResponse: versions 0-2, flexible 2+.
+// DeleteGroupsResponse: versions 0-3, flexible 2+.
 
 export interface DeleteGroupsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The deletion results (v0+) */
+  /** The deletion results. (v0+) */
   results: DeleteGroupsResponseDeletableGroupResult[];
 }
 
 export interface DeleteGroupsResponseDeletableGroupResult {
-  /** The group id (v0+) */
+  /** The group id. (v0+) */
   groupId: string;
   /** The deletion error, or 0 if the deletion succeeded. (v0+) */
   errorCode: number;
+  /** The error message, or null if there was no error. (v3+) */
+  errorMessage: string | null;
 }
 
 export function decodeDeleteGroupsResponse(r: Reader, version: number): DeleteGroupsResponse {
@@ -49,8 +51,9 @@ export function decodeDeleteGroupsResponse(r: Reader, version: number): DeleteGr
 function decodeDeleteGroupsResponseDeletableGroupResult(r: Reader, version: number): DeleteGroupsResponseDeletableGroupResult {
   const _groupId = (version >= 2 ? r.compactString() : r.string());
   const _errorCode = r.int16();
+  const _errorMessage = (version >= 3 ? r.compactNullableString() : null);
   if (version >= 2) { r.skipTaggedFields(); }
-  return { groupId: _groupId, errorCode: _errorCode };
+  return { groupId: _groupId, errorCode: _errorCode, errorMessage: _errorMessage };
 }
 
 export function encodeDeleteGroupsResponse(w: Writer, version: number, m: Init<DeleteGroupsResponse>): void {
@@ -62,5 +65,6 @@ export function encodeDeleteGroupsResponse(w: Writer, version: number, m: Init<D
 function encodeDeleteGroupsResponseDeletableGroupResult(w: Writer, version: number, m: Init<DeleteGroupsResponseDeletableGroupResult>): void {
   { const v = m.groupId ?? ""; if (version >= 2) { w.compactString(v); } else { w.string(v); } }
   w.int16(m.errorCode ?? 0);
+  if (version >= 3) { w.compactNullableString(m.errorMessage ?? null); }
   if (version >= 2) { w.unsignedVarint(0); }
 }

@@ -24,7 +24,7 @@ export interface DeleteRecordsRequestDeleteRecordsTopic {
 export interface DeleteRecordsRequestDeleteRecordsPartition {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The deletion offset. (v0+) */
+  /** The deletion offset. -1 means that records should be truncated to the high watermark. (v0+) */
   offset: bigint;
 }
 

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// DeleteShareGroupStateRequest: versions 0, flexible 0+; the latest version is unstable.
+// DeleteShareGroupStateRequest: versions 0, flexible 0+.
 
 export interface DeleteShareGroupStateRequest {
   /** The group identifier. (v0+) */
@@ -66,12 +66,12 @@ function encodeDeleteShareGroupStateRequestPartitionData(w: Writer, version: num
 // DeleteShareGroupStateResponse: versions 0, flexible 0+.
 
 export interface DeleteShareGroupStateResponse {
-  /** The delete results (v0+) */
+  /** The delete results. (v0+) */
   results: DeleteShareGroupStateResponseDeleteStateResult[];
 }
 
 export interface DeleteShareGroupStateResponseDeleteStateResult {
-  /** The topic identifier (v0+) */
+  /** The topic identifier. (v0+) */
   topicId: Uint8Array;
   /** The results for the partitions. (v0+) */
   partitions: DeleteShareGroupStateResponsePartitionResult[];

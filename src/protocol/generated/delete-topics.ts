@@ -8,18 +8,18 @@ import type { Init } from "./runtime.ts";
 // DeleteTopicsRequest: versions 0-6, flexible 4+; deprecated 0.
 
 export interface DeleteTopicsRequest {
-  /** The name or topic ID of the topic (v6+) */
+  /** The name or topic ID of the topic. (v6+) */
   topics: DeleteTopicsRequestDeleteTopicState[];
-  /** The names of the topics to delete (v0-5) */
+  /** The names of the topics to delete. (v0-5) */
   topicNames: string[];
   /** The length of time in milliseconds to wait for the deletions to complete. (v0+) */
   timeoutMs: number;
 }
 
 export interface DeleteTopicsRequestDeleteTopicState {
-  /** The topic name (v6+) */
+  /** The topic name. (v6+) */
   name: string | null;
-  /** The unique topic ID (v6+) */
+  /** The unique topic ID. (v6+) */
   topicId: Uint8Array;
 }
 
@@ -61,9 +61,9 @@ export interface DeleteTopicsResponse {
 }
 
 export interface DeleteTopicsResponseDeletableTopicResult {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string | null;
-  /** the unique topic ID (v6+) */
+  /** The unique topic ID. (v6+) */
   topicId: Uint8Array;
   /** The deletion error, or 0 if the deletion succeeded. (v0+) */
   errorCode: number;

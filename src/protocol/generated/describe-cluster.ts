@@ -5,34 +5,38 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// DescribeClusterRequest: versions 0-1, flexible 0+.
+// DescribeClusterRequest: versions 0-2, flexible 0+.
 
 export interface DescribeClusterRequest {
   /** Whether to include cluster authorized operations. (v0+) */
   includeClusterAuthorizedOperations: boolean;
   /** The endpoint type to describe. 1=brokers, 2=controllers. (v1+) */
   endpointType: number;
+  /** Whether to include fenced brokers when listing brokers. (v2+) */
+  includeFencedBrokers: boolean;
 }
 
 export function decodeDescribeClusterRequest(r: Reader, version: number): DescribeClusterRequest {
   const _includeClusterAuthorizedOperations = r.bool();
   const _endpointType = (version >= 1 ? r.int8() : 1);
+  const _includeFencedBrokers = (version >= 2 ? r.bool() : false);
   r.skipTaggedFields();
-  return { includeClusterAuthorizedOperations: _includeClusterAuthorizedOperations, endpointType: _endpointType };
+  return { includeClusterAuthorizedOperations: _includeClusterAuthorizedOperations, endpointType: _endpointType, includeFencedBrokers: _includeFencedBrokers };
 }
 
 export function encodeDescribeClusterRequest(w: Writer, version: number, m: Init<DescribeClusterRequest>): void {
   w.bool(m.includeClusterAuthorizedOperations ?? false);
   if (version >= 1) { w.int8(m.endpointType ?? 1); } else { if (m.endpointType !== undefined && m.endpointType !== 1) throw unsupported("DescribeClusterRequest.endpointType", version); }
+  if (version >= 2) { w.bool(m.includeFencedBrokers ?? false); } else { if (m.includeFencedBrokers !== undefined && m.includeFencedBrokers !== false) throw unsupported("DescribeClusterRequest.includeFencedBrokers", version); }
   w.unsignedVarint(0);
 }
 
-// DescribeClusterResponse: versions 0-1, flexible 0+.
+// DescribeClusterResponse: versions 0-2, flexible 0+.
 
 export interface DescribeClusterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The top-level error code, or 0 if there was no error (v0+) */
+  /** The top-level error code, or 0 if there was no error. (v0+) */
   errorCode: number;
   /** The top-level error message, or null if there was no error. (v0+) */
   errorMessage: string | null;
@@ -40,7 +44,7 @@ export interface DescribeClusterResponse {
   endpointType: number;
   /** The cluster ID that responding broker belongs to. (v0+) */
   clusterId: string;
-  /** The ID of the controller broker. (v0+) */
+  /** The ID of the controller. When handled by a controller, returns the current voter leader ID. When handled by a broker, returns a random alive broker ID as a fallback. (v0+) */
   controllerId: number;
   /** Each broker in the response. (v0+) */
   brokers: DescribeClusterResponseDescribeClusterBroker[];
@@ -57,6 +61,8 @@ export interface DescribeClusterResponseDescribeClusterBroker {
   port: number;
   /** The rack of the broker, or null if it has not been assigned to a rack. (v0+) */
   rack: string | null;
+  /** Whether the broker is fenced (v2+) */
+  isFenced: boolean;
 }
 
 export function decodeDescribeClusterResponse(r: Reader, version: number): DescribeClusterResponse {
@@ -77,8 +83,9 @@ function decodeDescribeClusterResponseDescribeClusterBroker(r: Reader, version: 
   const _host = r.compactString();
   const _port = r.int32();
   const _rack = r.compactNullableString();
+  const _isFenced = (version >= 2 ? r.bool() : false);
   r.skipTaggedFields();
-  return { brokerId: _brokerId, host: _host, port: _port, rack: _rack };
+  return { brokerId: _brokerId, host: _host, port: _port, rack: _rack, isFenced: _isFenced };
 }
 
 export function encodeDescribeClusterResponse(w: Writer, version: number, m: Init<DescribeClusterResponse>): void {
@@ -98,5 +105,6 @@ function encodeDescribeClusterResponseDescribeClusterBroker(w: Writer, version: 
   w.compactString(m.host ?? "");
   w.int32(m.port ?? 0);
   w.compactNullableString(m.rack ?? null);
+  if (version >= 2) { w.bool(m.isFenced ?? false); } else { if (m.isFenced !== undefined && m.isFenced !== false) throw unsupported("DescribeClusterResponseDescribeClusterBroker.isFenced", version); }
   w.unsignedVarint(0);
 }

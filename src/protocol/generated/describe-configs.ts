@@ -92,7 +92,7 @@ export interface DescribeConfigsResponseDescribeConfigsResourceResult {
   isSensitive: boolean;
   /** The synonyms for this configuration key. (v1+) */
   synonyms: DescribeConfigsResponseDescribeConfigsSynonym[];
-  /** The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD (v3+) */
+  /** The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD. (v3+) */
   configType: number;
   /** The configuration documentation. (v3+) */
   documentation: string | null;

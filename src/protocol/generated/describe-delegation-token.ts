@@ -78,9 +78,9 @@ export interface DescribeDelegationTokenResponseDescribedDelegationToken {
 }
 
 export interface DescribeDelegationTokenResponseDescribedDelegationTokenRenewer {
-  /** The renewer principal type (v0+) */
+  /** The renewer principal type. (v0+) */
   principalType: string;
-  /** The renewer principal name (v0+) */
+  /** The renewer principal name. (v0+) */
   principalName: string;
 }
 

@@ -5,10 +5,10 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, EMPTY_BYTES, unsupported, readString, readCompactString, writeString, writeCompactString } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// DescribeGroupsRequest: versions 0-5, flexible 5+.
+// DescribeGroupsRequest: versions 0-6, flexible 5+.
 
 export interface DescribeGroupsRequest {
-  /** The names of the groups to describe (v0+) */
+  /** The names of the groups to describe. (v0+) */
   groups: string[];
   /** Whether to include authorized operations. (v3+) */
   includeAuthorizedOperations: boolean;
@@ -27,7 +27,7 @@ export function encodeDescribeGroupsRequest(w: Writer, version: number, m: Init<
   if (version >= 5) { w.unsignedVarint(0); }
 }
 
-// DescribeGroupsResponse: versions 0-5, flexible 5+.
+// DescribeGroupsResponse: versions 0-6, flexible 5+.
 
 export interface DescribeGroupsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v1+) */
@@ -39,6 +39,8 @@ export interface DescribeGroupsResponse {
 export interface DescribeGroupsResponseDescribedGroup {
   /** The describe error, or 0 if there was no error. (v0+) */
   errorCode: number;
+  /** The describe error message, or null if there was no error. (v6+) */
+  errorMessage: string | null;
   /** The group ID string. (v0+) */
   groupId: string;
   /** The group state string, or the empty string. (v0+) */
@@ -54,7 +56,7 @@ export interface DescribeGroupsResponseDescribedGroup {
 }
 
 export interface DescribeGroupsResponseDescribedGroupMember {
-  /** The member ID assigned by the group coordinator. (v0+) */
+  /** The member id. (v0+) */
   memberId: string;
   /** The unique identifier of the consumer instance provided by end user. (v4+) */
   groupInstanceId: string | null;
@@ -77,6 +79,7 @@ export function decodeDescribeGroupsResponse(r: Reader, version: number): Descri
 
 function decodeDescribeGroupsResponseDescribedGroup(r: Reader, version: number): DescribeGroupsResponseDescribedGroup {
   const _errorCode = r.int16();
+  const _errorMessage = (version >= 6 ? r.compactNullableString() : null);
   const _groupId = (version >= 5 ? r.compactString() : r.string());
   const _groupState = (version >= 5 ? r.compactString() : r.string());
   const _protocolType = (version >= 5 ? r.compactString() : r.string());
@@ -84,7 +87,7 @@ function decodeDescribeGroupsResponseDescribedGroup(r: Reader, version: number):
   const _members = r.array(version >= 5, version, decodeDescribeGroupsResponseDescribedGroupMember);
   const _authorizedOperations = (version >= 3 ? r.int32() : -2147483648);
   if (version >= 5) { r.skipTaggedFields(); }
-  return { errorCode: _errorCode, groupId: _groupId, groupState: _groupState, protocolType: _protocolType, protocolData: _protocolData, members: _members, authorizedOperations: _authorizedOperations };
+  return { errorCode: _errorCode, errorMessage: _errorMessage, groupId: _groupId, groupState: _groupState, protocolType: _protocolType, protocolData: _protocolData, members: _members, authorizedOperations: _authorizedOperations };
 }
 
 function decodeDescribeGroupsResponseDescribedGroupMember(r: Reader, version: number): DescribeGroupsResponseDescribedGroupMember {
@@ -106,6 +109,7 @@ export function encodeDescribeGroupsResponse(w: Writer, version: number, m: Init
 
 function encodeDescribeGroupsResponseDescribedGroup(w: Writer, version: number, m: Init<DescribeGroupsResponseDescribedGroup>): void {
   w.int16(m.errorCode ?? 0);
+  if (version >= 6) { w.compactNullableString(m.errorMessage ?? null); } else { if (m.errorMessage !== undefined && m.errorMessage !== null) throw unsupported("DescribeGroupsResponseDescribedGroup.errorMessage", version); }
   { const v = m.groupId ?? ""; if (version >= 5) { w.compactString(v); } else { w.string(v); } }
   { const v = m.groupState ?? ""; if (version >= 5) { w.compactString(v); } else { w.string(v); } }
   { const v = m.protocolType ?? ""; if (version >= 5) { w.compactString(v); } else { w.string(v); } }

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// DescribeLogDirsRequest: versions 0-4, flexible 2+; deprecated 0.
+// DescribeLogDirsRequest: versions 0-5, flexible 2+; deprecated 0.
 
 export interface DescribeLogDirsRequest {
   /** Each topic that we want to describe log directories for, or null for all topics. (v0+) */
@@ -13,7 +13,7 @@ export interface DescribeLogDirsRequest {
 }
 
 export interface DescribeLogDirsRequestDescribableLogDirTopic {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   topic: string;
   /** The partition indexes. (v0+) */
   partitions: number[];
@@ -43,7 +43,7 @@ function encodeDescribeLogDirsRequestDescribableLogDirTopic(w: Writer, version: 
   if (version >= 2) { w.unsignedVarint(0); }
 }
 
-// DescribeLogDirsResponse: versions 0-4, flexible 2+.
+// DescribeLogDirsResponse: versions 0-5, flexible 2+.
 
 export interface DescribeLogDirsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -59,18 +59,20 @@ export interface DescribeLogDirsResponseDescribeLogDirsResult {
   errorCode: number;
   /** The absolute log directory path. (v0+) */
   logDir: string;
-  /** Each topic. (v0+) */
+  /** The topics. (v0+) */
   topics: DescribeLogDirsResponseDescribeLogDirsTopic[];
-  /** The total size in bytes of the volume the log directory is in. (v4+) */
+  /** The total size in bytes of the volume the log directory is in. This value does not include the size of data stored in remote storage. (v4+) */
   totalBytes: bigint;
-  /** The usable size in bytes of the volume the log directory is in. (v4+) */
+  /** The usable size in bytes of the volume the log directory is in. This value does not include the size of data stored in remote storage. (v4+) */
   usableBytes: bigint;
+  /** True if this log directory is cordoned. (v5+) */
+  isCordoned: boolean;
 }
 
 export interface DescribeLogDirsResponseDescribeLogDirsTopic {
   /** The topic name. (v0+) */
   name: string;
-  /** (v0+) */
+  /** The partitions. (v0+) */
   partitions: DescribeLogDirsResponseDescribeLogDirsPartition[];
 }
 
@@ -79,7 +81,7 @@ export interface DescribeLogDirsResponseDescribeLogDirsPartition {
   partitionIndex: number;
   /** The size of the log segments in this partition in bytes. (v0+) */
   partitionSize: bigint;
-  /** The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition) (v0+) */
+  /** The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition). (v0+) */
   offsetLag: bigint;
   /** True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. (v0+) */
   isFutureKey: boolean;
@@ -99,8 +101,9 @@ function decodeDescribeLogDirsResponseDescribeLogDirsResult(r: Reader, version: 
   const _topics = r.array(version >= 2, version, decodeDescribeLogDirsResponseDescribeLogDirsTopic);
   const _totalBytes = (version >= 4 ? r.int64() : -1n);
   const _usableBytes = (version >= 4 ? r.int64() : -1n);
+  const _isCordoned = (version >= 5 ? r.bool() : false);
   if (version >= 2) { r.skipTaggedFields(); }
-  return { errorCode: _errorCode, logDir: _logDir, topics: _topics, totalBytes: _totalBytes, usableBytes: _usableBytes };
+  return { errorCode: _errorCode, logDir: _logDir, topics: _topics, totalBytes: _totalBytes, usableBytes: _usableBytes, isCordoned: _isCordoned };
 }
 
 function decodeDescribeLogDirsResponseDescribeLogDirsTopic(r: Reader, version: number): DescribeLogDirsResponseDescribeLogDirsTopic {
@@ -132,6 +135,7 @@ function encodeDescribeLogDirsResponseDescribeLogDirsResult(w: Writer, version: 
   w.array(version >= 2, version, m.topics ?? EMPTY_ARRAY, encodeDescribeLogDirsResponseDescribeLogDirsTopic);
   if (version >= 4) { w.int64(m.totalBytes ?? -1n); }
   if (version >= 4) { w.int64(m.usableBytes ?? -1n); }
+  if (version >= 5) { w.bool(m.isCordoned ?? false); }
   if (version >= 2) { w.unsignedVarint(0); }
 }
 

@@ -8,7 +8,7 @@ import type { Init } from "./runtime.ts";
 // DescribeProducersRequest: versions 0, flexible 0+.
 
 export interface DescribeProducersRequest {
-  /** (v0+) */
+  /** The topics to list producers for. (v0+) */
   topics: DescribeProducersRequestTopicRequest[];
 }
 
@@ -53,7 +53,7 @@ export interface DescribeProducersResponse {
 }
 
 export interface DescribeProducersResponseTopicResponse {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string;
   /** Each partition in the response. (v0+) */
   partitions: DescribeProducersResponsePartitionResponse[];
@@ -64,24 +64,24 @@ export interface DescribeProducersResponsePartitionResponse {
   partitionIndex: number;
   /** The partition error code, or 0 if there was no error. (v0+) */
   errorCode: number;
-  /** The partition error message, which may be null if no additional details are available (v0+) */
+  /** The partition error message, which may be null if no additional details are available. (v0+) */
   errorMessage: string | null;
-  /** (v0+) */
+  /** The active producers for the partition. (v0+) */
   activeProducers: DescribeProducersResponseProducerState[];
 }
 
 export interface DescribeProducersResponseProducerState {
-  /** (v0+) */
+  /** The producer id. (v0+) */
   producerId: bigint;
-  /** (v0+) */
+  /** The producer epoch. (v0+) */
   producerEpoch: number;
-  /** (v0+) */
+  /** The last sequence number sent by the producer. (v0+) */
   lastSequence: number;
-  /** (v0+) */
+  /** The last timestamp sent by the producer. (v0+) */
   lastTimestamp: bigint;
-  /** (v0+) */
+  /** The current epoch of the producer group. (v0+) */
   coordinatorEpoch: number;
-  /** (v0+) */
+  /** The current transaction start offset of the producer. (v0+) */
   currentTxnStartOffset: bigint;
 }
 

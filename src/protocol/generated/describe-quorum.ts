@@ -8,14 +8,14 @@ import type { Init } from "./runtime.ts";
 // DescribeQuorumRequest: versions 0-2, flexible 0+.
 
 export interface DescribeQuorumRequest {
-  /** (v0+) */
+  /** The topics to describe. (v0+) */
   topics: DescribeQuorumRequestTopicData[];
 }
 
 export interface DescribeQuorumRequestTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partitions to describe. (v0+) */
   partitions: DescribeQuorumRequestPartitionData[];
 }
 
@@ -66,64 +66,64 @@ export interface DescribeQuorumResponse {
   errorCode: number;
   /** The error message, or null if there was no error. (v2+) */
   errorMessage: string | null;
-  /** (v0+) */
+  /** The response from the describe quorum API. (v0+) */
   topics: DescribeQuorumResponseTopicData[];
-  /** (v2+) */
+  /** The nodes in the quorum. (v2+) */
   nodes: DescribeQuorumResponseNode[];
 }
 
 export interface DescribeQuorumResponseReplicaState {
-  /** (v0+) */
+  /** The ID of the replica. (v0+) */
   replicaId: number;
-  /** (v2+) */
+  /** The replica directory ID of the replica. (v2+) */
   replicaDirectoryId: Uint8Array;
-  /** The last known log end offset of the follower or -1 if it is unknown (v0+) */
+  /** The last known log end offset of the follower or -1 if it is unknown. (v0+) */
   logEndOffset: bigint;
-  /** The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter (v1+) */
+  /** The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter. (v1+) */
   lastFetchTimestamp: bigint;
-  /** The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter (v1+) */
+  /** The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter. (v1+) */
   lastCaughtUpTimestamp: bigint;
 }
 
 export interface DescribeQuorumResponseTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partition data. (v0+) */
   partitions: DescribeQuorumResponsePartitionData[];
 }
 
 export interface DescribeQuorumResponsePartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** (v0+) */
+  /** The partition error code. (v0+) */
   errorCode: number;
   /** The error message, or null if there was no error. (v2+) */
   errorMessage: string | null;
   /** The ID of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
-  /** (v0+) */
+  /** The high water mark. (v0+) */
   highWatermark: bigint;
-  /** (v0+) */
+  /** The current voters of the partition. (v0+) */
   currentVoters: DescribeQuorumResponseReplicaState[];
-  /** (v0+) */
+  /** The observers of the partition. (v0+) */
   observers: DescribeQuorumResponseReplicaState[];
 }
 
 export interface DescribeQuorumResponseNode {
-  /** The ID of the associated node (v2+) */
+  /** The ID of the associated node. (v2+) */
   nodeId: number;
-  /** The listeners of this controller (v2+) */
+  /** The listeners of this controller. (v2+) */
   listeners: DescribeQuorumResponseListener[];
 }
 
 export interface DescribeQuorumResponseListener {
-  /** The name of the endpoint (v2+) */
+  /** The name of the endpoint. (v2+) */
   name: string;
-  /** The hostname (v2+) */
+  /** The hostname. (v2+) */
   host: string;
-  /** The port (v2+) */
+  /** The port. (v2+) */
   port: number;
 }
 

@@ -17,14 +17,14 @@ export interface DescribeTopicPartitionsRequest {
 }
 
 export interface DescribeTopicPartitionsRequestTopicRequest {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string;
 }
 
 export interface DescribeTopicPartitionsRequestCursor {
-  /** The name for the first topic to process (v0+) */
+  /** The name for the first topic to process. (v0+) */
   topicName: string;
-  /** The partition index to start with (v0+) */
+  /** The partition index to start with. (v0+) */
   partitionIndex: number;
 }
 
@@ -115,9 +115,9 @@ export interface DescribeTopicPartitionsResponseDescribeTopicPartitionsResponseP
 }
 
 export interface DescribeTopicPartitionsResponseCursor {
-  /** The name for the first topic to process (v0+) */
+  /** The name for the first topic to process. (v0+) */
   topicName: string;
-  /** The partition index to start with (v0+) */
+  /** The partition index to start with. (v0+) */
   partitionIndex: number;
 }
 

@@ -28,33 +28,33 @@ export function encodeDescribeTransactionsRequest(w: Writer, version: number, m:
 export interface DescribeTransactionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** (v0+) */
+  /** The current state of the transaction. (v0+) */
   transactionStates: DescribeTransactionsResponseTransactionState[];
 }
 
 export interface DescribeTransactionsResponseTransactionState {
-  /** (v0+) */
+  /** The error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The transactional id. (v0+) */
   transactionalId: string;
-  /** (v0+) */
+  /** The current transaction state of the producer. (v0+) */
   transactionState: string;
-  /** (v0+) */
+  /** The timeout in milliseconds for the transaction. (v0+) */
   transactionTimeoutMs: number;
-  /** (v0+) */
+  /** The start time of the transaction in milliseconds. (v0+) */
   transactionStartTimeMs: bigint;
-  /** (v0+) */
+  /** The current producer id associated with the transaction. (v0+) */
   producerId: bigint;
-  /** (v0+) */
+  /** The current epoch associated with the producer id. (v0+) */
   producerEpoch: number;
   /** The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers. (v0+) */
   topics: DescribeTransactionsResponseTopicData[];
 }
 
 export interface DescribeTransactionsResponseTopicData {
-  /** (v0+) */
+  /** The topic name. (v0+) */
   topic: string;
-  /** (v0+) */
+  /** The partition ids included in the current transaction. (v0+) */
   partitions: number[];
 }
 

@@ -63,14 +63,14 @@ export interface ElectLeadersResponse {
 }
 
 export interface ElectLeadersResponseReplicaElectionResult {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   topic: string;
-  /** The results for each partition (v0+) */
+  /** The results for each partition. (v0+) */
   partitionResult: ElectLeadersResponsePartitionResult[];
 }
 
 export interface ElectLeadersResponsePartitionResult {
-  /** The partition id (v0+) */
+  /** The partition id. (v0+) */
   partitionId: number;
   /** The result error, or zero if there was no error. (v0+) */
   errorCode: number;

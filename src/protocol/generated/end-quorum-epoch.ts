@@ -8,47 +8,47 @@ import type { Init } from "./runtime.ts";
 // EndQuorumEpochRequest: versions 0-1, flexible 1+.
 
 export interface EndQuorumEpochRequest {
-  /** (v0+) */
+  /** The cluster id. (v0+) */
   clusterId: string | null;
-  /** (v0+) */
+  /** The topics. (v0+) */
   topics: EndQuorumEpochRequestTopicData[];
-  /** Endpoints for the leader (v1+) */
+  /** Endpoints for the leader. (v1+) */
   leaderEndpoints: EndQuorumEpochRequestLeaderEndpoint[];
 }
 
 export interface EndQuorumEpochRequestTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partitions. (v0+) */
   partitions: EndQuorumEpochRequestPartitionData[];
 }
 
 export interface EndQuorumEpochRequestPartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The current leader ID that is resigning (v0+) */
+  /** The current leader ID that is resigning. (v0+) */
   leaderId: number;
-  /** The current epoch (v0+) */
+  /** The current epoch. (v0+) */
   leaderEpoch: number;
-  /** A sorted list of preferred successors to start the election (v0) */
+  /** A sorted list of preferred successors to start the election. (v0) */
   preferredSuccessors: number[];
-  /** A sorted list of preferred candidates to start the election (v1+) */
+  /** A sorted list of preferred candidates to start the election. (v1+) */
   preferredCandidates: EndQuorumEpochRequestReplicaInfo[];
 }
 
 export interface EndQuorumEpochRequestReplicaInfo {
-  /** (v1+) */
+  /** The ID of the candidate replica. (v1+) */
   candidateId: number;
-  /** (v1+) */
+  /** The directory ID of the candidate replica. (v1+) */
   candidateDirectoryId: Uint8Array;
 }
 
 export interface EndQuorumEpochRequestLeaderEndpoint {
-  /** The name of the endpoint (v1+) */
+  /** The name of the endpoint. (v1+) */
   name: string;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 
@@ -132,36 +132,36 @@ function encodeEndQuorumEpochRequestLeaderEndpoint(w: Writer, version: number, m
 export interface EndQuorumEpochResponse {
   /** The top level error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The topic data. (v0+) */
   topics: EndQuorumEpochResponseTopicData[];
-  /** Endpoints for all leaders enumerated in PartitionData (v1+, tagged 0) */
+  /** Endpoints for all leaders enumerated in PartitionData. (v1+, tagged 0) */
   nodeEndpoints: EndQuorumEpochResponseNodeEndpoint[];
 }
 
 export interface EndQuorumEpochResponseTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partition data. (v0+) */
   partitions: EndQuorumEpochResponsePartitionData[];
 }
 
 export interface EndQuorumEpochResponsePartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** (v0+) */
+  /** The partition level error code. (v0+) */
   errorCode: number;
   /** The ID of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
 }
 
 export interface EndQuorumEpochResponseNodeEndpoint {
-  /** The ID of the associated node (v1+) */
+  /** The ID of the associated node. (v1+) */
   nodeId: number;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 

@@ -4,7 +4,7 @@ import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
 import type { Init } from "./runtime.ts";
 
-// EndTxnRequest: versions 0-5, flexible 3+; the latest version is unstable.
+// EndTxnRequest: versions 0-5, flexible 3+.
 
 export interface EndTxnRequest {
   /** The ID of the transaction to end. (v0+) */

@@ -9,40 +9,40 @@ import type { Init } from "./runtime.ts";
 // FetchSnapshotRequest: versions 0-1, flexible 0+.
 
 export interface FetchSnapshotRequest {
-  /** The clusterId if known, this is used to validate metadata fetches prior to broker registration (v0+, tagged 0) */
+  /** The clusterId if known, this is used to validate metadata fetches prior to broker registration. (v0+, tagged 0) */
   clusterId: string | null;
-  /** The broker ID of the follower (v0+) */
+  /** The broker ID of the follower. (v0+) */
   replicaId: number;
-  /** The maximum bytes to fetch from all of the snapshots (v0+) */
+  /** The maximum bytes to fetch from all of the snapshots. (v0+) */
   maxBytes: number;
-  /** The topics to fetch (v0+) */
+  /** The topics to fetch. (v0+) */
   topics: FetchSnapshotRequestTopicSnapshot[];
 }
 
 export interface FetchSnapshotRequestTopicSnapshot {
-  /** The name of the topic to fetch (v0+) */
+  /** The name of the topic to fetch. (v0+) */
   name: string;
-  /** The partitions to fetch (v0+) */
+  /** The partitions to fetch. (v0+) */
   partitions: FetchSnapshotRequestPartitionSnapshot[];
 }
 
 export interface FetchSnapshotRequestPartitionSnapshot {
-  /** The partition index (v0+) */
+  /** The partition index. (v0+) */
   partition: number;
-  /** The current leader epoch of the partition, -1 for unknown leader epoch (v0+) */
+  /** The current leader epoch of the partition, -1 for unknown leader epoch. (v0+) */
   currentLeaderEpoch: number;
-  /** The snapshot endOffset and epoch to fetch (v0+) */
+  /** The snapshot endOffset and epoch to fetch. (v0+) */
   snapshotId: FetchSnapshotRequestSnapshotId;
-  /** The byte position within the snapshot to start fetching from (v0+) */
+  /** The byte position within the snapshot to start fetching from. (v0+) */
   position: bigint;
-  /** The directory id of the follower fetching (v1+, tagged 0) */
+  /** The directory id of the follower fetching. (v1+, tagged 0) */
   replicaDirectoryId: Uint8Array;
 }
 
 export interface FetchSnapshotRequestSnapshotId {
-  /** (v0+) */
+  /** The end offset of the snapshot. (v0+) */
   endOffset: bigint;
-  /** (v0+) */
+  /** The epoch of the snapshot. (v0+) */
   epoch: number;
 }
 
@@ -153,7 +153,7 @@ export interface FetchSnapshotResponse {
   errorCode: number;
   /** The topics to fetch. (v0+) */
   topics: FetchSnapshotResponseTopicSnapshot[];
-  /** Endpoints for all current-leaders enumerated in PartitionSnapshot (v1+, tagged 0) */
+  /** Endpoints for all current-leaders enumerated in PartitionSnapshot. (v1+, tagged 0) */
   nodeEndpoints: FetchSnapshotResponseNodeEndpoint[];
 }
 
@@ -169,38 +169,38 @@ export interface FetchSnapshotResponsePartitionSnapshot {
   index: number;
   /** The error code, or 0 if there was no fetch error. (v0+) */
   errorCode: number;
-  /** The snapshot endOffset and epoch fetched (v0+) */
+  /** The snapshot endOffset and epoch fetched. (v0+) */
   snapshotId: FetchSnapshotResponseSnapshotId;
-  /** (v0+, tagged 0) */
+  /** The leader of the partition at the time of the snapshot. (v0+, tagged 0) */
   currentLeader: FetchSnapshotResponseLeaderIdAndEpoch;
   /** The total size of the snapshot. (v0+) */
   size: bigint;
   /** The starting byte position within the snapshot included in the Bytes field. (v0+) */
   position: bigint;
-  /** Snapshot data in records format which may not be aligned on an offset boundary (v0+) */
+  /** Snapshot data in records format which may not be aligned on an offset boundary. (v0+) */
   unalignedRecords: Records | null;
 }
 
 export interface FetchSnapshotResponseSnapshotId {
-  /** (v0+) */
+  /** The snapshot end offset. (v0+) */
   endOffset: bigint;
-  /** (v0+) */
+  /** The snapshot epoch. (v0+) */
   epoch: number;
 }
 
 export interface FetchSnapshotResponseLeaderIdAndEpoch {
   /** The ID of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
 }
 
 export interface FetchSnapshotResponseNodeEndpoint {
-  /** The ID of the associated node (v1+) */
+  /** The ID of the associated node. (v1+) */
   nodeId: number;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 

@@ -6,14 +6,14 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID, isZeroUuid, unsupported, invalidTag, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// FetchRequest: versions 0-17, flexible 12+; deprecated 0-3.
+// FetchRequest: versions 0-18, flexible 12+; deprecated 0-3.
 
 export interface FetchRequest {
   /** The clusterId if known. This is used to validate metadata fetches prior to broker registration. (v12+, tagged 0) */
   clusterId: string | null;
   /** The broker ID of the follower, of -1 if this request is from a consumer. (v0-14) */
   replicaId: number;
-  /** (v15+, tagged 1) */
+  /** The state of the replica in the follower. (v15+, tagged 1) */
   replicaState: FetchRequestReplicaState;
   /** The maximum time in milliseconds to wait for the response. (v0+) */
   maxWaitMs: number;
@@ -21,7 +21,7 @@ export interface FetchRequest {
   minBytes: number;
   /** The maximum bytes to fetch.  See KIP-74 for cases where this limit may not be honored. (v3+) */
   maxBytes: number;
-  /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records (v4+) */
+  /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records. (v4+) */
   isolationLevel: number;
   /** The fetch session ID. (v7+) */
   sessionId: number;
@@ -31,7 +31,7 @@ export interface FetchRequest {
   topics: FetchRequestFetchTopic[];
   /** In an incremental fetch request, the partitions to remove. (v7+) */
   forgottenTopicsData: FetchRequestForgottenTopic[];
-  /** Rack ID of the consumer making this request (v11+) */
+  /** Rack ID of the consumer making this request. (v11+) */
   rackId: string;
 }
 
@@ -45,7 +45,7 @@ export interface FetchRequestReplicaState {
 export interface FetchRequestFetchTopic {
   /** The name of the topic to fetch. (v0-12) */
   topic: string;
-  /** The unique topic ID (v13+) */
+  /** The unique topic ID. (v13+) */
   topicId: Uint8Array;
   /** The partitions to fetch. (v0+) */
   partitions: FetchRequestFetchPartition[];
@@ -58,20 +58,22 @@ export interface FetchRequestFetchPartition {
   currentLeaderEpoch: number;
   /** The message offset. (v0+) */
   fetchOffset: bigint;
-  /** The epoch of the last fetched record or -1 if there is none (v12+) */
+  /** The epoch of the last fetched record or -1 if there is none. (v12+) */
   lastFetchedEpoch: number;
   /** The earliest available offset of the follower replica.  The field is only used when the request is sent by the follower. (v5+) */
   logStartOffset: bigint;
   /** The maximum bytes to fetch from this partition.  See KIP-74 for cases where this limit may not be honored. (v0+) */
   partitionMaxBytes: number;
-  /** The directory id of the follower fetching (v17+, tagged 0) */
+  /** The directory id of the follower fetching. (v17+, tagged 0) */
   replicaDirectoryId: Uint8Array;
+  /** The high-watermark known by the replica. -1 if the high-watermark is not known and 9223372036854775807 if the feature is not supported. (v18+, tagged 1) */
+  highWatermark: bigint;
 }
 
 export interface FetchRequestForgottenTopic {
   /** The topic name. (v7-12) */
   topic: string;
-  /** The unique topic ID (v13+) */
+  /** The unique topic ID. (v13+) */
   topicId: Uint8Array;
   /** The partitions indexes to forget. (v7+) */
   partitions: number[];
@@ -129,6 +131,7 @@ function decodeFetchRequestFetchPartition(r: Reader, version: number): FetchRequ
   const _logStartOffset = (version >= 5 ? r.int64() : -1n);
   const _partitionMaxBytes = r.int32();
   let _replicaDirectoryId: Uint8Array = new Uint8Array(16);
+  let _highWatermark: bigint = 9223372036854775807n;
   if (version >= 12) {
     for (let n = r.unsignedVarint(); n > 0; n--) {
       const tag = r.unsignedVarint();
@@ -136,12 +139,13 @@ function decodeFetchRequestFetchPartition(r: Reader, version: number): FetchRequ
       const end = r.offset + sizeBytes;
       switch (tag) {
       case 0: if (version >= 17) { _replicaDirectoryId = r.uuid(); } else { throw invalidTag(tag, version, r.offset); } break;
+      case 1: if (version >= 18) { _highWatermark = r.int64(); } else { throw invalidTag(tag, version, r.offset); } break;
       default: r.skip(sizeBytes);
       }
       r.expectOffset(end, "FetchRequestFetchPartition tagged field " + tag);
     }
   }
-  return { partition: _partition, currentLeaderEpoch: _currentLeaderEpoch, fetchOffset: _fetchOffset, lastFetchedEpoch: _lastFetchedEpoch, logStartOffset: _logStartOffset, partitionMaxBytes: _partitionMaxBytes, replicaDirectoryId: _replicaDirectoryId };
+  return { partition: _partition, currentLeaderEpoch: _currentLeaderEpoch, fetchOffset: _fetchOffset, lastFetchedEpoch: _lastFetchedEpoch, logStartOffset: _logStartOffset, partitionMaxBytes: _partitionMaxBytes, replicaDirectoryId: _replicaDirectoryId, highWatermark: _highWatermark };
 }
 
 function decodeFetchRequestForgottenTopic(r: Reader, version: number): FetchRequestForgottenTopic {
@@ -203,10 +207,16 @@ function encodeFetchRequestFetchPartition(w: Writer, version: number, m: Init<Fe
   w.int32(m.partitionMaxBytes ?? 0);
   if (version >= 12) {
     const _replicaDirectoryId = (version >= 17) && m.replicaDirectoryId !== undefined && !isZeroUuid(m.replicaDirectoryId);
-    w.unsignedVarint((_replicaDirectoryId ? 1 : 0));
+    const _highWatermark = (version >= 18) && m.highWatermark !== undefined && m.highWatermark !== 9223372036854775807n;
+    w.unsignedVarint((_replicaDirectoryId ? 1 : 0) + (_highWatermark ? 1 : 0));
     if (_replicaDirectoryId) {
       const at = w.beginTaggedField(0);
       w.uuid(m.replicaDirectoryId!);
+      w.endTaggedField(at);
+    }
+    if (_highWatermark) {
+      const at = w.beginTaggedField(1);
+      w.int64(m.highWatermark!);
       w.endTaggedField(at);
     }
   }
@@ -228,7 +238,7 @@ function isDefaultFetchRequestReplicaState(m: Init<FetchRequestReplicaState>): b
     (m.replicaEpoch === undefined || !(m.replicaEpoch !== -1n));
 }
 
-// FetchResponse: versions 0-17, flexible 12+.
+// FetchResponse: versions 0-18, flexible 12+.
 
 export interface FetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v1+) */
@@ -246,7 +256,7 @@ export interface FetchResponse {
 export interface FetchResponseFetchableTopicResponse {
   /** The topic name. (v0-12) */
   topic: string;
-  /** The unique topic ID (v13+) */
+  /** The unique topic ID. (v13+) */
   topicId: Uint8Array;
   /** The topic partitions. (v0+) */
   partitions: FetchResponsePartitionData[];
@@ -259,42 +269,42 @@ export interface FetchResponsePartitionData {
   errorCode: number;
   /** The current high water mark. (v0+) */
   highWatermark: bigint;
-  /** The last stable offset (or LSO) of the partition. This is the last offset such that the state of all transactional records prior to this offset have been decided (ABORTED or COMMITTED) (v4+) */
+  /** The last stable offset (or LSO) of the partition. This is the last offset such that the state of all transactional records prior to this offset have been decided (ABORTED or COMMITTED). (v4+) */
   lastStableOffset: bigint;
   /** The current log start offset. (v5+) */
   logStartOffset: bigint;
-  /** In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge (v12+, tagged 0) */
+  /** In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge. (v12+, tagged 0) */
   divergingEpoch: FetchResponseEpochEndOffset;
-  /** (v12+, tagged 1) */
+  /** The current leader of the partition. (v12+, tagged 1) */
   currentLeader: FetchResponseLeaderIdAndEpoch;
   /** In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request. (v12+, tagged 2) */
   snapshotId: FetchResponseSnapshotId;
   /** The aborted transactions. (v4+) */
   abortedTransactions: FetchResponseAbortedTransaction[] | null;
-  /** The preferred read replica for the consumer to use on its next fetch request (v11+) */
+  /** The preferred read replica for the consumer to use on its next fetch request. (v11+) */
   preferredReadReplica: number;
   /** The record data. (v0+) */
   records: Records | null;
 }
 
 export interface FetchResponseEpochEndOffset {
-  /** (v12+) */
+  /** The largest epoch. (v12+) */
   epoch: number;
-  /** (v12+) */
+  /** The end offset of the epoch. (v12+) */
   endOffset: bigint;
 }
 
 export interface FetchResponseLeaderIdAndEpoch {
   /** The ID of the current leader or -1 if the leader is unknown. (v12+) */
   leaderId: number;
-  /** The latest known leader epoch (v12+) */
+  /** The latest known leader epoch. (v12+) */
   leaderEpoch: number;
 }
 
 export interface FetchResponseSnapshotId {
-  /** (v0+) */
+  /** The end offset of the epoch. (v0+) */
   endOffset: bigint;
-  /** (v0+) */
+  /** The largest epoch. (v0+) */
   epoch: number;
 }
 

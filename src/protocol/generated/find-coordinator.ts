@@ -5,12 +5,12 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, unsupported, readCompactString, writeCompactString } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// FindCoordinatorRequest: versions 0-6, flexible 3+; deprecated 0.
+// FindCoordinatorRequest: versions 0-6, flexible 3+.
 
 export interface FindCoordinatorRequest {
   /** The coordinator key. (v0-3) */
   key: string;
-  /** The coordinator key type. (Group, transaction, etc.) (v1+) */
+  /** The coordinator key type. (group, transaction, share). (v1+) */
   keyType: number;
   /** The coordinator keys. (v4+) */
   coordinatorKeys: string[];
@@ -46,7 +46,7 @@ export interface FindCoordinatorResponse {
   host: string;
   /** The port. (v0-3) */
   port: number;
-  /** Each coordinator result in the response (v4+) */
+  /** Each coordinator result in the response. (v4+) */
   coordinators: FindCoordinatorResponseCoordinator[];
 }
 

@@ -40,7 +40,7 @@ export interface GetTelemetrySubscriptionsResponse {
   pushIntervalMs: number;
   /** The maximum bytes of binary data the broker accepts in PushTelemetryRequest. (v0+) */
   telemetryMaxBytes: number;
-  /** Flag to indicate monotonic/counter metrics are to be emitted as deltas or cumulative values (v0+) */
+  /** Flag to indicate monotonic/counter metrics are to be emitted as deltas or cumulative values. (v0+) */
   deltaTemporality: boolean;
   /** Requested metrics prefix string match. Empty array: No metrics subscribed, Array[0] empty string: All metrics subscribed. (v0+) */
   requestedMetrics: string[];

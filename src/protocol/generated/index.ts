@@ -157,8 +157,8 @@ import { decodePushTelemetryRequest, encodePushTelemetryRequest, decodePushTelem
 import type { PushTelemetryRequest, PushTelemetryResponse } from "./push-telemetry.ts";
 import { decodeAssignReplicasToDirsRequest, encodeAssignReplicasToDirsRequest, decodeAssignReplicasToDirsResponse, encodeAssignReplicasToDirsResponse } from "./assign-replicas-to-dirs.ts";
 import type { AssignReplicasToDirsRequest, AssignReplicasToDirsResponse } from "./assign-replicas-to-dirs.ts";
-import { decodeListClientMetricsResourcesRequest, encodeListClientMetricsResourcesRequest, decodeListClientMetricsResourcesResponse, encodeListClientMetricsResourcesResponse } from "./list-client-metrics-resources.ts";
-import type { ListClientMetricsResourcesRequest, ListClientMetricsResourcesResponse } from "./list-client-metrics-resources.ts";
+import { decodeListConfigResourcesRequest, encodeListConfigResourcesRequest, decodeListConfigResourcesResponse, encodeListConfigResourcesResponse } from "./list-config-resources.ts";
+import type { ListConfigResourcesRequest, ListConfigResourcesResponse } from "./list-config-resources.ts";
 import { decodeDescribeTopicPartitionsRequest, encodeDescribeTopicPartitionsRequest, decodeDescribeTopicPartitionsResponse, encodeDescribeTopicPartitionsResponse } from "./describe-topic-partitions.ts";
 import type { DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse } from "./describe-topic-partitions.ts";
 import { decodeShareGroupHeartbeatRequest, encodeShareGroupHeartbeatRequest, decodeShareGroupHeartbeatResponse, encodeShareGroupHeartbeatResponse } from "./share-group-heartbeat.ts";
@@ -185,6 +185,20 @@ import { decodeDeleteShareGroupStateRequest, encodeDeleteShareGroupStateRequest,
 import type { DeleteShareGroupStateRequest, DeleteShareGroupStateResponse } from "./delete-share-group-state.ts";
 import { decodeReadShareGroupStateSummaryRequest, encodeReadShareGroupStateSummaryRequest, decodeReadShareGroupStateSummaryResponse, encodeReadShareGroupStateSummaryResponse } from "./read-share-group-state-summary.ts";
 import type { ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse } from "./read-share-group-state-summary.ts";
+import { decodeStreamsGroupHeartbeatRequest, encodeStreamsGroupHeartbeatRequest, decodeStreamsGroupHeartbeatResponse, encodeStreamsGroupHeartbeatResponse } from "./streams-group-heartbeat.ts";
+import type { StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse } from "./streams-group-heartbeat.ts";
+import { decodeStreamsGroupDescribeRequest, encodeStreamsGroupDescribeRequest, decodeStreamsGroupDescribeResponse, encodeStreamsGroupDescribeResponse } from "./streams-group-describe.ts";
+import type { StreamsGroupDescribeRequest, StreamsGroupDescribeResponse } from "./streams-group-describe.ts";
+import { decodeDescribeShareGroupOffsetsRequest, encodeDescribeShareGroupOffsetsRequest, decodeDescribeShareGroupOffsetsResponse, encodeDescribeShareGroupOffsetsResponse } from "./describe-share-group-offsets.ts";
+import type { DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse } from "./describe-share-group-offsets.ts";
+import { decodeAlterShareGroupOffsetsRequest, encodeAlterShareGroupOffsetsRequest, decodeAlterShareGroupOffsetsResponse, encodeAlterShareGroupOffsetsResponse } from "./alter-share-group-offsets.ts";
+import type { AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse } from "./alter-share-group-offsets.ts";
+import { decodeDeleteShareGroupOffsetsRequest, encodeDeleteShareGroupOffsetsRequest, decodeDeleteShareGroupOffsetsResponse, encodeDeleteShareGroupOffsetsResponse } from "./delete-share-group-offsets.ts";
+import type { DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse } from "./delete-share-group-offsets.ts";
+import { decodeStreamsGroupTopologyDescriptionUpdateRequest, encodeStreamsGroupTopologyDescriptionUpdateRequest, decodeStreamsGroupTopologyDescriptionUpdateResponse, encodeStreamsGroupTopologyDescriptionUpdateResponse } from "./streams-group-topology-description-update.ts";
+import type { StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse } from "./streams-group-topology-description-update.ts";
+import { decodeUnregisterControllerRequest, encodeUnregisterControllerRequest, decodeUnregisterControllerResponse, encodeUnregisterControllerResponse } from "./unregister-controller.ts";
+import type { UnregisterControllerRequest, UnregisterControllerResponse } from "./unregister-controller.ts";
 
 export interface ApiSpec {
   readonly apiKey: number;
@@ -203,9 +217,12 @@ type Codec = readonly [
   (w: Writer, version: number, m: never) => void,
 ];
 
+export * from "./aborted-txn.ts";
 export * from "./consumer-protocol-assignment.ts";
 export * from "./consumer-protocol-subscription.ts";
+export * from "./control-record-type-schema.ts";
 export * from "./default-principal-data.ts";
+export * from "./end-txn-marker.ts";
 export * from "./kraft-version-record.ts";
 export * from "./leader-change-message.ts";
 export * from "./request-header.ts";
@@ -287,7 +304,7 @@ export * from "./controller-registration.ts";
 export * from "./get-telemetry-subscriptions.ts";
 export * from "./push-telemetry.ts";
 export * from "./assign-replicas-to-dirs.ts";
-export * from "./list-client-metrics-resources.ts";
+export * from "./list-config-resources.ts";
 export * from "./describe-topic-partitions.ts";
 export * from "./share-group-heartbeat.ts";
 export * from "./share-group-describe.ts";
@@ -301,6 +318,13 @@ export * from "./read-share-group-state.ts";
 export * from "./write-share-group-state.ts";
 export * from "./delete-share-group-state.ts";
 export * from "./read-share-group-state-summary.ts";
+export * from "./streams-group-heartbeat.ts";
+export * from "./streams-group-describe.ts";
+export * from "./describe-share-group-offsets.ts";
+export * from "./alter-share-group-offsets.ts";
+export * from "./delete-share-group-offsets.ts";
+export * from "./streams-group-topology-description-update.ts";
+export * from "./unregister-controller.ts";
 export type { Init } from "./runtime.ts";
 
 /** API keys by name. */
@@ -379,7 +403,7 @@ export const ApiKey = {
   GetTelemetrySubscriptions: 71,
   PushTelemetry: 72,
   AssignReplicasToDirs: 73,
-  ListClientMetricsResources: 74,
+  ListConfigResources: 74,
   DescribeTopicPartitions: 75,
   ShareGroupHeartbeat: 76,
   ShareGroupDescribe: 77,
@@ -393,6 +417,13 @@ export const ApiKey = {
   WriteShareGroupState: 85,
   DeleteShareGroupState: 86,
   ReadShareGroupStateSummary: 87,
+  StreamsGroupHeartbeat: 88,
+  StreamsGroupDescribe: 89,
+  DescribeShareGroupOffsets: 90,
+  AlterShareGroupOffsets: 91,
+  DeleteShareGroupOffsets: 92,
+  StreamsGroupTopologyDescriptionUpdate: 93,
+  UnregisterController: 94,
 } as const;
 
 /** Request and response types by API key. */
@@ -471,7 +502,7 @@ export interface ApiMessages {
   71: { request: GetTelemetrySubscriptionsRequest; response: GetTelemetrySubscriptionsResponse };
   72: { request: PushTelemetryRequest; response: PushTelemetryResponse };
   73: { request: AssignReplicasToDirsRequest; response: AssignReplicasToDirsResponse };
-  74: { request: ListClientMetricsResourcesRequest; response: ListClientMetricsResourcesResponse };
+  74: { request: ListConfigResourcesRequest; response: ListConfigResourcesResponse };
   75: { request: DescribeTopicPartitionsRequest; response: DescribeTopicPartitionsResponse };
   76: { request: ShareGroupHeartbeatRequest; response: ShareGroupHeartbeatResponse };
   77: { request: ShareGroupDescribeRequest; response: ShareGroupDescribeResponse };
@@ -485,6 +516,13 @@ export interface ApiMessages {
   85: { request: WriteShareGroupStateRequest; response: WriteShareGroupStateResponse };
   86: { request: DeleteShareGroupStateRequest; response: DeleteShareGroupStateResponse };
   87: { request: ReadShareGroupStateSummaryRequest; response: ReadShareGroupStateSummaryResponse };
+  88: { request: StreamsGroupHeartbeatRequest; response: StreamsGroupHeartbeatResponse };
+  89: { request: StreamsGroupDescribeRequest; response: StreamsGroupDescribeResponse };
+  90: { request: DescribeShareGroupOffsetsRequest; response: DescribeShareGroupOffsetsResponse };
+  91: { request: AlterShareGroupOffsetsRequest; response: AlterShareGroupOffsetsResponse };
+  92: { request: DeleteShareGroupOffsetsRequest; response: DeleteShareGroupOffsetsResponse };
+  93: { request: StreamsGroupTopologyDescriptionUpdateRequest; response: StreamsGroupTopologyDescriptionUpdateResponse };
+  94: { request: UnregisterControllerRequest; response: UnregisterControllerResponse };
 }
 
 /**
@@ -493,94 +531,101 @@ export interface ApiMessages {
  * the codecs handle (latestVersion), and the first flexible version (null: never).
  */
 export const API_SPECS: readonly ApiSpec[] = [
-  { apiKey: 0, name: "Produce", minVersion: 0, maxVersion: 11, latestVersion: 11, flexibleMinVersion: 9, deprecatedMaxVersion: 6, listeners: ["zkBroker","broker"] },
-  { apiKey: 1, name: "Fetch", minVersion: 0, maxVersion: 17, latestVersion: 17, flexibleMinVersion: 12, deprecatedMaxVersion: 3, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 2, name: "ListOffsets", minVersion: 0, maxVersion: 10, latestVersion: 10, flexibleMinVersion: 6, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 3, name: "Metadata", minVersion: 0, maxVersion: 12, latestVersion: 12, flexibleMinVersion: 9, deprecatedMaxVersion: 3, listeners: ["zkBroker","broker"] },
+  { apiKey: 0, name: "Produce", minVersion: 0, maxVersion: 13, latestVersion: 13, flexibleMinVersion: 9, deprecatedMaxVersion: 2, listeners: ["broker"] },
+  { apiKey: 1, name: "Fetch", minVersion: 0, maxVersion: 18, latestVersion: 18, flexibleMinVersion: 12, deprecatedMaxVersion: 3, listeners: ["broker","controller"] },
+  { apiKey: 2, name: "ListOffsets", minVersion: 0, maxVersion: 11, latestVersion: 11, flexibleMinVersion: 6, deprecatedMaxVersion: 0, listeners: ["broker"] },
+  { apiKey: 3, name: "Metadata", minVersion: 0, maxVersion: 13, latestVersion: 13, flexibleMinVersion: 9, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 4, name: "LeaderAndIsr", minVersion: 0, maxVersion: 7, latestVersion: 7, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["zkBroker"] },
   { apiKey: 5, name: "StopReplica", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker"] },
   { apiKey: 6, name: "UpdateMetadata", minVersion: 0, maxVersion: 8, latestVersion: 8, flexibleMinVersion: 6, deprecatedMaxVersion: null, listeners: ["zkBroker"] },
   { apiKey: 7, name: "ControlledShutdown", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","controller"] },
-  { apiKey: 8, name: "OffsetCommit", minVersion: 0, maxVersion: 9, latestVersion: 9, flexibleMinVersion: 8, deprecatedMaxVersion: 1, listeners: ["zkBroker","broker"] },
-  { apiKey: 9, name: "OffsetFetch", minVersion: 0, maxVersion: 9, latestVersion: 9, flexibleMinVersion: 6, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 10, name: "FindCoordinator", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 3, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 11, name: "JoinGroup", minVersion: 0, maxVersion: 9, latestVersion: 9, flexibleMinVersion: 6, deprecatedMaxVersion: 1, listeners: ["zkBroker","broker"] },
-  { apiKey: 12, name: "Heartbeat", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 13, name: "LeaveGroup", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 14, name: "SyncGroup", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 15, name: "DescribeGroups", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 5, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 16, name: "ListGroups", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 17, name: "SaslHandshake", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: null, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 18, name: "ApiVersions", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 19, name: "CreateTopics", minVersion: 0, maxVersion: 7, latestVersion: 7, flexibleMinVersion: 5, deprecatedMaxVersion: 1, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 20, name: "DeleteTopics", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 4, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 21, name: "DeleteRecords", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 22, name: "InitProducerId", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 23, name: "OffsetForLeaderEpoch", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: 1, listeners: ["zkBroker","broker"] },
-  { apiKey: 24, name: "AddPartitionsToTxn", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 25, name: "AddOffsetsToTxn", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 26, name: "EndTxn", minVersion: 0, maxVersion: 4, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 27, name: "WriteTxnMarkers", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 28, name: "TxnOffsetCommit", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 29, name: "DescribeAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 30, name: "CreateAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 31, name: "DeleteAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 32, name: "DescribeConfigs", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 33, name: "AlterConfigs", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 34, name: "AlterReplicaLogDirs", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 35, name: "DescribeLogDirs", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 36, name: "SaslAuthenticate", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 37, name: "CreatePartitions", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 38, name: "CreateDelegationToken", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 39, name: "RenewDelegationToken", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 40, name: "ExpireDelegationToken", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 41, name: "DescribeDelegationToken", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 42, name: "DeleteGroups", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["zkBroker","broker"] },
-  { apiKey: 43, name: "ElectLeaders", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 44, name: "IncrementalAlterConfigs", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 45, name: "AlterPartitionReassignments", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller","zkBroker"] },
-  { apiKey: 46, name: "ListPartitionReassignments", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller","zkBroker"] },
-  { apiKey: 47, name: "OffsetDelete", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: null, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 48, name: "DescribeClientQuotas", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 49, name: "AlterClientQuotas", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 50, name: "DescribeUserScramCredentials", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 51, name: "AlterUserScramCredentials", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 52, name: "Vote", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
+  { apiKey: 8, name: "OffsetCommit", minVersion: 0, maxVersion: 10, latestVersion: 10, flexibleMinVersion: 8, deprecatedMaxVersion: 1, listeners: ["broker"] },
+  { apiKey: 9, name: "OffsetFetch", minVersion: 0, maxVersion: 10, latestVersion: 10, flexibleMinVersion: 6, deprecatedMaxVersion: 0, listeners: ["broker"] },
+  { apiKey: 10, name: "FindCoordinator", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 11, name: "JoinGroup", minVersion: 0, maxVersion: 9, latestVersion: 9, flexibleMinVersion: 6, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 12, name: "Heartbeat", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 13, name: "LeaveGroup", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 14, name: "SyncGroup", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 4, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 15, name: "DescribeGroups", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 5, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 16, name: "ListGroups", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 17, name: "SaslHandshake", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: null, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 18, name: "ApiVersions", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 19, name: "CreateTopics", minVersion: 0, maxVersion: 7, latestVersion: 7, flexibleMinVersion: 5, deprecatedMaxVersion: 1, listeners: ["broker","controller"] },
+  { apiKey: 20, name: "DeleteTopics", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 4, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 21, name: "DeleteRecords", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 22, name: "InitProducerId", minVersion: 0, maxVersion: 5, latestVersion: 6, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 23, name: "OffsetForLeaderEpoch", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: 1, listeners: ["broker"] },
+  { apiKey: 24, name: "AddPartitionsToTxn", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 25, name: "AddOffsetsToTxn", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 26, name: "EndTxn", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 27, name: "WriteTxnMarkers", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 28, name: "TxnOffsetCommit", minVersion: 0, maxVersion: 6, latestVersion: 6, flexibleMinVersion: 3, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 29, name: "DescribeAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 30, name: "CreateAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 31, name: "DeleteAcls", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 32, name: "DescribeConfigs", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 4, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 33, name: "AlterConfigs", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 34, name: "AlterReplicaLogDirs", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker"] },
+  { apiKey: 35, name: "DescribeLogDirs", minVersion: 0, maxVersion: 5, latestVersion: 5, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker"] },
+  { apiKey: 36, name: "SaslAuthenticate", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 37, name: "CreatePartitions", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 38, name: "CreateDelegationToken", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 39, name: "RenewDelegationToken", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 40, name: "ExpireDelegationToken", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 41, name: "DescribeDelegationToken", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: 0, listeners: ["broker","controller"] },
+  { apiKey: 42, name: "DeleteGroups", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 43, name: "ElectLeaders", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 2, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 44, name: "IncrementalAlterConfigs", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 45, name: "AlterPartitionReassignments", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 46, name: "ListPartitionReassignments", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 47, name: "OffsetDelete", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: null, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 48, name: "DescribeClientQuotas", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 49, name: "AlterClientQuotas", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 50, name: "DescribeUserScramCredentials", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 51, name: "AlterUserScramCredentials", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 52, name: "Vote", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 53, name: "BeginQuorumEpoch", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 54, name: "EndQuorumEpoch", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 1, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 55, name: "DescribeQuorum", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
-  { apiKey: 56, name: "AlterPartition", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","controller"] },
-  { apiKey: 57, name: "UpdateFeatures", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 58, name: "Envelope", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller","zkBroker"] },
+  { apiKey: 56, name: "AlterPartition", minVersion: 0, maxVersion: 3, latestVersion: 3, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
+  { apiKey: 57, name: "UpdateFeatures", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 58, name: "Envelope", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 59, name: "FetchSnapshot", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
-  { apiKey: 60, name: "DescribeCluster", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker","controller"] },
-  { apiKey: 61, name: "DescribeProducers", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
+  { apiKey: 60, name: "DescribeCluster", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
+  { apiKey: 61, name: "DescribeProducers", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 62, name: "BrokerRegistration", minVersion: 0, maxVersion: 4, latestVersion: 4, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
-  { apiKey: 63, name: "BrokerHeartbeat", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
+  { apiKey: 63, name: "BrokerHeartbeat", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 64, name: "UnregisterBroker", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
-  { apiKey: 65, name: "DescribeTransactions", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 66, name: "ListTransactions", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 67, name: "AllocateProducerIds", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","controller"] },
-  { apiKey: 68, name: "ConsumerGroupHeartbeat", minVersion: 0, maxVersion: 0, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
-  { apiKey: 69, name: "ConsumerGroupDescribe", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["zkBroker","broker"] },
+  { apiKey: 65, name: "DescribeTransactions", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 66, name: "ListTransactions", minVersion: 0, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 67, name: "AllocateProducerIds", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
+  { apiKey: 68, name: "ConsumerGroupHeartbeat", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 69, name: "ConsumerGroupDescribe", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 70, name: "ControllerRegistration", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
   { apiKey: 71, name: "GetTelemetrySubscriptions", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 72, name: "PushTelemetry", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 73, name: "AssignReplicasToDirs", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
-  { apiKey: 74, name: "ListClientMetricsResources", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 74, name: "ListConfigResources", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
   { apiKey: 75, name: "DescribeTopicPartitions", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 76, name: "ShareGroupHeartbeat", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 77, name: "ShareGroupDescribe", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 78, name: "ShareFetch", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 79, name: "ShareAcknowledge", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 80, name: "AddRaftVoter", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller","broker"] },
+  { apiKey: 76, name: "ShareGroupHeartbeat", minVersion: 1, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 77, name: "ShareGroupDescribe", minVersion: 1, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 78, name: "ShareFetch", minVersion: 1, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 79, name: "ShareAcknowledge", minVersion: 1, maxVersion: 2, latestVersion: 2, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 80, name: "AddRaftVoter", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller","broker"] },
   { apiKey: 81, name: "RemoveRaftVoter", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller","broker"] },
   { apiKey: 82, name: "UpdateRaftVoter", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["controller"] },
-  { apiKey: 83, name: "InitializeShareGroupState", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 84, name: "ReadShareGroupState", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 85, name: "WriteShareGroupState", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 86, name: "DeleteShareGroupState", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
-  { apiKey: 87, name: "ReadShareGroupStateSummary", minVersion: 0, maxVersion: -1, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 83, name: "InitializeShareGroupState", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 84, name: "ReadShareGroupState", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 85, name: "WriteShareGroupState", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 86, name: "DeleteShareGroupState", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 87, name: "ReadShareGroupStateSummary", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 88, name: "StreamsGroupHeartbeat", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 89, name: "StreamsGroupDescribe", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 90, name: "DescribeShareGroupOffsets", minVersion: 0, maxVersion: 1, latestVersion: 1, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 91, name: "AlterShareGroupOffsets", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 92, name: "DeleteShareGroupOffsets", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 93, name: "StreamsGroupTopologyDescriptionUpdate", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker"] },
+  { apiKey: 94, name: "UnregisterController", minVersion: 0, maxVersion: 0, latestVersion: 0, flexibleMinVersion: 0, deprecatedMaxVersion: null, listeners: ["broker","controller"] },
 ];
 
 const REQUEST_CODECS: readonly Codec[] = [
@@ -658,7 +703,7 @@ const REQUEST_CODECS: readonly Codec[] = [
   [decodeGetTelemetrySubscriptionsRequest, encodeGetTelemetrySubscriptionsRequest],
   [decodePushTelemetryRequest, encodePushTelemetryRequest],
   [decodeAssignReplicasToDirsRequest, encodeAssignReplicasToDirsRequest],
-  [decodeListClientMetricsResourcesRequest, encodeListClientMetricsResourcesRequest],
+  [decodeListConfigResourcesRequest, encodeListConfigResourcesRequest],
   [decodeDescribeTopicPartitionsRequest, encodeDescribeTopicPartitionsRequest],
   [decodeShareGroupHeartbeatRequest, encodeShareGroupHeartbeatRequest],
   [decodeShareGroupDescribeRequest, encodeShareGroupDescribeRequest],
@@ -672,6 +717,13 @@ const REQUEST_CODECS: readonly Codec[] = [
   [decodeWriteShareGroupStateRequest, encodeWriteShareGroupStateRequest],
   [decodeDeleteShareGroupStateRequest, encodeDeleteShareGroupStateRequest],
   [decodeReadShareGroupStateSummaryRequest, encodeReadShareGroupStateSummaryRequest],
+  [decodeStreamsGroupHeartbeatRequest, encodeStreamsGroupHeartbeatRequest],
+  [decodeStreamsGroupDescribeRequest, encodeStreamsGroupDescribeRequest],
+  [decodeDescribeShareGroupOffsetsRequest, encodeDescribeShareGroupOffsetsRequest],
+  [decodeAlterShareGroupOffsetsRequest, encodeAlterShareGroupOffsetsRequest],
+  [decodeDeleteShareGroupOffsetsRequest, encodeDeleteShareGroupOffsetsRequest],
+  [decodeStreamsGroupTopologyDescriptionUpdateRequest, encodeStreamsGroupTopologyDescriptionUpdateRequest],
+  [decodeUnregisterControllerRequest, encodeUnregisterControllerRequest],
 ];
 
 const RESPONSE_CODECS: readonly Codec[] = [
@@ -749,7 +801,7 @@ const RESPONSE_CODECS: readonly Codec[] = [
   [decodeGetTelemetrySubscriptionsResponse, encodeGetTelemetrySubscriptionsResponse],
   [decodePushTelemetryResponse, encodePushTelemetryResponse],
   [decodeAssignReplicasToDirsResponse, encodeAssignReplicasToDirsResponse],
-  [decodeListClientMetricsResourcesResponse, encodeListClientMetricsResourcesResponse],
+  [decodeListConfigResourcesResponse, encodeListConfigResourcesResponse],
   [decodeDescribeTopicPartitionsResponse, encodeDescribeTopicPartitionsResponse],
   [decodeShareGroupHeartbeatResponse, encodeShareGroupHeartbeatResponse],
   [decodeShareGroupDescribeResponse, encodeShareGroupDescribeResponse],
@@ -763,6 +815,13 @@ const RESPONSE_CODECS: readonly Codec[] = [
   [decodeWriteShareGroupStateResponse, encodeWriteShareGroupStateResponse],
   [decodeDeleteShareGroupStateResponse, encodeDeleteShareGroupStateResponse],
   [decodeReadShareGroupStateSummaryResponse, encodeReadShareGroupStateSummaryResponse],
+  [decodeStreamsGroupHeartbeatResponse, encodeStreamsGroupHeartbeatResponse],
+  [decodeStreamsGroupDescribeResponse, encodeStreamsGroupDescribeResponse],
+  [decodeDescribeShareGroupOffsetsResponse, encodeDescribeShareGroupOffsetsResponse],
+  [decodeAlterShareGroupOffsetsResponse, encodeAlterShareGroupOffsetsResponse],
+  [decodeDeleteShareGroupOffsetsResponse, encodeDeleteShareGroupOffsetsResponse],
+  [decodeStreamsGroupTopologyDescriptionUpdateResponse, encodeStreamsGroupTopologyDescriptionUpdateResponse],
+  [decodeUnregisterControllerResponse, encodeUnregisterControllerResponse],
 ];
 
 export type ApiKeyNumber = keyof ApiMessages;

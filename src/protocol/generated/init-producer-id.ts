@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// InitProducerIdRequest: versions 0-5, flexible 2+.
+// InitProducerIdRequest: versions 0-6, flexible 2+; the latest version is unstable.
 
 export interface InitProducerIdRequest {
   /** The transactional id, or null if the producer is not transactional. (v0+) */
@@ -16,6 +16,10 @@ export interface InitProducerIdRequest {
   producerId: bigint;
   /** The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match. (v3+) */
   producerEpoch: number;
+  /** True if the client wants to enable two-phase commit (2PC) protocol for transactions. (v6+) */
+  enable2Pc: boolean;
+  /** True if the client wants to keep the currently ongoing transaction instead of aborting it. (v6+) */
+  keepPreparedTxn: boolean;
 }
 
 export function decodeInitProducerIdRequest(r: Reader, version: number): InitProducerIdRequest {
@@ -23,8 +27,10 @@ export function decodeInitProducerIdRequest(r: Reader, version: number): InitPro
   const _transactionTimeoutMs = r.int32();
   const _producerId = (version >= 3 ? r.int64() : -1n);
   const _producerEpoch = (version >= 3 ? r.int16() : -1);
+  const _enable2Pc = (version >= 6 ? r.bool() : false);
+  const _keepPreparedTxn = (version >= 6 ? r.bool() : false);
   if (version >= 2) { r.skipTaggedFields(); }
-  return { transactionalId: _transactionalId, transactionTimeoutMs: _transactionTimeoutMs, producerId: _producerId, producerEpoch: _producerEpoch };
+  return { transactionalId: _transactionalId, transactionTimeoutMs: _transactionTimeoutMs, producerId: _producerId, producerEpoch: _producerEpoch, enable2Pc: _enable2Pc, keepPreparedTxn: _keepPreparedTxn };
 }
 
 export function encodeInitProducerIdRequest(w: Writer, version: number, m: Init<InitProducerIdRequest>): void {
@@ -32,10 +38,12 @@ export function encodeInitProducerIdRequest(w: Writer, version: number, m: Init<
   w.int32(m.transactionTimeoutMs ?? 0);
   if (version >= 3) { w.int64(m.producerId ?? -1n); } else { if (m.producerId !== undefined && m.producerId !== -1n) throw unsupported("InitProducerIdRequest.producerId", version); }
   if (version >= 3) { w.int16(m.producerEpoch ?? -1); } else { if (m.producerEpoch !== undefined && m.producerEpoch !== -1) throw unsupported("InitProducerIdRequest.producerEpoch", version); }
+  if (version >= 6) { w.bool(m.enable2Pc ?? false); } else { if (m.enable2Pc !== undefined && m.enable2Pc !== false) throw unsupported("InitProducerIdRequest.enable2Pc", version); }
+  if (version >= 6) { w.bool(m.keepPreparedTxn ?? false); } else { if (m.keepPreparedTxn !== undefined && m.keepPreparedTxn !== false) throw unsupported("InitProducerIdRequest.keepPreparedTxn", version); }
   if (version >= 2) { w.unsignedVarint(0); }
 }
 
-// InitProducerIdResponse: versions 0-5, flexible 2+.
+// InitProducerIdResponse: versions 0-6, flexible 2+.
 
 export interface InitProducerIdResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -46,6 +54,10 @@ export interface InitProducerIdResponse {
   producerId: bigint;
   /** The current epoch associated with the producer id. (v0+) */
   producerEpoch: number;
+  /** The producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing. (v6+) */
+  ongoingTxnProducerId: bigint;
+  /** The epoch associated with the  producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing. (v6+) */
+  ongoingTxnProducerEpoch: number;
 }
 
 export function decodeInitProducerIdResponse(r: Reader, version: number): InitProducerIdResponse {
@@ -53,8 +65,10 @@ export function decodeInitProducerIdResponse(r: Reader, version: number): InitPr
   const _errorCode = r.int16();
   const _producerId = r.int64();
   const _producerEpoch = r.int16();
+  const _ongoingTxnProducerId = (version >= 6 ? r.int64() : -1n);
+  const _ongoingTxnProducerEpoch = (version >= 6 ? r.int16() : -1);
   if (version >= 2) { r.skipTaggedFields(); }
-  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, producerId: _producerId, producerEpoch: _producerEpoch };
+  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, producerId: _producerId, producerEpoch: _producerEpoch, ongoingTxnProducerId: _ongoingTxnProducerId, ongoingTxnProducerEpoch: _ongoingTxnProducerEpoch };
 }
 
 export function encodeInitProducerIdResponse(w: Writer, version: number, m: Init<InitProducerIdResponse>): void {
@@ -62,5 +76,7 @@ export function encodeInitProducerIdResponse(w: Writer, version: number, m: Init
   w.int16(m.errorCode ?? 0);
   w.int64(m.producerId ?? -1n);
   w.int16(m.producerEpoch ?? 0);
+  if (version >= 6) { w.int64(m.ongoingTxnProducerId ?? -1n); } else { if (m.ongoingTxnProducerId !== undefined && m.ongoingTxnProducerId !== -1n) throw unsupported("InitProducerIdResponse.ongoingTxnProducerId", version); }
+  if (version >= 6) { w.int16(m.ongoingTxnProducerEpoch ?? -1); } else { if (m.ongoingTxnProducerEpoch !== undefined && m.ongoingTxnProducerEpoch !== -1) throw unsupported("InitProducerIdResponse.ongoingTxnProducerEpoch", version); }
   if (version >= 2) { w.unsignedVarint(0); }
 }

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// InitializeShareGroupStateRequest: versions 0, flexible 0+; the latest version is unstable.
+// InitializeShareGroupStateRequest: versions 0, flexible 0+.
 
 export interface InitializeShareGroupStateRequest {
   /** The group identifier. (v0+) */
@@ -74,12 +74,12 @@ function encodeInitializeShareGroupStateRequestPartitionData(w: Writer, version:
 // InitializeShareGroupStateResponse: versions 0, flexible 0+.
 
 export interface InitializeShareGroupStateResponse {
-  /** The initialization results (v0+) */
+  /** The initialization results. (v0+) */
   results: InitializeShareGroupStateResponseInitializeStateResult[];
 }
 
 export interface InitializeShareGroupStateResponseInitializeStateResult {
-  /** The topic identifier (v0+) */
+  /** The topic identifier. (v0+) */
   topicId: Uint8Array;
   /** The results for the partitions. (v0+) */
   partitions: InitializeShareGroupStateResponsePartitionResult[];

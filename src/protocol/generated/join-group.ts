@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, EMPTY_BYTES, nonNull, unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// JoinGroupRequest: versions 0-9, flexible 6+; deprecated 0-1.
+// JoinGroupRequest: versions 0-9, flexible 6+.
 
 export interface JoinGroupRequest {
   /** The group identifier. (v0+) */
@@ -90,7 +90,7 @@ export interface JoinGroupResponse {
   skipAssignment: boolean;
   /** The member ID assigned by the group coordinator. (v0+) */
   memberId: string;
-  /** (v0+) */
+  /** The group members. (v0+) */
   members: JoinGroupResponseJoinGroupResponseMember[];
 }
 

@@ -7,9 +7,9 @@ import type { Init } from "./runtime.ts";
 // KRaftVersionRecord: versions 0, flexible 0+.
 
 export interface KRaftVersionRecord {
-  /** The version of the kraft version record (v0+) */
+  /** The version of the kraft version record. (v0+) */
   version: number;
-  /** The kraft protocol version (v0+) */
+  /** The kraft protocol version. (v0+) */
   kRaftVersion: number;
 }
 

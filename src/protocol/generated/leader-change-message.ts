@@ -8,20 +8,20 @@ import type { Init } from "./runtime.ts";
 // LeaderChangeMessage: versions 0-1, flexible 0+.
 
 export interface LeaderChangeMessage {
-  /** The version of the leader change message (v0+) */
+  /** The version of the leader change message. (v0+) */
   version: number;
-  /** The ID of the newly elected leader (v0+) */
+  /** The ID of the newly elected leader. (v0+) */
   leaderId: number;
-  /** The set of voters in the quorum for this epoch (v0+) */
+  /** The set of voters in the quorum for this epoch. (v0+) */
   voters: LeaderChangeMessageVoter[];
-  /** The voters who voted for the leader at the time of election (v0+) */
+  /** The voters who voted for the leader at the time of election. (v0+) */
   grantingVoters: LeaderChangeMessageVoter[];
 }
 
 export interface LeaderChangeMessageVoter {
-  /** (v0+) */
+  /** The ID of the voter. (v0+) */
   voterId: number;
-  /** The directory id of the voter (v1+) */
+  /** The directory id of the voter. (v1+) */
   voterDirectoryId: Uint8Array;
 }
 

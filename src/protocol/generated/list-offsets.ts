@@ -5,12 +5,12 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, unsupported, readInt64, writeInt64 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ListOffsetsRequest: versions 0-10, flexible 6+; deprecated 0.
+// ListOffsetsRequest: versions 0-11, flexible 6+; deprecated 0.
 
 export interface ListOffsetsRequest {
   /** The broker ID of the requester, or -1 if this request is being made by a normal consumer. (v0+) */
   replicaId: number;
-  /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records (v2+) */
+  /** This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records. (v2+) */
   isolationLevel: number;
   /** Each topic in the request. (v0+) */
   topics: ListOffsetsRequestListOffsetsTopic[];
@@ -83,7 +83,7 @@ function encodeListOffsetsRequestListOffsetsPartition(w: Writer, version: number
   if (version >= 6) { w.unsignedVarint(0); }
 }
 
-// ListOffsetsResponse: versions 0-10, flexible 6+.
+// ListOffsetsResponse: versions 0-11, flexible 6+.
 
 export interface ListOffsetsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v2+) */
@@ -93,7 +93,7 @@ export interface ListOffsetsResponse {
 }
 
 export interface ListOffsetsResponseListOffsetsTopicResponse {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string;
   /** Each partition in the response. (v0+) */
   partitions: ListOffsetsResponseListOffsetsPartitionResponse[];
@@ -110,7 +110,7 @@ export interface ListOffsetsResponseListOffsetsPartitionResponse {
   timestamp: bigint;
   /** The returned offset. (v1+) */
   offset: bigint;
-  /** (v4+) */
+  /** The leader epoch associated with the returned offset. (v4+) */
   leaderEpoch: number;
 }
 

@@ -15,7 +15,7 @@ export interface ListPartitionReassignmentsRequest {
 }
 
 export interface ListPartitionReassignmentsRequestListPartitionReassignmentsTopics {
-  /** The topic name (v0+) */
+  /** The topic name. (v0+) */
   name: string;
   /** The partitions to list partition reassignments for. (v0+) */
   partitionIndexes: number[];
@@ -52,7 +52,7 @@ function encodeListPartitionReassignmentsRequestListPartitionReassignmentsTopics
 export interface ListPartitionReassignmentsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The top-level error code, or 0 if there was no error (v0+) */
+  /** The top-level error code, or 0 if there was no error. (v0+) */
   errorCode: number;
   /** The top-level error message, or null if there was no error. (v0+) */
   errorMessage: string | null;

@@ -5,51 +5,55 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, unsupported, readCompactString, writeCompactString, readInt64, writeInt64 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ListTransactionsRequest: versions 0-1, flexible 0+.
+// ListTransactionsRequest: versions 0-2, flexible 0+.
 
 export interface ListTransactionsRequest {
-  /** The transaction states to filter by: if empty, all transactions are returned; if non-empty, then only transactions matching one of the filtered states will be returned (v0+) */
+  /** The transaction states to filter by: if empty, all transactions are returned; if non-empty, then only transactions matching one of the filtered states will be returned. (v0+) */
   stateFilters: string[];
-  /** The producerIds to filter by: if empty, all transactions will be returned; if non-empty, only transactions which match one of the filtered producerIds will be returned (v0+) */
+  /** The producerIds to filter by: if empty, all transactions will be returned; if non-empty, only transactions which match one of the filtered producerIds will be returned. (v0+) */
   producerIdFilters: bigint[];
-  /** Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned (v1+) */
+  /** Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned. (v1+) */
   durationFilter: bigint;
+  /** The transactional ID regular expression pattern to filter by: if it is empty or null, all transactions are returned; Otherwise then only the transactions matching the given regular expression will be returned. (v2+) */
+  transactionalIdPattern: string | null;
 }
 
 export function decodeListTransactionsRequest(r: Reader, version: number): ListTransactionsRequest {
   const _stateFilters = r.array(true, version, readCompactString);
   const _producerIdFilters = r.array(true, version, readInt64);
   const _durationFilter = (version >= 1 ? r.int64() : -1n);
+  const _transactionalIdPattern = (version >= 2 ? r.compactNullableString() : null);
   r.skipTaggedFields();
-  return { stateFilters: _stateFilters, producerIdFilters: _producerIdFilters, durationFilter: _durationFilter };
+  return { stateFilters: _stateFilters, producerIdFilters: _producerIdFilters, durationFilter: _durationFilter, transactionalIdPattern: _transactionalIdPattern };
 }
 
 export function encodeListTransactionsRequest(w: Writer, version: number, m: Init<ListTransactionsRequest>): void {
   w.array(true, version, m.stateFilters ?? EMPTY_ARRAY, writeCompactString);
   w.array(true, version, m.producerIdFilters ?? EMPTY_ARRAY, writeInt64);
   if (version >= 1) { w.int64(m.durationFilter ?? -1n); } else { if (m.durationFilter !== undefined && m.durationFilter !== -1n) throw unsupported("ListTransactionsRequest.durationFilter", version); }
+  if (version >= 2) { w.compactNullableString(m.transactionalIdPattern ?? null); } else { if (m.transactionalIdPattern !== undefined && m.transactionalIdPattern !== null) throw unsupported("ListTransactionsRequest.transactionalIdPattern", version); }
   w.unsignedVarint(0);
 }
 
-// ListTransactionsResponse: versions 0-1, flexible 0+.
+// ListTransactionsResponse: versions 0-2, flexible 0+.
 
 export interface ListTransactionsResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** (v0+) */
+  /** The error code, or 0 if there was no error. (v0+) */
   errorCode: number;
-  /** Set of state filters provided in the request which were unknown to the transaction coordinator (v0+) */
+  /** Set of state filters provided in the request which were unknown to the transaction coordinator. (v0+) */
   unknownStateFilters: string[];
-  /** (v0+) */
+  /** The current state of the transaction for the transactional id. (v0+) */
   transactionStates: ListTransactionsResponseTransactionState[];
 }
 
 export interface ListTransactionsResponseTransactionState {
-  /** (v0+) */
+  /** The transactional id. (v0+) */
   transactionalId: string;
-  /** (v0+) */
+  /** The producer id. (v0+) */
   producerId: bigint;
-  /** The current transaction state of the producer (v0+) */
+  /** The current transaction state of the producer. (v0+) */
   transactionState: string;
 }
 

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID, nonNull, unsupported, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// MetadataRequest: versions 0-12, flexible 9+; deprecated 0-3.
+// MetadataRequest: versions 0-13, flexible 9+.
 
 export interface MetadataRequest {
   /** The topics to fetch metadata for. (v0+) */
@@ -55,7 +55,7 @@ function encodeMetadataRequestMetadataRequestTopic(w: Writer, version: number, m
   if (version >= 9) { w.unsignedVarint(0); }
 }
 
-// MetadataResponse: versions 0-12, flexible 9+.
+// MetadataResponse: versions 0-13, flexible 9+.
 
 export interface MetadataResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
@@ -70,6 +70,8 @@ export interface MetadataResponse {
   topics: MetadataResponseMetadataResponseTopic[];
   /** 32-bit bitfield to represent authorized operations for this cluster. (v8-10) */
   clusterAuthorizedOperations: number;
+  /** The top-level error code, or 0 if there was no error. (v13+) */
+  errorCode: number;
 }
 
 export interface MetadataResponseMetadataResponseBroker {
@@ -122,8 +124,9 @@ export function decodeMetadataResponse(r: Reader, version: number): MetadataResp
   const _controllerId = (version >= 1 ? r.int32() : -1);
   const _topics = r.array(version >= 9, version, decodeMetadataResponseMetadataResponseTopic);
   const _clusterAuthorizedOperations = (version >= 8 && version <= 10 ? r.int32() : -2147483648);
+  const _errorCode = (version >= 13 ? r.int16() : 0);
   if (version >= 9) { r.skipTaggedFields(); }
-  return { throttleTimeMs: _throttleTimeMs, brokers: _brokers, clusterId: _clusterId, controllerId: _controllerId, topics: _topics, clusterAuthorizedOperations: _clusterAuthorizedOperations };
+  return { throttleTimeMs: _throttleTimeMs, brokers: _brokers, clusterId: _clusterId, controllerId: _controllerId, topics: _topics, clusterAuthorizedOperations: _clusterAuthorizedOperations, errorCode: _errorCode };
 }
 
 function decodeMetadataResponseMetadataResponseBroker(r: Reader, version: number): MetadataResponseMetadataResponseBroker {
@@ -165,6 +168,7 @@ export function encodeMetadataResponse(w: Writer, version: number, m: Init<Metad
   if (version >= 1) { w.int32(m.controllerId ?? -1); }
   w.array(version >= 9, version, m.topics ?? EMPTY_ARRAY, encodeMetadataResponseMetadataResponseTopic);
   if (version >= 8 && version <= 10) { w.int32(m.clusterAuthorizedOperations ?? -2147483648); } else { if (m.clusterAuthorizedOperations !== undefined && m.clusterAuthorizedOperations !== -2147483648) throw unsupported("MetadataResponse.clusterAuthorizedOperations", version); }
+  if (version >= 13) { w.int16(m.errorCode ?? 0); }
   if (version >= 9) { w.unsignedVarint(0); }
 }
 

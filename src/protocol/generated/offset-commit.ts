@@ -2,10 +2,10 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// OffsetCommitRequest: versions 0-9, flexible 8+; deprecated 0-1.
+// OffsetCommitRequest: versions 0-10, flexible 8+; deprecated 0-1.
 
 export interface OffsetCommitRequest {
   /** The unique group identifier. (v0+) */
@@ -23,8 +23,10 @@ export interface OffsetCommitRequest {
 }
 
 export interface OffsetCommitRequestOffsetCommitRequestTopic {
-  /** The topic name. (v0+) */
+  /** The topic name. (v0-9) */
   name: string;
+  /** The topic ID. (v10+) */
+  topicId: Uint8Array;
   /** Each partition to commit offsets for. (v0+) */
   partitions: OffsetCommitRequestOffsetCommitRequestPartition[];
 }
@@ -54,10 +56,11 @@ export function decodeOffsetCommitRequest(r: Reader, version: number): OffsetCom
 }
 
 function decodeOffsetCommitRequestOffsetCommitRequestTopic(r: Reader, version: number): OffsetCommitRequestOffsetCommitRequestTopic {
-  const _name = (version >= 8 ? r.compactString() : r.string());
+  const _name = (version <= 9 ? (version >= 8 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 10 ? r.uuid() : new Uint8Array(16));
   const _partitions = r.array(version >= 8, version, decodeOffsetCommitRequestOffsetCommitRequestPartition);
   if (version >= 8) { r.skipTaggedFields(); }
-  return { name: _name, partitions: _partitions };
+  return { name: _name, topicId: _topicId, partitions: _partitions };
 }
 
 function decodeOffsetCommitRequestOffsetCommitRequestPartition(r: Reader, version: number): OffsetCommitRequestOffsetCommitRequestPartition {
@@ -81,7 +84,8 @@ export function encodeOffsetCommitRequest(w: Writer, version: number, m: Init<Of
 }
 
 function encodeOffsetCommitRequestOffsetCommitRequestTopic(w: Writer, version: number, m: Init<OffsetCommitRequestOffsetCommitRequestTopic>): void {
-  { const v = m.name ?? ""; if (version >= 8) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 9) { const v = m.name ?? ""; if (version >= 8) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 10) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 8, version, m.partitions ?? EMPTY_ARRAY, encodeOffsetCommitRequestOffsetCommitRequestPartition);
   if (version >= 8) { w.unsignedVarint(0); }
 }
@@ -95,7 +99,7 @@ function encodeOffsetCommitRequestOffsetCommitRequestPartition(w: Writer, versio
   if (version >= 8) { w.unsignedVarint(0); }
 }
 
-// OffsetCommitResponse: versions 0-9, flexible 8+.
+// OffsetCommitResponse: versions 0-10, flexible 8+.
 
 export interface OffsetCommitResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
@@ -105,8 +109,10 @@ export interface OffsetCommitResponse {
 }
 
 export interface OffsetCommitResponseOffsetCommitResponseTopic {
-  /** The topic name. (v0+) */
+  /** The topic name. (v0-9) */
   name: string;
+  /** The topic ID. (v10+) */
+  topicId: Uint8Array;
   /** The responses for each partition in the topic. (v0+) */
   partitions: OffsetCommitResponseOffsetCommitResponsePartition[];
 }
@@ -126,10 +132,11 @@ export function decodeOffsetCommitResponse(r: Reader, version: number): OffsetCo
 }
 
 function decodeOffsetCommitResponseOffsetCommitResponseTopic(r: Reader, version: number): OffsetCommitResponseOffsetCommitResponseTopic {
-  const _name = (version >= 8 ? r.compactString() : r.string());
+  const _name = (version <= 9 ? (version >= 8 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 10 ? r.uuid() : new Uint8Array(16));
   const _partitions = r.array(version >= 8, version, decodeOffsetCommitResponseOffsetCommitResponsePartition);
   if (version >= 8) { r.skipTaggedFields(); }
-  return { name: _name, partitions: _partitions };
+  return { name: _name, topicId: _topicId, partitions: _partitions };
 }
 
 function decodeOffsetCommitResponseOffsetCommitResponsePartition(r: Reader, version: number): OffsetCommitResponseOffsetCommitResponsePartition {
@@ -146,7 +153,8 @@ export function encodeOffsetCommitResponse(w: Writer, version: number, m: Init<O
 }
 
 function encodeOffsetCommitResponseOffsetCommitResponseTopic(w: Writer, version: number, m: Init<OffsetCommitResponseOffsetCommitResponseTopic>): void {
-  { const v = m.name ?? ""; if (version >= 8) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 9) { const v = m.name ?? ""; if (version >= 8) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 10) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 8, version, m.partitions ?? EMPTY_ARRAY, encodeOffsetCommitResponseOffsetCommitResponsePartition);
   if (version >= 8) { w.unsignedVarint(0); }
 }

@@ -10,7 +10,7 @@ import type { Init } from "./runtime.ts";
 export interface OffsetDeleteRequest {
   /** The unique group identifier. (v0+) */
   groupId: string;
-  /** The topics to delete offsets for (v0+) */
+  /** The topics to delete offsets for. (v0+) */
   topics: OffsetDeleteRequestOffsetDeleteRequestTopic[];
 }
 

@@ -2,17 +2,17 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, nonNull, unsupported, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, nonNull, unsupported, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// OffsetFetchRequest: versions 0-9, flexible 6+; deprecated 0.
+// OffsetFetchRequest: versions 0-10, flexible 6+; deprecated 0.
 
 export interface OffsetFetchRequest {
   /** The group to fetch offsets for. (v0-7) */
   groupId: string;
   /** Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (v0-7) */
   topics: OffsetFetchRequestOffsetFetchRequestTopic[] | null;
-  /** Each group we would like to fetch offsets for (v8+) */
+  /** Each group we would like to fetch offsets for. (v8+) */
   groups: OffsetFetchRequestOffsetFetchRequestGroup[];
   /** Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions. (v7+) */
   requireStable: boolean;
@@ -28,7 +28,7 @@ export interface OffsetFetchRequestOffsetFetchRequestTopic {
 export interface OffsetFetchRequestOffsetFetchRequestGroup {
   /** The group ID. (v8+) */
   groupId: string;
-  /** The member ID assigned by the group coordinator if using the new consumer protocol (KIP-848). (v9+) */
+  /** The member id. (v9+) */
   memberId: string | null;
   /** The member epoch if using the new consumer protocol (KIP-848). (v9+) */
   memberEpoch: number;
@@ -37,8 +37,10 @@ export interface OffsetFetchRequestOffsetFetchRequestGroup {
 }
 
 export interface OffsetFetchRequestOffsetFetchRequestTopics {
-  /** The topic name. (v8+) */
+  /** The topic name. (v8-9) */
   name: string;
+  /** The topic ID. (v10+) */
+  topicId: Uint8Array;
   /** The partition indexes we would like to fetch offsets for. (v8+) */
   partitionIndexes: number[];
 }
@@ -69,10 +71,11 @@ function decodeOffsetFetchRequestOffsetFetchRequestGroup(r: Reader, version: num
 }
 
 function decodeOffsetFetchRequestOffsetFetchRequestTopics(r: Reader, version: number): OffsetFetchRequestOffsetFetchRequestTopics {
-  const _name = r.compactString();
+  const _name = (version <= 9 ? r.compactString() : "");
+  const _topicId = (version >= 10 ? r.uuid() : new Uint8Array(16));
   const _partitionIndexes = r.array(true, version, readInt32);
   r.skipTaggedFields();
-  return { name: _name, partitionIndexes: _partitionIndexes };
+  return { name: _name, topicId: _topicId, partitionIndexes: _partitionIndexes };
 }
 
 export function encodeOffsetFetchRequest(w: Writer, version: number, m: Init<OffsetFetchRequest>): void {
@@ -98,12 +101,13 @@ function encodeOffsetFetchRequestOffsetFetchRequestGroup(w: Writer, version: num
 }
 
 function encodeOffsetFetchRequestOffsetFetchRequestTopics(w: Writer, version: number, m: Init<OffsetFetchRequestOffsetFetchRequestTopics>): void {
-  w.compactString(m.name ?? "");
+  if (version <= 9) { w.compactString(m.name ?? ""); }
+  if (version >= 10) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(true, version, m.partitionIndexes ?? EMPTY_ARRAY, writeInt32);
   w.unsignedVarint(0);
 }
 
-// OffsetFetchResponse: versions 0-9, flexible 6+.
+// OffsetFetchResponse: versions 0-10, flexible 6+.
 
 export interface OffsetFetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v3+) */
@@ -119,7 +123,7 @@ export interface OffsetFetchResponse {
 export interface OffsetFetchResponseOffsetFetchResponseTopic {
   /** The topic name. (v0-7) */
   name: string;
-  /** The responses per partition (v0-7) */
+  /** The responses per partition. (v0-7) */
   partitions: OffsetFetchResponseOffsetFetchResponsePartition[];
 }
 
@@ -146,9 +150,11 @@ export interface OffsetFetchResponseOffsetFetchResponseGroup {
 }
 
 export interface OffsetFetchResponseOffsetFetchResponseTopics {
-  /** The topic name. (v8+) */
+  /** The topic name. (v8-9) */
   name: string;
-  /** The responses per partition (v8+) */
+  /** The topic ID. (v10+) */
+  topicId: Uint8Array;
+  /** The responses per partition. (v8+) */
   partitions: OffsetFetchResponseOffsetFetchResponsePartitions[];
 }
 
@@ -200,10 +206,11 @@ function decodeOffsetFetchResponseOffsetFetchResponseGroup(r: Reader, version: n
 }
 
 function decodeOffsetFetchResponseOffsetFetchResponseTopics(r: Reader, version: number): OffsetFetchResponseOffsetFetchResponseTopics {
-  const _name = r.compactString();
+  const _name = (version <= 9 ? r.compactString() : "");
+  const _topicId = (version >= 10 ? r.uuid() : new Uint8Array(16));
   const _partitions = r.array(true, version, decodeOffsetFetchResponseOffsetFetchResponsePartitions);
   r.skipTaggedFields();
-  return { name: _name, partitions: _partitions };
+  return { name: _name, topicId: _topicId, partitions: _partitions };
 }
 
 function decodeOffsetFetchResponseOffsetFetchResponsePartitions(r: Reader, version: number): OffsetFetchResponseOffsetFetchResponsePartitions {
@@ -247,7 +254,8 @@ function encodeOffsetFetchResponseOffsetFetchResponseGroup(w: Writer, version: n
 }
 
 function encodeOffsetFetchResponseOffsetFetchResponseTopics(w: Writer, version: number, m: Init<OffsetFetchResponseOffsetFetchResponseTopics>): void {
-  w.compactString(m.name ?? "");
+  if (version <= 9) { w.compactString(m.name ?? ""); }
+  if (version >= 10) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(true, version, m.partitions ?? EMPTY_ARRAY, encodeOffsetFetchResponseOffsetFetchResponsePartitions);
   w.unsignedVarint(0);
 }

@@ -3,10 +3,10 @@
 import type { Reader } from "../reader.ts";
 import type { Records } from "../records.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, unsupported, invalidTag } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ProduceRequest: versions 0-11, flexible 9+; deprecated 0-6.
+// ProduceRequest: versions 0-13, flexible 9+; deprecated 0-2.
 
 export interface ProduceRequest {
   /** The transactional ID, or null if the producer is not transactional. (v3+) */
@@ -20,8 +20,10 @@ export interface ProduceRequest {
 }
 
 export interface ProduceRequestTopicProduceData {
-  /** The topic name. (v0+) */
+  /** The topic name. (v0-12) */
   name: string;
+  /** The unique topic ID (v13+) */
+  topicId: Uint8Array;
   /** Each partition to produce to. (v0+) */
   partitionData: ProduceRequestPartitionProduceData[];
 }
@@ -43,10 +45,11 @@ export function decodeProduceRequest(r: Reader, version: number): ProduceRequest
 }
 
 function decodeProduceRequestTopicProduceData(r: Reader, version: number): ProduceRequestTopicProduceData {
-  const _name = (version >= 9 ? r.compactString() : r.string());
+  const _name = (version <= 12 ? (version >= 9 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 13 ? r.uuid() : new Uint8Array(16));
   const _partitionData = r.array(version >= 9, version, decodeProduceRequestPartitionProduceData);
   if (version >= 9) { r.skipTaggedFields(); }
-  return { name: _name, partitionData: _partitionData };
+  return { name: _name, topicId: _topicId, partitionData: _partitionData };
 }
 
 function decodeProduceRequestPartitionProduceData(r: Reader, version: number): ProduceRequestPartitionProduceData {
@@ -65,7 +68,8 @@ export function encodeProduceRequest(w: Writer, version: number, m: Init<Produce
 }
 
 function encodeProduceRequestTopicProduceData(w: Writer, version: number, m: Init<ProduceRequestTopicProduceData>): void {
-  { const v = m.name ?? ""; if (version >= 9) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 12) { const v = m.name ?? ""; if (version >= 9) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 13) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 9, version, m.partitionData ?? EMPTY_ARRAY, encodeProduceRequestPartitionProduceData);
   if (version >= 9) { w.unsignedVarint(0); }
 }
@@ -76,10 +80,10 @@ function encodeProduceRequestPartitionProduceData(w: Writer, version: number, m:
   if (version >= 9) { w.unsignedVarint(0); }
 }
 
-// ProduceResponse: versions 0-11, flexible 9+.
+// ProduceResponse: versions 0-13, flexible 9+.
 
 export interface ProduceResponse {
-  /** Each produce response (v0+) */
+  /** Each produce response. (v0+) */
   responses: ProduceResponseTopicProduceResponse[];
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v1+) */
   throttleTimeMs: number;
@@ -88,8 +92,10 @@ export interface ProduceResponse {
 }
 
 export interface ProduceResponseTopicProduceResponse {
-  /** The topic name (v0+) */
+  /** The topic name. (v0-12) */
   name: string;
+  /** The unique topic ID (v13+) */
+  topicId: Uint8Array;
   /** Each partition that we produced to within the topic. (v0+) */
   partitionResponses: ProduceResponsePartitionProduceResponse[];
 }
@@ -105,25 +111,25 @@ export interface ProduceResponsePartitionProduceResponse {
   logAppendTimeMs: bigint;
   /** The log start offset. (v5+) */
   logStartOffset: bigint;
-  /** The batch indices of records that caused the batch to be dropped (v8+) */
+  /** The batch indices of records that caused the batch to be dropped. (v8+) */
   recordErrors: ProduceResponseBatchIndexAndErrorMessage[];
-  /** The global error message summarizing the common root cause of the records that caused the batch to be dropped (v8+) */
+  /** The global error message summarizing the common root cause of the records that caused the batch to be dropped. (v8+) */
   errorMessage: string | null;
-  /** (v10+, tagged 0) */
+  /** The leader broker that the producer should use for future requests. (v10+, tagged 0) */
   currentLeader: ProduceResponseLeaderIdAndEpoch;
 }
 
 export interface ProduceResponseBatchIndexAndErrorMessage {
-  /** The batch index of the record that cause the batch to be dropped (v8+) */
+  /** The batch index of the record that caused the batch to be dropped. (v8+) */
   batchIndex: number;
-  /** The error message of the record that caused the batch to be dropped (v8+) */
+  /** The error message of the record that caused the batch to be dropped. (v8+) */
   batchIndexErrorMessage: string | null;
 }
 
 export interface ProduceResponseLeaderIdAndEpoch {
   /** The ID of the current leader or -1 if the leader is unknown. (v10+) */
   leaderId: number;
-  /** The latest known leader epoch (v10+) */
+  /** The latest known leader epoch. (v10+) */
   leaderEpoch: number;
 }
 
@@ -158,10 +164,11 @@ export function decodeProduceResponse(r: Reader, version: number): ProduceRespon
 }
 
 function decodeProduceResponseTopicProduceResponse(r: Reader, version: number): ProduceResponseTopicProduceResponse {
-  const _name = (version >= 9 ? r.compactString() : r.string());
+  const _name = (version <= 12 ? (version >= 9 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 13 ? r.uuid() : new Uint8Array(16));
   const _partitionResponses = r.array(version >= 9, version, decodeProduceResponsePartitionProduceResponse);
   if (version >= 9) { r.skipTaggedFields(); }
-  return { name: _name, partitionResponses: _partitionResponses };
+  return { name: _name, topicId: _topicId, partitionResponses: _partitionResponses };
 }
 
 function decodeProduceResponsePartitionProduceResponse(r: Reader, version: number): ProduceResponsePartitionProduceResponse {
@@ -227,7 +234,8 @@ export function encodeProduceResponse(w: Writer, version: number, m: Init<Produc
 }
 
 function encodeProduceResponseTopicProduceResponse(w: Writer, version: number, m: Init<ProduceResponseTopicProduceResponse>): void {
-  { const v = m.name ?? ""; if (version >= 9) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 12) { const v = m.name ?? ""; if (version >= 9) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 13) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 9, version, m.partitionResponses ?? EMPTY_ARRAY, encodeProduceResponsePartitionProduceResponse);
   if (version >= 9) { w.unsignedVarint(0); }
 }

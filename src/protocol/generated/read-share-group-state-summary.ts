@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ReadShareGroupStateSummaryRequest: versions 0, flexible 0+; the latest version is unstable.
+// ReadShareGroupStateSummaryRequest: versions 0-1, flexible 0+.
 
 export interface ReadShareGroupStateSummaryRequest {
   /** The group identifier. (v0+) */
@@ -67,15 +67,15 @@ function encodeReadShareGroupStateSummaryRequestPartitionData(w: Writer, version
   w.unsignedVarint(0);
 }
 
-// ReadShareGroupStateSummaryResponse: versions 0, flexible 0+.
+// ReadShareGroupStateSummaryResponse: versions 0-1, flexible 0+.
 
 export interface ReadShareGroupStateSummaryResponse {
-  /** The read results (v0+) */
+  /** The read results. (v0+) */
   results: ReadShareGroupStateSummaryResponseReadStateSummaryResult[];
 }
 
 export interface ReadShareGroupStateSummaryResponseReadStateSummaryResult {
-  /** The topic identifier (v0+) */
+  /** The topic identifier. (v0+) */
   topicId: Uint8Array;
   /** The results for the partitions. (v0+) */
   partitions: ReadShareGroupStateSummaryResponsePartitionResult[];
@@ -90,8 +90,12 @@ export interface ReadShareGroupStateSummaryResponsePartitionResult {
   errorMessage: string | null;
   /** The state epoch of the share-partition. (v0+) */
   stateEpoch: number;
+  /** The leader epoch of the share-partition. (v0+) */
+  leaderEpoch: number;
   /** The share-partition start offset. (v0+) */
   startOffset: bigint;
+  /** The number of offsets greater than or equal to share-partition start offset for which delivery has been completed. (v1+) */
+  deliveryCompleteCount: number;
 }
 
 export function decodeReadShareGroupStateSummaryResponse(r: Reader, version: number): ReadShareGroupStateSummaryResponse {
@@ -112,9 +116,11 @@ function decodeReadShareGroupStateSummaryResponsePartitionResult(r: Reader, vers
   const _errorCode = r.int16();
   const _errorMessage = r.compactNullableString();
   const _stateEpoch = r.int32();
+  const _leaderEpoch = r.int32();
   const _startOffset = r.int64();
+  const _deliveryCompleteCount = (version >= 1 ? r.int32() : -1);
   r.skipTaggedFields();
-  return { partition: _partition, errorCode: _errorCode, errorMessage: _errorMessage, stateEpoch: _stateEpoch, startOffset: _startOffset };
+  return { partition: _partition, errorCode: _errorCode, errorMessage: _errorMessage, stateEpoch: _stateEpoch, leaderEpoch: _leaderEpoch, startOffset: _startOffset, deliveryCompleteCount: _deliveryCompleteCount };
 }
 
 export function encodeReadShareGroupStateSummaryResponse(w: Writer, version: number, m: Init<ReadShareGroupStateSummaryResponse>): void {
@@ -133,6 +139,8 @@ function encodeReadShareGroupStateSummaryResponsePartitionResult(w: Writer, vers
   w.int16(m.errorCode ?? 0);
   w.compactNullableString(m.errorMessage ?? null);
   w.int32(m.stateEpoch ?? 0);
+  w.int32(m.leaderEpoch ?? 0);
   w.int64(m.startOffset ?? 0n);
+  if (version >= 1) { w.int32(m.deliveryCompleteCount ?? -1); }
   w.unsignedVarint(0);
 }

@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ReadShareGroupStateRequest: versions 0, flexible 0+; the latest version is unstable.
+// ReadShareGroupStateRequest: versions 0, flexible 0+.
 
 export interface ReadShareGroupStateRequest {
   /** The group identifier. (v0+) */
@@ -70,12 +70,12 @@ function encodeReadShareGroupStateRequestPartitionData(w: Writer, version: numbe
 // ReadShareGroupStateResponse: versions 0, flexible 0+.
 
 export interface ReadShareGroupStateResponse {
-  /** The read results (v0+) */
+  /** The read results. (v0+) */
   results: ReadShareGroupStateResponseReadStateResult[];
 }
 
 export interface ReadShareGroupStateResponseReadStateResult {
-  /** The topic identifier (v0+) */
+  /** The topic identifier. (v0+) */
   topicId: Uint8Array;
   /** The results for the partitions. (v0+) */
   partitions: ReadShareGroupStateResponsePartitionResult[];
@@ -88,20 +88,20 @@ export interface ReadShareGroupStateResponsePartitionResult {
   errorCode: number;
   /** The error message, or null if there was no error. (v0+) */
   errorMessage: string | null;
-  /** The state epoch for this share-partition. (v0+) */
+  /** The state epoch of the share-partition. (v0+) */
   stateEpoch: number;
   /** The share-partition start offset, which can be -1 if it is not yet initialized. (v0+) */
   startOffset: bigint;
-  /** (v0+) */
+  /** The state batches for this share-partition. (v0+) */
   stateBatches: ReadShareGroupStateResponseStateBatch[];
 }
 
 export interface ReadShareGroupStateResponseStateBatch {
-  /** The base offset of this state batch. (v0+) */
+  /** The first offset of this state batch. (v0+) */
   firstOffset: bigint;
   /** The last offset of this state batch. (v0+) */
   lastOffset: bigint;
-  /** The state - 0:Available,2:Acked,4:Archived. (v0+) */
+  /** The delivery state - 0:Available,2:Acked,4:Archived. (v0+) */
   deliveryState: number;
   /** The delivery count. (v0+) */
   deliveryCount: number;

@@ -8,11 +8,11 @@ import type { Init } from "./runtime.ts";
 // RemoveRaftVoterRequest: versions 0, flexible 0+.
 
 export interface RemoveRaftVoterRequest {
-  /** (v0+) */
+  /** The cluster id of the request. (v0+) */
   clusterId: string | null;
-  /** The replica id of the voter getting removed from the topic partition (v0+) */
+  /** The replica id of the voter getting removed from the topic partition. (v0+) */
   voterId: number;
-  /** The directory id of the voter getting removed from the topic partition (v0+) */
+  /** The directory id of the voter getting removed from the topic partition. (v0+) */
   voterDirectoryId: Uint8Array;
 }
 
@@ -36,7 +36,7 @@ export function encodeRemoveRaftVoterRequest(w: Writer, version: number, m: Init
 export interface RemoveRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The error code, or 0 if there was no error (v0+) */
+  /** The error code, or 0 if there was no error. (v0+) */
   errorCode: number;
   /** The error message, or null if there was no error. (v0+) */
   errorMessage: string | null;

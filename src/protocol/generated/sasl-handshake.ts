@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, readString, writeString } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// SaslHandshakeRequest: versions 0-1, flexible none; deprecated 0.
+// SaslHandshakeRequest: versions 0-1, flexible none.
 
 export interface SaslHandshakeRequest {
   /** The SASL mechanism chosen by the client. (v0+) */

@@ -2,10 +2,10 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, readInt8, writeInt8 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, readInt8, writeInt8 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ShareAcknowledgeRequest: versions 0, flexible 0+; the latest version is unstable.
+// ShareAcknowledgeRequest: versions 1-2, flexible 0+.
 
 export interface ShareAcknowledgeRequest {
   /** The group identifier. (v0+) */
@@ -14,6 +14,8 @@ export interface ShareAcknowledgeRequest {
   memberId: string | null;
   /** The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. (v0+) */
   shareSessionEpoch: number;
+  /** Whether Renew type acknowledgements present in AcknowledgementBatches. (v2+) */
+  isRenewAck: boolean;
   /** The topics containing records to acknowledge. (v0+) */
   topics: ShareAcknowledgeRequestAcknowledgeTopic[];
 }
@@ -37,7 +39,7 @@ export interface ShareAcknowledgeRequestAcknowledgementBatch {
   firstOffset: bigint;
   /** Last offset (inclusive) of batch of records to acknowledge. (v0+) */
   lastOffset: bigint;
-  /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (v0+) */
+  /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew. (v0+) */
   acknowledgeTypes: number[];
 }
 
@@ -45,9 +47,10 @@ export function decodeShareAcknowledgeRequest(r: Reader, version: number): Share
   const _groupId = r.compactNullableString();
   const _memberId = r.compactNullableString();
   const _shareSessionEpoch = r.int32();
+  const _isRenewAck = (version >= 2 ? r.bool() : false);
   const _topics = r.array(true, version, decodeShareAcknowledgeRequestAcknowledgeTopic);
   r.skipTaggedFields();
-  return { groupId: _groupId, memberId: _memberId, shareSessionEpoch: _shareSessionEpoch, topics: _topics };
+  return { groupId: _groupId, memberId: _memberId, shareSessionEpoch: _shareSessionEpoch, isRenewAck: _isRenewAck, topics: _topics };
 }
 
 function decodeShareAcknowledgeRequestAcknowledgeTopic(r: Reader, version: number): ShareAcknowledgeRequestAcknowledgeTopic {
@@ -76,6 +79,7 @@ export function encodeShareAcknowledgeRequest(w: Writer, version: number, m: Ini
   w.compactNullableString(m.groupId ?? null);
   w.compactNullableString((m.memberId === undefined ? "" : m.memberId));
   w.int32(m.shareSessionEpoch ?? 0);
+  if (version >= 2) { w.bool(m.isRenewAck ?? false); } else { if (m.isRenewAck !== undefined && m.isRenewAck !== false) throw unsupported("ShareAcknowledgeRequest.isRenewAck", version); }
   w.array(true, version, m.topics ?? EMPTY_ARRAY, encodeShareAcknowledgeRequestAcknowledgeTopic);
   w.unsignedVarint(0);
 }
@@ -99,7 +103,7 @@ function encodeShareAcknowledgeRequestAcknowledgementBatch(w: Writer, version: n
   w.unsignedVarint(0);
 }
 
-// ShareAcknowledgeResponse: versions 0, flexible 0+.
+// ShareAcknowledgeResponse: versions 1-2, flexible 0+.
 
 export interface ShareAcknowledgeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -108,6 +112,8 @@ export interface ShareAcknowledgeResponse {
   errorCode: number;
   /** The top-level error message, or null if there was no error. (v0+) */
   errorMessage: string | null;
+  /** The time in milliseconds for which the acquired records are locked. (v2+) */
+  acquisitionLockTimeoutMs: number;
   /** The response topics. (v0+) */
   responses: ShareAcknowledgeResponseShareAcknowledgeTopicResponse[];
   /** Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. (v0+) */
@@ -128,7 +134,7 @@ export interface ShareAcknowledgeResponsePartitionData {
   errorCode: number;
   /** The error message, or null if there was no error. (v0+) */
   errorMessage: string | null;
-  /** (v0+) */
+  /** The current leader of the partition. (v0+) */
   currentLeader: ShareAcknowledgeResponseLeaderIdAndEpoch;
 }
 
@@ -154,10 +160,11 @@ export function decodeShareAcknowledgeResponse(r: Reader, version: number): Shar
   const _throttleTimeMs = r.int32();
   const _errorCode = r.int16();
   const _errorMessage = r.compactNullableString();
+  const _acquisitionLockTimeoutMs = (version >= 2 ? r.int32() : 0);
   const _responses = r.array(true, version, decodeShareAcknowledgeResponseShareAcknowledgeTopicResponse);
   const _nodeEndpoints = r.array(true, version, decodeShareAcknowledgeResponseNodeEndpoint);
   r.skipTaggedFields();
-  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, errorMessage: _errorMessage, responses: _responses, nodeEndpoints: _nodeEndpoints };
+  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, errorMessage: _errorMessage, acquisitionLockTimeoutMs: _acquisitionLockTimeoutMs, responses: _responses, nodeEndpoints: _nodeEndpoints };
 }
 
 function decodeShareAcknowledgeResponseShareAcknowledgeTopicResponse(r: Reader, version: number): ShareAcknowledgeResponseShareAcknowledgeTopicResponse {
@@ -196,6 +203,7 @@ export function encodeShareAcknowledgeResponse(w: Writer, version: number, m: In
   w.int32(m.throttleTimeMs ?? 0);
   w.int16(m.errorCode ?? 0);
   w.compactNullableString(m.errorMessage ?? null);
+  if (version >= 2) { w.int32(m.acquisitionLockTimeoutMs ?? 0); }
   w.array(true, version, m.responses ?? EMPTY_ARRAY, encodeShareAcknowledgeResponseShareAcknowledgeTopicResponse);
   w.array(true, version, m.nodeEndpoints ?? EMPTY_ARRAY, encodeShareAcknowledgeResponseNodeEndpoint);
   w.unsignedVarint(0);

@@ -3,10 +3,10 @@
 import type { Reader } from "../reader.ts";
 import type { Records } from "../records.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, ZERO_UUID, readInt8, writeInt8, readInt32, writeInt32 } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported, readInt8, writeInt8, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ShareFetchRequest: versions 0, flexible 0+; the latest version is unstable.
+// ShareFetchRequest: versions 1-2, flexible 0+.
 
 export interface ShareFetchRequest {
   /** The group identifier. (v0+) */
@@ -19,8 +19,16 @@ export interface ShareFetchRequest {
   maxWaitMs: number;
   /** The minimum bytes to accumulate in the response. (v0+) */
   minBytes: number;
-  /** The maximum bytes to fetch.  See KIP-74 for cases where this limit may not be honored. (v0+) */
+  /** The maximum bytes to fetch. See KIP-74 for cases where this limit may not be honored. (v0+) */
   maxBytes: number;
+  /** The maximum number of records to fetch. This limit can be exceeded for alignment of batch boundaries. (v1+) */
+  maxRecords: number;
+  /** The optimal number of records for batches of acquired records and acknowledgements. (v1+) */
+  batchSize: number;
+  /** The acquire mode to control the fetch behavior - 0:batch-optimized,1:record-limit. (v2+) */
+  shareAcquireMode: number;
+  /** Whether Renew type acknowledgements present in AcknowledgementBatches. (v2+) */
+  isRenewAck: boolean;
   /** The topics to fetch. (v0+) */
   topics: ShareFetchRequestFetchTopic[];
   /** The partitions to remove from this share session. (v0+) */
@@ -37,7 +45,7 @@ export interface ShareFetchRequestFetchTopic {
 export interface ShareFetchRequestFetchPartition {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored. (v0+) */
+  /** The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored. (v0) */
   partitionMaxBytes: number;
   /** Record batches to acknowledge. (v0+) */
   acknowledgementBatches: ShareFetchRequestAcknowledgementBatch[];
@@ -48,7 +56,7 @@ export interface ShareFetchRequestAcknowledgementBatch {
   firstOffset: bigint;
   /** Last offset (inclusive) of batch of records to acknowledge. (v0+) */
   lastOffset: bigint;
-  /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (v0+) */
+  /** Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject,4:Renew. (v0+) */
   acknowledgeTypes: number[];
 }
 
@@ -66,10 +74,14 @@ export function decodeShareFetchRequest(r: Reader, version: number): ShareFetchR
   const _maxWaitMs = r.int32();
   const _minBytes = r.int32();
   const _maxBytes = r.int32();
+  const _maxRecords = r.int32();
+  const _batchSize = r.int32();
+  const _shareAcquireMode = (version >= 2 ? r.int8() : 0);
+  const _isRenewAck = (version >= 2 ? r.bool() : false);
   const _topics = r.array(true, version, decodeShareFetchRequestFetchTopic);
   const _forgottenTopicsData = r.array(true, version, decodeShareFetchRequestForgottenTopic);
   r.skipTaggedFields();
-  return { groupId: _groupId, memberId: _memberId, shareSessionEpoch: _shareSessionEpoch, maxWaitMs: _maxWaitMs, minBytes: _minBytes, maxBytes: _maxBytes, topics: _topics, forgottenTopicsData: _forgottenTopicsData };
+  return { groupId: _groupId, memberId: _memberId, shareSessionEpoch: _shareSessionEpoch, maxWaitMs: _maxWaitMs, minBytes: _minBytes, maxBytes: _maxBytes, maxRecords: _maxRecords, batchSize: _batchSize, shareAcquireMode: _shareAcquireMode, isRenewAck: _isRenewAck, topics: _topics, forgottenTopicsData: _forgottenTopicsData };
 }
 
 function decodeShareFetchRequestFetchTopic(r: Reader, version: number): ShareFetchRequestFetchTopic {
@@ -81,7 +93,7 @@ function decodeShareFetchRequestFetchTopic(r: Reader, version: number): ShareFet
 
 function decodeShareFetchRequestFetchPartition(r: Reader, version: number): ShareFetchRequestFetchPartition {
   const _partitionIndex = r.int32();
-  const _partitionMaxBytes = r.int32();
+  const _partitionMaxBytes = 0;
   const _acknowledgementBatches = r.array(true, version, decodeShareFetchRequestAcknowledgementBatch);
   r.skipTaggedFields();
   return { partitionIndex: _partitionIndex, partitionMaxBytes: _partitionMaxBytes, acknowledgementBatches: _acknowledgementBatches };
@@ -109,6 +121,10 @@ export function encodeShareFetchRequest(w: Writer, version: number, m: Init<Shar
   w.int32(m.maxWaitMs ?? 0);
   w.int32(m.minBytes ?? 0);
   w.int32(m.maxBytes ?? 2147483647);
+  w.int32(m.maxRecords ?? 0);
+  w.int32(m.batchSize ?? 0);
+  if (version >= 2) { w.int8(m.shareAcquireMode ?? 0); }
+  if (version >= 2) { w.bool(m.isRenewAck ?? false); } else { if (m.isRenewAck !== undefined && m.isRenewAck !== false) throw unsupported("ShareFetchRequest.isRenewAck", version); }
   w.array(true, version, m.topics ?? EMPTY_ARRAY, encodeShareFetchRequestFetchTopic);
   w.array(true, version, m.forgottenTopicsData ?? EMPTY_ARRAY, encodeShareFetchRequestForgottenTopic);
   w.unsignedVarint(0);
@@ -122,7 +138,7 @@ function encodeShareFetchRequestFetchTopic(w: Writer, version: number, m: Init<S
 
 function encodeShareFetchRequestFetchPartition(w: Writer, version: number, m: Init<ShareFetchRequestFetchPartition>): void {
   w.int32(m.partitionIndex ?? 0);
-  w.int32(m.partitionMaxBytes ?? 0);
+  if (m.partitionMaxBytes !== undefined && m.partitionMaxBytes !== 0) throw unsupported("ShareFetchRequestFetchPartition.partitionMaxBytes", version);
   w.array(true, version, m.acknowledgementBatches ?? EMPTY_ARRAY, encodeShareFetchRequestAcknowledgementBatch);
   w.unsignedVarint(0);
 }
@@ -140,7 +156,7 @@ function encodeShareFetchRequestForgottenTopic(w: Writer, version: number, m: In
   w.unsignedVarint(0);
 }
 
-// ShareFetchResponse: versions 0, flexible 0+.
+// ShareFetchResponse: versions 1-2, flexible 0+.
 
 export interface ShareFetchResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -149,6 +165,8 @@ export interface ShareFetchResponse {
   errorCode: number;
   /** The top-level error message, or null if there was no error. (v0+) */
   errorMessage: string | null;
+  /** The time in milliseconds for which the acquired records are locked. (v1+) */
+  acquisitionLockTimeoutMs: number;
   /** The response topics. (v0+) */
   responses: ShareFetchResponseShareFetchableTopicResponse[];
   /** Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. (v0+) */
@@ -173,7 +191,7 @@ export interface ShareFetchResponsePartitionData {
   acknowledgeErrorCode: number;
   /** The acknowledge error message, or null if there was no acknowledge error. (v0+) */
   acknowledgeErrorMessage: string | null;
-  /** (v0+) */
+  /** The current leader of the partition. (v0+) */
   currentLeader: ShareFetchResponseLeaderIdAndEpoch;
   /** The record data. (v0+) */
   records: Records | null;
@@ -212,10 +230,11 @@ export function decodeShareFetchResponse(r: Reader, version: number): ShareFetch
   const _throttleTimeMs = r.int32();
   const _errorCode = r.int16();
   const _errorMessage = r.compactNullableString();
+  const _acquisitionLockTimeoutMs = r.int32();
   const _responses = r.array(true, version, decodeShareFetchResponseShareFetchableTopicResponse);
   const _nodeEndpoints = r.array(true, version, decodeShareFetchResponseNodeEndpoint);
   r.skipTaggedFields();
-  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, errorMessage: _errorMessage, responses: _responses, nodeEndpoints: _nodeEndpoints };
+  return { throttleTimeMs: _throttleTimeMs, errorCode: _errorCode, errorMessage: _errorMessage, acquisitionLockTimeoutMs: _acquisitionLockTimeoutMs, responses: _responses, nodeEndpoints: _nodeEndpoints };
 }
 
 function decodeShareFetchResponseShareFetchableTopicResponse(r: Reader, version: number): ShareFetchResponseShareFetchableTopicResponse {
@@ -266,6 +285,7 @@ export function encodeShareFetchResponse(w: Writer, version: number, m: Init<Sha
   w.int32(m.throttleTimeMs ?? 0);
   w.int16(m.errorCode ?? 0);
   w.compactNullableString(m.errorMessage ?? null);
+  w.int32(m.acquisitionLockTimeoutMs ?? 0);
   w.array(true, version, m.responses ?? EMPTY_ARRAY, encodeShareFetchResponseShareFetchableTopicResponse);
   w.array(true, version, m.nodeEndpoints ?? EMPTY_ARRAY, encodeShareFetchResponseNodeEndpoint);
   w.unsignedVarint(0);

@@ -5,10 +5,10 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID, readCompactString, writeCompactString, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// ShareGroupDescribeRequest: versions 0, flexible 0+; the latest version is unstable.
+// ShareGroupDescribeRequest: versions 1, flexible 0+.
 
 export interface ShareGroupDescribeRequest {
-  /** The ids of the groups to describe (v0+) */
+  /** The ids of the groups to describe. (v0+) */
   groupIds: string[];
   /** Whether to include authorized operations. (v0+) */
   includeAuthorizedOperations: boolean;
@@ -27,7 +27,7 @@ export function encodeShareGroupDescribeRequest(w: Writer, version: number, m: I
   w.unsignedVarint(0);
 }
 
-// ShareGroupDescribeResponse: versions 0, flexible 0+.
+// ShareGroupDescribeResponse: versions 1, flexible 0+.
 
 export interface ShareGroupDescribeResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */

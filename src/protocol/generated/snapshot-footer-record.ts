@@ -7,7 +7,7 @@ import type { Init } from "./runtime.ts";
 // SnapshotFooterRecord: versions 0, flexible 0+.
 
 export interface SnapshotFooterRecord {
-  /** The version of the snapshot footer record (v0+) */
+  /** The version of the snapshot footer record. (v0+) */
   version: number;
 }
 

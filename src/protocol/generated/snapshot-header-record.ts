@@ -7,9 +7,9 @@ import type { Init } from "./runtime.ts";
 // SnapshotHeaderRecord: versions 0, flexible 0+.
 
 export interface SnapshotHeaderRecord {
-  /** The version of the snapshot header record (v0+) */
+  /** The version of the snapshot header record. (v0+) */
   version: number;
-  /** The append time of the last record from the log contained in this snapshot (v0+) */
+  /** The append time of the last record from the log contained in this snapshot. (v0+) */
   lastContainedLogTimestamp: bigint;
 }
 

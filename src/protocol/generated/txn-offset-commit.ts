@@ -2,10 +2,10 @@
 
 import type { Reader } from "../reader.ts";
 import type { Writer } from "../writer.ts";
-import { EMPTY_ARRAY, unsupported } from "./runtime.ts";
+import { EMPTY_ARRAY, ZERO_UUID, unsupported } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// TxnOffsetCommitRequest: versions 0-4, flexible 3+.
+// TxnOffsetCommitRequest: versions 0-6, flexible 3+.
 
 export interface TxnOffsetCommitRequest {
   /** The ID of the transaction. (v0+) */
@@ -16,8 +16,8 @@ export interface TxnOffsetCommitRequest {
   producerId: bigint;
   /** The current epoch associated with the producer ID. (v0+) */
   producerEpoch: number;
-  /** The generation of the consumer. (v3+) */
-  generationId: number;
+  /** The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol. (v3+) */
+  generationIdOrMemberEpoch: number;
   /** The member ID assigned by the group coordinator. (v3+) */
   memberId: string;
   /** The unique identifier of the consumer instance provided by end user. (v3+) */
@@ -27,8 +27,10 @@ export interface TxnOffsetCommitRequest {
 }
 
 export interface TxnOffsetCommitRequestTxnOffsetCommitRequestTopic {
-  /** The topic name. (v0+) */
+  /** The topic name. (v0-5) */
   name: string;
+  /** The topic ID. (v6+) */
+  topicId: Uint8Array;
   /** The partitions inside the topic that we want to commit offsets for. (v0+) */
   partitions: TxnOffsetCommitRequestTxnOffsetCommitRequestPartition[];
 }
@@ -49,19 +51,20 @@ export function decodeTxnOffsetCommitRequest(r: Reader, version: number): TxnOff
   const _groupId = (version >= 3 ? r.compactString() : r.string());
   const _producerId = r.int64();
   const _producerEpoch = r.int16();
-  const _generationId = (version >= 3 ? r.int32() : -1);
+  const _generationIdOrMemberEpoch = (version >= 3 ? r.int32() : -1);
   const _memberId = (version >= 3 ? r.compactString() : "");
   const _groupInstanceId = (version >= 3 ? r.compactNullableString() : null);
   const _topics = r.array(version >= 3, version, decodeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic);
   if (version >= 3) { r.skipTaggedFields(); }
-  return { transactionalId: _transactionalId, groupId: _groupId, producerId: _producerId, producerEpoch: _producerEpoch, generationId: _generationId, memberId: _memberId, groupInstanceId: _groupInstanceId, topics: _topics };
+  return { transactionalId: _transactionalId, groupId: _groupId, producerId: _producerId, producerEpoch: _producerEpoch, generationIdOrMemberEpoch: _generationIdOrMemberEpoch, memberId: _memberId, groupInstanceId: _groupInstanceId, topics: _topics };
 }
 
 function decodeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(r: Reader, version: number): TxnOffsetCommitRequestTxnOffsetCommitRequestTopic {
-  const _name = (version >= 3 ? r.compactString() : r.string());
+  const _name = (version <= 5 ? (version >= 3 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 6 ? r.uuid() : new Uint8Array(16));
   const _partitions = r.array(version >= 3, version, decodeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition);
   if (version >= 3) { r.skipTaggedFields(); }
-  return { name: _name, partitions: _partitions };
+  return { name: _name, topicId: _topicId, partitions: _partitions };
 }
 
 function decodeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(r: Reader, version: number): TxnOffsetCommitRequestTxnOffsetCommitRequestPartition {
@@ -78,7 +81,7 @@ export function encodeTxnOffsetCommitRequest(w: Writer, version: number, m: Init
   { const v = m.groupId ?? ""; if (version >= 3) { w.compactString(v); } else { w.string(v); } }
   w.int64(m.producerId ?? 0n);
   w.int16(m.producerEpoch ?? 0);
-  if (version >= 3) { w.int32(m.generationId ?? -1); } else { if (m.generationId !== undefined && m.generationId !== -1) throw unsupported("TxnOffsetCommitRequest.generationId", version); }
+  if (version >= 3) { w.int32(m.generationIdOrMemberEpoch ?? -1); } else { if (m.generationIdOrMemberEpoch !== undefined && m.generationIdOrMemberEpoch !== -1) throw unsupported("TxnOffsetCommitRequest.generationIdOrMemberEpoch", version); }
   if (version >= 3) { w.compactString(m.memberId ?? ""); } else { if (m.memberId !== undefined && m.memberId !== "") throw unsupported("TxnOffsetCommitRequest.memberId", version); }
   if (version >= 3) { w.compactNullableString(m.groupInstanceId ?? null); } else { if (m.groupInstanceId !== undefined && m.groupInstanceId !== null) throw unsupported("TxnOffsetCommitRequest.groupInstanceId", version); }
   w.array(version >= 3, version, m.topics ?? EMPTY_ARRAY, encodeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic);
@@ -86,7 +89,8 @@ export function encodeTxnOffsetCommitRequest(w: Writer, version: number, m: Init
 }
 
 function encodeTxnOffsetCommitRequestTxnOffsetCommitRequestTopic(w: Writer, version: number, m: Init<TxnOffsetCommitRequestTxnOffsetCommitRequestTopic>): void {
-  { const v = m.name ?? ""; if (version >= 3) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 5) { const v = m.name ?? ""; if (version >= 3) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 6) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 3, version, m.partitions ?? EMPTY_ARRAY, encodeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition);
   if (version >= 3) { w.unsignedVarint(0); }
 }
@@ -99,7 +103,7 @@ function encodeTxnOffsetCommitRequestTxnOffsetCommitRequestPartition(w: Writer, 
   if (version >= 3) { w.unsignedVarint(0); }
 }
 
-// TxnOffsetCommitResponse: versions 0-4, flexible 3+.
+// TxnOffsetCommitResponse: versions 0-6, flexible 3+.
 
 export interface TxnOffsetCommitResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
@@ -109,8 +113,10 @@ export interface TxnOffsetCommitResponse {
 }
 
 export interface TxnOffsetCommitResponseTxnOffsetCommitResponseTopic {
-  /** The topic name. (v0+) */
+  /** The topic name. (v0-5) */
   name: string;
+  /** The topic ID. (v6+) */
+  topicId: Uint8Array;
   /** The responses for each partition in the topic. (v0+) */
   partitions: TxnOffsetCommitResponseTxnOffsetCommitResponsePartition[];
 }
@@ -130,10 +136,11 @@ export function decodeTxnOffsetCommitResponse(r: Reader, version: number): TxnOf
 }
 
 function decodeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(r: Reader, version: number): TxnOffsetCommitResponseTxnOffsetCommitResponseTopic {
-  const _name = (version >= 3 ? r.compactString() : r.string());
+  const _name = (version <= 5 ? (version >= 3 ? r.compactString() : r.string()) : "");
+  const _topicId = (version >= 6 ? r.uuid() : new Uint8Array(16));
   const _partitions = r.array(version >= 3, version, decodeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition);
   if (version >= 3) { r.skipTaggedFields(); }
-  return { name: _name, partitions: _partitions };
+  return { name: _name, topicId: _topicId, partitions: _partitions };
 }
 
 function decodeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition(r: Reader, version: number): TxnOffsetCommitResponseTxnOffsetCommitResponsePartition {
@@ -150,7 +157,8 @@ export function encodeTxnOffsetCommitResponse(w: Writer, version: number, m: Ini
 }
 
 function encodeTxnOffsetCommitResponseTxnOffsetCommitResponseTopic(w: Writer, version: number, m: Init<TxnOffsetCommitResponseTxnOffsetCommitResponseTopic>): void {
-  { const v = m.name ?? ""; if (version >= 3) { w.compactString(v); } else { w.string(v); } }
+  if (version <= 5) { const v = m.name ?? ""; if (version >= 3) { w.compactString(v); } else { w.string(v); } }
+  if (version >= 6) { w.uuid(m.topicId ?? ZERO_UUID); }
   w.array(version >= 3, version, m.partitions ?? EMPTY_ARRAY, encodeTxnOffsetCommitResponseTxnOffsetCommitResponsePartition);
   if (version >= 3) { w.unsignedVarint(0); }
 }

@@ -8,33 +8,33 @@ import type { Init } from "./runtime.ts";
 // UpdateRaftVoterRequest: versions 0, flexible 0+.
 
 export interface UpdateRaftVoterRequest {
-  /** (v0+) */
+  /** The cluster id. (v0+) */
   clusterId: string | null;
-  /** The current leader epoch of the partition, -1 for unknown leader epoch (v0+) */
+  /** The current leader epoch of the partition, -1 for unknown leader epoch. (v0+) */
   currentLeaderEpoch: number;
-  /** The replica id of the voter getting updated in the topic partition (v0+) */
+  /** The replica id of the voter getting updated in the topic partition. (v0+) */
   voterId: number;
-  /** The directory id of the voter getting updated in the topic partition (v0+) */
+  /** The directory id of the voter getting updated in the topic partition. (v0+) */
   voterDirectoryId: Uint8Array;
-  /** The endpoint that can be used to communicate with the leader (v0+) */
+  /** The endpoint that can be used to communicate with the leader. (v0+) */
   listeners: UpdateRaftVoterRequestListener[];
-  /** The range of versions of the protocol that the replica supports (v0+) */
+  /** The range of versions of the protocol that the replica supports. (v0+) */
   kRaftVersionFeature: UpdateRaftVoterRequestKRaftVersionFeature;
 }
 
 export interface UpdateRaftVoterRequestListener {
-  /** The name of the endpoint (v0+) */
+  /** The name of the endpoint. (v0+) */
   name: string;
-  /** The hostname (v0+) */
+  /** The hostname. (v0+) */
   host: string;
-  /** The port (v0+) */
+  /** The port. (v0+) */
   port: number;
 }
 
 export interface UpdateRaftVoterRequestKRaftVersionFeature {
-  /** The minimum supported KRaft protocol version (v0+) */
+  /** The minimum supported KRaft protocol version. (v0+) */
   minSupportedVersion: number;
-  /** The maximum supported KRaft protocol version (v0+) */
+  /** The maximum supported KRaft protocol version. (v0+) */
   maxSupportedVersion: number;
 }
 
@@ -92,20 +92,20 @@ function encodeUpdateRaftVoterRequestKRaftVersionFeature(w: Writer, version: num
 export interface UpdateRaftVoterResponse {
   /** The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (v0+) */
   throttleTimeMs: number;
-  /** The error code, or 0 if there was no error (v0+) */
+  /** The error code, or 0 if there was no error. (v0+) */
   errorCode: number;
-  /** (v0+, tagged 0) */
+  /** Details of the current Raft cluster leader. (v0+, tagged 0) */
   currentLeader: UpdateRaftVoterResponseCurrentLeader;
 }
 
 export interface UpdateRaftVoterResponseCurrentLeader {
-  /** The replica id of the current leader or -1 if the leader is unknown (v0+) */
+  /** The replica id of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
-  /** The node's hostname (v0+) */
+  /** The node's hostname. (v0+) */
   host: string;
-  /** The node's port (v0+) */
+  /** The node's port. (v0+) */
   port: number;
 }
 

@@ -5,39 +5,41 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID, unsupported, invalidTag } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// VoteRequest: versions 0-1, flexible 0+.
+// VoteRequest: versions 0-2, flexible 0+.
 
 export interface VoteRequest {
-  /** (v0+) */
+  /** The cluster id. (v0+) */
   clusterId: string | null;
-  /** The replica id of the voter receiving the request (v1+) */
+  /** The replica id of the voter receiving the request. (v1+) */
   voterId: number;
-  /** (v0+) */
+  /** The topic data. (v0+) */
   topics: VoteRequestTopicData[];
 }
 
 export interface VoteRequestTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The partition data. (v0+) */
   partitions: VoteRequestPartitionData[];
 }
 
 export interface VoteRequestPartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** The bumped epoch of the candidate sending the request (v0+) */
-  candidateEpoch: number;
+  /** The epoch of the voter sending the request (v0+) */
+  replicaEpoch: number;
   /** The replica id of the voter sending the request (v0+) */
-  candidateId: number;
+  replicaId: number;
   /** The directory id of the voter sending the request (v1+) */
-  candidateDirectoryId: Uint8Array;
-  /** The ID of the voter sending the request (v1+) */
+  replicaDirectoryId: Uint8Array;
+  /** The directory id of the voter receiving the request (v1+) */
   voterDirectoryId: Uint8Array;
-  /** The epoch of the last record written to the metadata log (v0+) */
+  /** The epoch of the last record written to the metadata log. (v0+) */
   lastOffsetEpoch: number;
-  /** The offset of the last record written to the metadata log (v0+) */
+  /** The log end offset of the metadata log of the voter sending the request. (v0+) */
   lastOffset: bigint;
+  /** Whether the request is a PreVote request (not persisted) or not. (v2+) */
+  preVote: boolean;
 }
 
 export function decodeVoteRequest(r: Reader, version: number): VoteRequest {
@@ -57,14 +59,15 @@ function decodeVoteRequestTopicData(r: Reader, version: number): VoteRequestTopi
 
 function decodeVoteRequestPartitionData(r: Reader, version: number): VoteRequestPartitionData {
   const _partitionIndex = r.int32();
-  const _candidateEpoch = r.int32();
-  const _candidateId = r.int32();
-  const _candidateDirectoryId = (version >= 1 ? r.uuid() : new Uint8Array(16));
+  const _replicaEpoch = r.int32();
+  const _replicaId = r.int32();
+  const _replicaDirectoryId = (version >= 1 ? r.uuid() : new Uint8Array(16));
   const _voterDirectoryId = (version >= 1 ? r.uuid() : new Uint8Array(16));
   const _lastOffsetEpoch = r.int32();
   const _lastOffset = r.int64();
+  const _preVote = (version >= 2 ? r.bool() : false);
   r.skipTaggedFields();
-  return { partitionIndex: _partitionIndex, candidateEpoch: _candidateEpoch, candidateId: _candidateId, candidateDirectoryId: _candidateDirectoryId, voterDirectoryId: _voterDirectoryId, lastOffsetEpoch: _lastOffsetEpoch, lastOffset: _lastOffset };
+  return { partitionIndex: _partitionIndex, replicaEpoch: _replicaEpoch, replicaId: _replicaId, replicaDirectoryId: _replicaDirectoryId, voterDirectoryId: _voterDirectoryId, lastOffsetEpoch: _lastOffsetEpoch, lastOffset: _lastOffset, preVote: _preVote };
 }
 
 export function encodeVoteRequest(w: Writer, version: number, m: Init<VoteRequest>): void {
@@ -82,52 +85,53 @@ function encodeVoteRequestTopicData(w: Writer, version: number, m: Init<VoteRequ
 
 function encodeVoteRequestPartitionData(w: Writer, version: number, m: Init<VoteRequestPartitionData>): void {
   w.int32(m.partitionIndex ?? 0);
-  w.int32(m.candidateEpoch ?? 0);
-  w.int32(m.candidateId ?? 0);
-  if (version >= 1) { w.uuid(m.candidateDirectoryId ?? ZERO_UUID); }
+  w.int32(m.replicaEpoch ?? 0);
+  w.int32(m.replicaId ?? 0);
+  if (version >= 1) { w.uuid(m.replicaDirectoryId ?? ZERO_UUID); }
   if (version >= 1) { w.uuid(m.voterDirectoryId ?? ZERO_UUID); }
   w.int32(m.lastOffsetEpoch ?? 0);
   w.int64(m.lastOffset ?? 0n);
+  if (version >= 2) { w.bool(m.preVote ?? false); } else { if (m.preVote !== undefined && m.preVote !== false) throw unsupported("VoteRequestPartitionData.preVote", version); }
   w.unsignedVarint(0);
 }
 
-// VoteResponse: versions 0-1, flexible 0+.
+// VoteResponse: versions 0-2, flexible 0+.
 
 export interface VoteResponse {
   /** The top level error code. (v0+) */
   errorCode: number;
-  /** (v0+) */
+  /** The results for each topic. (v0+) */
   topics: VoteResponseTopicData[];
-  /** Endpoints for all current-leaders enumerated in PartitionData (v1+, tagged 0) */
+  /** Endpoints for all current-leaders enumerated in PartitionData. (v1+, tagged 0) */
   nodeEndpoints: VoteResponseNodeEndpoint[];
 }
 
 export interface VoteResponseTopicData {
   /** The topic name. (v0+) */
   topicName: string;
-  /** (v0+) */
+  /** The results for each partition. (v0+) */
   partitions: VoteResponsePartitionData[];
 }
 
 export interface VoteResponsePartitionData {
   /** The partition index. (v0+) */
   partitionIndex: number;
-  /** (v0+) */
+  /** The partition level error code. (v0+) */
   errorCode: number;
   /** The ID of the current leader or -1 if the leader is unknown. (v0+) */
   leaderId: number;
-  /** The latest known leader epoch (v0+) */
+  /** The latest known leader epoch. (v0+) */
   leaderEpoch: number;
-  /** True if the vote was granted and false otherwise (v0+) */
+  /** True if the vote was granted and false otherwise. (v0+) */
   voteGranted: boolean;
 }
 
 export interface VoteResponseNodeEndpoint {
-  /** The ID of the associated node (v1+) */
+  /** The ID of the associated node. (v1+) */
   nodeId: number;
-  /** The node's hostname (v1+) */
+  /** The node's hostname. (v1+) */
   host: string;
-  /** The node's port (v1+) */
+  /** The node's port. (v1+) */
   port: number;
 }
 

@@ -8,36 +8,36 @@ import type { Init } from "./runtime.ts";
 // VotersRecord: versions 0, flexible 0+.
 
 export interface VotersRecord {
-  /** The version of the voters record (v0+) */
+  /** The version of the voters record. (v0+) */
   version: number;
-  /** (v0+) */
+  /** The set of voters in the quorum for this epoch. (v0+) */
   voters: VotersRecordVoter[];
 }
 
 export interface VotersRecordVoter {
-  /** The replica id of the voter in the topic partition (v0+) */
+  /** The replica id of the voter in the topic partition. (v0+) */
   voterId: number;
-  /** The directory id of the voter in the topic partition (v0+) */
+  /** The directory id of the voter in the topic partition. (v0+) */
   voterDirectoryId: Uint8Array;
-  /** The endpoint that can be used to communicate with the voter (v0+) */
+  /** The endpoint that can be used to communicate with the voter. (v0+) */
   endpoints: VotersRecordEndpoint[];
-  /** The range of versions of the protocol that the replica supports (v0+) */
+  /** The range of versions of the protocol that the replica supports. (v0+) */
   kRaftVersionFeature: VotersRecordKRaftVersionFeature;
 }
 
 export interface VotersRecordEndpoint {
-  /** The name of the endpoint (v0+) */
+  /** The name of the endpoint. (v0+) */
   name: string;
-  /** The hostname (v0+) */
+  /** The hostname. (v0+) */
   host: string;
-  /** The port (v0+) */
+  /** The port. (v0+) */
   port: number;
 }
 
 export interface VotersRecordKRaftVersionFeature {
-  /** The minimum supported KRaft protocol version (v0+) */
+  /** The minimum supported KRaft protocol version. (v0+) */
   minSupportedVersion: number;
-  /** The maximum supported KRaft protocol version (v0+) */
+  /** The maximum supported KRaft protocol version. (v0+) */
   maxSupportedVersion: number;
 }
 

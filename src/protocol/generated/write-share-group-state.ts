@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, ZERO_UUID } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// WriteShareGroupStateRequest: versions 0, flexible 0+; the latest version is unstable.
+// WriteShareGroupStateRequest: versions 0-1, flexible 0+.
 
 export interface WriteShareGroupStateRequest {
   /** The group identifier. (v0+) */
@@ -24,22 +24,24 @@ export interface WriteShareGroupStateRequestWriteStateData {
 export interface WriteShareGroupStateRequestPartitionData {
   /** The partition index. (v0+) */
   partition: number;
-  /** The state epoch for this share-partition. (v0+) */
+  /** The state epoch of the share-partition. (v0+) */
   stateEpoch: number;
   /** The leader epoch of the share-partition. (v0+) */
   leaderEpoch: number;
   /** The share-partition start offset, or -1 if the start offset is not being written. (v0+) */
   startOffset: bigint;
-  /** (v0+) */
+  /** The number of offsets greater than or equal to share-partition start offset for which delivery has been completed. (v1+) */
+  deliveryCompleteCount: number;
+  /** The state batches for the share-partition. (v0+) */
   stateBatches: WriteShareGroupStateRequestStateBatch[];
 }
 
 export interface WriteShareGroupStateRequestStateBatch {
-  /** The base offset of this state batch. (v0+) */
+  /** The first offset of this state batch. (v0+) */
   firstOffset: bigint;
   /** The last offset of this state batch. (v0+) */
   lastOffset: bigint;
-  /** The state - 0:Available,2:Acked,4:Archived (v0+) */
+  /** The delivery state - 0:Available,2:Acked,4:Archived. (v0+) */
   deliveryState: number;
   /** The delivery count. (v0+) */
   deliveryCount: number;
@@ -64,9 +66,10 @@ function decodeWriteShareGroupStateRequestPartitionData(r: Reader, version: numb
   const _stateEpoch = r.int32();
   const _leaderEpoch = r.int32();
   const _startOffset = r.int64();
+  const _deliveryCompleteCount = (version >= 1 ? r.int32() : -1);
   const _stateBatches = r.array(true, version, decodeWriteShareGroupStateRequestStateBatch);
   r.skipTaggedFields();
-  return { partition: _partition, stateEpoch: _stateEpoch, leaderEpoch: _leaderEpoch, startOffset: _startOffset, stateBatches: _stateBatches };
+  return { partition: _partition, stateEpoch: _stateEpoch, leaderEpoch: _leaderEpoch, startOffset: _startOffset, deliveryCompleteCount: _deliveryCompleteCount, stateBatches: _stateBatches };
 }
 
 function decodeWriteShareGroupStateRequestStateBatch(r: Reader, version: number): WriteShareGroupStateRequestStateBatch {
@@ -95,6 +98,7 @@ function encodeWriteShareGroupStateRequestPartitionData(w: Writer, version: numb
   w.int32(m.stateEpoch ?? 0);
   w.int32(m.leaderEpoch ?? 0);
   w.int64(m.startOffset ?? 0n);
+  if (version >= 1) { w.int32(m.deliveryCompleteCount ?? -1); }
   w.array(true, version, m.stateBatches ?? EMPTY_ARRAY, encodeWriteShareGroupStateRequestStateBatch);
   w.unsignedVarint(0);
 }
@@ -107,15 +111,15 @@ function encodeWriteShareGroupStateRequestStateBatch(w: Writer, version: number,
   w.unsignedVarint(0);
 }
 
-// WriteShareGroupStateResponse: versions 0, flexible 0+.
+// WriteShareGroupStateResponse: versions 0-1, flexible 0+.
 
 export interface WriteShareGroupStateResponse {
-  /** The write results (v0+) */
+  /** The write results. (v0+) */
   results: WriteShareGroupStateResponseWriteStateResult[];
 }
 
 export interface WriteShareGroupStateResponseWriteStateResult {
-  /** The topic identifier (v0+) */
+  /** The topic identifier. (v0+) */
   topicId: Uint8Array;
   /** The results for the partitions. (v0+) */
   partitions: WriteShareGroupStateResponsePartitionResult[];

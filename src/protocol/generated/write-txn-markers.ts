@@ -5,7 +5,7 @@ import type { Writer } from "../writer.ts";
 import { EMPTY_ARRAY, readInt32, writeInt32 } from "./runtime.ts";
 import type { Init } from "./runtime.ts";
 
-// WriteTxnMarkersRequest: versions 0-1, flexible 1+.
+// WriteTxnMarkersRequest: versions 0-2, flexible 1+.
 
 export interface WriteTxnMarkersRequest {
   /** The transaction markers to be written. (v0+) */
@@ -21,8 +21,10 @@ export interface WriteTxnMarkersRequestWritableTxnMarker {
   transactionResult: boolean;
   /** Each topic that we want to write transaction marker(s) for. (v0+) */
   topics: WriteTxnMarkersRequestWritableTxnMarkerTopic[];
-  /** Epoch associated with the transaction state partition hosted by this transaction coordinator (v0+) */
+  /** Epoch associated with the transaction state partition hosted by this transaction coordinator. (v0+) */
   coordinatorEpoch: number;
+  /** Transaction version of the marker. Ex: 0/1 = legacy (TV0/TV1), 2 = TV2 etc. (v2+) */
+  transactionVersion: number;
 }
 
 export interface WriteTxnMarkersRequestWritableTxnMarkerTopic {
@@ -44,8 +46,9 @@ function decodeWriteTxnMarkersRequestWritableTxnMarker(r: Reader, version: numbe
   const _transactionResult = r.bool();
   const _topics = r.array(version >= 1, version, decodeWriteTxnMarkersRequestWritableTxnMarkerTopic);
   const _coordinatorEpoch = r.int32();
+  const _transactionVersion = (version >= 2 ? r.int8() : 0);
   if (version >= 1) { r.skipTaggedFields(); }
-  return { producerId: _producerId, producerEpoch: _producerEpoch, transactionResult: _transactionResult, topics: _topics, coordinatorEpoch: _coordinatorEpoch };
+  return { producerId: _producerId, producerEpoch: _producerEpoch, transactionResult: _transactionResult, topics: _topics, coordinatorEpoch: _coordinatorEpoch, transactionVersion: _transactionVersion };
 }
 
 function decodeWriteTxnMarkersRequestWritableTxnMarkerTopic(r: Reader, version: number): WriteTxnMarkersRequestWritableTxnMarkerTopic {
@@ -66,6 +69,7 @@ function encodeWriteTxnMarkersRequestWritableTxnMarker(w: Writer, version: numbe
   w.bool(m.transactionResult ?? false);
   w.array(version >= 1, version, m.topics ?? EMPTY_ARRAY, encodeWriteTxnMarkersRequestWritableTxnMarkerTopic);
   w.int32(m.coordinatorEpoch ?? 0);
+  if (version >= 2) { w.int8(m.transactionVersion ?? 0); }
   if (version >= 1) { w.unsignedVarint(0); }
 }
 
@@ -75,7 +79,7 @@ function encodeWriteTxnMarkersRequestWritableTxnMarkerTopic(w: Writer, version: 
   if (version >= 1) { w.unsignedVarint(0); }
 }
 
-// WriteTxnMarkersResponse: versions 0-1, flexible 1+.
+// WriteTxnMarkersResponse: versions 0-2, flexible 1+.
 
 export interface WriteTxnMarkersResponse {
   /** The results for writing makers. (v0+) */
