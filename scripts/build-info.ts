@@ -1,6 +1,14 @@
 // The commit and date a build embeds (src/version.ts reads them through `bun build --define`).
 // Neither is written to a file, so a build leaves the checkout unchanged.
 
+/**
+ * The modules `bun build --compile` bundles as entry points, relative to the repository root:
+ * the executable's, and the cleaner's Worker, which the binary can start only when it is one
+ * (Bun looks a Worker's module up among the bundle's entry points). The bundle's root is their
+ * common folder, `src/`; src/storage/cleaner-thread.ts names the Worker relative to it.
+ */
+export const BUILD_ENTRY_POINTS = ["src/main.ts", "src/storage/cleaner-worker.ts"] as const;
+
 /** HEAD (12 hex digits), `-dirty` when tracked files differ; "unknown" outside a git checkout. */
 export function buildCommit(root: string): string {
   const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: root });

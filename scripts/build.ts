@@ -4,11 +4,12 @@
 // fails with misleading parse errors). The version comes from package.json through a JSON
 // import, which the bundler inlines. Native addons (snappy, lz4-napi) are embedded because
 // they are required statically; test/cli/compiled-binary.test.ts runs the binary without
-// node_modules to prove it. The git commit and build date are passed with --define
-// (scripts/build-info.ts); the release build (scripts/release.ts) leaves the source map out.
+// node_modules to prove it. The cleaner's Worker is a second entry point (BUILD_ENTRY_POINTS).
+// The git commit and build date are passed with --define (scripts/build-info.ts); the release
+// build (scripts/release.ts) leaves the source map out.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildCommit, buildDate, defineArgs } from "./build-info.ts";
+import { BUILD_ENTRY_POINTS, buildCommit, buildDate, defineArgs } from "./build-info.ts";
 
 const root = join(import.meta.dir, "..");
 const outfile = join(root, "dist", "quill");
@@ -22,7 +23,7 @@ const args = [
   "--bytecode",
   "--format=esm",
   ...defineArgs(buildCommit(root), buildDate()),
-  join(root, "src", "main.ts"),
+  ...BUILD_ENTRY_POINTS.map((entry) => join(root, entry)),
   "--outfile",
   outfile,
 ];

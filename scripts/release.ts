@@ -23,7 +23,13 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildCommit, buildDate, defineArgs, runChecked } from "./build-info.ts";
+import {
+  BUILD_ENTRY_POINTS,
+  buildCommit,
+  buildDate,
+  defineArgs,
+  runChecked,
+} from "./build-info.ts";
 import { writeNotice } from "./release-notice.ts";
 
 const root = join(import.meta.dir, "..");
@@ -175,7 +181,7 @@ function compile(t: ReleaseTarget, version: string, defines: string[]): BuiltTar
       `--target=${t.bunTarget}`,
       `--compile-executable-path=${runtime}`,
       ...defines,
-      join(stageDir, "src", "main.ts"),
+      ...BUILD_ENTRY_POINTS.map((entry) => join(stageDir, entry)),
       "--outfile",
       binary,
     ],
@@ -214,9 +220,12 @@ export interface SizeBreakdown {
  */
 function measure(built: BuiltTarget, defines: string[]): SizeBreakdown {
   const outdir = join(built.stageDir, "measure");
-  const entry = join(built.stageDir, "src", "main.ts");
+  const entries = BUILD_ENTRY_POINTS.map((entry) => join(built.stageDir, entry));
   const common = ["--minify", "--format=esm", ...defines];
-  runChecked([bun, "build", ...common, "--target=bun", entry, "--outdir", outdir], built.stageDir);
+  runChecked(
+    [bun, "build", ...common, "--target=bun", ...entries, "--outdir", outdir],
+    built.stageDir,
+  );
   const withoutBytecode = join(built.stageDir, "quill-without-bytecode");
   runChecked(
     [
@@ -226,7 +235,7 @@ function measure(built: BuiltTarget, defines: string[]): SizeBreakdown {
       ...common,
       `--target=${built.target.bunTarget}`,
       `--compile-executable-path=${built.runtime}`,
-      entry,
+      ...entries,
       "--outfile",
       withoutBytecode,
     ],

@@ -16,7 +16,7 @@
  * a transaction may start in one group and end in the next).
  */
 import { ControlRecordType, readControlRecord } from "../protocol/control-record.ts";
-import type { AbortedTxn, TransactionIndex } from "./transaction-index.ts";
+import type { AbortedTxn } from "./transaction-index.ts";
 
 const PRODUCER_ID_AT = 43;
 const RECORD_COUNT_AT = 57;
@@ -36,8 +36,8 @@ export class CleanedTransactionMetadata {
   private next = 0;
   /** Markers (their offsets) already queued: adjacent segments' searches overlap. */
   private readonly queued = new Set<bigint>();
-  /** Where the entries of aborted transactions whose marker is kept are written. */
-  cleanedIndex: TransactionIndex | null = null;
+  /** Where the entries of aborted transactions whose marker is kept go (the cleaned .txnindex). */
+  cleanedIndex: { append(txn: AbortedTxn): void } | null = null;
 
   addAbortedTransactions(txns: readonly AbortedTxn[]): void {
     const fresh = txns.filter((t) => !this.queued.has(t.lastOffset));

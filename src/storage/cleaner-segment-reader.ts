@@ -30,43 +30,43 @@ function readChunk(
   });
 }
 
-/** One batch of a chunk: its bytes (a view) and where it sits in the segment. */
-export interface ChunkBatch {
-  readonly bytes: Uint8Array;
-  readonly position: number;
-  readonly baseOffset: bigint;
-  readonly lastOffset: bigint;
+/**
+ * The buffer chunks are read into. The caller may hand `bytes` away between chunks (to the
+ * cleaner's Worker, transferred) as long as it puts a buffer back before asking for the next.
+ */
+export interface ChunkBuffer {
+  bytes: Uint8Array;
 }
 
 /**
- * Yields the segment's batches from `fromPosition`, a chunk of at least `chunkBytes` (more when
- * one batch is larger) at a time; `onChunk` is awaited after each read (throttling, abort
- * checks). Ends at the segment's size as it was when the walk started. The batches are views
- * into one buffer that the next chunk overwrites: use (or copy) them before asking for more.
+ * Reads the segment from its start in chunks of at least `chunkBytes` (more when one batch is
+ * larger) into `buffer.bytes`, and yields for each how many bytes at its start are whole
+ * batches; `onChunk` is awaited after each read (throttling, abort checks). Ends at the
+ * segment's size as it was when the walk started.
  */
-export async function* readSegmentBatches(
+export async function* readSegmentChunks(
   segment: LogSegment,
+  buffer: ChunkBuffer,
   chunkBytes: number,
   onChunk: (bytesRead: number) => Promise<void>,
-): AsyncGenerator<ChunkBatch[]> {
+): AsyncGenerator<number> {
   const endPosition = segment.sizeBytes;
   let position = 0;
   let want = chunkBytes;
-  let buffer = new Uint8Array(chunkBytes);
   // Each pass consumes at least one whole batch or grows `want` to the batch's size.
   while (position < endPosition) {
     const length = Math.min(want, endPosition - position);
-    if (buffer.length < length) buffer = new Uint8Array(length);
+    if (buffer.bytes.length < length) buffer.bytes = new Uint8Array(length);
     const fd = segment.file.acquire();
     let chunk: Uint8Array;
     try {
-      chunk = await readChunk(fd, buffer, position, length);
+      chunk = await readChunk(fd, buffer.bytes, position, length);
     } finally {
       segment.file.release();
     }
     if (chunk.length !== length) changed(segment, position, "short read");
     await onChunk(chunk.length);
-    const { batches, consumed, nextBatchBytes } = splitChunk(chunk, position, segment);
+    const { consumed, nextBatchBytes } = splitChunk(chunk, position, segment);
     if (consumed === 0) {
       // Everything left was read and still holds no whole batch: the file is not what it was.
       if (length === endPosition - position) changed(segment, position, "partial batch");
@@ -75,34 +75,25 @@ export async function* readSegmentBatches(
     }
     want = chunkBytes;
     position += consumed;
-    yield batches;
+    yield consumed;
   }
 }
 
+/** How many bytes at the chunk's start are whole batches; the size of the next if none. */
 function splitChunk(
   chunk: Uint8Array,
   chunkPosition: number,
   segment: LogSegment,
-): { batches: ChunkBatch[]; consumed: number; nextBatchBytes: number } {
+): { consumed: number; nextBatchBytes: number } {
   const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-  const batches: ChunkBatch[] = [];
   let at = 0;
   while (chunk.length - at >= LOG_OVERHEAD) {
     const sizeBytes = LOG_OVERHEAD + view.getInt32(at + 8);
     if (sizeBytes < RECORD_BATCH_OVERHEAD) changed(segment, chunkPosition + at, "bad length");
-    if (at + sizeBytes > chunk.length) {
-      return { batches, consumed: at, nextBatchBytes: sizeBytes };
-    }
-    const baseOffset = view.getBigInt64(at);
-    batches.push({
-      bytes: chunk.subarray(at, at + sizeBytes),
-      position: chunkPosition + at,
-      baseOffset,
-      lastOffset: baseOffset + BigInt(view.getInt32(at + 23)),
-    });
+    if (at + sizeBytes > chunk.length) return { consumed: at, nextBatchBytes: sizeBytes };
     at += sizeBytes;
   }
-  return { batches, consumed: at, nextBatchBytes: RECORD_BATCH_OVERHEAD };
+  return { consumed: at, nextBatchBytes: RECORD_BATCH_OVERHEAD };
 }
 
 function changed(segment: LogSegment, position: number, what: string): never {

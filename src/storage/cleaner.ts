@@ -11,25 +11,25 @@
  *    fdatasynced, and swapped in for the group (segment-swap.ts).
  *
  * Everything is asynchronous and works in chunks of log.cleaner.io.buffer.size: each chunk is
- * read off the event loop and its batches are processed in one short synchronous slice, so
- * requests are served between chunks. A change to the log that cleaning cannot survive
- * (truncation, deletion, close, retention removing a segment being cleaned) is noticed at the
- * next chunk and abandons the cleaning; its `.cleaned` files are removed.
+ * read on the thread pool and handed (transferred, not copied) to the cleaner's Worker, which
+ * puts it into the offset map or filters it (cleaner-worker.ts); the event loop only reads,
+ * writes what comes back and swaps segments, so requests are served while the Worker works.
+ * A change to the log that cleaning cannot survive (truncation, deletion, close, retention
+ * removing a segment being cleaned) is noticed at the next chunk and abandons the cleaning; its
+ * `.cleaned` files are removed.
  */
 import * as fs from "node:fs";
-import { CompressionType, decompress } from "../protocol/compression.ts";
-import { RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
-import { RecordCursor } from "../protocol/record-cursor.ts";
-import { CleanedTransactionMetadata } from "./cleaned-transaction-metadata.ts";
-import type { CleanerFilter, FilteredBatch } from "./cleaner-batch-filter.ts";
-import { filterBatch } from "./cleaner-batch-filter.ts";
-import type { ChunkBatch } from "./cleaner-segment-reader.ts";
-import { readSegmentBatches } from "./cleaner-segment-reader.ts";
+import type { ChunkBuffer } from "./cleaner-segment-reader.ts";
+import { readSegmentChunks } from "./cleaner-segment-reader.ts";
+import type { CleanerThread } from "./cleaner-thread.ts";
+import type {
+  CleanerWorkerRequest,
+  FilterChunkReply,
+  MapChunkReply,
+} from "./cleaner-worker-messages.ts";
 import { fsyncDirectoryInBackground } from "./durable-file.ts";
-import type { AppendedBatch } from "./log-segment.ts";
 import { LogSegment } from "./log-segment.ts";
 import { OFFSET_INDEX_ENTRY_BYTES } from "./offset-index.ts";
-import type { OffsetMap } from "./offset-map.ts";
 import {
   CLEANED_FILE_SUFFIX,
   deleteCleanedFiles,
@@ -43,7 +43,6 @@ import type { AbortedTxn } from "./transaction-index.ts";
 import type { UnifiedLog } from "./unified-log.ts";
 import { settingsOf } from "./unified-log.ts";
 
-const MAX_UNCOMPRESSED_BYTES = 256 * 1024 * 1024;
 const INT32_MAX = 0x7fffffffn;
 
 /** What the LogCleaner chose to clean. */
@@ -73,7 +72,11 @@ export interface CleanResult {
 export class CleaningAbortedError extends Error {}
 
 export interface CleanerOptions {
-  readonly map: OffsetMap;
+  /** The Worker that builds the offset map and filters batches. */
+  readonly thread: CleanerThread;
+  /** log.cleaner.dedupe.buffer.size and log.cleaner.io.buffer.load.factor: the map's size. */
+  readonly dedupeBufferBytes: number;
+  readonly loadFactor: number;
   readonly throttler: Throttler;
   readonly ioBufferBytes: number;
   /** Called between chunks: true when the cleaner is being stopped. */
@@ -81,9 +84,15 @@ export interface CleanerOptions {
 }
 
 export class Cleaner {
-  private readonly slicer = new Slicer();
+  /** Chunks are read into it; it travels to the Worker and back with every chunk. */
+  private readonly input: ChunkBuffer;
+  /** The Worker writes a chunk's kept batches into it (and may send back a larger one). */
+  private output: Uint8Array;
 
-  constructor(private readonly options: CleanerOptions) {}
+  constructor(private readonly options: CleanerOptions) {
+    this.input = { bytes: new Uint8Array(options.ioBufferBytes) };
+    this.output = new Uint8Array(options.ioBufferBytes);
+  }
 
   /** Cleans once; returns the offset up to which the log is now clean. */
   async clean(target: LogToClean, nowMs: number): Promise<CleanResult> {
@@ -99,18 +108,18 @@ export class Cleaner {
     const { log } = target;
     const epoch = log.layoutEpoch;
     const guard = (): void => this.checkStillValid(log, epoch);
-    await this.buildOffsetMap(target, stats, guard);
-    const endOffset = BigInt(this.options.map.latestOffset) + 1n;
-    const filter: CleanerFilter = {
-      map: this.options.map,
+    const latestOffset = await this.buildOffsetMap(target, stats, guard);
+    const endOffset = BigInt(latestOffset) + 1n;
+    const filterBegin: CleanerWorkerRequest = {
+      type: "filter-begin",
       nowMs,
       deleteRetentionMs: log.config.deleteRetentionMs,
       ...lastRecordsOfActiveProducers(log),
-      transactions: new CleanedTransactionMetadata(),
     };
+    await this.call(filterBegin, [], guard);
     const segments = log.sealedSegments().filter((s) => s.baseOffset < endOffset);
     for (const group of groupSegmentsBySize(segments, log, target.firstUncleanableOffset)) {
-      await this.cleanGroup(log, group, filter, stats, guard);
+      await this.cleanGroup(log, group, stats, guard);
       stats.groups++;
       stats.segmentsCleaned += group.length;
     }
@@ -124,18 +133,36 @@ export class Cleaner {
     }
   }
 
-  /** Step 1: the dirty section's keys into the map, until it is read or the map is full. */
+  /**
+   * One request to the Worker. The log is checked before (a stopped cleaner starts no Worker)
+   * and after; a failure while the cleaner stops or the log went is an abandoned cleaning.
+   */
+  private async call<T>(
+    request: CleanerWorkerRequest,
+    transfer: ArrayBuffer[],
+    guard: () => void,
+  ): Promise<T> {
+    guard();
+    let reply: T;
+    try {
+      reply = await this.options.thread.request<T>(request, transfer);
+    } catch (error) {
+      guard();
+      throw error;
+    }
+    guard();
+    return reply;
+  }
+
+  /**
+   * Step 1: the dirty section's keys into the Worker's map, until it is read or the map is full.
+   * Returns the map's latest offset (the last offset of the last batch wholly in it).
+   */
   private async buildOffsetMap(
     target: LogToClean,
     stats: CleanerStats,
     guard: () => void,
-  ): Promise<void> {
-    const { map } = this.options;
-    // Every key put lies in [firstDirtyOffset, firstUncleanableOffset): no more keys than that.
-    map.clear(Number(target.firstUncleanableOffset - target.firstDirtyOffset));
-    // The clean section is in the map's reach even when nothing dirty is read, so tombstones
-    // past their horizon go in a cleaning with no new records.
-    map.latestOffset = Number(target.firstDirtyOffset) - 1;
+  ): Promise<number> {
     const start = Number(target.firstDirtyOffset);
     const end = target.firstUncleanableOffset;
     const sealed = target.log.sealedSegments();
@@ -143,28 +170,38 @@ export class Cleaner {
       const next = sealed[i + 1]?.baseOffset ?? target.log.activeSegmentBaseOffset;
       return s.baseOffset < end && next > target.firstDirtyOffset;
     });
-    // Aborted transactions' records stay out of the map: they must not shadow committed ones.
-    const transactions = new CleanedTransactionMetadata();
-    transactions.addAbortedTransactions(abortedTxnsOf(target.log, target.firstDirtyOffset, end));
+    const begin: CleanerWorkerRequest = {
+      type: "map-begin",
+      bufferBytes: this.options.dedupeBufferBytes,
+      loadFactor: this.options.loadFactor,
+      // Every key put lies in [firstDirtyOffset, firstUncleanableOffset): no more keys than that.
+      keysMax: Number(end - target.firstDirtyOffset),
+      start,
+      end,
+      abortedTxns: abortedTxnsOf(target.log, target.firstDirtyOffset, end),
+    };
+    await this.call(begin, [], guard);
+    let latestOffset = start - 1;
     for (const segment of dirty) {
-      for await (const batches of this.chunks(segment, stats, guard)) {
-        for (const batch of batches) {
-          if (batch.baseOffset >= end) return;
-          if (!addBatchToMap(batch, start, map, transactions, stats)) return;
-          await this.slicer.maybeYield(guard);
-        }
+      for await (const length of this.chunks(segment, stats, guard)) {
+        const buffer = this.input.bytes.buffer as ArrayBuffer;
+        const reply = await this.call<MapChunkReply>(
+          { type: "map-chunk", buffer, length },
+          [buffer],
+          guard,
+        );
+        this.input.bytes = new Uint8Array(reply.buffer);
+        stats.mapRecords += reply.mapRecords;
+        latestOffset = reply.latestOffset;
+        if (reply.done) return latestOffset;
       }
     }
+    return latestOffset;
   }
 
-  private chunks(
-    segment: LogSegment,
-    stats: CleanerStats,
-    guard: () => void,
-  ): AsyncGenerator<ChunkBatch[]> {
+  private chunks(segment: LogSegment, stats: CleanerStats, guard: () => void) {
     const { throttler, ioBufferBytes } = this.options;
-    return readSegmentBatches(segment, ioBufferBytes, async (bytes) => {
-      this.slicer.yielded();
+    return readSegmentChunks(segment, this.input, ioBufferBytes, async (bytes) => {
       stats.bytesRead += bytes;
       await throttler.maybeThrottle(bytes);
       guard();
@@ -175,7 +212,6 @@ export class Cleaner {
   private async cleanGroup(
     log: UnifiedLog,
     group: readonly LogSegment[],
-    filter: CleanerFilter,
     stats: CleanerStats,
     guard: () => void,
   ): Promise<void> {
@@ -183,24 +219,14 @@ export class Cleaner {
     const settings = settingsOf(log.config);
     const cleaned = LogSegment.create(log.dir, base, settings, log.filePool, CLEANED_FILE_SUFFIX);
     try {
-      const { indexIntervalBytes } = log.config;
-      const output = new CleanedOutput(cleaned, indexIntervalBytes, this.options.ioBufferBytes);
-      // The kept ABORT markers' entries go to the cleaned segment's .txnindex as they are met.
-      filter.transactions.cleanedIndex = cleaned.txnIndex;
       for (const segment of group) {
-        filter.transactions.addAbortedTransactions(
-          abortedTxnsOf(log, segment.baseOffset, nextBaseOffset(log, segment)),
-        );
-        for await (const batches of this.chunks(segment, stats, guard)) {
-          let written = 0;
-          for (const batch of batches) {
-            written += await output.add(batch, filterBatch(batch.bytes, filter), stats, log);
-            await this.slicer.maybeYield(guard);
-          }
+        const abortedTxns = abortedTxnsOf(log, segment.baseOffset, nextBaseOffset(log, segment));
+        await this.call({ type: "filter-txns", abortedTxns }, [], guard);
+        for await (const length of this.chunks(segment, stats, guard)) {
+          const written = await this.filterChunk(log, cleaned, length, stats, guard);
           await this.options.throttler.maybeThrottle(written);
         }
       }
-      await output.flush(stats);
       cleaned.onBecomeInactive();
       await cleaned.flushFullyInBackground();
       cleaned.close();
@@ -215,6 +241,41 @@ export class Cleaner {
       throw error;
     }
     await this.swapIn(log, group, cleaned, guard);
+  }
+
+  /**
+   * The Worker filters the chunk's batches; their survivors are appended to the cleaned segment
+   * on the thread pool (LogSegment.appendInBackground: a write that waits for dirty-page
+   * writeback stalls only the cleaner). Returns the bytes written.
+   */
+  private async filterChunk(
+    log: UnifiedLog,
+    cleaned: LogSegment,
+    length: number,
+    stats: CleanerStats,
+    guard: () => void,
+  ): Promise<number> {
+    const input = this.input.bytes.buffer as ArrayBuffer;
+    const output = this.output.buffer as ArrayBuffer;
+    const reply = await this.call<FilterChunkReply>(
+      { type: "filter-chunk", input, length, output },
+      [input, output],
+      guard,
+    );
+    this.input.bytes = new Uint8Array(reply.input);
+    this.output = new Uint8Array(reply.output);
+    stats.recordsRead += reply.recordsRead;
+    stats.recordsKept += reply.recordsKept;
+    if (reply.deleteHorizonMs > log.latestDeleteHorizonMs) {
+      log.latestDeleteHorizonMs = reply.deleteHorizonMs;
+    }
+    // The kept ABORT markers' entries, for the cleaned segment's .txnindex.
+    for (const txn of reply.keptAbortedTxns) cleaned.txnIndex.append(txn);
+    if (reply.batches.length === 0) return 0;
+    const bytes = this.output.subarray(0, reply.outputBytes);
+    await cleaned.appendInBackground(bytes, reply.batches, log.config.indexIntervalBytes);
+    stats.bytesWritten += reply.outputBytes;
+    return reply.outputBytes;
   }
 
   private checkGroupIsThere(log: UnifiedLog, group: readonly LogSegment[]): void {
@@ -249,132 +310,6 @@ export class Cleaner {
     void fsyncDirectoryInBackground(log.dir).catch((error: unknown) =>
       log.logLine(`fsync after a cleaner swap failed: ${String(error)}`),
     );
-  }
-}
-
-/**
- * Longest stretch of cleaner work between two turns of the event loop. A 512 KiB chunk of small
- * records takes several ms to filter; yielding within it keeps requests' waits short.
- */
-const SLICE_MS = 2;
-
-class Slicer {
-  private sinceMs = performance.now();
-
-  /** Lets the event loop run when this slice has lasted SLICE_MS, then checks the log. */
-  async maybeYield(guard: () => void): Promise<void> {
-    if (performance.now() - this.sinceMs < SLICE_MS) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.yielded();
-    guard();
-  }
-
-  /** The event loop just ran (an asynchronous read completed). */
-  yielded(): void {
-    this.sinceMs = performance.now();
-  }
-}
-
-/**
- * Puts the batch's keyed records at or above `start` into the map; false once it is full.
- * Markers and aborted transactions' batches put nothing.
- */
-function addBatchToMap(
-  batch: ChunkBatch,
-  start: number,
-  map: OffsetMap,
-  transactions: CleanedTransactionMetadata,
-  stats: CleanerStats,
-): boolean {
-  const bytes = batch.bytes;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const attributes = view.getInt16(21);
-  const isControl = (attributes & 0x20) !== 0;
-  let aborted = false;
-  if (isControl) transactions.onControlBatchRead(bytes, batch.lastOffset);
-  else aborted = transactions.onBatchRead(bytes, batch.lastOffset, (attributes & 0x10) !== 0);
-  if (batch.lastOffset < BigInt(start)) return true;
-  if (!isControl && !aborted) {
-    const codec = attributes & 0x07;
-    const body =
-      codec === CompressionType.None
-        ? bytes.subarray(RECORD_BATCH_OVERHEAD)
-        : decompress(codec, bytes.subarray(RECORD_BATCH_OVERHEAD), MAX_UNCOMPRESSED_BYTES);
-    const baseOffset = Number(batch.baseOffset);
-    const cursor = new RecordCursor(body, 0, body.length, view.getInt32(57));
-    while (cursor.next()) {
-      const offset = baseOffset + cursor.offsetDelta;
-      stats.mapRecords++;
-      if (cursor.keyLength < 0 || offset < start) continue;
-      const key = cursor.key!;
-      // A key already in the map does not grow it; a new one needs room.
-      if (map.isFull && map.get(key) < 0) return false;
-      map.put(key, offset);
-    }
-  }
-  map.latestOffset = Number(batch.lastOffset);
-  return true;
-}
-
-/**
- * Copies filtered batches into one buffer (the read chunk they may point into is reused) and
- * appends them to the cleaned segment whenever the next one would not fit. The appends are
- * written on the thread pool (LogSegment.appendInBackground): a write that waits for dirty-page
- * writeback stalls only the cleaner.
- */
-class CleanedOutput {
-  private buffer: Uint8Array;
-  private batches: AppendedBatch[] = [];
-  private usedBytes = 0;
-
-  constructor(
-    private readonly segment: LogSegment,
-    private readonly indexIntervalBytes: number,
-    bufferBytes: number,
-  ) {
-    this.buffer = new Uint8Array(bufferBytes);
-  }
-
-  /** Adds one filtered batch; returns the bytes appended to the segment to make room. */
-  async add(
-    batch: ChunkBatch,
-    filtered: FilteredBatch,
-    stats: CleanerStats,
-    log: UnifiedLog,
-  ): Promise<number> {
-    stats.recordsRead += filtered.recordsRead;
-    stats.recordsKept += filtered.recordsKept;
-    if (filtered.deleteHorizonMs > log.latestDeleteHorizonMs) {
-      log.latestDeleteHorizonMs = filtered.deleteHorizonMs;
-    }
-    const bytes = filtered.bytes;
-    if (bytes === null) return 0;
-    let written = 0;
-    if (this.usedBytes + bytes.length > this.buffer.length) {
-      written = await this.flush(stats);
-      if (bytes.length > this.buffer.length) this.buffer = new Uint8Array(bytes.length);
-    }
-    this.batches.push({
-      relativePosition: this.usedBytes,
-      sizeBytes: bytes.length,
-      lastOffset: batch.lastOffset,
-      maxTimestamp: filtered.maxTimestamp,
-    });
-    this.buffer.set(bytes, this.usedBytes);
-    this.usedBytes += bytes.length;
-    return written;
-  }
-
-  /** Appends what is buffered to the segment; returns the bytes written. */
-  async flush(stats: CleanerStats): Promise<number> {
-    if (this.usedBytes === 0) return 0;
-    const written = this.usedBytes;
-    const bytes = this.buffer.subarray(0, written);
-    await this.segment.appendInBackground(bytes, this.batches, this.indexIntervalBytes);
-    stats.bytesWritten += written;
-    this.batches = [];
-    this.usedBytes = 0;
-    return written;
   }
 }
 

@@ -12,8 +12,9 @@
  * candidate, a log holding tombstones whose delete horizon has passed is cleaned to drop them
  * (Quill's choice, so deletes finish without new writes; see docs/log-compaction.md).
  *
- * Cleaning runs on the event loop in short slices between asynchronous reads (cleaner.ts); it
- * never blocks a request for longer than one chunk of log.cleaner.io.buffer.size takes to filter.
+ * A cleaning's CPU work (offset map, filtering) runs in a Worker (cleaner-worker.ts); the event
+ * loop reads and writes on the thread pool and swaps segments (cleaner.ts), so requests are
+ * served while a log is cleaned.
  * A log whose cleaning fails for another reason than a concurrent change is marked uncleanable
  * until restart, as Kafka does, and the others go on.
  */
@@ -21,8 +22,8 @@ import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
 import type { CleanResult, LogToClean } from "./cleaner.ts";
 import { Cleaner, CleaningAbortedError } from "./cleaner.ts";
+import { CleanerThread } from "./cleaner-thread.ts";
 import { isCompacted } from "./log-config.ts";
-import { OffsetMap } from "./offset-map.ts";
 import { Throttler } from "./throttler.ts";
 import type { UnifiedLog } from "./unified-log.ts";
 
@@ -69,7 +70,8 @@ export interface LogCleanerHooks {
 }
 
 export class LogCleaner {
-  private map: OffsetMap | null = null;
+  /** Started on first use, so a broker without compacted topics never starts the Worker. */
+  private thread: CleanerThread | null = null;
   private readonly throttler: Throttler;
   private readonly uncleanable = new WeakSet<UnifiedLog>();
   private loop: Promise<void> | null = null;
@@ -98,10 +100,7 @@ export class LogCleaner {
   reconfigure(config: Omit<LogCleanerConfig, "enable">): void {
     const next = { ...config, enable: this.settings.enable };
     checkCleanerConfig(next);
-    const mapChanged =
-      next.dedupeBufferBytes !== this.settings.dedupeBufferBytes ||
-      next.loadFactor !== this.settings.loadFactor;
-    if (mapChanged) this.map = null;
+    // A new map size reaches the Worker with the next cleaning's first request.
     this.throttler.setDesiredRate(next.ioMaxBytesPerSecond);
     this.settings = next;
   }
@@ -115,8 +114,7 @@ export class LogCleaner {
 
   /** Stops the loop; a cleaning in progress is abandoned at its next slice. */
   async stop(): Promise<void> {
-    this.stopRequested = true;
-    this.wakeUp?.();
+    this.requestStop();
     await this.loop;
     this.loop = null;
   }
@@ -125,6 +123,14 @@ export class LogCleaner {
   requestStop(): void {
     this.stopRequested = true;
     this.wakeUp?.();
+    // The chunk in the Worker is not waited for: the cleaning in progress fails as abandoned.
+    this.thread?.terminate();
+    this.thread = null;
+  }
+
+  /** The Worker's thread id and the chunks it has handled (tests prove where work ran). */
+  get workerActivity(): { threadId: number; chunks: number } {
+    return { threadId: this.thread?.workerThreadId ?? -1, chunks: this.thread?.chunksDone ?? 0 };
   }
 
   private async run(): Promise<void> {
@@ -163,8 +169,11 @@ export class LogCleaner {
     const { log } = target;
     const startedMs = performance.now();
     this.throttler.restartPeriod();
+    this.thread ??= new CleanerThread();
     const cleaner = new Cleaner({
-      map: this.offsetMap(),
+      thread: this.thread,
+      dedupeBufferBytes: this.config.dedupeBufferBytes,
+      loadFactor: this.config.loadFactor,
       throttler: this.throttler,
       ioBufferBytes: this.config.ioBufferBytes,
       stopping: () => this.stopRequested,
@@ -217,12 +226,6 @@ export class LogCleaner {
         `segments into ${s.groups}`,
     );
     await this.hooks.onCleaned?.(log, result);
-  }
-
-  private offsetMap(): OffsetMap {
-    // Allocated on first use, so a broker without compacted topics never holds the buffer.
-    this.map ??= new OffsetMap(this.config.dedupeBufferBytes, this.config.loadFactor);
-    return this.map;
   }
 
   /** The compacted log most in need of cleaning, or null. */

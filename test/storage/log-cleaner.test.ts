@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { threadId } from "node:worker_threads";
 import { CompressionType } from "../../src/protocol/compression.ts";
 import { buildEndTxnMarkerBatch } from "../../src/protocol/control-record.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -12,6 +13,7 @@ import { LogManager } from "../../src/storage/log-manager.ts";
 import { CLEANER_OFFSET_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
 import type { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { LineLogger } from "../support/line-logger.ts";
+import { waitUntil } from "../support/wait-until.ts";
 import type { KeyedRecord, StoredBatch } from "./cleaner-support.ts";
 import { keyedBatch, latestByKey, readAllBatches, readAllRecords } from "./cleaner-support.ts";
 import { removeDir, tempDir } from "./helpers.ts";
@@ -461,5 +463,46 @@ describe("LogCleaner: transactions", () => {
       [0n, "k", "committed"],
       [4n, "other", "y"],
     ]);
+  });
+});
+
+describe("LogCleaner: the Worker", () => {
+  test("the offset map and the filtering run in the cleaner's Worker, chunk by chunk", async () => {
+    // 4 KiB chunks: each sealed segment (2000 bytes) is one chunk to map and one to filter.
+    const log = open({}, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
+    writeRounds(log, 30, 10);
+    log.roll();
+    const before = readAllRecords(log);
+    const sealedSegments = log.sealedSegments().length;
+    expect(manager.cleaner.workerActivity.chunks).toBe(0);
+    const result = await manager.cleaner.cleanOnce();
+    expect(result?.stats.segmentsCleaned).toBe(sealedSegments);
+    const activity = manager.cleaner.workerActivity;
+    expect(activity.threadId).not.toBe(threadId);
+    expect(activity.threadId).toBeGreaterThan(0);
+    expect(activity.chunks).toBe(2 * sealedSegments);
+    expect(latestByKey(readAllRecords(log))).toEqual(latestByKey(before));
+    expect(readAllRecords(log).length).toBe(10);
+  });
+
+  test("stopping the cleaner mid-cleaning ends its Worker; nothing is lost, a new one cleans", async () => {
+    const slow = { ioBufferBytes: 4096, ioMaxBytesPerSecond: 40_000 };
+    const log = open({}, slow).getOrCreateLog("t", 0);
+    writeRounds(log, 30, 10);
+    log.roll();
+    const before = readAllRecords(log);
+    const cleaning = manager.cleaner.cleanOnce();
+    await waitUntil(() => manager.cleaner.workerActivity.chunks >= 2, 10_000, "two chunks");
+    manager.cleaner.requestStop();
+    expect(await cleaning).toBeNull();
+    expect(lines.join("\n")).toContain("abandoned: the cleaner is stopping");
+    expect(lines.join("\n")).not.toContain("uncleanable");
+    expect(readAllRecords(log)).toEqual(before);
+    expect(fs.readdirSync(log.dir).filter((f) => /\.(cleaned|swap)$/.test(f))).toEqual([]);
+    manager.close();
+    const reopened = open({}, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
+    expect(await manager.cleaner.cleanOnce()).not.toBeNull();
+    expect(latestByKey(readAllRecords(reopened))).toEqual(latestByKey(before));
+    expect(readAllRecords(reopened).length).toBe(10);
   });
 });

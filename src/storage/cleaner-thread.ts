@@ -1,0 +1,91 @@
+/**
+ * The event loop's handle on the cleaner's Worker (cleaner-worker.ts): starts it on first use
+ * (a broker without compacted topics never starts it), sends one request at a time and resolves
+ * it with the reply. Chunk buffers are transferred both ways, so a chunk costs the event loop a
+ * few microseconds of messaging instead of the milliseconds of filtering it hands over
+ * (docs/log-compaction.md has the figures).
+ *
+ * The Worker holds the process open only while a request is out (ref/unref), so a cleaner at
+ * rest never keeps a stopping broker alive. If the Worker dies (an uncaught error, terminate),
+ * the request in flight fails and the next one starts a new Worker.
+ */
+import { threadId as mainThreadId } from "node:worker_threads";
+import type { CleanerWorkerReply, CleanerWorkerRequest } from "./cleaner-worker-messages.ts";
+
+/**
+ * Where the Worker's module is. Under `bun run`, next to this file. In the compiled binary,
+ * bundled modules share the entry point's import.meta.url, so the path is given relative to
+ * the bundle's root, the common folder of the build's entry points (`src/`, BUILD_ENTRY_POINTS
+ * in scripts/build-info.ts); test/cli/compiled-binary.test.ts cleans a log with the binary.
+ */
+function workerUrl(): string {
+  if (Bun.isStandaloneExecutable) return "./storage/cleaner-worker.ts";
+  return new URL("./cleaner-worker.ts", import.meta.url).href;
+}
+
+interface Pending {
+  readonly id: number;
+  readonly resolve: (reply: CleanerWorkerReply) => void;
+  readonly reject: (error: Error) => void;
+}
+
+export class CleanerThread {
+  private worker: Worker | null = null;
+  private pending: Pending | null = null;
+  private nextId = 1;
+  /** Chunks the Worker has mapped or filtered, and the thread that did it (for tests). */
+  chunksDone = 0;
+  workerThreadId = mainThreadId;
+
+  /** Sends a request (its buffers in `transfer` are given away) and waits for its reply. */
+  async request<T>(request: CleanerWorkerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
+    if (this.pending !== null) throw new Error("cleaner worker: a request is already in flight");
+    const worker = this.started();
+    const id = this.nextId++;
+    const reply = await new Promise<CleanerWorkerReply>((resolve, reject) => {
+      this.pending = { id, resolve, reject };
+      worker.ref();
+      worker.postMessage({ ...request, id }, transfer);
+    });
+    this.workerThreadId = reply.threadId;
+    if (reply.error !== undefined) throw new Error(`cleaner worker: ${reply.error}`);
+    if (request.type === "map-chunk" || request.type === "filter-chunk") this.chunksDone++;
+    return reply.body as T;
+  }
+
+  /** Stops the Worker; a request in flight fails. */
+  terminate(): void {
+    const worker = this.worker;
+    if (worker === null) return;
+    this.worker = null;
+    worker.terminate();
+    this.fail(new Error("cleaner worker stopped"));
+  }
+
+  private started(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = new Worker(workerUrl());
+    worker.unref();
+    worker.onmessage = (event: MessageEvent<CleanerWorkerReply>) => {
+      const pending = this.pending;
+      if (pending === null || pending.id !== event.data.id) return;
+      this.pending = null;
+      worker.unref();
+      pending.resolve(event.data);
+    };
+    const died = (what: string): void => {
+      if (this.worker === worker) this.worker = null;
+      this.fail(new Error(`cleaner worker ${what}`));
+    };
+    worker.addEventListener("error", (event) => died(`failed: ${event.message}`));
+    worker.addEventListener("close", () => died("exited"));
+    this.worker = worker;
+    return worker;
+  }
+
+  private fail(error: Error): void {
+    const pending = this.pending;
+    this.pending = null;
+    pending?.reject(error);
+  }
+}
