@@ -37,6 +37,8 @@ export const describeUserScramCredentialsHandler = defineHandler({
           );
         }
         const infos = (await store?.describe(user)) ?? [];
+        // Every user: only those with a credential (a user znode may hold only quotas).
+        if (infos.length === 0 && request.users === null) return null;
         if (infos.length === 0) {
           return failure(
             user,
@@ -51,7 +53,12 @@ export const describeUserScramCredentialsHandler = defineHandler({
         return { user, errorCode: ErrorCode.NONE, errorMessage: null, credentialInfos };
       }),
     );
-    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, errorMessage: null, results };
+    return {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      results: results.filter((r) => r !== null),
+    };
   },
 });
 

@@ -5,6 +5,7 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { desanitize, sanitize } from "../zookeeper/kafka-sanitizer.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import {
@@ -69,7 +70,7 @@ export class ZooKeeperScramCredentialStore extends ConfigBackedStore {
     super();
   }
 
-  private path = (user: string) => `/config/users/${encodeURIComponent(user)}`;
+  private path = (user: string) => `/config/users/${sanitize(user)}`;
 
   protected async read(user: string): Promise<UserConfigs | undefined> {
     try {
@@ -95,7 +96,9 @@ export class ZooKeeperScramCredentialStore extends ConfigBackedStore {
     await this.zk
       .create(
         "/config/changes/config_change_",
-        new TextEncoder().encode(JSON.stringify({ version: 2, entity_path: `users/${user}` })),
+        new TextEncoder().encode(
+          JSON.stringify({ version: 2, entity_path: `users/${sanitize(user)}` }),
+        ),
         { mode: "persistent-sequential", createParents: true },
       )
       .catch(() => {});
@@ -103,7 +106,7 @@ export class ZooKeeperScramCredentialStore extends ConfigBackedStore {
 
   async users(): Promise<string[]> {
     try {
-      return (await this.zk.getChildren("/config/users")).map(decodeURIComponent);
+      return (await this.zk.getChildren("/config/users")).map(desanitize);
     } catch (error) {
       if (error instanceof NoNodeError) return [];
       throw error;
