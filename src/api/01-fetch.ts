@@ -52,22 +52,55 @@ export const fetchHandler = defineHandler({
       logStartOffset: p.logStartOffset,
     }));
     const readable = readableEntries(ctx, replicaId, entries);
+    const maxBytes = Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]);
     const fetched = await ctx.broker.replicaManager.fetchMessages({
       maxWaitMs: request.maxWaitMs,
       minBytes: request.minBytes,
-      maxBytes: Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]),
+      maxBytes: replicaId < 0 ? Math.min(maxBytes, quotaWindowBytes(ctx)) : maxBytes,
       entries: readable === null ? entries : entries.filter((_, i) => readable[i]),
       onCancel: (listener) => ctx.conn.onClose(listener),
       replicaId,
       isolationLevel: request.isolationLevel,
       clientRack: replicaId < 0 && ctx.apiVersion >= 11 ? request.rackId : null,
     });
-    const outcomes = readable === null ? fetched : withDenials(readable, fetched);
+    let outcomes = readable === null ? fetched : withDenials(readable, fetched);
     // Followers' fetches are replication traffic, not bytes out (as Kafka counts them).
+    if (replicaId >= 0) ctx.quotaExempt = true;
+    else if (ctx.broker.clientQuotas.active) outcomes = withinQuota(ctx, outcomes);
     if (replicaId < 0) recordBytesOut(ctx, entries, outcomes);
     return buildResponse(context, outcomes, usesTopicIds);
   },
 });
+
+/** Kafka caps a consumer's fetch at what its byte-rate quota allows over the quota window. */
+function quotaWindowBytes(ctx: RequestContext): number {
+  const quotas = ctx.broker.clientQuotas;
+  if (!quotas.active) return Number.MAX_SAFE_INTEGER;
+  const clientId = ctx.header.clientId ?? "";
+  const bytes = quotas.maxValueInQuotaWindow("consumer_byte_rate", ctx.conn.principal, clientId);
+  return Math.max(1, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(bytes)));
+}
+
+/**
+ * consumer_byte_rate as Kafka's fetch path applies it: the records' bytes are recorded, and a
+ * fetch over the quota is answered without records (its bytes taken back) and throttled.
+ */
+function withinQuota(ctx: RequestContext, outcomes: FetchOutcome[]): FetchOutcome[] {
+  const quotas = ctx.broker.clientQuotas;
+  const { principal } = ctx.conn;
+  const clientId = ctx.header.clientId ?? "";
+  const bytes = outcomes.reduce((sum, o) => sum + rangesBytes(o), 0);
+  const nowMs = Date.now();
+  const type = "consumer_byte_rate";
+  const throttleMs = quotas.recordAndGetThrottleTimeMs(type, principal, clientId, bytes, nowMs);
+  if (throttleMs === 0) return outcomes;
+  ctx.throttleMs = throttleMs;
+  quotas.unrecord(type, principal, clientId, bytes, nowMs);
+  return outcomes.map((o) => {
+    for (const range of o.records) range.release();
+    return { ...o, records: [] };
+  });
+}
 
 /** The request's session context, or the top-level error code that refuses it. */
 function fetchContext(

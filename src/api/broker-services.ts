@@ -4,11 +4,13 @@ import type { KafkaController } from "../controller/controller.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
+import type { ClientQuotaStore } from "../metadata/client-quota-store.ts";
 import type { AclAuthorizer } from "../security/acl-authorizer.ts";
 import type { SaslAuthenticator } from "../security/sasl-authenticator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { BrokerConfigManager } from "../server/broker-config-manager.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
+import type { ClientQuotaManager } from "../server/client-quota-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
@@ -39,6 +41,10 @@ export interface BrokerServices {
   readonly saslAuthenticator: SaslAuthenticator | null;
   /** `authorizer.class.name`'s ACL authorizer; null when none is configured (all allowed). */
   readonly authorizer: AclAuthorizer | null;
+  /** Client quotas in force (throttling); `active` is false while none is set. */
+  readonly clientQuotas: ClientQuotaManager;
+  /** Where client quotas are kept (DescribeClientQuotas, AlterClientQuotas). */
+  readonly clientQuotaStore: ClientQuotaStore;
   readonly replicaManager: ReplicaManager;
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */

@@ -17,6 +17,10 @@ export interface RequestContext {
   readonly broker: BrokerServices;
   /** Set by a handler whose response must be the connection's last (failed SASL). */
   closeAfterResponse?: boolean;
+  /** Set by a handler that measured a quota itself (a consumer fetch's bytes): its throttle. */
+  throttleMs?: number;
+  /** Set by a handler whose request is exempt from request quotas (a follower's fetch). */
+  quotaExempt?: boolean;
 }
 
 /** The response body to encode, or null for no response at all (produce with acks=0). */

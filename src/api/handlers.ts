@@ -41,6 +41,8 @@ import { incrementalAlterConfigsHandler } from "./44-incremental-alter-configs.t
 import { alterPartitionReassignmentsHandler } from "./45-alter-partition-reassignments.ts";
 import { listPartitionReassignmentsHandler } from "./46-list-partition-reassignments.ts";
 import { offsetDeleteHandler } from "./47-offset-delete.ts";
+import { describeClientQuotasHandler } from "./48-describe-client-quotas.ts";
+import { alterClientQuotasHandler } from "./49-alter-client-quotas.ts";
 import { describeUserScramCredentialsHandler } from "./50-describe-user-scram-credentials.ts";
 import { alterUserScramCredentialsHandler } from "./51-alter-user-scram-credentials.ts";
 import { alterPartitionHandler } from "./56-alter-partition.ts";
@@ -59,6 +61,8 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   saslHandshakeHandler,
   describeUserScramCredentialsHandler,
   alterUserScramCredentialsHandler,
+  describeClientQuotasHandler,
+  alterClientQuotasHandler,
   describeAclsHandler,
   createAclsHandler,
   deleteAclsHandler,

@@ -18,6 +18,7 @@ import { supportedApiVersions } from "./18-api-versions.ts";
 import { rawSaslToken } from "./36-sasl-authenticate.ts";
 import type { BrokerServices } from "./broker-services.ts";
 import type { ApiHandler, RequestContext } from "./handler.ts";
+import { quotaThrottleMs } from "./quota-throttle.ts";
 import { forEachErrorCode } from "./response-errors.ts";
 
 /**
@@ -108,11 +109,32 @@ export class RequestDispatcher implements RequestHandler {
     if (result instanceof Promise) {
       return result.then((body) => {
         measure(metrics, apiKey, startMs, localEndMs, performance.now(), body);
-        return this.respond(header, body, ctx.closeAfterResponse);
+        return this.answer(ctx, body, request, frame.length, localEndMs - startMs);
       });
     }
     measure(metrics, apiKey, startMs, localEndMs, localEndMs, result);
-    return this.respond(header, result, ctx.closeAfterResponse);
+    return this.answer(ctx, result, request, frame.length, localEndMs - startMs);
+  }
+
+  /** The response, with the throttle time of a client over its quota (none set: no cost). */
+  private answer(
+    ctx: RequestContext,
+    body: object | null,
+    request: unknown,
+    frameBytes: number,
+    handlerMs: number,
+  ): Response {
+    const quotas = ctx.broker.clientQuotas;
+    const throttleMs = quotas.active
+      ? quotaThrottleMs(quotas, ctx, request, frameBytes, handlerMs)
+      : 0;
+    if (throttleMs === 0) return this.respond(ctx.header, body, ctx.closeAfterResponse);
+    if (body === null) return { chunks: [], throttleMs };
+    // Handlers may leave throttleTimeMs out (0); responses without the field ignore it.
+    const answered = (body as { throttleTimeMs?: number }).throttleTimeMs ?? 0;
+    const throttled = { ...body, throttleTimeMs: Math.max(answered, throttleMs) };
+    const response = this.respond(ctx.header, throttled, ctx.closeAfterResponse);
+    return response === null || response === "close" ? response : { ...response, throttleMs };
   }
 
   private respond(header: RequestHeader, body: object | null, closeAfter = false): Response {

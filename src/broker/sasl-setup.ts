@@ -16,6 +16,7 @@ import { ZooKeeperAclStore } from "../security/zookeeper-acl-store.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import type { CleanupStack } from "./cleanup-stack.ts";
+import { startClientQuotas } from "./quota-setup.ts";
 
 /**
  * SCRAM credentials live where the metadata does: ZooKeeper's /config/users in a cluster, the
@@ -46,18 +47,30 @@ export function saslAuthenticatorFor(
 }
 
 /**
- * The SASL authenticator and, with `authorizer.class.name` set, the ACL authorizer with every
- * ACL loaded (before any listener accepts a request) and kept current from the store's change
- * notices until the broker stops.
+ * The SASL authenticator, the client quotas and, with `authorizer.class.name` set, the ACL
+ * authorizer with every ACL loaded (before any listener accepts a request) and kept current
+ * from the store's change notices until the broker stops.
  */
 export async function startSecurity(
   config: BrokerConfig,
   zooKeeper: ZooKeeperClient | null,
   log: Logger,
   cleanups: CleanupStack,
-): Promise<{ saslAuthenticator: SaslAuthenticator; authorizer: AclAuthorizer | null }> {
+) {
   const saslAuthenticator = saslAuthenticatorFor(config, zooKeeper);
-  if (config["authorizer.class.name"] === "") return { saslAuthenticator, authorizer: null };
+  const quotas = await startClientQuotas(config, zooKeeper, log, cleanups);
+  const authorizer = await startAuthorizer(config, zooKeeper, log, cleanups);
+  return { saslAuthenticator, authorizer, ...quotas };
+}
+
+/** `authorizer.class.name`'s authorizer, every ACL loaded; null without one. */
+async function startAuthorizer(
+  config: BrokerConfig,
+  zooKeeper: ZooKeeperClient | null,
+  log: Logger,
+  cleanups: CleanupStack,
+): Promise<AclAuthorizer | null> {
+  if (config["authorizer.class.name"] === "") return null;
   const authorizerLog = log.child("AclAuthorizer");
   const store =
     zooKeeper === null
@@ -74,5 +87,5 @@ export async function startSecurity(
   await authorizer.start();
   cleanups.push("ACL authorizer", async () => authorizer.close());
   authorizerLog.info(`Loaded ${authorizer.aclCount} ACLs`);
-  return { saslAuthenticator, authorizer };
+  return authorizer;
 }

@@ -114,6 +114,17 @@ export const BROKER_CONFIG_KEYS = {
     "Connections idle this long are closed; -1 never closes them.",
   ),
   "max.connections": key(int({ min: 0 }), INT_MAX, "Most client connections open at once."),
+  "quota.window.num": key(
+    int({ min: 1 }),
+    11,
+    "Samples a client quota's rate is measured over (producer_byte_rate, consumer_byte_rate, " +
+      "request_percentage).",
+  ),
+  "quota.window.size.seconds": key(
+    int({ min: 1 }),
+    1,
+    "Length of one client quota sample, in seconds.",
+  ),
   "queued.max.requests": key(
     int({ min: 1 }),
     500,

@@ -89,6 +89,9 @@ export class Connection implements ConnectionContext, PoolMember {
   private partialReservedBytes = 0;
   /** Set by the decoder when the frame it returns was assembled in reserved memory. */
   private lastFrameReserved = false;
+  /** While set, a quota throttle mutes the connection: no request is read (KIP-219). */
+  private unmuteTimer: ReturnType<typeof setTimeout> | null = null;
+  private mutedUntilMs = 0;
 
   constructor(
     private readonly socket: ConnectionSocket,
@@ -186,6 +189,7 @@ export class Connection implements ConnectionContext, PoolMember {
   onClosed(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.unmuteTimer !== null) clearTimeout(this.unmuteTimer);
     this.writer.releaseAll();
     if (this.pool !== null) {
       this.pool.leave(this);
@@ -243,6 +247,7 @@ export class Connection implements ConnectionContext, PoolMember {
     const limits = this.options.limits;
     return (
       !this.endWhenIdle &&
+      this.unmuteTimer === null &&
       this.inFlightRequests < limits.maxInFlightRequestsPerConnection &&
       this.writer.queuedBytes < limits.maxQueuedResponseBytesPerConnection
     );
@@ -391,12 +396,28 @@ export class Connection implements ConnectionContext, PoolMember {
       this.discardResponses = true;
       this.endWhenIdle = true;
     } else {
-      this.writer.enqueue(response.chunks);
+      if (response.chunks.length > 0) this.writer.enqueue(response.chunks);
       if (response.closeAfter === true) {
         this.discardResponses = true;
         this.endWhenIdle = true;
       }
+      if (response.throttleMs !== undefined && response.throttleMs > 0) {
+        this.mute(response.throttleMs);
+      }
     }
+  }
+
+  /** Reads no request for `throttleMs` (or longer, if already muted for longer). */
+  private mute(throttleMs: number): void {
+    const untilMs = Date.now() + throttleMs;
+    if (untilMs <= this.mutedUntilMs) return;
+    this.mutedUntilMs = untilMs;
+    if (this.unmuteTimer !== null) clearTimeout(this.unmuteTimer);
+    this.unmuteTimer = setTimeout(() => {
+      this.unmuteTimer = null;
+      this.mutedUntilMs = 0;
+      if (!this.closed) this.service();
+    }, throttleMs);
   }
 
   private failHandler(error: unknown): void {

@@ -16,9 +16,16 @@ import type { RecordsChunk } from "../protocol/records.ts";
  * - `null`: no response at all (produce with acks=0); the next response keeps its order.
  * - `"close"`: close the connection once every earlier response has been written.
  * - `closeAfter`: write this response, then close (a failed SASL authentication).
+ * - `throttleMs`: once this response is queued, read no more requests for that long (KIP-219:
+ *   a client over its quota is answered first, then muted). With no chunks nothing is written
+ *   (a throttled produce with acks=0).
  */
 export type Response =
-  | { readonly chunks: readonly RecordsChunk[]; readonly closeAfter?: boolean }
+  | {
+      readonly chunks: readonly RecordsChunk[];
+      readonly closeAfter?: boolean;
+      readonly throttleMs?: number;
+    }
   | null
   | "close";
 

@@ -38,6 +38,8 @@ export class KafkaClient {
   private readonly pending: Pending[] = [];
   private nextCorrelationId = 1;
   private closedError: Error | null = null;
+  /** The client-id in the header of every request sent from now on. */
+  clientId: string | null = "quill-test";
 
   private constructor(private readonly socket: net.Socket) {
     socket.setNoDelay(true);
@@ -72,7 +74,7 @@ export class KafkaClient {
       requestApiKey: apiKey,
       requestApiVersion: apiVersion,
       correlationId,
-      clientId: "quill-test",
+      clientId: this.clientId,
     });
     encodeRequest(apiKey, apiVersion, w, body);
     const frame = Buffer.from(w.toBytes());
