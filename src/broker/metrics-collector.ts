@@ -50,6 +50,7 @@ export function metricsText(
     sources.connectionCounts().map((c) => [{ listener: c.listenerName }, c.count]),
   );
   if (sources.zooKeeper !== null) zooKeeperFamilies(out, sources.zooKeeper);
+  quotaFamilies(out, sources.services, dropped);
   out.gauge(
     "quill_metrics_series_dropped",
     `Per-partition series left out of this scrape (over ${PARTITION_SERIES_MAX} each).`,
@@ -114,6 +115,20 @@ function topicFamilies(
     "quill_topic_bytes_out_total",
     "Record batch bytes fetched from the topic by consumers.",
     traffic.map(([topic, t]) => [{ topic }, t.bytesOut]),
+  );
+}
+
+/** Throttle time per quota type and the (user, client-id) sharing the quota, as Kafka's. */
+function quotaFamilies(out: Exposition, services: BrokerServices, dropped: { count: number }) {
+  const times = services.clientQuotas.throttleTimes();
+  dropped.count += Math.max(0, times.length - PARTITION_SERIES_MAX);
+  out.counter(
+    "quill_client_quota_throttle_time_ms_total",
+    "Throttle time given to clients over a quota, per quota type and the user and client-id " +
+      "that share it (empty: the quota is not per that part).",
+    times
+      .slice(0, PARTITION_SERIES_MAX)
+      .map((t) => [{ quota: t.type, user: t.user, client_id: t.clientId }, t.ms]),
   );
 }
 

@@ -14,7 +14,11 @@ let b: TestBroker;
 let client: KafkaClient;
 
 // Two one-second samples: the rate reacts within a second instead of Kafka's default ten.
-const SETTINGS = { "quota.window.num": "2", "quota.window.size.seconds": "1" };
+const SETTINGS = {
+  "quota.window.num": "2",
+  "quota.window.size.seconds": "1",
+  "admin.listeners": "127.0.0.1:0",
+};
 
 beforeAll(async () => {
   b = await startTestBroker(SETTINGS);
@@ -177,6 +181,13 @@ test("a producer over producer_byte_rate gets throttle_time_ms, then its connect
     expect(performance.now() - sentMs).toBeGreaterThanOrEqual(throttleMs * 0.8);
     // Another client-id is not held back.
     expect(await produceAs(client, 30_000)).toBe(0);
+    const admin = b.broker.adminListeners[0]!.port;
+    const metrics = await (await fetch(`http://127.0.0.1:${admin}/metrics`)).text();
+    const series =
+      'quill_client_quota_throttle_time_ms_total{quota="producer_byte_rate",user="",' +
+      'client_id="slow-producer"} ';
+    const line = metrics.split("\n").find((l) => l.startsWith(series));
+    expect(Number(line?.slice(series.length))).toBe(throttleMs);
   } finally {
     slow.close();
   }
