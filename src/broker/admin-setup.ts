@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { BrokerServices } from "../api/broker-services.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
+import { sslSettingsFor } from "../config/listener-config.ts";
+import type { ListenerAddress } from "../config/listeners.ts";
+import { type TlsServerConfig, tlsServerConfig } from "../security/tls-server-config.ts";
 import { BrokerMetrics } from "../server/broker-metrics.ts";
 import { EventLoopMonitor } from "../util/event-loop-monitor.ts";
 import type { Logger } from "../util/logger.ts";
@@ -20,6 +23,24 @@ export interface AdminHandle {
   readonly history: ConsoleHistory;
   readonly log: Logger;
   zooKeeper: ZooKeeperClient | null;
+}
+
+const AUTHENTICATION_TEXT = {
+  none: "no login",
+  scram: "HTTP basic against SCRAM users",
+  mtls: "HTTPS, client certificates",
+} as const;
+
+/**
+ * The TLS settings of an admin listener with admin.authentication=mtls: its
+ * `listener.name.<name>.ssl.*` keys, else the broker's `ssl.*`. A certificate is asked for but
+ * not demanded in the handshake (health checks need none); one that is presented must verify,
+ * and every other path refuses a client without one.
+ */
+function adminTls(config: BrokerConfig, address: ListenerAddress): TlsServerConfig {
+  const settings = { ...sslSettingsFor(config, address.listenerName) };
+  settings["ssl.client.auth"] = "requested";
+  return tlsServerConfig(settings, `${address.listenerName} (admin)`);
 }
 
 /**
@@ -44,10 +65,14 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
     eventLoop?.stop();
     history.stop();
   });
-  const server = startAdminServer(addresses, state);
+  const tls =
+    state.authentication === "mtls"
+      ? { configFor: (a: ListenerAddress) => adminTls(config, a), log }
+      : null;
+  const server = startAdminServer(addresses, state, tls);
   cleanups.push("admin listener", () => server.stop());
   const bound = server.bound.map((b) => `http://${b.host}:${b.port}`).join(", ");
-  const auth = state.authentication === "scram" ? "HTTP basic against SCRAM users" : "no login";
+  const auth = AUTHENTICATION_TEXT[state.authentication];
   log.info(
     `quill: admin listener on ${bound} (/console, /health/live, /health/ready, /metrics; ${auth})`,
   );

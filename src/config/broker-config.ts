@@ -77,11 +77,14 @@ export const BROKER_CONFIG_KEYS = {
       "Unset: no admin listener. See admin.authentication.",
   ),
   "admin.authentication": key(
-    oneOf(["none", "scram"] as const),
+    oneOf(["none", "scram", "mtls"] as const),
     "none",
     "Who may use the admin listener: none (anyone who reaches it: bind it to loopback or a " +
-      "management network) or scram (HTTP basic authentication against the SCRAM users, as " +
-      "SASL/SCRAM clients log in; /health/live and /health/ready stay open for load balancers).",
+      "management network), scram (HTTP basic authentication against the SCRAM users, as " +
+      "SASL/SCRAM clients log in) or mtls (HTTPS with a client certificate the trust store " +
+      "verifies, its principal from ssl.principal.mapping.rules; TLS keys from " +
+      "listener.name.<admin listener>.ssl.*, else ssl.*); /health/live and /health/ready " +
+      "stay open for load balancers.",
   ),
   "advertised.listeners": nullableKey(
     listenerList(),

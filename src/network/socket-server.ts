@@ -6,9 +6,8 @@
  *
  * It knows nothing of Kafka APIs; requests go to the RequestHandler it is given.
  */
-import { X509Certificate } from "node:crypto";
 import type { Socket, TCPSocketListener } from "bun";
-import { PrincipalMappingError, rfc2253Subject } from "../security/ssl-principal-mapper.ts";
+import { peerCertificate } from "../security/peer-certificate.ts";
 import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
@@ -140,21 +139,13 @@ export class SocketServer {
     }
     if (tls.clientAuth === "none") return;
     const certificate = socket.getPeerCertificate() as { raw?: Uint8Array } | undefined;
-    const raw = certificate?.raw;
-    if (raw === undefined || raw.length === 0) {
+    const peer = peerCertificate(certificate?.raw, error, tls.principalMapper);
+    if (peer.kind === "absent") {
       if (tls.clientAuth === "required") connection.destroy("no client certificate (required)");
-      return;
-    }
-    if (error !== null && error !== undefined) {
-      connection.destroy(`client certificate not trusted: ${error.message}`);
-      return;
-    }
-    const subject = rfc2253Subject(new X509Certificate(raw).subject);
-    try {
-      connection.principal = `User:${tls.principalMapper.name(subject)}`;
-    } catch (mappingError) {
-      if (!(mappingError instanceof PrincipalMappingError)) throw mappingError;
-      connection.destroy(`client certificate refused: ${mappingError.message}`);
+    } else if (peer.kind === "refused") {
+      connection.destroy(peer.reason);
+    } else {
+      connection.principal = peer.principal;
     }
   }
 

@@ -13,12 +13,12 @@ import {
   type AclBinding,
   OPERATION_ALL,
   PATTERN_LITERAL,
-  PERMISSION_ALLOW,
   PERMISSION_DENY,
 } from "../../src/security/acl.ts";
 import { AclOperation, ResourceType } from "../../src/security/authorized-operations.ts";
 import { scramCredential } from "../../src/security/scram.ts";
 import { LocalScramCredentialStore } from "../../src/security/scram-credential-store.ts";
+import { allowAcl } from "../support/acl-bindings.ts";
 import {
   type InProcessBroker,
   REPO_ROOT,
@@ -39,11 +39,6 @@ let kafka: Kafka;
 const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
-const allow = (principal: string, type: ResourceType, name: string, op: number): AclBinding => ({
-  pattern: { resourceType: type, name, patternType: PATTERN_LITERAL },
-  entry: { principal, host: "*", operation: op, permissionType: PERMISSION_ALLOW },
-});
-
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const dataDir = tempDir();
@@ -62,12 +57,14 @@ beforeAll(async () => {
   const { DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS } = AclOperation;
   // The test's Kafka clients are anonymous on PLAINTEXT; alice may alter, bob only look.
   await broker.broker.services.authorizer!.create([
-    allow("User:ANONYMOUS", ResourceType.CLUSTER, "kafka-cluster", OPERATION_ALL),
-    allow("User:ANONYMOUS", ResourceType.TOPIC, "*", OPERATION_ALL),
+    allowAcl("User:ANONYMOUS", ResourceType.CLUSTER, "kafka-cluster", OPERATION_ALL),
+    allowAcl("User:ANONYMOUS", ResourceType.TOPIC, "*", OPERATION_ALL),
     ...[DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS].map((op) =>
-      allow("User:alice", ResourceType.TOPIC, TOPIC, op),
+      allowAcl("User:alice", ResourceType.TOPIC, TOPIC, op),
     ),
-    ...[DESCRIBE, DESCRIBE_CONFIGS].map((op) => allow("User:bob", ResourceType.TOPIC, TOPIC, op)),
+    ...[DESCRIBE, DESCRIBE_CONFIGS].map((op) =>
+      allowAcl("User:bob", ResourceType.TOPIC, TOPIC, op),
+    ),
   ]);
   kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const kafkaAdmin = kafka.admin();
