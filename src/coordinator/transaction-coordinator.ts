@@ -46,6 +46,37 @@ const failedInit = (errorCode: number): InitProducerIdResult => ({
   producerEpoch: NO_PRODUCER_EPOCH,
 });
 
+/**
+ * Kafka 3.9's checks of the producer id and epoch an InitProducerId carries (KIP-360), in
+ * `TransactionCoordinator.prepareInitProducerIdTransit` and
+ * `TransactionMetadata.prepareIncrementProducerEpoch`: while the id has no epoch yet any pair
+ * passes (a new producer may send 0/0 rather than -1/-1, as @platformatic/kafka does); otherwise
+ * the producer id must be the current one (or the last one with its epoch exhausted), and in a
+ * completed state the epoch the current one (bumped) or the last one (a retry of an init whose
+ * answer was lost, answered with the current epoch). Everything else is PRODUCER_FENCED.
+ * Returns the answer, or undefined to go on with the init.
+ */
+function checkExpectedProducer(
+  m: TransactionMetadata,
+  expectedProducerId: bigint,
+  expectedEpoch: number,
+): InitProducerIdResult | undefined {
+  if (m.producerEpoch === NO_PRODUCER_EPOCH) return undefined;
+  const validId =
+    expectedProducerId === m.producerId ||
+    (expectedProducerId === m.lastProducerId && expectedEpoch >= MAX_PRODUCER_EPOCH);
+  if (!validId) return failedInit(ErrorCode.PRODUCER_FENCED);
+  const completed =
+    m.state === TransactionState.Empty ||
+    m.state === TransactionState.CompleteCommit ||
+    m.state === TransactionState.CompleteAbort;
+  if (!completed || expectedEpoch === m.producerEpoch) return undefined;
+  if (expectedEpoch === m.lastProducerEpoch) {
+    return { errorCode: ErrorCode.NONE, producerId: m.producerId, producerEpoch: m.producerEpoch };
+  }
+  return failedInit(ErrorCode.PRODUCER_FENCED);
+}
+
 function codeOf(error: unknown): number {
   if (error instanceof KafkaError) return error.code;
   throw error;
@@ -123,21 +154,8 @@ export class TransactionCoordinator {
       }
       if (m.pendingState !== null) return failedInit(ErrorCode.CONCURRENT_TRANSACTIONS);
       if (expectedProducerId !== NO_PRODUCER_ID) {
-        const retry =
-          expectedProducerId === m.lastProducerId && expectedEpoch === m.lastProducerEpoch;
-        if (expectedProducerId !== m.producerId && !retry) {
-          return failedInit(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
-        }
-        if (retry || expectedEpoch !== m.producerEpoch) {
-          if (retry && m.state === TransactionState.Empty) {
-            return {
-              errorCode: ErrorCode.NONE,
-              producerId: m.producerId,
-              producerEpoch: m.producerEpoch,
-            };
-          }
-          if (!retry) return failedInit(ErrorCode.PRODUCER_FENCED);
-        }
+        const answer = checkExpectedProducer(m, expectedProducerId, expectedEpoch);
+        if (answer !== undefined) return answer;
       }
       return await this.initInState(m, txnTimeoutMs);
     } catch (error) {

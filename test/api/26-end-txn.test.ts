@@ -71,6 +71,21 @@ test("one producer id per transactional id, the epoch bumped by every init", asy
   expect((await init("other-tx")).producerId).not.toBe(first.producerId);
 });
 
+test("InitProducerId with a producer id and epoch (KIP-360) answers as Kafka 3.9", async () => {
+  // A new id takes any pair: @platformatic/kafka sends 0/0 instead of -1/-1.
+  const first = await init("kip360-tx", 30_000, 4, 0n, 0);
+  expect(first).toMatchObject({ errorCode: ErrorCode.NONE, producerEpoch: 0 });
+  const bumped = await init("kip360-tx", 30_000, 4, first.producerId, 0);
+  expect(bumped).toMatchObject({ errorCode: ErrorCode.NONE, producerEpoch: 1 });
+  // The previous epoch again is a retry whose answer was lost: the current epoch, not bumped.
+  const retried = await init("kip360-tx", 30_000, 4, first.producerId, 0);
+  expect(retried).toMatchObject({ errorCode: ErrorCode.NONE, producerEpoch: 1 });
+  const staleEpoch = await init("kip360-tx", 30_000, 4, first.producerId, 7);
+  expect(staleEpoch.errorCode).toBe(ErrorCode.PRODUCER_FENCED);
+  const otherId = await init("kip360-tx", 30_000, 4, first.producerId + 1000n, 1);
+  expect(otherId.errorCode).toBe(ErrorCode.PRODUCER_FENCED);
+});
+
 test("timeouts above transaction.max.timeout.ms are INVALID_TRANSACTION_TIMEOUT", async () => {
   expect((await init("api-tx", 60_001)).errorCode).toBe(ErrorCode.INVALID_TRANSACTION_TIMEOUT);
   expect((await init("api-tx", 0)).errorCode).toBe(ErrorCode.INVALID_TRANSACTION_TIMEOUT);
