@@ -66,3 +66,30 @@ test("the Java applications run the steps scripts/compat.ts reports, in the same
     expect({ name, ran }).toEqual({ name, ran: [...steps] });
   }
 });
+
+/** Every client program, and the file that runs its steps. */
+const PROGRAMS: Record<string, string> = {
+  java: join(dir, "java", "src", "main", "java", "quill", "compat", "Main.java"),
+  "franz-go": join(dir, "franz-go", "steps.go"),
+  "confluent-kafka-python": join(dir, "confluent-kafka-python", "main.py"),
+  kcat: join(dir, "kcat", "main.ts"),
+  kafkajs: join(dir, "kafkajs", "main.ts"),
+  "platformatic-kafka": join(dir, "platformatic-kafka", "main.ts"),
+  "kafka-python": join(dir, "kafka-python", "main.py"),
+};
+
+test("every client program runs each step, or marks it n/a with a reason, in the table's order", () => {
+  const call = /(?:run|markNotApplicable|not_applicable)\(\s*"([a-z-]+)"/g;
+  for (const [client, path] of Object.entries(PROGRAMS)) {
+    // A step run on one branch and marked n/a on the other (a runtime check) counts once.
+    const steps = [...readFileSync(path, "utf8").matchAll(call)]
+      .map((m) => m[1])
+      .filter((step, i, all) => step !== all[i - 1]);
+    expect({ client, steps }).toEqual({ client, steps: [...STEPS] });
+  }
+});
+
+test("the matrix runs every client program the contract test reads", () => {
+  const compat = readFileSync(join(dir, "..", "..", "scripts", "compat.ts"), "utf8");
+  for (const client of Object.keys(PROGRAMS)) expect(compat).toContain(`"${client}"`);
+});

@@ -8,7 +8,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
 import confluent_kafka  # noqa: E402
-from confluent_kafka import Consumer, ConsumerGroupState, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import (  # noqa: E402
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupState,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 from scenario import (  # noqa: E402
@@ -20,13 +26,21 @@ from scenario import (  # noqa: E402
     RESTART_TIMEOUT_S,
     SENTINEL_COUNT,
     TOPIC,
+    TXN_END_OFFSET,
+    TXN_GROUP,
+    TXN_INPUT_END,
+    TXN_RECORDS,
+    TXN_TOPIC,
+    TXN_WAIT_S,
     Consumed,
     StepRunner,
     check,
     check_assignments,
+    check_seen,
     decode,
     is_sentinel,
     records_for,
+    txn_values,
     verify_consumed,
     wait_for,
 )
@@ -125,6 +139,90 @@ def produce(codec):
     check(remaining == 0, f"{remaining} records not delivered after 60 s{last_error()}")
     check(not failures, f"{len(failures)} records failed: {failures[0] if failures else ''}")
     return f"{RECORDS_PER_CODEC} records"
+
+
+class Transactions:
+    """The transactions steps (see scenario.ts): an aborted and a committed transaction, a
+    read_committed reader in TXN_GROUP (assigned, never committing), then consume-transform-produce
+    with send_offsets_to_transaction and the reader's group metadata."""
+
+    def __init__(self, admin):
+        self.admin = admin
+        self.reader = None
+        self.read = []
+
+    def producer(self, name):
+        producer = Producer(
+            {
+                "bootstrap.servers": BOOTSTRAP,
+                "transactional.id": f"{TOPIC}-{name}",
+                "error_cb": on_error,
+            }
+        )
+        producer.init_transactions(30)
+        return producer
+
+    def transactions(self):
+        self.admin.create_topics([NewTopic(TXN_TOPIC, num_partitions=1)])[TXN_TOPIC].result(30)
+        producer = self.producer("txn")
+        for prefix in ("aborted", "committed"):
+            producer.begin_transaction()
+            for value in txn_values(prefix):
+                producer.produce(TXN_TOPIC, value=value, partition=0)
+            # abort_transaction purges what is still unsent; the aborted records must reach the log.
+            check(producer.flush(30) == 0, f"{prefix} records not delivered{last_error()}")
+            if prefix == "aborted":
+                producer.abort_transaction(30)
+            else:
+                producer.commit_transaction(30)
+        self.reader = Consumer(
+            {
+                "bootstrap.servers": BOOTSTRAP,
+                "group.id": TXN_GROUP,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "error_cb": on_error,
+            }
+        )
+        self.reader.assign([TopicPartition(TXN_TOPIC, 0, OFFSET_BEGINNING)])
+        self.read_until(TXN_RECORDS)
+        check_seen("after commit and abort", self.values(), txn_values("committed"))
+        partition = TopicPartition(TXN_TOPIC, 0)
+        _, end = self.reader.get_watermark_offsets(partition, timeout=10, cached=False)
+        check(end == TXN_END_OFFSET, f"end offset {end}, not {TXN_END_OFFSET}")
+        return f"{TXN_RECORDS} committed seen, {TXN_RECORDS} aborted not, end offset {end}"
+
+    def consume_transform_produce(self):
+        check(self.reader is not None, "no reader from the transactions step")
+        inputs = list(self.read)
+        producer = self.producer("ctp")
+        producer.begin_transaction()
+        for message in inputs:
+            producer.produce(TXN_TOPIC, value=f"out {decode(message.value())}", partition=0)
+        offsets = [TopicPartition(TXN_TOPIC, 0, inputs[-1].offset() + 1)]
+        metadata = self.reader.consumer_group_metadata()
+        producer.send_offsets_to_transaction(offsets, metadata, 30)
+        producer.commit_transaction(30)
+        self.read_until(2 * TXN_RECORDS)
+        expected = txn_values("committed") + txn_values("out committed")
+        check_seen("the reader", self.values(), expected)
+        committed = self.reader.committed([TopicPartition(TXN_TOPIC, 0)], timeout=10)[0].offset
+        check(committed == TXN_INPUT_END, f"group offset {committed}, not {TXN_INPUT_END}")
+        return f"{TXN_RECORDS} transformed, group offset {committed}"
+
+    def values(self):
+        return [decode(message.value()) for message in self.read]
+
+    def read_until(self, count):
+        """Polls until `count` records, then once more so a record delivered late shows."""
+        deadline = time.monotonic() + TXN_WAIT_S
+        while len(self.read) < count and time.monotonic() < deadline:
+            self.read += [m for m in self.reader.consume(100, timeout=0.1) if not m.error()]
+        self.read += [m for m in self.reader.consume(100, timeout=0.2) if not m.error()]
+
+    def close(self):
+        if self.reader is not None:
+            self.reader.close()
 
 
 def main():
@@ -256,6 +354,10 @@ def main():
     steps.run("describe-group", describe_group)
     close_members(state["members"])
     steps.run("list-offsets", list_offsets)
+    transactions = Transactions(admin)
+    steps.run("transactions", transactions.transactions)
+    steps.run("consume-transform-produce", transactions.consume_transform_produce)
+    transactions.close()
     steps.run("delete-topic", delete_topic)
 
 

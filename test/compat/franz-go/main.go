@@ -35,14 +35,16 @@ var (
 	group     = os.Getenv("GROUP")
 	codecs    = []string{"gzip", "zstd"}
 	dependsOn = map[string][]string{
-		"produce-gzip":          {"create-topic"},
-		"produce-zstd":          {"create-topic"},
-		"consume-group":         {"produce-gzip", "produce-zstd"},
-		"commit":                {"consume-group"},
-		"restart-no-redelivery": {"consume-group", "commit"},
-		"describe-group":        {"restart-no-redelivery"},
-		"list-offsets":          {"produce-gzip", "produce-zstd"},
-		"delete-topic":          {"create-topic"},
+		"produce-gzip":              {"create-topic"},
+		"produce-zstd":              {"create-topic"},
+		"consume-group":             {"produce-gzip", "produce-zstd"},
+		"commit":                    {"consume-group"},
+		"restart-no-redelivery":     {"consume-group", "commit"},
+		"describe-group":            {"restart-no-redelivery"},
+		"list-offsets":              {"produce-gzip", "produce-zstd"},
+		"transactions":              {"create-topic"},
+		"consume-transform-produce": {"transactions"},
+		"delete-topic":              {"create-topic"},
 	}
 	failed   = map[string]bool{}
 	valueSeq = regexp.MustCompile(`^value (\d+) of `)

@@ -31,17 +31,24 @@ func (s *scenario) run() {
 	run("describe-group", s.describeGroup)
 	closeMembers(s.members)
 	run("list-offsets", s.listOffsets)
+	run("transactions", s.transactions)
+	run("consume-transform-produce", s.consumeTransformProduce)
 	run("delete-topic", s.deleteTopic)
 }
 
 func (s *scenario) createTopic() (string, error) {
-	// A replication factor of -1 takes the broker's default.replication.factor.
-	created, err := s.admin.CreateTopic(s.ctx, partitionCount, -1, nil, topic)
+	return "", s.createAndWait(s.ctx, topic, partitionCount)
+}
+
+// createAndWait creates a topic with the broker's default.replication.factor (-1) and lists it
+// until every partition shows.
+func (s *scenario) createAndWait(ctx context.Context, name string, partitions int) error {
+	created, err := s.admin.CreateTopic(ctx, int32(partitions), -1, nil, name)
 	if err == nil {
 		err = created.Err
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
 	// Metadata reaches the other brokers of a cluster a moment after CreateTopics is answered
 	// (as in Kafka), so a user lists the new topic until every partition shows, for a while:
@@ -49,16 +56,16 @@ func (s *scenario) createTopic() (string, error) {
 	// served again from the client's cache until then (a 5 s wait failed once in CI).
 	got := 0
 	for attempt := 0; attempt < 150; attempt++ {
-		details, err := s.admin.ListTopics(s.ctx, topic)
+		details, err := s.admin.ListTopics(ctx, name)
 		if err != nil {
-			return "", err
+			return err
 		}
-		if got = len(details[topic].Partitions); got == partitionCount {
-			return "", nil
+		if got = len(details[name].Partitions); got == partitions {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return "", fmt.Errorf("topic has %d partitions", got)
+	return fmt.Errorf("topic has %d partitions", got)
 }
 
 func (s *scenario) produce(codec string, compression kgo.CompressionCodec) (string, error) {

@@ -12,7 +12,13 @@ from concurrent.futures import Future
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 
 import kafka  # noqa: E402
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka import (  # noqa: E402
+    KafkaAdminClient,
+    KafkaConsumer,
+    KafkaProducer,
+    OffsetAndMetadata,
+    TopicPartition,
+)
 from kafka.admin import NewTopic  # noqa: E402
 
 from scenario import (  # noqa: E402
@@ -24,13 +30,21 @@ from scenario import (  # noqa: E402
     RESTART_TIMEOUT_S,
     SENTINEL_COUNT,
     TOPIC,
+    TXN_END_OFFSET,
+    TXN_GROUP,
+    TXN_INPUT_END,
+    TXN_RECORDS,
+    TXN_TOPIC,
+    TXN_WAIT_S,
     Consumed,
     StepRunner,
     check,
     check_assignments,
+    check_seen,
     decode,
     is_sentinel,
     records_for,
+    txn_values,
     verify_consumed,
     wait_for,
 )
@@ -134,6 +148,86 @@ def produce(codec):
     check(not failures, f"{len(failures)} records failed: {failures[0] if failures else ''}")
     producer.close()
     return f"{RECORDS_PER_CODEC} records"
+
+
+class Transactions:
+    """The transactions steps (see scenario.ts): an aborted and a committed transaction, a
+    read_committed reader in TXN_GROUP (assigned, never committing), then consume-transform-produce
+    with send_offsets_to_transaction and the reader's group metadata."""
+
+    def __init__(self, admin):
+        self.admin = admin
+        self.partition = TopicPartition(TXN_TOPIC, 0)
+        self.reader = None
+        self.read = []
+
+    @staticmethod
+    def producer(name):
+        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, transactional_id=f"{TOPIC}-{name}")
+        producer.init_transactions()
+        return producer
+
+    def transactions(self):
+        self.admin.create_topics([NewTopic(TXN_TOPIC, num_partitions=1)])
+        producer = self.producer("txn")
+        for prefix in ("aborted", "committed"):
+            producer.begin_transaction()
+            for value in txn_values(prefix):
+                producer.send(TXN_TOPIC, value=value.encode(), partition=0)
+            # The aborted records must reach the log before the abort.
+            producer.flush(30)
+            if prefix == "aborted":
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+        producer.close()
+        self.reader = KafkaConsumer(
+            bootstrap_servers=BOOTSTRAP,
+            group_id=TXN_GROUP,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+        )
+        self.reader.assign([self.partition])
+        self.reader.seek_to_beginning(self.partition)
+        self.read_until(TXN_RECORDS)
+        check_seen("after commit and abort", self.values(), txn_values("committed"))
+        end = self.reader.end_offsets([self.partition])[self.partition]
+        check(end == TXN_END_OFFSET, f"end offset {end}, not {TXN_END_OFFSET}")
+        return f"{TXN_RECORDS} committed seen, {TXN_RECORDS} aborted not, end offset {end}"
+
+    def consume_transform_produce(self):
+        check(self.reader is not None, "no reader from the transactions step")
+        inputs = list(self.read)
+        producer = self.producer("ctp")
+        producer.begin_transaction()
+        for record in inputs:
+            producer.send(TXN_TOPIC, value=f"out {decode(record.value)}".encode(), partition=0)
+        offsets = {self.partition: OffsetAndMetadata(inputs[-1].offset + 1, "", -1)}
+        producer.send_offsets_to_transaction(offsets, self.reader.group_metadata())
+        producer.commit_transaction()
+        producer.close()
+        self.read_until(2 * TXN_RECORDS)
+        expected = txn_values("committed") + txn_values("out committed")
+        check_seen("the reader", self.values(), expected)
+        committed = self.reader.committed(self.partition)
+        check(committed == TXN_INPUT_END, f"group offset {committed}, not {TXN_INPUT_END}")
+        return f"{TXN_RECORDS} transformed, group offset {committed}"
+
+    def values(self):
+        return [decode(record.value) for record in self.read]
+
+    def read_until(self, count):
+        """Polls until `count` records, then once more so a record delivered late shows."""
+        deadline = time.monotonic() + TXN_WAIT_S
+        while len(self.read) < count and time.monotonic() < deadline:
+            for records in self.reader.poll(timeout_ms=100).values():
+                self.read += records
+        for records in self.reader.poll(timeout_ms=200).values():
+            self.read += records
+
+    def close(self):
+        if self.reader is not None:
+            self.reader.close()
 
 
 def main():
@@ -261,6 +355,10 @@ def main():
     steps.run("describe-group", describe_group)
     close_members(state["members"])
     steps.run("list-offsets", list_offsets)
+    transactions = Transactions(admin)
+    steps.run("transactions", transactions.transactions)
+    steps.run("consume-transform-produce", transactions.consume_transform_produce)
+    transactions.close()
     steps.run("delete-topic", delete_topic)
     admin.close()
 

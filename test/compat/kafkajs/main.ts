@@ -20,6 +20,7 @@ import {
   type ConsumedRecord,
   check,
   checkAssignments,
+  checkSeen,
   describeError,
   env,
   isSentinel,
@@ -30,6 +31,13 @@ import {
   SENTINEL_COUNT,
   StepRunner,
   sleep,
+  TXN_END_OFFSET,
+  TXN_INPUT_END,
+  TXN_RECORDS,
+  TXN_WAIT_MS,
+  txnGroup,
+  txnTopic,
+  txnValues,
   verifyConsumed,
   waitFor,
 } from "../support/scenario.ts";
@@ -116,10 +124,37 @@ async function highWatermarks(admin: Admin): Promise<Map<number, string>> {
   return new Map(offsets.map((offset) => [offset.partition, offset.high]));
 }
 
+/** A read_committed member of the transactions' group, keeping what it read, never committing. */
+interface TxnReader {
+  readonly consumer: Consumer;
+  readonly values: string[];
+  readonly offsets: string[];
+}
+
+async function startTxnReader(): Promise<TxnReader> {
+  const consumer = kafka.consumer({ groupId: txnGroup(), readUncommitted: false });
+  const reader: TxnReader = { consumer, values: [], offsets: [] };
+  await consumer.connect();
+  await consumer.subscribe({ topic: txnTopic(), fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ message }) => {
+      reader.values.push(message.value?.toString() ?? "");
+      reader.offsets.push(message.offset);
+    },
+  });
+  return reader;
+}
+
+function transactionalProducer(id: string): Producer {
+  return kafka.producer({ transactionalId: `${env.topic}-${id}`, maxInFlightRequests: 1 });
+}
+
 /** The scenario's steps; each method is one step and throws to fail it. */
 class Scenario {
   private producedCount = 0;
   private members: Member[] = [];
+  private txnReader: TxnReader | undefined;
 
   constructor(
     private readonly admin: Admin,
@@ -232,6 +267,75 @@ class Scenario {
     return `earliest 0, latest ${offsets.map((o) => o.high).join("/")}`;
   }
 
+  async transactions(): Promise<string> {
+    await this.admin.createTopics({
+      topics: [{ topic: txnTopic(), numPartitions: 1 }],
+      waitForLeaders: true,
+    });
+    const producer = transactionalProducer("txn");
+    await producer.connect();
+    try {
+      for (const [prefix, commit] of [
+        ["aborted", false],
+        ["committed", true],
+      ] as const) {
+        const transaction = await producer.transaction();
+        const messages = txnValues(prefix).map((value) => ({ value, partition: 0 }));
+        await transaction.send({ topic: txnTopic(), messages });
+        await (commit ? transaction.commit() : transaction.abort());
+      }
+    } finally {
+      await producer.disconnect();
+    }
+    const reader = (this.txnReader = await startTxnReader());
+    await waitFor("the committed records", TXN_WAIT_MS, () => reader.values.length >= TXN_RECORDS);
+    await sleep(200); // An aborted record delivered late arrives now, and the check sees it.
+    checkSeen("after commit and abort", reader.values, txnValues("committed"));
+    const [end] = await this.admin.fetchTopicOffsets(txnTopic());
+    check(end?.high === String(TXN_END_OFFSET), `end offset ${end?.high}, not ${TXN_END_OFFSET}`);
+    return `${TXN_RECORDS} committed seen, ${TXN_RECORDS} aborted not, end offset ${end.high}`;
+  }
+
+  /** Transforms what the reader read, its offset sent to the transaction (sendOffsets). */
+  async consumeTransformProduce(): Promise<string> {
+    const reader = this.txnReader;
+    check(reader !== undefined, "no reader from the transactions step");
+    const next = (BigInt(reader.offsets[TXN_RECORDS - 1] ?? "-1") + 1n).toString();
+    const producer = transactionalProducer("ctp");
+    await producer.connect();
+    try {
+      const transaction = await producer.transaction();
+      const messages = reader.values.map((value) => ({ value: `out ${value}`, partition: 0 }));
+      await transaction.send({ topic: txnTopic(), messages });
+      await transaction.sendOffsets({
+        consumerGroupId: txnGroup(),
+        topics: [{ topic: txnTopic(), partitions: [{ partition: 0, offset: next }] }],
+      });
+      await transaction.commit();
+    } finally {
+      await producer.disconnect();
+    }
+    const all = 2 * TXN_RECORDS;
+    await waitFor("the transformed records", TXN_WAIT_MS, () => reader.values.length >= all);
+    await sleep(200);
+    checkSeen("the reader", reader.values, [
+      ...txnValues("committed"),
+      ...txnValues("out committed"),
+    ]);
+    const [committed] = await this.admin.fetchOffsets({
+      groupId: txnGroup(),
+      topics: [txnTopic()],
+    });
+    const offset = committed?.partitions[0]?.offset;
+    check(offset === String(TXN_INPUT_END), `group offset ${offset}, not ${TXN_INPUT_END}`);
+    return `${TXN_RECORDS} transformed, group offset ${offset}`;
+  }
+
+  async stopTxnReader(): Promise<void> {
+    await this.txnReader?.consumer.disconnect().catch((error) => console.error(`${error}`));
+    this.txnReader = undefined;
+  }
+
   async deleteTopic(): Promise<void> {
     await this.admin.deleteTopics({ topics: [env.topic] });
     const gone = async () => !(await this.admin.listTopics()).includes(env.topic);
@@ -265,6 +369,9 @@ async function main(): Promise<void> {
   await steps.run("describe-group", () => scenario.describeGroup());
   await scenario.stopMembers();
   await steps.run("list-offsets", () => scenario.listOffsets());
+  await steps.run("transactions", () => scenario.transactions());
+  await steps.run("consume-transform-produce", () => scenario.consumeTransformProduce());
+  await scenario.stopTxnReader();
   await steps.run("delete-topic", () => scenario.deleteTopic());
   await producer.disconnect();
   await admin.disconnect();

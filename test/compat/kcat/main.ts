@@ -274,6 +274,14 @@ async function main(): Promise<void> {
     check(total === producedCount, `latest offsets add up to ${total}, produced ${producedCount}`);
     return `earliest 0, latest ${latest.join("/")}`;
   });
+  steps.markNotApplicable(
+    "transactions",
+    "kcat -X transactional.id commits all of stdin as one transaction; it cannot abort one",
+  );
+  steps.markNotApplicable(
+    "consume-transform-produce",
+    "kcat cannot send consumer offsets to a transaction",
+  );
   steps.markNotApplicable("delete-topic", "kcat has no admin commands");
 }
 

@@ -12,6 +12,7 @@ import * as zlib from "node:zlib";
 import {
   Admin,
   Consumer,
+  FetchIsolationLevels,
   type Message,
   type MessagesStream,
   Producer,
@@ -24,6 +25,7 @@ import {
   type ConsumedRecord,
   check,
   checkAssignments,
+  checkSeen,
   describeError,
   env,
   isSentinel,
@@ -34,6 +36,13 @@ import {
   SENTINEL_COUNT,
   StepRunner,
   sleep,
+  TXN_END_OFFSET,
+  TXN_INPUT_END,
+  TXN_RECORDS,
+  TXN_WAIT_MS,
+  txnGroup,
+  txnTopic,
+  txnValues,
   verifyConsumed,
   waitFor,
 } from "../support/scenario.ts";
@@ -146,26 +155,72 @@ async function produce(codec: Codec): Promise<string> {
   }
 }
 
-async function listOffsets(admin: Admin, timestamp: bigint): Promise<bigint[]> {
+async function listOffsets(
+  admin: Admin,
+  timestamp: bigint,
+  name = env.topic,
+  indexes = PARTITIONS,
+): Promise<bigint[]> {
   const [topic] = await admin.listOffsets({
     topics: [
-      {
-        name: env.topic,
-        partitions: PARTITIONS.map((partitionIndex) => ({ partitionIndex, timestamp })),
-      },
+      { name, partitions: indexes.map((partitionIndex) => ({ partitionIndex, timestamp })) },
     ],
   });
   const partitions = [...(topic?.partitions ?? [])].sort(
     (a, b) => a.partitionIndex - b.partitionIndex,
   );
-  check(partitions.length === PARTITION_COUNT, `${partitions.length} partitions listed`);
+  check(partitions.length === indexes.length, `${partitions.length} partitions listed`);
   return partitions.map((partition) => partition.offset);
+}
+
+/** A read_committed member of the transactions' group, keeping what it read, never committing. */
+interface TxnReader {
+  readonly consumer: Consumer<string, string, string, string>;
+  readonly stream: MessagesStream<string, string, string, string>;
+  readonly messages: StringMessage[];
+}
+
+async function startTxnReader(): Promise<TxnReader> {
+  const isolationLevel = FetchIsolationLevels.READ_COMMITTED;
+  const consumer = new Consumer({
+    ...clientOptions,
+    groupId: txnGroup(),
+    deserializers: stringDeserializers,
+    isolationLevel,
+  });
+  const stream = await consumer.consume({
+    topics: [txnTopic()],
+    mode: "committed",
+    fallbackMode: "earliest",
+    autocommit: false,
+    isolationLevel,
+  });
+  const reader: TxnReader = { consumer, stream, messages: [] };
+  stream.on("data", (message: StringMessage) => reader.messages.push(message));
+  return reader;
+}
+
+function transactionalProducer(id: string): Producer<string, string, string, string> {
+  return new Producer({
+    ...clientOptions,
+    serializers: stringSerializers,
+    idempotent: true,
+    transactionalId: `${env.topic}-${id}`,
+  });
+}
+
+/** Waits until the reader has `count` messages, and a moment more so a late extra shows. */
+async function readUntil(reader: TxnReader, count: number): Promise<string[]> {
+  await waitFor(`${count} records`, TXN_WAIT_MS, () => reader.messages.length >= count);
+  await sleep(200);
+  return reader.messages.map((message) => message.value);
 }
 
 /** The scenario's steps; each method is one step and throws to fail it. */
 class Scenario {
   private producedCount = 0;
   private members: Member[] = [];
+  private txnReader: TxnReader | undefined;
   /** The codecs produced, so the consume step expects exactly their records. */
   private readonly codecs: Codec[] = [];
 
@@ -275,6 +330,69 @@ class Scenario {
     return `earliest 0, latest ${latest.join("/")}`;
   }
 
+  async transactions(): Promise<string> {
+    await this.admin.createTopics({ topics: [txnTopic()], partitions: 1 });
+    const producer = transactionalProducer("txn");
+    try {
+      for (const prefix of ["aborted", "committed"] as const) {
+        const transaction = await producer.beginTransaction();
+        const values = txnValues(prefix);
+        await transaction.send({
+          messages: values.map((value) => ({ topic: txnTopic(), value, partition: 0 })),
+        });
+        await (prefix === "aborted" ? transaction.abort() : transaction.commit());
+      }
+    } finally {
+      await producer.close();
+    }
+    this.txnReader = await startTxnReader();
+    const seen = await readUntil(this.txnReader, TXN_RECORDS);
+    checkSeen("after commit and abort", seen, txnValues("committed"));
+    const [end] = await listOffsets(this.admin, -1n, txnTopic(), [0]);
+    check(end === BigInt(TXN_END_OFFSET), `end offset ${end}, not ${TXN_END_OFFSET}`);
+    return `${TXN_RECORDS} committed seen, ${TXN_RECORDS} aborted not, end offset ${end}`;
+  }
+
+  /** Transforms what the reader read; addConsumer and addOffset send its offset too. */
+  async consumeTransformProduce(): Promise<string> {
+    const reader = this.txnReader;
+    check(reader !== undefined, "no reader from the transactions step");
+    const inputs = [...reader.messages];
+    const producer = transactionalProducer("ctp");
+    try {
+      const transaction = await producer.beginTransaction();
+      await transaction.send({
+        messages: inputs.map((input) => ({
+          topic: txnTopic(),
+          value: `out ${input.value}`,
+          partition: 0,
+        })),
+      });
+      await transaction.addConsumer(reader.consumer);
+      await transaction.addOffset(inputs[inputs.length - 1] as StringMessage);
+      await transaction.commit();
+    } finally {
+      await producer.close();
+    }
+    const seen = await readUntil(reader, 2 * TXN_RECORDS);
+    checkSeen("the reader", seen, [...txnValues("committed"), ...txnValues("out committed")]);
+    const [group] = await this.admin.listConsumerGroupOffsets({ groups: [txnGroup()] });
+    const partitions = group?.topics.find((topic) => topic.name === txnTopic())?.partitions;
+    const offset = partitions?.find((p) => p.partitionIndex === 0)?.committedOffset;
+    check(offset === BigInt(TXN_INPUT_END), `group offset ${offset}, not ${TXN_INPUT_END}`);
+    return `${TXN_RECORDS} transformed, group offset ${offset}`;
+  }
+
+  async stopTxnReader(): Promise<void> {
+    try {
+      await this.txnReader?.stream.close();
+      await this.txnReader?.consumer.close(true);
+    } catch (error) {
+      console.error(`close: ${describeError(error)}`);
+    }
+    this.txnReader = undefined;
+  }
+
   async deleteTopic(): Promise<void> {
     await this.admin.deleteTopics({ topics: [env.topic] });
     const gone = async () => !(await this.admin.listTopics()).includes(env.topic);
@@ -305,6 +423,9 @@ async function main(): Promise<void> {
   await steps.run("describe-group", () => scenario.describeGroup());
   await scenario.stopMembers();
   await steps.run("list-offsets", () => scenario.listOffsets());
+  await steps.run("transactions", () => scenario.transactions());
+  await steps.run("consume-transform-produce", () => scenario.consumeTransformProduce());
+  await scenario.stopTxnReader();
   await steps.run("delete-topic", () => scenario.deleteTopic());
   await admin.close();
 }

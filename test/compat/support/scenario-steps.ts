@@ -11,6 +11,8 @@ export const STEPS = [
   "restart-no-redelivery",
   "describe-group",
   "list-offsets",
+  "transactions",
+  "consume-transform-produce",
   "delete-topic",
 ] as const;
 export type Step = (typeof STEPS)[number];
@@ -25,5 +27,7 @@ export const DEPENDS_ON: Readonly<Record<Step, readonly Step[]>> = {
   "restart-no-redelivery": ["consume-group", "commit"],
   "describe-group": ["restart-no-redelivery"],
   "list-offsets": ["produce-gzip", "produce-zstd"],
+  transactions: ["create-topic"],
+  "consume-transform-produce": ["transactions"],
   "delete-topic": ["create-topic"],
 };

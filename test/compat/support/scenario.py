@@ -19,6 +19,8 @@ STEPS = [
     "restart-no-redelivery",
     "describe-group",
     "list-offsets",
+    "transactions",
+    "consume-transform-produce",
     "delete-topic",
 ]
 DEPENDS_ON = {
@@ -30,6 +32,8 @@ DEPENDS_ON = {
     "restart-no-redelivery": ["consume-group", "commit"],
     "describe-group": ["restart-no-redelivery"],
     "list-offsets": ["produce-gzip", "produce-zstd"],
+    "transactions": ["create-topic"],
+    "consume-transform-produce": ["transactions"],
     "delete-topic": ["create-topic"],
 }
 
@@ -74,6 +78,25 @@ class Consumed:
         self.key = key
         self.value = value
         self.headers = headers
+
+
+# The transactions steps (see scenario.ts): their own one-partition topic, an aborted and a
+# committed transaction of TXN_RECORDS each, then consume-transform-produce in GROUP-txn.
+TXN_RECORDS = 5
+TXN_END_OFFSET = 2 * TXN_RECORDS + 2
+TXN_INPUT_END = 2 * TXN_RECORDS + 1
+TXN_WAIT_S = 30
+TXN_TOPIC = f"{TOPIC}-txn"
+TXN_GROUP = f"{GROUP}-txn"
+
+
+def txn_values(prefix):
+    return [f"{prefix} {i}" for i in range(TXN_RECORDS)]
+
+
+def check_seen(what, seen, expected):
+    """Fails unless a read_committed reader saw exactly `expected`, in order."""
+    check(list(seen) == list(expected), f"{what}: read_committed saw {list(seen)}")
 
 
 def decode(data):

@@ -84,6 +84,30 @@ export function recordsFor(codec: Codec): ScenarioRecord[] {
   });
 }
 
+/**
+ * The transactions steps use a topic of their own (one partition): an aborted transaction of
+ * TXN_RECORDS "aborted <i>" values, then a committed one of "committed <i>", so the log ends at
+ * TXN_END_OFFSET (both batches and both markers). consume-transform-produce reads the committed
+ * ones in the group `<GROUP>-txn` and writes "out committed <i>" back to the same topic in a
+ * transaction that also commits the group's offset (TXN_INPUT_END: after the last committed input).
+ */
+export const TXN_RECORDS = 5;
+export const TXN_END_OFFSET = 2 * TXN_RECORDS + 2;
+export const TXN_INPUT_END = 2 * TXN_RECORDS + 1;
+export const TXN_WAIT_MS = 30_000;
+export const txnTopic = (): string => `${env.topic}-txn`;
+export const txnGroup = (): string => `${env.group}-txn`;
+export const txnValues = (prefix: "aborted" | "committed" | "out committed"): string[] =>
+  Array.from({ length: TXN_RECORDS }, (_, i) => `${prefix} ${i}`);
+
+/** Fails unless a read_committed reader saw exactly `expected`, in order. */
+export function checkSeen(what: string, seen: readonly string[], expected: readonly string[]) {
+  check(
+    JSON.stringify(seen) === JSON.stringify(expected),
+    `${what}: read_committed saw ${JSON.stringify(seen)}`,
+  );
+}
+
 /** One record as a consumer saw it, decoded to strings. */
 export interface ConsumedRecord {
   readonly member: number;

@@ -77,6 +77,10 @@ public final class Main {
     steps.run("describe-group", this::describeGroup);
     Member.closeAll(members);
     steps.run("list-offsets", this::listOffsets);
+    try (Transactions transactions = new Transactions(admin)) {
+      steps.run("transactions", transactions::transactions);
+      steps.run("consume-transform-produce", transactions::consumeTransformProduce);
+    }
     steps.run("delete-topic", this::deleteTopic);
   }
 

@@ -1,5 +1,6 @@
 package quill.compat;
 
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,7 +13,8 @@ final class Steps {
     String run() throws Exception;
   }
 
-  private static final Map<String, List<String>> DEPENDS_ON = Map.of(
+  // Map.of takes at most ten pairs, so the table is built from alternating names and lists.
+  private static final Map<String, List<String>> DEPENDS_ON = table(
       "create-topic", List.of(),
       "produce-gzip", List.of("create-topic"),
       "produce-zstd", List.of("create-topic"),
@@ -21,9 +23,20 @@ final class Steps {
       "restart-no-redelivery", List.of("consume-group", "commit"),
       "describe-group", List.of("restart-no-redelivery"),
       "list-offsets", List.of("produce-gzip", "produce-zstd"),
+      "transactions", List.of("create-topic"),
+      "consume-transform-produce", List.of("transactions"),
       "delete-topic", List.of("create-topic"));
 
   private final Set<String> failed = new HashSet<>();
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, List<String>> table(Object... pairs) {
+    Map<String, List<String>> table = new HashMap<>();
+    for (int i = 0; i < pairs.length; i += 2) {
+      table.put((String) pairs[i], (List<String>) pairs[i + 1]);
+    }
+    return Map.copyOf(table);
+  }
 
   void run(String step, Body body) {
     for (String dependency : DEPENDS_ON.get(step)) {
