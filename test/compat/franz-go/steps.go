@@ -60,12 +60,23 @@ func (s *scenario) createAndWait(ctx context.Context, name string, partitions in
 		if err != nil {
 			return err
 		}
-		if got = len(details[name].Partitions); got == partitions {
+		if got = len(details[name].Partitions); got == partitions && allLed(details[name]) {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("topic has %d partitions", got)
+	return fmt.Errorf("topic has %d partitions (or one has no leader)", got)
+}
+
+// allLed says whether every partition of the topic has a leader: a broker that has the new
+// topic but not yet its LeaderAndIsr lists it leaderless, and offsets asked there fail.
+func allLed(detail kadm.TopicDetail) bool {
+	for _, partition := range detail.Partitions {
+		if partition.Err != nil || partition.Leader < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *scenario) produce(codec string, compression kgo.CompressionCodec) (string, error) {

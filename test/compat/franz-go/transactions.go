@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -84,16 +85,34 @@ func (s *scenario) transactions() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ends, err := s.admin.ListEndOffsets(ctx, txnTopic)
+	end, err := s.endOffset(ctx)
 	if err != nil {
 		return "", err
 	}
-	end, _ := ends.Lookup(txnTopic, 0)
-	if end.Err != nil || end.Offset != txnEndOffset {
-		return "", fmt.Errorf("end offset %d (%v), not %d", end.Offset, end.Err, txnEndOffset)
+	if end.Offset != txnEndOffset {
+		return "", fmt.Errorf("end offset %d, not %d", end.Offset, txnEndOffset)
 	}
 	return fmt.Sprintf("%d committed seen, %d aborted not, end offset %d",
 		txnRecords, txnRecords, end.Offset), nil
+}
+
+// endOffset lists the end of the transactions' partition, asking again while the answer is an
+// error: on a cluster the broker kadm asks may not know the partition's leader for a moment yet.
+func (s *scenario) endOffset(ctx context.Context) (kadm.ListedOffset, error) {
+	for {
+		ends, err := s.admin.ListEndOffsets(ctx, txnTopic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			end, _ := ends.Lookup(txnTopic, 0)
+			return end, nil
+		}
+		if ctx.Err() != nil {
+			return kadm.ListedOffset{}, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // consumeTransformProduce is franz-go's exactly-once loop, once: the GroupTransactSession reads

@@ -237,9 +237,18 @@ def main():
 
     def create_topic():
         admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITION_COUNT)])
-        described = admin.describe_topics([TOPIC])
-        partitions = len(described[0]["partitions"])
-        check(partitions == PARTITION_COUNT, f"topic has {partitions} partitions")
+        # On a cluster the other brokers learn of the topic a moment after CreateTopics is
+        # answered (as in Kafka), so the topic is described until its partitions show.
+        def partitions():
+            try:
+                return len(admin.describe_topics([TOPIC])[0]["partitions"])
+            except Exception:  # An unknown topic may be an error rather than no partitions.
+                return 0
+
+        try:
+            wait_for("the topic's partitions", 15, lambda: partitions() == PARTITION_COUNT, 0.1)
+        except TimeoutError:
+            check(False, f"topic has {partitions()} partitions")
 
     def produce_codec(codec):
         def body():
