@@ -16,6 +16,9 @@
  * worker running the FileStream connectors across a restart, and kafka-delete-records.sh. Each
  * has its own steps, reported in a second table.
  *
+ * A client may have a broker killed with kill -9 and restarted (watchBrokerControl; the Streams
+ * exactly-once application kills its transaction's coordinator).
+ *
  * Each client program prints one JSON line per step (see test/compat/support/scenario.ts). A
  * client whose toolchain is missing is reported as `skipped (no java)` and fails the run, since a
  * matrix that did not run is no proof. Dependencies are cached outside the repository: Maven's
@@ -213,7 +216,11 @@ function pythonClient(name: string): ClientSpec {
 
 /** The broker, or the cluster's brokers when there are several; one log holds all their lines. */
 interface Broker {
-  readonly processes: readonly Subprocess[];
+  /** By broker id; a broker restarted on request (watchBrokerControl) replaces its entry. */
+  readonly processes: Subprocess[];
+  /** By broker id: a restarted broker listens on its first address again. */
+  readonly addresses: readonly string[];
+  readonly settings: BrokerSettings;
   /** How many brokers: the applications replicate their topics to all of them. */
   readonly count: number;
   /** The first broker's address: clients find the others through Metadata. */
@@ -241,13 +248,69 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
     processes.push(started.process);
     addresses.push(started.address);
   }
-  return { processes, count: settings.brokerCount, bootstrap: addresses[0] ?? "", logPath };
+  return {
+    processes,
+    addresses,
+    settings,
+    count: settings.brokerCount,
+    bootstrap: addresses[0] ?? "",
+    logPath,
+  };
+}
+
+function brokerLog(broker: Broker, id: number): (line: string) => void {
+  const prefix = broker.count > 1 ? `[broker ${id}] ` : "";
+  return (line) => appendFileSync(broker.logPath, prefix + line + "\n");
+}
+
+/**
+ * Lets a client kill brokers with kill -9 (the Streams exactly-once application does, in the
+ * middle of a transaction): a file `kill-<id>` in `dir` makes the harness SIGKILL broker <id>
+ * and write `killed-<id>` once it is gone, then start it again on the same data dir and port
+ * (in a cluster that waits out the dead broker's ZooKeeper session) and write `restarted-<id>`.
+ * Returns the function that stops watching, once any restart under way has finished, so the
+ * next client finds every broker up.
+ */
+function watchBrokerControl(dir: string, broker: Broker): () => Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  let busy: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    for (const name of readdirSync(dir)) {
+      const id = Number(/^kill-(\d+)$/.exec(name)?.[1] ?? Number.NaN);
+      if (!Number.isInteger(id) || !broker.processes[id]) continue;
+      rmSync(join(dir, name));
+      busy = busy.then(() => killAndRestart(broker, id, dir));
+    }
+  }, 100);
+  return async () => {
+    clearInterval(timer);
+    await busy;
+  };
+}
+
+async function killAndRestart(broker: Broker, id: number, dir: string): Promise<void> {
+  const log = brokerLog(broker, id);
+  const old = broker.processes[id];
+  log("::: compat: kill -9 of this broker, asked for by the client");
+  old?.kill("SIGKILL");
+  await old?.exited;
+  writeFileSync(join(dir, `killed-${id}`), "");
+  const port = Number(broker.addresses[id]?.split(":")[1]);
+  try {
+    const started = await startBroker(broker.settings, id, log, port);
+    broker.processes[id] = started.process;
+    writeFileSync(join(dir, `restarted-${id}`), started.address);
+  } catch (error) {
+    log(`::: compat: the restart failed: ${error}`);
+    writeFileSync(join(dir, `restart-failed-${id}`), String(error));
+  }
 }
 
 async function startBroker(
   settings: BrokerSettings,
   id: number,
   log: (line: string) => void,
+  port = 0,
 ): Promise<{ process: Subprocess; address: string }> {
   const command = settings.binary ? [settings.binary] : [bun, join(ROOT, "src", "main.ts")];
   const clusterArgs = settings.zooKeeper ? ["--zookeeper", settings.zooKeeper] : [];
@@ -255,7 +318,7 @@ async function startBroker(
   // auto-creation; the other clients create their topic explicitly. Topics are replicated to
   // every broker, as a production cluster would have them.
   const flags = [
-    ...["serve", "--listen", "127.0.0.1:0", "--data-dir", join(RUN_DIR, `data-${id}`)],
+    ...["serve", "--listen", `127.0.0.1:${port}`, "--data-dir", join(RUN_DIR, `data-${id}`)],
     ...["--broker-id", String(id), "--set", "num.partitions=3"],
     ...["--set", `default.replication.factor=${settings.brokerCount}`, ...clusterArgs],
   ];
@@ -385,6 +448,8 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
   }
   const brokerLogBefore = readFileSync(broker.logPath, "utf8").length;
   console.log(`::: ${spec.name}: running the scenario`);
+  const brokerControl = join(workDir, "broker-control");
+  const stopWatching = watchBrokerControl(brokerControl, broker);
   const run = await runCommand(spec.run(), {
     cwd,
     env: {
@@ -392,11 +457,15 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
       TOPIC: `compat-${spec.name}`,
       GROUP: `compat-${spec.name}-group`,
       BROKERS: String(broker.count),
+      // Every broker, for the applications that kill one (BOOTSTRAP alone may be the dead one).
+      BOOTSTRAP_SERVERS: broker.addresses.join(","),
       WORK_DIR: workDir,
+      BROKER_CONTROL: brokerControl,
     },
     timeoutMs: RUN_TIMEOUT_MS,
     logPrefix: join(RUN_DIR, spec.name),
   });
+  await stopWatching();
   parseClientOutput(run.stdout, result);
   fillMissingCells(result, run);
   result.brokerLog = readFileSync(broker.logPath, "utf8")

@@ -15,6 +15,8 @@ export const APPLICATION_STEPS = {
     "count",
     "sigkill-mid-transaction",
     "restore-exact-after-kill",
+    "broker-kill-mid-transaction",
+    "exact-after-broker-kill",
     "output-read-committed",
   ],
   "kafka-connect": [

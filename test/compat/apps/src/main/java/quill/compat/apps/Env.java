@@ -16,7 +16,9 @@ import org.apache.kafka.common.config.ConfigResource;
 
 /** What every application check gets from scripts/compat.ts, and helpers they share. */
 final class Env {
-  static final String BOOTSTRAP = System.getenv("BOOTSTRAP");
+  /** Every broker's address, so a client still starts while the first one is being killed. */
+  static final String BOOTSTRAP =
+      System.getenv().getOrDefault("BOOTSTRAP_SERVERS", System.getenv("BOOTSTRAP"));
   /** Brokers in the cluster: topics are replicated to all of them. */
   static final short REPLICATION = Short.parseShort(System.getenv().getOrDefault("BROKERS", "1"));
   /** A fresh directory for this run's files (state dirs, Connect's input and output files). */
@@ -59,6 +61,25 @@ final class Env {
     command.addAll(args);
     return new ProcessBuilder(command).redirectErrorStream(true)
         .redirectOutput(log.toFile()).start();
+  }
+
+  /**
+   * Has scripts/compat.ts kill broker `id` with kill -9 (through the BROKER_CONTROL directory)
+   * and returns once it is gone; the harness starts it again on the same data dir and port
+   * meanwhile, and waits for that before the next client runs.
+   */
+  static void killBroker(int id) throws Exception {
+    Path control = Path.of(System.getenv("BROKER_CONTROL"));
+    Path killed = control.resolve("killed-" + id);
+    Files.deleteIfExists(killed);
+    Files.writeString(control.resolve("kill-" + id), "");
+    Steps.await(30_000, "broker " + id + " to be killed", () ->
+        Files.exists(killed) ? null : "still running");
+  }
+
+  /** Whether the harness has started broker `id` again since killBroker. */
+  static boolean restarted(int id) {
+    return Files.exists(Path.of(System.getenv("BROKER_CONTROL"), "restarted-" + id));
   }
 
   static void writeProperties(Path path, Map<String, String> values) throws Exception {

@@ -18,8 +18,12 @@ import org.apache.kafka.streams.StreamsConfig;
  * first batch is counted, the application runs in a second JVM, which is killed with SIGKILL
  * while one of its transactions is open (seen with ListTransactions). Started again on the same state
  * directory, it must abort that transaction, restore its store from the changelog read
- * committed, and end with exact counts; a read_committed reader of the output topic must never
- * see a count above the exact one (a line counted twice).
+ * committed, and end with exact counts. Then, with the application running again, the broker
+ * coordinating one of its open transactions is killed with kill -9 (and restarted by the
+ * harness; on a cluster its partitions and the coordinator move to the other brokers while it
+ * is down, and a restart waits out its ZooKeeper session), and the counts must be exact again. A
+ * read_committed reader of the output topic must never see a count above the exact one (a line
+ * counted twice).
  */
 final class StreamsExactlyOnce {
   private static final int LINES = 300;
@@ -29,6 +33,8 @@ final class StreamsExactlyOnce {
       new WordCountApp("compat-wordcount-eos", StreamsConfig.EXACTLY_ONCE_V2);
   private KafkaStreams streams;
   private int nextLine = LINES;
+  /** The broker broker-kill-mid-transaction killed. */
+  private int killed = -1;
 
   void run(Steps steps) throws Exception {
     try (Admin admin = Env.admin()) {
@@ -44,8 +50,15 @@ final class StreamsExactlyOnce {
       steps.run("sigkill-mid-transaction", () -> killMidTransaction(admin));
       steps.run("restore-exact-after-kill", () -> {
         app.produceLines(nextLine, 2 * LINES);
+        nextLine = 2 * LINES;
         streams = app.start();
         return app.awaitExactCounts(streams);
+      });
+      steps.run("broker-kill-mid-transaction", () -> killCoordinatorMidTransaction(admin));
+      steps.run("exact-after-broker-kill", () -> {
+        app.produceLines(nextLine, 3 * LINES);
+        String counts = app.awaitExactCounts(streams);
+        return counts + (Env.restarted(killed) ? "" : ", the killed broker still restarting");
       });
       steps.run("output-read-committed", () -> {
         Map<String, Long> highest = app.readOutput("read_committed");
@@ -85,6 +98,28 @@ final class StreamsExactlyOnce {
       child.waitFor();
     }
     return "SIGKILL with " + open + " ongoing after line " + nextLine;
+  }
+
+  /**
+   * Feeds the application running in this JVM until one of its transactions is open, then has
+   * scripts/compat.ts kill -9 the broker coordinating that transaction and start it again. The
+   * application goes on through the failover (on a cluster the id's __transaction_state
+   * partition moves to another broker, which finishes or aborts what was open).
+   */
+  private String killCoordinatorMidTransaction(Admin admin) throws Exception {
+    String open = null;
+    while (open == null && nextLine < 2 * LINES + LINES / 2) {
+      app.produceLines(nextLine, nextLine + 5);
+      nextLine += 5;
+      open = ongoingTransaction(admin);
+    }
+    Steps.check(open != null, "no transaction of the application was seen open");
+    int coordinator = admin.describeTransactions(List.of(open)).description(open)
+        .get(30, TimeUnit.SECONDS).coordinatorId();
+    Env.killBroker(coordinator);
+    killed = coordinator;
+    return "kill -9 of broker " + coordinator + ", coordinator of " + open
+        + " (ongoing after line " + nextLine + ")";
   }
 
   private String ongoingTransaction(Admin admin) throws Exception {
