@@ -45,10 +45,12 @@ export class SegmentFile implements PooledFile {
     }
     this.pinned = true;
     if (this.fd < 0) this.openFd("r+");
+    this.pool.pinned(this);
   }
 
   unpin(): void {
     this.pinned = false;
+    if (this.fd >= 0) this.pool.unpinned(this);
   }
 
   /** The fd of a pinned file, for appends. */
@@ -112,13 +114,13 @@ export class SegmentFile implements PooledFile {
   /** The segment was removed: close now if idle, else when the last reference is released. */
   markDeleted(): void {
     this.retired = true;
-    this.pinned = false;
+    this.unpin();
     if (this.refCount === 0) this.closeFd();
   }
 
   /** Closes an idle fd at log close; readers still holding ranges close it on release. */
   close(): void {
-    this.pinned = false;
+    this.unpin();
     if (this.refCount === 0) this.closeFd();
     else this.retired = true;
   }

@@ -48,6 +48,25 @@ describe("SegmentFile and OpenFilePool", () => {
     expect(pool.openCount).toBe(1);
   });
 
+  test("pinned files count toward the cap; unpinned, they are evicted as the oldest idle", () => {
+    const pool = new OpenFilePool(2);
+    const [a, b, c, d] = files(pool, 4);
+    // More active segments than the cap: all stay open, and a read of a sealed one still works.
+    for (const f of [a, b, c]) f.pin();
+    expect(pool.openCount).toBe(3);
+    d.acquire();
+    expect(pool.openCount).toBe(4);
+    d.release(); // Idle and over the cap: closed at once.
+    expect([a.isOpen, b.isOpen, c.isOpen, d.isOpen]).toEqual([true, true, true, false]);
+    // A roll unpins: the sealed file becomes evictable like any other.
+    a.unpin();
+    expect(pool.openCount).toBe(2);
+    expect(a.isOpen).toBe(false);
+    b.close();
+    c.close();
+    expect(pool.openCount).toBe(0);
+  });
+
   test("a deleted file keeps its fd until the last range is released", () => {
     const pool = new OpenFilePool(10);
     const [a] = files(pool, 1);
