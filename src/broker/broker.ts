@@ -324,7 +324,7 @@ async function openLogs(
     logger: log.child("LogManager"),
     cleaner: cleanerSettings(config),
   });
-  cleanups.push("logs", () => logs.close());
+  cleanups.push("logs", () => logs.closeAsync());
   if (stores.zooKeeper !== null) await seedFromZooKeeper(stores.zooKeeper, cache, log);
   const notApplied = new NotAppliedConfigWarnings(log.child("TopicConfig"));
   notApplied.check([...cache.topics()]);

@@ -9,15 +9,26 @@
  *   0 0        <- epoch start offset
  *   3 1200
  *
- * Epochs and start offsets both strictly increase. The file is rewritten atomically on every
- * change, which happens once per leader change, not per append. Not thread-safe.
+ * Epochs and start offsets both strictly increase. A truncation rewrites the file at once
+ * (fdatasync, rename, directory fsync). A new epoch (assign) only changes the entries in memory:
+ * the owning log writes them (writeIfDirty, writeIfDirtyInBackground) before its recovery point
+ * moves past any offset, and crash recovery rebuilds the entries of the segments it validates
+ * from their batches' leader epochs (discardFrom, then assign), as Kafka's LogSegment.recover
+ * does. So the file is right below the recovery point, and the batches above it say the rest.
+ * Writing it with its two syncs on every assign made creating a partition (a leader taking its
+ * first epoch) cost two disk syncs on the event loop: a minute per 10,000 partitions on a busy
+ * disk (docs/scaling.md). Not thread-safe.
  */
 
 import * as path from "node:path";
 import type { LeaderEpoch, Offset } from "../common/branded.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
-import { readFileIfExists, writeFileAtomically } from "./durable-file.ts";
+import {
+  readFileIfExists,
+  writeFileAtomically,
+  writeFileAtomicallyInBackground,
+} from "./durable-file.ts";
 
 export const LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint";
 const CHECKPOINT_VERSION = 0;
@@ -39,6 +50,11 @@ export interface EpochEndOffset {
 
 export class LeaderEpochFileCache {
   private entries: EpochEntry[];
+  /** Bumped by every change of the entries; `writtenGeneration` is the one on disk. */
+  private generation = 0;
+  private writtenGeneration = 0;
+  /** Background writes run one after another (they share a temporary file). */
+  private backgroundWrites: Promise<void> = Promise.resolve();
 
   private constructor(
     private filePath: string,
@@ -80,7 +96,50 @@ export class LeaderEpochFileCache {
     const excess = kept.length - LEADER_EPOCH_ENTRIES_MAX;
     if (excess > 0) kept.splice(0, excess);
     this.entries = kept;
-    this.flush();
+    this.generation++;
+  }
+
+  /** True while the entries in memory differ from the file's. */
+  get isDirty(): boolean {
+    return this.writtenGeneration !== this.generation;
+  }
+
+  /** Writes the entries now (fdatasync, rename, directory fsync) unless the file has them. */
+  writeIfDirty(): void {
+    if (this.isDirty) this.flush();
+  }
+
+  /**
+   * writeIfDirty with the write and its syncs on the thread pool. Resolves once the entries the
+   * cache held at the call (or newer ones) are durable.
+   */
+  writeIfDirtyInBackground(): Promise<void> {
+    if (!this.isDirty) return Promise.resolve();
+    const run = this.backgroundWrites.then(async () => {
+      if (!this.isDirty) return;
+      const generation = this.generation;
+      // A synchronous write since (a truncation) holds newer entries: it must not be replaced.
+      const stillCurrent = () => this.writtenGeneration < generation;
+      const wrote = await writeFileAtomicallyInBackground(
+        this.filePath,
+        this.encode(),
+        stillCurrent,
+      );
+      if (wrote && this.writtenGeneration < generation) this.writtenGeneration = generation;
+    });
+    this.backgroundWrites = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Crash recovery: forgets the epochs starting at or after `offset`, the first offset it
+   * validates, whose entries it then rebuilds with assign from the batches. In memory only.
+   */
+  discardFrom(offset: Offset): void {
+    const kept = this.entries.filter((e) => e.startOffset < offset);
+    if (kept.length === this.entries.length) return;
+    this.entries = kept;
+    this.generation++;
   }
 
   /**
@@ -116,13 +175,20 @@ export class LeaderEpochFileCache {
     const kept = this.entries.filter((e) => e.startOffset < endOffset);
     if (kept.length === this.entries.length) return;
     this.entries = kept;
+    this.generation++;
     this.flush();
   }
 
   private flush(): void {
+    const generation = this.generation;
+    writeFileAtomically(this.filePath, this.encode());
+    this.writtenGeneration = generation;
+  }
+
+  private encode(): Uint8Array {
     const lines = [String(CHECKPOINT_VERSION), String(this.entries.length)];
     for (const e of this.entries) lines.push(`${e.epoch} ${e.startOffset}`);
-    writeFileAtomically(this.filePath, new TextEncoder().encode(lines.join("\n") + "\n"));
+    return new TextEncoder().encode(lines.join("\n") + "\n");
   }
 }
 

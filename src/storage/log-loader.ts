@@ -10,7 +10,9 @@
  *    timestamp from the end of its time index.
  * 3. After a crash, validates every batch of every segment from the one holding the recovery
  *    point onwards, truncates at the first bad byte, deletes the segments after it, and
- *    rebuilds their indexes. Each truncation is logged as one line.
+ *    rebuilds their indexes and the log's leader epochs from them (the epoch checkpoint is
+ *    written only before the recovery point moves: leader-epoch-file-cache.ts). Each
+ *    truncation is logged as one line.
  *
  * Indexes that are missing or corrupt are rebuilt from the log, eagerly for the active segment
  * and lazily (on first lookup) for sealed ones. Nothing is mmapped, so truncating is safe.
@@ -20,6 +22,7 @@ import * as path from "node:path";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
+import type { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 import type { LogEnvironment } from "./log-environment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import {
@@ -28,6 +31,7 @@ import {
   LogSegment,
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
+import type { BatchEntry } from "./segment-batch-reader.ts";
 import { recoverInterruptedSwaps } from "./segment-swap.ts";
 import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
 
@@ -57,7 +61,11 @@ export interface SegmentLoadParams {
   readonly env: LogEnvironment;
 }
 
-export function loadSegments(params: SegmentLoadParams, settings: SegmentSettings): LogSegment[] {
+export function loadSegments(
+  params: SegmentLoadParams,
+  settings: SegmentSettings,
+  epochs: LeaderEpochFileCache,
+): LogSegment[] {
   const { dir, env } = params;
   recoverInterruptedSwaps(dir, env.logger);
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
@@ -76,7 +84,7 @@ export function loadSegments(params: SegmentLoadParams, settings: SegmentSetting
   for (const segment of segments) installIndexLoader(segment, () => settings, env.logger);
   const live = params.cleanShutdown
     ? loadAfterCleanShutdown(segments, settings, env.logger)
-    : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger);
+    : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger, epochs);
   live[live.length - 1].file.pin();
   return live;
 }
@@ -132,9 +140,15 @@ function recoverAfterCrash(
   recoveryPoint: bigint,
   settings: SegmentSettings,
   logger: Logger,
+  epochs: LeaderEpochFileCache,
 ): LogSegment[] {
   const from = recoveredFrom(segments, recoveryPoint);
   const firstUnflushed = segments.findIndex((s) => s.baseOffset === from);
+  // The checkpoint may lack epochs of the batches from here on, or hold ones they contradict.
+  epochs.discardFrom(from);
+  const rebuildEpochs = (batch: BatchEntry) => {
+    if (batch.leaderEpoch > epochs.latestEpoch) epochs.assign(batch.leaderEpoch, batch.baseOffset);
+  };
   for (const segment of segments.slice(0, firstUnflushed)) {
     try {
       segment.loadMaxTimestamp();
@@ -145,7 +159,7 @@ function recoverAfterCrash(
   for (let i = firstUnflushed; i < segments.length; i++) {
     const segment = segments[i];
     const sizeBeforeBytes = segment.sizeBytes;
-    const result = segment.recover(settings, false);
+    const result = segment.recover(settings, false, rebuildEpochs);
     if (result.problem === null) continue;
     const position = sizeBeforeBytes - result.truncatedBytes;
     logger.warn(

@@ -19,6 +19,7 @@ import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
+import { mapLimit } from "../util/map-limit.ts";
 import { fsyncDirectory, writeFileAtomically } from "./durable-file.ts";
 import type { LogCleanerConfig, LogCleanerHooks } from "./log-cleaner.ts";
 import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
@@ -40,6 +41,11 @@ import { partitionDirName, UnifiedLog } from "./unified-log.ts";
 
 export const CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
 const DELETE_DIR_SUFFIX = "-delete";
+/**
+ * Logs closing at once in closeAsync. Measured on the 2-core development machine, 1,000 small
+ * fdatasyncs took 1.0-1.4 s one at a time and 0.2-0.5 s with 16 or 32 in flight.
+ */
+const CLOSE_CONCURRENCY = 32;
 /** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
@@ -79,6 +85,11 @@ const DEFAULTS = {
 export class LogManager {
   private readonly logs = new Map<string, UnifiedLog>();
   private readonly dirOfLog = new Map<UnifiedLog, string>();
+  /**
+   * Logs per log dir, for placing new ones: counting them at each creation made creating
+   * 10,000 partitions quadratic.
+   */
+  private readonly logCounts = new Map<string, number>();
   /**
    * Partitions whose replica this broker deleted on the controller's word (StopReplica with
    * deletion), until a log is created for them again: a ZooKeeper assignment read before the
@@ -208,6 +219,7 @@ export class LogManager {
     assert(!this.logs.has(key), `log ${key} found in two log dirs`);
     this.logs.set(key, log);
     this.dirOfLog.set(log, logDir);
+    this.logCounts.set(logDir, this.logCount(logDir) + 1);
   }
 
   /** The log dir holding `log` (absolute), or undefined once it is deleted. */
@@ -240,7 +252,8 @@ export class LogManager {
       cleanShutdown: true,
       env: this.env,
     });
-    fsyncDirectory(logDir);
+    // No directory fsync per new log: its first flush with data syncs the directories
+    // (UnifiedLog.load). Two syncs per partition made creating 10,000 of them take minutes.
     this.addLog(logDir, log);
     return log;
   }
@@ -284,7 +297,9 @@ export class LogManager {
     const log = this.logs.get(key);
     if (log === undefined) return;
     this.logs.delete(key);
+    const logDir = this.dirOfLog.get(log)!;
     this.dirOfLog.delete(log);
+    this.logCounts.set(logDir, this.logCount(logDir) - 1);
     await log.delete();
   }
 
@@ -481,12 +496,39 @@ export class LogManager {
       try {
         log.close();
       } catch (error) {
-        // Without the marker the next start recovers this log dir, which is what we want.
         clean = false;
         this.env.logger.warn(`closing ${log.name} failed: ${String(error)}`);
       }
     }
+    this.finishClose(clean);
+  }
+
+  /**
+   * close, with up to CLOSE_CONCURRENCY logs flushing at once on the thread pool: the disk
+   * commits concurrent syncs together, where one log after another cost 37 s for 10,000
+   * partitions (docs/scaling.md). The marker is still written only after every log is closed.
+   */
+  async closeAsync(): Promise<void> {
+    if (this.closed) return;
+    this.stop();
+    this.closed = true;
+    await this.cleaner.stop();
+    let clean = true;
+    await mapLimit([...this.logs.values()], CLOSE_CONCURRENCY, async (log) => {
+      try {
+        await log.closeAsync();
+      } catch (error) {
+        clean = false;
+        this.env.logger.warn(`closing ${log.name} failed: ${String(error)}`);
+      }
+    });
+    this.finishClose(clean);
+  }
+
+  /** The checkpoints, then (only if every log closed) the clean-shutdown markers. */
+  private finishClose(clean: boolean): void {
     this.checkpointLogOffsets();
+    // Without the marker the next start recovers the log dirs, which is what a failure needs.
     if (!clean) return;
     for (const logDir of this.logDirs) {
       writeFileAtomically(path.join(logDir, CLEAN_SHUTDOWN_FILE), new Uint8Array(0));
@@ -499,11 +541,13 @@ export class LogManager {
   }
 
   private leastLoadedLogDir(): string {
-    const counts = new Map(this.logDirs.map((d) => [d, 0]));
-    for (const dir of this.dirOfLog.values()) counts.set(dir, (counts.get(dir) ?? 0) + 1);
     let best = this.logDirs[0];
-    for (const [dir, count] of counts) if (count < counts.get(best)!) best = dir;
+    for (const dir of this.logDirs) if (this.logCount(dir) < this.logCount(best)) best = dir;
     return best;
+  }
+
+  private logCount(logDir: string): number {
+    return this.logCounts.get(logDir) ?? 0;
   }
 
   private removeInBackground(dir: string): void {

@@ -425,7 +425,11 @@ export class LogSegment {
    * CRC, increasing offsets), truncates the file at the first bad byte, and rebuilds both
    * indexes from scratch and writes them out.
    */
-  recover(settings: SegmentSettings, durable = true): SegmentRecovery {
+  recover(
+    settings: SegmentSettings,
+    durable = true,
+    visit?: (batch: BatchEntry) => void,
+  ): SegmentRecovery {
     const indexBytes = settings.segmentIndexBytes;
     const offsetIndex = new OffsetIndex(this.indexPath, this.baseOffset, indexBytes);
     const timeIndex = new TimeIndex(this.timeIndexPath, this.baseOffset, indexBytes);
@@ -450,6 +454,7 @@ export class LogSegment {
           settings.indexIntervalBytes,
         );
         this.nextOffset = entry.lastOffset + 1n;
+        visit?.(entry);
       }),
     );
     if (scan.validBytes < fileSizeBytes) fs.truncateSync(this.file.filePath, scan.validBytes);

@@ -47,6 +47,7 @@ import {
   listSnapshotOffsets,
   snapshotPath,
   writeSnapshotFile,
+  writeSnapshotFileInBackground,
 } from "./producer-state-snapshot.ts";
 
 /** Kafka's producer.id.expiration.ms default: one day. */
@@ -432,6 +433,19 @@ export class ProducerStateManager {
     if (latest !== undefined && latest >= offset) return;
     const bytes = encodeSnapshot([...this.producers.values()]);
     writeSnapshotFile(snapshotPath(this.options.dir, offset), bytes);
+    this.snapshotOffsets.push(offset);
+  }
+
+  /**
+   * takeSnapshot with the file written on the thread pool, for a log that takes no more
+   * appends (UnifiedLog.closeAsync): thousands of logs closing write theirs side by side.
+   */
+  async takeSnapshotInBackground(): Promise<void> {
+    const offset = this.mapEndOffsetValue;
+    const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1];
+    if (latest !== undefined && latest >= offset) return;
+    const bytes = encodeSnapshot([...this.producers.values()]);
+    await writeSnapshotFileInBackground(snapshotPath(this.options.dir, offset), bytes);
     this.snapshotOffsets.push(offset);
   }
 

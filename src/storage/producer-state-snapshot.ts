@@ -138,3 +138,13 @@ export function writeSnapshotFile(filePath: string, bytes: Uint8Array): void {
   fs.writeFileSync(tmpPath, bytes);
   fs.renameSync(tmpPath, filePath);
 }
+
+/** writeSnapshotFile on the thread pool. */
+export async function writeSnapshotFileInBackground(
+  filePath: string,
+  bytes: Uint8Array,
+): Promise<void> {
+  const tmpPath = `${filePath}.tmp`;
+  await fs.promises.writeFile(tmpPath, bytes);
+  await fs.promises.rename(tmpPath, filePath);
+}

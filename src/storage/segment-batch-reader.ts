@@ -25,6 +25,8 @@ export interface BatchEntry {
   readonly lastOffset: bigint;
   readonly maxTimestamp: bigint;
   readonly recordCount: number;
+  /** The epoch of the leader that appended the batch (partitionLeaderEpoch). */
+  readonly leaderEpoch: number;
 }
 
 /**
@@ -58,7 +60,8 @@ function readAt(fd: number, buf: Uint8Array, want: number, position: number): nu
 /**
  * The BatchEntry of the batch header at byte `at` of `view` (which must hold the whole 61-byte
  * header), reported at file `position`. Reads the v2 header fields directly: baseOffset @0,
- * batchLength @8, lastOffsetDelta @23, maxTimestamp @35, recordCount @57 (record-batch.ts).
+ * batchLength @8, partitionLeaderEpoch @12, lastOffsetDelta @23, maxTimestamp @35, recordCount
+ * @57 (record-batch.ts).
  */
 export function batchEntryAt(view: DataView, at: number, position: number): BatchEntry {
   const baseOffset = view.getBigInt64(at);
@@ -69,6 +72,7 @@ export function batchEntryAt(view: DataView, at: number, position: number): Batc
     lastOffset: baseOffset + BigInt(view.getInt32(at + 23)),
     maxTimestamp: view.getBigInt64(at + 35),
     recordCount: view.getInt32(at + 57),
+    leaderEpoch: view.getInt32(at + 12),
   };
 }
 

@@ -28,13 +28,14 @@
  */
 
 import * as fs from "node:fs";
+import * as path from "node:path";
 import type { Offset } from "../common/branded.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
 import { refuseRecordsWithoutKey } from "./compacted-topic-validator.ts";
 import { applyCompressionPolicy } from "./compression-policy.ts";
-import { storageError } from "./durable-file.ts";
+import { fsyncDirectory, fsyncDirectoryInBackground, storageError } from "./durable-file.ts";
 import { LeaderEpochFileCache } from "./leader-epoch-file-cache.ts";
 import type { LogConfig } from "./log-config.ts";
 import { hasDeletePolicy, isCompacted, NEVER } from "./log-config.ts";
@@ -130,8 +131,16 @@ export class UnifiedLog {
   private highWatermarkValue: bigint;
   private recoveryPoint: bigint;
   private unflushedMessages = 0;
+  /**
+   * Directories holding entries made since the last flush (this log's directory and files,
+   * the log dir's entry for a new log): the next flush syncs them before the recovery point
+   * moves, as Kafka's LocalLog.flush does when a flush covers a new segment.
+   */
+  private readonly unsyncedDirs = new Set<string>();
   private lastFlushMs = Date.now();
   private closed = false;
+  /** closeAsync has begun: the log takes no more appends. */
+  private closing = false;
   /**
    * Bumped by every change of the segment list other than appends, rolls, retention and
    * cleaning (truncation, emptying, close, delete), so a cleaning started before it gives up.
@@ -176,12 +185,12 @@ export class UnifiedLog {
 
   /** Opens (and after an unclean shutdown, recovers) the log in `params.dir`. */
   static load(params: LoadParams): UnifiedLog {
-    fs.mkdirSync(params.dir, { recursive: true });
-    const segments = loadSegments(params, settingsOf(params.config));
+    const created = fs.mkdirSync(params.dir, { recursive: true }) !== undefined;
+    const leaderEpochCache = LeaderEpochFileCache.load(params.dir, params.env.logger);
+    const segments = loadSegments(params, settingsOf(params.config), leaderEpochCache);
     const first = segments[0].baseOffset;
     const logStartOffset = params.logStartOffset > first ? params.logStartOffset : first;
     const producerState = loadProducerState(params, segments, logStartOffset);
-    const leaderEpochCache = LeaderEpochFileCache.load(params.dir, params.env.logger);
     // Recovery may have cut the log below epochs the checkpoint still names.
     leaderEpochCache.truncateFromEnd(segments[segments.length - 1].nextOffset);
     const log = new UnifiedLog(
@@ -201,7 +210,12 @@ export class UnifiedLog {
       // Recovered segments are not synced yet (log-loader.ts, recoveredFrom).
       const from = recoveredFrom(segments, params.recoveryPoint);
       if (from < log.recoveryPoint) log.recoveryPoint = from;
+      log.unsyncedDirs.add(params.dir);
     }
+    // A new partition's directory (and its entry in the log dir) is synced by its first flush
+    // with data, not here: a crash before that loses an empty log the broker creates again
+    // from the topic's metadata at start, as Kafka's createLogDirectory does not sync either.
+    if (created) log.unsyncedDirs.add(params.dir).add(path.dirname(params.dir));
     return log;
   }
 
@@ -490,6 +504,7 @@ export class UnifiedLog {
     }
     this.installIndexLoader(fresh);
     this.segments.push(fresh);
+    this.unsyncedDirs.add(this.dir);
     this.logStartOffsetValue = offset;
     this.highWatermarkValue = offset;
     this.recoveryPoint = offset;
@@ -588,6 +603,7 @@ export class UnifiedLog {
     }
     this.installIndexLoader(segment);
     this.segments.push(segment);
+    this.unsyncedDirs.add(this.dir);
     this.snapshotProducerState("roll");
     void this.flushAsync().catch((error: unknown) =>
       this.env.logger.warn(`${this.name}: flush after roll failed: ${String(error)}`),
@@ -709,12 +725,20 @@ export class UnifiedLog {
     return best.findOffsetByTimestamp(bestTimestamp, this.logStartOffsetValue);
   }
 
-  /** fdatasync of everything appended so far; the recovery point moves to the LEO. */
+  /**
+   * fdatasync of everything appended so far, the leader epochs and the new directory entries;
+   * the recovery point moves to the LEO.
+   */
   flush(): void {
     this.ensureOpen();
     const target = this.logEndOffset;
     for (let i = this.segmentSlotFor(this.recoveryPoint); i < this.segments.length; i++) {
       this.segments[i].flush();
+    }
+    if (target > 0n) {
+      this.leaderEpochCache.writeIfDirty();
+      for (const dir of this.unsyncedDirs) fsyncDirectory(dir);
+      this.unsyncedDirs.clear();
     }
     this.flushed(target);
   }
@@ -726,7 +750,17 @@ export class UnifiedLog {
     for (let i = this.segmentSlotFor(this.recoveryPoint); i < this.segments.length; i++) {
       pending.push(this.segments[i].flushAsync());
     }
-    await Promise.all(pending);
+    // Nothing written yet: a crash loses only an empty log (see load), so nothing to sync.
+    const dirs = target > 0n ? [...this.unsyncedDirs] : [];
+    for (const dir of dirs) this.unsyncedDirs.delete(dir);
+    try {
+      if (target > 0n) pending.push(this.leaderEpochCache.writeIfDirtyInBackground());
+      await Promise.all(pending);
+      await Promise.all(dirs.map(fsyncDirectoryInBackground));
+    } catch (error) {
+      for (const dir of dirs) this.unsyncedDirs.add(dir);
+      throw error;
+    }
     this.flushed(target);
   }
 
@@ -822,11 +856,34 @@ export class UnifiedLog {
 
   /** Flushes and closes the files; ranges still held keep their fds until released. */
   close(): void {
-    if (this.closed) return;
+    if (this.closed || this.closing) return;
     this.flush();
     this.snapshotProducerState("close");
     this.activeSegment.onBecomeInactive();
     this.activeSegment.flush();
+    this.closeSegments();
+  }
+
+  /**
+   * close with the syncs on the thread pool, so a broker stopping with thousands of logs can
+   * flush many at once (LogManager.closeAsync). Appends are refused from the first await on.
+   */
+  async closeAsync(): Promise<void> {
+    if (this.closed || this.closing) return;
+    this.closing = true;
+    await this.flushAsync();
+    this.producerState.advanceMapEndOffset(this.logEndOffset);
+    try {
+      await this.producerState.takeSnapshotInBackground();
+    } catch (error) {
+      this.env.logger.warn(`${this.name}: producer snapshot at close failed: ${error}`);
+    }
+    this.activeSegment.onBecomeInactive();
+    await this.activeSegment.flushAsync();
+    this.closeSegments();
+  }
+
+  private closeSegments(): void {
     for (const segment of this.segments) segment.close();
     this.closed = true;
     this.layoutEpochValue++;
@@ -850,7 +907,7 @@ export class UnifiedLog {
   }
 
   private ensureOpen(): void {
-    if (this.closed) {
+    if (this.closed || this.closing) {
       throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `log ${this.name} is closed`);
     }
   }

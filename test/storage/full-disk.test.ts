@@ -21,7 +21,9 @@ if (!mounted) {
     "\n!!! full-disk test SKIPPED: cannot mount a 1 MiB tmpfs (needs root / CAP_SYS_ADMIN) !!!\n",
   );
 }
-afterAll(() => {
+afterAll(async () => {
+  // Flushes started by segment rolls sync on the thread pool; the mount stays busy until done.
+  await Bun.sleep(200);
   if (mounted) Bun.spawnSync(["umount", mountPoint]);
   removeDir(mountPoint);
 });

@@ -25,6 +25,11 @@ test("epochs are checkpointed in Kafka's text format and read back", () => {
   cache.assign(0, 0n);
   cache.assign(3, 1200n);
   cache.assign(2, 1500n); // Older than the latest: ignored.
+  // A new epoch waits in memory for the log's next flush (writeIfDirty).
+  expect(fs.existsSync(path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE))).toBe(false);
+  expect(cache.isDirty).toBe(true);
+  cache.writeIfDirty();
+  expect(cache.isDirty).toBe(false);
   expect(checkpointText()).toBe("0\n2\n0 0\n3 1200\n");
   const again = LeaderEpochFileCache.load(dir, logger);
   expect(again.all()).toEqual([
@@ -74,4 +79,31 @@ test("epochForOffset names the epoch whose leader wrote an offset", () => {
   cache.assign(3, 20n);
   expect([5n, 10n, 19n].map((o) => cache.epochForOffset(o))).toEqual([-1, 1, 1]);
   expect(cache.epochForOffset(500n)).toBe(3);
+});
+
+test("a background write never replaces a newer truncation written meanwhile", async () => {
+  const cache = LeaderEpochFileCache.load(dir, logger);
+  cache.assign(1, 0n);
+  cache.assign(2, 100n);
+  const background = cache.writeIfDirtyInBackground();
+  // A truncation writes at once, before the background write reaches its rename.
+  cache.truncateFromEnd(100n);
+  await background;
+  expect(checkpointText()).toBe("0\n1\n1 0\n");
+  expect(cache.isDirty).toBe(false);
+  cache.assign(3, 50n);
+  await cache.writeIfDirtyInBackground();
+  expect(checkpointText()).toBe("0\n2\n1 0\n3 50\n");
+  expect(LeaderEpochFileCache.load(dir, logger).all()).toEqual(cache.all());
+});
+
+test("discardFrom forgets epochs in memory only, for recovery to rebuild them", () => {
+  const cache = LeaderEpochFileCache.load(dir, logger);
+  cache.assign(1, 0n);
+  cache.assign(4, 70n);
+  cache.writeIfDirty();
+  cache.discardFrom(70n);
+  expect(cache.latestEpoch).toBe(1);
+  expect(checkpointText()).toBe("0\n2\n1 0\n4 70\n");
+  expect(cache.isDirty).toBe(true);
 });

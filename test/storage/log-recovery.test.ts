@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { verifyBatchCrc } from "../../src/protocol/record-batch.ts";
+import { LEADER_EPOCH_CHECKPOINT_FILE } from "../../src/storage/leader-epoch-file-cache.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { CLEAN_SHUTDOWN_FILE, LogManager } from "../../src/storage/log-manager.ts";
 import { RECOVERY_POINT_CHECKPOINT_FILE } from "../../src/storage/offset-checkpoint-file.ts";
@@ -167,6 +168,58 @@ describe("recovery after a crash", () => {
     const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
     expect(checkpoint).toBe("0\n1\nevents 3 12\n");
     open();
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
+  });
+});
+
+describe("leader epochs and directories written by flushes, not by creation", () => {
+  const epochFile = () => partitionFile(LEADER_EPOCH_CHECKPOINT_FILE);
+
+  test("a new epoch reaches the checkpoint with the flush that moves the recovery point", () => {
+    const log = open();
+    log.appendAsLeader(batch(4), 3);
+    expect(fs.existsSync(epochFile())).toBe(false);
+    log.flush();
+    expect(fs.readFileSync(epochFile(), "utf8")).toBe("0\n1\n3 0\n");
+  });
+
+  test("recovery rebuilds the epochs of the segments it validates from their batches", () => {
+    const log = open();
+    for (const epoch of [0, 0, 2, 2, 5]) log.appendAsLeader(batch(4, { valueBytes: 40 }), epoch);
+    const epochs = [
+      { epoch: 0, startOffset: 0n },
+      { epoch: 2, startOffset: 8n },
+      { epoch: 5, startOffset: 16n },
+    ];
+    expect(log.leaderEpochCache.all()).toEqual(epochs);
+    // A crash before any flush: no checkpoint of the epochs, nothing synced.
+    manager.close();
+    fs.rmSync(epochFile());
+    const recovered = crashAndReopen({ fromStart: true });
+    expect(recovered.leaderEpochCache.all()).toEqual(epochs);
+    // A stale checkpoint naming an epoch the batches contradict is corrected the same way.
+    manager.close();
+    fs.writeFileSync(epochFile(), "0\n2\n0 0\n7 4\n");
+    expect(crashAndReopen({ fromStart: true }).leaderEpochCache.all()).toEqual(epochs);
+  });
+
+  test("closeAsync flushes every log, then writes the marker; a failed close leaves none", async () => {
+    const log = open();
+    const other = manager.getOrCreateLog("events", 4);
+    log.appendAsLeader(batch(4), 1);
+    other.appendAsLeader(batch(2), 1);
+    await manager.closeAsync();
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(true);
+    expect(fs.readFileSync(epochFile(), "utf8")).toBe("0\n1\n1 0\n");
+    const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
+    expect(checkpoint.split("\n").sort().join(" ")).toBe(" 0 2 events 3 4 events 4 2");
+    const reopened = open();
+    expect(reopened.logEndOffset).toBe(4n);
+    expect(lines.filter((l) => /truncat|recover/i.test(l))).toEqual([]);
+    // A log whose directory vanished cannot close: the next start must recover.
+    reopened.appendAsLeader(batch(1), 1);
+    fs.rmSync(reopened.dir, { recursive: true });
+    await manager.closeAsync();
     expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
   });
 });
