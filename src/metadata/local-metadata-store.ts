@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { fsyncDirectory } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "./metadata-store.ts";
 
@@ -83,6 +84,9 @@ export class LocalMetadataStore implements MetadataStore {
       fs.closeSync(fd);
     }
     fs.renameSync(tmp, this.filePath);
+    // The rename must be durable before CreateTopics answers: the topic's logs are created
+    // without syncs and come back from this file after a crash (UnifiedLog.load).
+    fsyncDirectory(path.dirname(this.filePath));
   }
 }
 
