@@ -485,6 +485,28 @@ describe("LogCleaner: the Worker", () => {
     expect(readAllRecords(log).length).toBe(10);
   });
 
+  test("a chunk whose cleaned batches outgrow the output buffer: the Worker grows it", async () => {
+    // One 4000-byte batch of 100 tombstones fills a 4 KiB chunk; giving them a delete horizon
+    // widens every record's timestamp delta, so the cleaned batch is larger than the buffer.
+    const log = open({ segmentBytes: 5000 }, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
+    const keys = Array.from({ length: 100 }, (_, i) => `tombstone-key-${String(i).padStart(18)}`);
+    append(
+      log,
+      keys.map((key) => ({ key, value: null })),
+      { timestampMs: Date.now() },
+    );
+    log.roll();
+    const sealedBytes = log.sealedSegments()[0].sizeBytes;
+    expect(sealedBytes).toBeGreaterThan(3900);
+    expect(sealedBytes).toBeLessThanOrEqual(4096);
+    const before = readAllRecords(log);
+    expect(await manager.cleaner.cleanOnce()).not.toBeNull();
+    const [batch] = readAllBatches(log);
+    expect(batch.attributes & DELETE_HORIZON_BIT).toBe(DELETE_HORIZON_BIT);
+    expect(log.sealedSegments()[0].sizeBytes).toBeGreaterThan(4096);
+    expect(readAllRecords(log)).toEqual(before);
+  });
+
   test("stopping the cleaner mid-cleaning ends its Worker; nothing is lost, a new one cleans", async () => {
     const slow = { ioBufferBytes: 4096, ioMaxBytesPerSecond: 40_000 };
     const log = open({}, slow).getOrCreateLog("t", 0);
