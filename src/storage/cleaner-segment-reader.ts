@@ -1,8 +1,9 @@
 /**
  * Reads a sealed segment for the cleaner in chunks of whole batches, asynchronously, so the event
- * loop serves requests while the disk works. Each chunk is a positional read (pread) through
- * node:fs on the thread pool, over the segment's fd; a reference is held for the read, so an fd
- * pool eviction or the segment's deletion cannot close the fd meanwhile.
+ * loop serves requests while the disk works, one chunk ahead of the cleaner's Worker. Each chunk
+ * is a positional read (pread) through node:fs on the thread pool, over the segment's fd; a
+ * reference is held for the read, so an fd pool eviction or the segment's deletion cannot close
+ * the fd meanwhile.
  *
  * Not Bun.file: over an fd, Bun.file(fd).slice(0, n) reads from the fd's current position
  * instead of offset 0 (wrong bytes on a shared fd), and over the path it was slower than pread
@@ -16,66 +17,107 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { LOG_OVERHEAD, RECORD_BATCH_OVERHEAD } from "../protocol/record-batch.ts";
 import type { LogSegment } from "./log-segment.ts";
 
-/** Reads into `buffer` (reused across chunks: the cleaner allocates no buffer per chunk). */
+/** Reads `length` bytes at `position` into `buffer`, holding a reference on the fd meanwhile. */
 function readChunk(
-  fd: number,
+  segment: LogSegment,
   buffer: Uint8Array,
   position: number,
   length: number,
-): Promise<Uint8Array> {
-  return new Promise((resolve, reject) => {
-    fs.read(fd, buffer, 0, length, position, (error, bytesRead) =>
-      error ? reject(error) : resolve(buffer.subarray(0, bytesRead)),
-    );
+): Promise<ReadChunk> {
+  const fd = segment.file.acquire();
+  return new Promise<ReadChunk>((resolve, reject) => {
+    fs.read(fd, buffer, 0, length, position, (error, bytesRead) => {
+      segment.file.release();
+      if (error) reject(error);
+      else resolve({ buffer, bytesRead });
+    });
   });
 }
 
+interface ReadChunk {
+  readonly buffer: Uint8Array;
+  readonly bytesRead: number;
+}
+
 /**
- * The buffer chunks are read into. The caller may hand `bytes` away between chunks (to the
- * cleaner's Worker, transferred) as long as it puts a buffer back before asking for the next.
+ * The cleaner's read buffers, reused for a whole cleaning (a fresh 512 KiB buffer per chunk
+ * once caused GC pauses). A chunk's buffer comes back with `give` once its bytes are used; the
+ * consumer may hand it away meanwhile (to the cleaner's Worker, transferred). Two are in use at
+ * most: the chunk being worked on and the one read ahead.
  */
-export interface ChunkBuffer {
-  bytes: Uint8Array;
+export class ChunkBuffers {
+  private readonly free: Uint8Array[] = [];
+
+  constructor(private readonly chunkBytes: number) {}
+
+  take(minBytes: number): Uint8Array {
+    const buffer = this.free.pop();
+    if (buffer !== undefined && buffer.length >= minBytes) return buffer;
+    return new Uint8Array(Math.max(this.chunkBytes, minBytes));
+  }
+
+  give(buffer: Uint8Array): void {
+    if (this.free.length < 2) this.free.push(buffer);
+  }
+}
+
+/** Whole batches in `buffer[0, length)`; `buffer` is to be given back to the ChunkBuffers. */
+export interface SegmentChunk {
+  readonly buffer: Uint8Array;
+  readonly length: number;
 }
 
 /**
  * Reads the segment from its start in chunks of at least `chunkBytes` (more when one batch is
- * larger) into `buffer.bytes`, and yields for each how many bytes at its start are whole
- * batches; `onChunk` is awaited after each read (throttling, abort checks). Ends at the
- * segment's size as it was when the walk started.
+ * larger) and yields each as whole batches; `onChunk` is awaited after each read (throttling,
+ * abort checks). The next chunk is read while the caller works on the current one, so the disk
+ * and the Worker overlap. Ends at the segment's size as it was when the walk started.
  */
 export async function* readSegmentChunks(
   segment: LogSegment,
-  buffer: ChunkBuffer,
+  buffers: ChunkBuffers,
   chunkBytes: number,
   onChunk: (bytesRead: number) => Promise<void>,
-): AsyncGenerator<number> {
+): AsyncGenerator<SegmentChunk> {
   const endPosition = segment.sizeBytes;
   let position = 0;
   let want = chunkBytes;
-  // Each pass consumes at least one whole batch or grows `want` to the batch's size.
-  while (position < endPosition) {
-    const length = Math.min(want, endPosition - position);
-    if (buffer.bytes.length < length) buffer.bytes = new Uint8Array(length);
-    const fd = segment.file.acquire();
-    let chunk: Uint8Array;
-    try {
-      chunk = await readChunk(fd, buffer.bytes, position, length);
-    } finally {
-      segment.file.release();
+  let ahead: Promise<ReadChunk> | null = null;
+  try {
+    // Each pass consumes at least one whole batch or grows `want` to the batch's size.
+    while (position < endPosition) {
+      const length = Math.min(want, endPosition - position);
+      const read = ahead ?? readChunk(segment, buffers.take(length), position, length);
+      ahead = null;
+      const { buffer, bytesRead } = await read;
+      if (bytesRead !== length) changed(segment, position, "short read");
+      await onChunk(bytesRead);
+      const { consumed, nextBatchBytes } = splitChunk(
+        buffer.subarray(0, length),
+        position,
+        segment,
+      );
+      if (consumed === 0) {
+        buffers.give(buffer);
+        // Everything left was read and still holds no whole batch: the file is not what it was.
+        if (length === endPosition - position) changed(segment, position, "partial batch");
+        want = nextBatchBytes;
+        continue;
+      }
+      want = chunkBytes;
+      position += consumed;
+      if (position < endPosition) {
+        const next = Math.min(want, endPosition - position);
+        ahead = readChunk(segment, buffers.take(next), position, next);
+      }
+      yield { buffer, length: consumed };
     }
-    if (chunk.length !== length) changed(segment, position, "short read");
-    await onChunk(chunk.length);
-    const { consumed, nextBatchBytes } = splitChunk(chunk, position, segment);
-    if (consumed === 0) {
-      // Everything left was read and still holds no whole batch: the file is not what it was.
-      if (length === endPosition - position) changed(segment, position, "partial batch");
-      want = nextBatchBytes;
-      continue;
-    }
-    want = chunkBytes;
-    position += consumed;
-    yield consumed;
+  } finally {
+    // A walk ended early (map full, cleaning abandoned) leaves its read-ahead to finish alone.
+    ahead?.then(
+      (chunk) => buffers.give(chunk.buffer),
+      () => {},
+    );
   }
 }
 

@@ -19,8 +19,8 @@
  * `.cleaned` files are removed.
  */
 import * as fs from "node:fs";
-import type { ChunkBuffer } from "./cleaner-segment-reader.ts";
-import { readSegmentChunks } from "./cleaner-segment-reader.ts";
+import type { SegmentChunk } from "./cleaner-segment-reader.ts";
+import { ChunkBuffers, readSegmentChunks } from "./cleaner-segment-reader.ts";
 import type { CleanerThread } from "./cleaner-thread.ts";
 import type {
   CleanerWorkerRequest,
@@ -84,13 +84,13 @@ export interface CleanerOptions {
 }
 
 export class Cleaner {
-  /** Chunks are read into it; it travels to the Worker and back with every chunk. */
-  private readonly input: ChunkBuffer;
+  /** Chunks are read into them; each travels to the Worker and back. */
+  private readonly input: ChunkBuffers;
   /** The Worker writes a chunk's kept batches into it (and may send back a larger one). */
   private output: Uint8Array;
 
   constructor(private readonly options: CleanerOptions) {
-    this.input = { bytes: new Uint8Array(options.ioBufferBytes) };
+    this.input = new ChunkBuffers(options.ioBufferBytes);
     this.output = new Uint8Array(options.ioBufferBytes);
   }
 
@@ -183,14 +183,14 @@ export class Cleaner {
     await this.call(begin, [], guard);
     let latestOffset = start - 1;
     for (const segment of dirty) {
-      for await (const length of this.chunks(segment, stats, guard)) {
-        const buffer = this.input.bytes.buffer as ArrayBuffer;
+      for await (const { buffer: bytes, length } of this.chunks(segment, stats, guard)) {
+        const buffer = bytes.buffer as ArrayBuffer;
         const reply = await this.call<MapChunkReply>(
           { type: "map-chunk", buffer, length },
           [buffer],
           guard,
         );
-        this.input.bytes = new Uint8Array(reply.buffer);
+        this.input.give(new Uint8Array(reply.buffer));
         stats.mapRecords += reply.mapRecords;
         latestOffset = reply.latestOffset;
         if (reply.done) return latestOffset;
@@ -222,8 +222,8 @@ export class Cleaner {
       for (const segment of group) {
         const abortedTxns = abortedTxnsOf(log, segment.baseOffset, nextBaseOffset(log, segment));
         await this.call({ type: "filter-txns", abortedTxns }, [], guard);
-        for await (const length of this.chunks(segment, stats, guard)) {
-          const written = await this.filterChunk(log, cleaned, length, stats, guard);
+        for await (const chunk of this.chunks(segment, stats, guard)) {
+          const written = await this.filterChunk(log, cleaned, chunk, stats, guard);
           await this.options.throttler.maybeThrottle(written);
         }
       }
@@ -251,18 +251,19 @@ export class Cleaner {
   private async filterChunk(
     log: UnifiedLog,
     cleaned: LogSegment,
-    length: number,
+    chunk: SegmentChunk,
     stats: CleanerStats,
     guard: () => void,
   ): Promise<number> {
-    const input = this.input.bytes.buffer as ArrayBuffer;
+    const input = chunk.buffer.buffer as ArrayBuffer;
+    const length = chunk.length;
     const output = this.output.buffer as ArrayBuffer;
     const reply = await this.call<FilterChunkReply>(
       { type: "filter-chunk", input, length, output },
       [input, output],
       guard,
     );
-    this.input.bytes = new Uint8Array(reply.input);
+    this.input.give(new Uint8Array(reply.input));
     this.output = new Uint8Array(reply.output);
     stats.recordsRead += reply.recordsRead;
     stats.recordsKept += reply.recordsKept;
