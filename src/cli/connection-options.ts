@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type ClientConfig, ClusterClient, parseBrokerList } from "../client/cluster-client.ts";
+import { DEFAULT_GROUP_MEMBER_OPTIONS, type GroupMemberOptions } from "../client/group-member.ts";
 import { parseProperties } from "../config/properties.ts";
 import { UsageError } from "./args.ts";
 import type { CommandArgs } from "./command-args.ts";
@@ -35,11 +36,15 @@ export const CONNECTION_HELP = `Connection options (every command):
   --format table|json          output for people (default) or for scripts
 `;
 
+/** Kafka consumer keys a group member (`topic consume -g`) takes from -X or the files. */
+const GROUP_MEMBER_KEYS = ["session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms"];
+
 const CLIENT_KEYS = new Set<string>([
   "bootstrap.servers",
   "client.id",
   "request.timeout.ms",
   "socket.connection.setup.timeout.ms",
+  ...GROUP_MEMBER_KEYS,
   ...SECURITY_KEYS,
 ]);
 
@@ -92,6 +97,19 @@ function positiveInt(settings: Map<string, string>, key: string, fallback: numbe
   const n = Number(raw);
   if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${key} must be a positive integer`);
   return n;
+}
+
+export function groupMemberOptions(settings: Map<string, string>): GroupMemberOptions {
+  const d = DEFAULT_GROUP_MEMBER_OPTIONS;
+  const options = {
+    sessionTimeoutMs: positiveInt(settings, "session.timeout.ms", d.sessionTimeoutMs),
+    heartbeatIntervalMs: positiveInt(settings, "heartbeat.interval.ms", d.heartbeatIntervalMs),
+    rebalanceTimeoutMs: positiveInt(settings, "max.poll.interval.ms", d.rebalanceTimeoutMs),
+  };
+  if (options.heartbeatIntervalMs >= options.sessionTimeoutMs) {
+    throw new UsageError("heartbeat.interval.ms must be lower than session.timeout.ms");
+  }
+  return options;
 }
 
 export function clientConfig(args: CommandArgs): ClientConfig {

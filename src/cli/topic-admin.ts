@@ -1,15 +1,18 @@
 /**
  * `quill topic create|list|describe|delete|add-partitions|alter-config|describe-config`: topic
  * administration with CreateTopics, Metadata, ListOffsets, DeleteTopics, CreatePartitions,
- * IncrementalAlterConfigs and DescribeConfigs, as kafka-topics.sh and kafka-configs.sh do.
+ * IncrementalAlterConfigs and DescribeConfigs, as kafka-topics.sh and kafka-configs.sh do;
+ * describe adds partition sizes from DescribeLogDirs, as kafka-log-dirs.sh shows them.
  */
 import { check } from "../client/client-errors.ts";
 import type { ClusterClient } from "../client/cluster-client.ts";
+import { type ReplicaSizes, replicaSizes } from "../client/log-dir-sizes.ts";
 import {
   describeTopics,
   EARLIEST_TIMESTAMP,
   LATEST_TIMESTAMP,
   listOffsets,
+  type PartitionInfo,
   partitionKey,
   topicsOf,
 } from "../client/partition-offsets.ts";
@@ -96,6 +99,7 @@ export async function topicDescribe(args: CommandArgs): Promise<number> {
     for (const topic of await describeTopics(client, args.positionals)) {
       const starts = await listOffsets(client, topic.partitions, EARLIEST_TIMESTAMP);
       const ends = await listOffsets(client, topic.partitions, LATEST_TIMESTAMP);
+      const sizes = await replicaSizes(client, topic.partitions);
       const partitions = topic.partitions.map((p) => ({
         partition: p.partition,
         leader: p.leader,
@@ -105,6 +109,7 @@ export async function topicDescribe(args: CommandArgs): Promise<number> {
         offlineReplicas: p.offline,
         logStartOffset: starts.get(partitionKey(p.topic, p.partition)) ?? null,
         logEndOffset: ends.get(partitionKey(p.topic, p.partition)) ?? null,
+        ...sizeFields(p, sizes),
       }));
       described.push({ topic: topic.name, topicId: uuidText(topic.topicId), partitions });
     }
@@ -117,7 +122,17 @@ export async function topicDescribe(args: CommandArgs): Promise<number> {
         `topic ${t.topic}  id ${t.topicId}  partitions ${t.partitions.length}\n`,
       );
       printTable(
-        ["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "LOG-START", "LOG-END", "RECORDS"],
+        [
+          "PARTITION",
+          "LEADER",
+          "EPOCH",
+          "REPLICAS",
+          "ISR",
+          "LOG-START",
+          "LOG-END",
+          "RECORDS",
+          "SIZE",
+        ],
         t.partitions.map((p) => [
           p.partition,
           p.leader,
@@ -129,11 +144,37 @@ export async function topicDescribe(args: CommandArgs): Promise<number> {
           p.logEndOffset !== null && p.logStartOffset !== null
             ? p.logEndOffset - p.logStartOffset
             : null,
+          p.sizeBytes === null ? null : humanBytes(p.sizeBytes),
         ]),
       );
     }
     return 0;
   });
+}
+
+/**
+ * The leader replica's size (what a consumer reads), and every replica's, from DescribeLogDirs;
+ * null where no broker answered.
+ */
+function sizeFields(p: PartitionInfo, sizes: ReplicaSizes) {
+  const replicas = sizes.get(partitionKey(p.topic, p.partition)) ?? new Map<number, bigint>();
+  const leader = replicas.get(p.leader);
+  return {
+    sizeBytes: leader === undefined ? null : Number(leader),
+    replicaSizeBytes: Object.fromEntries([...replicas].map(([id, n]) => [id, Number(n)])),
+  };
+}
+
+/** Bytes for people: 1023 B, 1.5 KiB, 12.0 MiB, 3.2 GiB. */
+function humanBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
 }
 
 /** A topic id as Kafka prints it: URL-safe base64 without padding. */

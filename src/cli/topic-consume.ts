@@ -1,8 +1,10 @@
 /**
  * `quill topic consume TOPIC`: prints records as kcat -C does, from `-o` (default beginning),
  * of every partition or `-p N`, until `-n` records, the end (`-e`), or Ctrl-C. With `-g GROUP`
- * it starts from the group's committed offsets and commits what it printed (at the end and
- * every few seconds), as a simple consumer: the group must have no other active members.
+ * it consumes as a member of the group (`group-consume.ts`); with `-g GROUP -p N` it reads the
+ * one partition it was given, starts from the group's committed offset and commits what it
+ * printed (at the end and every few seconds) as a simple consumer (generation -1, as Kafka's
+ * consumer after assign()), which the group accepts only while it has no active members.
  */
 
 import { ClusterError } from "../client/client-errors.ts";
@@ -18,7 +20,8 @@ import {
   partitionKey,
 } from "../client/partition-offsets.ts";
 import type { CommandArgs } from "./command-args.ts";
-import { withClient } from "./connection-options.ts";
+import { clientSettings, groupMemberOptions, withClient } from "./connection-options.ts";
+import { groupConsume } from "./group-consume.ts";
 import { jsonText } from "./output.ts";
 import { compileFormat, type RecordFormatter, recordJson } from "./record-format.ts";
 import { parseStart, resolveStarts, type StartSpec } from "./start-offsets.ts";
@@ -52,6 +55,13 @@ export async function topicConsume(args: CommandArgs): Promise<number> {
   const limit = args.int("--count", 0, 0);
   const only = args.has("--partition") ? args.int("--partition", 0, 0, 1_000_000) : null;
   const spec = parseStart(args.get("--offset") ?? "beginning", "-o");
+  const group = args.get("--group");
+  if (group !== undefined && only === null) {
+    const member = groupMemberOptions(clientSettings(args));
+    const exitAtEnd = args.has("--exit");
+    const o = { topic, group, format, limit, spec, exitAtEnd, member };
+    return withClient(args, (client) => groupConsume(client, o));
+  }
   return withClient(args, async (client) => {
     const [info] = await describeTopics(client, [topic]);
     const partitions = info!.partitions.filter((p) => only === null || p.partition === only);

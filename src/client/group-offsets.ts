@@ -1,7 +1,7 @@
 /**
  * A group's coordinator and committed offsets. Commits are a simple consumer's (generation -1,
- * no member id), which Kafka accepts only while the group has no active members: the CLI
- * consumes, exports and seeks as the group's only client, never inside a rebalance.
+ * no member id, which Kafka accepts only while the group has no active members: export and
+ * seek) unless a group member's identity is given (`GroupMember.commit`).
  */
 import { ApiKey, type DescribeGroupsResponse } from "../protocol/generated/index.ts";
 import { check } from "./client-errors.ts";
@@ -50,12 +50,21 @@ export async function fetchCommitted(
   return out;
 }
 
+/** Who commits: a group member's generation and id, or a simple consumer (-1, ""). */
+export interface CommitIdentity {
+  readonly generationId: number;
+  readonly memberId: string;
+}
+
+const SIMPLE_CONSUMER: CommitIdentity = { generationId: -1, memberId: "" };
+
 /** Commits `offsets` (`topic:partition` to the next offset to read) for `group`. */
 export async function commitOffsets(
   client: ClusterClient,
   group: string,
   offsets: ReadonlyMap<string, bigint>,
   metadata = "",
+  identity: CommitIdentity = SIMPLE_CONSUMER,
 ): Promise<void> {
   const topics = new Map<string, { partitionIndex: number; committedOffset: bigint }[]>();
   for (const [key, offset] of offsets) {
@@ -71,8 +80,8 @@ export async function commitOffsets(
     ApiKey.OffsetCommit,
     {
       groupId: group,
-      generationIdOrMemberEpoch: -1,
-      memberId: "",
+      generationIdOrMemberEpoch: identity.generationId,
+      memberId: identity.memberId,
       retentionTimeMs: -1n,
       topics: [...topics].map(([name, partitions]) => ({
         name,

@@ -52,6 +52,7 @@ describe("quill topic", () => {
       [1, 0, [0], [0]],
     ]);
     expect(described.partitions[0].logEndOffset).toBe(0);
+    expect(described.partitions[0].sizeBytes).toBe(0);
     await quillJson(["topic", "alter-config", "t1", "--set", "cleanup.policy=compact", ...b]);
     const configs = await quillJson(["topic", "describe-config", "t1", ...b]);
     expect(configs).toContainEqual(

@@ -36,12 +36,21 @@ test("three brokers: info, describe and health, then kill -9 of one makes health
   expect([1, 2, 3]).toContain(info.controller);
   await quillJson(["topic", "create", "replicated", "-p", "3", "-r", "3", ...b]);
   await consistentMetadata(cluster, 3);
+  const produced = await quill(["topic", "produce", "replicated", "-a", "all", ...b], {
+    stdin: "one\ntwo\nthree\nfour\nfive\nsix\n",
+  });
+  expect(produced.code).toBe(0);
   const described = await quillJson(["topic", "describe", "replicated", ...b]);
   for (const p of described.partitions) {
     expect([...p.replicas].sort()).toEqual([1, 2, 3]);
     expect([...p.isr].sort()).toEqual([1, 2, 3]);
     expect(p.replicas).toContain(p.leader);
+    // DescribeLogDirs from every broker: acks=all put the same batches on each replica.
+    expect(Object.keys(p.replicaSizeBytes).sort()).toEqual(["1", "2", "3"]);
+    expect(new Set(Object.values(p.replicaSizeBytes))).toEqual(new Set([p.sizeBytes]));
   }
+  const totalBytes = described.partitions.reduce((n: number, p: Json) => n + p.sizeBytes, 0);
+  expect(totalBytes).toBeGreaterThan(6 * 3);
   const healthy = await quillJson(["cluster", "health", ...b]);
   expect(healthy).toMatchObject({
     healthy: true,
