@@ -7,7 +7,10 @@
 // * The states update the MetadataCache (what Metadata answers and where clients are sent),
 //   then the ReplicaManager makes this broker leader or follower of each partition.
 // * Broker epochs are not checked (Quill's controller sends -1); controller epochs are.
+// * A FULL request (v5+ Type 2, sent when this broker (re)joins) names every replica assigned
+//   here: any other log is a stray the broker missed the StopReplica of, and is deleted.
 import { topicPartitionKey } from "../common/topic-partition.ts";
+import { LeaderAndIsrType } from "../controller/controller-requests.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type LeaderAndIsrRequest } from "../protocol/generated/index.ts";
 import { AclOperation } from "../security/authorized-operations.ts";
@@ -22,7 +25,7 @@ export const leaderAndIsrHandler = defineHandler({
   apiKey: ApiKey.LeaderAndIsr,
   minVersion: 0,
   maxVersion: 7,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
     if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
       return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
@@ -35,6 +38,9 @@ export const leaderAndIsrHandler = defineHandler({
     if (!stale) {
       cache.applyLeaderStates(states);
       errors = ctx.broker.replicaManager.becomeLeaderOrFollower(request.controllerEpoch, states);
+      if (v5 && request.type === LeaderAndIsrType.FULL) {
+        await ctx.broker.replicaManager.deleteStrayReplicas(states);
+      }
     }
     // TopicName is in v0-4 partition errors only (v5 groups them under topic ids).
     const partitionError = (s: PartitionLeaderState) => ({

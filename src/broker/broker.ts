@@ -305,8 +305,9 @@ async function openStores(
 }
 
 /**
- * Opens the log dirs (recovering them if the last stop was not clean), creates the logs of the
- * partitions this broker hosts, and keeps them in line with topic changes made elsewhere.
+ * Opens the log dirs (recovering them if the last stop was not clean) and keeps the logs in
+ * line with topic changes made elsewhere. The embedded broker creates the logs of every
+ * partition here; in a cluster the controller's LeaderAndIsr does, as in Kafka.
  */
 async function openLogs(
   config: BrokerConfig,
@@ -316,7 +317,6 @@ async function openLogs(
   log: Logger,
   cleanups: CleanupStack,
 ): Promise<LogManager> {
-  const brokerId = config["broker.id"];
   const logs = LogManager.open({
     logDirs: config["log.dirs"],
     configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, cache.brokerConfig),
@@ -332,15 +332,14 @@ async function openLogs(
     "config warnings",
     cache.onReload(() => notApplied.check([...cache.topics()])),
   );
-  for (const t of cache.topics()) {
+  // In a cluster the controller's LeaderAndIsr creates logs (and deletes strays), as in Kafka.
+  for (const t of stores.zooKeeper === null ? cache.topics() : []) {
     for (const p of t.partitions) {
-      // In a cluster a broker keeps logs only of the partitions it is a replica of.
-      if (stores.zooKeeper !== null && !p.replicas.includes(brokerId)) continue;
       logs.getOrCreateLog(t.name, p.partition, logConfigFor(t.configs, config));
     }
   }
   logs.startBackgroundTasks();
-  const unfollow = followMetadataChanges(stores, cache, logs, config, log);
+  const unfollow = followMetadataChanges(stores, cache, logs, log);
   cleanups.push("topic change subscription", unfollow);
   cleanups.push("dynamic config", followDynamicConfig(dynamic, cache, logs, log));
   return logs;

@@ -120,15 +120,17 @@ export async function registerBroker(
 
 /**
  * Keeps the cache and the local logs in line with topic changes other processes make in
- * ZooKeeper: new partitions hosted here get logs, topics seen deleted lose theirs, changed
- * configs reach the running logs. Changes made through this broker's AdminManager are not
- * reported by the store, so nothing here repeats that work. Returns the unsubscribe function.
+ * ZooKeeper: topics seen deleted lose their logs, changed configs reach the running logs.
+ * Logs are never created here: in a cluster a replica comes into being only when the
+ * controller's LeaderAndIsr names this broker, as in Kafka (an assignment read from ZooKeeper
+ * may be one a reassignment has already moved on from). Changes made through this broker's
+ * AdminManager are not reported by the store, so nothing here repeats that work. Returns the
+ * unsubscribe function.
  */
 export function followMetadataChanges(
   stores: MetadataStores,
   cache: MetadataCache,
   logs: LogManager,
-  config: BrokerConfig,
   log: Logger,
 ): () => void {
   const store = stores.metadataStore;
@@ -141,7 +143,7 @@ export function followMetadataChanges(
     // Deletions are asynchronous; running each change after the previous one keeps a topic
     // deleted and created again from losing its new logs to the old deletion.
     applying = applying
-      .then(() => applyChange(before, deleted, { store, cache, logs, config }))
+      .then(() => applyChange(before, deleted, { cache, logs }))
       .catch((error) => {
         log.error(`applying a topic change from ZooKeeper failed: ${String(error)}`);
       });
@@ -151,35 +153,15 @@ export function followMetadataChanges(
 async function applyChange(
   before: ReadonlyMap<string, TopicMetadata>,
   deleted: readonly TopicMetadata[],
-  parts: {
-    store: ZooKeeperMetadataStore;
-    cache: MetadataCache;
-    logs: LogManager;
-    config: BrokerConfig;
-  },
+  parts: { cache: MetadataCache; logs: LogManager },
 ): Promise<void> {
-  const { store, cache, logs, config } = parts;
-  const brokerId = config["broker.id"];
+  const { cache, logs } = parts;
   for (const topic of deleted) {
     await Promise.all(topic.partitions.map((p) => logs.deleteLog(topic.name, p.partition)));
   }
   for (const topic of cache.topics()) {
+    if (JSON.stringify(before.get(topic.name)?.configs) === JSON.stringify(topic.configs)) continue;
     const logConfig = logConfigFor(topic.configs, cache.brokerConfig);
-    const configChanged =
-      JSON.stringify(before.get(topic.name)?.configs) !== JSON.stringify(topic.configs);
-    // The assignment as ZooKeeper has it now, not the cache's: a replica a reassignment just
-    // removed (and StopReplica deleted) is still in the replicas the controller last stated.
-    // The store may not have read the controller's final rewrite yet either, so a replica
-    // StopReplica deleted comes back only through LeaderAndIsr, as in Kafka.
-    const assignment = store.topic(topic.name)?.assignment ?? [];
-    for (const p of topic.partitions) {
-      if (!assignment[p.partition]?.includes(brokerId)) continue;
-      const existing = logs.getLog(topic.name, p.partition);
-      if (existing !== undefined) {
-        if (configChanged) existing.updateConfig(logConfig);
-      } else if (!logs.wasRemoved(topic.name, p.partition)) {
-        logs.getOrCreateLog(topic.name, p.partition, logConfig);
-      }
-    }
+    for (const p of topic.partitions) logs.getLog(topic.name, p.partition)?.updateConfig(logConfig);
   }
 }

@@ -16,6 +16,12 @@ export const LEADER_AND_ISR_VERSION = 7;
 export const UPDATE_METADATA_VERSION = 8;
 export const STOP_REPLICA_VERSION = 4;
 export const CONTROLLED_SHUTDOWN_VERSION = 3;
+/**
+ * LeaderAndIsr's Type (v5+): INCREMENTAL's place is taken by 0 (unspecified), as Kafka's
+ * ZooKeeper controller sends; FULL names every replica the recipient hosts (the state a broker
+ * gets when it (re)joins), so the broker may delete any other log it holds.
+ */
+export const LeaderAndIsrType = { UNSPECIFIED: 0, FULL: 2 } as const;
 /** v1 names topics (v2+ uses ids), which is what callers of alterPartition have. */
 export const ALTER_PARTITION_VERSION = 1;
 
@@ -57,13 +63,14 @@ export function leaderAndIsrRequest(
   partitions: readonly StatedPartition[],
   liveBrokers: ReadonlyMap<number, BrokerRegistrationInfo>,
   isNew: boolean,
+  type: number = LeaderAndIsrType.UNSPECIFIED,
 ): Init<LeaderAndIsrRequest> {
   const leaders = new Set(partitions.map((p) => p.state.leader));
   return {
     controllerId: controller.controllerId,
     controllerEpoch: controller.controllerEpoch,
     brokerEpoch: -1n,
-    type: 0,
+    type,
     topicStates: [...byTopic(partitions)].map(([topicName, list]) => ({
       topicName,
       topicId: topicIdBytes(list[0]!.topicIdHex),

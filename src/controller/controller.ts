@@ -70,6 +70,7 @@ import {
 } from "./controller-leader-election.ts";
 import {
   LEADER_AND_ISR_VERSION,
+  LeaderAndIsrType,
   leaderAndIsrRequest,
   STOP_REPLICA_VERSION,
   type StatedPartition,
@@ -904,7 +905,10 @@ export class KafkaController {
     }
   }
 
-  /** A broker that (re)joined learns everything: all partitions and its own replicas' states. */
+  /**
+   * A broker that (re)joined learns everything: all partitions and, in a FULL LeaderAndIsr, its
+   * own replicas' states.
+   */
   private sendFullState(active: ActiveState, brokerId: number): void {
     const all = [...active.partitions.values()];
     const identity = this.identity(active);
@@ -914,13 +918,14 @@ export class KafkaController {
       UPDATE_METADATA_VERSION,
       updateMetadataRequest(identity, all, active.brokers),
     );
+    // FULL even when it names nothing: the broker deletes every log it is not told of (strays
+    // whose StopReplica it missed while it was away).
     const hosted = all.filter((p) => p.replicas.includes(brokerId));
-    if (hosted.length === 0) return;
     void active.channels.send(
       brokerId,
       ApiKey.LeaderAndIsr,
       LEADER_AND_ISR_VERSION,
-      leaderAndIsrRequest(identity, hosted, active.brokers, false),
+      leaderAndIsrRequest(identity, hosted, active.brokers, false, LeaderAndIsrType.FULL),
     );
   }
 

@@ -269,13 +269,10 @@ export class AdminManager {
     to: number,
     configs: TopicConfigOverrides,
   ): void {
+    // In a cluster the controller's LeaderAndIsr creates each replica's log, as in Kafka.
+    if (this.config["zookeeper.connect"] !== null) return;
     const logConfig = logConfigFor(configs, this.config);
-    const brokerId = this.config["broker.id"];
-    const assignment = this.store.topic(name)?.assignment ?? [];
-    for (let p = from; p < to; p++) {
-      // In a cluster only the partition's replicas keep a log of it.
-      if (assignment[p]?.includes(brokerId) ?? true) this.logs.getOrCreateLog(name, p, logConfig);
-    }
+    for (let p = from; p < to; p++) this.logs.getOrCreateLog(name, p, logConfig);
   }
 
   /** Round-robin placement, or null when the request assigns replicas itself. */

@@ -783,7 +783,7 @@ export class ReplicaManager {
   /** The producer state of a partition this broker leads. */
   activeProducers(topic: string, partition: number): ActiveProducers {
     try {
-      const log = this.hostedLog(topic, partition);
+      const log = this.partitionOf(topic, partition).log;
       const producers = [...log.producerState.activeProducers()];
       return { errorCode: ErrorCode.NONE, errorMessage: null, producers };
     } catch (e) {
@@ -851,6 +851,28 @@ export class ReplicaManager {
   }
 
   /**
+   * A FULL LeaderAndIsr (the controller's state for a broker that (re)joins) names every replica
+   * assigned here. Any other log is a stray: moved away or deleted while this broker was down or
+   * cut off, so the StopReplica never reached it and no controller will send one. It is stopped
+   * and deleted, as Kafka's KRaft brokers do with the stray replicas they find at start-up.
+   */
+  async deleteStrayReplicas(named: readonly PartitionLeadership[]): Promise<void> {
+    if (!this.clusterMode) return;
+    const keys = new Set(named.map((s) => topicPartitionKey(s.topic, s.partition)));
+    const strays = this.logs
+      .allLogs()
+      .filter((l) => !keys.has(topicPartitionKey(l.topic, l.partition)))
+      .map((l) => ({ topic: l.topic, partition: l.partition }));
+    for (const s of strays) {
+      this.log.warn(
+        `deleting stray replica ${s.topic}-${s.partition}: the controller's full state does ` +
+          `not assign it to broker ${this.localBrokerId}`,
+      );
+    }
+    await this.stopReplicas(strays, true);
+  }
+
+  /**
    * Registers a listener told when this broker becomes or stops being a partition's leader (the
    * transaction coordinator loads and unloads its __transaction_state partitions so).
    */
@@ -903,9 +925,7 @@ export class ReplicaManager {
       this.notifyLeadership(topic, partition, false);
     }
     if (!deletePartitions) return;
-    await Promise.all(
-      partitions.map((tp) => this.logs.deleteRemovedReplica(tp.topic, tp.partition)),
-    );
+    await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));
   }
 
   /** The replica state of a partition (for the API layer, tests and tools). */
@@ -982,34 +1002,28 @@ export class ReplicaManager {
     await this.fetchers.shutdown();
   }
 
-  private hostedLog(topic: string, partition: number): UnifiedLog {
-    const log = this.logs.getLog(topic, partition);
-    if (log === undefined || this.cache.topic(topic) === undefined) {
-      throw new KafkaError(
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        `This server does not host this topic-partition: ${topic}-${partition}`,
-      );
-    }
-    return log;
-  }
-
   /**
-   * The partition's replica state. In the embedded default one the controller never described
-   * is led here alone; in a cluster only the controller makes a leader, so until it has spoken
-   * (or after StopReplica) the partition is NOT_LEADER_OR_FOLLOWER and clients retry.
+   * The partition's replica state. In a cluster only the controller's LeaderAndIsr makes one
+   * (with its log), whether or not this broker's metadata store has read the topic yet; until
+   * then (or after StopReplica) a partition the metadata knows is NOT_LEADER_OR_FOLLOWER and
+   * clients retry, as Kafka's getPartitionOrException answers. In the embedded default a
+   * partition the controller never described is led here alone.
    */
   private partitionOf(topic: string, partition: number): Partition {
-    const log = this.hostedLog(topic, partition);
     const key = topicPartitionKey(topic, partition);
+    const log = this.logs.getLog(topic, partition);
     const existing = this.partitions.get(key);
-    if (existing !== undefined && existing.log === log) return existing;
     if (this.clusterMode) {
+      if (log !== undefined && existing?.log === log) return existing;
+      if (!this.isHosted(key)) throw unknownPartition(topic, partition);
       throw new KafkaError(
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         `broker ${this.localBrokerId} has no role for ${topic}-${partition} from the controller`,
       );
     }
-    const topicId = this.cache.topic(topic)!.topicId;
+    const topicId = this.cache.topic(topic)?.topicId;
+    if (log === undefined || topicId === undefined) throw unknownPartition(topic, partition);
+    if (existing?.log === log) return existing;
     const p = Partition.soleReplica(log, this.localBrokerId, topicId);
     this.partitions.set(key, p);
     return p;
@@ -1040,6 +1054,13 @@ export class ReplicaManager {
     }
     return p;
   }
+}
+
+function unknownPartition(topic: string, partition: number): KafkaError {
+  return new KafkaError(
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    `This server does not host this topic-partition: ${topic}-${partition}`,
+  );
 }
 
 /** Kafka's UNKNOWN_VOLUME_BYTES (-1) when statfs fails. */

@@ -90,12 +90,6 @@ export class LogManager {
    * 10,000 partitions quadratic.
    */
   private readonly logCounts = new Map<string, number>();
-  /**
-   * Partitions whose replica this broker deleted on the controller's word (StopReplica with
-   * deletion), until a log is created for them again: a ZooKeeper assignment read before the
-   * controller rewrote it still names this broker, and must not bring the log back.
-   */
-  private readonly removedReplicas = new Set<string>();
   /** High watermarks found at open, by `<topic>-<partition>` (one entry per log at most). */
   private readonly checkpointedHighWatermarks = new Map<string, bigint>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
@@ -237,7 +231,6 @@ export class LogManager {
     const existing = this.getLog(topic, partition);
     if (existing !== undefined) return existing;
     checkPartitionName(topic, partition);
-    this.removedReplicas.delete(partitionDirName(topic, partition));
     if (this.logs.size >= this.maxLogs) {
       throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `broker holds ${this.maxLogs} logs`);
     }
@@ -268,27 +261,6 @@ export class LogManager {
 
   allLogs(): UnifiedLog[] {
     return [...this.logs.values()];
-  }
-
-  /**
-   * Removes a replica the controller took away from this broker (StopReplica with deletion), and
-   * remembers it for wasRemoved until a log is created for it again.
-   */
-  async deleteRemovedReplica(topic: string, partition: number): Promise<void> {
-    const key = partitionDirName(topic, partition);
-    this.removedReplicas.delete(key);
-    this.removedReplicas.add(key);
-    // Bounded like the logs themselves: the oldest entry goes first.
-    if (this.removedReplicas.size > this.maxLogs) {
-      const oldest = this.removedReplicas.values().next().value;
-      if (oldest !== undefined) this.removedReplicas.delete(oldest);
-    }
-    await this.deleteLog(topic, partition);
-  }
-
-  /** True while a replica deleted by deleteRemovedReplica has not been created again. */
-  wasRemoved(topic: string, partition: number): boolean {
-    return this.removedReplicas.has(partitionDirName(topic, partition));
   }
 
   /** Removes a partition (topic deletion); the files go in the background. */

@@ -203,18 +203,6 @@ describe("log management", () => {
     ranges[0].release();
   });
 
-  test("a replica deleted on the controller's word is remembered until a log is created again", async () => {
-    const log = open().getOrCreateLog("moved", 0);
-    fill(log, 2);
-    expect(manager.wasRemoved("moved", 0)).toBe(false);
-    await manager.deleteRemovedReplica("moved", 0);
-    expect(manager.getLog("moved", 0)).toBeUndefined();
-    expect(manager.wasRemoved("moved", 0)).toBe(true);
-    expect(manager.wasRemoved("moved", 1)).toBe(false);
-    manager.getOrCreateLog("moved", 0);
-    expect(manager.wasRemoved("moved", 0)).toBe(false);
-  });
-
   test("leftover -delete dirs are removed at startup; new logs spread over log dirs", async () => {
     fs.mkdirSync(path.join(dir, "old-0.abc123-delete"));
     const second = tempDir();
