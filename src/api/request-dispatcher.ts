@@ -86,6 +86,9 @@ export class RequestDispatcher implements RequestHandler {
     if (!conn.authenticated && !SASL_PHASE_APIS.has(apiKey)) {
       return this.refuse(conn, `unexpected request (API key ${apiKey}) before SASL authentication`);
     }
+    if (conn.sessionExpiresMs !== 0 && sessionExpired(conn, apiKey)) {
+      return this.refuse(conn, "SASL session expired without re-authentication");
+    }
     if (handler === undefined) {
       return this.refuse(conn, `unsupported API key ${apiKey} (version ${apiVersion})`);
     }
@@ -169,6 +172,15 @@ export class RequestDispatcher implements RequestHandler {
     );
     return "close";
   }
+}
+
+/**
+ * KIP-368: once the session is over, only a re-authentication (SaslHandshake, then
+ * SaslAuthenticate) may follow; anything else closes the connection, as Kafka's Processor does.
+ */
+function sessionExpired(conn: ConnectionContext, apiKey: number): boolean {
+  if (apiKey === ApiKey.SaslHandshake || apiKey === ApiKey.SaslAuthenticate) return false;
+  return Date.now() > conn.sessionExpiresMs;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type ConfigKey, key, list, nullableKey } from "./config-key.ts";
+import { type ConfigKey, key, list, long, nullableKey } from "./config-key.ts";
 import { password } from "./ssl-config-keys.ts";
 
 /**
@@ -20,6 +20,13 @@ export const SASL_CONFIG_KEYS = {
     password(),
     "JAAS config of a SASL mechanism; on a broker it is set per listener and mechanism, " +
       "`listener.name.<listener>.plain.sasl.jaas.config` (PLAIN's user_<name> entries).",
+  ),
+  "connections.max.reauth.ms": key(
+    long({ min: 0n }),
+    0,
+    "SASL sessions last this long (KIP-368): SaslAuthenticate v1+ tells the client, which " +
+      "re-authenticates on the same connection in time; a connection whose session expired " +
+      "is closed at its next request. 0: sessions never expire.",
   ),
 } satisfies Record<string, ConfigKey<unknown>>;
 

@@ -24,7 +24,6 @@ const SECURITY_PREFIXES = ["ssl.", "sasl.", "listener.name.", "delegation.token.
 /** Whole keys of Kafka's authentication and authorization settings. */
 const SECURITY_KEYS: ReadonlySet<string> = new Set([
   "principal.builder.class",
-  "connections.max.reauth.ms",
   "security.providers",
 ]);
 
@@ -65,7 +64,6 @@ export function refuseProtocol(key: string, value: string, source: string, proto
 function feature(key: string): string {
   if (key.startsWith("ssl.")) return "a TLS setting";
   if (key.startsWith("sasl.")) return "a SASL setting";
-  if (key === "connections.max.reauth.ms") return "SASL re-authentication";
   if (key.startsWith("delegation.token.")) return "delegation tokens";
   if (key.startsWith("listener.name.")) return "per-listener security settings";
   if (key === "principal.builder.class" || key === "security.providers") {

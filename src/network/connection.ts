@@ -64,6 +64,7 @@ export class Connection implements ConnectionContext, PoolMember {
   principal = "User:ANONYMOUS";
   readonly securityProtocol: string;
   authenticated: boolean;
+  sessionExpiresMs = 0;
   readonly state = new Map<string, unknown>();
   clientSoftware: string | null = null;
   closed = false;

@@ -51,6 +51,11 @@ export interface ConnectionContext {
   readonly authenticated: boolean;
   /** Marks a SASL connection authenticated as `principal`. */
   authenticate(principal: string): void;
+  /**
+   * Date.now() after which the SASL session has expired (connections.max.reauth.ms, KIP-368)
+   * and the connection must re-authenticate before any other request; 0: never.
+   */
+  sessionExpiresMs: number;
   /** Per-connection values owned by the layers above (e.g. SASL state, fetch sessions). */
   readonly state: Map<string, unknown>;
   /** True once the connection is closed: responses produced from now on are discarded. */

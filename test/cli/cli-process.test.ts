@@ -89,7 +89,7 @@ describe("quill (source, as a process)", () => {
 
   test("a security key this build cannot honour exits 2 naming it, before anything binds", () => {
     const config = join(dir, "secure.properties");
-    writeFileSync(config, "listeners=PLAINTEXT://127.0.0.1:0\nconnections.max.reauth.ms=60000\n");
+    writeFileSync(config, "listeners=PLAINTEXT://127.0.0.1:0\nsecurity.providers=com.example.P\n");
     const { code, stdout, stderr } = quill([
       "serve",
       "--config",
@@ -100,9 +100,9 @@ describe("quill (source, as a process)", () => {
     expect({ code, stdout }).toEqual({ code: 2, stdout: "" });
     expect(stderr).toBe(
       "quill: refusing to start: security config " +
-        'connections.max.reauth.ms="60000" ' +
-        "(from secure.properties:2) asks for SASL re-authentication, which this build of Quill " +
-        "does not provide; remove it, or the broker would run unprotected\n",
+        'security.providers="com.example.P" ' +
+        "(from secure.properties:2) asks for a pluggable security class, which this build of " +
+        "Quill does not provide; remove it, or the broker would run unprotected\n",
     );
     expect(existsSync(join(dir, "never"))).toBe(false);
   });

@@ -396,7 +396,9 @@ describe("security settings this build cannot honour refuse the start (never ope
         "kafka.security.authorizer.AclAuthorizer or blank",
     );
     expect(refused("super.users", "admin")).toContain("expected principals (User:<name>)");
-    expect(refused("connections.max.reauth.ms", "60000")).toContain("SASL re-authentication");
+    expect(refused("principal.builder.class", "com.example.P")).toContain(
+      "a pluggable security class",
+    );
     expect(refused("listener.name.internal.ssl.cipher.suites", "x")).toContain(
       "per-listener security settings",
     );
