@@ -1,8 +1,10 @@
-// `scripts/chaos [--quick] [--seed N] [--faults-per-kind N] [--hold-ms N]` (as root)
+// `scripts/chaos [--quick] [--seed N] [--faults-per-kind N] [--hold-ms N] [--brokers 3-5]`
+// (as root)
 //
-// A ZooKeeper ensemble (3 nodes) and 3 Quill brokers, each in its own network namespace on one
-// bridge, and the client (scripts/chaos-harness/client.ts) in another. Faults are drawn from the
-// seed, one at a time: applied, held, healed, then the cluster gets time to recover.
+// A ZooKeeper ensemble (3 nodes) and 3 to 5 Quill brokers (3 by default; the topic's replication
+// factor is 3 whatever the count), each in its own network namespace on one bridge, and the
+// client (scripts/chaos-harness/client.ts) in another. Faults are drawn from the seed, one at a
+// time: applied, held, healed, then the cluster gets time to recover.
 //   leader-cut      the leader of a partition loses ZooKeeper and the other brokers, not clients
 //   follower-cut    a follower of that partition loses everything
 //   controller-cut  the controller loses everything
@@ -12,6 +14,8 @@
 //   kill9           kill -9 of a broker, restarted after the hold
 //   sigstop         SIGSTOP of a broker, SIGCONT after the hold
 //   disk-full       a broker's data dir (a 256 MiB tmpfs) is filled, then freed
+// and combinations of two at once (COMBINATIONS in cluster.ts): leader-cut+zk-minority,
+// kill9+follower-cut, sigstop+controller-cut, applied in that order, healed in reverse.
 // Partitions are blackhole routes inside the namespace cut off. At the end the network is healed,
 // the client stops, and the checker (scripts/chaos-harness/checker.ts) reads the client's
 // records and the brokers' segment files. The last line is
@@ -26,9 +30,11 @@ import { ApiKey } from "../src/protocol/generated/index.ts";
 import { KafkaClient } from "../test/support/kafka-client.ts";
 import { checkAll, type FaultRecord, printReport } from "./chaos-harness/checker.ts";
 import {
-  BROKER_IDS,
+  brokerIds,
   brokerIp,
   CLIENT_IP,
+  COMBINATIONS,
+  type CombinedKind,
   cut,
   HOST_IP,
   KINDS,
@@ -39,8 +45,10 @@ import {
   PARTITIONS,
   type Proc,
   parseOptions,
+  REPLICATION_FACTOR,
   REPO,
   random,
+  type SingleKind,
   setUpNetwork,
   sh,
   start,
@@ -54,6 +62,8 @@ import {
 
 interface Run {
   readonly dir: string;
+  /** The brokers' ids, 1 to `--brokers`. */
+  readonly ids: readonly number[];
   readonly brokers: Map<number, Proc>;
   readonly dataDirs: Map<number, string>;
   readonly zooKeepers: Proc[];
@@ -61,13 +71,13 @@ interface Run {
   client: Proc | null;
 }
 
-async function metadata(): Promise<{
+async function metadata(ids: readonly number[]): Promise<{
   controller: number;
   leaders: Map<number, number>;
   isr: Map<number, number[]>;
   brokers: number;
 } | null> {
-  for (const id of BROKER_IDS) {
+  for (const id of ids) {
     const client = await KafkaClient.connect(9092, brokerIp(id)).catch(() => null);
     if (client === null) continue;
     try {
@@ -98,13 +108,13 @@ async function waitFor(what: string, timeoutMs: number, ok: () => Promise<boolea
   return false;
 }
 
-const healthy = async () => {
-  const m = await metadata();
+const healthy = async (ids: readonly number[]) => {
+  const m = await metadata(ids);
   return (
     m !== null &&
-    m.brokers === 3 &&
+    m.brokers === ids.length &&
     m.leaders.size === PARTITIONS &&
-    [...m.isr.values()].every((isr) => isr.length === 3)
+    [...m.isr.values()].every((isr) => isr.length === REPLICATION_FACTOR)
   );
 };
 
@@ -112,7 +122,7 @@ async function createTopic(): Promise<void> {
   const client = await KafkaClient.connect(9092, brokerIp(1));
   try {
     const r = await client.request(ApiKey.CreateTopics, 7, {
-      topics: [{ name: TOPIC, numPartitions: PARTITIONS, replicationFactor: 3 }],
+      topics: [{ name: TOPIC, numPartitions: PARTITIONS, replicationFactor: REPLICATION_FACTOR }],
       timeoutMs: 10_000,
     });
     const code = r.topics[0]!.errorCode;
@@ -125,20 +135,20 @@ async function createTopic(): Promise<void> {
 }
 
 async function startAll(run: Run): Promise<void> {
-  setUpNetwork();
+  setUpNetwork(run.ids.length);
   for (const id of ZK_IDS) run.zooKeepers.push(startZooKeeper(run.dir, id));
-  for (const id of BROKER_IDS) {
+  for (const id of run.ids) {
     run.dataDirs.set(id, mountDataDir(run.dir, id));
     run.brokers.set(id, startBroker(run.dir, id));
   }
-  const up = await waitFor("three brokers", 120_000, async () => {
-    for (const id of BROKER_IDS) restartIfDead(run, id);
-    return (await metadata())?.brokers === 3;
+  const up = await waitFor(`${run.ids.length} brokers`, 120_000, async () => {
+    for (const id of run.ids) restartIfDead(run, id);
+    return (await metadata(run.ids))?.brokers === run.ids.length;
   });
   if (!up) throw new Error("the cluster did not start");
   await createTopic();
-  await waitFor("a healthy topic", 60_000, healthy);
-  const bootstrap = BROKER_IDS.map((id) => `${brokerIp(id)}:9092`).join(",");
+  await waitFor("a healthy topic", 60_000, () => healthy(run.ids));
+  const bootstrap = run.ids.map((id) => `${brokerIp(id)}:9092`).join(",");
   const argv = [process.execPath, join(REPO, "scripts", "chaos-harness", "client.ts")];
   run.client = start(
     "qchcl",
@@ -153,35 +163,69 @@ function restartIfDead(run: Run, id: number): void {
   run.brokers.set(id, startBroker(run.dir, id));
 }
 
-/** Applies one fault; returns what heals it and a description of the target. */
+/** Applies one fault or a combination; returns what heals it and a description of the target. */
 async function apply(run: Run, kind: Kind, pick: () => number): Promise<[() => void, string]> {
-  const m = await metadata();
+  if (!(kind in COMBINATIONS)) return await applyOne(run, kind as SingleKind, pick);
+  const heals: (() => void)[] = [];
+  const targets: string[] = [];
+  // The second fault picks another broker than the first: two faults, not one twice.
+  const hit = new Set<number>();
+  for (const part of COMBINATIONS[kind as CombinedKind]) {
+    const [heal, target] = await applyOne(run, part, pick, hit);
+    heals.unshift(heal);
+    targets.push(`${part} on ${target}`);
+  }
+  const healAll = () => {
+    for (const heal of heals) heal();
+  };
+  return [healAll, targets.join(", ")];
+}
+
+/** One fault; `hit` holds the brokers earlier faults of a combination took, and gets its own. */
+async function applyOne(
+  run: Run,
+  kind: SingleKind,
+  pick: () => number,
+  hit = new Set<number>(),
+): Promise<[() => void, string]> {
+  const m = await metadata(run.ids);
   const partition = Math.floor(pick() * PARTITIONS);
   const leader = m?.leaders.get(partition) ?? 1;
-  const others = (id: number) => BROKER_IDS.filter((b) => b !== id).map(brokerIp);
+  const spare = run.ids.filter((b) => !hit.has(b));
+  if (kind === "leader-cut" || kind === "kill9" || kind === "sigstop" || kind === "disk-full") {
+    hit.add(leader);
+  }
+  const others = (id: number) => run.ids.filter((b) => b !== id).map(brokerIp);
   const zks = ZK_IDS.map(zkIp);
   const brokerPid = (id: number) => run.brokers.get(id)!.pid;
   switch (kind) {
     case "leader-cut":
       return [cut(`qchb${leader}`, [...zks, ...others(leader)]), `broker ${leader}`];
     case "follower-cut": {
-      const follower = BROKER_IDS.filter((b) => b !== leader)[Math.floor(pick() * 2)]!;
+      // A replica of the partition that is not its leader (its ISR, else any other broker).
+      const isr = (m?.isr.get(partition) ?? []).filter((b) => b !== leader && !hit.has(b));
+      const candidates = isr.length > 0 ? isr : spare.filter((b) => b !== leader);
+      const follower = candidates[Math.floor(pick() * candidates.length)]!;
+      hit.add(follower);
       return [
         cut(`qchb${follower}`, [...zks, ...others(follower), CLIENT_IP]),
         `broker ${follower}`,
       ];
     }
     case "controller-cut": {
-      const c = m?.controller ?? 1;
+      // When a combination's first fault took the controller, another broker is cut instead.
+      const known = m?.controller ?? 1;
+      const c = hit.has(known) ? spare[Math.floor(pick() * spare.length)]! : known;
+      hit.add(c);
       return [cut(`qchb${c}`, [...zks, ...others(c), CLIENT_IP]), `broker ${c}`];
     }
     case "zk-minority": {
       const z = ZK_IDS[Math.floor(pick() * 3)]!;
-      const rest = [...zks.filter((ip) => ip !== zkIp(z)), ...BROKER_IDS.map(brokerIp)];
+      const rest = [...zks.filter((ip) => ip !== zkIp(z)), ...run.ids.map(brokerIp)];
       return [cut(`qchzk${z}`, rest), `zookeeper ${z}`];
     }
     case "netem": {
-      const b = BROKER_IDS[Math.floor(pick() * 3)]!;
+      const b = run.ids[Math.floor(pick() * run.ids.length)]!;
       sh(`tc qdisc add dev qchb${b}h root netem delay 100ms loss 10%`);
       return [() => sh(`tc qdisc del dev qchb${b}h root`, true), `broker ${b}`];
     }
@@ -225,8 +269,8 @@ async function runFaults(run: Run, options: Options): Promise<FaultRecord[]> {
     console.error(`chaos: ${kind} on ${target}`);
     await Bun.sleep(options.holdMs);
     heal();
-    for (const id of BROKER_IDS) restartIfDead(run, id);
-    await waitFor(`recovery after ${kind}`, options.recoverMs * 4, healthy);
+    for (const id of run.ids) restartIfDead(run, id);
+    await waitFor(`recovery after ${kind}`, options.recoverMs * 4, () => healthy(run.ids));
     faults.push({ kind, target, startMs, endMs: Date.now() });
   }
   return faults;
@@ -245,10 +289,14 @@ async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
   const run: Run = {
     dir: mkdtempSync(join(tmpdir(), "quill-chaos-")),
+    ids: brokerIds(options.brokers),
     brokers: new Map(),
     dataDirs: new Map(),
     zooKeepers: [],
-    notes: [`seed ${options.seed} (replay with --seed ${options.seed})`, `host ${HOST_IP}`],
+    notes: [
+      `seed ${options.seed} (replay with --seed ${options.seed} --brokers ${options.brokers})`,
+      `${options.brokers} brokers, host ${HOST_IP}`,
+    ],
     client: null,
   };
   const interrupted = async () => {

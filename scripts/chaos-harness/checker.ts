@@ -87,7 +87,14 @@ function finalLogs(
   const logs = new Map<number, Map<string, string>>();
   const replicasDiffer: string[] = [];
   for (let p = 0; p < partitions; p++) {
-    const copies = [...dataDirs].map(([id, dir]) => ({ id, bytes: logBytes(dir, topic, p) }));
+    // With more brokers than replicas, only the partition's replicas have its directory.
+    const copies = [...dataDirs]
+      .filter(([, dir]) => existsSync(join(dir, `${topic}-${p}`)))
+      .map(([id, dir]) => ({ id, bytes: logBytes(dir, topic, p) }));
+    if (copies.length === 0) {
+      replicasDiffer.push(`${topic}-${p}: no replica found`);
+      continue;
+    }
     const first = copies[0]!;
     const differ = copies.filter((c) => !c.bytes.equals(first.bytes)).map((c) => c.id);
     if (differ.length > 0) replicasDiffer.push(`${topic}-${p}: broker ${first.id} vs ${differ}`);

@@ -12,12 +12,16 @@ export const BRIDGE = "qchbr";
 export const TOPIC = "chaos";
 export const PARTITIONS = 3;
 export const ZK_IDS = [1, 2, 3];
-export const BROKER_IDS = [1, 2, 3];
+/** `--brokers N`: 3 (the default) to BROKERS_MAX brokers; the topic's replication factor is 3. */
+export const BROKERS_MIN = 3;
+export const BROKERS_MAX = 5;
+export const REPLICATION_FACTOR = 3;
+export const brokerIds = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
 export const zkIp = (id: number) => `${SUBNET}.${10 + id}`;
 export const brokerIp = (id: number) => `${SUBNET}.${20 + id}`;
 export const CLIENT_IP = `${SUBNET}.100`;
 export const HOST_IP = `${SUBNET}.254`;
-export const KINDS = [
+export const SINGLE_KINDS = [
   "leader-cut",
   "follower-cut",
   "controller-cut",
@@ -27,13 +31,25 @@ export const KINDS = [
   "sigstop",
   "disk-full",
 ] as const;
-export type Kind = (typeof KINDS)[number];
+export type SingleKind = (typeof SINGLE_KINDS)[number];
+
+/** Two faults at once: applied one after the other, held together, healed in reverse order. */
+export const COMBINATIONS = {
+  "leader-cut+zk-minority": ["leader-cut", "zk-minority"],
+  "kill9+follower-cut": ["kill9", "follower-cut"],
+  "sigstop+controller-cut": ["sigstop", "controller-cut"],
+} as const satisfies Record<string, readonly [SingleKind, SingleKind]>;
+export type CombinedKind = keyof typeof COMBINATIONS;
+
+export const KINDS = [...SINGLE_KINDS, ...(Object.keys(COMBINATIONS) as CombinedKind[])] as const;
+export type Kind = SingleKind | CombinedKind;
 
 export interface Options {
   readonly seed: number;
   readonly perKind: number;
   readonly holdMs: number;
   readonly recoverMs: number;
+  readonly brokers: number;
 }
 
 export function parseOptions(argv: readonly string[]): Options {
@@ -42,7 +58,12 @@ export function parseOptions(argv: readonly string[]): Options {
     return i < 0 ? fallback : Number(argv[i + 1]);
   };
   const quick = argv.includes("--quick");
+  const brokers = value("--brokers", BROKERS_MIN);
+  if (!Number.isInteger(brokers) || brokers < BROKERS_MIN || brokers > BROKERS_MAX) {
+    throw new Error(`--brokers takes ${BROKERS_MIN} to ${BROKERS_MAX}, got ${brokers}`);
+  }
   return {
+    brokers,
     seed: value("--seed", Date.now() % 100_000),
     perKind: value("--faults-per-kind", quick ? 1 : 50),
     holdMs: value("--hold-ms", quick ? 6_000 : 10_000),
@@ -72,17 +93,17 @@ export function sh(command: string, allowFailure = false): string {
 
 // ---- network ------------------------------------------------------------------------------
 
-const namespaces = () => [
+const namespaces = (brokers: number) => [
   ...ZK_IDS.map((id) => ({ ns: `qchzk${id}`, ip: zkIp(id) })),
-  ...BROKER_IDS.map((id) => ({ ns: `qchb${id}`, ip: brokerIp(id) })),
+  ...brokerIds(brokers).map((id) => ({ ns: `qchb${id}`, ip: brokerIp(id) })),
   { ns: "qchcl", ip: CLIENT_IP },
 ];
 
-export function setUpNetwork(): void {
+export function setUpNetwork(brokers: number): void {
   tearDownNetwork();
   sh(`ip link add ${BRIDGE} type bridge && ip link set ${BRIDGE} up`);
   sh(`ip addr add ${HOST_IP}/24 dev ${BRIDGE}`);
-  for (const { ns, ip } of namespaces()) {
+  for (const { ns, ip } of namespaces(brokers)) {
     sh(`ip netns add ${ns}`);
     sh(`ip link add ${ns}h type veth peer name ${ns}n`);
     sh(`ip link set ${ns}h master ${BRIDGE} && ip link set ${ns}h up`);
@@ -92,8 +113,9 @@ export function setUpNetwork(): void {
   }
 }
 
+/** Removes what any earlier run made, whatever its broker count. */
 export function tearDownNetwork(): void {
-  for (const { ns } of namespaces()) {
+  for (const { ns } of namespaces(BROKERS_MAX)) {
     sh(`ip netns del ${ns}`, true);
     sh(`ip link del ${ns}h`, true);
   }

@@ -7,6 +7,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkAll } from "../../scripts/chaos-harness/checker.ts";
+import { COMBINATIONS, KINDS, parseOptions } from "../../scripts/chaos-harness/cluster.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 
 const dirs: string[] = [];
@@ -79,4 +80,35 @@ test("counts lost, duplicated, dirty, reordered, differing and backwards records
   expect(report.commitsBackwards).toBe(1);
   expect(report.replicasDiffer).toEqual(["chaos-0: broker 1 vs 3"]);
   expect(report.rows).toEqual(["| kill9 | 1 | 2 | 1 | 7 |"]);
+});
+
+test("with more brokers than replicas, only the partition's replicas are compared", () => {
+  const root = mkdtempSync(join(tmpdir(), "quill-chaos-check-"));
+  dirs.push(root);
+  const elsewhere = join(root, "b4");
+  mkdirSync(elsewhere);
+  const dataDirs = new Map([
+    [1, broker(root, 1, ["a", "b"])],
+    [2, broker(root, 2, ["a", "b"])],
+    [3, broker(root, 3, ["a", "b"])],
+    [4, elsewhere],
+  ]);
+  jsonl(join(root, "acked.jsonl"), [
+    { partition: 0, offset: "1", value: "b", sentAtMs: 1, atMs: 1 },
+  ]);
+  const input = { outDir: root, topic: "chaos", partitions: 1, faults: [], startMs: 0, endMs: 2 };
+  const report = checkAll({ ...input, dataDirs });
+  expect(report.replicasDiffer).toEqual([]);
+  expect(report.lost).toBe(0);
+  const none = checkAll({ ...input, dataDirs: new Map([[4, elsewhere]]) });
+  expect(none.replicasDiffer).toEqual(["chaos-0: no replica found"]);
+});
+
+test("--brokers takes 3 to 5; combined faults are in every schedule", () => {
+  expect(parseOptions([]).brokers).toBe(3);
+  expect(parseOptions(["--quick", "--brokers", "5"]).brokers).toBe(5);
+  expect(() => parseOptions(["--brokers", "2"])).toThrow("--brokers takes 3 to 5");
+  expect(() => parseOptions(["--brokers", "6"])).toThrow("--brokers takes 3 to 5");
+  expect(KINDS).toContain("leader-cut+zk-minority");
+  for (const [kind, parts] of Object.entries(COMBINATIONS)) expect(kind).toBe(parts.join("+"));
 });
