@@ -9,6 +9,9 @@
  *   Requests are only handed to the library while connected, so a timed-out call is not
  *   replayed minutes later when ZooKeeper comes back.
  * - Typed errors (`NoNodeError`, `NodeExistsError`, `BadVersionError`, ...).
+ * - Reads whose connection broke under them are sent again once connected, within their
+ *   deadline, as Kafka's ZooKeeper client retries requests after a connection loss. Writes are
+ *   not: one may have been applied, and only its caller knows what a repeat would mean.
  * - Session expiry creates a new session and emits "session-recreated", so owners of ephemeral
  *   znodes and watches can register them again. The library itself just stops after expiry.
  * - A liveness probe: the library never notices a connection that silently stops answering
@@ -39,6 +42,7 @@ import {
   type ZooKeeperOpResult,
 } from "./znode.ts";
 import {
+  ConnectionLossError,
   NodeExistsError,
   NoNodeError,
   ZooKeeperCode,
@@ -74,6 +78,8 @@ export const MAX_REQUEST_BYTES = 1_000_000;
 /** Fixed per-operation overhead of a multi request: header, version, flags and the open ACL. */
 const MULTI_OP_OVERHEAD_BYTES = 64;
 const CLOSE_TIMEOUT_MS = 1_000;
+/** Pause before a read lost with its connection is sent again (once connected). */
+const READ_RETRY_DELAY_MS = 50;
 const STATE_SYNC_CONNECTED = 3;
 const STATE_DISCONNECTED = 0;
 const STATE_EXPIRED = -122;
@@ -212,7 +218,7 @@ export class ZooKeeperClient {
     options: CallOptions & { watch?: Watcher } = {},
   ): Promise<{ data: Uint8Array; stat: ZnodeStat }> {
     const watch = options.watch;
-    return this.call("getData", path, this.deadline(options), (raw, done) => {
+    return this.read("getData", path, this.deadline(options), (raw, done) => {
       const callback = (error: unknown, data?: Buffer, stat?: Stat) => {
         if (error) return done(error);
         done(null, { data: data ?? new Uint8Array(0), stat: toZnodeStat(stat!) });
@@ -242,7 +248,7 @@ export class ZooKeeperClient {
     options: CallOptions & { watch?: Watcher } = {},
   ): Promise<ZnodeStat | null> {
     const watch = options.watch;
-    return this.call("exists", path, this.deadline(options), (raw, done) => {
+    return this.read("exists", path, this.deadline(options), (raw, done) => {
       const callback = (error: unknown, stat?: Stat) => {
         done(error, error ? undefined : stat ? toZnodeStat(stat) : null);
       };
@@ -256,7 +262,7 @@ export class ZooKeeperClient {
     options: CallOptions & { watch?: Watcher } = {},
   ): Promise<string[]> {
     const watch = options.watch;
-    return this.call("getChildren", path, this.deadline(options), (raw, done) => {
+    return this.read("getChildren", path, this.deadline(options), (raw, done) => {
       const callback = (error: unknown, children?: string[]) => done(error, children);
       if (watch === undefined) raw.getChildren(path, callback);
       else raw.getChildren(path, (event) => watch(toWatchEvent(event)), callback);
@@ -369,6 +375,23 @@ export class ZooKeeperClient {
    * Issues one library call once a session is connected, and settles it by `deadlineMs` at the
    * latest. Library errors become typed ZooKeeper errors.
    */
+  /** A call that changes nothing, so sent again after a connection loss until its deadline. */
+  private async read<T>(
+    op: string,
+    path: string,
+    deadlineMs: number,
+    issue: (raw: Client, done: Done<T>) => void,
+  ): Promise<T> {
+    for (;;) {
+      try {
+        return await this.call(op, path, deadlineMs, issue);
+      } catch (error) {
+        if (!(error instanceof ConnectionLossError) || Date.now() >= deadlineMs) throw error;
+        await Bun.sleep(READ_RETRY_DELAY_MS);
+      }
+    }
+  }
+
   private async call<T>(
     op: string,
     path: string,

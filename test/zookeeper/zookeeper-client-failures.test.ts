@@ -93,6 +93,25 @@ describe("network that drops every byte", () => {
   }, 20_000);
 });
 
+describe("connection lost under a read", () => {
+  test("the read is sent again once connected and answers within its deadline", async () => {
+    const proxy = await TcpProxy.start(server.port);
+    cleanups.push(() => proxy.close());
+    const { client, events } = await connect(proxy.connectString, {
+      ...OPTIONS,
+      sessionTimeoutMs: 6_000,
+    });
+    await client.create("/lost-read", text("x"));
+    proxy.setMode("blackhole");
+    // In flight when the probe drops the dead link: the library fails it with connection loss.
+    const read = timed(client.getData("/lost-read", { timeoutMs: 10_000 }));
+    await until(() => events.includes("disconnected"), 5_000);
+    proxy.setMode("forward");
+    const { result } = await read;
+    expect((result as { data: Uint8Array }).data).toEqual(text("x"));
+  }, 20_000);
+});
+
 describe("session expiry", () => {
   test("a new session is made and announced; ephemerals of the old one are gone", async () => {
     const proxy = await TcpProxy.start(server.port);
