@@ -6,7 +6,8 @@
 //   response lists errors by topic id. v6: LeaderRecoveryState. v7: IsKRaftController.
 // * The states update the MetadataCache (what Metadata answers and where clients are sent),
 //   then the ReplicaManager makes this broker leader or follower of each partition.
-// * Broker epochs are not checked (Quill's controller sends -1); controller epochs are.
+// * A request for an earlier registration of this broker (broker epoch, v2+) is refused with
+//   STALE_BROKER_EPOCH (controller-epoch.ts); then the controller epoch is checked.
 // * A FULL request (v5+ Type 2, sent when this broker (re)joins) names every replica assigned
 //   here: any other log is a stray the broker missed the StopReplica of, and is deleted.
 import { topicPartitionKey } from "../common/topic-partition.ts";
@@ -16,7 +17,7 @@ import { ApiKey, type LeaderAndIsrRequest } from "../protocol/generated/index.ts
 import { AclOperation } from "../security/authorized-operations.ts";
 import type { PartitionLeaderState } from "../server/metadata-cache.ts";
 import { authorizeCluster } from "./authorize.ts";
-import { acceptControllerRequest } from "./controller-epoch.ts";
+import { acceptControllerRequest, isStaleBrokerEpoch } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
 const ZERO_ID = new Uint8Array(16);
@@ -33,6 +34,10 @@ export const leaderAndIsrHandler = defineHandler({
     const v5 = ctx.apiVersion >= 5;
     const states = statesOf(request, ctx.apiVersion);
     const cache = ctx.broker.metadataCache;
+    if (await isStaleBrokerEpoch(cache, request.brokerEpoch)) {
+      const errorCode = ErrorCode.STALE_BROKER_EPOCH;
+      return v5 ? { errorCode, topics: [] } : { errorCode, partitionErrors: [] };
+    }
     const stale = !acceptControllerRequest(cache, request.controllerId, request.controllerEpoch);
     let errors = new Map<string, number>();
     if (!stale) {

@@ -4,6 +4,8 @@
 // * v0: partitions ungrouped. v1: grouped by topic, broker epoch. v2: flexible. v3: a leader
 //   epoch and a delete flag per partition (the request-level flag is gone). v4:
 //   IsKRaftController.
+// * A request for an earlier registration of this broker (broker epoch, v1+) is refused with
+//   STALE_BROKER_EPOCH (controller-epoch.ts).
 // * The controller sends it with deletion for the replicas of deleted topics: the broker
 //   forgets their leadership and the ReplicaManager stops and deletes them. (The broker's
 //   metadata store also sees the deletion in ZooKeeper and removes the logs; whichever comes
@@ -12,7 +14,7 @@ import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type StopReplicaRequest } from "../protocol/generated/index.ts";
 import { AclOperation } from "../security/authorized-operations.ts";
 import { authorizeCluster } from "./authorize.ts";
-import { acceptControllerRequest } from "./controller-epoch.ts";
+import { acceptControllerRequest, isStaleBrokerEpoch } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
 interface StoppedPartition {
@@ -36,6 +38,9 @@ export const stopReplicaHandler = defineHandler({
       return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
     }
     const cache = ctx.broker.metadataCache;
+    if (await isStaleBrokerEpoch(cache, request.brokerEpoch)) {
+      return { errorCode: ErrorCode.STALE_BROKER_EPOCH, partitionErrors: [] };
+    }
     if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH, partitionErrors: [] };
     }

@@ -6,6 +6,8 @@
 //   v8: IsKRaftController.
 // * Every broker answers Metadata from its own cache; this is how the controller keeps the
 //   caches equal: the live brokers replace the cache's, the partition states overlay it.
+// * A request for an earlier registration of this broker (broker epoch, v5+) is refused with
+//   STALE_BROKER_EPOCH (controller-epoch.ts).
 // * Every endpoint is kept (Metadata answers with the listener a client came through); the one
 //   named PLAINTEXT is the inter-broker endpoint (before v3, the PLAINTEXT protocol's).
 import { type Listener, SECURITY_PROTOCOLS } from "../config/listeners.ts";
@@ -14,7 +16,7 @@ import { ApiKey, type UpdateMetadataRequest } from "../protocol/generated/index.
 import { AclOperation } from "../security/authorized-operations.ts";
 import type { BrokerEndpoint, PartitionLeaderState } from "../server/metadata-cache.ts";
 import { authorizeCluster } from "./authorize.ts";
-import { acceptControllerRequest } from "./controller-epoch.ts";
+import { acceptControllerRequest, isStaleBrokerEpoch } from "./controller-epoch.ts";
 import { defineHandler } from "./handler.ts";
 
 const ZERO_ID = new Uint8Array(16);
@@ -23,12 +25,15 @@ export const updateMetadataHandler = defineHandler({
   apiKey: ApiKey.UpdateMetadata,
   minVersion: 0,
   maxVersion: 8,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     // Only brokers (CLUSTER_ACTION on the cluster) may send it, as Kafka's KafkaApis.
     if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
       return { errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED };
     }
     const cache = ctx.broker.metadataCache;
+    if (await isStaleBrokerEpoch(cache, request.brokerEpoch)) {
+      return { errorCode: ErrorCode.STALE_BROKER_EPOCH };
+    }
     if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH };
     }

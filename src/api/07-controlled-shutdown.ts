@@ -2,6 +2,7 @@
 //
 // Version notes:
 // * v0 uses request header v0 (no client id). v2: broker epoch. v3: flexible.
+// * A broker epoch older than the asker's current registration's is STALE_BROKER_EPOCH (KIP-380).
 // * A broker about to stop asks the controller to move its leaderships to other ISR members
 //   and take it out of ISRs; the answer lists partitions it still leads (no other live ISR
 //   member), and the broker retries before stopping anyway. A broker that is not the active
@@ -25,7 +26,7 @@ export const controlledShutdownHandler = defineHandler({
     if (controller === null || !controller.isActive) {
       return { errorCode: ErrorCode.NOT_CONTROLLER, remainingPartitions: [] };
     }
-    const outcome = await controller.controlledShutdown(request.brokerId);
+    const outcome = await controller.controlledShutdown(request.brokerId, request.brokerEpoch);
     return {
       errorCode: outcome.errorCode,
       remainingPartitions: outcome.remaining.map((p) => ({

@@ -13,3 +13,23 @@ export function acceptControllerRequest(
 ): boolean {
   return cache.setController(controllerId, controllerEpoch);
 }
+
+/** Longest wait for this broker's own registration before judging a request's broker epoch. */
+const REGISTRATION_WAIT_MS = 30_000;
+
+/**
+ * Broker epochs (KIP-380): a controller request carries the epoch of the registration it was
+ * meant for. One meant for an earlier incarnation of this broker (restarted on the same port, or
+ * registered again after its session expired) is stale and answered STALE_BROKER_EPOCH, as
+ * Kafka's isBrokerEpochStale. This broker listens before it registers, and a controller that
+ * read the new registration may speak before the czxid is read back, so a request with an epoch
+ * waits for the registration first.
+ */
+export async function isStaleBrokerEpoch(
+  cache: MetadataCache,
+  epochInRequest: bigint,
+): Promise<boolean> {
+  if (epochInRequest === -1n) return false;
+  await cache.whenBrokerEpochKnown(REGISTRATION_WAIT_MS);
+  return cache.isStaleBrokerEpoch(epochInRequest);
+}

@@ -512,6 +512,7 @@ async function joinCluster(
     config,
     self,
     log.child("BrokerRegistration"),
+    (brokerEpoch) => cache.setBrokerEpoch(brokerEpoch),
   );
   cleanups.push("broker registration", async () => {
     // No new connections once the controlled shutdown is over and the broker leaves the cluster.

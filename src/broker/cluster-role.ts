@@ -76,6 +76,7 @@ export function controllerClientFor(
       return endpoint === undefined ? null : { id, host: endpoint.host, port: endpoint.port };
     },
     zk.sessionTimeoutMs,
+    () => cache.brokerEpoch,
   );
 }
 

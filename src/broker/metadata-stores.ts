@@ -97,6 +97,7 @@ export async function registerBroker(
   config: BrokerConfig,
   advertised: { host: string; port: number; listeners?: readonly Listener[] },
   log: Logger,
+  onRegistered: (brokerEpoch: bigint) => void,
 ): Promise<BrokerRegistration> {
   try {
     return await BrokerRegistration.register(zooKeeper, {
@@ -107,6 +108,7 @@ export async function registerBroker(
       rack: config["broker.rack"],
       expiryWaitMs: 2 * zooKeeper.sessionTimeoutMs + 5_000,
       log,
+      onRegistered,
     });
   } catch (error) {
     if (!(error instanceof ZooKeeperUnavailableError)) throw error;

@@ -4,6 +4,8 @@
  * A request that fails (connection refused, broker restarting, timeout) is retried on a new
  * connection until it succeeds, the broker leaves the cluster, or this controller resigns;
  * a broker that rejoins gets the full state anew, so nothing is lost by dropping its queue.
+ * Each request carries the recipient's broker epoch (KIP-380), so one meant for an earlier
+ * incarnation of a broker that restarted on the same port is refused there.
  */
 
 import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
@@ -17,6 +19,8 @@ const RETRY_DELAY_MS = 200;
 interface Channel {
   host: string;
   port: number;
+  /** The broker's epoch (its registration's czxid) that requests to it carry. */
+  epoch: bigint;
   client: InterBrokerClient | null;
   queue: Promise<void>;
   queued: number;
@@ -32,14 +36,19 @@ export class ControllerChannelManager {
     private readonly log: Logger,
   ) {}
 
-  /** Adds a broker, or updates its endpoint (a restarted broker may listen elsewhere). */
-  addBroker(brokerId: number, host: string, port: number): void {
+  /**
+   * Adds a broker, or updates its endpoint and epoch (a restarted broker may listen elsewhere,
+   * and has a new epoch).
+   */
+  addBroker(brokerId: number, host: string, port: number, epoch: bigint): void {
     const existing = this.channels.get(brokerId);
-    if (existing !== undefined && existing.host === host && existing.port === port) return;
+    const same = existing?.host === host && existing.port === port && existing.epoch === epoch;
+    if (same) return;
     if (existing !== undefined) this.removeBroker(brokerId);
     this.channels.set(brokerId, {
       host,
       port,
+      epoch,
       client: null,
       queue: Promise.resolve(),
       queued: 0,
@@ -114,7 +123,14 @@ export class ControllerChannelManager {
             return;
           }
         }
-        onResponse(await channel.client.request(apiKey, apiVersion, body, this.requestTimeoutMs));
+        const stamped = withBrokerEpoch(body, channel.epoch);
+        const response = await channel.client.request(
+          apiKey,
+          apiVersion,
+          stamped,
+          this.requestTimeoutMs,
+        );
+        onResponse(response);
         return;
       } catch (error) {
         if (!(error instanceof InterBrokerError)) throw error;
@@ -128,4 +144,10 @@ export class ControllerChannelManager {
       }
     }
   }
+}
+
+/** LeaderAndIsr, UpdateMetadata and StopReplica carry the recipient's epoch; others as built. */
+function withBrokerEpoch<T>(body: T, epoch: bigint): T {
+  if (typeof body !== "object" || body === null || !("brokerEpoch" in body)) return body;
+  return { ...body, brokerEpoch: epoch };
 }

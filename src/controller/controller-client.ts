@@ -34,6 +34,8 @@ export class ControllerClient {
     private readonly brokerId: number,
     private readonly resolveController: () => ControllerEndpoint | null,
     private readonly requestTimeoutMs: number,
+    /** This broker's epoch (KIP-380), which both requests carry; -1 before it registered. */
+    private readonly brokerEpoch: () => bigint = () => -1n,
   ) {}
 
   /** The AlterIsr function the ReplicaManager is given. */
@@ -51,7 +53,7 @@ export class ControllerClient {
         ALTER_PARTITION_VERSION,
         {
           brokerId: this.brokerId,
-          brokerEpoch: -1n,
+          brokerEpoch: this.brokerEpoch(),
           topics: [
             {
               topicName: topic,
@@ -93,7 +95,7 @@ export class ControllerClient {
       const answer = await client.request(
         ApiKey.ControlledShutdown,
         CONTROLLED_SHUTDOWN_VERSION,
-        { brokerId: this.brokerId, brokerEpoch: -1n },
+        { brokerId: this.brokerId, brokerEpoch: this.brokerEpoch() },
         timeoutMs,
       );
       return answer.errorCode === ErrorCode.NOT_CONTROLLER ? null : answer;

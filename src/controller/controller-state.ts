@@ -44,7 +44,7 @@ export interface ControllerPartition {
 }
 
 export interface ClusterSnapshot {
-  readonly brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
+  readonly brokers: ReadonlyMap<number, LiveBroker>;
   /** By topicPartitionKey(topic, partition). */
   readonly partitions: ReadonlyMap<TopicPartitionKey, ControllerPartition>;
 }
@@ -59,6 +59,14 @@ export interface SnapshotWatches {
 
 /** Reads run this many at a time. */
 const READ_CONCURRENCY = 128;
+
+/**
+ * A registered broker with its epoch (KIP-380): the czxid of its `/brokers/ids/<id>` znode, new
+ * with every registration, so requests meant for an earlier incarnation can be told apart.
+ */
+export interface LiveBroker extends BrokerRegistrationInfo {
+  readonly epoch: bigint;
+}
 
 /** Reads brokers, topics and partition states; znodes deleted meanwhile are left out. */
 export async function readClusterSnapshot(
@@ -77,12 +85,13 @@ export async function readBrokers(
   zk: ZooKeeperClient,
   log: Logger,
   watch?: () => void,
-): Promise<Map<number, BrokerRegistrationInfo>> {
+): Promise<Map<number, LiveBroker>> {
   const children = await zk.getChildren(BROKER_IDS_PATH, { watch: watch && (() => watch()) });
   const ids = children.filter((c) => /^\d+$/.test(c)).map(Number);
   const infos = await mapLimit(ids, READ_CONCURRENCY, async (id) => {
     try {
-      return decodeBrokerRegistration(id, (await zk.getData(brokerIdPath(id))).data);
+      const { data, stat } = await zk.getData(brokerIdPath(id));
+      return { ...decodeBrokerRegistration(id, data), epoch: stat.czxid };
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       if (!(error instanceof MalformedZnodeError)) throw error;

@@ -22,7 +22,6 @@
  */
 import { topicPartitionKey } from "../common/topic-partition.ts";
 import {
-  type BrokerRegistrationInfo,
   brokerIdPath,
   CONTROLLER_EPOCH_PATH,
   CONTROLLER_PATH,
@@ -81,6 +80,7 @@ import {
 import {
   type ClusterSnapshot,
   type ControllerPartition,
+  type LiveBroker,
   readClusterSnapshot,
   readPartitionState,
 } from "./controller-state.ts";
@@ -164,7 +164,7 @@ interface ActiveState {
   readonly liveness: BrokerLiveness;
   /** What brokers were last told about each partition. */
   readonly partitions: Map<string, StatedPartition>;
-  brokers: ReadonlyMap<number, BrokerRegistrationInfo>;
+  brokers: ReadonlyMap<number, LiveBroker>;
   readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
@@ -244,10 +244,19 @@ export class KafkaController {
   // ---- requests from brokers -----------------------------------------------------------------
 
   /** Moves `brokerId`'s leaderships to other ISR members and takes it out of ISRs. */
-  controlledShutdown(brokerId: number): Promise<ShutdownOutcome> {
+  controlledShutdown(brokerId: number, brokerEpoch = -1n): Promise<ShutdownOutcome> {
     return this.exclusive(async () => {
       const active = this.active;
       if (active === null) return { errorCode: ErrorCode.NOT_CONTROLLER, remaining: [] };
+      // KIP-380: an earlier incarnation's request must not move the current one's leaders.
+      const current = active.brokers.get(brokerId)?.epoch;
+      if (brokerEpoch !== -1n && current !== undefined && brokerEpoch < current) {
+        this.options.log.info(
+          `controller refuses a controlled shutdown of broker ${brokerId} for broker epoch ` +
+            `${brokerEpoch} (the current one is ${current})`,
+        );
+        return { errorCode: ErrorCode.STALE_BROKER_EPOCH, remaining: [] };
+      }
       this.options.log.info(
         `controller moves leaderships away from broker ${brokerId} ` +
           "for its controlled shutdown",
@@ -848,12 +857,13 @@ export class KafkaController {
       const before = active.brokers.get(id);
       if (
         before === undefined ||
+        before.epoch !== info.epoch ||
         before.timestampMs !== info.timestampMs ||
         before.port !== info.port ||
         before.host !== info.host
       ) {
         active.channels.removeBroker(id);
-        active.channels.addBroker(id, info.host, info.port);
+        active.channels.addBroker(id, info.host, info.port, info.epoch);
         if (id !== this.options.brokerId) active.liveness.watch(id, info.host, info.port);
         joined.push(id);
       }

@@ -17,6 +17,7 @@ import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
+  ConnectionLossError,
   NodeExistsError,
   NoNodeError,
   ZooKeeperUnavailableError,
@@ -43,6 +44,18 @@ export interface BrokerRegistrationOptions {
    */
   readonly expiryWaitMs: number;
   readonly log: Logger;
+  /**
+   * Told the broker epoch (KIP-380: the registration znode's czxid) after each registration,
+   * the first and every one after a session expiry.
+   */
+  readonly onRegistered?: (brokerEpoch: bigint) => void;
+}
+
+/** Who holds the registration znode: its session, its czxid and what it says. */
+interface Holder {
+  readonly owner: bigint;
+  readonly czxid: bigint;
+  readonly info: BrokerRegistrationInfo;
 }
 
 /** Another live broker holds this broker's id, or the old registration never expired. */
@@ -83,15 +96,17 @@ export class BrokerRegistration {
     assert(options.expiryWaitMs > 0, `expiryWaitMs ${options.expiryWaitMs} must be > 0`);
     assert(options.brokerId >= 0, `broker id ${options.brokerId} must be >= 0`);
     const registration = new BrokerRegistration(zk, options);
+    let brokerEpoch: bigint;
     try {
-      await registration.claim();
+      brokerEpoch = await registration.claim();
     } catch (error) {
       registration.stop();
       throw error;
     }
+    options.onRegistered?.(brokerEpoch);
     options.log.info(
-      `registered broker ${options.brokerId} at ` +
-        `${brokerIdPath(options.brokerId)} (ZooKeeper session ${hexSessionId(zk.sessionId)})`,
+      `registered broker ${options.brokerId} at ${brokerIdPath(options.brokerId)} ` +
+        `(ZooKeeper session ${hexSessionId(zk.sessionId)}, broker epoch ${brokerEpoch})`,
     );
     return registration;
   }
@@ -125,30 +140,41 @@ export class BrokerRegistration {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
   }
 
-  /** Creates the znode; on a conflict, decides between refusing and waiting, then tries again. */
-  private async claim(): Promise<void> {
+  /**
+   * Creates the znode; on a conflict, decides between refusing and waiting, then tries again.
+   * Resolves with the broker epoch: the czxid of the znode this session holds.
+   */
+  private async claim(): Promise<bigint> {
     const deadlineMs = Date.now() + this.options.expiryWaitMs;
     for (;;) {
       const info: BrokerRegistrationInfo = { ...this.options, timestampMs: Date.now() };
       try {
         await this.zk.create(this.path, encodeBrokerRegistration(info), { mode: "ephemeral" });
-        return;
+        const stat = await this.zk.exists(this.path);
+        if (stat?.ephemeralOwner === this.zk.sessionId) return stat.czxid;
+        continue;
       } catch (error) {
+        // A create lost with its connection may have been applied: the holder check below
+        // finds this session's own znode then, as Kafka's checked ephemeral create does.
+        if (error instanceof ConnectionLossError && Date.now() < deadlineMs) {
+          await Bun.sleep(EXPIRY_POLL_MS);
+          continue;
+        }
         if (!(error instanceof NodeExistsError)) throw error;
       }
       const holder = await this.readHolder();
       if (holder === null) continue;
-      if (holder.owner === this.zk.sessionId) return;
+      if (holder.owner === this.zk.sessionId) return holder.czxid;
       await this.checkHolderIsGone(holder, deadlineMs);
       await this.waitForRelease(holder.owner, deadlineMs);
     }
   }
 
-  private async readHolder(): Promise<{ owner: bigint; info: BrokerRegistrationInfo } | null> {
+  private async readHolder(): Promise<Holder | null> {
     try {
       const { data, stat } = await this.zk.getData(this.path);
       const info = decodeBrokerRegistration(this.options.brokerId, data);
-      return { owner: stat.ephemeralOwner, info };
+      return { owner: stat.ephemeralOwner, czxid: stat.czxid, info };
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       throw error;
@@ -156,10 +182,7 @@ export class BrokerRegistration {
   }
 
   /** Throws BrokerIdConflictError unless the holder is this broker's own dead predecessor. */
-  private async checkHolderIsGone(
-    holder: { owner: bigint; info: BrokerRegistrationInfo },
-    deadlineMs: number,
-  ): Promise<void> {
+  private async checkHolderIsGone(holder: Holder, deadlineMs: number): Promise<void> {
     const { brokerId, host, port, log } = this.options;
     const where = `${holder.info.host}:${holder.info.port}`;
     const session = hexSessionId(holder.owner);
@@ -214,10 +237,11 @@ export class BrokerRegistration {
   private reregister(): void {
     if (this.closed || this.retryTimer !== null) return;
     this.claim().then(
-      () => {
+      (brokerEpoch) => {
+        this.options.onRegistered?.(brokerEpoch);
         this.options.log.info(
-          `registered broker ${this.options.brokerId} again after ` +
-            `the ZooKeeper session expired (new session ${hexSessionId(this.zk.sessionId)})`,
+          `registered broker ${this.options.brokerId} again after the ZooKeeper session ` +
+            `expired (new session ${hexSessionId(this.zk.sessionId)}, broker epoch ${brokerEpoch})`,
         );
       },
       (error: unknown) => {

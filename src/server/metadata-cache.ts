@@ -79,6 +79,9 @@ export class MetadataCache {
   private leaderStateCount = 0;
   private live = new Map<number, BrokerEndpoint>();
   private controller = { id: -1, epoch: -1 };
+  private ownBrokerEpoch = -1n;
+  /** Requests waiting for this broker's first registration (bounded by requests in flight). */
+  private readonly brokerEpochWaiters = new Set<() => void>();
   private readonly brokerListeners = new Set<() => void>();
 
   /** ZooKeeper mode: leaders, ISRs and live brokers come from the controller. */
@@ -150,6 +153,45 @@ export class MetadataCache {
     if (epoch < this.controller.epoch) return false;
     this.controller = { id, epoch };
     return true;
+  }
+
+  /**
+   * This broker's epoch (KIP-380): its registration's czxid, new with every registration; -1
+   * until registered and in the embedded default. ControlledShutdown and AlterPartition carry
+   * it, and controller requests meant for an older one are refused (STALE_BROKER_EPOCH).
+   */
+  get brokerEpoch(): bigint {
+    return this.ownBrokerEpoch;
+  }
+
+  setBrokerEpoch(epoch: bigint): void {
+    assert(epoch >= this.ownBrokerEpoch, `broker epoch ${epoch} after ${this.ownBrokerEpoch}`);
+    this.ownBrokerEpoch = epoch;
+    for (const wake of [...this.brokerEpochWaiters]) wake();
+  }
+
+  /** Resolves once this broker's epoch is known, or after `timeoutMs`. */
+  whenBrokerEpochKnown(timeoutMs: number): Promise<void> {
+    if (this.ownBrokerEpoch !== -1n) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.brokerEpochWaiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, timeoutMs);
+      this.brokerEpochWaiters.add(wake);
+    });
+  }
+
+  /**
+   * Kafka's isBrokerEpochStale: a controller request for an older registration of this broker.
+   * -1 (a controller that sends no epoch) is never stale; any other epoch is while this broker
+   * has no registration of its own (the request was meant for its predecessor).
+   */
+  isStaleBrokerEpoch(epochInRequest: bigint): boolean {
+    if (epochInRequest === -1n) return false;
+    return this.ownBrokerEpoch === -1n || epochInRequest < this.ownBrokerEpoch;
   }
 
   /** Replaces the live brokers (UpdateMetadata lists them all). */

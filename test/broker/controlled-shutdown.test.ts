@@ -1,15 +1,21 @@
 /**
  * Controlled shutdown with clients running: a kafkajs producer (acks=all) and a two-member
  * consumer group keep working while SIGTERM stops a broker that leads partitions; no send
- * fails, and every acknowledged record reaches the group.
+ * fails, and every acknowledged record reaches the group. Broker epochs (KIP-380): a broker
+ * restarted refuses controller requests meant for its earlier registration, and the
+ * controller refuses that registration's ControlledShutdown.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { type Consumer, Kafka, logLevel, type Producer } from "kafkajs";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
   type Cluster,
   consistentMetadata,
   createTopic,
+  metadata,
   startCluster,
   until,
 } from "./cluster-harness.ts";
@@ -100,3 +106,43 @@ test("SIGTERM of a leader while a producer and a consumer group run: no failed s
     await Promise.all(consumers.map((c) => c.disconnect()));
   }
 }, 150_000);
+
+/** The broker epoch (KIP-380): the czxid of the broker's registration znode. */
+async function brokerEpoch(id: number): Promise<bigint> {
+  return (await cluster.zk.getData(`/brokers/ids/${id}`)).stat.czxid;
+}
+
+test("a restarted broker refuses controller requests for its earlier epoch, the controller its shutdown", async () => {
+  const running = [...cluster.brokers].filter(([, b]) => b.running);
+  const controllerId = (await metadata(running[0]![1])).controllerId;
+  const [id, broker] = running.find(([i]) => i !== controllerId)!;
+  const before = await brokerEpoch(id);
+  expect(await broker.terminate()).toBe(0);
+  const restarted = await broker.restart();
+  cluster.brokers.set(id, restarted);
+  await until(
+    async () => ((await brokerEpoch(id).catch(() => before)) > before ? true : undefined),
+    30_000,
+    `broker ${id} registered again`,
+  );
+  const after = await brokerEpoch(id);
+  const epochText = (await cluster.zk.getData("/controller_epoch")).data;
+  const controllerEpoch = Number(new TextDecoder().decode(epochText));
+  const control = { controllerId, controllerEpoch, brokerEpoch: before };
+  const stop = { ...control, deletePartitions: false, topicStates: [] };
+  const port = restarted.port;
+  const stale = ErrorCode.STALE_BROKER_EPOCH;
+  expect((await requestOnce(port, ApiKey.StopReplica, 3, stop)).errorCode).toBe(stale);
+  const leaderAndIsr = { ...control, topicStates: [], liveLeaders: [] };
+  expect((await requestOnce(port, ApiKey.LeaderAndIsr, 7, leaderAndIsr)).errorCode).toBe(stale);
+  const update = { ...control, topicStates: [], liveBrokers: [] };
+  expect((await requestOnce(port, ApiKey.UpdateMetadata, 7, update)).errorCode).toBe(stale);
+  // The current epoch is heard (a StopReplica of nothing changes nothing).
+  const current = { ...stop, brokerEpoch: after };
+  expect((await requestOnce(port, ApiKey.StopReplica, 3, current)).errorCode).toBe(ErrorCode.NONE);
+  const shutdown = { brokerId: id, brokerEpoch: before };
+  const controllerPort = cluster.brokers.get(controllerId)!.port;
+  const refused = await requestOnce(controllerPort, ApiKey.ControlledShutdown, 3, shutdown);
+  expect(refused.errorCode).toBe(stale);
+  await consistentMetadata(cluster, running.length, 30_000);
+}, 90_000);

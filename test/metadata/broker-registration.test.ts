@@ -178,8 +178,11 @@ test("after this broker's session expires, it registers again in the new session
   const observer = await client(`${server.connectString}${chroot}`);
   await zk.mkdirp("/brokers/ids");
   const lines: string[] = [];
-  await register(zk, options(9092, lines));
+  const epochs: bigint[] = [];
+  await register(zk, options(9092, lines, { onRegistered: (epoch) => epochs.push(epoch) }));
   const oldSession = zk.sessionId;
+  const first = await observer.getData("/brokers/ids/1");
+  expect(epochs).toEqual([first.stat.czxid]);
   proxy.setMode("refuse");
   await until(async () => (await observer.exists("/brokers/ids/1")) === null, 10_000);
   proxy.setMode("forward");
@@ -187,5 +190,8 @@ test("after this broker's session expires, it registers again in the new session
   const { stat } = await observer.getData("/brokers/ids/1");
   expect(stat.ephemeralOwner).not.toBe(oldSession);
   expect(stat.ephemeralOwner).toBe(zk.sessionId);
-  expect(lines.some((l) => l.includes("registered broker 1 again"))).toBe(true);
+  // The broker epoch (KIP-380) is the new registration's czxid, reported once it is read back.
+  await until(() => lines.some((l) => l.includes("registered broker 1 again")));
+  expect(epochs).toEqual([first.stat.czxid, stat.czxid]);
+  expect(stat.czxid > first.stat.czxid).toBe(true);
 }, 30_000);
