@@ -82,8 +82,9 @@ const TOPIC: Readonly<Record<string, Subcommand>> = {
   },
   consume: {
     usage:
-      "consume TOPIC [-o beginning|end|N|-N|@TIME] [-p N] [-g GROUP] [-n COUNT] [-e] [-f FMT|json]",
-    values: ["--offset", "--partition", "--group", "--count"],
+      "consume TOPIC [-o beginning|end|N|-N|@TIME] [-p N] [-g GROUP] [-n COUNT] [-e] " +
+      "[-f FMT|json] [--isolation-level read_committed]",
+    values: ["--offset", "--partition", "--group", "--count", "--isolation-level"],
     switches: ["--exit"],
     aliases: {
       "-o": "--offset",
@@ -167,7 +168,8 @@ export const EXPORT: Subcommand = {
   usage:
     "TOPIC... --to DIR [--format jsonl|parquet] [--from beginning|OFFSET|@TIME] " +
     "[--to-time TIME] [--group NAME] [--parallel N] [--file-records N] [--file-mb N] " +
-    "[--key-as text|bytes] [--value-as text|bytes|json] [--progress-ms N]",
+    "[--key-as text|bytes] [--value-as text|bytes|json] [--progress-ms N] " +
+    "[--isolation-level read_committed]",
   values: [
     "--to",
     "--from",
@@ -179,6 +181,7 @@ export const EXPORT: Subcommand = {
     "--key-as",
     "--value-as",
     "--progress-ms",
+    "--isolation-level",
   ],
   aliases: { "-g": "--group" },
   run: exportTopics,

@@ -1,6 +1,8 @@
 /**
  * `quill export TOPIC… --to DIR --format jsonl|parquet`: copies each partition's records from
- * `--from` (default the beginning) up to the high watermark at the start (or `--to-time`) into
+ * `--from` (default the beginning) up to the high watermark at the start (the last stable
+ * offset with `--isolation-level read_committed`, which also leaves out aborted transactions;
+ * or `--to-time`) into
  * files of at most `--file-records` records / `--file-mb` MB, `--parallel` partitions at a time.
  *
  * With `--group`, each file is written, fsynced and listed in the manifest before the group's
@@ -10,7 +12,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ClusterClient } from "../client/cluster-client.ts";
-import { Consumer } from "../client/consumer.ts";
+import { Consumer, DEFAULT_CONSUMER_OPTIONS, type IsolationLevel } from "../client/consumer.ts";
 import { commitOffsets, fetchCommitted } from "../client/group-offsets.ts";
 import {
   describeTopics,
@@ -33,6 +35,7 @@ import {
   type RecordFileWriter,
   type ValueEncoding,
 } from "./export-writers.ts";
+import { isolationLevel } from "./isolation-level.ts";
 import { printJson } from "./output.ts";
 import { parseStart, parseTime, resolveStarts, type StartSpec } from "./start-offsets.ts";
 
@@ -49,6 +52,7 @@ interface ExportOptions {
   readonly keyAs: ValueEncoding;
   readonly valueAs: ValueEncoding;
   readonly progressMs: number;
+  readonly isolationLevel: IsolationLevel;
 }
 
 function encoding(args: CommandArgs, flag: string, allowJson: boolean): ValueEncoding {
@@ -79,6 +83,7 @@ function exportOptions(args: CommandArgs): ExportOptions {
     keyAs: encoding(args, "--key-as", false),
     valueAs: encoding(args, "--value-as", true),
     progressMs: args.int("--progress-ms", 10_000, 100, 3_600_000),
+    isolationLevel: isolationLevel(args),
   };
 }
 
@@ -118,7 +123,7 @@ async function endOffsets(
   o: ExportOptions,
   partitions: readonly PartitionInfo[],
 ): Promise<OffsetMap> {
-  const ends = await listOffsets(client, partitions, LATEST_TIMESTAMP);
+  const ends = await listOffsets(client, partitions, LATEST_TIMESTAMP, o.isolationLevel);
   if (o.toTimeMs === null) return ends;
   const atTime = await listOffsets(client, partitions, o.toTimeMs);
   for (const [key, offset] of atTime) if (offset < ends.get(key)!) ends.set(key, offset);
@@ -182,6 +187,7 @@ async function exportPartition(
     [task.info],
     new Map([[key, task.start]]),
     new Map([[key, task.end]]),
+    { ...DEFAULT_CONSUMER_OPTIONS, isolationLevel: o.isolationLevel },
   );
   let writer = newWriter(o.format, o.keyAs, o.valueAs);
   let firstOffset = -1n;

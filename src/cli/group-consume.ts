@@ -7,7 +7,12 @@
  * `auto.offset.reset`).
  */
 import type { ClusterClient } from "../client/cluster-client.ts";
-import { Consumer, type FetchedChunk } from "../client/consumer.ts";
+import {
+  Consumer,
+  DEFAULT_CONSUMER_OPTIONS,
+  type FetchedChunk,
+  type IsolationLevel,
+} from "../client/consumer.ts";
 import { GroupMember, type GroupMemberOptions } from "../client/group-member.ts";
 import { fetchCommitted } from "../client/group-offsets.ts";
 import {
@@ -33,6 +38,7 @@ export interface GroupConsumeOptions {
   /** Stop when the assigned partitions reach their end offsets (`-e`). */
   readonly exitAtEnd: boolean;
   readonly member: GroupMemberOptions;
+  readonly isolationLevel: IsolationLevel;
 }
 
 /** One generation's consumption: the member's partitions from their starting offsets. */
@@ -44,14 +50,17 @@ async function generationConsumer(
   const [info] = await describeTopics(client, [o.topic]);
   const mine = new Set(assignment.get(o.topic) ?? []);
   const partitions: PartitionInfo[] = info!.partitions.filter((p) => mine.has(p.partition));
-  if (partitions.length === 0) return new Consumer(client, [], new Map(), new Map());
+  const options = { ...DEFAULT_CONSUMER_OPTIONS, isolationLevel: o.isolationLevel };
+  if (partitions.length === 0) return new Consumer(client, [], new Map(), new Map(), options);
   const starts = await resolveStarts(client, partitions, o.spec);
   const topics = [{ name: o.topic, partitions: [...mine] }];
   for (const [key, offset] of await fetchCommitted(client, o.group, topics)) {
     starts.set(key, offset);
   }
-  const ends = o.exitAtEnd ? await listOffsets(client, partitions, LATEST_TIMESTAMP) : null;
-  return new Consumer(client, partitions, starts, ends);
+  const ends = o.exitAtEnd
+    ? await listOffsets(client, partitions, LATEST_TIMESTAMP, o.isolationLevel)
+    : null;
+  return new Consumer(client, partitions, starts, ends, options);
 }
 
 export async function groupConsume(client: ClusterClient, o: GroupConsumeOptions) {

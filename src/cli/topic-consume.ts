@@ -9,7 +9,7 @@
 
 import { ClusterError } from "../client/client-errors.ts";
 import type { ClusterClient } from "../client/cluster-client.ts";
-import { Consumer } from "../client/consumer.ts";
+import { Consumer, DEFAULT_CONSUMER_OPTIONS } from "../client/consumer.ts";
 import { commitOffsets, fetchCommitted } from "../client/group-offsets.ts";
 import {
   describeTopics,
@@ -22,6 +22,7 @@ import {
 import type { CommandArgs } from "./command-args.ts";
 import { clientSettings, groupMemberOptions, withClient } from "./connection-options.ts";
 import { groupConsume } from "./group-consume.ts";
+import { isolationLevel } from "./isolation-level.ts";
 import { jsonText } from "./output.ts";
 import { compileFormat, type RecordFormatter, recordJson } from "./record-format.ts";
 import { parseStart, resolveStarts, type StartSpec } from "./start-offsets.ts";
@@ -55,11 +56,12 @@ export async function topicConsume(args: CommandArgs): Promise<number> {
   const limit = args.int("--count", 0, 0);
   const only = args.has("--partition") ? args.int("--partition", 0, 0, 1_000_000) : null;
   const spec = parseStart(args.get("--offset") ?? "beginning", "-o");
+  const level = isolationLevel(args);
   const group = args.get("--group");
   if (group !== undefined && only === null) {
     const member = groupMemberOptions(clientSettings(args));
     const exitAtEnd = args.has("--exit");
-    const o = { topic, group, format, limit, spec, exitAtEnd, member };
+    const o = { topic, group, format, limit, spec, exitAtEnd, member, isolationLevel: level };
     return withClient(args, (client) => groupConsume(client, o));
   }
   return withClient(args, async (client) => {
@@ -68,9 +70,12 @@ export async function topicConsume(args: CommandArgs): Promise<number> {
     if (partitions.length === 0) throw new ClusterError(3, `for ${topic} partition ${only}`);
     const starts = await startOffsets(client, args, partitions, spec);
     const ends = args.has("--exit")
-      ? await listOffsets(client, partitions, LATEST_TIMESTAMP)
+      ? await listOffsets(client, partitions, LATEST_TIMESTAMP, level)
       : null;
-    const consumer = new Consumer(client, partitions, starts, ends);
+    const consumer = new Consumer(client, partitions, starts, ends, {
+      ...DEFAULT_CONSUMER_OPTIONS,
+      isolationLevel: level,
+    });
     return consumeLoop(client, consumer, format, limit, args.get("--group"));
   });
 }

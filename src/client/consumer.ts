@@ -2,6 +2,7 @@
  * Reads partitions from given offsets with Fetch requests to their leaders: one request per
  * leader at a time, all of that leader's partitions in it, yielding each answer's records.
  * A partition with an end offset stops there; without one it is followed (long polls).
+ * read_committed fetches stop at the last stable offset and drop aborted transactions.
  */
 import { ApiKey } from "../protocol/generated/index.ts";
 import { check } from "./client-errors.ts";
@@ -9,16 +10,21 @@ import type { ClusterClient } from "./cluster-client.ts";
 import { type ConsumedRecord, decodeFetched } from "./fetched-records.ts";
 import { type PartitionInfo, partitionKey } from "./partition-offsets.ts";
 
+/** Fetch's isolation level: 0 read_uncommitted, 1 read_committed (up to the LSO). */
+export type IsolationLevel = 0 | 1;
+
 export interface ConsumerOptions {
   readonly maxWaitMs: number;
   readonly partitionMaxBytes: number;
   readonly maxBytes: number;
+  readonly isolationLevel: IsolationLevel;
 }
 
 export const DEFAULT_CONSUMER_OPTIONS: ConsumerOptions = {
   maxWaitMs: 500,
   partitionMaxBytes: 4 * 1024 * 1024,
   maxBytes: 64 * 1024 * 1024,
+  isolationLevel: 0,
 };
 
 interface Position {
@@ -96,6 +102,7 @@ export class Consumer {
         maxWaitMs: this.options.maxWaitMs,
         minBytes: 1,
         maxBytes: this.options.maxBytes,
+        isolationLevel: this.options.isolationLevel,
         sessionEpoch: -1,
         topics: [...topics].map(([topic, ps]) => ({
           topic,
@@ -117,7 +124,8 @@ export class Consumer {
         const p = topics.get(t.topic)!.find((q) => q.info.partition === data.partitionIndex)!;
         check(data.errorCode, `fetching ${t.topic} partition ${data.partitionIndex}`);
         const bytes = data.records instanceof Uint8Array ? data.records : new Uint8Array(0);
-        const decoded = decodeFetched(t.topic, data.partitionIndex, bytes, p.offset);
+        const aborted = this.options.isolationLevel === 1 ? (data.abortedTransactions ?? []) : null;
+        const decoded = decodeFetched(t.topic, data.partitionIndex, bytes, p.offset, aborted);
         let records = decoded.records;
         p.offset = decoded.nextOffset;
         if (p.end !== null && p.offset >= p.end) {

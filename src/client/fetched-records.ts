@@ -2,13 +2,21 @@
  * Turns a Fetch answer's record bytes into records with absolute offsets and timestamps.
  * A broker may end the bytes with a partial batch (cut at the byte budget): it is left for the
  * next fetch. Control batches (transaction markers) are skipped but move the position on.
+ *
+ * read_committed: the broker answers up to the last stable offset with the aborted transactions
+ * that overlap the answer (producer id, first offset). As Kafka's consumer (Fetcher's
+ * `abortedProducerIds`), a transactional batch is dropped when its producer has an aborted
+ * transaction that started at or before the batch's last offset and whose ABORT marker has not
+ * been passed yet.
  */
 import {
   batchSizeBytes,
   decodeRecords,
   isControl,
+  isTransactional,
   LOG_OVERHEAD,
   RECORD_BATCH_OVERHEAD,
+  type RecordBatchHeader,
   type RecordHeader,
   readBatchHeader,
   TimestampType,
@@ -37,13 +45,48 @@ export interface DecodedFetch {
 
 /** CORRUPT_MESSAGE's code. */
 const CORRUPT_MESSAGE = 2;
+/** A control record's key: version int16, then type int16 (0 ABORT, 1 COMMIT). */
+const CONTROL_TYPE_ABORT = 0;
+
+export interface AbortedTransaction {
+  readonly producerId: bigint;
+  readonly firstOffset: bigint;
+}
+
+/** The aborted producers as the batches go by: Kafka's Fetcher logic for read_committed. */
+class AbortedFilter {
+  private readonly pending: AbortedTransaction[];
+  private readonly aborted = new Set<bigint>();
+
+  constructor(list: readonly AbortedTransaction[]) {
+    this.pending = [...list].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : 1));
+  }
+
+  /** Whether the batch's records are to be dropped; control batches update the state. */
+  skip(header: RecordBatchHeader, batch: Uint8Array): boolean {
+    const last = header.baseOffset + BigInt(header.lastOffsetDelta);
+    while (this.pending.length > 0 && this.pending[0]!.firstOffset <= last) {
+      this.aborted.add(this.pending.shift()!.producerId);
+    }
+    if (isControl(header.attributes)) {
+      const key = decodeRecords(batch)[0]?.key;
+      const type =
+        key && key.length >= 4 ? new DataView(key.buffer, key.byteOffset).getInt16(2) : -1;
+      if (type === CONTROL_TYPE_ABORT) this.aborted.delete(header.producerId);
+      return true;
+    }
+    return isTransactional(header.attributes) && this.aborted.has(header.producerId);
+  }
+}
 
 export function decodeFetched(
   topic: string,
   partition: number,
   buf: Uint8Array,
   fetchOffset: bigint,
+  abortedTransactions: readonly AbortedTransaction[] | null = null,
 ): DecodedFetch {
+  const filter = abortedTransactions === null ? null : new AbortedFilter(abortedTransactions);
   const records: ConsumedRecord[] = [];
   let position = 0;
   let nextOffset = fetchOffset;
@@ -60,7 +103,7 @@ export function decodeFetched(
     }
     position += size;
     nextOffset = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
-    if (isControl(header.attributes)) continue;
+    if (filter?.skip(header, batch) === true || isControl(header.attributes)) continue;
     const logAppend = timestampType(header.attributes) === TimestampType.LogAppendTime;
     const base = Number(header.baseTimestamp);
     for (const r of decodeRecords(batch)) {

@@ -71,6 +71,7 @@ export async function listOffsets(
   client: ClusterClient,
   partitions: readonly PartitionInfo[],
   timestamp: bigint,
+  isolationLevel: 0 | 1 = 0,
 ): Promise<OffsetMap> {
   const byLeader = new Map<number, PartitionInfo[]>();
   for (const p of partitions) {
@@ -85,6 +86,8 @@ export async function listOffsets(
       ApiKey.ListOffsets,
       {
         replicaId: -1,
+        // read_committed: LATEST is the last stable offset, not the high watermark.
+        isolationLevel,
         topics: [...topics].map(([name, ps]) => ({
           name,
           partitions: ps.map((p) => ({ partitionIndex: p.partition, timestamp, maxNumOffsets: 1 })),
