@@ -14,6 +14,7 @@ import type { CleanupStack } from "./cleanup-stack.ts";
 import { forUser } from "./console-context.ts";
 import { ConsoleHistory } from "./console-history.ts";
 import { consolePage } from "./console-pages.ts";
+import { LeaderHighWatermarks } from "./leader-high-watermarks.ts";
 import { scramCredentialStore } from "./sasl-setup.ts";
 
 /** The admin listener's state, with what the start-up learns for it on the way. */
@@ -21,6 +22,7 @@ export interface AdminHandle {
   readonly state: AdminState;
   readonly bound: AdminServer["bound"];
   readonly history: ConsoleHistory;
+  readonly leaders: LeaderHighWatermarks;
   readonly log: Logger;
   zooKeeper: ZooKeeperClient | null;
 }
@@ -60,10 +62,12 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
     pages: null,
   };
   const history = new ConsoleHistory();
-  if (addresses === null) return { state, bound: [], history, log, zooKeeper: null };
-  cleanups.push("event-loop monitor and console history", () => {
+  const leaders = new LeaderHighWatermarks(log.child("Console"));
+  if (addresses === null) return { state, bound: [], history, leaders, log, zooKeeper: null };
+  cleanups.push("event-loop monitor, console history, leader high watermarks", () => {
     eventLoop?.stop();
     history.stop();
+    leaders.stop();
   });
   const tls =
     state.authentication === "mtls"
@@ -76,7 +80,7 @@ export function openAdmin(config: BrokerConfig, log: Logger, cleanups: CleanupSt
   log.info(
     `quill: admin listener on ${bound} (/console, /health/live, /health/ready, /metrics; ${auth})`,
   );
-  return { state, bound: server.bound, history, log, zooKeeper: null };
+  return { state, bound: server.bound, history, leaders, log, zooKeeper: null };
 }
 
 /** The broker serves: metrics see its parts, logins its SCRAM users, and it reports ready. */
@@ -86,7 +90,11 @@ export function adminServes(
   connectionCounts: () => { listenerName: string; count: number }[],
 ): void {
   const state = admin.state;
-  state.sources = { services, connectionCounts, zooKeeper: admin.zooKeeper };
+  // In a cluster, lag also covers committed partitions another broker holds.
+  const leaders = admin.zooKeeper !== null && admin.bound.length > 0 ? admin.leaders : undefined;
+  leaders?.start(services);
+  const sources = { services, connectionCounts, zooKeeper: admin.zooKeeper };
+  state.sources = leaders === undefined ? sources : { ...sources, leaderHighWatermarks: leaders };
   if (state.authentication === "scram") {
     const store =
       services.saslAuthenticator?.credentials ??
@@ -101,8 +109,9 @@ export function adminServes(
       zooKeeperState: () => zk?.sessionState ?? "not used (embedded broker)",
       csrfKey: randomBytes(32),
       log: admin.log.child("Console"),
+      ...(leaders === undefined ? {} : { leaderHighWatermarks: leaders }),
     };
-    admin.history.start(services, state.metrics);
+    admin.history.start(services, state.metrics, leaders);
     state.pages = (request, url, principal, host) =>
       consolePage(request, url, () => forUser(context, principal, host));
   }

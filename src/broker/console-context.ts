@@ -3,12 +3,15 @@ import type { AclOperation, ResourceType } from "../security/authorized-operatio
 import type { Partition } from "../server/partition.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ConsoleHistory } from "./console-history.ts";
+import type { LeaderHighWatermarks } from "./leader-high-watermarks.ts";
 
 /** What the console pages read: the running broker, its history and its ZooKeeper state. */
 export interface ConsoleContext {
   readonly services: BrokerServices;
   readonly history: ConsoleHistory;
   readonly zooKeeperState: () => string;
+  /** Leaders' high watermarks for lag where no replica is here (leader-high-watermarks.ts). */
+  readonly leaderHighWatermarks?: LeaderHighWatermarks;
   /** Keys the forms' anti-forgery tokens (console-config-alter.ts); drawn at start. */
   readonly csrfKey: Uint8Array;
   readonly log: Logger;

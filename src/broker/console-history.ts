@@ -1,5 +1,6 @@
 import type { BrokerServices } from "../api/broker-services.ts";
 import type { BrokerMetrics } from "../server/broker-metrics.ts";
+import type { LeaderHighWatermarks } from "./leader-high-watermarks.ts";
 import { groupLags } from "./metrics-collector.ts";
 
 /** One sample every 10 s for an hour: the console's "over the last hour". */
@@ -27,8 +28,8 @@ export class ConsoleHistory {
   private timer: ReturnType<typeof setInterval> | null = null;
   private take: (() => Sample) | null = null;
 
-  start(services: BrokerServices, metrics: BrokerMetrics): void {
-    this.take = () => sample(services, metrics);
+  start(services: BrokerServices, metrics: BrokerMetrics, leaders?: LeaderHighWatermarks): void {
+    this.take = () => sample(services, metrics, leaders);
     this.record();
     this.timer = setInterval(() => this.record(), SAMPLE_INTERVAL_MS);
     this.timer.unref();
@@ -52,7 +53,11 @@ export class ConsoleHistory {
   }
 }
 
-function sample(services: BrokerServices, metrics: BrokerMetrics): Sample {
+function sample(
+  services: BrokerServices,
+  metrics: BrokerMetrics,
+  leaders: LeaderHighWatermarks | undefined,
+): Sample {
   let bytesIn = 0;
   let bytesOut = 0;
   let recordsIn = 0;
@@ -67,7 +72,7 @@ function sample(services: BrokerServices, metrics: BrokerMetrics): Sample {
     .sort((a, b) => (a.groupId < b.groupId ? -1 : 1))
     .slice(0, GROUPS_PER_SAMPLE_MAX);
   const groupLag = new Map<string, number>(groups.map((g) => [g.groupId, 0]));
-  for (const l of groupLags(services, groups, { count: 0 })) {
+  for (const l of groupLags(services, groups, { count: 0 }, leaders)) {
     groupLag.set(l.labels.group, (groupLag.get(l.labels.group) ?? 0) + l.lag);
   }
   return { atMs: Date.now(), bytesIn, bytesOut, recordsIn, groupLag };

@@ -190,7 +190,7 @@ function groupsPage(ctx: ConsoleContext): Response {
   const groups = ctx.services.groupCoordinator
     .groupViews()
     .filter((g) => ctx.allowed(AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId));
-  const lags = groupLags(ctx.services, groups, { count: 0 });
+  const lags = groupLags(ctx.services, groups, { count: 0 }, ctx.leaderHighWatermarks);
   const rows = groups
     .sort((a, b) => (a.groupId < b.groupId ? -1 : 1))
     .map((g) => [
@@ -214,7 +214,7 @@ function groupPage(ctx: ConsoleContext, groupId: string): Response {
   if (group === undefined) {
     return page(`Group ${groupId}`, html`<p class="empty">not coordinated here</p>`);
   }
-  const lags = groupLags(ctx.services, [group], { count: 0 });
+  const lags = groupLags(ctx.services, [group], { count: 0 }, ctx.leaderHighWatermarks);
   const series: Series = {
     label: "total lag",
     points: ctx.history

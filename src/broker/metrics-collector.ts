@@ -8,6 +8,7 @@ import type { Partition } from "../server/partition.ts";
 import { logFlushSeconds } from "../storage/log-flush-stats.ts";
 import type { EventLoopMonitor } from "../util/event-loop-monitor.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
+import type { LeaderHighWatermarks } from "./leader-high-watermarks.ts";
 import { Exposition, type Labels, one } from "./metrics-text.ts";
 
 /**
@@ -22,6 +23,8 @@ export interface MetricsSources {
   readonly services: BrokerServices;
   readonly connectionCounts: () => { listenerName: string; count: number }[];
   readonly zooKeeper: ZooKeeperClient | null;
+  /** Leaders' high watermarks for committed partitions with no replica here (lag). */
+  readonly leaderHighWatermarks?: LeaderHighWatermarks;
 }
 
 /**
@@ -43,7 +46,7 @@ export function metricsText(
   if (sources === null) return out.text();
   const dropped = { count: 0 };
   partitionFamilies(out, sources.services, dropped);
-  groupFamilies(out, sources.services, dropped);
+  groupFamilies(out, sources, dropped);
   out.gauge(
     "quill_connections",
     "Open client and broker connections per listener.",
@@ -272,11 +275,12 @@ function offlinePartitions(services: BrokerServices): number {
 /**
  * Consumer groups this broker coordinates: count per state, members, and each committed
  * partition's lag against the high watermark of the local replica (exact where this broker
- * leads the partition; a follower knows the leader's high watermark as of its last fetch).
- * Partitions with no replica here are left out: another broker's scrape has no lag for them
- * either, so a group spread over brokers is complete only where its partitions are hosted.
+ * leads the partition; a follower knows the leader's high watermark as of its last fetch), and
+ * for partitions with no replica here, the leader's as its last ListOffsets answer said
+ * (leader-high-watermarks.ts, at most 30 s old).
  */
-function groupFamilies(out: Exposition, services: BrokerServices, dropped: { count: number }) {
+function groupFamilies(out: Exposition, sources: MetricsSources, dropped: { count: number }) {
+  const services = sources.services;
   const groups = services.groupCoordinator.groupViews();
   const byState = new Map<string, number>();
   for (const g of groups) byState.set(g.state, (byState.get(g.state) ?? 0) + 1);
@@ -290,7 +294,7 @@ function groupFamilies(out: Exposition, services: BrokerServices, dropped: { cou
     "Members of each group coordinated here.",
     groups.map((g) => [{ group: g.groupId, state: g.state }, g.members.length]),
   );
-  const lags = groupLags(services, groups, dropped);
+  const lags = groupLags(services, groups, dropped, sources.leaderHighWatermarks);
   out.gauge(
     "quill_consumer_group_lag",
     "High watermark minus the committed offset, per group and partition.",
@@ -310,11 +314,15 @@ export interface PartitionLag {
   readonly lag: number;
 }
 
-/** Lag per group and partition where a local replica knows the high watermark (bounded). */
+/**
+ * Lag per group and partition (bounded): against the local replica's high watermark, else the
+ * leader's as `leaders` last heard it; a partition neither knows is left out.
+ */
 export function groupLags(
   services: BrokerServices,
   groups: readonly GroupView[],
   dropped: { count: number },
+  leaders?: LeaderHighWatermarks,
 ): PartitionLag[] {
   const lags: PartitionLag[] = [];
   const hosted = new Map<string, Partition>();
@@ -324,13 +332,15 @@ export function groupLags(
   for (const g of groups) {
     for (const [key, committed] of g.offsets ?? []) {
       const p = hosted.get(key);
-      if (p === undefined || p.log.isClosed) continue;
+      const local = p !== undefined && !p.log.isClosed ? p.log.highWatermark : undefined;
+      const known = local ?? leaders?.get(key);
+      if (known === undefined) continue;
       const { topic, partition } = topicPartitionOf(key);
       if (lags.length >= PARTITION_SERIES_MAX) {
         dropped.count++;
         continue;
       }
-      const highWatermark = Number(p.log.highWatermark);
+      const highWatermark = Number(known);
       const offset = Number(committed.offset);
       const lag = Math.max(0, highWatermark - offset);
       const labels = { group: g.groupId, topic, partition };

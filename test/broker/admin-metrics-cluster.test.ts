@@ -2,7 +2,8 @@
 // per topic add up to exactly what kafkajs produced, one broker is the active controller, the
 // ZooKeeper session shows, and a follower frozen with SIGSTOP makes its leader shrink the ISR
 // (under-replicated 1) and expand it again once it runs. The leader is the controller: an ISR
-// change is committed by the controller, which a frozen controller could not do.
+// change is committed by the controller, which a frozen controller could not do. A group's lag
+// shows on its coordinator also for a partition only the other broker holds (ListOffsets).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -10,7 +11,7 @@ import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
-import { until } from "./cluster-harness.ts";
+import { createTopicWithAssignment, until } from "./cluster-harness.ts";
 
 let zooKeeper: ZooKeeperServer;
 const brokers: { id: number; broker: ChildBroker; admin: string }[] = [];
@@ -131,15 +132,9 @@ test("cluster metrics follow known traffic, the controller and ZooKeeper", async
   leaderAt = found;
 }, 60_000);
 
-test("the group's coordinator shows its lag against the partition's high watermark", async () => {
-  const found = await requestOnce(brokers[0]!.broker.port, ApiKey.FindCoordinator, 3, {
-    key: "cluster-laggard",
-    keyType: 0,
-    coordinatorKeys: [],
-  });
-  expect(found.errorCode).toBe(ErrorCode.NONE);
-  const coordinator = brokers.find((b) => b.id === found.nodeId)!;
-  const committed = await requestOnce(coordinator.broker.port, ApiKey.OffsetCommit, 8, {
+/** Commits `offset` for the group on partition 0 of `topic` through its coordinator. */
+async function commitOffset(coordinator: ChildBroker, topic: string, offset: bigint) {
+  const committed = await requestOnce(coordinator.port, ApiKey.OffsetCommit, 8, {
     groupId: "cluster-laggard",
     generationIdOrMemberEpoch: -1,
     memberId: "",
@@ -147,11 +142,11 @@ test("the group's coordinator shows its lag against the partition's high waterma
     retentionTimeMs: -1n,
     topics: [
       {
-        name: "watched",
+        name: topic,
         partitions: [
           {
             partitionIndex: 0,
-            committedOffset: 4n,
+            committedOffset: offset,
             committedLeaderEpoch: -1,
             committedMetadata: null,
           },
@@ -160,17 +155,47 @@ test("the group's coordinator shows its lag against the partition's high waterma
     ],
   });
   expect(committed.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
-  const labels = '{group="cluster-laggard",topic="watched",partition="0"}';
-  // The coordinator hosts a replica (replication factor 2 on 2 brokers): 10 records, 4 read.
+}
+
+test("the group's coordinator shows its lag, also where the other broker holds the partition", async () => {
+  const found = await requestOnce(brokers[0]!.broker.port, ApiKey.FindCoordinator, 3, {
+    key: "cluster-laggard",
+    keyType: 0,
+    coordinatorKeys: [],
+  });
+  expect(found.errorCode).toBe(ErrorCode.NONE);
+  const coordinator = brokers.find((b) => b.id === found.nodeId)!;
+  const other = brokers.find((b) => b.id !== found.nodeId)!;
+  // "elsewhere" has its only replica on the other broker: 7 records there, 2 read.
+  await createTopicWithAssignment(other.broker, "elsewhere", [[other.id]]);
+  const kafka = new Kafka({
+    brokers: brokers.map((b) => b.broker.bootstrap),
+    logLevel: logLevel.NOTHING,
+  });
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const messages = Array.from({ length: 7 }, (_, i) => ({ partition: 0, value: `e${i}` }));
+  await producer.send({ topic: "elsewhere", acks: -1, messages });
+  await producer.disconnect();
+  await commitOffset(coordinator.broker, "watched", 4n);
+  await commitOffset(coordinator.broker, "elsewhere", 2n);
+  const lag = (topic: string) =>
+    `quill_consumer_group_lag{group="cluster-laggard",topic="${topic}",partition="0"}`;
+  // The coordinator hosts a replica of "watched" (replication factor 2 on 2 brokers): 10
+  // records, 4 read. For "elsewhere" it asks the leader with ListOffsets every 10 s.
   await until(
-    async () =>
-      (await scrape(coordinator.admin)).get(`quill_consumer_group_lag${labels}`) === 6
+    async () => {
+      const samples = await scrape(coordinator.admin);
+      return samples.get(lag("watched")) === 6 && samples.get(lag("elsewhere")) === 5
         ? true
-        : undefined,
-    10_000,
-    "lag 6 on the coordinator",
+        : undefined;
+    },
+    40_000,
+    "lag 6 and 5 on the coordinator",
   );
-});
+  const page = await (await fetch(`${coordinator.admin}/console/groups/cluster-laggard`)).text();
+  expect(page).toMatch(/data-topic="elsewhere"\s+data-partition="0">5</);
+}, 60_000);
 
 test("a frozen follower makes its leader shrink the ISR, and expand it once it runs", async () => {
   expect(leaderAt).toBeGreaterThanOrEqual(0);
