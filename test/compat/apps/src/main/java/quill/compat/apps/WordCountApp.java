@@ -23,6 +23,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.InvalidStateStoreException;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -129,14 +130,20 @@ final class WordCountApp {
       Steps.check(state != KafkaStreams.State.ERROR && state != KafkaStreams.State.NOT_RUNNING,
           "the application stopped (state " + state + "); see its stderr");
       if (state != KafkaStreams.State.RUNNING) return "state " + state;
-      ReadOnlyKeyValueStore<String, Long> store = streams.store(StoreQueryParameters
-          .fromNameAndType(STORE, QueryableStoreTypes.<String, Long>keyValueStore()));
       Map<String, Long> actual = new TreeMap<>();
-      try (var all = store.all()) {
-        while (all.hasNext()) {
-          KeyValue<String, Long> entry = all.next();
-          actual.put(entry.key, entry.value);
+      try {
+        ReadOnlyKeyValueStore<String, Long> store = streams.store(StoreQueryParameters
+            .fromNameAndType(STORE, QueryableStoreTypes.<String, Long>keyValueStore()));
+        try (var all = store.all()) {
+          while (all.hasNext()) {
+            KeyValue<String, Long> entry = all.next();
+            actual.put(entry.key, entry.value);
+          }
         }
+      } catch (InvalidStateStoreException migrating) {
+        // A rebalance began after the state check (after a broker restart the group
+        // coordinator may not know the member any more): Streams' answer is to ask again.
+        return "store not queryable: " + migrating.getMessage();
       }
       return actual.equals(expected) ? null : "store " + actual + ", expected " + expected;
     });
