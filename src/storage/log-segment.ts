@@ -604,8 +604,18 @@ export class LogSegment {
 
   /** Makes the segment immutable: final time index entry, file no longer pinned for writes. */
   onBecomeInactive(): void {
-    this.timeIndex().maybeAppend(this.maxTimestampSoFar, this.offsetOfMaxTimestampSoFar, true);
+    this.sealTimeIndex();
     this.file.unpin();
+  }
+
+  /**
+   * The final time index entry (the segment's largest timestamp), in memory until the next
+   * flush. A closing log adds it before its last flush and unpins only at close: unpinned
+   * beyond the fd cap, the file is evicted at once, and eviction writes the indexes with a
+   * synchronous fdatasync (unloadIndexes), one log after another on the event loop.
+   */
+  sealTimeIndex(): void {
+    this.timeIndex().maybeAppend(this.maxTimestampSoFar, this.offsetOfMaxTimestampSoFar, true);
   }
 
   /** fdatasync of the log and write-out of new index entries. */

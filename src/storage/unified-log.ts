@@ -871,6 +871,8 @@ export class UnifiedLog {
   async closeAsync(): Promise<void> {
     if (this.closed || this.closing) return;
     this.closing = true;
+    // Flushed below with the log and the other index, all on the thread pool at once.
+    this.activeSegment.sealTimeIndex();
     await this.flushAsync();
     this.producerState.advanceMapEndOffset(this.logEndOffset);
     try {
@@ -878,8 +880,6 @@ export class UnifiedLog {
     } catch (error) {
       this.env.logger.warn(`${this.name}: producer snapshot at close failed: ${error}`);
     }
-    this.activeSegment.onBecomeInactive();
-    await this.activeSegment.flushAsync();
     this.closeSegments();
   }
 
