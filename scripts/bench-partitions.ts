@@ -1,0 +1,107 @@
+// `bun scripts/bench-partitions.ts [--partitions 1000,10000] [--quill-binary PATH]`
+//
+// Quill alone, one broker per partition count, on a fresh data dir: how long creating 100 topics
+// holding that many partitions takes (until Metadata shows every leader), a first produce to
+// every partition (one batch each, so every log has data to flush), how long a clean stop
+// (SIGTERM to exit: every log flushed, checkpoints, the clean-shutdown marker) takes, start-up
+// after it, and start-up after kill -9 (both to the first successful produce). Without
+// --quill-binary the broker runs from source (`bun src/main.ts`). Prints one JSON line per
+// partition count with the load average. The same figures, beside Kafka's, come from
+// bench-vs-kafka.ts's scale workloads; this is the quick before/after loop for them.
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildRecordBatch } from "../src/protocol/record-batch.ts";
+import { KafkaClient } from "../test/support/kafka-client.ts";
+import { loadAverage } from "./bench-common.ts";
+import { createTopicsAndWait, type TopicSpec } from "./bench-vs-kafka/broker-probe.ts";
+import { startQuill } from "./bench-vs-kafka/brokers.ts";
+
+const TOPICS = 100;
+const CREATE_TIMEOUT_MS = 900_000;
+const PRODUCE = 0;
+
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+}
+
+/** A one-line launcher that execs Bun on the sources, so the PID is the broker's. */
+function sourceLauncher(dir: string): string {
+  const launcher = join(dir, "quill-from-source");
+  const main = join(import.meta.dir, "..", "src", "main.ts");
+  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${main}' "$@"\n`);
+  chmodSync(launcher, 0o755);
+  return launcher;
+}
+
+/** One batch of 10 records of 100 B to every partition, a Produce request (acks=1) per topic. */
+async function produceToEvery(port: number, topics: readonly TopicSpec[]): Promise<void> {
+  const value = new Uint8Array(100).fill(97);
+  const records = buildRecordBatch(Array.from({ length: 10 }, () => ({ value })));
+  const client = await KafkaClient.connect(port);
+  try {
+    for (const topic of topics) {
+      const partitionData = Array.from({ length: topic.partitions }, (_, index) => ({
+        index,
+        records,
+      }));
+      const response = await client.request(PRODUCE, 7, {
+        transactionalId: null,
+        acks: 1,
+        timeoutMs: 30_000,
+        topicData: [{ name: topic.name, partitionData }],
+      });
+      for (const p of response.responses[0]?.partitionResponses ?? []) {
+        if (p.errorCode !== 0) throw new Error(`produce to ${topic.name}: error ${p.errorCode}`);
+      }
+    }
+  } finally {
+    client.close();
+  }
+}
+
+async function measure(binary: string, dir: string, partitions: number) {
+  const figures: Record<string, number | string> = { partitions, loadBefore: loadAverage() };
+  let broker = await startQuill(binary, dir);
+  try {
+    const topics = Array.from({ length: TOPICS }, (_, i) => ({
+      name: `p${partitions}-t${i}`,
+      partitions: partitions / TOPICS,
+    }));
+    let started = performance.now();
+    await createTopicsAndWait(broker.port, topics, performance.now() + CREATE_TIMEOUT_MS);
+    figures.createMs = Math.round(performance.now() - started);
+    started = performance.now();
+    await produceToEvery(broker.port, topics);
+    figures.firstProduceMs = Math.round(performance.now() - started);
+    started = performance.now();
+    await broker.stop();
+    figures.cleanStopMs = Math.round(performance.now() - started);
+    broker = await startQuill(binary, dir);
+    figures.cleanStartMs = Math.round(broker.startupMs);
+    await broker.kill();
+    broker = await startQuill(binary, dir);
+    figures.crashStartMs = Math.round(broker.startupMs);
+  } finally {
+    await broker.stop();
+  }
+  const out = readFileSync(join(dir, "quill.out"), "utf8");
+  figures.recoveryLines = (out.match(/recover/gi) ?? []).length;
+  figures.loadAfter = loadAverage();
+  return figures;
+}
+
+const counts = (option("--partitions") ?? "1000,10000").split(",").map(Number);
+for (const partitions of counts) {
+  if (!Number.isInteger(partitions / TOPICS) || partitions <= 0) {
+    throw new Error(`--partitions: ${partitions} is not a positive multiple of ${TOPICS}`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "bench-partitions-"));
+  try {
+    const binary = option("--quill-binary") ?? sourceLauncher(dir);
+    console.log(JSON.stringify(await measure(binary, dir, partitions)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
