@@ -2,7 +2,8 @@
 //
 // Version notes:
 // * v1: ThrottleTimeMs. v3: flexible. v4: StatesFilter and GroupState (KIP-518), matched
-//   case-insensitively. v5: TypesFilter and GroupType (KIP-848); every Quill group is "classic".
+//   case-insensitively. v5: TypesFilter and GroupType (KIP-848): "consumer" for a group with
+//   KIP-848 members, else "classic".
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { authorize, authorizeCluster } from "./authorize.ts";

@@ -50,6 +50,8 @@ import { describeClusterHandler } from "./60-describe-cluster.ts";
 import { describeProducersHandler } from "./61-describe-producers.ts";
 import { describeTransactionsHandler } from "./65-describe-transactions.ts";
 import { listTransactionsHandler } from "./66-list-transactions.ts";
+import { consumerGroupHeartbeatHandler } from "./68-consumer-group-heartbeat.ts";
+import { consumerGroupDescribeHandler } from "./69-consumer-group-describe.ts";
 import type { ApiHandler } from "./handler.ts";
 
 /** Every API Quill answers; ApiVersions advertises exactly these, with these version ranges. */
@@ -88,6 +90,8 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   listGroupsHandler,
   deleteGroupsHandler,
   offsetDeleteHandler,
+  consumerGroupHeartbeatHandler,
+  consumerGroupDescribeHandler,
   initProducerIdHandler,
   addPartitionsToTxnHandler,
   addOffsetsToTxnHandler,

@@ -357,11 +357,21 @@ async function startGroupCoordinator(
   cleanups.push("offset store", () => offsetStore.close());
   const isCoordinatorFor = (groupId: string) =>
     cache.groupCoordinator(groupId).nodeId === config["broker.id"];
+  // KIP-848 assignors size each subscribed topic from the metadata this broker holds.
+  const partitionCounts = (topics: ReadonlySet<string>) => {
+    const counts = new Map<string, number>();
+    for (const name of topics) {
+      const topic = cache.topic(name);
+      if (topic !== undefined) counts.set(name, topic.partitions.length);
+    }
+    return counts;
+  };
   const groupCoordinator = new GroupCoordinator(
     offsetStore,
     groupConfigFrom(config),
     Date.now,
     isCoordinatorFor,
+    partitionCounts,
   );
   // Groups follow the live brokers: those that moved elsewhere are let go at once.
   const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());

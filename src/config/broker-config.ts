@@ -407,6 +407,21 @@ export const BROKER_CONFIG_KEYS = {
     1800000,
     "Largest session timeout a consumer may ask for.",
   ),
+  "group.consumer.session.timeout.ms": key(
+    int({ min: 1 }),
+    45000,
+    "Session timeout of KIP-848 consumer group members (group.protocol=consumer).",
+  ),
+  "group.consumer.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    5000,
+    "How often KIP-848 consumer group members are told to heartbeat.",
+  ),
+  "group.consumer.assignors": key(
+    list("assignors", { allowed: ["uniform", "range"] as const, minItems: 1 }),
+    ["uniform", "range"],
+    "Server-side assignors of KIP-848 consumer groups; the first is the default.",
+  ),
   "offsets.retention.minutes": key(
     int({ min: 1 }),
     10080,

@@ -35,6 +35,12 @@ export interface GroupConfig {
    * task, every `offsets.retention.check.interval.ms`, default 10 minutes).
    */
   readonly emptyGroupCleanupIntervalMs: number;
+  /** `group.consumer.session.timeout.ms`: a KIP-848 member silent this long is fenced. */
+  readonly consumerSessionTimeoutMs: number;
+  /** `group.consumer.heartbeat.interval.ms`: how often KIP-848 members are told to heartbeat. */
+  readonly consumerHeartbeatIntervalMs: number;
+  /** `group.consumer.assignors`: the server-side assignors, the first the default. */
+  readonly consumerAssignors: readonly string[];
 }
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
@@ -51,6 +57,9 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   memberAssignmentBytesMax: 1 << 20,
   pendingMembersMax: 10_000,
   emptyGroupCleanupIntervalMs: 600_000,
+  consumerSessionTimeoutMs: 45_000,
+  consumerHeartbeatIntervalMs: 5_000,
+  consumerAssignors: Object.freeze(["uniform", "range"]),
 });
 
 /**
@@ -66,5 +75,8 @@ export function groupConfigFrom(config: BrokerConfig): Partial<GroupConfig> {
     minSessionTimeoutMs: config["group.min.session.timeout.ms"],
     maxSessionTimeoutMs: config["group.max.session.timeout.ms"],
     initialRebalanceDelayMs: config["group.initial.rebalance.delay.ms"],
+    consumerSessionTimeoutMs: config["group.consumer.session.timeout.ms"],
+    consumerHeartbeatIntervalMs: config["group.consumer.heartbeat.interval.ms"],
+    consumerAssignors: config["group.consumer.assignors"],
   };
 }

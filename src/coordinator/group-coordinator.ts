@@ -4,6 +4,12 @@ import { assert } from "../util/assert.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
 import {
+  ConsumerGroupManager,
+  type HeartbeatRequest as ConsumerHeartbeatRequest,
+  type HeartbeatResult as ConsumerHeartbeatResult,
+  type PartitionCounts,
+} from "./consumer-group-manager.ts";
+import {
   DEFAULT_GROUP_CONFIG,
   type GroupConfig,
   NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -64,8 +70,9 @@ const SKIP_ASSIGNMENT_MIN_VERSION = 9;
 const DESCRIBE_NOT_FOUND_MIN_VERSION = 6;
 /** Store reads one request (ListGroups, DescribeGroups, DeleteGroups) keeps in flight. */
 const STORE_READ_CONCURRENCY = 64;
-/** The only group type this coordinator runs (KIP-848 "consumer" groups are not implemented). */
+/** Group types as ListGroups names them: JoinGroup groups, and KIP-848 groups. */
 const CLASSIC_GROUP_TYPE = "classic";
+const CONSUMER_GROUP_TYPE = "consumer";
 
 /** One group as groupViews() shows it. */
 export interface GroupView {
@@ -90,6 +97,8 @@ export class GroupCoordinator {
   private readonly config: GroupConfig;
   private readonly groups = new Map<string, ClassicGroup>();
   private readonly pendingTxnOffsets: PendingTxnOffsets;
+  /** KIP-848 membership; the group's offsets stay with its entry in `groups`. */
+  private readonly consumerGroups: ConsumerGroupManager;
   private active = false;
   private cleanupTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -103,9 +112,11 @@ export class GroupCoordinator {
     config: Partial<GroupConfig> = {},
     private readonly nowMs: () => number = Date.now,
     private readonly isCoordinatorFor: (groupId: string) => boolean = () => true,
+    partitionCounts: PartitionCounts = () => new Map(),
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     this.pendingTxnOffsets = new PendingTxnOffsets(store);
+    this.consumerGroups = new ConsumerGroupManager(this.config, partitionCounts);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
       `group.min.session.timeout.ms ${this.config.minSessionTimeoutMs} exceeds the max ` +
@@ -134,6 +145,7 @@ export class GroupCoordinator {
     if (this.cleanupTimer !== null) clearInterval(this.cleanupTimer);
     for (const group of this.groups.values()) this.unload(group);
     this.groups.clear();
+    for (const group of [...this.consumerGroups.all()]) this.consumerGroups.unload(group.groupId);
   }
 
   /**
@@ -147,6 +159,45 @@ export class GroupCoordinator {
       this.unload(group);
       this.groups.delete(group.groupId);
     }
+    for (const group of [...this.consumerGroups.all()]) {
+      if (!this.isCoordinatorFor(group.groupId)) this.consumerGroups.unload(group.groupId);
+    }
+  }
+
+  // ---- ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848) ------------------------------
+
+  /**
+   * One KIP-848 heartbeat. A group with classic members is not a consumer group (Kafka with
+   * its migration policy off says so too); an Empty classic group with offsets becomes one.
+   */
+  consumerGroupHeartbeat(req: ConsumerHeartbeatRequest): ConsumerHeartbeatResult {
+    const refuse = (errorCode: number, errorMessage: string | null) => ({
+      errorCode,
+      errorMessage,
+      memberId: req.memberId,
+      memberEpoch: req.memberEpoch,
+      heartbeatIntervalMs: 0,
+      assignment: null,
+    });
+    const invalidId = this.validateGroupId(req.groupId, true);
+    if (invalidId !== null) return refuse(invalidId, null);
+    const classic = this.groups.get(req.groupId);
+    if (
+      classic !== undefined &&
+      (!classic.is(GroupState.Empty) || classic.pendingMembers.size > 0)
+    ) {
+      return refuse(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a consumer group.`);
+    }
+    if (classic === undefined && this.createGroup(req.groupId) === null) {
+      return refuse(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
+    }
+    return this.consumerGroups.heartbeat(req);
+  }
+
+  /** The KIP-848 group, or null (unknown here, or a classic group). */
+  consumerGroup(groupId: string) {
+    if (!this.active || !this.isCoordinatorFor(groupId)) return null;
+    return this.consumerGroups.get(groupId) ?? null;
   }
 
   /** Number of groups in memory, for tests and metrics. */
@@ -208,6 +259,8 @@ export class GroupCoordinator {
   }
 
   private validateJoin(req: JoinGroupRequest): number | null {
+    // KIP-848 members own the group: classic members may not join them (no migration).
+    if (this.consumerGroups.hasMembers(req.groupId)) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
     const { minSessionTimeoutMs, maxSessionTimeoutMs } = this.config;
     if (req.sessionTimeoutMs < minSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
     if (req.sessionTimeoutMs > maxSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
@@ -748,18 +801,29 @@ export class GroupCoordinator {
     if (adoptError !== null) return { errorCode: adoptError, groups: [] };
     const states = new Set(req.statesFilter.map((s) => s.toLowerCase()));
     const types = new Set(req.typesFilter.map((t) => t.toLowerCase()));
-    if (types.size > 0 && !types.has(CLASSIC_GROUP_TYPE)) {
-      return { errorCode: ErrorCode.NONE, groups: [] };
-    }
-    const wanted = (g: ClassicGroup) => states.size === 0 || states.has(g.state.toLowerCase());
     const groups = [...this.groups.values()]
-      .filter((g) => !g.is(GroupState.Dead) && wanted(g) && this.isCoordinatorFor(g.groupId))
-      .map((g) => ({
-        groupId: g.groupId,
-        protocolType: g.protocolType ?? "",
-        groupState: g.state,
-        groupType: CLASSIC_GROUP_TYPE,
-      }));
+      .filter((g) => !g.is(GroupState.Dead) && this.isCoordinatorFor(g.groupId))
+      .map((g) => {
+        const consumer = this.consumerGroups.get(g.groupId);
+        if (consumer === undefined || consumer.isEmpty) {
+          const protocolType = g.protocolType ?? "";
+          return {
+            groupId: g.groupId,
+            protocolType,
+            groupState: g.state,
+            groupType: CLASSIC_GROUP_TYPE,
+          };
+        }
+        const groupState = consumer.state;
+        return {
+          groupId: g.groupId,
+          protocolType: "consumer",
+          groupState,
+          groupType: CONSUMER_GROUP_TYPE,
+        };
+      })
+      .filter((g) => states.size === 0 || states.has(g.groupState.toLowerCase()))
+      .filter((g) => types.size === 0 || types.has(g.groupType));
     return { errorCode: ErrorCode.NONE, groups };
   }
 
@@ -779,12 +843,14 @@ export class GroupCoordinator {
       else if (!this.isCoordinatorFor(groupId)) results.set(groupId, ErrorCode.NOT_COORDINATOR);
       else if (group === undefined || group.is(GroupState.Dead)) {
         results.set(groupId, ErrorCode.GROUP_ID_NOT_FOUND);
-      } else if (!group.is(GroupState.Empty)) results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
-      else eligible.push(group);
+      } else if (!group.is(GroupState.Empty) || this.consumerGroups.hasMembers(groupId)) {
+        results.set(groupId, ErrorCode.NON_EMPTY_GROUP);
+      } else eligible.push(group);
     }
     for (const group of eligible) {
       group.transitionTo(GroupState.Dead);
       this.groups.delete(group.groupId);
+      this.consumerGroups.unload(group.groupId);
     }
     await Promise.all(
       eligible.map(async (group) => {
@@ -816,6 +882,7 @@ export class GroupCoordinator {
     if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
       return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
     }
+    const consumer = this.consumerGroups.get(req.groupId);
     let group = this.groups.get(req.groupId);
     if (group === undefined) {
       // Only a consumer that assigns partitions itself may create a group by committing.
@@ -825,7 +892,11 @@ export class GroupCoordinator {
     }
     const loadError = await this.loadOffsets(group);
     if (loadError !== null) return commitError(req, loadError);
-    const errorCode = validateOffsetCommit(group, req);
+    // KIP-848 groups check the member epoch (the request's generation field carries it).
+    const errorCode =
+      consumer !== undefined
+        ? this.consumerGroups.validateCommit(req.groupId, req.memberId, req.generationId)
+        : validateOffsetCommit(group, req);
     if (errorCode !== null) return commitError(req, errorCode);
     if (group.is(GroupState.CompletingRebalance)) {
       return commitError(req, ErrorCode.REBALANCE_IN_PROGRESS);
@@ -1068,12 +1139,14 @@ export class GroupCoordinator {
   private removeIdleGroups(): void {
     for (const [groupId, group] of this.groups) {
       if (!group.is(GroupState.Empty) || group.pendingMembers.size > 0) continue;
+      if (this.consumerGroups.hasMembers(groupId)) continue;
       // Groups whose offsets were never loaded may have some in the store: keep them.
       if (group.offsets === null || group.offsetsLoading !== null) continue;
       if (group.offsets.size > 0) continue;
       group.transitionTo(GroupState.Dead);
       this.groups.delete(groupId);
     }
+    this.consumerGroups.removeEmpty();
   }
 
   private unload(group: ClassicGroup): void {

@@ -1,0 +1,79 @@
+// ConsumerGroupDescribe: v0-1 (KIP-848)
+//
+// Version notes:
+// * v1: MemberType per member (1: a consumer-protocol member; Quill's KIP-848 groups have no
+//   classic members).
+// * A group unknown here, or a classic group, is GROUP_ID_NOT_FOUND, as in Kafka; DESCRIBE on
+//   the group is needed (GROUP_AUTHORIZATION_FAILED otherwise).
+import type { ConsumerGroup } from "../coordinator/consumer-group.ts";
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import {
+  AclOperation,
+  AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+  authorizedOperations,
+  ResourceType,
+} from "../security/authorized-operations.ts";
+import type { MetadataCache } from "../server/metadata-cache.ts";
+import { byId } from "./68-consumer-group-heartbeat.ts";
+import { authorize, requestAuthorizer } from "./authorize.ts";
+import { defineHandler } from "./handler.ts";
+
+/** Groups one request may describe; Kafka has no limit, but every list needs one. */
+const GROUPS_MAX = 10_000;
+/** ConsumerGroupDescribe v1's MemberType of a consumer-protocol member. */
+const CONSUMER_MEMBER_TYPE = 1;
+
+export const consumerGroupDescribeHandler = defineHandler({
+  apiKey: ApiKey.ConsumerGroupDescribe,
+  minVersion: 0,
+  maxVersion: 1,
+  handle(request, ctx) {
+    const cache = ctx.broker.metadataCache;
+    const groups = request.groupIds.slice(0, GROUPS_MAX).map((groupId) => {
+      const failed = (errorCode: number, errorMessage: string | null = null) => ({
+        errorCode,
+        errorMessage,
+        groupId,
+        authorizedOperations: AUTHORIZED_OPERATIONS_NOT_REQUESTED,
+      });
+      if (!authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, groupId)) {
+        return failed(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+      }
+      const group = ctx.broker.groupCoordinator.consumerGroup(groupId);
+      if (group === null) {
+        return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+      }
+      const authorizedOps = request.includeAuthorizedOperations
+        ? authorizedOperations(ResourceType.GROUP, groupId, requestAuthorizer(ctx))
+        : AUTHORIZED_OPERATIONS_NOT_REQUESTED;
+      return { ...describe(group, cache), authorizedOperations: authorizedOps };
+    });
+    return { throttleTimeMs: 0, groups };
+  },
+});
+
+function describe(group: ConsumerGroup, cache: MetadataCache) {
+  return {
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    groupId: group.groupId,
+    groupState: group.state,
+    groupEpoch: group.groupEpoch,
+    assignmentEpoch: group.targetEpoch,
+    assignorName: group.assignorName,
+    members: [...group.members.values()].map((m) => ({
+      memberId: m.memberId,
+      instanceId: m.instanceId,
+      rackId: m.rackId,
+      memberEpoch: m.memberEpoch,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      subscribedTopicNames: [...m.subscribedTopicNames],
+      subscribedTopicRegex: null,
+      assignment: { topicPartitions: byId(m.assigned, cache) },
+      targetAssignment: { topicPartitions: byId(group.targetOf(m.memberId), cache) },
+      memberType: CONSUMER_MEMBER_TYPE,
+    })),
+  };
+}

@@ -1,0 +1,234 @@
+import { ErrorCode } from "../protocol/errors.ts";
+import { assert } from "../util/assert.ts";
+import { ConsumerGroup, type ConsumerMember, newMember } from "./consumer-group.ts";
+import { ASSIGNORS, type Assignment } from "./consumer-group-assignors.ts";
+import type { GroupConfig } from "./group-config.ts";
+
+/**
+ * The KIP-848 side of the group coordinator (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
+ * ConsumerGroupHeartbeat joins, leaves and reconciles members, and each member's session and
+ * rebalance timers fence it when it goes quiet. Membership lives in memory, as the classic
+ * groups' does; committed offsets go through the coordinator's offset store like every group's,
+ * so after a failover members are told UNKNOWN_MEMBER_ID, rejoin with epoch 0 and resume from
+ * their committed offsets.
+ */
+
+export interface HeartbeatRequest {
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly memberEpoch: number;
+  readonly instanceId: string | null;
+  readonly rackId: string | null;
+  readonly rebalanceTimeoutMs: number;
+  readonly subscribedTopicNames: readonly string[] | null;
+  readonly serverAssignor: string | null;
+  /** Partitions the member owns, by topic name (null: unchanged). */
+  readonly owned: Assignment | null;
+  readonly clientId: string;
+  readonly clientHost: string;
+}
+
+export interface HeartbeatResult {
+  readonly errorCode: number;
+  readonly errorMessage: string | null;
+  readonly memberId: string;
+  readonly memberEpoch: number;
+  readonly heartbeatIntervalMs: number;
+  /** The member's assignment when the member must hear it, else null. */
+  readonly assignment: Assignment | null;
+}
+
+/** Partition counts of the named topics that exist. */
+export type PartitionCounts = (topics: ReadonlySet<string>) => Map<string, number>;
+
+/** Epoch -1 leaves the group; -2 leaves for now, as a static member that will be back. */
+const LEAVE_EPOCH = -1;
+const STATIC_LEAVE_EPOCH = -2;
+
+export class ConsumerGroupManager {
+  private readonly groups = new Map<string, ConsumerGroup>();
+
+  constructor(
+    private readonly config: GroupConfig,
+    private readonly partitionCounts: PartitionCounts,
+  ) {}
+
+  get(groupId: string): ConsumerGroup | undefined {
+    return this.groups.get(groupId);
+  }
+
+  all(): IterableIterator<ConsumerGroup> {
+    return this.groups.values();
+  }
+
+  /** Whether the group has KIP-848 members (a classic JoinGroup must not mix in). */
+  hasMembers(groupId: string): boolean {
+    return (this.groups.get(groupId)?.members.size ?? 0) > 0;
+  }
+
+  heartbeat(req: HeartbeatRequest): HeartbeatResult {
+    const invalid = this.validate(req);
+    if (invalid !== null) return this.error(req, invalid[0], invalid[1]);
+    let group = this.groups.get(req.groupId);
+    if (group === undefined) {
+      if (req.memberEpoch !== 0) return this.error(req, ErrorCode.UNKNOWN_MEMBER_ID, null);
+      group = new ConsumerGroup(req.groupId, this.config.consumerAssignors);
+      this.groups.set(req.groupId, group);
+    }
+    if (req.memberEpoch === LEAVE_EPOCH || req.memberEpoch === STATIC_LEAVE_EPOCH) {
+      this.fence(group, req.memberId);
+      return this.answer(req.memberId, req.memberEpoch, null);
+    }
+    const member = this.memberFor(group, req);
+    if (typeof member === "number") return this.error(req, member, null);
+    const before = { epoch: member.memberEpoch, assigned: member.assigned };
+    this.update(group, member, req);
+    group.updatePartitionCounts(this.partitionCounts(group.subscribedTopics()));
+    group.maybeComputeTarget();
+    group.reconcile(member, req.owned);
+    this.armTimers(group, member);
+    const changed = before.epoch !== member.memberEpoch || before.assigned !== member.assigned;
+    const full = changed || req.memberEpoch === 0 || req.owned !== null;
+    return this.answer(member.memberId, member.memberEpoch, full ? member.assigned : null);
+  }
+
+  private validate(req: HeartbeatRequest): [number, string] | null {
+    const bad = (message: string): [number, string] => [ErrorCode.INVALID_REQUEST, message];
+    if (req.groupId === "") return [ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty."];
+    if (req.memberEpoch === 0) {
+      if (req.rebalanceTimeoutMs < 0) return bad("RebalanceTimeoutMs must be provided.");
+      if (req.subscribedTopicNames === null) return bad("SubscribedTopicNames must be set.");
+    } else if (req.memberId === "") {
+      return bad("MemberId can't be empty.");
+    } else if (req.memberEpoch < STATIC_LEAVE_EPOCH) {
+      return bad(`MemberEpoch ${req.memberEpoch} is invalid.`);
+    }
+    if (
+      req.serverAssignor !== null &&
+      !this.config.consumerAssignors.includes(req.serverAssignor)
+    ) {
+      const known = ASSIGNORS.has(req.serverAssignor) ? " (not enabled)" : "";
+      return [
+        ErrorCode.UNSUPPORTED_ASSIGNOR,
+        `Assignor ${req.serverAssignor}${known} is not supported.`,
+      ];
+    }
+    return null;
+  }
+
+  /** The member the request speaks for, new on epoch 0, else an error code. */
+  private memberFor(group: ConsumerGroup, req: HeartbeatRequest): ConsumerMember | number {
+    const existing = group.members.get(req.memberId);
+    if (req.memberEpoch === 0) {
+      if (existing !== undefined) this.fence(group, existing.memberId);
+      if (group.members.size >= this.config.maxSize) return ErrorCode.GROUP_MAX_SIZE_REACHED;
+      const memberId = req.memberId === "" ? crypto.randomUUID() : req.memberId;
+      const member = newMember(memberId, req.clientId, req.clientHost);
+      group.add(member);
+      return member;
+    }
+    if (existing === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+    if (req.memberEpoch === existing.memberEpoch) return existing;
+    // A member that missed the answer moving it to a new epoch may repeat the previous one.
+    const ownsOnlyAssigned = req.owned === null || ownedWithin(req.owned, existing.assigned);
+    if (req.memberEpoch === existing.previousMemberEpoch && ownsOnlyAssigned) return existing;
+    return ErrorCode.FENCED_MEMBER_EPOCH;
+  }
+
+  private update(group: ConsumerGroup, member: ConsumerMember, req: HeartbeatRequest): void {
+    if (req.instanceId !== null) member.instanceId = req.instanceId;
+    if (req.rackId !== null) member.rackId = req.rackId;
+    if (req.rebalanceTimeoutMs >= 0) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
+    const topics = req.subscribedTopicNames;
+    if (topics !== null && !sameTopics(topics, member.subscribedTopicNames)) {
+      member.subscribedTopicNames = [...new Set(topics)].sort();
+      group.bumpEpoch();
+    }
+    if (req.serverAssignor !== null && req.serverAssignor !== member.serverAssignor) {
+      member.serverAssignor = req.serverAssignor;
+      group.bumpEpoch();
+    }
+  }
+
+  /** Session timer from this heartbeat; a rebalance timer while partitions await revocation. */
+  private armTimers(group: ConsumerGroup, member: ConsumerMember): void {
+    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    const fence = () => this.fence(group, member.memberId);
+    member.sessionTimer = setTimeout(fence, this.config.consumerSessionTimeoutMs);
+    member.sessionTimer.unref();
+    const revoking = member.state === "unrevoked_partitions";
+    if (!revoking && member.rebalanceTimer !== null) {
+      clearTimeout(member.rebalanceTimer);
+      member.rebalanceTimer = null;
+    } else if (revoking && member.rebalanceTimer === null) {
+      member.rebalanceTimer = setTimeout(fence, member.rebalanceTimeoutMs);
+      member.rebalanceTimer.unref();
+    }
+  }
+
+  /** Removes a member (left, timed out, or replaced): the others rebalance without it. */
+  fence(group: ConsumerGroup, memberId: string): void {
+    const member = group.remove(memberId);
+    if (member === undefined) return;
+    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    if (member.rebalanceTimer !== null) clearTimeout(member.rebalanceTimer);
+    if (group.isEmpty) group.maybeComputeTarget();
+  }
+
+  /**
+   * KIP-848 OffsetCommit checks: a member commits with its current epoch (an older one is
+   * STALE_MEMBER_EPOCH); without a member id and epoch only while the group has no members.
+   */
+  validateCommit(groupId: string, memberId: string, memberEpoch: number): number | null {
+    const group = this.groups.get(groupId);
+    if (group === undefined) return null;
+    if (memberId === "" && memberEpoch < 0) {
+      return group.isEmpty ? null : ErrorCode.UNKNOWN_MEMBER_ID;
+    }
+    const member = group.members.get(memberId);
+    if (member === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+    return memberEpoch === member.memberEpoch ? null : ErrorCode.STALE_MEMBER_EPOCH;
+  }
+
+  /** Drops the group (deleted, or no longer coordinated here), stopping its timers. */
+  unload(groupId: string): void {
+    const group = this.groups.get(groupId);
+    if (group === undefined) return;
+    for (const memberId of [...group.members.keys()]) this.fence(group, memberId);
+    this.groups.delete(groupId);
+  }
+
+  /** Forgets groups without members; their offsets stay with the coordinator's group. */
+  removeEmpty(): void {
+    for (const [groupId, group] of this.groups) if (group.isEmpty) this.groups.delete(groupId);
+  }
+
+  private answer(memberId: string, memberEpoch: number, assignment: Assignment | null) {
+    const heartbeatIntervalMs = this.config.consumerHeartbeatIntervalMs;
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      memberId,
+      memberEpoch,
+      heartbeatIntervalMs,
+      assignment,
+    };
+  }
+
+  private error(req: HeartbeatRequest, errorCode: number, errorMessage: string | null) {
+    assert(errorCode !== ErrorCode.NONE, "an error answer needs an error");
+    return { ...this.answer(req.memberId, req.memberEpoch, null), errorCode, errorMessage };
+  }
+}
+
+function sameTopics(a: readonly string[], b: readonly string[]): boolean {
+  const sa = [...new Set(a)].sort();
+  return sa.length === b.length && sa.every((t, i) => t === b[i]);
+}
+
+function ownedWithin(owned: Assignment, assigned: Assignment): boolean {
+  for (const [topic, partitions] of owned) {
+    for (const p of partitions) if (assigned.get(topic)?.has(p) !== true) return false;
+  }
+  return true;
+}

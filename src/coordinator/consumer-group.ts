@@ -1,0 +1,242 @@
+import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
+import { assert } from "../util/assert.ts";
+import { ASSIGNORS, type Assignment, type Assignor } from "./consumer-group-assignors.ts";
+
+/**
+ * A KIP-848 consumer group (Kafka's `ConsumerGroup` with `CurrentAssignmentBuilder`): members
+ * with epochs, the group epoch (bumped by every membership, subscription or topic change), the
+ * target assignment computed by the server-side assignor for that epoch, and each member's
+ * reconciliation towards its target. A member gives up partitions before anyone else gets them:
+ * it first keeps only what stays its own, and moves to the new epoch once its heartbeat shows
+ * the rest released; a partition another member still holds is handed out when it is free.
+ */
+
+export type MemberState = "stable" | "unrevoked_partitions" | "unreleased_partitions";
+
+export interface ConsumerMember {
+  readonly memberId: string;
+  instanceId: string | null;
+  rackId: string | null;
+  readonly clientId: string;
+  readonly clientHost: string;
+  subscribedTopicNames: readonly string[];
+  serverAssignor: string | null;
+  rebalanceTimeoutMs: number;
+  memberEpoch: number;
+  previousMemberEpoch: number;
+  state: MemberState;
+  /** What the member owns now, as the coordinator told it. */
+  assigned: Assignment;
+  /** What it must give up before moving to the target epoch. */
+  revoking: Assignment;
+  sessionTimer: ReturnType<typeof setTimeout> | null;
+  rebalanceTimer: ReturnType<typeof setTimeout> | null;
+}
+
+export const EMPTY_ASSIGNMENT: Assignment = new Map();
+
+export function assignmentSize(a: Assignment): number {
+  let n = 0;
+  for (const partitions of a.values()) n += partitions.size;
+  return n;
+}
+
+function keys(a: Assignment): TopicPartitionKey[] {
+  return [...a].flatMap(([topic, ps]) => [...ps].map((p) => topicPartitionKey(topic, p)));
+}
+
+function filter(a: Assignment, keep: (topic: string, p: number) => boolean): Assignment {
+  const out = new Map<string, Set<number>>();
+  for (const [topic, partitions] of a) {
+    const kept = [...partitions].filter((p) => keep(topic, p));
+    if (kept.length > 0) out.set(topic, new Set(kept));
+  }
+  return out;
+}
+
+const has = (a: Assignment, topic: string, p: number) => a.get(topic)?.has(p) === true;
+
+export function sameAssignment(a: Assignment, b: Assignment): boolean {
+  return assignmentSize(a) === assignmentSize(b) && keys(a).every((k) => keysSet(b).has(k));
+}
+
+function keysSet(a: Assignment): Set<TopicPartitionKey> {
+  return new Set(keys(a));
+}
+
+export class ConsumerGroup {
+  groupEpoch = 0;
+  targetEpoch = 0;
+  /** Something changed that the next group epoch covers (one bump however many changes). */
+  private changed = false;
+  assignorName: string;
+  readonly members = new Map<string, ConsumerMember>();
+  /** The target assignment of `targetEpoch`, by member id. */
+  private target = new Map<string, Assignment>();
+  /** Which member holds each partition (assigned or being revoked). */
+  private readonly owners = new Map<TopicPartitionKey, string>();
+  /** Partition counts of the subscribed topics the target was computed from. */
+  private partitionCounts = new Map<string, number>();
+
+  constructor(
+    readonly groupId: string,
+    private readonly assignors: readonly string[],
+  ) {
+    assert(assignors.length > 0, "group.consumer.assignors is empty");
+    this.assignorName = assignors[0]!;
+  }
+
+  get isEmpty(): boolean {
+    return this.members.size === 0;
+  }
+
+  /** Kafka's consumer group states: Empty, Assigning, Reconciling, Stable. */
+  get state(): string {
+    if (this.members.size === 0) return "Empty";
+    if (this.changed || this.groupEpoch > this.targetEpoch) return "Assigning";
+    for (const m of this.members.values()) {
+      if (m.memberEpoch !== this.targetEpoch || m.state !== "stable") return "Reconciling";
+    }
+    return "Stable";
+  }
+
+  targetOf(memberId: string): Assignment {
+    return this.target.get(memberId) ?? EMPTY_ASSIGNMENT;
+  }
+
+  /** Every topic some member subscribes to. */
+  subscribedTopics(): Set<string> {
+    const out = new Set<string>();
+    for (const m of this.members.values()) for (const t of m.subscribedTopicNames) out.add(t);
+    return out;
+  }
+
+  /** Marks a change of members, subscriptions or topics: the next target is for a new epoch. */
+  bumpEpoch(): void {
+    this.changed = true;
+  }
+
+  /** Bumps the group epoch when a subscribed topic appeared, vanished or grew. */
+  updatePartitionCounts(counts: Map<string, number>): void {
+    const same =
+      counts.size === this.partitionCounts.size &&
+      [...counts].every(([t, n]) => this.partitionCounts.get(t) === n);
+    if (same) return;
+    this.partitionCounts = counts;
+    this.bumpEpoch();
+  }
+
+  add(member: ConsumerMember): void {
+    this.members.set(member.memberId, member);
+    this.bumpEpoch();
+  }
+
+  /** Removes a member and frees whatever it held. */
+  remove(memberId: string): ConsumerMember | undefined {
+    const member = this.members.get(memberId);
+    if (member === undefined) return undefined;
+    this.members.delete(memberId);
+    this.target.delete(memberId);
+    for (const k of [...keys(member.assigned), ...keys(member.revoking)]) {
+      if (this.owners.get(k) === memberId) this.owners.delete(k);
+    }
+    this.bumpEpoch();
+    return member;
+  }
+
+  /** The assignor the members prefer most (ties: the configured order), else the default. */
+  private chooseAssignor(): Assignor {
+    const votes = new Map<string, number>();
+    for (const m of this.members.values()) {
+      if (m.serverAssignor !== null)
+        votes.set(m.serverAssignor, (votes.get(m.serverAssignor) ?? 0) + 1);
+    }
+    let best = this.assignors[0]!;
+    for (const name of this.assignors) {
+      if ((votes.get(name) ?? 0) > (votes.get(best) ?? 0)) best = name;
+    }
+    this.assignorName = best;
+    return ASSIGNORS.get(best)!;
+  }
+
+  /** Computes the target assignment of the current group epoch, if not done yet. */
+  maybeComputeTarget(): void {
+    if (this.changed) this.groupEpoch++;
+    this.changed = false;
+    if (this.targetEpoch === this.groupEpoch) return;
+    const assignor = this.chooseAssignor();
+    const members = [...this.members.values()].map((m) => ({
+      memberId: m.memberId,
+      topics: m.subscribedTopicNames,
+    }));
+    this.target = assignor({
+      members,
+      partitionCounts: this.partitionCounts,
+      previous: this.target,
+    });
+    this.targetEpoch = this.groupEpoch;
+  }
+
+  /**
+   * One reconciliation step for a member (Kafka's CurrentAssignmentBuilder), given the
+   * partitions its heartbeat says it owns (null: unchanged since its last heartbeat).
+   */
+  reconcile(member: ConsumerMember, owned: Assignment | null): void {
+    if (member.state === "unrevoked_partitions") {
+      const stillOwned = owned === null || keys(member.revoking).some((k) => ownedHas(owned, k));
+      if (stillOwned) return;
+      for (const k of keys(member.revoking)) {
+        if (this.owners.get(k) === member.memberId) this.owners.delete(k);
+      }
+      member.revoking = EMPTY_ASSIGNMENT;
+      member.state = "stable";
+    }
+    if (member.memberEpoch === this.targetEpoch && member.state === "stable") return;
+    const target = this.targetOf(member.memberId);
+    const kept = filter(member.assigned, (t, p) => has(target, t, p));
+    const toRevoke = filter(member.assigned, (t, p) => !has(target, t, p));
+    if (assignmentSize(toRevoke) > 0) {
+      member.assigned = kept;
+      member.revoking = toRevoke;
+      member.state = "unrevoked_partitions";
+      return;
+    }
+    const mine = (t: string, p: number) => {
+      const holder = this.owners.get(topicPartitionKey(t, p));
+      return holder === undefined || holder === member.memberId;
+    };
+    const granted = filter(target, mine);
+    for (const k of keys(granted)) this.owners.set(k, member.memberId);
+    member.assigned = granted;
+    if (member.memberEpoch !== this.targetEpoch) {
+      member.previousMemberEpoch = member.memberEpoch;
+      member.memberEpoch = this.targetEpoch;
+    }
+    member.state =
+      assignmentSize(granted) < assignmentSize(target) ? "unreleased_partitions" : "stable";
+  }
+}
+
+function ownedHas(owned: Assignment, key: TopicPartitionKey): boolean {
+  return keys(owned).includes(key);
+}
+
+export function newMember(memberId: string, clientId: string, clientHost: string): ConsumerMember {
+  return {
+    memberId,
+    instanceId: null,
+    rackId: null,
+    clientId,
+    clientHost,
+    subscribedTopicNames: [],
+    serverAssignor: null,
+    rebalanceTimeoutMs: 300_000,
+    memberEpoch: 0,
+    previousMemberEpoch: -1,
+    state: "stable",
+    assigned: EMPTY_ASSIGNMENT,
+    revoking: EMPTY_ASSIGNMENT,
+    sessionTimer: null,
+    rebalanceTimer: null,
+  };
+}

@@ -1,0 +1,154 @@
+import { describe, expect, test } from "bun:test";
+import {
+  type Assignment,
+  rangeAssignor,
+  uniformAssignor,
+} from "../../src/coordinator/consumer-group-assignors.ts";
+import {
+  ConsumerGroupManager,
+  type HeartbeatRequest,
+} from "../../src/coordinator/consumer-group-manager.ts";
+import { DEFAULT_GROUP_CONFIG } from "../../src/coordinator/group-config.ts";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { waitUntil } from "../support/wait-until.ts";
+
+const tps = (a: Assignment | null | undefined) =>
+  [...(a ?? new Map())].flatMap(([t, ps]) => [...ps].sort().map((p) => `${t}-${p}`)).sort();
+const owned = (...keys: string[]): Assignment => {
+  const out = new Map<string, Set<number>>();
+  for (const k of keys) {
+    const [t, p] = k.split("-") as [string, string];
+    out.set(t, (out.get(t) ?? new Set()).add(Number(p)));
+  }
+  return out;
+};
+
+describe("server-side assignors", () => {
+  const partitionCounts = new Map([["t", 5]]);
+  const members = [
+    { memberId: "b", topics: ["t"] },
+    { memberId: "a", topics: ["t"] },
+  ];
+
+  test("range: contiguous ranges in member id order, the first members one more", () => {
+    const out = rangeAssignor({ members, partitionCounts, previous: new Map() });
+    expect(tps(out.get("a"))).toEqual(["t-0", "t-1", "t-2"]);
+    expect(tps(out.get("b"))).toEqual(["t-3", "t-4"]);
+  });
+
+  test("uniform: balanced, and sticky to the previous target when a member joins", () => {
+    const previous = new Map([["a", owned("t-0", "t-1", "t-2", "t-3", "t-4")]]);
+    const three = [...members, { memberId: "c", topics: ["t"] }];
+    const out = uniformAssignor({ members: three, partitionCounts, previous });
+    const sizes = ["a", "b", "c"].map((m) => tps(out.get(m)).length).sort();
+    expect(sizes).toEqual([1, 2, 2]);
+    // a only gave partitions away; it took none that someone else had.
+    for (const tp of tps(out.get("a"))) expect(tps(previous.get("a"))).toContain(tp);
+    expect(new Set(["a", "b", "c"].flatMap((m) => tps(out.get(m)))).size).toBe(5);
+  });
+
+  test("uniform: a partition goes only to members subscribed to its topic", () => {
+    const counts = new Map([
+      ["x", 4],
+      ["y", 2],
+    ]);
+    const subs = [
+      { memberId: "a", topics: ["x", "y"] },
+      { memberId: "b", topics: ["y"] },
+    ];
+    const out = uniformAssignor({ members: subs, partitionCounts: counts, previous: new Map() });
+    expect(tps(out.get("b")).every((tp) => tp.startsWith("y-"))).toBe(true);
+    expect(tps(out.get("a")).length + tps(out.get("b")).length).toBe(6);
+  });
+});
+
+function manager(config: Partial<typeof DEFAULT_GROUP_CONFIG> = {}) {
+  const counts = new Map([["t", 4]]);
+  return new ConsumerGroupManager({ ...DEFAULT_GROUP_CONFIG, ...config }, (topics) => {
+    return new Map([...topics].filter((t) => counts.has(t)).map((t) => [t, counts.get(t)!]));
+  });
+}
+
+function hb(over: Partial<HeartbeatRequest>): HeartbeatRequest {
+  return {
+    groupId: "g",
+    memberId: "",
+    memberEpoch: 0,
+    instanceId: null,
+    rackId: null,
+    rebalanceTimeoutMs: -1,
+    subscribedTopicNames: null,
+    serverAssignor: null,
+    owned: null,
+    clientId: "c",
+    clientHost: "/127.0.0.1",
+    ...over,
+  };
+}
+
+const join = (memberId: string) =>
+  hb({ memberId, memberEpoch: 0, rebalanceTimeoutMs: 60_000, subscribedTopicNames: ["t"] });
+
+describe("KIP-848 membership and reconciliation", () => {
+  test("a second member gets partitions only after the first revoked them", () => {
+    const m = manager();
+    const a1 = m.heartbeat(join("a"));
+    expect(a1).toMatchObject({ errorCode: ErrorCode.NONE, memberId: "a", memberEpoch: 1 });
+    expect(tps(a1.assignment)).toEqual(["t-0", "t-1", "t-2", "t-3"]);
+    const all = owned("t-0", "t-1", "t-2", "t-3");
+    m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: all }));
+
+    const b1 = m.heartbeat(join("b"));
+    // The group is at epoch 2, but every partition is still a's: b waits with nothing.
+    expect(b1.memberEpoch).toBe(2);
+    expect(tps(b1.assignment)).toEqual([]);
+    const a2 = m.heartbeat(hb({ memberId: "a", memberEpoch: 1 }));
+    // a keeps its epoch until it confirms the revocation.
+    expect(a2.memberEpoch).toBe(1);
+    const kept = tps(a2.assignment);
+    expect(kept.length).toBe(2);
+    expect(m.get("g")!.state).toBe("Reconciling");
+
+    const a3 = m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: owned(...kept) }));
+    expect(a3.memberEpoch).toBe(2);
+    const b2 = m.heartbeat(hb({ memberId: "b", memberEpoch: 2, owned: new Map() }));
+    expect(tps(b2.assignment).length).toBe(2);
+    expect([...kept, ...tps(b2.assignment)].sort()).toEqual(tps(all));
+    expect(m.get("g")!.state).toBe("Stable");
+  });
+
+  test("leaving hands the partitions back; errors for unknown, fenced and bad requests", () => {
+    const m = manager();
+    m.heartbeat(join("a"));
+    m.heartbeat(join("b"));
+    expect(m.heartbeat(hb({ memberId: "b", memberEpoch: -1 })).memberEpoch).toBe(-1);
+    const a = m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: new Map() }));
+    expect(tps(a.assignment).length).toBe(4);
+    const err = (r: Partial<HeartbeatRequest>) => m.heartbeat(hb(r)).errorCode;
+    expect(err({ memberId: "zz", memberEpoch: 3 })).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+    expect(err({ memberId: "a", memberEpoch: 99 })).toBe(ErrorCode.FENCED_MEMBER_EPOCH);
+    expect(err({ memberId: "a", memberEpoch: 0 })).toBe(ErrorCode.INVALID_REQUEST);
+    expect(err({ ...join("c"), serverAssignor: "sticky" })).toBe(ErrorCode.UNSUPPORTED_ASSIGNOR);
+    expect(err({ ...join("c"), groupId: "" })).toBe(ErrorCode.INVALID_GROUP_ID);
+  });
+
+  test("offsets are committed with the member's current epoch", () => {
+    const m = manager();
+    const a = m.heartbeat(join("a"));
+    expect(m.validateCommit("g", "a", a.memberEpoch)).toBeNull();
+    expect(m.validateCommit("g", "a", a.memberEpoch - 1)).toBe(ErrorCode.STALE_MEMBER_EPOCH);
+    expect(m.validateCommit("g", "x", a.memberEpoch)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+    // Without a member (the admin client), only while the group is empty.
+    expect(m.validateCommit("g", "", -1)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+    m.heartbeat(hb({ memberId: "a", memberEpoch: -1 }));
+    expect(m.validateCommit("g", "", -1)).toBeNull();
+  });
+
+  test("a member that stops heartbeating is fenced after the session timeout", async () => {
+    const m = manager({ consumerSessionTimeoutMs: 100 });
+    m.heartbeat(join("a"));
+    expect(m.hasMembers("g")).toBe(true);
+    await waitUntil(() => !m.hasMembers("g"), 10_000, "a fenced");
+    expect(m.get("g")!.state).toBe("Empty");
+  });
+});
