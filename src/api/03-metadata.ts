@@ -38,7 +38,7 @@ export const metadataHandler = defineHandler({
     const live = new Set(cache.brokers.map((b) => b.nodeId));
     const describe = (t: TopicMetadata) => describeWith(t, live, ctx.apiVersion);
     const described = all
-      ? [...cache.topics()].filter((t) => mayDescribe(ctx, t.name)).map(describe)
+      ? [...cache.topics()].filter((t) => mayList(ctx, t.name)).map(describe)
       : await Promise.all(request.topics!.map((t) => lookUp(t, request, ctx, describe)));
     const authorizer = requestAuthorizer(ctx);
     const topics = request.includeTopicAuthorizedOperations
@@ -60,8 +60,12 @@ export const metadataHandler = defineHandler({
 const mayDescribe = (ctx: RequestContext, topic: string) =>
   authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic);
 
+/** Listing every topic filters quietly, as Kafka's logIfDenied = false. */
+const mayList = (ctx: RequestContext, topic: string) =>
+  authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic, false);
+
 const mayCreate = (ctx: RequestContext, topic: string) =>
-  authorizeCluster(ctx, AclOperation.CREATE) ||
+  authorizeCluster(ctx, AclOperation.CREATE, false) ||
   authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic);
 
 function withAuthorizedOperations<T extends { name: string | null; errorCode: number }>(

@@ -19,11 +19,11 @@ export const listGroupsHandler = defineHandler({
       typesFilter: request.typesFilter,
     });
     // DESCRIBE on the cluster lists every group; otherwise those the principal may describe.
-    const all = authorizeCluster(ctx, AclOperation.DESCRIBE);
+    const all = authorizeCluster(ctx, AclOperation.DESCRIBE, false);
     const groups = all
       ? result.groups
       : result.groups.filter((g) =>
-          authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId),
+          authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.groupId, false),
         );
     return { throttleTimeMs: 0, errorCode: result.errorCode, groups };
   },

@@ -32,7 +32,9 @@ export const listTransactionsHandler = defineHandler({
       if (producerIds.size > 0 && !producerIds.has(m.producerId)) continue;
       // Only the ids the principal may DESCRIBE, as Kafka.
       const { DESCRIBE } = AclOperation;
-      if (!authorize(ctx, DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactionalId)) continue;
+      if (!authorize(ctx, DESCRIBE, ResourceType.TRANSACTIONAL_ID, m.transactionalId, false)) {
+        continue;
+      }
       if (
         minDurationMs >= 0 &&
         (m.txnStartTimestampMs < 0 || nowMs - m.txnStartTimestampMs < minDurationMs)

@@ -1,5 +1,6 @@
 import type { ConnectionContext } from "../network/request-handler.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { apiSpec } from "../protocol/generated/index.ts";
 import {
   type AclOperation,
   CLUSTER_RESOURCE_NAME,
@@ -20,25 +21,32 @@ export function clientHost(conn: ConnectionContext): string {
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 
+/**
+ * One decision, logged as Kafka's authorizer logs it: a denial at INFO unless `logIfDenied` is
+ * false (a listing filtered by what the principal may see), a grant at DEBUG.
+ */
 export function authorize(
   ctx: RequestContext,
   operation: AclOperation,
   resourceType: ResourceType,
   name: string,
+  logIfDenied = true,
 ): boolean {
   const authorizer = ctx.broker.authorizer;
   if (authorizer === null) return true;
-  return authorizer.authorize(
-    ctx.conn.principal,
-    clientHost(ctx.conn),
-    operation,
-    resourceType,
-    name,
-  );
+  const principal = ctx.conn.principal;
+  const host = clientHost(ctx.conn);
+  const allowed = authorizer.authorize(principal, host, operation, resourceType, name);
+  const api = apiSpec(ctx.header.requestApiKey)?.name ?? String(ctx.header.requestApiKey);
+  authorizer.audit({ principal, host, operation, resourceType, name, api, allowed, logIfDenied });
+  return allowed;
 }
 
-export const authorizeCluster = (ctx: RequestContext, operation: AclOperation): boolean =>
-  authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME);
+export const authorizeCluster = (
+  ctx: RequestContext,
+  operation: AclOperation,
+  logIfDenied = true,
+): boolean => authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME, logIfDenied);
 
 /** The names the principal may do `operation` on (Kafka's filterByAuthorized). */
 export function authorizedNames(

@@ -6,11 +6,13 @@ import {
   filterMatchesEntry,
   filterMatchesPattern,
   OPERATION_ALL,
+  operationName,
   PATTERN_LITERAL,
   PATTERN_PREFIXED,
   PERMISSION_ALLOW,
   PERMISSION_DENY,
   patternKey,
+  RESOURCE_TYPE_NAMES,
   type ResourcePattern,
   sameEntry,
   WILDCARD_HOST,
@@ -63,12 +65,26 @@ const IMPLYING: ReadonlyMap<number, readonly number[]> = new Map([
  * decisions are cached per principal, host, operation and resource until the next ACL change,
  * so a produce costs one map lookup per topic.
  */
+/** One decision as the audit line names it. */
+export interface AuditedDecision {
+  readonly principal: string;
+  readonly host: string;
+  readonly operation: number;
+  readonly resourceType: ResourceType;
+  readonly name: string;
+  /** The request's API name (`Fetch`). */
+  readonly api: string;
+  readonly allowed: boolean;
+  readonly logIfDenied: boolean;
+}
+
 export class AclAuthorizer {
   private readonly acls = new Map<string, PatternAcls>();
   private readonly decisions = new Map<string, boolean>();
   private readonly superUsers: ReadonlySet<string>;
   private entryCount = 0;
   private stopWatch: () => void = () => {};
+  private readonly auditLog: Logger;
 
   constructor(
     private readonly store: AclStore,
@@ -76,6 +92,7 @@ export class AclAuthorizer {
     private readonly log: Logger,
   ) {
     this.superUsers = new Set(config.superUsers);
+    this.auditLog = log.child("kafka.authorizer.logger");
   }
 
   async start(): Promise<void> {
@@ -127,14 +144,23 @@ export class AclAuthorizer {
     const allowed = this.decide(principal, host, operation, resourceType, name);
     if (this.decisions.size >= DECISION_CACHE_MAX) this.decisions.clear();
     this.decisions.set(cacheKey, allowed);
-    if (!allowed) {
-      this.log.debug(
-        () =>
-          `Principal = ${principal} is Denied operation = ${operation} from host = ${host} ` +
-          `on resource = ${resourceType}:${name}`,
-      );
-    }
     return allowed;
+  }
+
+  /**
+   * Kafka's audit line (kafka.authorizer.logger): a denial at INFO when the request asked for
+   * the resource (not when it only filters a listing), a grant at DEBUG.
+   */
+  audit(decision: AuditedDecision): void {
+    const { allowed } = decision;
+    if (allowed ? !this.auditLog.enabled("DEBUG") : !decision.logIfDenied) return;
+    const line =
+      `Principal = ${decision.principal} is ${allowed ? "Allowed" : "Denied"} Operation = ` +
+      `${operationName(decision.operation)} from host = ${decision.host} on resource = ` +
+      `${RESOURCE_TYPE_NAMES[decision.resourceType]}:LITERAL:${decision.name} for request = ` +
+      `${decision.api} with resourceRefCount = 1`;
+    if (allowed) this.auditLog.debug(line);
+    else this.auditLog.info(line);
   }
 
   /** The authorizer bound to one request's principal and client address. */

@@ -112,3 +112,22 @@ test("admin, offset and transaction APIs answer Kafka's authorization errors", a
     listOffsets: TAF,
   });
 }, 60_000);
+
+test("decisions are logged as Kafka's authorizer logger: denials at INFO, grants at DEBUG", async () => {
+  const before = broker.logger.lines.length;
+  await denials();
+  await requestOnce(broker.port, ApiKey.Metadata, 9, {
+    topics: null,
+    allowAutoTopicCreation: false,
+    includeClusterAuthorizedOperations: false,
+    includeTopicAuthorizedOperations: false,
+  });
+  const lines = broker.logger.lines.slice(before);
+  const line = (verdict: string, operation: string, api: string) =>
+    `Principal = User:ANONYMOUS is ${verdict} Operation = ${operation} from host = 127.0.0.1 ` +
+    `on resource = Topic:LITERAL:t for request = ${api} with resourceRefCount = 1`;
+  expect(lines).toContain(`INFO ${line("Denied", "Delete", "DeleteTopics")}`);
+  expect(lines).toContain(`DEBUG ${line("Allowed", "DescribeConfigs", "DescribeConfigs")}`);
+  // Listing every topic filters quietly (Kafka's logIfDenied = false).
+  expect(lines.filter((l) => l.includes("for request = Metadata"))).toEqual([]);
+}, 30_000);
