@@ -254,3 +254,53 @@ test("request_percentage throttles any API by its handler time", async () => {
     busy.close();
   }
 }, 30_000);
+
+test("a user quota applies to the SASL principal's user, shared by its client-ids", async () => {
+  const sasl = await startTestBroker({
+    listeners: "SASL_PLAINTEXT://127.0.0.1:0",
+    "sasl.enabled.mechanisms": "PLAIN",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+      "org.apache.kafka.common.security.plain.PlainLoginModule required " +
+      'user_bob="bob-secret" user_eve="eve-secret";',
+    ...SETTINGS,
+  });
+  const login = async (user: string, clientId: string) => {
+    const c = await KafkaClient.connect(sasl.port);
+    c.clientId = clientId;
+    await c.request(ApiKey.SaslHandshake, 1, { mechanism: "PLAIN" });
+    const token = new TextEncoder().encode(`\u0000${user}\u0000${user}-secret`);
+    const auth = await c.request(ApiKey.SaslAuthenticate, 2, { authBytes: token });
+    expect(auth.errorCode).toBe(ErrorCode.NONE);
+    return c;
+  };
+  const admin = await login("bob", "admin");
+  const produce = async (c: KafkaClient) => {
+    const res = await c.request(ApiKey.Produce, 9, {
+      transactionalId: null,
+      acks: 1,
+      timeoutMs: 5000,
+      topicData: [{ name: "u", partitionData: [{ index: 0, records: bigBatch(12_000) }] }],
+    });
+    return res.throttleTimeMs;
+  };
+  try {
+    const altered = await admin.request(ApiKey.AlterClientQuotas, 1, {
+      entries: [{ entity: [user("bob")], ops: [set("producer_byte_rate", 20_000)] }],
+      validateOnly: false,
+    });
+    expect(altered.entries[0]!.errorCode).toBe(ErrorCode.NONE);
+    const [bob1, bob2, eve] = [
+      await login("bob", "one"),
+      await login("bob", "two"),
+      await login("eve", "one"),
+    ];
+    // 12 KB each: bob's two clients share 20 KB/s, eve has no quota.
+    expect(await produce(bob1)).toBe(0);
+    expect(await produce(bob2)).toBeGreaterThan(0);
+    expect(await produce(eve)).toBe(0);
+    for (const c of [bob1, bob2, eve]) c.close();
+  } finally {
+    admin.close();
+    await sasl.stop();
+  }
+}, 30_000);
