@@ -1,4 +1,4 @@
-// Produce: v0-11 advertised, v3-11 served
+// Produce: v0-12 advertised, v3-12 served
 //
 // Version notes:
 // * v0-2 carry magic 0/1 message sets, which Kafka 4 removed (KIP-896). They are still
@@ -7,6 +7,9 @@
 // * v3: transactional id; magic 2 record batches only.
 // * v5: LogStartOffset in the response. v8: per-batch RecordErrors and ErrorMessage (KIP-467).
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
+// * v11: TRANSACTION_ABORTABLE (KIP-890). v12: as v11; a client sends it inside a transaction
+//   only with transaction.version 2 finalized, which Quill does not advertise, so a v12 produce
+//   never adds partitions to a transaction implicitly. v13 (topic ids only) is not served yet.
 // * acks=-1 waits until the ISR holds every batch, at most timeoutMs (then REQUEST_TIMED_OUT).
 // * acks=0 gets no response.
 // * Idempotent batches (producer id >= 0) are checked against the partition's producer state:
@@ -172,7 +175,7 @@ function recordBytesIn(
 export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
   minVersion: 0,
-  maxVersion: 11,
+  maxVersion: 12,
   async handle(request, ctx) {
     const acks = request.acks;
     const entries: ProducedPartition[] = [];

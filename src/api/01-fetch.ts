@@ -1,4 +1,4 @@
-// Fetch: v4-17
+// Fetch: v4-18
 //
 // Version notes:
 // * v0-3 return magic 0/1 message sets, which Kafka 4 removed (KIP-896); not offered.
@@ -10,7 +10,9 @@
 //   returns no records for that partition); a v11+ consumer may read from a follower, up to the
 //   follower's high watermark.
 // * v12: flexible. v13: topic ids instead of names (KIP-516).
-// * v15: ReplicaState replaces ReplicaId (KIP-903).
+// * v15: ReplicaState replaces ReplicaId (KIP-903). v16-17: as v15 (KIP-951, KIP-853).
+// * v18: a follower's HighWatermark tagged field (KIP-1166, for KRaft followers); ignored, as
+//   a leader needs nothing from it.
 //
 // Followers: a request with a replica id >= 0 (ReplicaId up to v14, ReplicaState.ReplicaId from
 // v15) is a follower's; it reads up to the log end offset instead of the high watermark, and its
@@ -37,7 +39,7 @@ const UNKNOWN_TOPIC_NAME = "";
 export const fetchHandler = defineHandler({
   apiKey: ApiKey.Fetch,
   minVersion: 4,
-  maxVersion: 17,
+  maxVersion: 18,
   async handle(request, ctx) {
     const usesTopicIds = ctx.apiVersion >= 13;
     const replicaId = ctx.apiVersion >= 15 ? request.replicaState.replicaId : request.replicaId;

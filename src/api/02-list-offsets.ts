@@ -1,4 +1,4 @@
-// ListOffsets: v1-10
+// ListOffsets: v1-11
 //
 // Version notes:
 // * v0 (old-style offset arrays) is deprecated and not offered, as in Kafka 4 (KIP-896).
@@ -9,6 +9,8 @@
 //   with no tiered storage, local earliest is the earliest.
 // * v9: LATEST_TIERED (-5): no tiered storage, so answered like Kafka without it: offset -1.
 // * v10: TimeoutMs (KIP-1075), which only matters for remote storage lookups.
+// * v11: EARLIEST_PENDING_UPLOAD (-6, KIP-1023): with no tiered storage nothing awaits upload,
+//   so it is answered like LATEST_TIERED: offset -1.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
@@ -18,11 +20,12 @@ import { defineHandler } from "./handler.ts";
 
 const EARLIEST_LOCAL_TIMESTAMP = -4n;
 const LATEST_TIERED_TIMESTAMP = -5n;
+const EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6n;
 
 export const listOffsetsHandler = defineHandler({
   apiKey: ApiKey.ListOffsets,
   minVersion: 1,
-  maxVersion: 10,
+  maxVersion: 11,
   handle(request, ctx) {
     const rm = ctx.broker.replicaManager;
     return {
@@ -43,7 +46,7 @@ export const listOffsetsHandler = defineHandler({
           const timestamp =
             p.timestamp === EARLIEST_LOCAL_TIMESTAMP ? EARLIEST_TIMESTAMP : p.timestamp;
           const found =
-            timestamp === LATEST_TIERED_TIMESTAMP
+            timestamp === LATEST_TIERED_TIMESTAMP || timestamp === EARLIEST_PENDING_UPLOAD_TIMESTAMP
               ? { errorCode: ErrorCode.NONE, timestamp: -1n, offset: -1n, leaderEpoch: -1 }
               : rm.listOffset(t.name, p.partitionIndex, timestamp, request.isolationLevel);
           return {

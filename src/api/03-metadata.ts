@@ -1,4 +1,4 @@
-// Metadata: v0-12
+// Metadata: v0-13
 //
 // Version notes:
 // * v0: an empty topic list means all topics; v1+ uses null for that. v1: controller id, internal flag.
@@ -7,6 +7,8 @@
 //   (security/authorized-operations.ts: with no authorizer, every operation of the resource
 //   type, as Kafka answers). A topic looked up by an unknown id has no name and gets none.
 // * v9: flexible. v10: topic ids (KIP-516); v12 lets clients ask by id with a null name.
+// * v13: a top-level ErrorCode (REBOOTSTRAP_REQUIRED, KIP-1102), never set: Quill has no
+//   condition that makes a client rebootstrap.
 // * Auto-creation (auto.create.topics.enable) creates a missing topic with num.partitions and
 //   default.replication.factor; Quill creates it synchronously, so the answer already has it
 //   instead of Kafka's first LEADER_NOT_AVAILABLE.
@@ -31,7 +33,7 @@ const NO_TOPIC_ID = new Uint8Array(16);
 export const metadataHandler = defineHandler({
   apiKey: ApiKey.Metadata,
   minVersion: 0,
-  maxVersion: 12,
+  maxVersion: 13,
   async handle(request, ctx) {
     const cache = ctx.broker.metadataCache;
     const all = request.topics === null || (ctx.apiVersion === 0 && request.topics.length === 0);

@@ -1,11 +1,11 @@
-// DescribeGroups: v0-5
+// DescribeGroups: v0-6
 //
 // Version notes:
 // * v1: ThrottleTimeMs. v3: AuthorizedOperations when asked, for the groups answered without an
 //   error, as Kafka 3.9 does (security/authorized-operations.ts: with no authorizer, READ,
 //   DELETE and DESCRIBE). v4: GroupInstanceId.
-// * v5: flexible. An unknown group is answered as a Dead group with no error (v6, Kafka 4,
-//   would answer GROUP_ID_NOT_FOUND).
+// * v5: flexible. Before v6 an unknown group is answered as a Dead group with no error.
+// * v6: an unknown group is GROUP_ID_NOT_FOUND with an ErrorMessage (KIP-1043).
 
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -24,7 +24,7 @@ const GROUPS_MAX = 10_000;
 export const describeGroupsHandler = defineHandler({
   apiKey: ApiKey.DescribeGroups,
   minVersion: 0,
-  maxVersion: 5,
+  maxVersion: 6,
   async handle(request, ctx) {
     const groupIds = request.groups.slice(0, GROUPS_MAX);
     // DESCRIBE on each group, as Kafka; a refused group is GROUP_AUTHORIZATION_FAILED.
@@ -40,6 +40,7 @@ export const describeGroupsHandler = defineHandler({
       .filter((g) => !mayDescribe(g))
       .map((groupId) => ({
         errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        errorMessage: null,
         groupId,
         groupState: "",
         protocolType: "",
@@ -51,6 +52,7 @@ export const describeGroupsHandler = defineHandler({
       throttleTimeMs: 0,
       groups: [...refused, ...described].map((g) => ({
         errorCode: g.errorCode,
+        errorMessage: ctx.apiVersion >= 6 ? g.errorMessage : null,
         groupId: g.groupId,
         groupState: g.groupState,
         protocolType: g.protocolType,

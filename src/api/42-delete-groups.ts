@@ -1,7 +1,7 @@
-// DeleteGroups: v0-2
+// DeleteGroups: v0-3
 //
 // Version notes:
-// * v1 is the same as v0. v2: flexible.
+// * v1 is the same as v0. v2: flexible. v3: a per-group ErrorMessage (left null).
 // * Only Empty groups are deleted (with their committed offsets); others get NON_EMPTY_GROUP.
 
 import { ErrorCode } from "../protocol/errors.ts";
@@ -13,7 +13,7 @@ import { defineHandler } from "./handler.ts";
 export const deleteGroupsHandler = defineHandler({
   apiKey: ApiKey.DeleteGroups,
   minVersion: 0,
-  maxVersion: 2,
+  maxVersion: 3,
   async handle(request, ctx) {
     // DELETE on each group, as Kafka; a refused one is GROUP_AUTHORIZATION_FAILED.
     const mayDelete = (g: string) => authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g);
