@@ -321,7 +321,7 @@ export const BROKER_CONFIG_KEYS = {
   "log.cleaner.io.buffer.size": key(
     int({ min: 1 }),
     524288,
-    "Bytes the cleaner reads and writes at a time (one slice of work between requests).",
+    "Bytes the cleaner reads and writes at a time (one chunk handed to its Worker thread).",
   ),
   "log.cleaner.io.buffer.load.factor": key(
     double({ min: 0.01, max: 1 }),
