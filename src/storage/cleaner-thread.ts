@@ -37,6 +37,11 @@ export class CleanerThread {
   chunksDone = 0;
   workerThreadId = mainThreadId;
 
+  /** A request is out: the Worker is working while the event loop is free. */
+  get busy(): boolean {
+    return this.pending !== null;
+  }
+
   /** Sends a request (its buffers in `transfer` are given away) and waits for its reply. */
   async request<T>(request: CleanerWorkerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
     if (this.pending !== null) throw new Error("cleaner worker: a request is already in flight");

@@ -128,9 +128,14 @@ export class LogCleaner {
     this.thread = null;
   }
 
-  /** The Worker's thread id and the chunks it has handled (tests prove where work ran). */
-  get workerActivity(): { threadId: number; chunks: number } {
-    return { threadId: this.thread?.workerThreadId ?? -1, chunks: this.thread?.chunksDone ?? 0 };
+  /** The Worker's thread id, the chunks it has handled, whether it is working (for tests). */
+  get workerActivity(): { threadId: number; chunks: number; busy: boolean } {
+    const thread = this.thread;
+    return {
+      threadId: thread?.workerThreadId ?? -1,
+      chunks: thread?.chunksDone ?? 0,
+      busy: thread?.busy ?? false,
+    };
   }
 
   private async run(): Promise<void> {

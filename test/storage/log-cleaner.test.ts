@@ -485,6 +485,34 @@ describe("LogCleaner: the Worker", () => {
     expect(readAllRecords(log).length).toBe(10);
   });
 
+  test("the event loop serves another log while the Worker works on a chunk", async () => {
+    const log = open({ segmentBytes: 64 * 1024 }, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
+    const other = manager.getOrCreateLog("other", 0);
+    writeRounds(log, 100, 50);
+    log.roll();
+    let appendedWhileBusy = 0;
+    let done = false;
+    const cleaning = manager.cleaner.cleanOnce().finally(() => (done = true));
+    let lastChunk = -1;
+    while (!done) {
+      // A turn of the event loop: with the Worker busy, an append here runs beside its work
+      // (one per chunk the Worker has in hand).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const { busy, chunks } = manager.cleaner.workerActivity;
+      if (!busy || chunks === lastChunk) continue;
+      lastChunk = chunks;
+      append(other, [{ key: "k", value: `while busy ${appendedWhileBusy}` }]);
+      appendedWhileBusy++;
+    }
+    const result = await cleaning;
+    expect(lines).toEqual([expect.stringContaining("cleaned t-0")]);
+    expect(result).not.toBeNull();
+    expect(appendedWhileBusy).toBeGreaterThan(0);
+    const values = readAllRecords(other).map((r) => r.value);
+    expect(values).toEqual(Array.from({ length: appendedWhileBusy }, (_, i) => `while busy ${i}`));
+    expect(readAllRecords(log).length).toBe(50);
+  });
+
   test("a chunk whose cleaned batches outgrow the output buffer: the Worker grows it", async () => {
     // One 4000-byte batch of 100 tombstones fills a 4 KiB chunk; giving them a delete horizon
     // widens every record's timestamp delta, so the cleaned batch is larger than the buffer.
