@@ -481,6 +481,12 @@ describe("LogCleaner: the Worker", () => {
     expect(activity.threadId).not.toBe(threadId);
     expect(activity.threadId).toBeGreaterThan(0);
     expect(activity.chunks).toBe(2 * sealedSegments);
+    // The Worker runs at nice 10 (field 19 of /proc/<pid>/task/<tid>/stat), the event loop at 0.
+    const niceOf = (tid: string): number =>
+      Number(fs.readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1].split(" ")[16]);
+    const nices = fs.readdirSync("/proc/self/task").map(niceOf);
+    expect(niceOf(String(process.pid))).toBe(0);
+    expect(nices).toContain(10);
     expect(latestByKey(readAllRecords(log))).toEqual(latestByKey(before));
     expect(readAllRecords(log).length).toBe(10);
   });
