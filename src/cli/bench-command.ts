@@ -14,7 +14,7 @@ import {
 import { Producer } from "../client/producer.ts";
 import { BenchStats, type BenchSummary, startProgress } from "./bench-stats.ts";
 import type { CommandArgs } from "./command-args.ts";
-import { withClient } from "./connection-options.ts";
+import { producerRetryOptions, withClient } from "./connection-options.ts";
 import { outputFormat, printJson, printTable } from "./output.ts";
 import { parseAcks, parseCompression } from "./topic-produce.ts";
 
@@ -79,9 +79,11 @@ export async function benchProduce(args: CommandArgs): Promise<number> {
       batchBytes,
       maxInFlight,
       timeoutMs: 30_000,
+      ...producerRetryOptions(args, acks),
       // MB/s counts record values, as kafka-producer-perf-test does, not compressed wire bytes.
       onAck: (n, _wireBytes, ms) => stats.record(n, n * recordBytes, ms),
     });
+    await producer.init();
     const pool = payload(recordBytes);
     const stop = startProgress(stats, "produced");
     const started = performance.now();

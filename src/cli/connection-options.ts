@@ -39,12 +39,16 @@ export const CONNECTION_HELP = `Connection options (every command):
 /** Kafka consumer keys a group member (`topic consume -g`) takes from -X or the files. */
 const GROUP_MEMBER_KEYS = ["session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms"];
 
+/** Kafka producer keys `topic produce` and `bench produce` take. */
+const PRODUCER_KEYS = ["enable.idempotence", "delivery.timeout.ms", "retry.backoff.ms"];
+
 const CLIENT_KEYS = new Set<string>([
   "bootstrap.servers",
   "client.id",
   "request.timeout.ms",
   "socket.connection.setup.timeout.ms",
   ...GROUP_MEMBER_KEYS,
+  ...PRODUCER_KEYS,
   ...SECURITY_KEYS,
 ]);
 
@@ -110,6 +114,27 @@ export function groupMemberOptions(settings: Map<string, string>): GroupMemberOp
     throw new UsageError("heartbeat.interval.ms must be lower than session.timeout.ms");
   }
   return options;
+}
+
+/**
+ * Idempotence and retries of the producer: idempotent by default with acks=all, as Kafka 3.x;
+ * `enable.idempotence=true` with other acks is refused, as Kafka's ConfigException does.
+ */
+export function producerRetryOptions(args: CommandArgs, acks: number) {
+  const settings = clientSettings(args);
+  const raw = settings.get("enable.idempotence");
+  if (raw !== undefined && raw !== "true" && raw !== "false") {
+    throw new UsageError(`enable.idempotence expects true or false, got "${raw}"`);
+  }
+  if (raw === "true" && acks !== -1) {
+    throw new UsageError("enable.idempotence=true needs acks=all (-a all)");
+  }
+  const delivery = settings.get("delivery.timeout.ms");
+  return {
+    idempotent: raw === undefined ? acks === -1 : raw === "true",
+    deliveryTimeoutMs: delivery === "0" ? 0 : positiveInt(settings, "delivery.timeout.ms", 120_000),
+    retryBackoffMs: positiveInt(settings, "retry.backoff.ms", 100),
+  };
 }
 
 export function clientConfig(args: CommandArgs): ClientConfig {

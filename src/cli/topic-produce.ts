@@ -11,7 +11,7 @@ import type { CompressionType } from "../protocol/compression.ts";
 import type { RecordHeader } from "../protocol/record-batch.ts";
 import { UsageError } from "./args.ts";
 import type { CommandArgs } from "./command-args.ts";
-import { withClient } from "./connection-options.ts";
+import { producerRetryOptions, withClient } from "./connection-options.ts";
 import { outputFormat, printJson } from "./output.ts";
 import { unescapeFlag } from "./record-format.ts";
 import { keyValue } from "./topic-admin.ts";
@@ -97,7 +97,9 @@ export async function topicProduce(args: CommandArgs): Promise<number> {
       batchBytes: 256 * 1024,
       maxInFlight: 5,
       timeoutMs: 30_000,
+      ...producerRetryOptions(args, acks),
     });
+    await producer.init();
     const stream = file === undefined ? Bun.stdin.stream() : Bun.file(file).stream();
     // Lines typed at a terminal go out within LINGER_MS, as kcat's do, not at end of input.
     const linger = setInterval(() => void producer.sendPending().catch(() => {}), LINGER_MS);
