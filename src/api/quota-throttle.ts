@@ -60,5 +60,6 @@ export function quotaThrottleMs(
     value,
     nowMs,
   );
-  return Math.max(throttleMs, requestMs);
+  // Kafka's ClientRequestQuotaManager bounds this one throttle at one quota sample.
+  return Math.max(throttleMs, Math.min(requestMs, quotas.window.sampleMs));
 }
