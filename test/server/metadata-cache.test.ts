@@ -58,3 +58,18 @@ test("in a cluster, a partition has no leader until the controller states one", 
   ]);
   expect(leaders(cache)).toEqual([-1, 2]);
 });
+
+test("broker epochs: any epoch is stale before registration, then only older ones; -1 never", async () => {
+  const cache = await cacheWith({ "zookeeper.connect": "127.0.0.1:2181" });
+  expect(cache.isStaleBrokerEpoch(-1n)).toBe(false);
+  expect(cache.isStaleBrokerEpoch(40n)).toBe(true);
+  const known = cache.whenBrokerEpochKnown(10_000);
+  cache.setBrokerEpoch(50n);
+  await known;
+  expect(cache.brokerEpoch).toBe(50n);
+  expect(cache.isStaleBrokerEpoch(40n)).toBe(true);
+  expect(cache.isStaleBrokerEpoch(50n)).toBe(false);
+  expect(cache.isStaleBrokerEpoch(60n)).toBe(false);
+  expect(cache.isStaleBrokerEpoch(-1n)).toBe(false);
+  expect(() => cache.setBrokerEpoch(45n)).toThrow();
+});
