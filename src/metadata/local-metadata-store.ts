@@ -49,6 +49,11 @@ export class LocalMetadataStore implements MetadataStore {
     return this.byName.get(name);
   }
 
+  /** Reassignment needs a cluster: never in the embedded default. */
+  isReassigning(): boolean {
+    return false;
+  }
+
   async createTopic(topic: TopicRecord): Promise<void> {
     assert(!this.byName.has(topic.name), `topic ${topic.name} already exists`);
     assert(this.byName.size < TOPICS_MAX, `topic limit ${TOPICS_MAX} reached`);

@@ -23,6 +23,8 @@ export interface MetadataStore {
   readonly clusterId: string;
   topics(): readonly TopicRecord[];
   topic(name: string): TopicRecord | undefined;
+  /** A reassignment of the topic runs (the controller's adding/removing replicas are set). */
+  isReassigning(name: string): boolean;
   createTopic(topic: TopicRecord): Promise<void>;
   deleteTopic(name: string): Promise<void>;
   updateTopic(topic: TopicRecord): Promise<void>;

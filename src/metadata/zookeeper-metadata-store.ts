@@ -77,6 +77,8 @@ export interface ZooKeeperMetadataStoreOptions {
 
 interface CachedTopic extends TopicZnodeVersions {
   readonly record: TopicRecord;
+  /** The topic znode holds a reassignment's adding/removing replicas (the controller's). */
+  readonly reassigning: boolean;
 }
 
 /** What an outside change did; the new state is in `topics()`. */
@@ -155,6 +157,10 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     return this.cached.get(name)?.record;
   }
 
+  isReassigning(name: string): boolean {
+    return this.cached.get(name)?.reassigning ?? false;
+  }
+
   /**
    * Calls `listener` after topics changed in ZooKeeper through someone else (not through this
    * store's own writes). Returns the unsubscribe function.
@@ -180,7 +186,12 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       });
       const stats = await this.runOps(createTopicOps(topic, config?.version ?? null), deadlineMs);
       const configVersion = stats.get(topicConfigPath(topic.name))?.version ?? 0;
-      this.cached.set(topic.name, { record: topic, topicVersion: 0, configVersion });
+      this.cached.set(topic.name, {
+        record: topic,
+        topicVersion: 0,
+        configVersion,
+        reassigning: false,
+      });
     });
     // Reading the new znodes back sets the watches that report others' changes to them.
     this.schedule(`topic:${topic.name}`, () => this.reloadTopic(topic.name));
@@ -190,11 +201,13 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     await this.write(topic.name, async (deadlineMs) => {
       const current = this.cached.get(topic.name);
       checkStillUpdatable(topic, current);
+      checkNotReassigning(topic, current);
       const ops = updateTopicOps(current.record, topic, current);
       const stats = await this.runOps(ops, deadlineMs);
       const configWritten = ops.some((op) => op.path === topicConfigPath(topic.name));
       this.cached.set(topic.name, {
         record: topic,
+        reassigning: current.reassigning,
         topicVersion: stats.get(topicPath(topic.name))?.version ?? current.topicVersion,
         // A config znode created by this write has version 0 and no setData stat.
         configVersion: configWritten
@@ -406,6 +419,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       },
       topicVersion: topic.version,
       configVersion: config.version,
+      reassigning: topic.reassigning,
     };
   }
 
@@ -425,7 +439,9 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       }
       // decodeTopicAssignment has checked that the id holds 16 bytes.
       const topicIdHex = topicIdFromBase64(znode.topicIdBase64)!;
-      return { topicIdHex, assignment: znode.assignment, version: stat.version };
+      const reassigning =
+        znode.addingReplicas !== undefined || znode.removingReplicas !== undefined;
+      return { topicIdHex, assignment: znode.assignment, version: stat.version, reassigning };
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       if (!(error instanceof MalformedZnodeError)) throw error;
@@ -452,7 +468,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
         timeoutMs: this.readTimeoutMs,
       });
       this.options.log.info(`gave topic ${name} the id ${topicIdToBase64(topicIdHex)}`);
-      return { topicIdHex, assignment, version: stat.version };
+      // The rewrite carries no adding/removing replicas (a topic without an id has none).
+      return { topicIdHex, assignment, version: stat.version, reassigning: false };
     } catch (error) {
       if (error instanceof BadVersionError || error instanceof NoNodeError) return null;
       throw error;
@@ -650,6 +667,25 @@ function checkStillUpdatable(
       `Topic '${next.name}' changed in ZooKeeper while this broker changed it; retry.`,
     );
   }
+}
+
+/**
+ * Kafka refuses to change a topic's partitions while a reassignment of it runs
+ * (REASSIGNMENT_IN_PROGRESS): the controller owns the topic znode's adding and removing replicas
+ * until the move ends, and a rewrite would drop them.
+ */
+function checkNotReassigning(next: TopicRecord, current: CachedTopic): void {
+  if (!current.reassigning) return;
+  if (JSON.stringify(next.assignment) === JSON.stringify(current.record.assignment)) return;
+  throw reassignmentInProgress(next.name);
+}
+
+/** Kafka's ReassignmentInProgressException for a topic whose partitions may not change now. */
+export function reassignmentInProgress(topic: string): KafkaError {
+  return new KafkaError(
+    ErrorCode.REASSIGNMENT_IN_PROGRESS,
+    `A partition reassignment is in progress for the topic '${topic}'.`,
+  );
 }
 
 function ignoreNoNode(error: unknown): void {

@@ -14,6 +14,7 @@ import {
 } from "../config/topic-config.ts";
 import { type MetadataStore, TOPICS_MAX, type TopicRecord } from "../metadata/metadata-store.ts";
 import { assignReplicasToBrokers } from "../metadata/replica-assignment.ts";
+import { reassignmentInProgress } from "../metadata/zookeeper-metadata-store.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import { assert } from "../util/assert.ts";
@@ -162,6 +163,8 @@ export class AdminManager {
     validateOnly: boolean,
   ): Promise<void> {
     const record = this.existingTopic(name);
+    // Kafka checks this first, before the counts and the placement (ZkAdminManager).
+    if (this.store.isReassigning(name)) throw reassignmentInProgress(name);
     const current = record.assignment.length;
     if (count < current) {
       throw new KafkaError(

@@ -243,6 +243,15 @@ async function roles() {
   return { c, s, t, port: cluster.brokers.get(c)!.port };
 }
 
+async function createPartitions(port: number, topic: string, count: number): Promise<number> {
+  const response = await requestOnce(port, ApiKey.CreatePartitions, 3, {
+    topics: [{ name: topic, count, assignments: null }],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  });
+  return response.results[0]!.errorCode;
+}
+
 test("a move to a stopped broker stays pending, is listed, and is cancelled back", async () => {
   const { c, s, t, port } = await roles();
   await createTopic("cancelled", [[t, c]]);
@@ -265,6 +274,16 @@ test("a move to a stopped broker stays pending, is listed, and is cancelled back
     expect(pending.assignment).toEqual([[c, s, t]]);
     expect(pending.addingReplicas?.get(0)).toEqual([s]);
     expect(pending.removingReplicas?.get(0)).toEqual([t]);
+    // As Kafka: no new partitions while a move of the topic runs (it would drop the move).
+    await until(
+      async () => {
+        const code = await createPartitions(port, "cancelled", 2);
+        expect(code).not.toBe(ErrorCode.NONE);
+        return code === ErrorCode.REASSIGNMENT_IN_PROGRESS ? true : undefined;
+      },
+      15_000,
+      "CreatePartitions refused during the move",
+    );
     expect(await alterReassignments(port, "cancelled", null)).toBe(ErrorCode.NONE);
     expect(await listReassignments(port)).toEqual([]);
     // Kafka's origin is the replicas less those being added, in the full list's order (the
