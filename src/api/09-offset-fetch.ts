@@ -1,22 +1,26 @@
-// OffsetFetch: v0-9
+// OffsetFetch: v0-10
 //
 // Version notes:
 // * v0 read offsets from ZooKeeper in Kafka; here every version reads the same offset store.
 // * v2: null Topics means every committed partition; a top-level ErrorCode. v6: flexible.
 // * v7: RequireStable (KIP-447). Without transactions no offset is ever pending, so it changes
 //   nothing. v8: several groups per request (KIP-709). v9: MemberId/MemberEpoch for KIP-848
-//   groups; classic groups ignore them.
+//   groups; classic groups ignore them (and KIP-848 groups do not check them yet).
+// * v10: topics by id only (KIP-848): ids are resolved to names here and back in the answer;
+//   an id this broker does not know is UNKNOWN_TOPIC_ID on its partitions, and an all-topics
+//   answer leaves out topics deleted since their commit.
 // * Before v2 there is no top-level error: a group error is reported on every partition.
 
 import type { OffsetFetchResult, OffsetFetchTopic } from "../coordinator/group-operations.ts";
 import { ErrorCode } from "../protocol/errors.ts";
-import { ApiKey } from "../protocol/generated/index.ts";
+import { ApiKey, type OffsetFetchRequest } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const GROUPS_MIN_VERSION = 8;
 const TOP_LEVEL_ERROR_MIN_VERSION = 2;
+const TOPIC_ID_MIN_VERSION = 10;
 /** Groups one request may ask about; Kafka has no limit, but every list needs one. */
 const GROUPS_MAX = 10_000;
 
@@ -25,11 +29,13 @@ type Topics = readonly OffsetFetchTopic[] | null;
 export const offsetFetchHandler = defineHandler({
   apiKey: ApiKey.OffsetFetch,
   minVersion: 0,
-  maxVersion: 9,
+  maxVersion: 10,
   async handle(request, ctx) {
     if (ctx.apiVersion >= GROUPS_MIN_VERSION) {
       const groups = await Promise.all(
         request.groups.slice(0, GROUPS_MAX).map(async (g) => {
+          if (ctx.apiVersion >= TOPIC_ID_MIN_VERSION)
+            return fetchByIds(g, request.requireStable, ctx);
           const result = await fetch(g.groupId, g.topics, request.requireStable, ctx);
           return { groupId: g.groupId, errorCode: result.errorCode, topics: result.topics };
         }),
@@ -80,6 +86,42 @@ async function fetch(
       })),
     }));
   return { ...result, topics: [...result.topics, ...denied] };
+}
+
+type RequestGroup = OffsetFetchRequest["groups"][number];
+
+/** v10: the group's topics named by id; the answer names them by id too. */
+async function fetchByIds(g: RequestGroup, requireStable: boolean, ctx: RequestContext) {
+  const cache = ctx.broker.metadataCache;
+  const unknown: RequestGroup["topics"] = [];
+  let named: OffsetFetchTopic[] | null = null;
+  if (g.topics !== null) {
+    named = [];
+    for (const t of g.topics) {
+      const topic = cache.topicById(t.topicId);
+      if (topic === undefined) unknown.push(t);
+      else named.push({ name: topic.name, partitionIndexes: t.partitionIndexes });
+    }
+  }
+  const result = await fetch(g.groupId, named, requireStable, ctx);
+  const topics = result.topics.flatMap((t) => {
+    const topicId = cache.topic(t.name)?.topicId;
+    return topicId === undefined ? [] : [{ ...t, topicId }];
+  });
+  for (const t of unknown) {
+    topics.push({
+      name: "",
+      topicId: t.topicId,
+      partitions: t.partitionIndexes.map((partitionIndex) => ({
+        partitionIndex,
+        committedOffset: -1n,
+        committedLeaderEpoch: -1,
+        metadata: "",
+        errorCode: ErrorCode.UNKNOWN_TOPIC_ID,
+      })),
+    });
+  }
+  return { groupId: g.groupId, errorCode: result.errorCode, topics };
 }
 
 /** v0-1: a group-level error becomes every requested partition's error. */

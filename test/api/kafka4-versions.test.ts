@@ -32,6 +32,8 @@ test("ApiVersions advertises the Kafka 4 versions the handlers implement", async
   expect(max.get(ApiKey.ListOffsets)).toBe(11);
   expect(max.get(ApiKey.Metadata)).toBe(13);
   expect(max.get(ApiKey.DescribeGroups)).toBe(6);
+  expect(max.get(ApiKey.OffsetCommit)).toBe(10);
+  expect(max.get(ApiKey.OffsetFetch)).toBe(10);
   expect(max.get(ApiKey.ConsumerGroupHeartbeat)).toBe(1);
 });
 
@@ -66,4 +68,32 @@ test("DescribeGroups v6: an unknown group is GROUP_ID_NOT_FOUND with a message",
   expect(del.results).toEqual([
     { groupId: "nobody", errorCode: ErrorCode.GROUP_ID_NOT_FOUND, errorMessage: null },
   ]);
+});
+
+test("OffsetCommit and OffsetFetch v10 name topics by id; an unknown id is UNKNOWN_TOPIC_ID", async () => {
+  const meta = await client.request(ApiKey.Metadata, 13, { topics: [{ name: "k4" }] });
+  const topicId = meta.topics[0]!.topicId;
+  const stranger = new Uint8Array(16).fill(9);
+  const commit = await client.request(ApiKey.OffsetCommit, 10, {
+    groupId: "g10",
+    generationIdOrMemberEpoch: -1,
+    topics: [
+      { topicId, partitions: [{ partitionIndex: 0, committedOffset: 7n }] },
+      { topicId: stranger, partitions: [{ partitionIndex: 0, committedOffset: 1n }] },
+    ],
+  });
+  expect(commit.topics.map((t) => [t.topicId, t.partitions[0]!.errorCode])).toEqual([
+    [topicId, ErrorCode.NONE],
+    [stranger, ErrorCode.UNKNOWN_TOPIC_ID],
+  ]);
+  const fetched = await client.request(ApiKey.OffsetFetch, 10, {
+    groups: [{ groupId: "g10", topics: [{ topicId, partitionIndexes: [0] }] }],
+  });
+  const topic = fetched.groups[0]!.topics[0]!;
+  expect(topic.topicId).toEqual(topicId);
+  expect(topic.partitions[0]).toMatchObject({ committedOffset: 7n, errorCode: ErrorCode.NONE });
+  const all = await client.request(ApiKey.OffsetFetch, 10, {
+    groups: [{ groupId: "g10", topics: null }],
+  });
+  expect(all.groups[0]!.topics.map((t) => t.topicId)).toEqual([topicId]);
 });
