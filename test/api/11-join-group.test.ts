@@ -86,16 +86,18 @@ test("ApiVersions advertises the group API ranges", async () => {
     res.apiKeys.map((k) => [k.apiKey, [k.minVersion, k.maxVersion]]),
   );
   expect(ranges).toMatchObject({
-    8: [0, 9],
-    9: [0, 9],
+    8: [0, 10],
+    9: [0, 10],
     10: [0, 6],
     11: [0, 9],
     12: [0, 4],
     13: [0, 5],
     14: [0, 5],
-    15: [0, 5],
+    15: [0, 6],
     16: [0, 5],
-    42: [0, 2],
+    42: [0, 3],
     47: [0, 0],
+    68: [0, 1],
+    69: [0, 1],
   });
 });
