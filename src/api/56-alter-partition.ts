@@ -6,7 +6,9 @@
 //   LeaderRecoveryState. v2: topic ids instead of names. v3: the ISR with broker epochs.
 // * Only the active controller answers; others say NOT_CONTROLLER. A proposal made against an
 //   older leader epoch is FENCED_LEADER_EPOCH, against another partition epoch
-//   INVALID_UPDATE_VERSION; a member that is not a live replica is INELIGIBLE_REPLICA.
+//   INVALID_UPDATE_VERSION; a member that is not a replica on a live broker, or is on a broker
+//   in controlled shutdown, is INELIGIBLE_REPLICA (KIP-841), which v0-1 cannot carry: they get
+//   OPERATION_NOT_ATTEMPTED, as Kafka's controller answers them.
 // * The ISR change does not bump the leader epoch (KIP-841), only the partition epoch.
 import { ErrorCode } from "../protocol/errors.ts";
 import { type AlterPartitionRequest, ApiKey } from "../protocol/generated/index.ts";
@@ -48,9 +50,13 @@ export const alterPartitionHandler = defineHandler({
               p.partitionEpoch,
               newIsr,
             );
+            const ineligible = outcome.errorCode === ErrorCode.INELIGIBLE_REPLICA;
             return {
               partitionIndex: p.partitionIndex,
-              errorCode: outcome.errorCode,
+              errorCode:
+                ineligible && ctx.apiVersion < 2
+                  ? ErrorCode.OPERATION_NOT_ATTEMPTED
+                  : outcome.errorCode,
               leaderId: outcome.leader,
               leaderEpoch: outcome.leaderEpoch,
               isr: [...outcome.isr],

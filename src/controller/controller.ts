@@ -165,6 +165,11 @@ interface ActiveState {
   /** What brokers were last told about each partition. */
   readonly partitions: Map<string, StatedPartition>;
   brokers: ReadonlyMap<number, LiveBroker>;
+  /**
+   * Brokers whose ControlledShutdown was accepted (Kafka's shuttingDownBrokerIds): not eligible
+   * for any ISR until they leave the cluster or register again.
+   */
+  readonly shuttingDown: Set<number>;
   readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
@@ -257,6 +262,7 @@ export class KafkaController {
         );
         return { errorCode: ErrorCode.STALE_BROKER_EPOCH, remaining: [] };
       }
+      active.shuttingDown.add(brokerId);
       this.options.log.info(
         `controller moves leaderships away from broker ${brokerId} ` +
           "for its controlled shutdown",
@@ -278,8 +284,27 @@ export class KafkaController {
         }
       }
       await this.announce(active, changed, false);
+      this.stopFollowing(active, brokerId);
       return { errorCode: ErrorCode.NONE, remaining };
     });
+  }
+
+  /**
+   * A shutting-down broker stops fetching for the partitions it now only follows (Kafka's
+   * OfflineReplica transition, StopReplica without deletion): otherwise it would catch up and
+   * its leaders would keep proposing it for the ISR again.
+   */
+  private stopFollowing(active: ActiveState, brokerId: number): void {
+    const followed = [...active.partitions.values()].filter(
+      (p) => p.replicas.includes(brokerId) && p.state.leader >= 0 && p.state.leader !== brokerId,
+    );
+    if (followed.length === 0) return;
+    void active.channels.send(
+      brokerId,
+      ApiKey.StopReplica,
+      STOP_REPLICA_VERSION,
+      stopReplicaRequest(this.identity(active), followed, false),
+    );
   }
 
   /** A leader's ISR change, accepted only against the current leader epoch and state version. */
@@ -316,8 +341,17 @@ export class KafkaController {
       if (leaderEpoch !== state.leaderEpoch) return failed(ErrorCode.FENCED_LEADER_EPOCH);
       if (partitionEpoch !== fresh.version) return failed(ErrorCode.INVALID_UPDATE_VERSION);
       if (!newIsr.includes(brokerId)) return failed(ErrorCode.INVALID_REQUEST);
-      const eligible = (r: number) => fresh.replicas.includes(r) && active.brokers.has(r);
-      if (!newIsr.every(eligible)) return failed(ErrorCode.INELIGIBLE_REPLICA);
+      // KIP-841: a member must be a replica on a live broker that is not shutting down.
+      const ineligible = newIsr.filter(
+        (r) => !fresh.replicas.includes(r) || !active.brokers.has(r) || active.shuttingDown.has(r),
+      );
+      if (ineligible.length > 0) {
+        this.options.log.info(
+          `controller refuses the ISR [${newIsr.join(",")}] of ${topic}-${partition} from ` +
+            `broker ${brokerId}: ineligible replicas [${ineligible.join(",")}]`,
+        );
+        return failed(ErrorCode.INELIGIBLE_REPLICA);
+      }
       if (sameMembers(newIsr, state.isr)) return outcome(fresh);
       const next = { ...state, isr: [...newIsr], controllerEpoch: active.epoch };
       const written = await this.writeState(active, fresh, next);
@@ -744,6 +778,7 @@ export class KafkaController {
       }),
       partitions: new Map(),
       brokers: new Map(),
+      shuttingDown: new Set(),
       rebalanceTimer,
     };
     this.setCurrent(brokerId, epoch);
@@ -864,6 +899,8 @@ export class KafkaController {
       ) {
         active.channels.removeBroker(id);
         active.channels.addBroker(id, info.host, info.port, info.epoch);
+        // A new registration is a new incarnation, not the one that was shutting down.
+        if (before?.epoch !== info.epoch) active.shuttingDown.delete(id);
         if (id !== this.options.brokerId) active.liveness.watch(id, info.host, info.port);
         joined.push(id);
       }
@@ -871,6 +908,7 @@ export class KafkaController {
     for (const id of active.brokers.keys()) {
       if (!snapshot.brokers.has(id)) {
         this.options.log.info(`controller saw broker ${id} leave the cluster`);
+        active.shuttingDown.delete(id);
         active.channels.removeBroker(id);
         active.liveness.unwatch(id);
       }

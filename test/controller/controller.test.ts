@@ -131,8 +131,9 @@ describe("controller", () => {
     expect(await code(alter(state.leader, state.leader_epoch, version + 1, shrunk))).toBe(
       ErrorCode.INVALID_UPDATE_VERSION,
     );
+    // v0-1 cannot carry INELIGIBLE_REPLICA (KIP-841): Kafka answers OPERATION_NOT_ATTEMPTED.
     expect(await code(alter(state.leader, state.leader_epoch, version, [state.leader, 42]))).toBe(
-      ErrorCode.INELIGIBLE_REPLICA,
+      ErrorCode.OPERATION_NOT_ATTEMPTED,
     );
     const ok = (await alter(state.leader, state.leader_epoch, version, shrunk)).topics[0]!
       .partitions[0]!;
@@ -198,6 +199,53 @@ describe("controller", () => {
       }, "the topic and its logs gone from every broker");
     }
   });
+
+  test("no ISR takes a broker in controlled shutdown until it registers again", async () => {
+    const via = brokers.get(activeControllers()[0]!)!;
+    await createTopic(via, "draining", 1);
+    const statePath = "/brokers/topics/draining/partitions/0/state";
+    const fullIsr = async () => {
+      const s = await json(statePath);
+      return s.isr.length === 3 ? s : undefined;
+    };
+    const before = await until(fullIsr, "all three replicas in the ISR");
+    const leaving = [1, 2, 3].find((id) => id !== before.leader && brokers.get(id) !== via)!;
+    const shutdown = await requestOnce(via.port, ApiKey.ControlledShutdown, 3, {
+      brokerId: leaving,
+      brokerEpoch: -1n,
+    });
+    expect(shutdown.errorCode).toBe(ErrorCode.NONE);
+    const state = await json(statePath);
+    expect(state.isr).not.toContain(leaving);
+    const version = (await zk.getData(statePath)).stat.version;
+    const topicId = (await metadata(via)).topics.find((t) => t.name === "draining")!.topicId;
+    const expand = await requestOnce(via.port, ApiKey.AlterPartition, 2, {
+      brokerId: state.leader,
+      brokerEpoch: -1n,
+      topics: [
+        {
+          topicId,
+          partitions: [
+            {
+              partitionIndex: 0,
+              leaderEpoch: state.leader_epoch,
+              newIsr: [...state.isr, leaving],
+              leaderRecoveryState: 0,
+              partitionEpoch: version,
+            },
+          ],
+        },
+      ],
+    });
+    expect(expand.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.INELIGIBLE_REPLICA);
+    // Nor does the leader's own proposal get it back in: the replica stopped fetching.
+    await Bun.sleep(1_000);
+    expect((await json(statePath)).isr).not.toContain(leaving);
+    // Registered again, it is an ordinary broker: it catches up and rejoins the ISR.
+    await brokers.get(leaving)!.stop();
+    brokers.set(leaving, await startBroker(leaving));
+    await until(fullIsr, "the restarted broker back in the ISR");
+  }, 60_000);
 
   test("a stopped controller's successor rebuilds from ZooKeeper with a higher epoch", async () => {
     const old = activeControllers()[0]!;
