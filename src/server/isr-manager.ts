@@ -8,6 +8,11 @@ export interface IsrManagerOptions {
   readonly lagTimeMaxMs: number;
   /** The partitions this broker holds; the ones it leads are checked. */
   readonly partitions: () => Iterable<Partition>;
+  /**
+   * Whether a follower may be proposed for the ISR (Kafka's Partition.isReplicaIsrEligible): in
+   * ZooKeeper mode, its broker is among the live ones the controller last announced.
+   */
+  readonly isReplicaIsrEligible: (brokerId: number) => boolean;
   /** Called after a committed ISR change: the HW may move and acks=-1 waits may end. */
   readonly onIsrChanged: (partition: Partition) => void;
   readonly log: Logger;
@@ -56,7 +61,7 @@ export class IsrManager {
   /** After a follower's fetch: proposes adding the followers that caught up. */
   maybeExpand(p: Partition): void {
     if (!p.isLeader || p.pendingIsr !== null) return;
-    const joining = p.catchingUpReplicas();
+    const joining = p.catchingUpReplicas().filter(this.options.isReplicaIsrEligible);
     if (joining.length === 0) return;
     this.propose(
       p,

@@ -249,6 +249,8 @@ export class ReplicaManager {
             alterIsr: options.alterIsr,
             lagTimeMaxMs: config["replica.lag.time.max.ms"],
             partitions: () => this.partitions.values(),
+            // A broker the controller no longer lists would be refused (INELIGIBLE_REPLICA).
+            isReplicaIsrEligible: (id) => this.brokerEndpoint(id) !== undefined,
             onIsrChanged: (p) => this.afterLeaderStateChange(p),
             log: this.log.child("IsrManager"),
           });

@@ -31,6 +31,7 @@ afterEach(async () => {
 interface SetUp {
   readonly rm: ReplicaManager;
   readonly logs: LogManager;
+  readonly cache: MetadataCache;
   readonly topicId: Uint8Array;
   readonly isrChanges: (readonly number[])[];
 }
@@ -49,6 +50,8 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
   const store = LocalMetadataStore.open(dir);
   const self = { nodeId: 0, host: "127.0.0.1", port: 9092, rack: null };
   const cache = new MetadataCache(store, self, config);
+  // The followers' brokers are live, as the controller's UpdateMetadata would say.
+  cache.setLiveBrokers([1, 2].map((nodeId) => ({ ...self, nodeId, port: 9092 + nodeId })));
   const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
   const admin = new AdminManager(() => [0], store, cache, logs);
   const topic = {
@@ -72,7 +75,7 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
     logs.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  return { rm, logs, topicId: cache.topic("t")!.topicId, isrChanges };
+  return { rm, logs, cache, topicId: cache.topic("t")!.topicId, isrChanges };
 }
 
 const leadership = (
@@ -195,6 +198,25 @@ test("a follower behind for the lag time leaves the ISR, rejoins once caught up"
   await Bun.sleep(10);
   expect(rm.partitionState("t", 0)!.isr).toEqual([0, 1, 2]);
   expect(rm.partitionState("t", 0)!.partitionEpoch).toBe(2);
+});
+
+test("a caught-up follower joins the ISR only while its broker is live", async () => {
+  const { rm, topicId, isrChanges, cache } = await setUp();
+  rm.becomeLeaderOrFollower(1, [leadership(topicId, { isr: [0, 1], partitionEpoch: 0 })]);
+  rm.appendRecords(1, [{ topic: "t", partition: 0, records: batch("a") }]);
+  await fetchAs(rm, 1, 1n);
+  const one = cache.brokers.find((b) => b.nodeId === 1)!;
+  const two = cache.brokers.find((b) => b.nodeId === 2)!;
+  // Broker 2 left the live brokers (its session ended): not proposed however far it fetched.
+  cache.setLiveBrokers([one]);
+  await fetchAs(rm, 2, 1n);
+  await Bun.sleep(10);
+  expect(isrChanges).toEqual([]);
+  expect(rm.partitionState("t", 0)!.isr).toEqual([0, 1]);
+  cache.setLiveBrokers([one, two]);
+  await fetchAs(rm, 2, 1n);
+  await Bun.sleep(10);
+  expect(isrChanges).toEqual([[0, 1, 2]]);
 });
 
 test("a follower refuses produces and consumer fetches; stale controllers too", async () => {
