@@ -9,7 +9,8 @@
 // * A request for an earlier registration of this broker (broker epoch, v5+) is refused with
 //   STALE_BROKER_EPOCH (controller-epoch.ts).
 // * Every endpoint is kept (Metadata answers with the listener a client came through); the one
-//   named PLAINTEXT is the inter-broker endpoint (before v3, the PLAINTEXT protocol's).
+//   named like this broker's inter.broker.listener.name is the inter-broker endpoint (before v3,
+//   the one whose protocol has that name; else the first).
 import { type Listener, SECURITY_PROTOCOLS } from "../config/listeners.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type UpdateMetadataRequest } from "../protocol/generated/index.ts";
@@ -37,23 +38,30 @@ export const updateMetadataHandler = defineHandler({
     if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH };
     }
-    cache.setLiveBrokers(brokersOf(request, ctx.apiVersion));
+    const interBroker = ctx.broker.config["inter.broker.listener.name"];
+    cache.setLiveBrokers(brokersOf(request, ctx.apiVersion, interBroker));
     cache.applyLeaderStates(statesOf(request, ctx.apiVersion));
     return { errorCode: ErrorCode.NONE };
   },
 });
 
-function brokersOf(request: UpdateMetadataRequest, version: number): BrokerEndpoint[] {
+function brokersOf(
+  request: UpdateMetadataRequest,
+  version: number,
+  interBrokerListener: string,
+): BrokerEndpoint[] {
   return request.liveBrokers.flatMap((b): BrokerEndpoint[] => {
     if (version === 0) return [{ nodeId: b.id, host: b.v0Host, port: b.v0Port, rack: null }];
-    const endpoint = b.endpoints.find((e) => e.listener === "PLAINTEXT") ?? b.endpoints[0];
+    const named = (e: (typeof b.endpoints)[number]) =>
+      (e.listener || SECURITY_PROTOCOLS[e.securityProtocol] || "").toUpperCase();
+    const endpoint = b.endpoints.find((e) => named(e) === interBrokerListener) ?? b.endpoints[0];
     if (endpoint === undefined) return [];
     const listeners = b.endpoints.flatMap((e): Listener[] => {
       const protocol = SECURITY_PROTOCOLS[e.securityProtocol];
       if (protocol === undefined) return [];
       return [
         {
-          listenerName: (e.listener || protocol).toUpperCase(),
+          listenerName: named(e),
           host: e.host,
           port: e.port,
           securityProtocol: protocol,

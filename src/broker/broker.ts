@@ -13,6 +13,7 @@ import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { TransactionMarkerChannelManager } from "../coordinator/transaction-marker-channel-manager.ts";
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { resolveBrokerId } from "../metadata/broker-id.ts";
+import { PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
@@ -35,6 +36,7 @@ import {
   followDynamicConfig,
   openDynamicConfig,
 } from "./dynamic-config-setup.ts";
+import { interBrokerSecurity } from "./inter-broker-security.ts";
 import {
   followMetadataChanges,
   type MetadataStores,
@@ -214,11 +216,13 @@ function startReplicaManager(
   cleanups: CleanupStack,
 ) {
   const brokerId = cache.brokerConfig["broker.id"];
-  const controllerClient =
-    stores.zooKeeper === null ? null : controllerClientFor(stores.zooKeeper, brokerId, cache);
+  const zk = stores.zooKeeper;
+  const security = zk === null ? PLAINTEXT_SECURITY : interBrokerSecurity(cache.brokerConfig);
+  const controllerClient = zk === null ? null : controllerClientFor(zk, brokerId, cache, security);
   if (controllerClient !== null) cleanups.push("controller client", () => controllerClient.close());
   const replicaManager = new ReplicaManager(logs, cache, {
     alterIsr: controllerClient?.alterIsr,
+    interBrokerSecurity: security,
     logger: log.child("ReplicaManager"),
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.

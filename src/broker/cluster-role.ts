@@ -9,6 +9,7 @@ import type { BrokerConfig } from "../config/broker-config.ts";
 import { KafkaController } from "../controller/controller.ts";
 import { ControllerClient } from "../controller/controller-client.ts";
 import { readClusterSnapshot } from "../controller/controller-state.ts";
+import type { InterBrokerSecurity } from "../network/inter-broker-client.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
@@ -30,7 +31,8 @@ export async function seedFromZooKeeper(
   cache: MetadataCache,
   log: Logger,
 ): Promise<void> {
-  const snapshot = await readClusterSnapshot(zk, log);
+  const listener = cache.brokerConfig["inter.broker.listener.name"];
+  const snapshot = await readClusterSnapshot(zk, log, {}, listener);
   cache.setLiveBrokers(
     [...snapshot.brokers.values()].map((b) => ({
       nodeId: b.brokerId,
@@ -67,6 +69,7 @@ export function controllerClientFor(
   zk: ZooKeeperClient,
   brokerId: number,
   cache: MetadataCache,
+  security: InterBrokerSecurity,
 ): ControllerClient {
   return new ControllerClient(
     brokerId,
@@ -77,6 +80,7 @@ export function controllerClientFor(
     },
     zk.sessionTimeoutMs,
     () => cache.brokerEpoch,
+    security,
   );
 }
 
@@ -92,6 +96,8 @@ export async function startClusterRole(
   const controller = await KafkaController.start(zk, {
     brokerId,
     requestTimeoutMs: zk.sessionTimeoutMs,
+    interBrokerListenerName: config["inter.broker.listener.name"],
+    interBrokerSecurity: controllerClient.security,
     log: log.child("KafkaController"),
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
     uncleanLeaderElectionEnable: () => config["unclean.leader.election.enable"],

@@ -26,8 +26,7 @@ const LATEST_TIMESTAMP = -1n;
  * on the network: every REFRESH_MS one ListOffsets (latest, READ_UNCOMMITTED: what
  * kafka-consumer-groups.sh compares against) goes to each leader for its partitions, and the
  * answers are kept; one older than STALE_MS is not shown. One refresh at a time; a connection
- * per leader, reopened when it fails. A leader unreachable over the plain inter-broker
- * connection (a TLS or SASL inter-broker listener) leaves those partitions without lag.
+ * per leader over the inter-broker listener, reopened when it fails.
  */
 export class LeaderHighWatermarks {
   private readonly known = new Map<TopicPartitionKey, { offset: bigint; atMs: number }>();
@@ -118,6 +117,7 @@ export class LeaderHighWatermarks {
     const endpoint = services.metadataCache.broker(brokerId);
     if (endpoint === undefined) throw new Error(`broker ${brokerId} is not live`);
     const client = await InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      ...services.replicaManager.interBrokerSecurity,
       clientId: `quill-admin-lag-${services.brokerId}`,
       connectTimeoutMs: REQUEST_TIMEOUT_MS,
     });

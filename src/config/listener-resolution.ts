@@ -98,8 +98,6 @@ function advertisedListeners(
 /**
  * Kafka refuses both keys at once (Quill only when they differ), and an inter-broker listener that is not a listener. In the
  * embedded mode there is no inter-broker traffic, so only a cluster checks the listener exists.
- * Replication and controller requests do not speak TLS or SASL yet, so a cluster's
- * inter-broker listener must be the PLAINTEXT one.
  */
 function interBrokerListenerName(
   values: ListenerSettings,
@@ -127,13 +125,6 @@ function interBrokerListenerName(
       name,
       sourceOf(origins, key),
       "the name of one of the listeners " + `(${listeners.map((l) => l.listenerName).join(", ")})`,
-    );
-  }
-  if (name !== "PLAINTEXT" || listener.securityProtocol !== "PLAINTEXT") {
-    throw new ConfigError(
-      `refusing to start: ${key}=${JSON.stringify(name)} ` +
-        `(from ${sourceOf(origins, key)}): brokers of this build reach each other only through ` +
-        "a PLAINTEXT listener named PLAINTEXT; inter-broker TLS and SASL are not implemented yet",
     );
   }
   return name;

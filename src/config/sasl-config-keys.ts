@@ -1,4 +1,4 @@
-import { type ConfigKey, key, list, long, nullableKey } from "./config-key.ts";
+import { type ConfigKey, key, list, long, nullableKey, oneOf } from "./config-key.ts";
 import { password } from "./ssl-config-keys.ts";
 
 /**
@@ -20,6 +20,13 @@ export const SASL_CONFIG_KEYS = {
     password(),
     "JAAS config of a SASL mechanism; on a broker it is set per listener and mechanism, " +
       "`listener.name.<listener>.plain.sasl.jaas.config` (PLAIN's user_<name> entries).",
+  ),
+  "sasl.mechanism.inter.broker.protocol": nullableKey(
+    oneOf(SASL_MECHANISMS),
+    "The mechanism a broker authenticates with to other brokers when the inter-broker listener " +
+      "is SASL_PLAINTEXT or SASL_SSL, with the username and password options of that " +
+      "listener's JAAS config for the mechanism (Kafka's default, GSSAPI, is not implemented: " +
+      "set it).",
   ),
   "connections.max.reauth.ms": key(
     long({ min: 0n }),

@@ -13,12 +13,18 @@
  * Being suspected only makes the controller elect new leaders earlier; safety never rests on the
  * suspicion being right (docs/faults.md, "Failover").
  */
-import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
+import {
+  InterBrokerClient,
+  InterBrokerError,
+  type InterBrokerSecurity,
+} from "../network/inter-broker-client.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { Logger } from "../util/logger.ts";
 
 export interface BrokerLivenessOptions {
   readonly clientId: string;
+  /** TLS and SASL of the inter-broker listener the probes connect to. */
+  readonly security: InterBrokerSecurity;
   readonly probeIntervalMs: number;
   /** Refused connections in a row that make a broker suspected. */
   readonly refusalsToSuspect: number;
@@ -115,6 +121,7 @@ export class BrokerLiveness {
     try {
       if (target.client === null || target.client.isClosed) {
         target.client = await InterBrokerClient.connect(target.host, target.port, {
+          ...this.options.security,
           clientId,
           connectTimeoutMs: probeTimeoutMs,
         });

@@ -8,7 +8,12 @@
  * incarnation of a broker that restarted on the same port is refused there.
  */
 
-import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
+import {
+  InterBrokerClient,
+  InterBrokerError,
+  type InterBrokerSecurity,
+  PLAINTEXT_SECURITY,
+} from "../network/inter-broker-client.ts";
 import type { ApiKeyNumber, ApiMessages, Init } from "../protocol/generated/index.ts";
 import type { Logger } from "../util/logger.ts";
 
@@ -34,6 +39,7 @@ export class ControllerChannelManager {
     private readonly controllerId: number,
     private readonly requestTimeoutMs: number,
     private readonly log: Logger,
+    private readonly security: InterBrokerSecurity = PLAINTEXT_SECURITY,
   ) {}
 
   /**
@@ -115,6 +121,7 @@ export class ControllerChannelManager {
       try {
         if (channel.client === null || channel.client.isClosed) {
           channel.client = await InterBrokerClient.connect(channel.host, channel.port, {
+            ...this.security,
             clientId: `quill-controller-${this.controllerId}`,
             connectTimeoutMs: this.requestTimeoutMs,
           });

@@ -6,7 +6,12 @@
  * the controller by then, until the deadline.
  */
 
-import { InterBrokerClient, InterBrokerError } from "../network/inter-broker-client.ts";
+import {
+  InterBrokerClient,
+  InterBrokerError,
+  type InterBrokerSecurity,
+  PLAINTEXT_SECURITY,
+} from "../network/inter-broker-client.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { ALTER_PARTITION_VERSION, CONTROLLED_SHUTDOWN_VERSION } from "./controller-requests.ts";
@@ -36,6 +41,8 @@ export class ControllerClient {
     private readonly requestTimeoutMs: number,
     /** This broker's epoch (KIP-380), which both requests carry; -1 before it registered. */
     private readonly brokerEpoch: () => bigint = () => -1n,
+    /** The inter-broker listener's TLS and SASL, which the controller's channels use too. */
+    readonly security: InterBrokerSecurity = PLAINTEXT_SECURITY,
   ) {}
 
   /** The AlterIsr function the ReplicaManager is given. */
@@ -143,6 +150,7 @@ export class ControllerClient {
     this.close();
     this.clientFor = endpoint.id;
     this.client = InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      ...this.security,
       clientId: `quill-broker-${this.brokerId}`,
       connectTimeoutMs: this.requestTimeoutMs,
     });

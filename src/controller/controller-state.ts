@@ -73,9 +73,10 @@ export async function readClusterSnapshot(
   zk: ZooKeeperClient,
   log: Logger,
   watches: SnapshotWatches = {},
+  interBrokerListener = "PLAINTEXT",
 ): Promise<ClusterSnapshot> {
   const [brokers, partitions] = await Promise.all([
-    readBrokers(zk, log, watches.brokers),
+    readBrokers(zk, log, watches.brokers, interBrokerListener),
     readPartitions(zk, log, watches),
   ]);
   return { brokers, partitions };
@@ -85,13 +86,14 @@ export async function readBrokers(
   zk: ZooKeeperClient,
   log: Logger,
   watch?: () => void,
+  interBrokerListener = "PLAINTEXT",
 ): Promise<Map<number, LiveBroker>> {
   const children = await zk.getChildren(BROKER_IDS_PATH, { watch: watch && (() => watch()) });
   const ids = children.filter((c) => /^\d+$/.test(c)).map(Number);
   const infos = await mapLimit(ids, READ_CONCURRENCY, async (id) => {
     try {
       const { data, stat } = await zk.getData(brokerIdPath(id));
-      return { ...decodeBrokerRegistration(id, data), epoch: stat.czxid };
+      return { ...decodeBrokerRegistration(id, data, interBrokerListener), epoch: stat.czxid };
     } catch (error) {
       if (error instanceof NoNodeError) return null;
       if (!(error instanceof MalformedZnodeError)) throw error;

@@ -38,6 +38,7 @@ import {
   partitionStatePath,
   topicConfigPath,
 } from "../metadata/kafka-znodes.ts";
+import { type InterBrokerSecurity, PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import type { Logger } from "../util/logger.ts";
@@ -97,6 +98,9 @@ export interface ControllerOptions {
   readonly brokerId: number;
   /** Deadline of one request to a broker. */
   readonly requestTimeoutMs: number;
+  /** The listener brokers reach each other on (PLAINTEXT by default) and how it is secured. */
+  readonly interBrokerListenerName?: string;
+  readonly interBrokerSecurity?: InterBrokerSecurity;
   readonly log: Logger;
   /** Called whenever another controller (or this broker) is seen to be the active one. */
   readonly onControllerChange: (controllerId: number, epoch: number) => void;
@@ -715,9 +719,10 @@ export class KafkaController {
     this.stopControllerProbe();
     const registration = await this.zk.getData(brokerIdPath(id)).catch(() => null);
     if (registration === null || this.closed || this.active !== null) return;
-    const { host, port } = decodeBrokerRegistration(id, registration.data);
-    const { brokerId, requestTimeoutMs, log } = this.options;
+    const { brokerId, requestTimeoutMs, log, interBrokerListenerName } = this.options;
+    const { host, port } = decodeBrokerRegistration(id, registration.data, interBrokerListenerName);
     const liveness = new BrokerLiveness({
+      security: this.options.interBrokerSecurity ?? PLAINTEXT_SECURITY,
       clientId: `quill-broker-${brokerId}`,
       probeIntervalMs: LIVENESS_PROBE_INTERVAL_MS,
       refusalsToSuspect: LIVENESS_REFUSALS_TO_SUSPECT,
@@ -750,6 +755,7 @@ export class KafkaController {
   private becomeActive(epoch: number, epochZkVersion: number): void {
     this.stopControllerProbe();
     const { brokerId, requestTimeoutMs, log } = this.options;
+    const security = this.options.interBrokerSecurity ?? PLAINTEXT_SECURITY;
     log.info(`broker ${brokerId} is the controller (epoch ${epoch})`);
     const rebalance = this.options.leaderRebalance;
     const rebalanceTimer =
@@ -766,8 +772,10 @@ export class KafkaController {
         brokerId,
         requestTimeoutMs,
         log.child("ControllerChannelManager"),
+        security,
       ),
       liveness: new BrokerLiveness({
+        security,
         clientId: `quill-controller-${brokerId}`,
         probeIntervalMs: LIVENESS_PROBE_INTERVAL_MS,
         refusalsToSuspect: LIVENESS_REFUSALS_TO_SUSPECT,
@@ -819,11 +827,16 @@ export class KafkaController {
       if (watch !== undefined) armedNow.push(key);
       return watch;
     };
-    const snapshot = await readClusterSnapshot(this.zk, this.options.log, {
-      brokers: arm("brokers"),
-      topics: arm("topics"),
-      topic: (topic) => arm(`topic:${topic}`),
-    }).catch((error: unknown) => {
+    const snapshot = await readClusterSnapshot(
+      this.zk,
+      this.options.log,
+      {
+        brokers: arm("brokers"),
+        topics: arm("topics"),
+        topic: (topic) => arm(`topic:${topic}`),
+      },
+      this.options.interBrokerListenerName,
+    ).catch((error: unknown) => {
       // Some reads failed and set no watch; arming again on the retry at worst doubles one.
       for (const key of armedNow) this.armed.delete(key);
       throw error;

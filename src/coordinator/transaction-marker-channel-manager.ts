@@ -179,6 +179,7 @@ export class TransactionMarkerChannelManager {
       return Promise.reject(new Error(`broker ${brokerId} is not live`));
     }
     const connecting = InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      ...this.replicaManager.interBrokerSecurity,
       clientId: `quill-txn-markers-${this.localBrokerId}`,
       connectTimeoutMs: this.timeoutMs,
     });

@@ -190,12 +190,14 @@ export function encodeBrokerRegistration(info: BrokerRegistrationInfo): Uint8Arr
 
 /**
  * Reads a registration of any version Kafka has written. The inter-broker endpoint is the one
- * named PLAINTEXT, else the top-level host and port, else the first endpoint (version 4+
- * brokers whose listeners are not PLAINTEXT leave the top level unset).
+ * named `interBrokerListener` (every broker of a cluster shares that name, as in Kafka), else
+ * the top-level host and port, else the first endpoint (version 4+ brokers whose listeners are
+ * not PLAINTEXT leave the top level unset).
  */
 export function decodeBrokerRegistration(
   brokerId: number,
   data: Uint8Array,
+  interBrokerListener = "PLAINTEXT",
 ): BrokerRegistrationInfo {
   const path = brokerIdPath(brokerId);
   const json = decodeJson(path, data, BrokerRegistrationJson);
@@ -213,7 +215,7 @@ export function decodeBrokerRegistration(
   });
   // An endpoint whose protocol is unknown here still locates the broker, but is no listener.
   const endpoints = parsed.filter((e): e is Listener => isSecurityProtocol(e.securityProtocol));
-  const named = parsed.find((e) => e.listenerName === "PLAINTEXT");
+  const named = parsed.find((e) => e.listenerName === interBrokerListener);
   const topLevel =
     json.host != null && (json.port ?? -1) > 0 ? { host: json.host, port: json.port! } : undefined;
   const interBroker = named ?? topLevel ?? parsed[0];

@@ -37,7 +37,7 @@ export class InterBrokerError extends Error {
   }
 }
 
-/** TLS for a client connection (the `quill` client commands; brokers speak PLAINTEXT). */
+/** TLS for a client connection (the `quill` client commands, and brokers on a TLS listener). */
 export interface ClientTlsOptions {
   /** PEM certificates to trust; absent: the system's roots. */
   readonly ca?: string;
@@ -49,11 +49,23 @@ export interface ClientTlsOptions {
   readonly verifyHostname: boolean;
 }
 
-export interface InterBrokerClientOptions {
+/**
+ * How a broker's connections to other brokers protect themselves, from the inter-broker
+ * listener's protocol: TLS, and a SASL exchange run on each new connection before it is used.
+ */
+export interface InterBrokerSecurity {
+  readonly tls?: ClientTlsOptions;
+  /** Authenticates a new connection; rejects when the peer refuses the credentials. */
+  readonly authenticate?: (client: InterBrokerClient, timeoutMs: number) => Promise<void>;
+}
+
+/** Plain TCP, no authentication: the PLAINTEXT protocol. */
+export const PLAINTEXT_SECURITY: InterBrokerSecurity = {};
+
+export interface InterBrokerClientOptions extends InterBrokerSecurity {
   /** The client id in request headers, e.g. "quill-controller-3". */
   readonly clientId: string;
   readonly connectTimeoutMs: number;
-  readonly tls?: ClientTlsOptions;
 }
 
 interface Pending {
@@ -80,8 +92,30 @@ export class InterBrokerClient {
     private readonly options: InterBrokerClientOptions,
   ) {}
 
-  /** Connects; rejects with InterBrokerError when the broker does not accept in time. */
+  /**
+   * Connects and authenticates; rejects with InterBrokerError when the broker does not accept
+   * in time or refuses the credentials (the caller retries as after any connection failure).
+   */
   static async connect(
+    host: string,
+    port: number,
+    options: InterBrokerClientOptions,
+  ): Promise<InterBrokerClient> {
+    const client = await InterBrokerClient.open(host, port, options);
+    if (options.authenticate === undefined) return client;
+    try {
+      await options.authenticate(client, options.connectTimeoutMs);
+    } catch (error) {
+      client.close();
+      if (error instanceof InterBrokerError) throw error;
+      throw new InterBrokerError(`authenticating to ${host}:${port} failed: ${String(error)}`, {
+        cause: error,
+      });
+    }
+    return client;
+  }
+
+  private static async open(
     host: string,
     port: number,
     options: InterBrokerClientOptions,

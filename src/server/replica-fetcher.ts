@@ -10,7 +10,7 @@
  * failure pauses the whole fetcher as long and reconnects.
  */
 import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
-import { InterBrokerClient } from "../network/inter-broker-client.ts";
+import { InterBrokerClient, type InterBrokerSecurity } from "../network/inter-broker-client.ts";
 import { ErrorCode, errorName } from "../protocol/errors.ts";
 import type {
   FetchRequest,
@@ -42,6 +42,7 @@ export interface ReplicaFetcherSettings {
   readonly partitionMaxBytes: number;
   readonly backoffMs: number;
   readonly socketTimeoutMs: number;
+  readonly security: InterBrokerSecurity;
 }
 
 /** What the fetcher asks of the replica manager. */
@@ -216,6 +217,7 @@ export class ReplicaFetcher {
       throw new Error(`broker ${this.sourceBrokerId} is not known to be alive`);
     }
     this.client = await InterBrokerClient.connect(endpoint.host, endpoint.port, {
+      ...this.settings.security,
       clientId: `quill-replica-fetcher-${this.settings.localBrokerId}`,
       connectTimeoutMs: this.settings.socketTimeoutMs,
     });

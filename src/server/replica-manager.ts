@@ -6,6 +6,7 @@ import {
   topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { RACK_AWARE_REPLICA_SELECTOR } from "../config/broker-config.ts";
+import { type InterBrokerSecurity, PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import type { LogManager } from "../storage/log-manager.ts";
@@ -51,6 +52,8 @@ export interface ReplicaManagerOptions {
   /** A live broker's endpoint, for follower fetches; defaults to the metadata cache's brokers. */
   readonly brokerEndpoint?: (brokerId: BrokerId) => BrokerEndpoint | undefined;
   readonly logger?: Logger;
+  /** How connections to other brokers are secured (the inter-broker listener's protocol). */
+  readonly interBrokerSecurity?: InterBrokerSecurity;
 }
 
 export interface AppendEntry {
@@ -206,6 +209,9 @@ export class ReplicaManager {
   /** ZooKeeper mode: roles come only from the controller. */
   private readonly clusterMode: boolean;
 
+  /** How this broker's connections to other brokers are secured (fetchers, markers, lag). */
+  readonly interBrokerSecurity: InterBrokerSecurity;
+
   constructor(
     private readonly logs: LogManager,
     private readonly cache: MetadataCache,
@@ -213,6 +219,7 @@ export class ReplicaManager {
   ) {
     const config = cache.brokerConfig;
     this.localBrokerId = config["broker.id"];
+    this.interBrokerSecurity = options.interBrokerSecurity ?? PLAINTEXT_SECURITY;
     this.leaderQuota = new ReplicationQuota(
       this.localBrokerId,
       () => Number(cache.brokerConfig["leader.replication.throttled.rate"]),
@@ -239,6 +246,7 @@ export class ReplicaManager {
         partitionMaxBytes: config["replica.fetch.max.bytes"],
         backoffMs: config["replica.fetch.backoff.ms"],
         socketTimeoutMs: config["replica.socket.timeout.ms"],
+        security: this.interBrokerSecurity,
       },
       this.fetcherHost(),
     );
