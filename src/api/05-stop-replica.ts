@@ -6,10 +6,9 @@
 //   IsKRaftController.
 // * A request for an earlier registration of this broker (broker epoch, v1+) is refused with
 //   STALE_BROKER_EPOCH (controller-epoch.ts).
-// * The controller sends it with deletion for the replicas of deleted topics: the broker
-//   forgets their leadership and the ReplicaManager stops and deletes them. (The broker's
-//   metadata store also sees the deletion in ZooKeeper and removes the logs; whichever comes
-//   first does the work.)
+// * The controller sends it with deletion to the replicas of a topic being deleted, and
+//   removes the topic's znodes only once every replica answered: the broker forgets their
+//   leadership and the ReplicaManager stops and deletes them.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey, type StopReplicaRequest } from "../protocol/generated/index.ts";
 import { AclOperation } from "../security/authorized-operations.ts";

@@ -101,6 +101,7 @@ export async function startClusterRole(
     log: log.child("KafkaController"),
     onControllerChange: (id, epoch) => cache.setController(id, epoch),
     uncleanLeaderElectionEnable: () => config["unclean.leader.election.enable"],
+    deleteTopicEnable: config["delete.topic.enable"],
     leaderRebalance: config["auto.leader.rebalance.enable"]
       ? {
           intervalMs: config["leader.imbalance.check.interval.seconds"] * 1000,

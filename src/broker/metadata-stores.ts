@@ -48,6 +48,7 @@ export async function openMetadataStores(
     const metadataStore = await ZooKeeperMetadataStore.open(zooKeeper, {
       requestTimeoutMs: zooKeeper.sessionTimeoutMs,
       deleteTopicEnable: config["delete.topic.enable"],
+      controllerDeletesTopics: true,
       log,
     });
     log.info(

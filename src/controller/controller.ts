@@ -25,19 +25,24 @@ import {
   brokerIdPath,
   CONTROLLER_EPOCH_PATH,
   CONTROLLER_PATH,
+  DELETE_TOPICS_PATH,
   decodeBrokerRegistration,
   decodeController,
   decodeControllerEpoch,
   decodeTopicConfig,
+  deleteTopicPath,
   encodeController,
   encodeControllerEpoch,
   encodePartitionState,
+  isLegalTopicName,
   MalformedZnodeError,
   type PartitionStateZnode,
   partitionPath,
   partitionStatePath,
   topicConfigPath,
+  topicPath,
 } from "../metadata/kafka-znodes.ts";
+import { deleteTopicZnodes } from "../metadata/zookeeper-metadata-store.ts";
 import { type InterBrokerSecurity, PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -109,6 +114,8 @@ export interface ControllerOptions {
    * key overrides; read when a partition's whole ISR is dead.
    */
   readonly uncleanLeaderElectionEnable: () => boolean;
+  /** delete.topic.enable: false removes deletion markers and keeps the topics, as Kafka. */
+  readonly deleteTopicEnable: boolean;
   /** auto.leader.rebalance.enable and its check interval and threshold; null: disabled. */
   readonly leaderRebalance: {
     readonly intervalMs: number;
@@ -174,6 +181,8 @@ interface ActiveState {
    * for any ISR until they leave the cluster or register again.
    */
   readonly shuttingDown: Set<number>;
+  /** Topics being deleted: StopReplica with deletion sent, answers awaited. */
+  readonly deleting: Set<string>;
   readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
@@ -787,6 +796,7 @@ export class KafkaController {
       partitions: new Map(),
       brokers: new Map(),
       shuttingDown: new Set(),
+      deleting: new Set(),
       rebalanceTimer,
     };
     this.setCurrent(brokerId, epoch);
@@ -805,6 +815,7 @@ export class KafkaController {
     this.armed.delete("brokers");
     this.armed.delete("topics");
     this.armed.delete("reassign_partitions");
+    this.armed.delete("delete_topics");
     for (const key of [...this.armed]) if (key.startsWith("topic:")) this.armed.delete(key);
   }
 
@@ -886,6 +897,98 @@ export class KafkaController {
     void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
     // Moves found in ZooKeeper (a new controller's, or the legacy znode's) continue from here.
     this.schedule("reassign", () => this.completeReassignments());
+    // Deletions left pending (a replica's broker was offline) go on once it is back.
+    this.schedule("delete-topics", () => this.processTopicDeletions());
+  }
+
+  // ---- topic deletion ------------------------------------------------------------------------
+
+  /**
+   * Acts on `/admin/delete_topics/<topic>` markers (Kafka's TopicDeletionManager): every replica
+   * gets StopReplica with deletion; once all answered, the topic's znodes, its config and the
+   * marker are removed. A topic with a replica on an offline broker, or being reassigned, waits.
+   */
+  private async processTopicDeletions(): Promise<void> {
+    const active = this.active;
+    if (active === null) return;
+    const again = () => this.schedule("delete-topics", () => this.processTopicDeletions());
+    const watch = this.arm("delete_topics", again);
+    const markers = await this.zk
+      .getChildren(DELETE_TOPICS_PATH, { watch })
+      .catch((error: unknown) => {
+        if (watch !== undefined) this.armed.delete("delete_topics");
+        if (error instanceof NoNodeError) return [];
+        throw error;
+      });
+    for (const topic of markers.filter(isLegalTopicName)) {
+      if (this.active !== active) return;
+      if (active.deleting.has(topic)) continue;
+      if (!this.options.deleteTopicEnable) {
+        this.options.log.warn(`controller keeps topic ${topic}: delete.topic.enable is false`);
+        await this.zk.delete(deleteTopicPath(topic)).catch((error: unknown) => {
+          if (!(error instanceof NoNodeError)) throw error;
+        });
+        continue;
+      }
+      await this.startTopicDeletion(active, topic, again);
+    }
+  }
+
+  private async startTopicDeletion(
+    active: ActiveState,
+    topic: string,
+    again: () => void,
+  ): Promise<void> {
+    const partitions = [...active.partitions.values()].filter((p) => p.topic === topic);
+    if (partitions.length === 0) {
+      // Not a topic this controller knows: gone already (leftovers removed), or too new.
+      if ((await this.zk.exists(topicPath(topic))) === null) {
+        await deleteTopicZnodes(this.zk, topic, Date.now() + this.options.requestTimeoutMs);
+      }
+      return;
+    }
+    const replicas = [...new Set(partitions.flatMap((p) => p.replicas))];
+    const offline = replicas.filter((id) => !active.brokers.has(id));
+    if (offline.length > 0 || partitions.some((p) => isReassigning(p))) {
+      this.options.log.info(
+        `controller defers deleting topic ${topic}: ` +
+          (offline.length > 0 ? `replicas on offline brokers [${offline}]` : "being reassigned"),
+      );
+      return;
+    }
+    this.options.log.info(`controller deletes topic ${topic} from brokers [${replicas}]`);
+    active.deleting.add(topic);
+    const answered = new Set<number>();
+    const sends = replicas.map((id) =>
+      active.channels.send(
+        id,
+        ApiKey.StopReplica,
+        STOP_REPLICA_VERSION,
+        stopReplicaRequest(
+          this.identity(active),
+          partitions.filter((p) => p.replicas.includes(id)),
+          true,
+        ),
+        (response) => {
+          const failed = response.partitionErrors.some((e) => e.errorCode !== ErrorCode.NONE);
+          if (response.errorCode === ErrorCode.NONE && !failed) answered.add(id);
+        },
+      ),
+    );
+    // Not awaited here: a broker that stops answering must not hold up the controller's queue.
+    void Promise.all(sends).then(() => {
+      active.deleting.delete(topic);
+      if (answered.size !== replicas.length) return again();
+      this.schedule(`delete-topic:${topic}`, () => this.finishTopicDeletion(active, topic));
+    });
+  }
+
+  /** Every replica deleted its log: the topic's znodes go, the marker last. */
+  private async finishTopicDeletion(active: ActiveState, topic: string): Promise<void> {
+    if (this.active !== active) return;
+    await deleteTopicZnodes(this.zk, topic, Date.now() + this.options.requestTimeoutMs);
+    for (const [key, p] of active.partitions) if (p.topic === topic) active.partitions.delete(key);
+    this.options.log.info(`controller deleted topic ${topic}`);
   }
 
   /** A topic read as missing set no data watch; a topic created later under its name needs one. */

@@ -72,8 +72,17 @@ export interface ZooKeeperMetadataStoreOptions {
   readonly requestTimeoutMs: number;
   /** Kafka's delete.topic.enable: whether deletion markers written by others are acted on. */
   readonly deleteTopicEnable: boolean;
+  /**
+   * A cluster broker's store: the active controller carries out deletions (StopReplica to the
+   * replicas first, then the znodes), so this store only writes the marker and waits for the
+   * topic to go, and leaves markers to the controller. False: the store deletes the znodes.
+   */
+  readonly controllerDeletesTopics?: boolean;
   readonly log: Logger;
 }
+
+/** How often a deletion left to the controller is checked for completion. */
+const DELETION_POLL_MS = 50;
 
 interface CachedTopic extends TopicZnodeVersions {
   readonly record: TopicRecord;
@@ -223,6 +232,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
    * finishes the deletion.
    */
   async deleteTopic(name: string): Promise<void> {
+    const byController = this.options.controllerDeletesTopics === true;
     await this.write(name, async (deadlineMs) => {
       try {
         const timeoutMs = deadlineMs - Date.now();
@@ -230,9 +240,27 @@ export class ZooKeeperMetadataStore implements MetadataStore {
       } catch (error) {
         if (!(error instanceof NodeExistsError)) throw error;
       }
+      if (byController) return;
       await this.deleteTopicZnodes(name, deadlineMs);
       this.cached.delete(name);
     });
+    if (!byController) return;
+    // Outside the write queue: the controller may take a while (a replica's broker offline).
+    await this.awaitTopicGone(name, Date.now() + this.options.requestTimeoutMs);
+    this.cached.delete(name);
+  }
+
+  /** Waits for the controller to remove the topic's znode; REQUEST_TIMED_OUT at the deadline. */
+  private async awaitTopicGone(name: string, deadlineMs: number): Promise<void> {
+    while ((await this.zk.exists(topicPath(name), { timeoutMs: this.readTimeoutMs })) !== null) {
+      if (Date.now() >= deadlineMs) {
+        throw new KafkaError(
+          ErrorCode.REQUEST_TIMED_OUT,
+          `Topic '${name}' is marked for deletion; the controller has not finished deleting it.`,
+        );
+      }
+      await Bun.sleep(DELETION_POLL_MS);
+    }
   }
 
   /** Stops watching; the ZooKeeper client belongs to the caller and stays open. */
@@ -288,36 +316,8 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     return stats;
   }
 
-  /**
-   * Deletes what is left of a topic. Every broker acts on a deletion marker, so another may be
-   * deleting the same znodes at once: a multi that fails because a znode vanished or gained a
-   * child is retried against a fresh listing, and nothing left to delete is success.
-   */
-  private async deleteTopicZnodes(name: string, deadlineMs: number): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.runOps(await this.deleteTopicOps(name, deadlineMs), deadlineMs);
-        return;
-      } catch (error) {
-        const raced = error instanceof NoNodeError || error instanceof NotEmptyError;
-        if (!raced || attempt === DELETE_ATTEMPTS_MAX) throw error;
-      }
-    }
-  }
-
-  private async deleteTopicOps(name: string, deadlineMs: number): Promise<ZooKeeperOp[]> {
-    const timeoutMs = () => deadlineMs - Date.now();
-    const subtree = await this.zk
-      .listSubtree(topicPath(name), { timeoutMs: timeoutMs() })
-      .catch((error) => {
-        if (error instanceof NoNodeError) return [];
-        throw error;
-      });
-    const [config, marker] = await Promise.all([
-      this.zk.exists(topicConfigPath(name), { timeoutMs: timeoutMs() }),
-      this.zk.exists(deleteTopicPath(name), { timeoutMs: timeoutMs() }),
-    ]);
-    return deleteTopicOps(name, subtree, config !== null, marker !== null);
+  private deleteTopicZnodes(name: string, deadlineMs: number): Promise<void> {
+    return deleteTopicZnodes(this.zk, name, deadlineMs);
   }
 
   // ---- reading and watching ------------------------------------------------------------------
@@ -342,7 +342,7 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     });
     this.cached = next;
     if (changed) this.emitChange(replaced.map((t) => t.record.name));
-    await this.processDeletionMarkers();
+    if (this.options.controllerDeletesTopics !== true) await this.processDeletionMarkers();
   }
 
   /** The legal topic names under `/brokers/topics`, watching for children to come and go. */
@@ -698,4 +698,45 @@ function sameTopics(a: Map<string, CachedTopic>, b: Map<string, CachedTopic>): b
     if (JSON.stringify(topic.record) !== JSON.stringify(b.get(name)?.record)) return false;
   }
   return true;
+}
+
+/**
+ * Deletes what is left of a topic: its subtree, config and marker. Another writer may be
+ * deleting the same znodes at once (a store acting on a marker, a controller that lost its
+ * place): a multi that fails because a znode vanished or gained a child is retried against a
+ * fresh listing, and nothing left to delete is success.
+ */
+export async function deleteTopicZnodes(
+  zk: ZooKeeperClient,
+  name: string,
+  deadlineMs: number,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      for (const chunk of chunkOps(await topicDeletionOps(zk, name, deadlineMs))) {
+        await zk.multi(chunk, { timeoutMs: deadlineMs - Date.now() });
+      }
+      return;
+    } catch (error) {
+      const raced = error instanceof NoNodeError || error instanceof NotEmptyError;
+      if (!raced || attempt === DELETE_ATTEMPTS_MAX) throw error;
+    }
+  }
+}
+
+async function topicDeletionOps(
+  zk: ZooKeeperClient,
+  name: string,
+  deadlineMs: number,
+): Promise<ZooKeeperOp[]> {
+  const timeoutMs = () => deadlineMs - Date.now();
+  const subtree = await zk.listSubtree(topicPath(name), { timeoutMs: timeoutMs() }).catch((e) => {
+    if (e instanceof NoNodeError) return [];
+    throw e;
+  });
+  const [config, marker] = await Promise.all([
+    zk.exists(topicConfigPath(name), { timeoutMs: timeoutMs() }),
+    zk.exists(deleteTopicPath(name), { timeoutMs: timeoutMs() }),
+  ]);
+  return deleteTopicOps(name, subtree, config !== null, marker !== null);
 }

@@ -5,7 +5,7 @@
  * CreatePartitions and topic deletion through a broker that is not the controller.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
@@ -19,6 +19,8 @@ let zkServer: ZooKeeperServer;
 let connect: string;
 let zk: ZooKeeperClient;
 const brokers = new Map<number, InProcessBroker>();
+/** Data dirs of brokers restarted on them (the harness leaves those to the test). */
+const keptDirs: string[] = [];
 
 beforeAll(async () => {
   zkServer = await startZooKeeper();
@@ -30,11 +32,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await zk.close();
   for (const b of brokers.values()) await b.stop();
+  for (const dir of keptDirs) rmSync(dir, { recursive: true, force: true });
   await zkServer.stop();
 }, 60_000);
 
-function startBroker(id: number): Promise<InProcessBroker> {
-  return startInProcessBroker({
+function brokerSettings(id: number) {
+  return {
     settings: {
       "zookeeper.connect": connect,
       "zookeeper.session.timeout.ms": "4000",
@@ -42,7 +45,11 @@ function startBroker(id: number): Promise<InProcessBroker> {
       "default.replication.factor": "3",
       "leader.imbalance.check.interval.seconds": "1",
     },
-  });
+  };
+}
+
+function startBroker(id: number): Promise<InProcessBroker> {
+  return startInProcessBroker(brokerSettings(id));
 }
 
 async function json(path: string) {
@@ -199,6 +206,43 @@ describe("controller", () => {
       }, "the topic and its logs gone from every broker");
     }
   });
+
+  test("a deletion waits while a replica's broker is offline, then the controller finishes it", async () => {
+    const controllerId = activeControllers()[0]!;
+    const via = brokers.get(controllerId)!;
+    await createTopic(via, "pending", 1);
+    const away = [1, 2, 3].find((id) => id !== controllerId)!;
+    await until(
+      async () => (existsSync(join(brokers.get(away)!.dataDir, "pending-0")) ? true : undefined),
+      "the replica's log on the broker about to stop",
+    );
+    const awayDir = brokers.get(away)!.dataDir;
+    keptDirs.push(awayDir);
+    await brokers.get(away)!.broker.stop(); // the harness's stop would remove the data dir
+    brokers.delete(away);
+    await until(
+      async () => ((await metadata(via)).brokers.length === 2 ? true : undefined),
+      "the controller to see the broker gone",
+    );
+    // As kafka-topics.sh --zookeeper --delete did: only the marker.
+    await zk.create("/admin/delete_topics/pending");
+    await Bun.sleep(1_000);
+    expect(await zk.exists("/brokers/topics/pending")).not.toBeNull();
+    expect(await zk.exists("/admin/delete_topics/pending")).not.toBeNull();
+    brokers.set(away, await startInProcessBroker({ ...brokerSettings(away), dataDir: awayDir }));
+    await until(async () => {
+      const gone = (await zk.exists("/brokers/topics/pending")) === null;
+      const marker = await zk.exists("/admin/delete_topics/pending");
+      const config = await zk.exists("/config/topics/pending");
+      return gone && marker === null && config === null ? true : undefined;
+    }, "the topic's znodes, config and marker removed");
+    for (const b of brokers.values()) {
+      await until(
+        async () => (existsSync(join(b.dataDir, "pending-0")) ? undefined : true),
+        "the log deleted on every replica, the returned one included",
+      );
+    }
+  }, 60_000);
 
   test("no ISR takes a broker in controlled shutdown until it registers again", async () => {
     const via = brokers.get(activeControllers()[0]!)!;
