@@ -895,9 +895,15 @@ export class KafkaController {
     this.lastBrokerCount = snapshot.brokers.size;
     // Not awaited: a broker that died but is still registered must not hold up the next event.
     void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
-    // Moves found in ZooKeeper (a new controller's, or the legacy znode's) continue from here.
+    this.resumePendingWork();
+  }
+
+  /**
+   * Moves found in ZooKeeper (a new controller's, or the legacy znode's) and deletions left
+   * pending (a replica's broker was offline) continue after each reconciliation.
+   */
+  private resumePendingWork(): void {
     this.schedule("reassign", () => this.completeReassignments());
-    // Deletions left pending (a replica's broker was offline) go on once it is back.
     this.schedule("delete-topics", () => this.processTopicDeletions());
   }
 
