@@ -207,7 +207,7 @@ describe("controller", () => {
     }
   });
 
-  test("a deletion waits while a replica's broker is offline, then the controller finishes it", async () => {
+  test("a deletion waits while a replica's broker is offline; a new controller finishes it", async () => {
     const controllerId = activeControllers()[0]!;
     const via = brokers.get(controllerId)!;
     await createTopic(via, "pending", 1);
@@ -229,6 +229,14 @@ describe("controller", () => {
     await Bun.sleep(1_000);
     expect(await zk.exists("/brokers/topics/pending")).not.toBeNull();
     expect(await zk.exists("/admin/delete_topics/pending")).not.toBeNull();
+    // The controller changes while the deletion waits: its successor finds the marker.
+    await brokers.get(controllerId)!.stop();
+    brokers.delete(controllerId);
+    await until(async () => {
+      const ids = activeControllers();
+      return ids.length === 1 ? ids[0] : undefined;
+    }, "a new controller");
+    brokers.set(controllerId, await startBroker(controllerId));
     brokers.set(away, await startInProcessBroker({ ...brokerSettings(away), dataDir: awayDir }));
     await until(async () => {
       const gone = (await zk.exists("/brokers/topics/pending")) === null;
