@@ -11,12 +11,14 @@
 // it by PID. Every workload row runs in passes until it has lasted ROW_SECONDS and made at least
 // MIN_PASSES passes; the table gives the median pass and the spread over all passes of all
 // repetitions, and broker CPU seconds per GB and per million requests. Then the scale workloads
-// (bench-vs-kafka/scale.ts) run once per broker. Prints the tables with Quill/Kafka ratios, the
-// loopback iperf3 ceiling, and writes JSON and Markdown to .bench/. The last line printed is
-// `ratios: produce=X consume=Y consume_min=M p99=Z rss=W startup=V scale=S cpu_gb=C
-// cpu_mreq=R`. What the harness needs (librdkafka-dev, Java, Maven, iperf3) it installs as .ci/run
-// does (bench-vs-kafka/requirements.ts); whatever it still lacks it names, and then it prints no
-// ratios line and exits 1. Not a test.
+// (bench-vs-kafka/scale.ts) run once per broker. The `-tls` rows run the main produce and consume
+// rows over a SASL_SSL listener (SCRAM-SHA-512) that both brokers get with the same certificates,
+// made with openssl at the start (bench-vs-kafka/sasl-ssl.ts). Prints the tables with Quill/Kafka
+// ratios, the loopback iperf3 ceiling, and writes JSON and Markdown to .bench/. The last line
+// printed is `ratios: produce=X consume=Y consume_min=M p99=Z rss=W startup=V scale=S cpu_gb=C
+// cpu_mreq=R tls=T`. What the harness needs (librdkafka-dev, Java, Maven, iperf3) it installs
+// as .ci/run does (bench-vs-kafka/requirements.ts); whatever it still lacks it names, and then it
+// prints no ratios line and exits 1. Not a test.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 
 import { tmpdir } from "node:os";
@@ -50,6 +52,7 @@ import {
   runRepetition,
   runScale,
 } from "./bench-vs-kafka/runner.ts";
+import { makeSaslSsl, type SaslSsl } from "./bench-vs-kafka/sasl-ssl.ts";
 import {
   FULL_SIZES,
   QUICK_SIZES,
@@ -149,14 +152,14 @@ interface Plan {
   readonly kinds: readonly BrokerKind[];
 }
 
-function plan(options: Options, tools: HarnessTools): Plan {
-  const workloads =
-    options.scale === "only" ? [] : select(runnable(toolsOf(tools, "")), options.workloadIds);
+function plan(options: Options, tools: HarnessTools, saslSsl: SaslSsl | null): Plan {
+  const available = runnable(toolsOf(tools, "", saslSsl));
+  const workloads = options.scale === "only" ? [] : select(available, options.workloadIds);
   const scaleWorkloads =
     options.scale === "without" || tools.rdkafkaScale === null || tools.rdkafkaLatency === null
       ? []
       : select(SCALE_WORKLOADS, options.workloadIds);
-  checkIds(options.workloadIds, [...runnable(toolsOf(tools, "")), ...SCALE_WORKLOADS]);
+  checkIds(options.workloadIds, [...available, ...SCALE_WORKLOADS]);
   const kinds: BrokerKind[] =
     tools.classpath === null
       ? ["quill"]
@@ -166,13 +169,24 @@ function plan(options: Options, tools: HarnessTools): Plan {
   return { workloads, scaleWorkloads, kinds };
 }
 
-function toolsOf(tools: HarnessTools, runDir: string) {
+function toolsOf(tools: HarnessTools, runDir: string, saslSsl: SaslSsl | null) {
   return {
     rdkafkaLoad: tools.rdkafkaLoad,
     rdkafkaLatency: tools.rdkafkaLatency,
     classpath: tools.classpath,
     runDir,
+    saslSsl,
   };
+}
+
+/** The certificates of the SASL_SSL rows; without openssl those rows are missing (named). */
+function saslSslOrMissing(missing: string[]): SaslSsl | null {
+  try {
+    return makeSaslSsl();
+  } catch (error) {
+    missing.push(`certificates for the SASL_SSL rows: ${(error as Error).message.slice(0, 300)}`);
+    return null;
+  }
 }
 
 async function main(): Promise<void> {
@@ -187,12 +201,15 @@ async function main(): Promise<void> {
     await compactionRun(options, quillBinary, classpath, runDir, options.compactionMegabytes);
     return;
   }
-  const tools = await ensureHarnessTools();
+  const harnessTools = await ensureHarnessTools();
+  const missing = [...harnessTools.missing];
+  const saslSsl = saslSslOrMissing(missing);
+  const tools = { ...harnessTools, missing };
   for (const m of tools.missing) console.error(`missing: ${m}`);
-  const { workloads, scaleWorkloads, kinds } = plan(options, tools);
+  const { workloads, scaleWorkloads, kinds } = plan(options, tools, saslSsl);
   const zookeeper = kinds.includes("kafka") ? await startZooKeeper() : null;
   const ctx: RunContext = {
-    tools: toolsOf(tools, runDir),
+    tools: toolsOf(tools, runDir, saslSsl),
     workloads,
     quillBinary,
     zookeeper,
@@ -218,6 +235,7 @@ async function main(): Promise<void> {
     });
   } finally {
     await zookeeper?.stop();
+    saslSsl?.remove();
     rmSync(runDir, { recursive: true, force: true });
   }
 }
@@ -290,7 +308,9 @@ function notes(input: ReportInput): string[] {
     "produce/consume ratios: geometric mean over those workloads of the ratio of medians; " +
       "consume_min: the lowest consume ratio; p99: the fixed-rate 1 KiB end-to-end workload; " +
       "scale: geometric mean of the scale workloads' throughput ratios; cpu_gb, cpu_mreq: " +
-      "geometric means of Quill/Kafka CPU per GB and per million requests over the rows.",
+      "geometric means of Quill/Kafka CPU per GB and per million requests over the rows; " +
+      "all of these over the PLAINTEXT rows. tls: geometric mean of the throughput ratios of " +
+      "the SASL_SSL rows (SCRAM-SHA-512, one CA and server certificate for both brokers).",
   ].filter((n) => n !== "");
 }
 

@@ -14,6 +14,8 @@ export interface BrokerProcess {
   readonly pid: number;
   readonly port: number;
   readonly bootstrap: string;
+  /** The SASL_SSL listener's address, when the broker was started with one. */
+  readonly saslSslBootstrap: string | null;
   /** From just before the process was spawned to the first produce that succeeded. */
   readonly startupMs: number;
   /** Quill's admin listener (/metrics), when it was started with one. */
@@ -78,6 +80,28 @@ export interface KafkaSetup {
   readonly zookeeperConnect: string;
 }
 
+/** Settings of a SASL_SSL listener beside the PLAINTEXT one (bench-vs-kafka/sasl-ssl.ts). */
+export type SaslSslSettings = Readonly<Record<string, string>>;
+
+interface Listeners {
+  readonly port: number;
+  readonly saslSslPort: number | null;
+  readonly settings: Record<string, string>;
+}
+
+/** A PLAINTEXT listener (the probes, topic creation) and optionally a SASL_SSL one. */
+async function listenersOf(saslSsl: SaslSslSettings | null): Promise<Listeners> {
+  const [port, saslSslPort] = await freePorts(saslSsl === null ? 1 : 2);
+  const listeners =
+    `PLAINTEXT://127.0.0.1:${port}` +
+    (saslSsl === null ? "" : `,SASL_SSL://127.0.0.1:${saslSslPort}`);
+  return {
+    port: port!,
+    saslSslPort: saslSsl === null ? null : saslSslPort!,
+    settings: { ...saslSsl, listeners, "advertised.listeners": listeners },
+  };
+}
+
 /** Starts kafka.Kafka in `dir` (data in dir/data) under ZooKeeper chroot `/<chroot>`. */
 export async function startKafka(
   setup: KafkaSetup,
@@ -85,16 +109,15 @@ export async function startKafka(
   chroot: string,
   extra: Readonly<Record<string, string>> = {},
   jmxPort: number | null = null,
+  saslSsl: SaslSslSettings | null = null,
 ): Promise<BrokerProcess> {
-  const [port] = await freePorts(1);
-  const listener = `PLAINTEXT://127.0.0.1:${port}`;
+  const listeners = await listenersOf(saslSsl);
   const settings = {
     ...MATCHED_SETTINGS,
     ...KAFKA_ONLY_SETTINGS,
     ...extra,
     "zookeeper.connect": `${setup.zookeeperConnect}/${chroot}`,
-    listeners: listener,
-    "advertised.listeners": listener,
+    ...listeners.settings,
     "log.dirs": join(dir, "data"),
   };
   mkdirSync(dir, { recursive: true });
@@ -110,7 +133,7 @@ export async function startKafka(
     "kafka.Kafka",
     join(dir, "server.properties"),
   ];
-  return spawnBroker("kafka", argv, port, join(dir, "kafka.out"), null);
+  return spawnBroker("kafka", argv, listeners, join(dir, "kafka.out"), null);
 }
 
 /** Remote JMX without authentication, bound to loopback only, for the request counters. */
@@ -131,31 +154,34 @@ export async function startQuill(
   dir: string,
   extra: Readonly<Record<string, string>> = {},
   adminPort: number | null = null,
+  saslSsl: SaslSslSettings | null = null,
 ): Promise<BrokerProcess> {
-  const [port] = await freePorts(1);
+  const listeners = await listenersOf(saslSsl);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "quill.properties"), properties({ ...MATCHED_SETTINGS, ...extra }));
+  writeFileSync(
+    join(dir, "quill.properties"),
+    properties({ ...MATCHED_SETTINGS, ...extra, ...listeners.settings }),
+  );
   const argv = [
     binary,
     "serve",
-    "--listen",
-    `127.0.0.1:${port}`,
     "--data-dir",
     join(dir, "data"),
     "--config",
     join(dir, "quill.properties"),
     ...(adminPort === null ? [] : ["--admin", `127.0.0.1:${adminPort}`]),
   ];
-  return spawnBroker("quill", argv, port, join(dir, "quill.out"), adminPort);
+  return spawnBroker("quill", argv, listeners, join(dir, "quill.out"), adminPort);
 }
 
 async function spawnBroker(
   kind: BrokerKind,
   argv: string[],
-  port: number,
+  listeners: Listeners,
   logPath: string,
   adminPort: number | null,
 ): Promise<BrokerProcess> {
+  const { port, saslSslPort } = listeners;
   const logFd = openSync(logPath, "a");
   const startedMs = performance.now();
   const proc = Bun.spawn(argv, { stdin: "ignore", stdout: logFd, stderr: logFd });
@@ -183,7 +209,18 @@ async function spawnBroker(
     await proc.exited;
   };
   const bootstrap = `127.0.0.1:${port}`;
-  return { kind, pid: proc.pid, port, bootstrap, startupMs, adminPort, stop, kill };
+  const saslSslBootstrap = saslSslPort === null ? null : `127.0.0.1:${saslSslPort}`;
+  return {
+    kind,
+    pid: proc.pid,
+    port,
+    bootstrap,
+    saslSslBootstrap,
+    startupMs,
+    adminPort,
+    stop,
+    kill,
+  };
 }
 
 function properties(settings: Readonly<Record<string, string>>): string {

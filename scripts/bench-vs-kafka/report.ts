@@ -70,6 +70,8 @@ export interface Ratios {
   /** Geometric means over produce and consume rows of Quill/Kafka CPU per GB, per M requests. */
   readonly cpuPerGb: number | null;
   readonly cpuPerMillionRequests: number | null;
+  /** Geometric mean of the SASL_SSL rows' throughput ratios (produce and consume). */
+  readonly tls: number | null;
 }
 
 export function median(values: readonly number[]): number | null {
@@ -130,8 +132,9 @@ const ratio = (quill: number | null, kafka: number | null): number | null =>
   quill === null || kafka === null || kafka === 0 ? null : quill / kafka;
 
 /**
- * produce and consume: geometric mean over the workloads of that kind of the ratio of medians;
- * p99: the fixed-rate end-to-end workload; rss: whole-run peak; startup: to first produce.
+ * produce and consume: geometric mean over the plaintext workloads of that kind of the ratio of
+ * medians (as before the SASL_SSL rows existed, so runs compare); tls: the same over the SASL_SSL
+ * rows; p99: the fixed-rate end-to-end workload; rss: whole-run peak; startup: to first produce.
  */
 export function ratios(
   runs: readonly BrokerRun[],
@@ -139,9 +142,13 @@ export function ratios(
   scaleRuns: readonly ScaleRun[],
   scaleWorkloads: readonly ScaleWorkload[],
 ): Ratios {
-  const perWorkload = (kinds: readonly Workload["kind"][], f: (s: Summary) => number | null) =>
+  const perWorkload = (
+    kinds: readonly Workload["kind"][],
+    f: (s: Summary) => number | null,
+    listener: Workload["listener"] = "PLAINTEXT",
+  ) =>
     workloads
-      .filter((w) => kinds.includes(w.kind))
+      .filter((w) => kinds.includes(w.kind) && w.listener === listener)
       .map((w) => ratio(f(summarize(runs, "quill", w.id)), f(summarize(runs, "kafka", w.id))))
       .filter((v): v is number => v !== null);
   const consume = perWorkload(["consume"], (s) => s.recordsPerSecond);
@@ -154,6 +161,7 @@ export function ratios(
     cpuPerMillionRequests: geometricMean(
       perWorkload(["produce", "consume"], (s) => s.cpuPerMillionRequests),
     ),
+    tls: geometricMean(perWorkload(["produce", "consume"], (s) => s.recordsPerSecond, "SASL_SSL")),
     p99: ratio(
       summarize(runs, "quill", "latency-1k").p99Ms,
       summarize(runs, "kafka", "latency-1k").p99Ms,
@@ -174,7 +182,7 @@ export function ratiosLine(r: Ratios): string {
   return (
     `ratios: produce=${f(r.produce)} consume=${f(r.consume)} consume_min=${f(r.consumeMin)} ` +
     `p99=${f(r.p99)} rss=${f(r.rss)} startup=${f(r.startup)} scale=${f(r.scale)} ` +
-    `cpu_gb=${f(r.cpuPerGb)} cpu_mreq=${f(r.cpuPerMillionRequests)}`
+    `cpu_gb=${f(r.cpuPerGb)} cpu_mreq=${f(r.cpuPerMillionRequests)} tls=${f(r.tls)}`
   );
 }
 

@@ -15,8 +15,16 @@ import {
   quillRequestCounter,
   type RequestCounter,
 } from "./request-counter.ts";
+import { addKafkaUser, addQuillUser, saslSslBrokerSettings } from "./sasl-ssl.ts";
 import type { ScaleSizes, ScaleTools, ScaleWorkload } from "./scale.ts";
-import { type Measurement, type Tools, WARM_UP_TOPIC, type Workload, warmUp } from "./workloads.ts";
+import {
+  type Measurement,
+  type Tools,
+  WARM_UP_TOPIC,
+  type Workload,
+  warmUp,
+  warmUpSaslSsl,
+} from "./workloads.ts";
 
 const TOPIC_TIMEOUT_MS = 60_000;
 /** A row runs at least this many passes (so it has a spread) ... */
@@ -42,23 +50,36 @@ export interface CountedBroker {
   kill(): Promise<void>;
 }
 
-/** Starts a broker with its request counter; `chroot` names Kafka's ZooKeeper root. */
+/**
+ * Starts a broker with its request counter; `chroot` names Kafka's ZooKeeper root. With
+ * `saslSsl`, the broker also gets the SASL_SSL listener, and its SCRAM user is made before the
+ * start (outside the start-up figure), each broker the way its operators do it.
+ */
 export async function startCounted(
   ctx: RunContext,
   kind: BrokerKind,
   dir: string,
   chroot: string,
+  saslSsl = false,
 ): Promise<CountedBroker> {
   const port = await freePort();
+  const security = saslSsl ? ctx.tools.saslSsl! : null;
+  const settings = security === null ? null : saslSslBrokerSettings(security);
+  const zookeeperConnect = ctx.zookeeper?.connectString ?? "";
+  if (security !== null && kind === "quill") await addQuillUser(security, join(dir, "data"));
+  if (security !== null && kind === "kafka") {
+    await addKafkaUser(security, ctx.tools.classpath!, zookeeperConnect, chroot);
+  }
   const broker =
     kind === "quill"
-      ? await startQuill(ctx.quillBinary, dir, {}, port)
+      ? await startQuill(ctx.quillBinary, dir, {}, port, settings)
       : await startKafka(
-          { classpath: ctx.tools.classpath!, zookeeperConnect: ctx.zookeeper!.connectString },
+          { classpath: ctx.tools.classpath!, zookeeperConnect },
           dir,
           chroot,
           {},
           port,
+          settings,
         );
   let requests: RequestCounter;
   try {
@@ -101,7 +122,8 @@ export async function runRepetition(
   repetition: number,
 ): Promise<BrokerRun> {
   const dir = join(ctx.runDir, `${kind}-${repetition}`);
-  const counted = await startCounted(ctx, kind, dir, `kafka-${repetition}`);
+  const saslSsl = ctx.workloads.some((w) => w.listener === "SASL_SSL");
+  const counted = await startCounted(ctx, kind, dir, `kafka-${repetition}`, saslSsl);
   const { broker } = counted;
   const results: WorkloadRun[] = [];
   try {
@@ -114,6 +136,7 @@ export async function runRepetition(
     );
     const warmUpStartedMs = performance.now();
     await warmUp(ctx.tools, broker.bootstrap);
+    if (saslSsl) await warmUpSaslSsl(ctx.tools, broker.saslSslBootstrap!);
     console.error(
       `  ${kind} #${repetition} started in ${Math.round(broker.startupMs)} ms, ` +
         `warmed up in ${((performance.now() - warmUpStartedMs) / 1000).toFixed(1)} s`,
@@ -145,6 +168,7 @@ export async function runRepetition(
 async function runWorkload(ctx: RunContext, counted: CountedBroker, w: Workload) {
   const { broker } = counted;
   const records = passRecords(ctx, w);
+  const bootstrap = w.listener === "SASL_SSL" ? broker.saslSslBootstrap! : broker.bootstrap;
   resetPeakRss(broker.pid);
   const cpuBefore = cpuSeconds(broker.pid);
   const requestsBefore = await counted.requests.total();
@@ -156,7 +180,7 @@ async function runWorkload(ctx: RunContext, counted: CountedBroker, w: Workload)
     (passes.length < MIN_PASSES || performance.now() - started < ctx.rowSeconds * 1000)
   ) {
     try {
-      passes.push(await w.run(ctx.tools, broker.bootstrap, records));
+      passes.push(await w.run(ctx.tools, bootstrap, records));
     } catch (e) {
       error = (e as Error).message;
       break;

@@ -2,11 +2,18 @@
 // (scripts/bench-e2e/rdkafka-load.c and ./rdkafka-latency.c) and Kafka's own perf tools
 // (org.apache.kafka.tools.ProducerPerformance, ConsumerPerformance, EndToEndLatency from the
 // kafka-tools jar). Each returns one measurement: throughput, and latency where the client reports
-// it. Record counts are the full-size ones; --quick divides them by ten.
+// it. Record counts are the full-size ones; --quick divides them by ten. The `-tls` rows repeat the
+// main produce and consume rows of each client over the SASL_SSL listener (sasl-ssl.ts).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCommand } from "../bench-common.ts";
 import type { TopicSpec } from "./broker-probe.ts";
+import {
+  javaSaslSslProperties,
+  rdkafkaSaslSslSettings,
+  SASL_SSL_MECHANISM,
+  type SaslSsl,
+} from "./sasl-ssl.ts";
 
 /** No single client run may take longer; the harness then fails instead of hanging. */
 const RUN_TIMEOUT_MS = 300_000;
@@ -16,6 +23,8 @@ const LATENCY_RATE_PER_SECOND = 2_000;
 
 export type WorkloadKind = "produce" | "consume" | "latency";
 export type ClientName = "librdkafka" | "Kafka Java tools";
+/** The broker listener a workload's clients connect to. */
+export type Listener = "PLAINTEXT" | "SASL_SSL";
 
 export interface Measurement {
   readonly records: number;
@@ -35,6 +44,8 @@ export interface Tools {
   readonly classpath: string | null;
   /** Where the Java tools' log4j.properties goes. */
   readonly runDir: string;
+  /** Certificates and the user of the SASL_SSL rows, or null when openssl failed. */
+  readonly saslSsl: SaslSsl | null;
 }
 
 export interface Workload {
@@ -42,6 +53,7 @@ export interface Workload {
   readonly title: string;
   readonly kind: WorkloadKind;
   readonly client: ClientName;
+  readonly listener: Listener;
   readonly topic: TopicSpec;
   readonly fullRecords: number;
   readonly recordBytes: number;
@@ -63,12 +75,14 @@ function rdkafkaProduce(
   recordBytes: number,
   acks: string,
   settings: readonly string[],
+  listener: Listener = "PLAINTEXT",
 ): Workload {
   return {
     id,
-    title,
+    title: listenerTitle(title, listener),
     kind: "produce",
     client: "librdkafka",
+    listener,
     topic: { name: id, partitions },
     fullRecords,
     recordBytes,
@@ -83,6 +97,7 @@ function rdkafkaProduce(
         String(recordBytes),
         acks,
         ...settings,
+        ...rdkafkaSecurity(tools, listener),
       ];
       return throughput(parseRdkafka(await runCommand(argv, RUN_TIMEOUT_MS), records), recordBytes);
     },
@@ -91,11 +106,13 @@ function rdkafkaProduce(
 
 /** Consumes `source`'s records from the beginning of every partition, group-less. */
 function rdkafkaConsume(id: string, title: string, source: Workload): Workload {
+  const { listener } = source;
   return {
     id,
-    title,
+    title: listenerTitle(title, listener),
     kind: "consume",
     client: "librdkafka",
+    listener,
     topic: source.topic,
     fullRecords: source.fullRecords,
     recordBytes: source.recordBytes,
@@ -107,11 +124,26 @@ function rdkafkaConsume(id: string, title: string, source: Workload): Workload {
         source.topic.name,
         String(source.topic.partitions),
         String(records),
+        ...rdkafkaSecurity(tools, listener),
       ];
       const result = parseRdkafka(await runCommand(argv, RUN_TIMEOUT_MS), records);
       return throughput(result, source.recordBytes);
     },
   };
+}
+
+/** The row's title with the listener, when it is not PLAINTEXT. */
+function listenerTitle(title: string, listener: Listener): string {
+  return listener === "PLAINTEXT" ? title : `${title}, ${listener} (${SASL_SSL_MECHANISM})`;
+}
+
+function rdkafkaSecurity(tools: Tools, listener: Listener): string[] {
+  return listener === "PLAINTEXT" ? [] : rdkafkaSaslSslSettings(need(tools.saslSsl));
+}
+
+/** Java client properties for `listener` (empty for PLAINTEXT). */
+function javaSecurity(tools: Tools, listener: Listener): string {
+  return listener === "PLAINTEXT" ? "" : javaSaslSslProperties(need(tools.saslSsl));
 }
 
 function parseRdkafka(stdout: string, expected: number): RdkafkaResult {
@@ -140,6 +172,7 @@ const rdkafkaLatency: Workload = {
   title: `1 KiB at ${LATENCY_RATE_PER_SECOND}/s, end to end, acks=1`,
   kind: "latency",
   client: "librdkafka",
+  listener: "PLAINTEXT",
   topic: { name: "latency-1k", partitions: 1 },
   fullRecords: 10_000,
   recordBytes: 1024,
@@ -183,12 +216,14 @@ function javaProduce(
   recordBytes: number,
   acks: string,
   transactional = false,
+  listener: Listener = "PLAINTEXT",
 ): Workload {
   return {
     id,
-    title,
+    title: listenerTitle(title, listener),
     kind: "produce",
     client: "Kafka Java tools",
+    listener,
     topic: { name: id, partitions },
     fullRecords,
     recordBytes,
@@ -198,6 +233,11 @@ function javaProduce(
       const txn = transactional
         ? ["--transaction-duration-ms", String(TRANSACTION_DURATION_MS)]
         : [];
+      // The JAAS value holds "=" and spaces, which --producer-props cannot carry: a file.
+      const security =
+        listener === "PLAINTEXT"
+          ? []
+          : ["--producer.config", javaConfigFile(tools, id, javaSecurity(tools, listener))];
       const out = await runJava(tools, "org.apache.kafka.tools.ProducerPerformance", [
         "--topic",
         id,
@@ -208,6 +248,7 @@ function javaProduce(
         "--throughput",
         "-1",
         ...txn,
+        ...security,
         "--producer-props",
         `bootstrap.servers=${bootstrap}`,
         `acks=${acks}`,
@@ -252,17 +293,19 @@ function javaConsume(
   source: Workload,
   isolation: "read_committed" | "read_uncommitted" | null = null,
 ): Workload {
+  const { listener } = source;
   return {
     id,
-    title,
+    title: listenerTitle(title, listener),
     kind: "consume",
     client: "Kafka Java tools",
+    listener,
     topic: source.topic,
     fullRecords: source.fullRecords,
     recordBytes: source.recordBytes,
     async run(tools, bootstrap, records) {
-      const config = join(tools.runDir, `${id}.properties`);
-      writeFileSync(config, isolation === null ? "" : `isolation.level=${isolation}\n`);
+      const isolationLine = isolation === null ? "" : `isolation.level=${isolation}\n`;
+      const config = javaConfigFile(tools, id, isolationLine + javaSecurity(tools, listener));
       const out = await runJava(tools, "org.apache.kafka.tools.ConsumerPerformance", [
         "--consumer.config",
         config,
@@ -280,6 +323,13 @@ function javaConsume(
       return parseConsumerPerformance(out, records, source.recordBytes);
     },
   };
+}
+
+/** A client properties file in the run dir; returns its path. */
+function javaConfigFile(tools: Tools, id: string, text: string): string {
+  const path = join(tools.runDir, `${id}.properties`);
+  writeFileSync(path, text);
+  return path;
 }
 
 function parseConsumerPerformance(out: string, records: number, recordBytes: number): Measurement {
@@ -310,6 +360,7 @@ const javaLatency: Workload = {
   title: "1 KiB one at a time (EndToEndLatency), acks=1",
   kind: "latency",
   client: "Kafka Java tools",
+  listener: "PLAINTEXT",
   topic: { name: "e2e-java", partitions: 1 },
   fullRecords: 2_000,
   recordBytes: 1024,
@@ -360,9 +411,9 @@ async function runJava(tools: Tools, mainClass: string, args: string[]): Promise
   );
 }
 
-function need(path: string | null): string {
-  if (path === null) throw new Error("the client for this workload is not available");
-  return path;
+function need<T>(value: T | null): T {
+  if (value === null) throw new Error("the client for this workload is not available");
+  return value;
 }
 
 const paperBatch1 = rdkafkaProduce(
@@ -428,6 +479,28 @@ const linkedInJavaTxn = javaProduce(
   true,
 );
 
+/** The main produce row of each client again, over the SASL_SSL listener. */
+const linkedInRdkafka1Tls = rdkafkaProduce(
+  "li-rd-acks1-tls",
+  "100 B, 6 partitions, acks=1",
+  6,
+  2_000_000,
+  100,
+  "1",
+  [],
+  "SASL_SSL",
+);
+const linkedInJava1Tls = javaProduce(
+  "li-java-acks1-tls",
+  "100 B, 6 partitions, acks=1",
+  6,
+  1_000_000,
+  100,
+  "1",
+  false,
+  "SASL_SSL",
+);
+
 /** In run order: consumers read what the producers before them wrote. */
 export const WORKLOADS: readonly Workload[] = [
   paperBatch1,
@@ -454,6 +527,15 @@ export const WORKLOADS: readonly Workload[] = [
   ),
   rdkafkaLatency,
   javaLatency,
+  // Last, so the plaintext rows run as before; each consumer reads its producer's topic.
+  linkedInRdkafka1Tls,
+  linkedInJava1Tls,
+  rdkafkaConsume(
+    "consume-rd-6p-tls",
+    "100 B from the beginning, 6 partitions",
+    linkedInRdkafka1Tls,
+  ),
+  javaConsume("consume-java-6p-tls", "100 B from the beginning, 6 partitions", linkedInJava1Tls),
 ];
 
 /** The topic `warmUp` writes to and reads from; the harness creates it with the others. */
@@ -499,11 +581,35 @@ export async function warmUp(tools: Tools, bootstrap: string): Promise<void> {
   );
 }
 
-/** The workloads `tools` can run: librdkafka ones need the C programs, Java ones Kafka's jars. */
+const WARM_UP_SASL_SSL_RECORDS = 100_000;
+
+/**
+ * Produce and consume over the SASL_SSL listener before its rows, as warmUp does for the
+ * plaintext ones: Kafka's SSLEngine and SCRAM paths are compiled before anything is measured.
+ */
+export async function warmUpSaslSsl(tools: Tools, bootstrap: string): Promise<void> {
+  if (tools.rdkafkaLoad === null) return;
+  const security = rdkafkaSecurity(tools, "SASL_SSL");
+  const { name, partitions } = WARM_UP_TOPIC;
+  const records = String(WARM_UP_SASL_SSL_RECORDS);
+  const topic = [bootstrap, name, String(partitions), records];
+  await runCommand(
+    [tools.rdkafkaLoad, "produce", ...topic, "100", "1", ...security],
+    RUN_TIMEOUT_MS,
+  );
+  await runCommand([tools.rdkafkaLoad, "consume", ...topic, ...security], RUN_TIMEOUT_MS);
+}
+
+/**
+ * The workloads `tools` can run: librdkafka ones need the C programs, Java ones Kafka's jars,
+ * SASL_SSL ones the certificates.
+ */
 export function runnable(tools: Tools): Workload[] {
-  return WORKLOADS.filter((w) =>
-    w.client === "librdkafka"
-      ? tools.rdkafkaLoad !== null && tools.rdkafkaLatency !== null
-      : tools.classpath !== null,
+  return WORKLOADS.filter(
+    (w) =>
+      (w.listener === "PLAINTEXT" || tools.saslSsl !== null) &&
+      (w.client === "librdkafka"
+        ? tools.rdkafkaLoad !== null && tools.rdkafkaLatency !== null
+        : tools.classpath !== null),
   );
 }
