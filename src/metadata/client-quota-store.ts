@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { writeFileAtomically } from "../storage/durable-file.ts";
 import type { Logger } from "../util/logger.ts";
 import { desanitize, sanitize } from "../zookeeper/kafka-sanitizer.ts";
+import { childrenOrNone, lastSequence, sequenceOf } from "../zookeeper/sequential-children.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import {
@@ -104,15 +105,15 @@ export class ZooKeeperClientQuotaStore implements ClientQuotaStore {
 
   async loadAll(): Promise<Map<QuotaEntityPath, EntityConfigs>> {
     // Notices written while loading are read afterwards; reading an entity twice is harmless.
-    this.lastSeen = lastSequence(await this.children(CONFIG_CHANGES_PATH));
+    this.lastSeen = lastSequence(await childrenOrNone(this.zk, CONFIG_CHANGES_PATH), CHANGE_NODE);
     const paths: string[] = [];
-    for (const user of await this.children("/config/users")) {
+    for (const user of await childrenOrNone(this.zk, "/config/users")) {
       paths.push(`users/${user}`);
-      for (const c of await this.children(`/config/users/${user}/clients`)) {
+      for (const c of await childrenOrNone(this.zk, `/config/users/${user}/clients`)) {
         paths.push(`users/${user}/clients/${c}`);
       }
     }
-    for (const c of await this.children("/config/clients")) paths.push(`clients/${c}`);
+    for (const c of await childrenOrNone(this.zk, "/config/clients")) paths.push(`clients/${c}`);
     const all = new Map<QuotaEntityPath, EntityConfigs>();
     for (const path of paths) {
       const configs = await this.read(path as QuotaEntityPath);
@@ -174,10 +175,10 @@ export class ZooKeeperClientQuotaStore implements ClientQuotaStore {
   ): Promise<void> {
     await this.zk.mkdirp(CONFIG_CHANGES_PATH);
     const children = await this.zk.getChildren(CONFIG_CHANGES_PATH, { watch: rewatch });
-    const fresh = children.filter((c) => sequenceOf(c) > this.lastSeen).sort();
+    const fresh = children.filter((c) => sequenceOf(c, CHANGE_NODE) > this.lastSeen).sort();
     for (const child of fresh) {
       const path = await this.readNotice(child);
-      this.lastSeen = Math.max(this.lastSeen, sequenceOf(child));
+      this.lastSeen = Math.max(this.lastSeen, sequenceOf(child, CHANGE_NODE));
       if (path === null || quotaEntityOf(path) === null) continue;
       changed(path as QuotaEntityPath, await this.read(path as QuotaEntityPath));
     }
@@ -198,22 +199,7 @@ export class ZooKeeperClientQuotaStore implements ClientQuotaStore {
       throw error;
     }
   }
-
-  private async children(path: string): Promise<string[]> {
-    try {
-      return await this.zk.getChildren(path);
-    } catch (error) {
-      if (error instanceof NoNodeError) return [];
-      throw error;
-    }
-  }
 }
-
-const sequenceOf = (child: string) =>
-  child.startsWith(CHANGE_NODE) ? Number(child.slice(CHANGE_NODE.length)) : -1;
-
-const lastSequence = (children: readonly string[]) =>
-  children.reduce((max, c) => Math.max(max, sequenceOf(c)), -1);
 
 /** `client-quotas.json` in the first log dir; only this broker writes it. */
 export class LocalClientQuotaStore implements ClientQuotaStore {

@@ -1,5 +1,6 @@
 import type { Logger } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
+import { childrenOrNone, lastSequence, sequenceOf } from "../zookeeper/sequential-children.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { BadVersionError, NodeExistsError, NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import {
@@ -51,14 +52,14 @@ export class ZooKeeperAclStore implements AclStore {
   async loadAll(): Promise<PatternAcls[]> {
     // Notices written while loading are re-read afterwards; reading one twice is harmless.
     for (const path of [LITERAL_CHANGES, EXTENDED_CHANGES]) {
-      this.lastSeen.set(path, lastSequence(await this.children(path)));
+      this.lastSeen.set(path, lastSequence(await childrenOrNone(this.zk, path), CHANGE_PREFIX));
     }
     const patterns: ResourcePattern[] = [];
     for (const patternType of [PATTERN_LITERAL, PATTERN_PREFIXED] as const) {
-      for (const typeName of await this.children(ROOTS[patternType])) {
+      for (const typeName of await childrenOrNone(this.zk, ROOTS[patternType])) {
         const resourceType = resourceTypeFromName(typeName);
         if (resourceType === undefined) continue;
-        const names = await this.children(`${ROOTS[patternType]}/${typeName}`);
+        const names = await childrenOrNone(this.zk, `${ROOTS[patternType]}/${typeName}`);
         for (const name of names) patterns.push({ resourceType, name, patternType });
       }
     }
@@ -109,10 +110,13 @@ export class ZooKeeperAclStore implements AclStore {
     await this.zk.mkdirp(path);
     const children = await this.zk.getChildren(path, { watch: rewatch });
     const last = this.lastSeen.get(path) ?? -1;
-    const fresh = children.filter((c) => sequenceOf(c) > last).sort();
+    const fresh = children.filter((c) => sequenceOf(c, CHANGE_PREFIX) > last).sort();
     for (const child of fresh) {
       const pattern = await this.readNotice(path, child);
-      this.lastSeen.set(path, Math.max(this.lastSeen.get(path) ?? -1, sequenceOf(child)));
+      this.lastSeen.set(
+        path,
+        Math.max(this.lastSeen.get(path) ?? -1, sequenceOf(child, CHANGE_PREFIX)),
+      );
       if (pattern === null) continue;
       changed({ pattern, entries: (await this.read(pattern)).entries });
     }
@@ -185,22 +189,7 @@ export class ZooKeeperAclStore implements AclStore {
       throw error;
     }
   }
-
-  private async children(path: string): Promise<string[]> {
-    try {
-      return await this.zk.getChildren(path);
-    } catch (error) {
-      if (error instanceof NoNodeError) return [];
-      throw error;
-    }
-  }
 }
-
-const sequenceOf = (child: string) =>
-  child.startsWith(CHANGE_PREFIX) ? Number(child.slice(CHANGE_PREFIX.length)) : -1;
-
-const lastSequence = (children: readonly string[]) =>
-  children.reduce((max, c) => Math.max(max, sequenceOf(c)), -1);
 
 /** A notice's pattern: `TOPIC:name` under the literal path, JSON under the extended one. */
 function decodeNotice(path: string, text: string): ResourcePattern | null {
