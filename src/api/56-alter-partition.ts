@@ -9,6 +9,8 @@
 //   INVALID_UPDATE_VERSION; a member that is not a replica on a live broker, or is on a broker
 //   in controlled shutdown, is INELIGIBLE_REPLICA (KIP-841), which v0-1 cannot carry: they get
 //   OPERATION_NOT_ATTEMPTED, as Kafka's controller answers them.
+// * A request from a broker the controller does not know as registered, or from another
+//   registration of it (its broker epoch, KIP-380), is refused whole with STALE_BROKER_EPOCH.
 // * The ISR change does not bump the leader epoch (KIP-841), only the partition epoch.
 import { ErrorCode } from "../protocol/errors.ts";
 import { type AlterPartitionRequest, ApiKey } from "../protocol/generated/index.ts";
@@ -30,6 +32,9 @@ export const alterPartitionHandler = defineHandler({
     const controller = ctx.broker.controller;
     if (controller === null || !controller.isActive) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.NOT_CONTROLLER, topics: [] };
+    }
+    if (controller.isStaleBrokerEpoch(request.brokerId, request.brokerEpoch)) {
+      return { throttleTimeMs: 0, errorCode: ErrorCode.STALE_BROKER_EPOCH, topics: [] };
     }
     const byIds = ctx.apiVersion >= 2;
     const topics = await Promise.all(

@@ -320,6 +320,26 @@ export class KafkaController {
     );
   }
 
+  /**
+   * Whether an AlterPartition from `brokerId` at `brokerEpoch` comes from an incarnation the
+   * controller does not know as live (KIP-380): an unregistered broker, or an earlier or later
+   * registration than the one the controller read. Kafka's controller refuses both with
+   * STALE_BROKER_EPOCH; -1 (no epoch sent) is let through, as Quill's other epoch checks do.
+   */
+  isStaleBrokerEpoch(brokerId: number, brokerEpoch: bigint): boolean {
+    const active = this.active;
+    if (active === null) return false;
+    const current = active.brokers.get(brokerId)?.epoch;
+    const stale = current === undefined || (brokerEpoch !== -1n && brokerEpoch !== current);
+    if (stale) {
+      this.options.log.info(
+        `controller refuses an AlterPartition from broker ${brokerId} at broker epoch ` +
+          `${brokerEpoch} (the registration it knows: ${current ?? "none"})`,
+      );
+    }
+    return stale;
+  }
+
   /** A leader's ISR change, accepted only against the current leader epoch and state version. */
   alterPartition(
     brokerId: number,

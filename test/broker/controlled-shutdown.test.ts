@@ -144,5 +144,9 @@ test("a restarted broker refuses controller requests for its earlier epoch, the 
   const controllerPort = cluster.brokers.get(controllerId)!.port;
   const refused = await requestOnce(controllerPort, ApiKey.ControlledShutdown, 3, shutdown);
   expect(refused.errorCode).toBe(stale);
+  // An ISR change from the earlier registration is refused whole, as Kafka's controller does.
+  const alter = { brokerId: id, brokerEpoch: before, topics: [] };
+  const alterRefused = await requestOnce(controllerPort, ApiKey.AlterPartition, 2, alter);
+  expect(alterRefused.errorCode).toBe(stale);
   await consistentMetadata(cluster, running.length, 30_000);
 }, 90_000);

@@ -159,6 +159,13 @@ describe("controller", () => {
         return p !== undefined && p.partitionEpoch >= version + 1 ? true : undefined;
       }, "the new partition epoch in every broker's cache");
     }
+    // A broker id the controller does not know as registered (KIP-380): refused whole.
+    const unknown = await requestOnce(via.port, ApiKey.AlterPartition, 1, {
+      brokerId: 42,
+      brokerEpoch: -1n,
+      topics: [],
+    });
+    expect(unknown.errorCode).toBe(ErrorCode.STALE_BROKER_EPOCH);
     // A broker that is not the controller refuses.
     const other = [...brokers.values()].find((b) => b !== via)!;
     const refused = await requestOnce(other.port, ApiKey.AlterPartition, 1, {
