@@ -44,7 +44,9 @@ function kafkaFor(brokers: string[]): Kafka {
     clientId: "upgrade-test",
     brokers,
     logLevel: logLevel.NOTHING,
-    retry: { retries: 20, initialRetryTime: 100, maxRetryTime: 1_000 },
+    // About two minutes of retries, as the Java producer's default delivery.timeout.ms: CI once
+    // had a send give up after its ~17 s budget with ECONNREFUSED during the three restarts.
+    retry: { retries: 120, initialRetryTime: 100, maxRetryTime: 1_000 },
   });
 }
 
