@@ -1,8 +1,9 @@
 // Requests a broker has received so far, read the same way before and after each workload so the
 // harness can put broker CPU seconds per million requests beside each row. Quill counts them in
 // its admin listener's /metrics (quill_requests_total, per API); Kafka in the socket server's
-// `request-total` per network processor, read over JMX by Kafka's own JmxTool, one JVM per broker
-// start printing the counters every second (a JVM per sample would cost seconds each).
+// `request-total` per listener and network processor, read over JMX by Kafka's own JmxTool, one
+// JVM per broker start printing the counters every second (a JVM per sample would cost seconds
+// each).
 import type { Subprocess } from "bun";
 import { freePorts } from "../../test/support/zookeeper-server.ts";
 
@@ -51,7 +52,8 @@ export async function kafkaRequestCounter(
       "--jmx-url",
       `service:jmx:rmi:///jndi/rmi://127.0.0.1:${jmxPort}/jmxrmi`,
       "--object-name",
-      "kafka.server:type=socket-server-metrics,listener=PLAINTEXT,networkProcessor=*",
+      // Every listener: the SASL_SSL rows' requests arrive on the second one.
+      "kafka.server:type=socket-server-metrics,listener=*,networkProcessor=*",
       "--attributes",
       "request-total",
       "--reporting-interval",
