@@ -162,7 +162,10 @@ test("the broker-level compression.type applies to topics without their own", as
     await kcatOk(own.bootstrap, ["-P", "-t", "defaulted", "-p", "0", "-z", "gzip"], {
       stdin: valuesFor("gzip").join("\n") + "\n",
     });
-    expect(storedCodecs(own.dataDir, "defaulted")).toEqual([CODEC_IDS.lz4]);
+    // kcat may split stdin into several batches (CI once stored two): every one must be lz4.
+    const codecs = storedCodecs(own.dataDir, "defaulted");
+    expect(codecs.length).toBeGreaterThan(0);
+    expect(codecs.every((c) => c === CODEC_IDS.lz4)).toBe(true);
   } finally {
     await own.stop();
   }
