@@ -22,7 +22,7 @@ import {
 import type { AclUpdate } from "../src/security/acl-store.ts";
 import { AclOperation, ResourceType } from "../src/security/authorized-operations.ts";
 import { LocalAclStore } from "../src/security/local-acl-store.ts";
-import { CACHE_DIR, cpuSeconds, loadAverage } from "./bench-common.ts";
+import { CACHE_DIR, cpuSeconds, listeningPort, loadAverage } from "./bench-common.ts";
 
 const LOAD = join(CACHE_DIR, "rdkafka-load");
 const ROOT = join(import.meta.dir, "..");
@@ -81,13 +81,7 @@ async function startBroker(dataDir: string, settings: string[]) {
     ],
     { stderr: "pipe", stdout: "ignore" },
   );
-  let text = "";
-  for await (const chunk of proc.stderr) {
-    text += new TextDecoder().decode(chunk);
-    const match = /listening on [\d.]+:(\d+)/.exec(text);
-    if (match !== null) return { proc, port: Number(match[1]) };
-  }
-  throw new Error(`broker exited: ${text}`);
+  return { proc, port: await listeningPort(proc.stderr) };
 }
 
 type Broker = Awaited<ReturnType<typeof startBroker>>;

@@ -121,3 +121,14 @@ export async function loopbackMegabytesPerSecond(): Promise<number | null> {
     server?.kill();
   }
 }
+
+/** The port a `quill serve --listen 127.0.0.1:0` child prints once it listens. */
+export async function listeningPort(stderr: ReadableStream<Uint8Array>): Promise<number> {
+  let text = "";
+  for await (const chunk of stderr) {
+    text += new TextDecoder().decode(chunk);
+    const match = /listening on [\d.]+:(\d+)/.exec(text);
+    if (match !== null) return Number(match[1]);
+  }
+  throw new Error(`broker exited: ${text}`);
+}

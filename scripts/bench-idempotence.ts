@@ -12,6 +12,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { listeningPort } from "./bench-common.ts";
 
 const LOAD = join(homedir(), ".cache", "quill-bench", "rdkafka-load");
 const ROOT = join(import.meta.dir, "..");
@@ -42,16 +43,6 @@ const broker = Bun.spawn(
   { stderr: "pipe", stdout: "ignore" },
 );
 const port = await listeningPort(broker.stderr);
-
-async function listeningPort(stderr: ReadableStream<Uint8Array>): Promise<number> {
-  let text = "";
-  for await (const chunk of stderr) {
-    text += new TextDecoder().decode(chunk);
-    const match = /listening on [\d.]+:(\d+)/.exec(text);
-    if (match !== null) return Number(match[1]);
-  }
-  throw new Error(`broker exited: ${text}`);
-}
 
 const CLOCK_TICKS_PER_SECOND = 100;
 

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { QuotaEntityPath } from "../src/metadata/client-quota-store.ts";
 import { ClientQuotaManager } from "../src/server/client-quota-manager.ts";
-import { CACHE_DIR, cpuSeconds, loadAverage } from "./bench-common.ts";
+import { CACHE_DIR, cpuSeconds, listeningPort, loadAverage } from "./bench-common.ts";
 
 const LOAD = join(CACHE_DIR, "rdkafka-load");
 const ROOT = join(import.meta.dir, "..");
@@ -51,13 +51,7 @@ async function startBroker(root: string, dataDir: string) {
     ]),
     { stderr: "pipe", stdout: "ignore" },
   );
-  let text = "";
-  for await (const chunk of proc.stderr) {
-    text += new TextDecoder().decode(chunk);
-    const match = /listening on [\d.]+:(\d+)/.exec(text);
-    if (match !== null) return { proc, port: Number(match[1]) };
-  }
-  throw new Error(`broker exited: ${text}`);
+  return { proc, port: await listeningPort(proc.stderr) };
 }
 
 type Broker = Awaited<ReturnType<typeof startBroker>>;
