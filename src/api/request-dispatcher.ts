@@ -105,7 +105,7 @@ export class RequestDispatcher implements RequestHandler {
     }
     const ctx: RequestContext = { header, apiVersion, conn, broker: this.services() };
     const metrics = ctx.broker.metrics;
-    metrics.recordRequest(apiKey);
+    metrics.recordRequest(apiKey, apiVersion);
     const startMs = performance.now();
     const result = handler.handle(request as never, ctx);
     const localEndMs = performance.now();

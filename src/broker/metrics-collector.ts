@@ -73,6 +73,13 @@ function requestFamilies(out: Exposition, metrics: BrokerMetrics): void {
     metrics.requestCounts().map(([apiKey, count]) => [{ api: apiName(apiKey) }, count]),
   );
   out.counter(
+    "quill_request_versions_total",
+    "Requests received, per Kafka API and version (which versions clients negotiated).",
+    metrics
+      .requestVersionCounts()
+      .map(([apiKey, version, count]) => [{ api: apiName(apiKey), version: `${version}` }, count]),
+  );
+  out.counter(
     "quill_request_errors_total",
     "Error codes in responses (top level and per partition), per API and error.",
     metrics

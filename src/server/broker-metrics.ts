@@ -3,6 +3,8 @@ import { Histogram, LATENCY_SECONDS_BOUNDS } from "../util/histogram.ts";
 
 /** Request counters are indexed by API key; Kafka's keys stay well below this. */
 const API_KEYS_MAX = 128;
+/** Versions counted apart per API; Kafka's newest are below 20, a higher one counts as this. */
+const API_VERSIONS_MAX = 32;
 /** Distinct (API, error code) pairs counted; Kafka's codes run to about 130. */
 const ERROR_PAIRS_MAX = 4096;
 
@@ -35,14 +37,16 @@ export interface RequestTimes {
  * (followers' fetches are replication, which Kafka counts apart).
  */
 export class BrokerMetrics {
-  private readonly requests = new Float64Array(API_KEYS_MAX);
+  /** Count per `apiKey * API_VERSIONS_MAX + version` (Kafka's RequestsPerSec version tag). */
+  private readonly requests = new Float64Array(API_KEYS_MAX * API_VERSIONS_MAX);
   private readonly times: (RequestTimes | undefined)[] = new Array(API_KEYS_MAX);
   /** Count per `apiKey * 65536 + (errorCode & 0xffff)`. */
   private readonly errors = new Map<number, number>();
   private readonly topics = new Map<string, TopicTraffic>();
 
-  recordRequest(apiKey: number): void {
-    if (apiKey >= 0 && apiKey < API_KEYS_MAX) this.requests[apiKey]! += 1;
+  recordRequest(apiKey: number, apiVersion: number): void {
+    if (apiKey < 0 || apiKey >= API_KEYS_MAX || apiVersion < 0) return;
+    this.requests[apiKey * API_VERSIONS_MAX + Math.min(apiVersion, API_VERSIONS_MAX - 1)]! += 1;
   }
 
   /** Times of one answered request, in seconds. */
@@ -84,9 +88,18 @@ export class BrokerMetrics {
 
   /** Requests counted per API key, for the keys seen at least once. */
   requestCounts(): [apiKey: number, count: number][] {
-    const counts: [number, number][] = [];
-    this.requests.forEach((count, apiKey) => {
-      if (count > 0) counts.push([apiKey, count]);
+    const byKey = new Map<number, number>();
+    for (const [apiKey, , count] of this.requestVersionCounts()) {
+      byKey.set(apiKey, (byKey.get(apiKey) ?? 0) + count);
+    }
+    return [...byKey];
+  }
+
+  /** Requests per API key and version, for the pairs received at least once. */
+  requestVersionCounts(): [apiKey: number, apiVersion: number, count: number][] {
+    const counts: [number, number, number][] = [];
+    this.requests.forEach((count, i) => {
+      if (count > 0) counts.push([Math.floor(i / API_VERSIONS_MAX), i % API_VERSIONS_MAX, count]);
     });
     return counts;
   }

@@ -54,6 +54,9 @@ test("records, bytes, requests, times and log gauges move by exactly the produce
     after.get(`${name}{api="Produce"}`)! - (before.get(`${name}{api="Produce"}`) ?? 0);
   expect(after.get('quill_topic_records_in_total{topic="counted"}')).toBe(20);
   expect(produce("quill_requests_total")).toBe(3);
+  // kafkajs negotiates Produce v7 (its newest); the per-version counter says so.
+  const v7 = 'quill_request_versions_total{api="Produce",version="7"}';
+  expect(after.get(v7)! - (before.get(v7) ?? 0)).toBe(3);
   expect(produce("quill_request_duration_seconds_count")).toBe(3);
   expect(produce("quill_request_local_duration_seconds_count")).toBe(3);
   expect(after.get('quill_request_duration_seconds_bucket{api="Produce",le="+Inf"}')).toBe(
