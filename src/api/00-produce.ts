@@ -1,4 +1,4 @@
-// Produce: v0-12 advertised, v3-12 served
+// Produce: v0-13 advertised, v3-13 served
 //
 // Version notes:
 // * v0-2 carry magic 0/1 message sets, which Kafka 4 removed (KIP-896). They are still
@@ -9,7 +9,10 @@
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
 // * v11: TRANSACTION_ABORTABLE (KIP-890). v12: as v11; a client sends it inside a transaction
 //   only with transaction.version 2 finalized, which Quill does not advertise, so a v12 produce
-//   never adds partitions to a transaction implicitly. v13 (topic ids only) is not served yet.
+//   never adds partitions to a transaction implicitly.
+// * v13 (KIP-516): topics by id only, answered by id; an id this broker's metadata does not know
+//   is UNKNOWN_TOPIC_ID for each of its partitions (before authorization: a name is needed to
+//   authorize), as Kafka's handleProduceRequest.
 // * acks=-1 waits until the ISR holds every batch, at most timeoutMs (then REQUEST_TIMED_OUT).
 // * acks=0 gets no response.
 // * Idempotent batches (producer id >= 0) are checked against the partition's producer state:
@@ -19,7 +22,7 @@
 //   coordinator opened (AddPartitionsToTxn), else INVALID_TXN_STATE; control batches come only
 //   from WriteTxnMarkers (docs/transactions.md).
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import { ApiKey } from "../protocol/generated/index.ts";
+import { ApiKey, type ProduceRequest } from "../protocol/generated/index.ts";
 import {
   batchRecordCount,
   isTransactional,
@@ -32,6 +35,8 @@ import { defineHandler, type RequestContext } from "./handler.ts";
 
 /** The first version that carries magic 2 record batches, the only format Quill stores. */
 const PRODUCE_SERVED_MIN_VERSION = 3;
+/** The first version naming topics by id only (KIP-516). */
+const TOPIC_IDS_MIN_VERSION = 13;
 
 /** One partition of the request; `records` is null when the client sent none. */
 type ProducedPartition = Omit<AppendEntry, "records"> & { readonly records: Uint8Array | null };
@@ -172,35 +177,63 @@ function recordBytesIn(
   });
 }
 
+/** The request's partitions, by topic name; a topic id (v13) is looked up, null when unknown. */
+function producedPartitions(request: ProduceRequest, ctx: RequestContext) {
+  const byId = ctx.apiVersion >= TOPIC_IDS_MIN_VERSION;
+  const entries: ProducedPartition[] = [];
+  const unknownAt = new Set<number>();
+  for (const topic of request.topicData) {
+    const name = byId
+      ? (ctx.broker.metadataCache.topicById(topic.topicId)?.name ?? null)
+      : topic.name;
+    for (const p of topic.partitionData) {
+      if (name === null) unknownAt.add(entries.length);
+      const records = p.records instanceof Uint8Array ? p.records : null;
+      entries.push({ topic: name ?? "", partition: p.index, records });
+    }
+  }
+  return { entries, unknownAt };
+}
+
+/** The outcome of every partition, in request order. */
+async function produceOutcomes(
+  request: ProduceRequest,
+  ctx: RequestContext,
+  entries: readonly ProducedPartition[],
+  unknownAt: ReadonlySet<number>,
+): Promise<AppendOutcome[]> {
+  const acks = request.acks;
+  const refusal =
+    ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION
+      ? ErrorCode.UNSUPPORTED_VERSION
+      : acks !== 0 && acks !== 1 && acks !== -1
+        ? ErrorCode.INVALID_REQUIRED_ACKS
+        : ErrorCode.NONE;
+  if (refusal !== ErrorCode.NONE) return entries.map(() => failedWith(refusal));
+  if (unknownAt.size === 0) return appendAuthorized(ctx, request, entries);
+  const known = entries.filter((_, i) => !unknownAt.has(i));
+  const appended = await appendAuthorized(ctx, request, known);
+  let j = 0;
+  return entries.map((_, i) =>
+    unknownAt.has(i) ? failedWith(ErrorCode.UNKNOWN_TOPIC_ID) : appended[j++]!,
+  );
+}
+
 export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
   minVersion: 0,
-  maxVersion: 12,
+  maxVersion: 13,
   async handle(request, ctx) {
     const acks = request.acks;
-    const entries: ProducedPartition[] = [];
-    for (const topic of request.topicData) {
-      for (const p of topic.partitionData) {
-        const records = p.records instanceof Uint8Array ? p.records : null;
-        entries.push({ topic: topic.name, partition: p.index, records });
-      }
-    }
-    const refusal =
-      ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION
-        ? ErrorCode.UNSUPPORTED_VERSION
-        : acks !== 0 && acks !== 1 && acks !== -1
-          ? ErrorCode.INVALID_REQUIRED_ACKS
-          : ErrorCode.NONE;
-    const outcomes =
-      refusal !== ErrorCode.NONE
-        ? entries.map(() => failedWith(refusal))
-        : await appendAuthorized(ctx, request, entries);
+    const { entries, unknownAt } = producedPartitions(request, ctx);
+    const outcomes = await produceOutcomes(request, ctx, entries, unknownAt);
     recordBytesIn(ctx, entries, outcomes);
     if (acks === 0) return null;
     let i = 0;
     return {
       responses: request.topicData.map((topic) => ({
         name: topic.name,
+        topicId: topic.topicId,
         partitionResponses: topic.partitionData.map((p) => {
           const o = outcomes[i++];
           return {

@@ -1,8 +1,10 @@
-// DescribeLogDirs: v1-4
+// DescribeLogDirs: v1-5
 //
 // Version notes:
 // * v0 is removed in Kafka 4 (KIP-896); not offered. v1: no changes (throttling after the
 //   response). v2: flexible. v3: a top-level error code. v4: each dir's total and usable bytes.
+//   v5: IsCordoned per dir (KIP-1066, a KRaft broker's dirs that take no new replicas); Quill
+//   has no cordoning, so every dir answers false.
 // * Topics null lists every partition; otherwise the named partitions only (a partition this
 //   broker does not hold is left out, as in Kafka).
 // * Needs DESCRIBE on the cluster (with an authorizer): else CLUSTER_AUTHORIZATION_FAILED and no
@@ -18,7 +20,7 @@ import { defineHandler } from "./handler.ts";
 export const describeLogDirsHandler = defineHandler({
   apiKey: ApiKey.DescribeLogDirs,
   minVersion: 1,
-  maxVersion: 4,
+  maxVersion: 5,
   handle(request, ctx) {
     if (ctx.broker.authorizer !== null && !authorizeCluster(ctx, AclOperation.DESCRIBE)) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results: [] };

@@ -1,4 +1,4 @@
-// DescribeCluster: v0-1
+// DescribeCluster: v0-2
 //
 // Version notes:
 // * v0 (KIP-700): brokers, cluster id, controller id, and the cluster's authorized operations
@@ -7,6 +7,9 @@
 // * v1 (KIP-919): EndpointType. A broker describes brokers (1); asking it for controllers (2)
 //   is MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE (in v0 both are
 //   INVALID_REQUEST), as in Kafka.
+// * v2 (KIP-1073): IncludeFencedBrokers and each broker's IsFenced. A ZooKeeper-mode cluster has
+//   no fenced brokers (a broker that lost its session is gone from /brokers/ids), so the list is
+//   the registered brokers whatever is asked, each IsFenced false, as Kafka's ZooKeeper brokers.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import {
@@ -20,7 +23,7 @@ const EndpointType = { BROKER: 1, CONTROLLER: 2 } as const;
 export const describeClusterHandler = defineHandler({
   apiKey: ApiKey.DescribeCluster,
   minVersion: 0,
-  maxVersion: 1,
+  maxVersion: 2,
   handle(request, ctx) {
     const v0 = ctx.apiVersion === 0;
     const asked = request.endpointType;

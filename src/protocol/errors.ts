@@ -495,6 +495,13 @@ const TABLE = [
   ["INVALID_VOTER_KEY", 125, false, "The voter key doesn't match the receiving replica's key."],
   ["DUPLICATE_VOTER", 126, false, "The voter is already part of the set of voters."],
   ["VOTER_NOT_FOUND", 127, false, "The voter is not part of the set of voters."],
+  ["INVALID_REGULAR_EXPRESSION", 128, false, "The regular expression is not valid."],
+  [
+    "REBOOTSTRAP_REQUIRED",
+    129,
+    false,
+    "Client metadata is stale. The client should rebootstrap to obtain new metadata.",
+  ],
 ] as const;
 
 type ErrorName = (typeof TABLE)[number][0];

@@ -3,13 +3,15 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { waitUntil } from "../support/wait-until.ts";
 
 let b: InProcessBroker;
 let client: KafkaClient;
 beforeAll(async () => {
-  b = await startInProcessBroker();
+  b = await startInProcessBroker({ settings: { "transaction.state.log.num.partitions": "1" } });
   client = await KafkaClient.connect(b.port);
   const created = await client.request(ApiKey.CreateTopics, 7, {
     topics: [{ name: "k4", numPartitions: 1, replicationFactor: 1 }],
@@ -27,7 +29,11 @@ test("ApiVersions advertises the Kafka 4 versions the handlers implement", async
     clientSoftwareVersion: "4.4.0",
   });
   const max = new Map(res.apiKeys.map((k) => [k.apiKey, k.maxVersion]));
-  expect(max.get(ApiKey.Produce)).toBe(12);
+  expect(max.get(ApiKey.Produce)).toBe(13);
+  expect(max.get(ApiKey.ApiVersions)).toBe(5);
+  expect(max.get(ApiKey.DescribeCluster)).toBe(2);
+  expect(max.get(ApiKey.DescribeLogDirs)).toBe(5);
+  expect(max.get(ApiKey.ListTransactions)).toBe(2);
   expect(max.get(ApiKey.Fetch)).toBe(18);
   expect(max.get(ApiKey.ListOffsets)).toBe(11);
   expect(max.get(ApiKey.Metadata)).toBe(13);
@@ -96,4 +102,106 @@ test("OffsetCommit and OffsetFetch v10 name topics by id; an unknown id is UNKNO
     groups: [{ groupId: "g10", topics: null }],
   });
   expect(all.groups[0]!.topics.map((t) => t.topicId)).toEqual([topicId]);
+});
+
+test("ApiVersions v5: a client that names another cluster or node must rebootstrap", async () => {
+  const ask = (clusterId: string | null, nodeId: number) =>
+    client.request(ApiKey.ApiVersions, 5, {
+      clientSoftwareName: "apache-kafka-java",
+      clientSoftwareVersion: "4.4.0",
+      clusterId,
+      nodeId,
+    });
+  const { clusterId, brokerId } = b.broker.services;
+  const right = await ask(clusterId, brokerId);
+  expect(right.errorCode).toBe(ErrorCode.NONE);
+  expect(right.apiKeys.find((k) => k.apiKey === ApiKey.ApiVersions)?.maxVersion).toBe(5);
+  expect((await ask(null, -1)).errorCode).toBe(ErrorCode.NONE);
+  for (const [c, n] of [
+    ["another-cluster", brokerId],
+    [clusterId, brokerId + 1],
+  ] as const) {
+    const res = await ask(c, n);
+    expect([res.errorCode, res.apiKeys.length]).toEqual([ErrorCode.REBOOTSTRAP_REQUIRED, 0]);
+  }
+  // Both or neither, as Kafka's ApiVersionsRequest.isValid.
+  expect((await ask(clusterId, -1)).errorCode).toBe(ErrorCode.INVALID_REQUEST);
+  expect((await ask(null, brokerId)).errorCode).toBe(ErrorCode.INVALID_REQUEST);
+});
+
+test("DescribeCluster v2 and DescribeLogDirs v5: no broker is fenced, no dir cordoned", async () => {
+  const cluster = await client.request(ApiKey.DescribeCluster, 2, {
+    endpointType: 1,
+    includeFencedBrokers: true,
+  });
+  expect(cluster.errorCode).toBe(ErrorCode.NONE);
+  expect(cluster.brokers.map((x) => [x.brokerId, x.port, x.isFenced])).toEqual([
+    [b.broker.services.brokerId, b.port, false],
+  ]);
+  const dirs = await client.request(ApiKey.DescribeLogDirs, 5, {
+    topics: [{ topic: "k4", partitions: [0] }],
+  });
+  expect(dirs.results.map((d) => [d.errorCode, d.isCordoned])).toEqual([[ErrorCode.NONE, false]]);
+  expect(dirs.results[0]!.topics.map((t) => t.name)).toEqual(["k4"]);
+  expect(dirs.results[0]!.totalBytes).toBeGreaterThan(0n);
+});
+
+test("ListTransactions v2: TransactionalIdPattern filters ids; a bad pattern is refused", async () => {
+  for (const id of ["orders-1", "orders-2", "billing-1"]) {
+    // FindCoordinator creates __transaction_state; COORDINATOR_NOT_AVAILABLE until it is led.
+    await waitUntil(
+      async () => {
+        await client.request(ApiKey.FindCoordinator, 4, { keyType: 1, coordinatorKeys: [id] });
+        const init = await client.request(ApiKey.InitProducerId, 5, {
+          transactionalId: id,
+          transactionTimeoutMs: 60_000,
+        });
+        return init.errorCode === ErrorCode.NONE;
+      },
+      10_000,
+      `InitProducerId ${id}`,
+    );
+  }
+  const list = async (transactionalIdPattern: string | null) => {
+    const res = await client.request(ApiKey.ListTransactions, 2, { transactionalIdPattern });
+    return { errorCode: res.errorCode, ids: res.transactionStates.map((t) => t.transactionalId) };
+  };
+  expect((await list("orders-.*")).ids.sort()).toEqual(["orders-1", "orders-2"]);
+  // A whole-id match, as RE2/J's matches(): "orders" alone matches nothing.
+  expect((await list("orders")).ids).toEqual([]);
+  expect((await list(null)).ids.length).toBe(3);
+  expect((await list("")).ids.length).toBe(3);
+  for (const bad of ["orders-(", "(a*)*b", "(a|aa)+", "(x)\\1"]) {
+    expect(await list(bad)).toEqual({ errorCode: ErrorCode.INVALID_REGULAR_EXPRESSION, ids: [] });
+  }
+}, 30_000);
+
+test("Produce v13 names topics by id; an unknown id is UNKNOWN_TOPIC_ID", async () => {
+  const meta = await client.request(ApiKey.Metadata, 13, { topics: [{ name: "k4" }] });
+  const topicId = meta.topics[0]!.topicId;
+  const stranger = new Uint8Array(16).fill(7);
+  const records = buildRecordBatch([{ key: null, value: new TextEncoder().encode("v13") }]);
+  const res = await client.request(ApiKey.Produce, 13, {
+    transactionalId: null,
+    acks: 1,
+    timeoutMs: 5_000,
+    topicData: [
+      { topicId, partitionData: [{ index: 0, records }] },
+      { topicId: stranger, partitionData: [{ index: 0, records }] },
+    ],
+  });
+  expect(res.responses.map((t) => [t.topicId, t.partitionResponses[0]!.errorCode])).toEqual([
+    [topicId, ErrorCode.NONE],
+    [stranger, ErrorCode.UNKNOWN_TOPIC_ID],
+  ]);
+  const offset = res.responses[0]!.partitionResponses[0]!.baseOffset;
+  const fetched = await client.request(ApiKey.Fetch, 18, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 0,
+    topics: [{ topicId, partitions: [{ partition: 0, fetchOffset: offset }] }],
+  });
+  const part = fetched.responses[0]!.partitions[0]!;
+  expect(part.errorCode).toBe(ErrorCode.NONE);
+  expect((part.records as Uint8Array).length).toBe(records.length);
 });

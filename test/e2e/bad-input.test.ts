@@ -211,7 +211,7 @@ describe("bad input on a raw socket", () => {
     expect(response.correlationId).toBe(77);
     expect(response.errorCode).toBe(UNSUPPORTED_VERSION);
     for (const key of [0, 1, 2, 3, 18]) expect(response.apiKeys.has(key)).toBe(true);
-    expect(response.apiKeys.get(API_VERSIONS)).toEqual([0, 4]);
+    expect(response.apiKeys.get(API_VERSIONS)).toEqual([0, 5]);
     // The connection stays usable: the client retries with a version the broker listed.
     client.write(requestFrame(API_VERSIONS, 0, 78, false));
     const retried = parseApiVersionsV0(await client.readFrame());
