@@ -168,6 +168,7 @@ export const EXPORT: Subcommand = {
   usage:
     "TOPIC... --to DIR [--format jsonl|parquet] [--from beginning|OFFSET|@TIME] " +
     "[--to-time TIME] [--group NAME] [--parallel N] [--file-records N] [--file-mb N] " +
+    "[--file-window hour|day] " +
     "[--key-as text|bytes] [--value-as text|bytes|json] [--progress-ms N] " +
     "[--isolation-level read_committed]",
   values: [
@@ -178,6 +179,7 @@ export const EXPORT: Subcommand = {
     "--parallel",
     "--file-records",
     "--file-mb",
+    "--file-window",
     "--key-as",
     "--value-as",
     "--progress-ms",

@@ -3,16 +3,19 @@
  * `--from` (default the beginning) up to the high watermark at the start (the last stable
  * offset with `--isolation-level read_committed`, which also leaves out aborted transactions;
  * or `--to-time`) into
- * files of at most `--file-records` records / `--file-mb` MB, `--parallel` partitions at a time.
+ * files of at most `--file-records` records / `--file-mb` MB, each within one hour or day of
+ * record time with `--file-window` (export-window.ts), `--parallel` partitions at a time.
  *
  * With `--group`, each file is written, fsynced and listed in the manifest before the group's
  * offset for its partition is committed, so a killed export run again with the same group
  * continues after the last complete file: no gap, no duplicate. docs/cli.md has the details.
  */
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { ClusterClient } from "../client/cluster-client.ts";
 import { Consumer, DEFAULT_CONSUMER_OPTIONS, type IsolationLevel } from "../client/consumer.ts";
+import type { ConsumedRecord } from "../client/fetched-records.ts";
 import { commitOffsets, fetchCommitted } from "../client/group-offsets.ts";
 import {
   describeTopics,
@@ -29,6 +32,13 @@ import { withClient } from "./connection-options.ts";
 import { writeDurably } from "./durable-file.ts";
 import { ExportManifest } from "./export-manifest.ts";
 import { ExportProgress, type PartitionProgress } from "./export-progress.ts";
+import {
+  type FileWindow,
+  parseFileWindow,
+  windowDir,
+  windowEndMs,
+  windowStartMs as windowStartOf,
+} from "./export-window.ts";
 import {
   type ExportFormat,
   newWriter,
@@ -53,6 +63,7 @@ interface ExportOptions {
   readonly valueAs: ValueEncoding;
   readonly progressMs: number;
   readonly isolationLevel: IsolationLevel;
+  readonly fileWindow: FileWindow;
 }
 
 function encoding(args: CommandArgs, flag: string, allowJson: boolean): ValueEncoding {
@@ -84,6 +95,7 @@ function exportOptions(args: CommandArgs): ExportOptions {
     valueAs: encoding(args, "--value-as", true),
     progressMs: args.int("--progress-ms", 10_000, 100, 3_600_000),
     isolationLevel: isolationLevel(args),
+    fileWindow: parseFileWindow(args.get("--file-window")),
   };
 }
 
@@ -133,7 +145,7 @@ async function endOffsets(
 export async function exportTopics(args: CommandArgs): Promise<number> {
   const o = exportOptions(args);
   mkdirSync(o.dir, { recursive: true });
-  const manifest = await ExportManifest.open(o.dir, o.format);
+  const manifest = await ExportManifest.open(o.dir, o.format, o.fileWindow);
   for (const topic of o.topics) {
     mkdirSync(join(o.dir, topic), { recursive: true });
     manifest.removeUnlisted(topic);
@@ -172,6 +184,30 @@ function summaryLine(t: { done: number; bytes: number; seconds: number }): strin
   );
 }
 
+/** The file being filled for one partition: its records, offsets, times and window. */
+class OpenFile {
+  readonly writer: RecordFileWriter;
+  firstOffset = -1n;
+  lastOffset = -1n;
+  minTs = Number.MAX_SAFE_INTEGER;
+  maxTs = 0;
+
+  constructor(
+    o: ExportOptions,
+    readonly windowStartMs: number,
+  ) {
+    this.writer = newWriter(o.format, o.keyAs, o.valueAs);
+  }
+
+  add(r: ConsumedRecord): void {
+    if (this.writer.records === 0) this.firstOffset = r.offset;
+    this.writer.add(r);
+    this.lastOffset = r.offset;
+    if (r.timestampMs < this.minTs) this.minTs = r.timestampMs;
+    if (r.timestampMs > this.maxTs) this.maxTs = r.timestampMs;
+  }
+}
+
 /** Exports one partition's range; returns the number of files written. */
 async function exportPartition(
   client: ClusterClient,
@@ -189,56 +225,36 @@ async function exportPartition(
     new Map([[key, task.end]]),
     { ...DEFAULT_CONSUMER_OPTIONS, isolationLevel: o.isolationLevel },
   );
-  let writer = newWriter(o.format, o.keyAs, o.valueAs);
-  let firstOffset = -1n;
-  let lastOffset = -1n;
+  let file: OpenFile | null = null;
   let files = 0;
-  let minTs = Number.MAX_SAFE_INTEGER;
-  let maxTs = 0;
-  const close = async (last: bigint, next: bigint) => {
-    await completeFile(client, o, manifest, {
-      writer,
-      topic,
-      partition,
-      firstOffset,
-      last,
-      next,
-      minTs,
-      maxTs,
-    });
+  const close = async (next: bigint) => {
+    await completeFile(client, o, manifest, { file: file!, topic, partition, next });
+    file = null;
     files++;
-    writer = newWriter(o.format, o.keyAs, o.valueAs);
-    minTs = Number.MAX_SAFE_INTEGER;
-    maxTs = 0;
   };
   for await (const chunk of consumer.chunks()) {
     for (const r of chunk.records) {
-      if (writer.records === 0) firstOffset = r.offset;
-      writer.add(r);
-      lastOffset = r.offset;
-      if (r.timestampMs < minTs) minTs = r.timestampMs;
-      if (r.timestampMs > maxTs) maxTs = r.timestampMs;
+      const windowStartMs = windowStartOf(o.fileWindow, r.timestampMs);
+      if (file !== null && file.windowStartMs !== windowStartMs) await close(r.offset);
+      file ??= new OpenFile(o, windowStartMs);
+      file.add(r);
       task.progress.bytes += (r.key?.length ?? 0) + (r.value?.length ?? 0);
-      if (writer.records >= o.fileRecords || writer.bytes >= o.fileBytes) {
-        await close(r.offset, r.offset + 1n);
+      if (file.writer.records >= o.fileRecords || file.writer.bytes >= o.fileBytes) {
+        await close(r.offset + 1n);
       }
     }
     task.progress.done = Number(chunk.nextOffset - task.start);
-    if (chunk.done && writer.records > 0) await close(lastOffset, chunk.nextOffset);
+    if (chunk.done && file !== null) await close(chunk.nextOffset);
   }
   return files;
 }
 
 interface CompletedFile {
-  readonly writer: RecordFileWriter;
+  readonly file: OpenFile;
   readonly topic: string;
   readonly partition: number;
-  readonly firstOffset: bigint;
-  readonly last: bigint;
   /** Where the partition resumes: the group's committed offset after this file. */
   readonly next: bigint;
-  readonly minTs: number;
-  readonly maxTs: number;
 }
 
 /** Writes, fsyncs and lists the file, then (only then) commits the group's offset. */
@@ -248,20 +264,25 @@ async function completeFile(
   manifest: ExportManifest,
   f: CompletedFile,
 ): Promise<void> {
-  const name = `${f.topic}-${f.partition}-${f.firstOffset}-${f.last}.${o.format}`;
-  const relative = join(f.topic, name);
-  const bytes = f.writer.finish();
+  const { writer, firstOffset, lastOffset, windowStartMs } = f.file;
+  const name = `${f.topic}-${f.partition}-${firstOffset}-${lastOffset}.${o.format}`;
+  const relative = join(f.topic, windowDir(o.fileWindow, windowStartMs), name);
+  const bytes = writer.finish();
+  await mkdir(dirname(join(o.dir, relative)), { recursive: true });
   await writeDurably(join(o.dir, relative), bytes);
   await manifest.add({
     topic: f.topic,
     partition: f.partition,
     file: relative,
-    firstOffset: Number(f.firstOffset),
-    lastOffset: Number(f.last),
-    records: f.writer.records,
+    firstOffset: Number(firstOffset),
+    lastOffset: Number(lastOffset),
+    records: writer.records,
     bytes: bytes.byteLength,
-    minTimestamp: f.minTs,
-    maxTimestamp: f.maxTs,
+    minTimestamp: f.file.minTs,
+    maxTimestamp: f.file.maxTs,
+    ...(o.fileWindow === "none"
+      ? {}
+      : { windowStart: windowStartMs, windowEnd: windowEndMs(o.fileWindow, windowStartMs) }),
   });
   if (o.group !== null) {
     await commitOffsets(client, o.group, new Map([[partitionKey(f.topic, f.partition), f.next]]));

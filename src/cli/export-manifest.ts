@@ -5,9 +5,10 @@
  * a file in the directory that it does not list is a leftover of a killed run and is removed.
  */
 import { existsSync, readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative as relativePath } from "node:path";
 import { UsageError } from "./args.ts";
 import { writeDurably } from "./durable-file.ts";
+import type { FileWindow } from "./export-window.ts";
 import type { ExportFormat } from "./export-writers.ts";
 
 export interface ManifestFile {
@@ -21,11 +22,16 @@ export interface ManifestFile {
   readonly bytes: number;
   readonly minTimestamp: number;
   readonly maxTimestamp: number;
+  /** With `--file-window`: the window (epoch ms, end exclusive) every record's time is in. */
+  readonly windowStart?: number;
+  readonly windowEnd?: number;
 }
 
 interface ManifestData {
   readonly version: 1;
   readonly format: ExportFormat;
+  /** Absent in manifests written before `--file-window` existed: none. */
+  readonly fileWindow?: FileWindow;
   files: ManifestFile[];
 }
 
@@ -39,15 +45,25 @@ export class ExportManifest {
     private readonly data: ManifestData,
   ) {}
 
-  static async open(dir: string, format: ExportFormat): Promise<ExportManifest> {
+  static async open(
+    dir: string,
+    format: ExportFormat,
+    fileWindow: FileWindow,
+  ): Promise<ExportManifest> {
     const file = Bun.file(join(dir, MANIFEST_NAME));
-    if (!(await file.exists())) return new ExportManifest(dir, { version: 1, format, files: [] });
+    if (!(await file.exists())) {
+      return new ExportManifest(dir, { version: 1, format, fileWindow, files: [] });
+    }
     const data = (await file.json()) as ManifestData;
     if (data.version !== 1 || !Array.isArray(data.files)) {
       throw new UsageError(`${join(dir, MANIFEST_NAME)} is not a quill export manifest`);
     }
     if (data.format !== format) {
       throw new UsageError(`${dir} holds a ${data.format} export; use --format ${data.format}`);
+    }
+    const window = data.fileWindow ?? "none";
+    if (window !== fileWindow) {
+      throw new UsageError(`${dir} holds an export with --file-window ${window}; use that`);
     }
     return new ExportManifest(dir, data);
   }
@@ -71,16 +87,17 @@ export class ExportManifest {
     return next;
   }
 
-  /** Removes files of `topic` in its directory that the manifest does not list. */
+  /** Removes files under `topic`'s directory (windows included) that the manifest does not list. */
   removeUnlisted(topic: string): string[] {
     const topicDir = join(this.dir, topic);
     if (!existsSync(topicDir)) return [];
     const listed = new Set(this.data.files.map((f) => f.file));
     const removed: string[] = [];
-    for (const name of readdirSync(topicDir)) {
-      const relative = join(topic, name);
+    for (const entry of readdirSync(topicDir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const relative = relativePath(this.dir, join(entry.parentPath, entry.name));
       if (listed.has(relative)) continue;
-      rmSync(join(topicDir, name), { force: true });
+      rmSync(join(this.dir, relative), { force: true });
       removed.push(relative);
     }
     return removed;

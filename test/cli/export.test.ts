@@ -177,7 +177,12 @@ test("--from, --to-time and bad export input", async () => {
     ...b,
   ]);
   expect(none.code).toBe(0);
-  expect(manifestOf(fromOut)).toEqual({ version: 1, format: "jsonl", files: [] });
+  expect(manifestOf(fromOut)).toEqual({
+    version: 1,
+    format: "jsonl",
+    fileWindow: "none",
+    files: [],
+  });
   const tail = join(dir, "tail");
   expect((await quill(["export", TOPIC, "--to", tail, "--from", "-3", ...b])).code).toBe(0);
   const files = manifestOf(tail).files as Json[];
