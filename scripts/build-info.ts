@@ -3,11 +3,16 @@
 
 /**
  * The modules `bun build --compile` bundles as entry points, relative to the repository root:
- * the executable's, and the cleaner's Worker, which the binary can start only when it is one
- * (Bun looks a Worker's module up among the bundle's entry points). The bundle's root is their
- * common folder, `src/`; src/storage/cleaner-thread.ts names the Worker relative to it.
+ * the executable's, and the Workers (the cleaner's, and the clean stop's syncfs), which the binary
+ * can start only when they are ones (Bun looks a Worker's module up among the bundle's entry
+ * points). The bundle's root is their common folder, `src/`; src/storage/cleaner-thread.ts and
+ * file-system-sync.ts name the Workers relative to it.
  */
-export const BUILD_ENTRY_POINTS = ["src/main.ts", "src/storage/cleaner-worker.ts"] as const;
+export const BUILD_ENTRY_POINTS = [
+  "src/main.ts",
+  "src/storage/cleaner-worker.ts",
+  "src/storage/syncfs-worker.ts",
+] as const;
 
 /** HEAD (12 hex digits), `-dirty` when tracked files differ; "unknown" outside a git checkout. */
 export function buildCommit(root: string): string {

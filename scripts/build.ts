@@ -4,7 +4,7 @@
 // fails with misleading parse errors). The version comes from package.json through a JSON
 // import, which the bundler inlines. Native addons (snappy, lz4-napi) are embedded because
 // they are required statically; test/cli/compiled-binary.test.ts runs the binary without
-// node_modules to prove it. The cleaner's Worker is a second entry point (BUILD_ENTRY_POINTS).
+// node_modules to prove it. The Workers are entry points too (BUILD_ENTRY_POINTS).
 // The git commit and build date are passed with --define (scripts/build-info.ts); the release
 // build (scripts/release.ts) leaves the source map out.
 import { mkdirSync } from "node:fs";

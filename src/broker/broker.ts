@@ -67,6 +67,8 @@ export interface RunningBroker {
    * open ones keep theirs. Throws a ConfigError, changing nothing, if the new files are bad.
    */
   reloadCertificates(): string[];
+  /** Partition logs on this broker's disks (`quill serve`'s stop bound grows with them). */
+  hostedLogCount(): number;
 }
 
 /**
@@ -201,6 +203,7 @@ function runningBroker(
     services,
     stop,
     reloadCertificates: () => server.reloadTls(),
+    hostedLogCount: () => services.replicaManager.hostedLogCount,
   };
 }
 

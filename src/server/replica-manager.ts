@@ -938,6 +938,11 @@ export class ReplicaManager {
     await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));
   }
 
+  /** Partition logs on this broker's disks (a clean stop's bound grows with them). */
+  get hostedLogCount(): number {
+    return this.logs.totalLogs;
+  }
+
   /** The replica state of a partition (for the API layer, tests and tools). */
   /**
    * Every partition this broker holds a replica of, for metrics and the console. The embedded

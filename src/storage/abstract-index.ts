@@ -8,7 +8,7 @@
  */
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
-import { readFileIfExists, writeTailAndSync } from "./durable-file.ts";
+import { readFileIfExists, writeTailAndSync, writeTailInBackground } from "./durable-file.ts";
 
 /** Entries the typed arrays start with; they double as entries are added. */
 export const INDEX_INITIAL_CAPACITY = 64;
@@ -49,16 +49,36 @@ export abstract class AbstractIndex {
    * false: the caller syncs it off the event loop). Returns whether there was anything to write.
    */
   flush(sync = true): boolean {
-    if (this.persistedEntryCount === this.entryCount) return false;
+    const tail = this.unpersistedTail();
+    if (tail === null) return false;
+    writeTailAndSync(this.filePath, this.persistedEntryCount * this.entryBytes, tail, sync);
+    this.persistedEntryCount = this.entryCount;
+    return true;
+  }
+
+  /**
+   * flush without the sync, its write on the thread pool: a clean stop writes every log's index
+   * tails so and then syncs the whole file system (file-system-sync.ts). Nothing may add
+   * entries until it resolves.
+   */
+  async writeUnsynced(): Promise<void> {
+    const tail = this.unpersistedTail();
+    if (tail === null) return;
+    const entries = this.entryCount;
+    await writeTailInBackground(this.filePath, this.persistedEntryCount * this.entryBytes, tail);
+    this.persistedEntryCount = entries;
+  }
+
+  /** The entries added since the last flush, encoded; null when there are none. */
+  private unpersistedTail(): Uint8Array | null {
+    if (this.persistedEntryCount === this.entryCount) return null;
     const start = this.persistedEntryCount;
     const tail = new Uint8Array((this.entryCount - start) * this.entryBytes);
     const view = new DataView(tail.buffer);
     for (let slot = start; slot < this.entryCount; slot++) {
       this.writeEntry(view, (slot - start) * this.entryBytes, slot);
     }
-    writeTailAndSync(this.filePath, start * this.entryBytes, tail, sync);
-    this.persistedEntryCount = this.entryCount;
-    return true;
+    return tail;
   }
 
   /** Encodes entry `slot` at `at` in the file's format. */

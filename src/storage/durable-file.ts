@@ -83,18 +83,20 @@ export function writeFileAtomically(filePath: string, bytes: Uint8Array): void {
  * temporary file is not writeFileAtomically's, so a synchronous write of the same file meanwhile
  * cannot write into it; callers never run two of these for one file at once. When
  * `stillCurrent` says no just before the rename (a newer write of the file happened since the
- * bytes were made), the file is left alone and the result is false.
+ * bytes were made), the file is left alone and the result is false. With `durable` false
+ * nothing is synced: a clean stop syncs the whole file system afterwards (file-system-sync.ts).
  */
 export async function writeFileAtomicallyInBackground(
   filePath: string,
   bytes: Uint8Array,
   stillCurrent: () => boolean = () => true,
+  durable = true,
 ): Promise<boolean> {
   const tmpPath = `${filePath}.async.tmp`;
   const handle = await fs.promises.open(tmpPath, "w");
   try {
     await handle.writeFile(bytes);
-    await handle.datasync();
+    if (durable) await handle.datasync();
   } finally {
     await handle.close();
   }
@@ -106,7 +108,7 @@ export async function writeFileAtomicallyInBackground(
     return false;
   }
   fs.renameSync(tmpPath, filePath);
-  await fsyncDirectoryInBackground(path.dirname(filePath));
+  if (durable) await fsyncDirectoryInBackground(path.dirname(filePath));
   return true;
 }
 
@@ -149,6 +151,35 @@ export function writeTailAndSync(
     if (sync) fs.fdatasyncSync(fd);
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/**
+ * writeTailAndSync's write on the thread pool, without the sync: a clean stop writes every
+ * log's index tails this way and then syncs the whole file system (file-system-sync.ts).
+ */
+export async function writeTailInBackground(
+  filePath: string,
+  keepBytes: number,
+  tail: Uint8Array,
+): Promise<void> {
+  const handle = await fs.promises.open(filePath, fs.constants.O_RDWR | fs.constants.O_CREAT);
+  try {
+    let written = 0;
+    // Each pass writes at least one byte or throws, so the loop ends within tail.length passes.
+    while (written < tail.length) {
+      const { bytesWritten } = await handle.write(
+        tail,
+        written,
+        tail.length - written,
+        keepBytes + written,
+      );
+      if (bytesWritten <= 0) throw Object.assign(new Error("write returned 0"), { code: "EIO" });
+      written += bytesWritten;
+    }
+    await handle.truncate(keepBytes + tail.length);
+  } finally {
+    await handle.close();
   }
 }
 

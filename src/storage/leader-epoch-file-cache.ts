@@ -111,9 +111,10 @@ export class LeaderEpochFileCache {
 
   /**
    * writeIfDirty with the write and its syncs on the thread pool. Resolves once the entries the
-   * cache held at the call (or newer ones) are durable.
+   * cache held at the call (or newer ones) are durable; with `durable` false, once they are
+   * written (a clean stop syncs the whole file system afterwards, file-system-sync.ts).
    */
-  writeIfDirtyInBackground(): Promise<void> {
+  writeIfDirtyInBackground(durable = true): Promise<void> {
     if (!this.isDirty) return Promise.resolve();
     const run = this.backgroundWrites.then(async () => {
       if (!this.isDirty) return;
@@ -124,6 +125,7 @@ export class LeaderEpochFileCache {
         this.filePath,
         this.encode(),
         stillCurrent,
+        durable,
       );
       if (wrote && this.writtenGeneration < generation) this.writtenGeneration = generation;
     });

@@ -665,6 +665,17 @@ export class LogSegment {
   }
 
   /**
+   * A clean stop's write of the index entries not yet in their files, without syncs (the stop
+   * syncs the whole file system afterwards, file-system-sync.ts). Nothing appends meanwhile.
+   */
+  async writeIndexesUnsynced(): Promise<void> {
+    await Promise.all([
+      this.offsetIndexValue?.writeUnsynced(),
+      this.timeIndexValue?.writeUnsynced(),
+    ]);
+  }
+
+  /**
    * For a segment written off the request path (the cleaner's output): the log and both index
    * files are written and fdatasynced on the thread pool, so the event loop never waits for the
    * disk. Not for the active segment (its flushes are chained by flushAsync).

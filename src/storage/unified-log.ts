@@ -883,6 +883,44 @@ export class UnifiedLog {
     this.closeSegments();
   }
 
+  /**
+   * The first half of a clean stop that syncs whole file systems (LogManager.closeAsync): writes
+   * what closeAsync would (index tails, leader epochs, the producer snapshot) on the thread pool
+   * without syncing any of it. Appends are refused from here on; finishStop ends the close.
+   */
+  async writeForStop(): Promise<void> {
+    if (this.closed || this.closing) return;
+    this.closing = true;
+    this.activeSegment.sealTimeIndex();
+    const writes: Promise<void>[] = [];
+    for (let i = this.segmentSlotFor(this.recoveryPoint); i < this.segments.length; i++) {
+      writes.push(this.segments[i].writeIndexesUnsynced());
+    }
+    // Nothing written yet: a crash loses only an empty log (see load), so no epochs to keep.
+    if (this.logEndOffset > 0n) writes.push(this.leaderEpochCache.writeIfDirtyInBackground(false));
+    await Promise.all(writes);
+    this.producerState.advanceMapEndOffset(this.logEndOffset);
+    try {
+      await this.producerState.takeSnapshotInBackground();
+    } catch (error) {
+      this.env.logger.warn(`${this.name}: producer snapshot at close failed: ${error}`);
+    }
+  }
+
+  /**
+   * Closes a log after writeForStop. `synced`: the file system holding it was synced since, so
+   * everything written is durable and the recovery point moves to the log end; otherwise it
+   * stays, and the next start recovers what lies above it.
+   */
+  finishStop(synced: boolean): void {
+    if (this.closed) return;
+    if (synced) {
+      this.unsyncedDirs.clear();
+      this.flushed(this.logEndOffset);
+    }
+    this.closeSegments();
+  }
+
   private closeSegments(): void {
     for (const segment of this.segments) segment.close();
     this.closed = true;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { UsageError } from "../../src/cli/args.ts";
-import { parseServeArgs } from "../../src/cli/serve.ts";
+import { parseServeArgs, SHUTDOWN_MS_PER_LOG, shutdownBoundMs } from "../../src/cli/serve.ts";
+import { loadConfig } from "../../src/config/load-config.ts";
 
 describe("quill serve arguments", () => {
   test("dedicated flags become settings of their Kafka keys, in command-line order", () => {
@@ -63,5 +64,22 @@ describe("quill serve arguments", () => {
     for (const [argv, message] of cases) {
       expect(() => parseServeArgs(argv)).toThrow(new UsageError(message));
     }
+  });
+});
+
+describe("quill serve's stop bound", () => {
+  test("30 s embedded, a session timeout more with ZooKeeper, and 3 ms per partition log", () => {
+    const embedded = loadConfig({ flags: [] }).config;
+    const zk = loadConfig({
+      flags: [
+        { key: "zookeeper.connect", value: "zk:2181", flag: "--set" },
+        { key: "zookeeper.session.timeout.ms", value: "18000", flag: "--set" },
+      ],
+    }).config;
+    expect(shutdownBoundMs(embedded)).toBe(30_000);
+    expect(shutdownBoundMs(zk)).toBe(48_000);
+    // Closing 10,000 logs is the step that grows with the broker (docs/scaling.md).
+    expect(shutdownBoundMs(embedded, 10_000)).toBe(30_000 + 10_000 * SHUTDOWN_MS_PER_LOG);
+    expect(shutdownBoundMs(zk, 10_000)).toBe(78_000);
   });
 });

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
@@ -109,7 +117,7 @@ describe("the compiled dist/quill, alone in an empty directory", () => {
 });
 
 describe("the compiled dist/quill as a client", () => {
-  test("produces to its own broker and exports Parquet (the writer is bundled)", async () => {
+  test("produces to its own broker, exports Parquet and stops cleanly (Workers are bundled)", async () => {
     const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
     const port = probe.port;
     probe.stop(true);
@@ -139,6 +147,10 @@ describe("the compiled dist/quill as a client", () => {
       server.kill();
       await server.exited;
     }
+    // A clean stop makes the logs durable with syncfs in a Worker, an entry point of the build:
+    // a binary without it would exit without the clean-shutdown marker.
+    expect(server.exitCode).toBe(0);
+    expect(existsSync(join(dir, "data", ".kafka_cleanshutdown"))).toBe(true);
   }, 60_000);
 });
 

@@ -16,10 +16,10 @@ let lines: string[];
 const config = { ...DEFAULT_LOG_CONFIG, segmentBytes: 2000, indexIntervalBytes: 200 };
 const stem = (base: bigint) => base.toString().padStart(20, "0");
 
-function open(): UnifiedLog {
+function open(options: { syncFileSystems?: boolean } = {}): UnifiedLog {
   lines = [];
   const logger = new LineLogger(lines);
-  manager = LogManager.open({ logDirs: [dir], defaultConfig: config, logger });
+  manager = LogManager.open({ logDirs: [dir], defaultConfig: config, logger, ...options });
   return manager.getOrCreateLog("events", 3);
 }
 
@@ -203,25 +203,31 @@ describe("leader epochs and directories written by flushes, not by creation", ()
     expect(crashAndReopen({ fromStart: true }).leaderEpochCache.all()).toEqual(epochs);
   });
 
-  test("closeAsync flushes every log, then writes the marker; a failed close leaves none", async () => {
-    const log = open();
-    const other = manager.getOrCreateLog("events", 4);
-    log.appendAsLeader(batch(4), 1);
-    other.appendAsLeader(batch(2), 1);
-    await manager.closeAsync();
-    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(true);
-    expect(fs.readFileSync(epochFile(), "utf8")).toBe("0\n1\n1 0\n");
-    const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
-    expect(checkpoint.split("\n").sort().join(" ")).toBe(" 0 2 events 3 4 events 4 2");
-    const reopened = open();
-    expect(reopened.logEndOffset).toBe(4n);
-    expect(lines.filter((l) => /truncat|recover/i.test(l))).toEqual([]);
-    // A log whose directory vanished cannot close: the next start must recover.
-    reopened.appendAsLeader(batch(1), 1);
-    fs.rmSync(reopened.dir, { recursive: true });
-    await manager.closeAsync();
-    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
-  });
+  test.each([
+    ["one syncfs per log dir", true],
+    ["the files of each log", false],
+  ])(
+    "closeAsync makes every log durable (%s), then writes the marker; a failed close leaves none",
+    async (_how, syncFileSystems) => {
+      const log = open({ syncFileSystems });
+      const other = manager.getOrCreateLog("events", 4);
+      log.appendAsLeader(batch(4), 1);
+      other.appendAsLeader(batch(2), 1);
+      await manager.closeAsync();
+      expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(true);
+      expect(fs.readFileSync(epochFile(), "utf8")).toBe("0\n1\n1 0\n");
+      const checkpoint = fs.readFileSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE), "utf8");
+      expect(checkpoint.split("\n").sort().join(" ")).toBe(" 0 2 events 3 4 events 4 2");
+      const reopened = open({ syncFileSystems });
+      expect(reopened.logEndOffset).toBe(4n);
+      expect(lines.filter((l) => /truncat|recover/i.test(l))).toEqual([]);
+      // A log whose directory vanished cannot close: the next start must recover.
+      reopened.appendAsLeader(batch(1), 1);
+      fs.rmSync(reopened.dir, { recursive: true });
+      await manager.closeAsync();
+      expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
+    },
+  );
 });
 
 describe("index rebuilds", () => {
