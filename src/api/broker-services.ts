@@ -14,6 +14,7 @@ import type { ClientQuotaManager } from "../server/client-quota-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ProducerIdManager } from "../server/producer-id-manager.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
+import type { SharePartitionManager } from "../server/share-partition-manager.ts";
 
 /**
  * An implemented API and the versions of it Quill answers, as ApiVersions advertises them. Every
@@ -46,6 +47,8 @@ export interface BrokerServices {
   /** Where client quotas are kept (DescribeClientQuotas, AlterClientQuotas). */
   readonly clientQuotaStore: ClientQuotaStore;
   readonly replicaManager: ReplicaManager;
+  /** Share sessions and share-partition state of the partitions this broker leads (KIP-932). */
+  readonly sharePartitionManager: SharePartitionManager;
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */
   readonly groupCoordinator: GroupCoordinator;

@@ -52,6 +52,10 @@ import { describeTransactionsHandler } from "./65-describe-transactions.ts";
 import { listTransactionsHandler } from "./66-list-transactions.ts";
 import { consumerGroupHeartbeatHandler } from "./68-consumer-group-heartbeat.ts";
 import { consumerGroupDescribeHandler } from "./69-consumer-group-describe.ts";
+import { shareGroupHeartbeatHandler } from "./76-share-group-heartbeat.ts";
+import { shareGroupDescribeHandler } from "./77-share-group-describe.ts";
+import { shareFetchHandler } from "./78-share-fetch.ts";
+import { shareAcknowledgeHandler } from "./79-share-acknowledge.ts";
 import type { ApiHandler } from "./handler.ts";
 
 /** Every API Quill answers; ApiVersions advertises exactly these, with these version ranges. */
@@ -92,6 +96,10 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   offsetDeleteHandler,
   consumerGroupHeartbeatHandler,
   consumerGroupDescribeHandler,
+  shareGroupHeartbeatHandler,
+  shareGroupDescribeHandler,
+  shareFetchHandler,
+  shareAcknowledgeHandler,
   initProducerIdHandler,
   addPartitionsToTxnHandler,
   addOffsetsToTxnHandler,

@@ -22,6 +22,7 @@ import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts"
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
+import { SharePartitionManager } from "../server/share-partition-manager.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
@@ -152,6 +153,7 @@ async function startSteps(
     metadataCache: cache,
     ...security,
     replicaManager,
+    sharePartitionManager: replication.sharePartitionManager,
     adminManager,
     groupCoordinator,
     handlers: API_HANDLERS,
@@ -230,7 +232,24 @@ function startReplicaManager(
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
-  return { controllerClient, replicaManager };
+  const sharePartitionManager = startSharePartitionManager(replicaManager, cache.brokerConfig);
+  cleanups.push("share partition manager", () => sharePartitionManager.close());
+  return { controllerClient, replicaManager, sharePartitionManager };
+}
+
+/** Share groups' delivery state (KIP-932): in memory for now, one per broker. */
+function startSharePartitionManager(replicaManager: ReplicaManager, config: BrokerConfig) {
+  return new SharePartitionManager(
+    replicaManager,
+    {
+      lockDurationMs: config["group.share.record.lock.duration.ms"],
+      deliveryCountLimit: config["group.share.delivery.count.limit"],
+      maxInFlightRecords: config["group.share.partition.max.record.locks"],
+      maxSessions: config["group.share.max.share.sessions"],
+      fetchMaxBytes: config["fetch.max.bytes"],
+    },
+    () => "latest",
+  );
 }
 
 /** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */

@@ -422,6 +422,37 @@ export const BROKER_CONFIG_KEYS = {
     ["uniform", "range"],
     "Server-side assignors of KIP-848 consumer groups; the first is the default.",
   ),
+  "group.share.session.timeout.ms": key(
+    int({ min: 1 }),
+    45000,
+    "Session timeout of share group members (KIP-932).",
+  ),
+  "group.share.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    5000,
+    "How often share group members are told to heartbeat.",
+  ),
+  "group.share.max.size": key(int({ min: 1, max: 1000 }), 200, "Members per share group."),
+  "group.share.record.lock.duration.ms": key(
+    int({ min: 1000, max: 3600000 }),
+    30000,
+    "How long a share consumer holds the records it acquired before they become available again.",
+  ),
+  "group.share.delivery.count.limit": key(
+    int({ min: 2, max: 10 }),
+    5,
+    "Deliveries of a record to share consumers before it is archived instead of redelivered.",
+  ),
+  "group.share.partition.max.record.locks": key(
+    int({ min: 100, max: 10000 }),
+    2000,
+    "In-flight (acquired or not yet acknowledged) records per share partition.",
+  ),
+  "group.share.max.share.sessions": key(
+    int({ min: 1 }),
+    2000,
+    "Share sessions (one per share consumer) a broker keeps.",
+  ),
   "offsets.retention.minutes": key(
     int({ min: 1 }),
     10080,

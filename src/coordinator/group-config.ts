@@ -41,6 +41,12 @@ export interface GroupConfig {
   readonly consumerHeartbeatIntervalMs: number;
   /** `group.consumer.assignors`: the server-side assignors, the first the default. */
   readonly consumerAssignors: readonly string[];
+  /** `group.share.session.timeout.ms`: a share group member silent this long is removed. */
+  readonly shareSessionTimeoutMs: number;
+  /** `group.share.heartbeat.interval.ms`: how often share group members are told to beat. */
+  readonly shareHeartbeatIntervalMs: number;
+  /** `group.share.max.size`: members per share group. */
+  readonly shareMaxSize: number;
 }
 
 export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
@@ -60,6 +66,9 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   consumerSessionTimeoutMs: 45_000,
   consumerHeartbeatIntervalMs: 5_000,
   consumerAssignors: Object.freeze(["uniform", "range"]),
+  shareSessionTimeoutMs: 45_000,
+  shareHeartbeatIntervalMs: 5_000,
+  shareMaxSize: 200,
 });
 
 /**
@@ -78,5 +87,8 @@ export function groupConfigFrom(config: BrokerConfig): Partial<GroupConfig> {
     consumerSessionTimeoutMs: config["group.consumer.session.timeout.ms"],
     consumerHeartbeatIntervalMs: config["group.consumer.heartbeat.interval.ms"],
     consumerAssignors: config["group.consumer.assignors"],
+    shareSessionTimeoutMs: config["group.share.session.timeout.ms"],
+    shareHeartbeatIntervalMs: config["group.share.heartbeat.interval.ms"],
+    shareMaxSize: config["group.share.max.size"],
   };
 }

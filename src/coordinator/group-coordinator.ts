@@ -59,6 +59,12 @@ import {
   type PendingOffset,
   PendingTxnOffsets,
 } from "./pending-txn-offsets.ts";
+import {
+  ShareGroupManager,
+  type ShareGroupSettings,
+  type ShareHeartbeatRequest,
+  type ShareHeartbeatResult,
+} from "./share-group-manager.ts";
 
 type JoinCallback = (result: JoinGroupResult) => void;
 
@@ -99,6 +105,8 @@ export class GroupCoordinator {
   private readonly pendingTxnOffsets: PendingTxnOffsets;
   /** KIP-848 membership; the group's offsets stay with its entry in `groups`. */
   private readonly consumerGroups: ConsumerGroupManager;
+  /** KIP-932 share groups: membership only; delivery state is the partition leaders'. */
+  readonly shareGroups: ShareGroupManager;
   private active = false;
   private cleanupTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -117,6 +125,7 @@ export class GroupCoordinator {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     this.pendingTxnOffsets = new PendingTxnOffsets(store);
     this.consumerGroups = new ConsumerGroupManager(this.config, partitionCounts);
+    this.shareGroups = new ShareGroupManager(shareSettings(this.config), partitionCounts);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
       `group.min.session.timeout.ms ${this.config.minSessionTimeoutMs} exceeds the max ` +
@@ -146,6 +155,7 @@ export class GroupCoordinator {
     for (const group of this.groups.values()) this.unload(group);
     this.groups.clear();
     for (const group of [...this.consumerGroups.all()]) this.consumerGroups.unload(group.groupId);
+    this.shareGroups.close();
   }
 
   /**
@@ -162,6 +172,35 @@ export class GroupCoordinator {
     for (const group of [...this.consumerGroups.all()]) {
       if (!this.isCoordinatorFor(group.groupId)) this.consumerGroups.unload(group.groupId);
     }
+    for (const group of [...this.shareGroups.all()]) {
+      if (!this.isCoordinatorFor(group.groupId)) this.shareGroups.unload(group.groupId);
+    }
+  }
+
+  // ---- ShareGroupHeartbeat, ShareGroupDescribe (KIP-932) -----------------------------------
+
+  /** One share group heartbeat; a group id taken by a classic or consumer group is refused. */
+  shareGroupHeartbeat(req: ShareHeartbeatRequest): ShareHeartbeatResult {
+    const invalidId = this.validateGroupId(req.groupId, true);
+    const otherType =
+      this.groups.has(req.groupId) || this.consumerGroups.get(req.groupId) !== undefined;
+    if (invalidId !== null || otherType) {
+      return {
+        errorCode: invalidId ?? ErrorCode.GROUP_ID_NOT_FOUND,
+        errorMessage: invalidId === null ? `Group ${req.groupId} is not a share group.` : null,
+        memberId: req.memberId,
+        memberEpoch: req.memberEpoch,
+        heartbeatIntervalMs: 0,
+        assignment: null,
+      };
+    }
+    return this.shareGroups.heartbeat(req);
+  }
+
+  /** The share group, or null (unknown here, or not coordinated by this broker). */
+  shareGroup(groupId: string) {
+    if (!this.active || !this.isCoordinatorFor(groupId)) return null;
+    return this.shareGroups.get(groupId) ?? null;
   }
 
   // ---- ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848) ------------------------------
@@ -1170,5 +1209,15 @@ function assigned(group: ClassicGroup, assignment: Uint8Array): SyncGroupResult 
     protocolType: group.protocolType,
     protocolName: group.protocolName,
     assignment,
+  };
+}
+
+/** Share groups are bounded like the others: the classic groups' limit applies to them too. */
+function shareSettings(config: GroupConfig): ShareGroupSettings {
+  return {
+    sessionTimeoutMs: config.shareSessionTimeoutMs,
+    heartbeatIntervalMs: config.shareHeartbeatIntervalMs,
+    maxSize: config.shareMaxSize,
+    groupsMax: config.groupsMax,
   };
 }

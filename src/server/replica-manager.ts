@@ -16,7 +16,7 @@ import type { AbortedTxn } from "../storage/transaction-index.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError, assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
-import { DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
+import { type DelayedFetch, DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
 import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
 import { FetchManager } from "./fetch-manager.ts";
 import { FetchSessionCache } from "./fetch-session-cache.ts";
@@ -440,6 +440,19 @@ export class ReplicaManager {
     unsubscribe();
     if (outcome === "cancelled") return params.entries.map(() => EMPTY_OUTCOME);
     return this.readAll(params);
+  }
+
+  /**
+   * Parks a share fetch (server/share-partition-manager.ts) until an append to one of the
+   * partitions, the wait's end, or whoever holds the returned operation completes it.
+   */
+  parkShareFetch(keys: readonly TopicPartitionKey[], maxWaitMs: number): DelayedFetch {
+    return this.purgatory.park(keys, 1, maxWaitMs);
+  }
+
+  /** The partition this broker leads, else NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION. */
+  leaderFor(topic: string, partition: number): Partition {
+    return this.leaderPartition(topic, partition, -1);
   }
 
   private readAll(params: FetchParams): FetchOutcome[] {

@@ -1,0 +1,78 @@
+// ShareFetch: v1 (KIP-932)
+//
+// Version notes:
+// * v0 was early access (Kafka 3.9/4.0). v1: MaxRecords and BatchSize, AcquisitionLockTimeoutMs.
+//   v2 (acquire modes, RENEW acknowledgements) is not offered.
+// * Share sessions (server/share-session-cache.ts): epoch 0 opens one (acknowledgements there are
+//   INVALID_REQUEST), later requests carry the next epoch (INVALID_SHARE_SESSION_EPOCH
+//   otherwise, SHARE_SESSION_NOT_FOUND for none), -1 acknowledges and closes without fetching.
+// * Acknowledgements (piggy-backed) apply first; a partition's failure is its
+//   AcknowledgeErrorCode. Then records are acquired for the member, whole batches are sent and
+//   AcquiredRecords says which of their offsets are the member's. With nothing to acquire the
+//   request waits up to MaxWaitMs for an append or a release.
+// * READ on the group (GROUP_AUTHORIZATION_FAILED at the top) and on each topic.
+import { ErrorCode } from "../protocol/errors.ts";
+import { ApiKey } from "../protocol/generated/index.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize } from "./authorize.ts";
+import { defineHandler } from "./handler.ts";
+import { byTopicId, resolveShareTopics } from "./share-requests.ts";
+
+export const shareFetchHandler = defineHandler({
+  apiKey: ApiKey.ShareFetch,
+  minVersion: 1,
+  maxVersion: 1,
+  async handle(request, ctx) {
+    const lockMs = ctx.broker.config["group.share.record.lock.duration.ms"];
+    const groupId = request.groupId ?? "";
+    const fail = (errorCode: number, errorMessage: string | null = null) => ({
+      throttleTimeMs: 0,
+      errorCode,
+      errorMessage,
+      acquisitionLockTimeoutMs: lockMs,
+      responses: [],
+    });
+    if (groupId === "" || request.memberId === null || request.memberId === "") {
+      return fail(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.");
+    }
+    if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, groupId)) {
+      return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+    }
+    const { resolved, refused } = resolveShareTopics(ctx, request.topics);
+    const forgotten: { topic: string; partition: number }[] = [];
+    for (const f of request.forgottenTopicsData) {
+      const topic = ctx.broker.metadataCache.topicById(f.topicId);
+      if (topic !== undefined)
+        for (const p of f.partitions) forgotten.push({ topic: topic.name, partition: p });
+    }
+    const result = await ctx.broker.sharePartitionManager.shareFetch({
+      groupId,
+      memberId: request.memberId,
+      sessionEpoch: request.shareSessionEpoch,
+      maxWaitMs: request.maxWaitMs,
+      maxBytes: request.maxBytes,
+      maxRecords: request.maxRecords,
+      partitions: resolved,
+      forgotten,
+      onCancel: (listener) => ctx.conn.onClose(listener),
+    });
+    if (result.errorCode !== ErrorCode.NONE) return fail(result.errorCode, result.errorMessage);
+    const responses = byTopicId(ctx, result, refused, (p) => ({
+      acknowledgeErrorCode: p?.ackErrorCode ?? ErrorCode.NONE,
+      records: p === null || p.records.length === 0 ? new Uint8Array(0) : p.records,
+      acquiredRecords: (p?.acquired ?? []).map((a) => ({
+        firstOffset: a.firstOffset,
+        lastOffset: a.lastOffset,
+        deliveryCount: a.deliveryCount,
+      })),
+    }));
+    return {
+      throttleTimeMs: 0,
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      acquisitionLockTimeoutMs: lockMs,
+      responses,
+      nodeEndpoints: [],
+    };
+  },
+});

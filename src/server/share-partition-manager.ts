@@ -1,0 +1,389 @@
+import { topicPartitionKey } from "../common/topic-partition.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import type { FileRange } from "../protocol/records.ts";
+import { type BatchEntry, scanBatchHeaders } from "../storage/segment-batch-reader.ts";
+import type { UnifiedLog } from "../storage/unified-log.ts";
+import type { DelayedFetch } from "./delayed-fetch-purgatory.ts";
+import type { ReplicaManager } from "./replica-manager.ts";
+import {
+  type AcquiredRecords,
+  SharePartition,
+  type SharePartitionSettings,
+  type SharePartitionSnapshot,
+} from "./share-partition.ts";
+import {
+  FINAL_EPOCH,
+  INITIAL_EPOCH,
+  parseSessionPartitionKey,
+  type ShareSession,
+  ShareSessionCache,
+  sessionPartitionKey,
+} from "./share-session-cache.ts";
+
+/**
+ * The broker side of share groups (KIP-932, Kafka's SharePartitionManager): the share sessions,
+ * the share-partition state of every (group, partition) this broker leads, ShareFetch
+ * (acknowledge, then acquire and read) and ShareAcknowledge. Records are read with the log's
+ * ordinary read (file ranges sent with sendfile); only batch headers are looked at, to know
+ * which offsets a read covers.
+ */
+
+export interface AckBatch {
+  readonly firstOffset: bigint;
+  readonly lastOffset: bigint;
+  readonly types: readonly number[];
+}
+
+export interface SharePartitionRequest {
+  readonly topic: string;
+  readonly partition: number;
+  readonly acks: readonly AckBatch[];
+}
+
+export interface ShareFetchParams {
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly sessionEpoch: number;
+  readonly maxWaitMs: number;
+  readonly maxBytes: number;
+  readonly maxRecords: number;
+  /** Partitions the request names (added to the session), with their acknowledgements. */
+  readonly partitions: readonly SharePartitionRequest[];
+  readonly forgotten: readonly { topic: string; partition: number }[];
+  readonly onCancel: (listener: () => void) => () => void;
+}
+
+export interface SharePartitionResult {
+  readonly topic: string;
+  readonly partition: number;
+  readonly errorCode: number;
+  readonly errorMessage: string | null;
+  /** NONE when the partition had no acknowledgements. */
+  readonly ackErrorCode: number;
+  readonly records: FileRange[];
+  readonly acquired: readonly AcquiredRecords[];
+}
+
+export interface ShareResult {
+  readonly errorCode: number;
+  readonly errorMessage: string | null;
+  readonly partitions: readonly SharePartitionResult[];
+}
+
+/** Where share-partition state is kept across restarts (null: in memory only). */
+export interface ShareStateStore {
+  load(groupId: string, topic: string, partition: number): SharePartitionSnapshot | null;
+  save(groupId: string, topic: string, partition: number, state: SharePartitionSnapshot): void;
+  remove(groupId: string, topic: string, partition: number): void;
+}
+
+export interface ShareManagerSettings extends SharePartitionSettings {
+  /** `group.share.max.share.sessions`. */
+  readonly maxSessions: number;
+  /** `fetch.max.bytes`: the cap on one response's record bytes. */
+  readonly fetchMaxBytes: number;
+}
+
+/** A group's `share.auto.offset.reset`: where a partition new to the group starts. */
+export type AutoOffsetReset = (groupId: string) => "earliest" | "latest";
+
+/** Share partitions one broker keeps (groups x partitions); a new one past it is refused. */
+export const SHARE_PARTITIONS_MAX = 100_000;
+
+export class SharePartitionManager {
+  private readonly partitions = new Map<string, SharePartition>();
+  private readonly sessions: ShareSessionCache;
+  private readonly waiters = new Set<{ op: DelayedFetch; keys: Set<string> }>();
+
+  constructor(
+    private readonly replicaManager: ReplicaManager,
+    private readonly settings: ShareManagerSettings,
+    private readonly autoOffsetReset: AutoOffsetReset,
+    private readonly store: ShareStateStore | null = null,
+  ) {
+    this.sessions = new ShareSessionCache(settings.maxSessions, (s) => this.releaseSession(s));
+  }
+
+  async shareFetch(params: ShareFetchParams): Promise<ShareResult> {
+    const hasAcks = params.partitions.some((p) => p.acks.length > 0);
+    if (params.sessionEpoch === INITIAL_EPOCH && hasAcks) {
+      return failed(ErrorCode.INVALID_REQUEST, "Acknowledgements on a share session's opening.");
+    }
+    let session: ShareSession;
+    try {
+      session =
+        params.sessionEpoch === INITIAL_EPOCH
+          ? this.sessions.open(params.groupId, params.memberId)
+          : this.sessions.continue(params.groupId, params.memberId, params.sessionEpoch);
+    } catch (e) {
+      if (e instanceof KafkaError) return failed(e.code, e.message);
+      throw e;
+    }
+    const acked = this.acknowledgeAll(session, params.partitions);
+    if (params.sessionEpoch === FINAL_EPOCH) {
+      this.sessions.remove(session);
+      return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: [...acked.values()] };
+    }
+    for (const p of params.partitions) {
+      session.partitions.add(sessionPartitionKey(p.topic, p.partition));
+    }
+    for (const f of params.forgotten) {
+      session.partitions.delete(sessionPartitionKey(f.topic, f.partition));
+    }
+    let fetched = this.fetchAll(session, params);
+    const nothing = fetched.every((r) => r.acquired.length === 0 && r.errorCode === 0);
+    if (nothing && !hasAcks && params.maxWaitMs > 0 && session.partitions.size > 0) {
+      if (!(await this.waitForRecords(session, params))) fetched = [];
+      else fetched = this.fetchAll(session, params);
+    }
+    return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: merge(acked, fetched) };
+  }
+
+  /** ShareAcknowledge: acknowledgements only, on an open session (epoch 0 cannot open one). */
+  shareAcknowledge(
+    groupId: string,
+    memberId: string,
+    sessionEpoch: number,
+    partitions: readonly SharePartitionRequest[],
+  ): ShareResult {
+    if (sessionEpoch === INITIAL_EPOCH) {
+      return failed(
+        ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+        "ShareAcknowledge cannot open a session.",
+      );
+    }
+    let session: ShareSession;
+    try {
+      session = this.sessions.continue(groupId, memberId, sessionEpoch);
+    } catch (e) {
+      if (e instanceof KafkaError) return failed(e.code, e.message);
+      throw e;
+    }
+    const acked = this.acknowledgeAll(session, partitions);
+    if (sessionEpoch === FINAL_EPOCH) this.sessions.remove(session);
+    return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: [...acked.values()] };
+  }
+
+  /** The share-partition state, if this broker has it (ShareGroupDescribe offsets, tests). */
+  sharePartition(groupId: string, topic: string, partition: number): SharePartition | undefined {
+    return this.partitions.get(stateKey(groupId, topic, partition));
+  }
+
+  /**
+   * Starts the group's state for partitions it was just assigned, so `latest` means the end of
+   * the log when the group got the partition, not when its first fetch arrived.
+   */
+  initialize(groupId: string, topic: string, partition: number): void {
+    try {
+      const log = this.replicaManager.leaderFor(topic, partition).log;
+      this.partitionFor(groupId, topic, partition, log);
+    } catch (e) {
+      if (!(e instanceof KafkaError)) throw e;
+    }
+  }
+
+  /** AlterShareGroupOffsets: the partition starts at `offset` (the group has no members). */
+  resetOffset(groupId: string, topic: string, partition: number, offset: bigint): void {
+    this.sessions.removeGroup(groupId);
+    const log = this.replicaManager.leaderFor(topic, partition).log;
+    const bounded = offset < log.logStartOffset ? log.logStartOffset : offset;
+    const sp = this.partitionFor(groupId, topic, partition, log);
+    sp.resetTo(bounded > log.logEndOffset ? log.logEndOffset : bounded);
+  }
+
+  /** DeleteShareGroupOffsets and DeleteGroups: the group's state for the partition goes. */
+  deleteState(groupId: string, topic: string, partition: number): void {
+    const key = stateKey(groupId, topic, partition);
+    this.partitions.get(key)?.close();
+    this.partitions.delete(key);
+    this.store?.remove(groupId, topic, partition);
+  }
+
+  /** Every (group, topic, partition) with state here. */
+  states(): { groupId: string; topic: string; partition: number; state: SharePartition }[] {
+    return [...this.partitions].map(([key, state]) => ({ ...parseStateKey(key), state }));
+  }
+
+  close(): void {
+    for (const w of this.waiters) w.op.complete("cancelled");
+    for (const sp of this.partitions.values()) sp.close();
+  }
+
+  private acknowledgeAll(session: ShareSession, partitions: readonly SharePartitionRequest[]) {
+    const results = new Map<string, SharePartitionResult>();
+    for (const p of partitions) {
+      if (p.acks.length === 0) continue;
+      let ackErrorCode: number = ErrorCode.NONE;
+      const sp = this.partitions.get(stateKey(session.groupId, p.topic, p.partition));
+      for (const batch of p.acks) {
+        const code =
+          sp === undefined
+            ? ErrorCode.INVALID_RECORD_STATE
+            : sp.acknowledge(session.memberId, batch.firstOffset, batch.lastOffset, batch.types);
+        if (code !== ErrorCode.NONE) ackErrorCode = code;
+      }
+      results.set(sessionPartitionKey(p.topic, p.partition), {
+        ...emptyResult(p.topic, p.partition),
+        ackErrorCode,
+      });
+    }
+    return results;
+  }
+
+  private fetchAll(session: ShareSession, params: ShareFetchParams): SharePartitionResult[] {
+    let budgetBytes = Math.min(Math.max(0, params.maxBytes), this.settings.fetchMaxBytes);
+    let recordsLeft = Math.max(1, params.maxRecords);
+    const results: SharePartitionResult[] = [];
+    let first = true;
+    for (const key of session.partitions) {
+      if (budgetBytes <= 0 || recordsLeft <= 0) break;
+      const { topic, partition } = parseSessionPartitionKey(key);
+      const r = this.fetchOne(session, topic, partition, budgetBytes, recordsLeft, first);
+      if (r === null) continue;
+      for (const range of r.records) budgetBytes -= range.sizeBytes;
+      for (const a of r.acquired) recordsLeft -= Number(a.lastOffset - a.firstOffset) + 1;
+      if (r.records.length > 0) first = false;
+      results.push(r);
+    }
+    return results;
+  }
+
+  /** Acquires and reads one partition; null when it has nothing for this member now. */
+  private fetchOne(
+    session: ShareSession,
+    topic: string,
+    partition: number,
+    maxBytes: number,
+    maxRecords: number,
+    minOneMessage: boolean,
+  ): SharePartitionResult | null {
+    let log: UnifiedLog;
+    let sp: SharePartition;
+    try {
+      log = this.replicaManager.leaderFor(topic, partition).log;
+      sp = this.partitionFor(session.groupId, topic, partition, log);
+    } catch (e) {
+      if (!(e instanceof KafkaError)) throw e;
+      return { ...emptyResult(topic, partition), errorCode: e.code, errorMessage: e.message };
+    }
+    if (sp.startOffset < log.logStartOffset) sp.moveStartTo(log.logStartOffset);
+    const from = sp.nextFetchOffset();
+    if (from === null || from >= log.highWatermark) return null;
+    const read = log.read(from, maxBytes, { maxOffset: log.highWatermark, minOneMessage });
+    const range = read.ranges[0];
+    if (range === undefined) return null;
+    const batches = batchesOf(range);
+    const { acquired, batchesUsed } = sp.acquire(session.memberId, batches, maxRecords);
+    if (batchesUsed === 0) {
+      range.release();
+      return null;
+    }
+    const last = batches[batchesUsed - 1]!;
+    const sizeBytes = last.position + last.sizeBytes - range.position;
+    const records: FileRange[] = [
+      sizeBytes === range.sizeBytes
+        ? range
+        : { ...range, sizeBytes, release: () => range.release() },
+    ];
+    return { ...emptyResult(topic, partition), records, acquired };
+  }
+
+  /** Waits for an append to, or a release in, one of the session's partitions. */
+  private async waitForRecords(session: ShareSession, params: ShareFetchParams) {
+    const keys = [...session.partitions].map((k) => {
+      const { topic, partition } = parseSessionPartitionKey(k);
+      return topicPartitionKey(topic, partition);
+    });
+    const op = this.replicaManager.parkShareFetch(keys, params.maxWaitMs);
+    const waiter = {
+      op,
+      keys: new Set([...session.partitions].map((k) => `${session.groupId}\u0000${k}`)),
+    };
+    this.waiters.add(waiter);
+    const unsubscribe = params.onCancel(() => op.complete("cancelled"));
+    const outcome = await op.done;
+    unsubscribe();
+    this.waiters.delete(waiter);
+    return outcome !== "cancelled";
+  }
+
+  private partitionFor(groupId: string, topic: string, partition: number, log: UnifiedLog) {
+    const key = stateKey(groupId, topic, partition);
+    const existing = this.partitions.get(key);
+    if (existing !== undefined) return existing;
+    if (this.partitions.size >= SHARE_PARTITIONS_MAX) {
+      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "Too many share partitions.");
+    }
+    const stored = this.store?.load(groupId, topic, partition) ?? null;
+    const start =
+      stored?.startOffset ??
+      (this.autoOffsetReset(groupId) === "earliest" ? log.logStartOffset : log.highWatermark);
+    const sp = new SharePartition(
+      start,
+      this.settings,
+      () => this.wake(key),
+      () => this.store?.save(groupId, topic, partition, sp.snapshot()),
+    );
+    if (stored !== null) sp.restore(stored);
+    this.partitions.set(key, sp);
+    return sp;
+  }
+
+  private wake(key: string): void {
+    for (const w of this.waiters) if (w.keys.has(key)) w.op.complete("data");
+  }
+
+  private releaseSession(session: ShareSession): void {
+    for (const k of session.partitions) {
+      const { topic, partition } = parseSessionPartitionKey(k);
+      this.partitions
+        .get(stateKey(session.groupId, topic, partition))
+        ?.releaseMember(session.memberId);
+    }
+  }
+}
+
+function batchesOf(range: FileRange): BatchEntry[] {
+  const batches: BatchEntry[] = [];
+  scanBatchHeaders(range.fd, range.position, range.position + range.sizeBytes, (entry) => {
+    batches.push(entry);
+    return true;
+  });
+  return batches;
+}
+
+function stateKey(groupId: string, topic: string, partition: number): string {
+  return `${groupId}\u0000${topic}\u0000${partition}`;
+}
+
+function parseStateKey(key: string) {
+  const [groupId, topic, partition] = key.split("\u0000");
+  return { groupId: groupId!, topic: topic!, partition: Number(partition) };
+}
+
+function emptyResult(topic: string, partition: number): SharePartitionResult {
+  return {
+    topic,
+    partition,
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    ackErrorCode: ErrorCode.NONE,
+    records: [],
+    acquired: [],
+  };
+}
+
+function failed(errorCode: number, errorMessage: string): ShareResult {
+  return { errorCode, errorMessage, partitions: [] };
+}
+
+/** One entry per partition: a fetched partition carries its acknowledgement result too. */
+function merge(acked: Map<string, SharePartitionResult>, fetched: SharePartitionResult[]) {
+  const out = new Map(acked);
+  for (const r of fetched) {
+    const key = sessionPartitionKey(r.topic, r.partition);
+    const ack = acked.get(key);
+    out.set(key, ack === undefined ? r : { ...r, ackErrorCode: ack.ackErrorCode });
+  }
+  return [...out.values()];
+}

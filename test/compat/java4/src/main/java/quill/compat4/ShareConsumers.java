@@ -1,0 +1,247 @@
+package quill.compat4;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.ShareMemberDescription;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Share groups (KIP-932) with the Kafka 4.4 KafkaShareConsumer, all members on one partition.
+ * Usage: ShareConsumers MODE BOOTSTRAP TOPIC GROUP [ARG]; prints what it saw and "OK".
+ *
+ * exactly N RECORDS: N members in implicit mode; every record reaches exactly one member, and a
+ *   member joining afterwards finds nothing left.
+ * acks LIMIT: one member in explicit mode; r0 is RELEASEd once (redelivered with count 2), r1
+ *   REJECTed (never redelivered), "poison" always RELEASEd (delivered LIMIT times, then archived).
+ * hold: one member acquires 5 records, says "held 5" and waits to be killed (never acknowledges).
+ * takeover N: a member of the same group gets the N held records once their locks expire.
+ */
+public final class ShareConsumers {
+  private static final long DEADLINE_MS = 60_000;
+
+  private final String bootstrap;
+  private final String topic;
+  private final String group;
+
+  private ShareConsumers(String bootstrap, String topic, String group) {
+    this.bootstrap = bootstrap;
+    this.topic = topic;
+    this.group = group;
+  }
+
+  public static void main(String[] args) throws Exception {
+    ShareConsumers s = new ShareConsumers(args[1], args[2], args[3]);
+    switch (args[0]) {
+      case "exactly" -> s.exactly(Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+      case "acks" -> s.acks(Integer.parseInt(args[4]));
+      case "hold" -> s.hold();
+      case "takeover" -> s.takeover(Integer.parseInt(args[4]));
+      default -> throw new IllegalArgumentException(args[0]);
+    }
+    System.out.println("OK");
+    System.out.flush();
+  }
+
+  private void exactly(int members, int records) throws Exception {
+    createTopic();
+    Map<String, Integer> seen = new ConcurrentHashMap<>();
+    AtomicInteger duplicates = new AtomicInteger();
+    List<Thread> threads = new ArrayList<>();
+    List<AtomicInteger> counts = new ArrayList<>();
+    long deadline = System.currentTimeMillis() + DEADLINE_MS;
+    for (int i = 0; i < members; i++) {
+      AtomicInteger count = new AtomicInteger();
+      counts.add(count);
+      Thread t = new Thread(() -> {
+        try (KafkaShareConsumer<String, String> c = consumer("implicit")) {
+          c.subscribe(List.of(topic));
+          // Keep polling a little after the last record, so a duplicate would show up.
+          long quietUntil = Long.MAX_VALUE;
+          while (System.currentTimeMillis() < Math.min(deadline, quietUntil)) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+              count.incrementAndGet();
+              if (seen.put(r.value(), 1) != null) duplicates.incrementAndGet();
+            }
+            if (seen.size() >= records && quietUntil == Long.MAX_VALUE) {
+              quietUntil = System.currentTimeMillis() + 1_500;
+            }
+          }
+          c.commitSync();
+        }
+      });
+      t.start();
+      threads.add(t);
+    }
+    awaitMembers(members);
+    produce(values("v", records));
+    for (Thread t : threads) t.join();
+    for (int i = 0; i < members; i++) System.out.println("member " + i + " got " + counts.get(i));
+    System.out.println("distinct " + seen.size() + " duplicates " + duplicates.get());
+    check(seen.size() == records && duplicates.get() == 0, "not exactly once");
+    try (KafkaShareConsumer<String, String> late = consumer("implicit")) {
+      late.subscribe(List.of(topic));
+      int left = 0;
+      long until = System.currentTimeMillis() + 2_000;
+      while (System.currentTimeMillis() < until) left += late.poll(Duration.ofMillis(200)).count();
+      System.out.println("left " + left);
+      check(left == 0, "records left after every member accepted");
+    }
+  }
+
+  private void acks(int limit) throws Exception {
+    createTopic();
+    Map<String, Integer> deliveries = new TreeMap<>();
+    Map<String, Integer> lastCount = new TreeMap<>();
+    try (KafkaShareConsumer<String, String> c = consumer("explicit")) {
+      c.subscribe(List.of(topic));
+      c.poll(Duration.ofMillis(100));
+      awaitMembers(1);
+      List<String> vs = values("r", 5);
+      vs.add("poison");
+      produce(vs);
+      long deadline = System.currentTimeMillis() + DEADLINE_MS;
+      long quietUntil = Long.MAX_VALUE;
+      while (System.currentTimeMillis() < Math.min(deadline, quietUntil)) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+          String v = r.value();
+          int n = deliveries.merge(v, 1, Integer::sum);
+          lastCount.put(v, (int) r.deliveryCount().orElse((short) -1));
+          AcknowledgeType type = AcknowledgeType.ACCEPT;
+          if (v.equals("poison") || (v.equals("r0") && n == 1)) type = AcknowledgeType.RELEASE;
+          if (v.equals("r1")) type = AcknowledgeType.REJECT;
+          c.acknowledge(r, type);
+        }
+        c.commitSync();
+        if (deliveries.getOrDefault("poison", 0) >= limit && quietUntil == Long.MAX_VALUE) {
+          quietUntil = System.currentTimeMillis() + 1_500;
+        }
+      }
+    }
+    System.out.println("deliveries " + deliveries);
+    System.out.println("counts " + lastCount);
+    check(deliveries.get("r0") == 2 && lastCount.get("r0") == 2, "r0 not redelivered once");
+    check(deliveries.get("r1") == 1, "r1 redelivered after REJECT");
+    check(deliveries.get("poison") == limit, "poison not archived at the limit");
+  }
+
+  private void hold() throws Exception {
+    createTopic();
+    try (KafkaShareConsumer<String, String> c = consumer("explicit")) {
+      c.subscribe(List.of(topic));
+      c.poll(Duration.ofMillis(100));
+      awaitMembers(1);
+      produce(values("h", 5));
+      int held = 0;
+      long deadline = System.currentTimeMillis() + DEADLINE_MS;
+      while (held < 5 && System.currentTimeMillis() < deadline) {
+        held += c.poll(Duration.ofMillis(200)).count();
+      }
+      System.out.println("held " + held);
+      System.out.flush();
+      Thread.sleep(DEADLINE_MS);
+    }
+  }
+
+  private void takeover(int expected) throws Exception {
+    long start = System.currentTimeMillis();
+    int got = 0;
+    try (KafkaShareConsumer<String, String> c = consumer("explicit")) {
+      c.subscribe(List.of(topic));
+      long deadline = start + DEADLINE_MS;
+      while (got < expected && System.currentTimeMillis() < deadline) {
+        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+          got++;
+          System.out.println("took " + r.value() + " count " + r.deliveryCount().orElse((short) -1));
+          c.acknowledge(r, AcknowledgeType.ACCEPT);
+        }
+        c.commitSync();
+      }
+    }
+    check(got == expected, "took " + got + " of " + expected);
+  }
+
+  private KafkaShareConsumer<String, String> consumer(String ackMode) {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("group.id", group);
+    p.put("share.acknowledgement.mode", ackMode);
+    // Small fetches, so that the members of one partition take turns.
+    p.put("max.poll.records", "10");
+    p.put("key.deserializer", StringDeserializer.class.getName());
+    p.put("value.deserializer", StringDeserializer.class.getName());
+    return new KafkaShareConsumer<>(p);
+  }
+
+  private void createTopic() throws Exception {
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+    }
+  }
+
+  /** Waits until the group has this many members, each assigned the partition. */
+  private void awaitMembers(int members) throws Exception {
+    long deadline = System.currentTimeMillis() + DEADLINE_MS;
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      while (System.currentTimeMillis() < deadline) {
+        ShareGroupDescription d;
+        try {
+          d = admin.describeShareGroups(List.of(group)).all().get().get(group);
+        } catch (ExecutionException e) {
+          // Not there until the first member's heartbeat.
+          if (!(e.getCause() instanceof GroupIdNotFoundException)) throw e;
+          Thread.sleep(100);
+          continue;
+        }
+        Collection<ShareMemberDescription> ms = d.members();
+        boolean assigned =
+            ms.size() == members
+                && ms.stream().allMatch(m -> !m.assignment().topicPartitions().isEmpty());
+        if (assigned) {
+          System.out.println("described " + d.groupState() + " members " + ms.size());
+          return;
+        }
+        Thread.sleep(100);
+      }
+    }
+    throw new IllegalStateException("members not assigned in time");
+  }
+
+  private static List<String> values(String prefix, int count) {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < count; i++) out.add(prefix + i);
+    return out;
+  }
+
+  private void produce(List<String> values) throws Exception {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("key.serializer", StringSerializer.class.getName());
+    p.put("value.serializer", StringSerializer.class.getName());
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      for (String v : values) producer.send(new ProducerRecord<>(topic, 0, null, v));
+      producer.flush();
+    }
+  }
+
+  private static void check(boolean ok, String what) {
+    if (!ok) throw new IllegalStateException(what);
+  }
+}

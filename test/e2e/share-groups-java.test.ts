@@ -1,0 +1,112 @@
+// Share groups (KIP-932) with the Kafka 4.4 Java KafkaShareConsumer (test/compat/java4,
+// ShareConsumers.java), several members on one partition: every record accepted exactly once,
+// RELEASE redelivers, REJECT archives, the delivery count limit archives a poison record, and a
+// killed member's records come back to another member once their locks expire.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type InProcessBroker,
+  REPO_ROOT,
+  startInProcessBroker,
+} from "../support/broker-harness.ts";
+
+const JAVA_DIR = join(REPO_ROOT, "test", "compat", "java4");
+const LOCK_MS = 2_000;
+const DELIVERY_LIMIT = 3;
+
+let broker: InProcessBroker;
+
+function javaCommand(args: string[]): string[] {
+  const classpath = readFileSync(join(JAVA_DIR, "target", "classpath.txt"), "utf8").trim();
+  return [
+    "java",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    "-cp",
+    `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
+    "quill.compat4.ShareConsumers",
+    ...args,
+  ];
+}
+
+async function run(args: string[]): Promise<string[]> {
+  const proc = Bun.spawn(javaCommand(args), { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  if (code !== 0) console.log(out, err);
+  expect(code).toBe(0);
+  const lines = out.trim().split("\n");
+  expect(lines.at(-1)).toBe("OK");
+  return lines;
+}
+
+beforeAll(async () => {
+  const built = existsSync(
+    join(JAVA_DIR, "target", "classes", "quill", "compat4", "ShareConsumers.class"),
+  );
+  if (!built) {
+    const mvn = Bun.spawnSync(
+      [
+        "mvn",
+        "-q",
+        "package",
+        "dependency:build-classpath",
+        "-Dmdep.outputFile=target/classpath.txt",
+      ],
+      { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" },
+    );
+    if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
+  }
+  broker = await startInProcessBroker({
+    settings: {
+      "group.share.heartbeat.interval.ms": "300",
+      "group.share.record.lock.duration.ms": String(LOCK_MS),
+      "group.share.delivery.count.limit": String(DELIVERY_LIMIT),
+    },
+  });
+}, 300_000);
+
+afterAll(async () => {
+  await broker?.stop();
+});
+
+test("three share consumers on one partition get every record exactly once", async () => {
+  const lines = await run(["exactly", broker.bootstrap, "share-exactly", "g-exactly", "3", "300"]);
+  expect(lines).toContain("distinct 300 duplicates 0");
+  expect(lines).toContain("left 0");
+  expect(lines).toContain("described Stable members 3");
+  // More than one member did work: the partition is shared, not owned.
+  const busy = lines.filter((l) => /^member \d got [1-9]/.test(l));
+  expect(busy.length).toBeGreaterThan(1);
+}, 90_000);
+
+test("RELEASE redelivers, REJECT archives, the delivery limit archives a poison record", async () => {
+  const lines = await run(["acks", broker.bootstrap, "share-acks", "g-acks", `${DELIVERY_LIMIT}`]);
+  expect(lines).toContain(`deliveries {poison=${DELIVERY_LIMIT}, r0=2, r1=1, r2=1, r3=1, r4=1}`);
+}, 90_000);
+
+test("a killed member's acquired records go to another member after the lock", async () => {
+  const holder = Bun.spawn(javaCommand(["hold", broker.bootstrap, "share-kill", "g-kill"]), {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = holder.stdout.getReader();
+  let out = "";
+  while (!out.includes("held 5")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += new TextDecoder().decode(value);
+  }
+  expect(out).toContain("held 5");
+  holder.kill("SIGKILL");
+  await holder.exited;
+  const killedAt = Date.now();
+  const lines = await run(["takeover", broker.bootstrap, "share-kill", "g-kill", "5"]);
+  const took = lines.filter((l) => l.startsWith("took "));
+  expect(took.sort()).toEqual([0, 1, 2, 3, 4].map((i) => `took h${i} count 2`));
+  // Not before the holder's locks ran out (they were taken before the kill).
+  expect(Date.now() - killedAt).toBeGreaterThanOrEqual(LOCK_MS / 2);
+}, 90_000);
