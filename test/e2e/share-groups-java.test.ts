@@ -100,6 +100,7 @@ test("a killed member's acquired records go to another member after the lock", a
     if (done) break;
     out += new TextDecoder().decode(value);
   }
+  if (!out.includes("held 5")) console.log(out, await new Response(holder.stderr).text());
   expect(out).toContain("held 5");
   holder.kill("SIGKILL");
   await holder.exited;

@@ -235,6 +235,8 @@ public final class ShareConsumers {
     p.put("bootstrap.servers", bootstrap);
     p.put("key.serializer", StringSerializer.class.getName());
     p.put("value.serializer", StringSerializer.class.getName());
+    // One batch: an explicit-mode member that holds records cannot poll again without acking.
+    p.put("linger.ms", "200");
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
       for (String v : values) producer.send(new ProducerRecord<>(topic, 0, null, v));
       producer.flush();
