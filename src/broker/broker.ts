@@ -507,6 +507,7 @@ async function serve(
       maxConnections: config["max.connections"],
       maxInFlightRequestsPerConnection: config["queued.max.requests"],
       connectionsMaxIdleMs: Math.max(1, Math.min(config["connections.max.idle.ms"], 2 ** 31 - 1)),
+      failedAuthenticationDelayMs: config["connection.failed.authentication.delay.ms"],
       ...(config["queued.max.request.bytes"] === null
         ? {}
         : { queuedMaxRequestBytes: config["queued.max.request.bytes"] }),

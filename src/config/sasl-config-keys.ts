@@ -1,4 +1,4 @@
-import { type ConfigKey, key, list, long, nullableKey, oneOf } from "./config-key.ts";
+import { type ConfigKey, int, key, list, long, nullableKey, oneOf } from "./config-key.ts";
 import { password } from "./ssl-config-keys.ts";
 
 /**
@@ -27,6 +27,13 @@ export const SASL_CONFIG_KEYS = {
       "is SASL_PLAINTEXT or SASL_SSL, with the username and password options of that " +
       "listener's JAAS config for the mechanism (Kafka's default, GSSAPI, is not implemented: " +
       "set it).",
+  ),
+  "connection.failed.authentication.delay.ms": key(
+    int({ min: 0 }),
+    100,
+    "How long a connection whose authentication failed stays open after its error response " +
+      "(Kafka's KIP-306), so that clients read the error before the connection closes; 0: " +
+      "closed with the response.",
   ),
   "connections.max.reauth.ms": key(
     long({ min: 0n }),

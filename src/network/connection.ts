@@ -92,6 +92,9 @@ export class Connection implements ConnectionContext, PoolMember {
   private lastFrameReserved = false;
   /** While set, a quota throttle mutes the connection: no request is read (KIP-219). */
   private unmuteTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The close after a failed authentication waits until then (see `endDelayed`). */
+  private endNotBeforeMs = 0;
+  private endTimer: ReturnType<typeof setTimeout> | null = null;
   private mutedUntilMs = 0;
 
   constructor(
@@ -191,6 +194,7 @@ export class Connection implements ConnectionContext, PoolMember {
     if (this.closed) return;
     this.closed = true;
     if (this.unmuteTimer !== null) clearTimeout(this.unmuteTimer);
+    if (this.endTimer !== null) clearTimeout(this.endTimer);
     this.writer.releaseAll();
     if (this.pool !== null) {
       this.pool.leave(this);
@@ -236,12 +240,29 @@ export class Connection implements ConnectionContext, PoolMember {
     if (this.closed) return;
     // After a "close" response, later requests are not waited for: their responses are dropped.
     const idle = this.writer.isEmpty && (this.discardResponses || this.inFlightRequests === 0);
-    if (this.endWhenIdle && idle) {
+    if (this.endWhenIdle && idle && !this.endDelayed()) {
       this.socket.end();
       this.onClosed();
       return;
     }
     this.updateReading();
+  }
+
+  /**
+   * Whether the close waits: as Kafka (KIP-306), a connection whose authentication failed is
+   * closed a moment after its error response, not with it. A client that reads the response and
+   * the end of the stream in one read may drop the response and see only a lost connection
+   * (kafka-python 3.0 does), instead of the authentication error.
+   */
+  private endDelayed(): boolean {
+    const waitMs = this.endNotBeforeMs - Date.now();
+    if (waitMs <= 0) return false;
+    this.endTimer ??= setTimeout(() => {
+      this.endTimer = null;
+      this.endNotBeforeMs = 0;
+      if (!this.closed) this.service();
+    }, waitMs);
+    return true;
   }
 
   private canDispatch(): boolean {
@@ -401,6 +422,7 @@ export class Connection implements ConnectionContext, PoolMember {
       if (response.closeAfter === true) {
         this.discardResponses = true;
         this.endWhenIdle = true;
+        this.endNotBeforeMs = Date.now() + this.options.limits.failedAuthenticationDelayMs;
       }
       if (response.throttleMs !== undefined && response.throttleMs > 0) {
         this.mute(response.throttleMs);

@@ -31,6 +31,11 @@ export interface NetworkLimits {
    * default). Unset: `defaultQueuedMaxRequestBytes`.
    */
   queuedMaxRequestBytes: number;
+  /**
+   * `connection.failed.authentication.delay.ms`: how long a connection whose SASL
+   * authentication failed stays open after its error response (Kafka's KIP-306); 0: none.
+   */
+  failedAuthenticationDelayMs: number;
 }
 
 export const DEFAULT_NETWORK_LIMITS: Readonly<NetworkLimits> = Object.freeze({
@@ -40,6 +45,7 @@ export const DEFAULT_NETWORK_LIMITS: Readonly<NetworkLimits> = Object.freeze({
   maxConnections: 2147483647,
   connectionsMaxIdleMs: 600000,
   queuedMaxRequestBytes: -1,
+  failedAuthenticationDelayMs: 100,
 });
 
 /** The Kafka-style configuration key of each limit, for the config layer and log lines. */
@@ -50,6 +56,7 @@ export const NETWORK_LIMIT_KEYS: Readonly<Record<keyof NetworkLimits, string>> =
   maxConnections: "max.connections",
   connectionsMaxIdleMs: "connections.max.idle.ms",
   queuedMaxRequestBytes: "queued.max.request.bytes",
+  failedAuthenticationDelayMs: "connection.failed.authentication.delay.ms",
 });
 
 /** Fills unset limits with defaults and checks each is a positive integer. */
@@ -62,7 +69,8 @@ export function resolveNetworkLimits(partial: Partial<NetworkLimits> = {}): Netw
     const value = limits[key];
     assert(Number.isSafeInteger(value), `${NETWORK_LIMIT_KEYS[key]} must be an integer: ${value}`);
     const unlimited = key === "queuedMaxRequestBytes" && value === -1;
-    assert(value > 0 || unlimited, `${NETWORK_LIMIT_KEYS[key]} must be positive: ${value}`);
+    const none = key === "failedAuthenticationDelayMs" && value === 0;
+    assert(value > 0 || unlimited || none, `${NETWORK_LIMIT_KEYS[key]} must be positive: ${value}`);
   }
   // A frame is at most 2^31 - 1 bytes: its size prefix is a signed 32-bit integer.
   assert(limits.socketRequestMaxBytes <= 0x7fffffff, `socket.request.max.bytes too large`);
