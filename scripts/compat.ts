@@ -4,12 +4,20 @@
  * prints a client × step table, writes it to .compat/results.md and .compat/results.json and
  * exits non-zero if any cell failed or any client could not run.
  *
- *   bun scripts/compat.ts [--binary dist/quill] [--zookeeper] [--brokers N] [CLIENT...]
+ *   bun scripts/compat.ts [--binary dist/quill] [--zookeeper] [--brokers N]
+ *                         [--security sasl_ssl] [CLIENT...]
  *
  * --zookeeper starts a ZooKeeper (Debian's package, as the ZooKeeper-mode tests do) and runs the
  * broker in ZooKeeper mode against it; the results go to .compat/results-zookeeper.*.
  * --brokers N runs a cluster of N brokers in ZooKeeper mode, topics replicated to all of them
  * (default.replication.factor=N); the results go to .compat/results-cluster.*.
+ *
+ * --security sasl_ssl gives every broker a SASL_SSL listener (SCRAM-SHA-512, a throwaway CA and
+ * server certificate made with openssl) beside the PLAINTEXT one the brokers replicate over, makes
+ * one SCRAM user through AlterUserScramCredentials, and runs the clients that take security
+ * settings (SECURITY_CLIENTS: all but kcat and kafkajs, tested over SASL_SSL by npm test) over
+ * SASL_SSL; each runs a wrong-password step first, then the whole scenario. The results go to
+ * .compat/results[-zookeeper|-cluster]-sasl-ssl.*.
  *
  * After the client libraries come real Kafka applications (test/compat/apps, jars from Maven
  * Central): a Kafka Streams word count restored from its changelog, a distributed Kafka Connect
@@ -25,7 +33,7 @@
  * ~/.m2, the Go module and build caches, and Python virtual environments (with pip's cache)
  * under $XDG_CACHE_HOME/quill-compat (default ~/.cache/quill-compat).
  */
-import { createHash } from "node:crypto";
+import { createHash, pbkdf2Sync } from "node:crypto";
 import {
   appendFileSync,
   existsSync,
@@ -38,9 +46,14 @@ import {
 import { homedir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { ErrorCode } from "../src/protocol/errors.ts";
+import { ApiKey } from "../src/protocol/generated/index.ts";
+import { SCRAM_MECHANISM_IDS } from "../src/security/scram.ts";
 import { APPLICATION_STEPS, type Application } from "../test/compat/support/application-steps.ts";
-import { STEPS } from "../test/compat/support/scenario-steps.ts";
+import { SECURITY_CLIENTS, SECURITY_STEPS, STEPS } from "../test/compat/support/scenario-steps.ts";
+import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
+import { makeSaslSsl, type SaslSsl, saslSslBrokerSettings } from "./bench-vs-kafka/sasl-ssl.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
@@ -88,6 +101,8 @@ interface ClientResult {
   readonly cells: Record<string, Cell>;
   /** The steps of the row: the scenario's, or an application's own. */
   readonly steps: readonly string[];
+  /** An application (its own steps, the second table) rather than a client library. */
+  readonly application: boolean;
   /** Set when the client did not run at all (toolchain missing, build failed). */
   problem?: string;
   brokerLog: string[];
@@ -228,11 +243,16 @@ interface Broker {
   readonly logPath: string;
 }
 
+/** The SCRAM user the clients log in as over SASL_SSL. */
+const SCRAM_USER = { name: "compat", password: "compat-secret", iterations: 4096 };
+
 interface BrokerSettings {
   readonly binary: string | undefined;
   readonly zooKeeper: string | undefined;
   /** More than one needs ZooKeeper; each gets its own id and data dir. */
   readonly brokerCount: number;
+  /** --security sasl_ssl: the certificates of the SASL_SSL listener every broker gets. */
+  readonly saslSsl: SaslSsl | undefined;
 }
 
 async function startBrokers(settings: BrokerSettings): Promise<Broker> {
@@ -240,6 +260,7 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
   writeFileSync(logPath, "");
   const processes: Subprocess[] = [];
   const addresses: string[] = [];
+  let plaintextPort = 0;
   for (let id = 0; id < settings.brokerCount; id++) {
     const prefix = settings.brokerCount > 1 ? `[broker ${id}] ` : "";
     const started = await startBroker(settings, id, (line) =>
@@ -247,7 +268,9 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
     );
     processes.push(started.process);
     addresses.push(started.address);
+    if (id === 0) plaintextPort = started.plaintextPort;
   }
+  if (settings.saslSsl) await addScramUser(plaintextPort);
   return {
     processes,
     addresses,
@@ -306,19 +329,44 @@ async function killAndRestart(broker: Broker, id: number, dir: string): Promise<
   }
 }
 
+/**
+ * The SCRAM-SHA-512 user, made as Kafka's tools make one (AlterUserScramCredentials, here over
+ * the PLAINTEXT listener): stored in ZooKeeper or the embedded store, seen by every broker.
+ */
+async function addScramUser(plaintextPort: number): Promise<void> {
+  const salt = crypto.getRandomValues(new Uint8Array(32));
+  const { name, password, iterations } = SCRAM_USER;
+  const saltedPassword = new Uint8Array(pbkdf2Sync(password, salt, iterations, 64, "sha512"));
+  const mechanism = SCRAM_MECHANISM_IDS["SCRAM-SHA-512"];
+  const answer = await requestOnce(plaintextPort, ApiKey.AlterUserScramCredentials, 0, {
+    deletions: [],
+    upsertions: [{ name, mechanism, iterations, salt, saltedPassword }],
+  });
+  const code = answer.results[0]?.errorCode;
+  if (code !== ErrorCode.NONE) throw new Error(`AlterUserScramCredentials failed: ${code}`);
+}
+
+/** The listener flags: one PLAINTEXT listener, or SASL_SSL first and PLAINTEXT beside it. */
+function listenerFlags(settings: BrokerSettings, port: number): string[] {
+  if (!settings.saslSsl) return ["--listen", `127.0.0.1:${port}`];
+  const listeners = `SASL_SSL://127.0.0.1:${port},PLAINTEXT://127.0.0.1:0`;
+  const keys = Object.entries(saslSslBrokerSettings(settings.saslSsl));
+  return ["--set", `listeners=${listeners}`, ...keys.flatMap(([k, v]) => ["--set", `${k}=${v}`])];
+}
+
 async function startBroker(
   settings: BrokerSettings,
   id: number,
   log: (line: string) => void,
   port = 0,
-): Promise<{ process: Subprocess; address: string }> {
+): Promise<{ process: Subprocess; address: string; plaintextPort: number }> {
   const command = settings.binary ? [settings.binary] : [bun, join(ROOT, "src", "main.ts")];
   const clusterArgs = settings.zooKeeper ? ["--zookeeper", settings.zooKeeper] : [];
   // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
   // auto-creation; the other clients create their topic explicitly. Topics are replicated to
   // every broker, as a production cluster would have them.
   const flags = [
-    ...["serve", "--listen", `127.0.0.1:${port}`, "--data-dir", join(RUN_DIR, `data-${id}`)],
+    ...["serve", ...listenerFlags(settings, port), "--data-dir", join(RUN_DIR, `data-${id}`)],
     ...["--broker-id", String(id), "--set", "num.partitions=3"],
     ...["--set", `default.replication.factor=${settings.brokerCount}`, ...clusterArgs],
   ];
@@ -327,6 +375,7 @@ async function startBroker(
     stdout: "pipe",
     stderr: "pipe",
   });
+  let plaintextPort = 0;
   const address = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`broker ${id} printed no listening line`)),
@@ -337,6 +386,7 @@ async function startBroker(
       const match = /listening on ([^\s:]+):(\d+)/.exec(line);
       if (match) {
         clearTimeout(timer);
+        plaintextPort = Number(/:(\d+) \(PLAINTEXT\)/.exec(line)?.[1] ?? 0);
         resolve(`${match[1]}:${match[2]}`);
       }
     };
@@ -346,7 +396,7 @@ async function startBroker(
       reject(new Error(`broker ${id} exited with code ${code}`)),
     );
   });
-  return { process: brokerProcess, address };
+  return { process: brokerProcess, address, plaintextPort };
 }
 
 async function pumpLines(
@@ -427,7 +477,8 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
     client: spec.name,
     version: "?",
     cells: {},
-    steps: spec.steps ?? STEPS,
+    steps: spec.steps ?? (broker.settings.saslSsl ? [...SECURITY_STEPS, ...STEPS] : STEPS),
+    application: spec.steps !== undefined,
     brokerLog: [],
     durationMs: 0,
   };
@@ -461,6 +512,7 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
       BOOTSTRAP_SERVERS: broker.addresses.join(","),
       WORK_DIR: workDir,
       BROKER_CONTROL: brokerControl,
+      ...securityEnv(broker.settings.saslSsl),
     },
     timeoutMs: RUN_TIMEOUT_MS,
     logPrefix: join(RUN_DIR, spec.name),
@@ -476,6 +528,18 @@ async function runClient(spec: ClientSpec, broker: Broker): Promise<ClientResult
     .slice(-BROKER_LOG_LINES_MAX);
   result.durationMs = Date.now() - startedMs;
   return result;
+}
+
+/** The settings a client program logs in with over SASL_SSL (test/compat/support/scenario.ts). */
+function securityEnv(saslSsl: SaslSsl | undefined): Record<string, string> {
+  if (!saslSsl) return {};
+  return {
+    SECURITY_PROTOCOL: "SASL_SSL",
+    SASL_MECHANISM: "SCRAM-SHA-512",
+    SASL_USERNAME: SCRAM_USER.name,
+    SASL_PASSWORD: SCRAM_USER.password,
+    SSL_CA_LOCATION: saslSsl.caPem,
+  };
 }
 
 function parseClientOutput(stdout: string, result: ClientResult): void {
@@ -545,19 +609,20 @@ function cellText(cell: Cell | undefined, notes: string[], client: string, step:
 
 function markdown(results: readonly ClientResult[], broker: string): string {
   const notes: string[] = [];
-  const header = `| client | version | ${STEPS.join(" | ")} |`;
-  const rule = `|${" --- |".repeat(STEPS.length + 2)}`;
-  const clients = results.filter((result) => result.steps === STEPS);
+  const clients = results.filter((result) => !result.application);
+  const steps = clients[0]?.steps ?? STEPS;
+  const header = `| client | version | ${steps.join(" | ")} |`;
+  const rule = `|${" --- |".repeat(steps.length + 2)}`;
   const rows = clients.map((result) => {
     const cells = result.problem
-      ? STEPS.map(() => (result.problem?.startsWith("skipped") ? result.problem : "**FAIL**"))
-      : STEPS.map((step) => cellText(result.cells[step], notes, result.client, step));
+      ? steps.map(() => (result.problem?.startsWith("skipped") ? result.problem : "**FAIL**"))
+      : steps.map((step) => cellText(result.cells[step], notes, result.client, step));
     if (result.problem && !result.problem.startsWith("skipped"))
       notes.push(`${result.client}: ${result.problem}`);
     return `| ${result.client} | ${result.version} | ${cells.join(" | ")} |`;
   });
   const applications = applicationRows(
-    results.filter((r) => r.steps !== STEPS),
+    results.filter((r) => r.application),
     notes,
   );
   const noteLines = notes.map((note, i) => `${i + 1}. ${note.replaceAll("\n", " ")}`);
@@ -646,6 +711,8 @@ interface Options {
   readonly zooKeeper: boolean;
   /** Brokers in the cluster (`--brokers N`, which implies `--zookeeper`); 1 by default. */
   readonly brokerCount: number;
+  /** `--security sasl_ssl`: the clients connect over SASL_SSL with SCRAM-SHA-512. */
+  readonly saslSsl: boolean;
   readonly clients: readonly ClientSpec[];
 }
 
@@ -659,26 +726,39 @@ function parseArgs(args: string[]): Options | string {
   if (!Number.isInteger(brokerCount) || brokerCount < 1 || brokerCount > BROKERS_MAX) {
     return `--brokers takes a count from 1 to ${BROKERS_MAX}`;
   }
-  const unknown = args.filter((name) => !CLIENTS.some((client) => client.name === name));
+  const securityIndex = args.indexOf("--security");
+  const security = securityIndex >= 0 ? args.splice(securityIndex, 2)[1] : undefined;
+  if (security !== undefined && security !== "sasl_ssl") return "--security takes sasl_ssl";
+  // Over SASL_SSL only the programs that take security settings can run.
+  const runnable = security ? CLIENTS.filter(takesSecurity) : CLIENTS;
+  const unknown = args.filter((name) => !runnable.some((client) => client.name === name));
   if (unknown.length > 0) {
-    const known = CLIENTS.map((client) => client.name).join(", ");
-    return `unknown client(s) ${unknown.join(", ")}; known: ${known}`;
+    const known = runnable.map((client) => client.name).join(", ");
+    const over = security ? " over SASL_SSL" : "";
+    return `unknown client(s) ${unknown.join(", ")}; known${over}: ${known}`;
   }
   return {
     // The broker runs in .compat/, so a relative path is resolved against where we were started.
     binary: binaryArg === undefined ? undefined : resolve(binaryArg),
     zooKeeper: zooKeeperIndex >= 0 || brokerCount > 1,
     brokerCount,
-    clients: args.length > 0 ? CLIENTS.filter((client) => args.includes(client.name)) : CLIENTS,
+    saslSsl: security !== undefined,
+    clients: args.length > 0 ? runnable.filter((client) => args.includes(client.name)) : runnable,
   };
+}
+
+function takesSecurity(spec: ClientSpec): boolean {
+  return (SECURITY_CLIENTS as readonly string[]).includes(spec.name);
 }
 
 async function runAll(options: Options, label: string): Promise<ClientResult[]> {
   const zooKeeper = options.zooKeeper ? await startZooKeeper() : undefined;
+  const saslSsl = options.saslSsl ? makeSaslSsl() : undefined;
   const broker = await startBrokers({
     binary: options.binary,
     zooKeeper: zooKeeper?.connectString,
     brokerCount: options.brokerCount,
+    saslSsl,
   });
   console.log(
     `::: broker on ${broker.bootstrap} (${label}), log in ${relative(ROOT, broker.logPath)}`,
@@ -694,6 +774,7 @@ async function runAll(options: Options, label: string): Promise<ClientResult[]> 
     for (const brokerProcess of broker.processes) brokerProcess.kill("SIGTERM");
     await Promise.all(broker.processes.map((brokerProcess) => brokerProcess.exited));
     await zooKeeper?.stop();
+    saslSsl?.remove();
     // The logs stay for a look after a failure; the records are only test data.
     for (let id = 0; id < options.brokerCount; id++) {
       rmSync(join(RUN_DIR, `data-${id}`), { recursive: true, force: true });
@@ -709,8 +790,9 @@ function modeOf(options: Options): "embedded" | "zookeeper" | "cluster" {
 
 function modeLabel(options: Options): string {
   const mode = modeOf(options);
-  if (mode === "cluster") return `, ${options.brokerCount} brokers in ZooKeeper mode`;
-  return mode === "zookeeper" ? ", ZooKeeper mode" : "";
+  const security = options.saslSsl ? ", SASL_SSL with SCRAM-SHA-512" : "";
+  if (mode === "cluster") return `, ${options.brokerCount} brokers in ZooKeeper mode${security}`;
+  return (mode === "zookeeper" ? ", ZooKeeper mode" : "") + security;
 }
 
 async function main(): Promise<number> {
@@ -725,11 +807,12 @@ async function main(): Promise<number> {
   const label = (options.binary ?? "bun src/main.ts") + modeLabel(options);
   const results = await runAll(options, label);
   // Each mode keeps its own results, so one run of each can be compared.
-  const resultsName = {
-    embedded: "results",
-    zookeeper: "results-zookeeper",
-    cluster: "results-cluster",
-  }[modeOf(options)];
+  const resultsName =
+    {
+      embedded: "results",
+      zookeeper: "results-zookeeper",
+      cluster: "results-cluster",
+    }[modeOf(options)] + (options.saslSsl ? "-sasl-ssl" : "");
   const table = markdown(results, label);
   writeFileSync(join(OUT_DIR, `${resultsName}.md`), table);
   writeFileSync(join(OUT_DIR, `${resultsName}.json`), `${JSON.stringify(results, null, 2)}\n`);

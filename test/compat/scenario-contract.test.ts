@@ -6,7 +6,7 @@ import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { APPLICATION_STEPS } from "./support/application-steps.ts";
-import { DEPENDS_ON, STEPS } from "./support/scenario-steps.ts";
+import { DEPENDS_ON, SECURITY_CLIENTS, SECURITY_STEPS, STEPS } from "./support/scenario-steps.ts";
 
 const dir = import.meta.dir;
 const SOURCES = {
@@ -29,7 +29,7 @@ function dependencyTable(source: string): Record<string, string[]> {
 for (const [language, path] of Object.entries(SOURCES)) {
   test(`${language} skips the same steps after the same failures as scenario-steps.ts`, () => {
     const table = dependencyTable(readFileSync(path, "utf8"));
-    for (const step of STEPS) {
+    for (const step of [...SECURITY_STEPS, ...STEPS]) {
       expect({ step, dependsOn: table[step] ?? [] }).toEqual({
         step,
         dependsOn: [...DEPENDS_ON[step]],
@@ -85,7 +85,9 @@ test("every client program runs each step, or marks it n/a with a reason, in the
     const steps = [...readFileSync(path, "utf8").matchAll(call)]
       .map((m) => m[1])
       .filter((step, i, all) => step !== all[i - 1]);
-    expect({ client, steps }).toEqual({ client, steps: [...STEPS] });
+    const secure = (SECURITY_CLIENTS as readonly string[]).includes(client);
+    const expected = secure ? [...SECURITY_STEPS, ...STEPS] : [...STEPS];
+    expect({ client, steps }).toEqual({ client, steps: expected });
   }
 });
 

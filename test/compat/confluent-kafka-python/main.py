@@ -12,6 +12,7 @@ from confluent_kafka import (  # noqa: E402
     OFFSET_BEGINNING,
     Consumer,
     ConsumerGroupState,
+    KafkaError,
     Producer,
     TopicPartition,
 )
@@ -24,6 +25,7 @@ from scenario import (  # noqa: E402
     PARTITION_COUNT,
     RECORDS_PER_CODEC,
     RESTART_TIMEOUT_S,
+    SECURITY_PROTOCOL,
     SENTINEL_COUNT,
     TOPIC,
     TXN_END_OFFSET,
@@ -57,6 +59,38 @@ def last_error():
     return f"; last client error: {client_errors[-1]}" if client_errors else ""
 
 
+def connection(password=None):
+    """The bootstrap servers and security settings every client starts from (see scenario.ts):
+    without SECURITY_PROTOCOL plaintext, else SASL over TLS trusting SSL_CA_LOCATION."""
+    config = {"bootstrap.servers": BOOTSTRAP}
+    if SECURITY_PROTOCOL:
+        config.update(
+            {
+                "security.protocol": SECURITY_PROTOCOL,
+                "sasl.mechanisms": os.environ["SASL_MECHANISM"],
+                "sasl.username": os.environ["SASL_USERNAME"],
+                "sasl.password": password or os.environ["SASL_PASSWORD"],
+                "ssl.ca.location": os.environ["SSL_CA_LOCATION"],
+            }
+        )
+    return config
+
+
+def wrong_password():
+    """librdkafka reports a failed authentication through error_cb as _AUTHENTICATION, with the
+    broker's message, and keeps retrying; a request meanwhile times out."""
+    failures = []
+    wrong = connection("not-" + os.environ["SASL_PASSWORD"])
+    admin = AdminClient({**wrong, "error_cb": failures.append})
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = [e for e in failures if e.code() == KafkaError._AUTHENTICATION]
+        if found:
+            return found[0].str()
+        admin.poll(0.1)
+    raise AssertionError(f"no authentication error within 30 s: {[str(e) for e in failures]}")
+
+
 class Member:
     def __init__(self, index):
         self.index = index
@@ -64,7 +98,7 @@ class Member:
         self.assigned = False
         self.consumer = Consumer(
             {
-                "bootstrap.servers": BOOTSTRAP,
+                **connection(),
                 "group.id": GROUP,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
@@ -117,7 +151,7 @@ def poll_for(members, seconds):
 
 def produce(codec):
     producer = Producer(
-        {"bootstrap.servers": BOOTSTRAP, "compression.type": codec, "error_cb": on_error}
+        {**connection(), "compression.type": codec, "error_cb": on_error}
     )
     failures = []
 
@@ -154,7 +188,7 @@ class Transactions:
     def producer(self, name):
         producer = Producer(
             {
-                "bootstrap.servers": BOOTSTRAP,
+                **connection(),
                 "transactional.id": f"{TOPIC}-{name}",
                 "error_cb": on_error,
             }
@@ -177,7 +211,7 @@ class Transactions:
                 producer.commit_transaction(30)
         self.reader = Consumer(
             {
-                "bootstrap.servers": BOOTSTRAP,
+                **connection(),
                 "group.id": TXN_GROUP,
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
@@ -230,7 +264,7 @@ def main():
         "confluent-kafka-python",
         f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})",
     )
-    admin = AdminClient({"bootstrap.servers": BOOTSTRAP, "error_cb": on_error})
+    admin = AdminClient({**connection(), "error_cb": on_error})
     state = {"produced": 0, "members": []}
 
     def create_topic():
@@ -290,7 +324,7 @@ def main():
             RESTART_TIMEOUT_S,
             lambda: all(m.assigned for m in members),
         )
-        producer = Producer({"bootstrap.servers": BOOTSTRAP, "error_cb": on_error})
+        producer = Producer({**connection(), "error_cb": on_error})
         for partition in range(SENTINEL_COUNT):
             producer.produce(
                 TOPIC, key=f"sentinel-{partition}", value="sentinel", partition=partition
@@ -344,6 +378,8 @@ def main():
         admin.delete_topics([TOPIC])[TOPIC].result(30)
         wait_for("the topic to go", 10, lambda: TOPIC not in admin.list_topics(timeout=5).topics)
 
+    if SECURITY_PROTOCOL:
+        steps.run("wrong-password", wrong_password)
     steps.run("create-topic", create_topic)
     steps.run("produce-gzip", produce_codec("gzip"))
     steps.run("produce-zstd", produce_codec("zstd"))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ func emit(line map[string]any) {
 
 // run runs one step and prints its line; a step whose dependency failed is skipped.
 func run(step string, body func() (string, error)) {
+	if only := os.Getenv("ONLY_STEPS"); only != "" && !slices.Contains(strings.Split(only, ","), step) {
+		return
+	}
 	for _, dependency := range dependsOn[step] {
 		if failed[dependency] {
 			failed[step] = true
@@ -185,8 +189,7 @@ type member struct {
 
 func startMember(index int) (*member, error) {
 	m := &member{index: index, done: make(chan struct{})}
-	client, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+	client, err := kgo.NewClient(connection(
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -196,7 +199,7 @@ func startMember(index int) (*member, error) {
 			m.assigned = true
 			m.mu.Unlock()
 		}),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +301,7 @@ func franzVersion() string {
 func main() {
 	emit(map[string]any{"client": "franz-go", "version": franzVersion()})
 	ctx := context.Background()
-	adminClient, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	adminClient, err := kgo.NewClient(connection()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -21,6 +21,9 @@ type scenario struct {
 }
 
 func (s *scenario) run() {
+	if securityProtocol != "" {
+		run("wrong-password", wrongPassword)
+	}
 	run("create-topic", s.createTopic)
 	run("produce-gzip", func() (string, error) { return s.produce("gzip", kgo.GzipCompression()) })
 	run("produce-zstd", func() (string, error) { return s.produce("zstd", kgo.ZstdCompression()) })
@@ -80,8 +83,7 @@ func allLed(detail kadm.TopicDetail) bool {
 }
 
 func (s *scenario) produce(codec string, compression kgo.CompressionCodec) (string, error) {
-	producer, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap), kgo.ProducerBatchCompression(compression))
+	producer, err := kgo.NewClient(connection(kgo.ProducerBatchCompression(compression))...)
 	if err != nil {
 		return "", err
 	}
@@ -198,8 +200,7 @@ func (s *scenario) restart() (string, error) {
 
 // produceSentinels writes one record to each partition, chosen explicitly.
 func produceSentinels(ctx context.Context) error {
-	producer, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer, err := kgo.NewClient(connection(kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		return err
 	}

@@ -57,8 +57,8 @@ func (s *scenario) transactions() (string, error) {
 	if err := s.createAndWait(ctx, txnTopic, 1); err != nil {
 		return "", err
 	}
-	producer, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.TransactionalID(topic+"-txn"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	producer, err := kgo.NewClient(connection(kgo.TransactionalID(topic+"-txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		return "", err
 	}
@@ -121,11 +121,11 @@ func (s *scenario) endOffset(ctx context.Context) (kadm.ListedOffset, error) {
 func (s *scenario) consumeTransformProduce() (string, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, txnWait)
 	defer cancel()
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap),
+	sess, err := kgo.NewGroupTransactSession(connection(
 		kgo.TransactionalID(topic+"-ctp"), kgo.ConsumerGroup(txnGroup), kgo.ConsumeTopics(txnTopic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
 	if err != nil {
 		return "", err
 	}
@@ -176,11 +176,11 @@ func (s *scenario) checkTransformed(ctx context.Context) (string, error) {
 // readCommitted reads the transactions' topic from the start with read_committed until it has
 // `count` records, then polls once more so a record delivered late shows.
 func readCommitted(ctx context.Context, count int) ([]string, error) {
-	client, err := kgo.NewClient(kgo.SeedBrokers(bootstrap),
+	client, err := kgo.NewClient(connection(
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 			txnTopic: {0: kgo.NewOffset().AtStart()},
-		}))
+		}))...)
 	if err != nil {
 		return nil, err
 	}

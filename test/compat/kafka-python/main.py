@@ -2,6 +2,7 @@
 KafkaAdminClient for topics and groups, a KafkaProducer per codec with default settings,
 KafkaConsumers polled in a loop."""
 
+import logging
 import os
 import queue
 import sys
@@ -20,6 +21,7 @@ from kafka import (  # noqa: E402
     TopicPartition,
 )
 from kafka.admin import NewTopic  # noqa: E402
+from kafka.errors import KafkaTimeoutError, SaslAuthenticationFailedError  # noqa: E402
 
 from scenario import (  # noqa: E402
     BOOTSTRAP,
@@ -28,6 +30,7 @@ from scenario import (  # noqa: E402
     PARTITION_COUNT,
     RECORDS_PER_CODEC,
     RESTART_TIMEOUT_S,
+    SECURITY_PROTOCOL,
     SENTINEL_COUNT,
     TOPIC,
     TXN_END_OFFSET,
@@ -52,6 +55,46 @@ from scenario import (  # noqa: E402
 PARTITIONS = [TopicPartition(TOPIC, p) for p in range(PARTITION_COUNT)]
 
 
+def connection(password=None):
+    """The bootstrap servers and security settings every client starts from (see scenario.ts):
+    without SECURITY_PROTOCOL plaintext, else SASL over TLS trusting SSL_CA_LOCATION."""
+    config = {"bootstrap_servers": BOOTSTRAP}
+    if SECURITY_PROTOCOL:
+        config.update(
+            security_protocol=SECURITY_PROTOCOL,
+            sasl_mechanism=os.environ["SASL_MECHANISM"],
+            sasl_plain_username=os.environ["SASL_USERNAME"],
+            sasl_plain_password=password or os.environ["SASL_PASSWORD"],
+            ssl_cafile=os.environ["SSL_CA_LOCATION"],
+        )
+    return config
+
+
+def wrong_password():
+    """kafka-python 3.0 retries a failed bootstrap until bootstrap_timeout_ms and then raises
+    KafkaTimeoutError; the authentication failure itself is what it logs for each attempt (a
+    SaslAuthenticationFailedError with the broker's message). Both must be seen."""
+    failures = []
+
+    class Failures(logging.Handler):
+        def emit(self, record):
+            for arg in record.args if isinstance(record.args, tuple) else ():
+                if isinstance(arg, SaslAuthenticationFailedError):
+                    failures.append(f"{type(arg).__name__}: {arg}")
+
+    handler = Failures()
+    logging.getLogger("kafka").addHandler(handler)
+    wrong = connection("not-" + os.environ["SASL_PASSWORD"])
+    try:
+        KafkaAdminClient(**wrong, bootstrap_timeout_ms=3000).close()
+    except KafkaTimeoutError:
+        check(failures, "the bootstrap timed out without a SaslAuthenticationFailedError")
+        return failures[0]
+    finally:
+        logging.getLogger("kafka").removeHandler(handler)
+    raise AssertionError("an admin client with a wrong password connected")
+
+
 class Member:
     """One group member: a KafkaConsumer polling in its own thread, as kafka-python expects (a
     consumer is not thread-safe, so commits and close run on that thread too)."""
@@ -64,7 +107,7 @@ class Member:
         self.stopping = False
         self.consumer = KafkaConsumer(
             TOPIC,
-            bootstrap_servers=BOOTSTRAP,
+            **connection(),
             group_id=GROUP,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
@@ -132,7 +175,7 @@ def wait_members(members, what, timeout_s, done):
 
 
 def produce(codec):
-    producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, compression_type=codec)
+    producer = KafkaProducer(**connection(), compression_type=codec)
     futures = [
         producer.send(
             TOPIC,
@@ -163,7 +206,7 @@ class Transactions:
 
     @staticmethod
     def producer(name):
-        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP, transactional_id=f"{TOPIC}-{name}")
+        producer = KafkaProducer(**connection(), transactional_id=f"{TOPIC}-{name}")
         producer.init_transactions()
         return producer
 
@@ -182,7 +225,7 @@ class Transactions:
                 producer.commit_transaction()
         producer.close()
         self.reader = KafkaConsumer(
-            bootstrap_servers=BOOTSTRAP,
+            **connection(),
             group_id=TXN_GROUP,
             isolation_level="read_committed",
             enable_auto_commit=False,
@@ -232,7 +275,7 @@ class Transactions:
 
 def main():
     steps = StepRunner("kafka-python", kafka.__version__)
-    admin = KafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    admin = KafkaAdminClient(**connection())
     state = {"produced": 0, "members": []}
 
     def create_topic():
@@ -298,7 +341,7 @@ def main():
             RESTART_TIMEOUT_S,
             lambda: all(m.assigned() for m in members),
         )
-        producer = KafkaProducer(bootstrap_servers=BOOTSTRAP)
+        producer = KafkaProducer(**connection())
         for partition in range(SENTINEL_COUNT):
             producer.send(
                 TOPIC, key=f"sentinel-{partition}".encode(), value=b"sentinel", partition=partition
@@ -337,7 +380,7 @@ def main():
         return f"{group['group_state']}, {group['protocol_data']}, partitions {assigned}"
 
     def list_offsets():
-        consumer = KafkaConsumer(bootstrap_servers=BOOTSTRAP)
+        consumer = KafkaConsumer(**connection())
         earliest = consumer.beginning_offsets(PARTITIONS)
         latest = consumer.end_offsets(PARTITIONS)
         consumer.close()
@@ -354,6 +397,8 @@ def main():
         admin.delete_topics([TOPIC])
         wait_for("the topic to go", 10, lambda: TOPIC not in admin.list_topics(), step_s=0.2)
 
+    if SECURITY_PROTOCOL:
+        steps.run("wrong-password", wrong_password)
     steps.run("create-topic", create_topic)
     steps.run("produce-gzip", produce_codec("gzip"))
     steps.run("produce-zstd", produce_codec("zstd"))

@@ -11,6 +11,7 @@ import { dirname, join } from "node:path";
 import * as zlib from "node:zlib";
 import {
   Admin,
+  AuthenticationError,
   Consumer,
   FetchIsolationLevels,
   type Message,
@@ -55,8 +56,47 @@ const ENTRY = createRequire(import.meta.url).resolve("@platformatic/kafka");
 const VERSION: string = JSON.parse(
   readFileSync(join(dirname(ENTRY), "..", "package.json"), "utf8"),
 ).version;
-const clientOptions = { clientId: "quill-compat-platformatic", bootstrapBrokers: [env.bootstrap] };
+const clientOptions = connectionOptions(env.security?.password);
 const PARTITIONS = Array.from({ length: PARTITION_COUNT }, (_, partition) => partition);
+
+/** The client id, bootstrap and, over SASL_SSL, the SCRAM login and trusted CA (scenario.ts). */
+function connectionOptions(password: string | undefined) {
+  const security = env.security;
+  const base = { clientId: "quill-compat-platformatic", bootstrapBrokers: [env.bootstrap] };
+  if (!security || password === undefined) return base;
+  return {
+    ...base,
+    sasl: { mechanism: "SCRAM-SHA-512" as const, username: security.username, password },
+    tls: { ca: readFileSync(security.caLocation) },
+  };
+}
+
+/** A client with a wrong password must fail with the library's AuthenticationError. */
+async function wrongPassword(): Promise<string> {
+  const admin = new Admin({ ...connectionOptions(`not-${env.security?.password}`), retries: 0 });
+  try {
+    await admin.listTopics();
+  } catch (error) {
+    const found = findCause(error, (e) => e instanceof AuthenticationError);
+    check(found !== undefined, `failed with ${describeError(error)}, not an AuthenticationError`);
+    return describeError(found);
+  } finally {
+    await admin.close();
+  }
+  throw new Error("an Admin with a wrong password listed the topics");
+}
+
+/** The error itself or the first of its causes (and aggregated errors) that matches. */
+function findCause(error: unknown, matches: (e: unknown) => boolean): unknown {
+  if (matches(error)) return error;
+  if (!(error instanceof Error)) return undefined;
+  const nested = [error.cause, ...((error as { errors?: unknown[] }).errors ?? [])];
+  for (const inner of nested) {
+    const found = inner === undefined ? undefined : findCause(inner, matches);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 interface Member {
   readonly consumer: Consumer<string, string, string, string>;
@@ -407,6 +447,7 @@ class Scenario {
 
 async function main(): Promise<void> {
   const steps = new StepRunner("platformatic-kafka", `${VERSION} (Node ${process.version})`);
+  if (env.security) await steps.run("wrong-password", wrongPassword);
   const admin = new Admin(clientOptions);
   const scenario = new Scenario(admin);
   await steps.run("create-topic", () => scenario.createTopic());

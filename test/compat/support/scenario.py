@@ -24,6 +24,7 @@ STEPS = [
     "delete-topic",
 ]
 DEPENDS_ON = {
+    "wrong-password": [],
     "create-topic": [],
     "produce-gzip": ["create-topic"],
     "produce-zstd": ["create-topic"],
@@ -48,6 +49,10 @@ CODECS = ["gzip", "zstd"]
 BOOTSTRAP = os.environ["BOOTSTRAP"]
 TOPIC = os.environ["TOPIC"]
 GROUP = os.environ["GROUP"]
+# SASL_SSL with SASL_MECHANISM, SASL_USERNAME, SASL_PASSWORD and SSL_CA_LOCATION; unset for
+# plaintext. ONLY_STEPS (comma-separated) runs just those steps; the others print no line.
+SECURITY_PROTOCOL = os.environ.get("SECURITY_PROTOCOL", "")
+ONLY_STEPS = [s for s in os.environ.get("ONLY_STEPS", "").split(",") if s]
 
 
 def key_for(seq):
@@ -177,6 +182,8 @@ class StepRunner:
         emit({"step": step, "skipped": f"n/a: {reason}"})
 
     def run(self, step, body):
+        if ONLY_STEPS and step not in ONLY_STEPS:
+            return False
         blocker = next((d for d in DEPENDS_ON[step] if d in self.failed), None)
         if blocker:
             self.failed.add(step)

@@ -6,7 +6,11 @@
  * scenario.py, Main.java and main.go implement the same contract in their languages; keep the
  * four in step (record shape, step names, line format).
  *
- * Environment: BOOTSTRAP (host:port), TOPIC, GROUP.
+ * Environment: BOOTSTRAP (host:port), TOPIC, GROUP. Over SASL_SSL (scripts/compat.ts --security
+ * sasl_ssl) also SECURITY_PROTOCOL=SASL_SSL, SASL_MECHANISM=SCRAM-SHA-512, SASL_USERNAME,
+ * SASL_PASSWORD and SSL_CA_LOCATION (the CA's PEM file); every client the program makes uses
+ * them, and the program runs the wrong-password step first. ONLY_STEPS (comma-separated) runs
+ * just those steps, the others printing no line (the tests run a few steps per client).
  * Output, one JSON object per stdout line:
  *   {"client": "kafkajs", "version": "2.2.4"}
  *   {"step": "create-topic", "ok": true, "ms": 12, "detail": "..."}
@@ -37,7 +41,26 @@ export const env = {
   get group(): string {
     return requireEnv("GROUP");
   },
+  /** The SASL_SSL settings, or undefined for plaintext. */
+  get security(): ScenarioSecurity | undefined {
+    const protocol = process.env.SECURITY_PROTOCOL;
+    if (!protocol) return undefined;
+    if (protocol !== "SASL_SSL" || process.env.SASL_MECHANISM !== "SCRAM-SHA-512") {
+      throw new Error(`only SASL_SSL with SCRAM-SHA-512 is wired up, not ${protocol}`);
+    }
+    return {
+      username: requireEnv("SASL_USERNAME"),
+      password: requireEnv("SASL_PASSWORD"),
+      caLocation: requireEnv("SSL_CA_LOCATION"),
+    };
+  },
 };
+
+export interface ScenarioSecurity {
+  readonly username: string;
+  readonly password: string;
+  readonly caLocation: string;
+}
 
 function requireEnv(name: string): string {
   const value = process.env[name];
@@ -220,6 +243,8 @@ export class StepRunner {
   /** Runs `body`; it returns an optional detail string and throws to fail the step. */
   // biome-ignore lint/suspicious/noConfusingVoidType: bodies without a detail return Promise<void>.
   async run(step: Step, body: () => Promise<string | undefined | void>): Promise<boolean> {
+    const only = process.env.ONLY_STEPS?.split(",");
+    if (only && !only.includes(step)) return false;
     const blocker = DEPENDS_ON[step].find((dependency) => this.failed.has(dependency));
     if (blocker) {
       this.failed.add(step);

@@ -60,13 +60,14 @@ public final class Main {
     Steps.emit(Map.of("client", "java", "version", AppInfoParser.getVersion()));
     Properties config = new Properties();
     config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
-    try (Admin admin = Admin.create(config)) {
+    try (Admin admin = Admin.create(Security.apply(config))) {
       new Main(admin).run();
     }
     System.exit(0);
   }
 
   private void run() {
+    if (Security.enabled()) steps.run("wrong-password", Security::wrongPassword);
     steps.run("create-topic", this::createTopic);
     steps.run("produce-gzip", () -> produce("gzip"));
     steps.run("produce-zstd", () -> produce("zstd"));
@@ -104,7 +105,7 @@ public final class Main {
     config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
     config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
     config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
-    return new KafkaProducer<>(config);
+    return new KafkaProducer<>(Security.apply(config));
   }
 
   private String produce(String codec) throws Exception {

@@ -49,7 +49,7 @@ final class Member implements Runnable {
     config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config)) {
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Security.apply(config))) {
       consumer.subscribe(List.of(Main.TOPIC), new ConsumerRebalanceListener() {
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}

@@ -109,7 +109,7 @@ final class Transactions implements AutoCloseable {
     config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, Main.TOPIC + "-" + id);
     config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
     config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-    return new KafkaProducer<>(config);
+    return new KafkaProducer<>(Security.apply(config));
   }
 
   /** A read_committed consumer of the partition in the transactions' group, never committing. */
@@ -121,7 +121,7 @@ final class Transactions implements AutoCloseable {
     config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-    KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config);
+    KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Security.apply(config));
     consumer.assign(List.of(partition));
     consumer.seekToBeginning(List.of(partition));
     return consumer;
