@@ -23,6 +23,7 @@ import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
 import { SharePartitionManager } from "../server/share-partition-manager.ts";
+import { LocalShareStateStore } from "../server/share-state-store.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
@@ -232,14 +233,33 @@ function startReplicaManager(
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
-  const sharePartitionManager = startSharePartitionManager(replicaManager, cache.brokerConfig);
-  cleanups.push("share partition manager", () => sharePartitionManager.close());
+  const sharePartitionManager = startSharePartitionManager(
+    replicaManager,
+    cache.brokerConfig,
+    stores,
+    log,
+    cleanups,
+  );
   return { controllerClient, replicaManager, sharePartitionManager };
 }
 
-/** Share groups' delivery state (KIP-932): in memory for now, one per broker. */
-function startSharePartitionManager(replicaManager: ReplicaManager, config: BrokerConfig) {
-  return new SharePartitionManager(
+/**
+ * Share groups' delivery state (KIP-932): kept in the data dir in embedded mode
+ * (docs/share-groups.md); in a cluster in memory only, on the partition leader.
+ */
+function startSharePartitionManager(
+  replicaManager: ReplicaManager,
+  config: BrokerConfig,
+  stores: MetadataStores,
+  log: Logger,
+  cleanups: CleanupStack,
+) {
+  const store =
+    stores.zooKeeper === null
+      ? new LocalShareStateStore(config["log.dirs"][0]!, log.child("ShareStateStore"))
+      : null;
+  if (store !== null) cleanups.push("share state store", () => store.close());
+  const manager = new SharePartitionManager(
     replicaManager,
     {
       lockDurationMs: config["group.share.record.lock.duration.ms"],
@@ -249,7 +269,10 @@ function startSharePartitionManager(replicaManager: ReplicaManager, config: Brok
       fetchMaxBytes: config["fetch.max.bytes"],
     },
     () => "latest",
+    store,
   );
+  cleanups.push("share partition manager", () => manager.close());
+  return manager;
 }
 
 /** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */

@@ -73,7 +73,13 @@ export interface ShareResult {
 /** Where share-partition state is kept across restarts (null: in memory only). */
 export interface ShareStateStore {
   load(groupId: string, topic: string, partition: number): SharePartitionSnapshot | null;
-  save(groupId: string, topic: string, partition: number, state: SharePartitionSnapshot): void;
+  /** The partition changed; `state` is called when the store writes (not on every change). */
+  save(
+    groupId: string,
+    topic: string,
+    partition: number,
+    state: () => SharePartitionSnapshot,
+  ): void;
   remove(groupId: string, topic: string, partition: number): void;
 }
 
@@ -322,7 +328,7 @@ export class SharePartitionManager {
       start,
       this.settings,
       () => this.wake(key),
-      () => this.store?.save(groupId, topic, partition, sp.snapshot()),
+      () => this.store?.save(groupId, topic, partition, () => sp.snapshot()),
     );
     if (stored !== null) sp.restore(stored);
     this.partitions.set(key, sp);
