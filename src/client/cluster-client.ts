@@ -127,7 +127,11 @@ export class ClusterClient {
     if (version === undefined) {
       throw new ClusterError(35, "for SaslAuthenticate", "the broker does not offer SASL");
     }
-    await authenticate(connection, config.sasl, version, config.requestTimeoutMs);
+    const sasl = config.sasl;
+    await connection.authenticate(
+      (channel, timeoutMs) => authenticate(channel, sasl, version, timeoutMs),
+      config.requestTimeoutMs,
+    );
   }
 
   /** A new connection to a broker, authenticated as the configuration says. */

@@ -8,6 +8,12 @@
  * (docs/bun.md, Sockets), so unsent bytes wait here and go out on `drain`. A request that
  * times out closes the connection: later responses could no longer be matched to requests
  * without reading the skipped one, and the peer may be gone.
+ *
+ * A SASL session with a lifetime (SaslAuthenticate v1+, the broker's connections.max.reauth.ms)
+ * is renewed on the same connection before it ends (KIP-368, as Kafka's client): once 85-95 %
+ * of the lifetime has passed, the next request waits while the requests in flight are answered
+ * and the handshake and authentication run again, then goes out with the others held meanwhile,
+ * in the order they were made.
  */
 import type { Socket } from "bun";
 import {
@@ -49,14 +55,25 @@ export interface ClientTlsOptions {
   readonly verifyHostname: boolean;
 }
 
+/** What a SASL exchange needs of a connection: requests sent at once, never held. */
+export interface SaslChannel {
+  request: InterBrokerClient["request"];
+}
+
+/**
+ * Runs a SASL exchange on `channel`; resolves with the session lifetime the broker answered
+ * (ms, 0: the session never expires), rejects when the peer refuses the credentials.
+ */
+export type SaslExchangeRunner = (channel: SaslChannel, timeoutMs: number) => Promise<number>;
+
 /**
  * How a broker's connections to other brokers protect themselves, from the inter-broker
- * listener's protocol: TLS, and a SASL exchange run on each new connection before it is used.
+ * listener's protocol: TLS, and a SASL exchange run on each new connection before it is used
+ * (and again before its session ends).
  */
 export interface InterBrokerSecurity {
   readonly tls?: ClientTlsOptions;
-  /** Authenticates a new connection; rejects when the peer refuses the credentials. */
-  readonly authenticate?: (client: InterBrokerClient, timeoutMs: number) => Promise<void>;
+  readonly authenticate?: SaslExchangeRunner;
 }
 
 /** Plain TCP, no authentication: the PLAINTEXT protocol. */
@@ -85,6 +102,16 @@ export class InterBrokerClient {
   private nextCorrelationId = 1;
   private closedError: InterBrokerError | null = null;
   private socket: Socket<undefined> | null = null;
+  /** The SASL session's renewal: when it is due (Date.now() ms) and how it is run. */
+  private session: { renewAtMs: number; exchange: SaslExchangeRunner; timeoutMs: number } | null =
+    null;
+  /** Set while the session is being renewed: requests made meanwhile, in order. */
+  private held: (() => void)[] | null = null;
+  private idleWaiters: (() => void)[] = [];
+  private readonly channel: SaslChannel = {
+    request: (apiKey, apiVersion, body, timeoutMs) =>
+      this.send(apiKey, apiVersion, body, timeoutMs),
+  };
 
   private constructor(
     readonly host: string,
@@ -104,7 +131,7 @@ export class InterBrokerClient {
     const client = await InterBrokerClient.open(host, port, options);
     if (options.authenticate === undefined) return client;
     try {
-      await options.authenticate(client, options.connectTimeoutMs);
+      await client.authenticate(options.authenticate, options.connectTimeoutMs);
     } catch (error) {
       client.close();
       if (error instanceof InterBrokerError) throw error;
@@ -185,8 +212,73 @@ export class InterBrokerClient {
     return this.closedError !== null;
   }
 
+  /**
+   * Runs a SASL exchange on this new connection and, when the broker answers a session
+   * lifetime, renews the session with the same exchange before that lifetime ends.
+   */
+  async authenticate(exchange: SaslExchangeRunner, timeoutMs: number): Promise<void> {
+    this.keepSession(await exchange(this.channel, timeoutMs), exchange, timeoutMs);
+  }
+
+  private keepSession(lifetimeMs: number, exchange: SaslExchangeRunner, timeoutMs: number) {
+    // As Kafka's SaslClientAuthenticator: at a random point in 85-95 % of the lifetime, so the
+    // connections of many clients do not renew at once.
+    const renewInMs = lifetimeMs * (0.85 + 0.1 * Math.random());
+    this.session =
+      lifetimeMs > 0 ? { renewAtMs: Date.now() + renewInMs, exchange, timeoutMs } : null;
+  }
+
+  /**
+   * Runs `send` now, or after the session's renewal when one is under way or due. Renewal
+   * waits for the answers in flight (the broker must see no other request between the
+   * handshake and the end of the exchange); a refused renewal closes the connection, failing
+   * the held requests, as an expired session would.
+   */
+  private whenAuthenticated(send: () => void): void {
+    if (this.held === null && this.session !== null && Date.now() >= this.session.renewAtMs) {
+      this.held = [];
+      void this.renewSession(this.session);
+    }
+    if (this.held === null) send();
+    else this.held.push(send);
+  }
+
+  private async renewSession(session: NonNullable<typeof this.session>): Promise<void> {
+    try {
+      while (this.pending.length > 0 && this.closedError === null) {
+        await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      }
+      const lifetimeMs = await session.exchange(this.channel, session.timeoutMs);
+      this.keepSession(lifetimeMs, session.exchange, session.timeoutMs);
+    } catch (error) {
+      this.fail(
+        new InterBrokerError(`re-authenticating to ${this.host}:${this.port} failed: ${error}`, {
+          cause: error,
+        }),
+      );
+    } finally {
+      const held = this.held ?? [];
+      this.held = null;
+      for (const send of held) send();
+    }
+  }
+
   /** Sends one request and resolves with the decoded response body. */
   request<K extends ApiKeyNumber>(
+    apiKey: K,
+    apiVersion: number,
+    body: Init<ApiMessages[K]["request"]>,
+    timeoutMs: number,
+  ): Promise<ApiMessages[K]["response"]> {
+    if (this.closedError !== null) return Promise.reject(this.closedError);
+    return new Promise((resolve, reject) =>
+      this.whenAuthenticated(() =>
+        this.send(apiKey, apiVersion, body, timeoutMs).then(resolve, reject),
+      ),
+    );
+  }
+
+  private send<K extends ApiKeyNumber>(
     apiKey: K,
     apiVersion: number,
     body: Init<ApiMessages[K]["request"]>,
@@ -230,8 +322,11 @@ export class InterBrokerClient {
     body: Init<ApiMessages[K]["request"]>,
   ): void {
     if (this.closedError !== null) throw this.closedError;
-    this.unsent.push(this.encodeFrame(apiKey, apiVersion, body));
-    this.flush();
+    this.whenAuthenticated(() => {
+      if (this.closedError !== null) return;
+      this.unsent.push(this.encodeFrame(apiKey, apiVersion, body));
+      this.flush();
+    });
   }
 
   /** Bytes not yet taken by the socket: a caller sending without answers waits on this. */
@@ -328,6 +423,7 @@ export class InterBrokerClient {
       return;
     }
     clearTimeout(p.timer);
+    if (this.pending.length === 0) this.wakeIdleWaiters();
     try {
       const r = new Reader(frame);
       const correlationId = decodeResponseHeader(r, p.apiKey, p.apiVersion);
@@ -352,6 +448,11 @@ export class InterBrokerClient {
     this.unsent.length = 0;
     this.chunks = [];
     this.bufferedBytes = 0;
+    this.wakeIdleWaiters();
+  }
+
+  private wakeIdleWaiters(): void {
+    for (const wake of this.idleWaiters.splice(0)) wake();
   }
 }
 
