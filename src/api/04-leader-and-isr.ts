@@ -87,5 +87,6 @@ function statesOf(request: LeaderAndIsrRequest, version: number): PartitionLeade
     partitionEpoch: p.partitionEpoch,
     isr: p.isr,
     replicas: p.replicas,
+    isNew: p.isNew,
   }));
 }

@@ -9,8 +9,8 @@
 //   broker does not hold is left out, as in Kafka).
 // * Needs DESCRIBE on the cluster (with an authorizer): else CLUSTER_AUTHORIZATION_FAILED and no
 //   dirs, as Kafka answers.
-// * Not implemented: future replicas (AlterReplicaLogDirs), offline dirs (every dir of a running
-//   broker is online).
+// * A failed log dir (KIP-112) is answered KAFKA_STORAGE_ERROR with no partitions, as Kafka.
+// * Not implemented: future replicas (AlterReplicaLogDirs).
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation } from "../security/authorized-operations.ts";
@@ -32,7 +32,6 @@ export const describeLogDirsHandler = defineHandler({
     const dirs = ctx.broker.replicaManager.describeLogDirs(
       wanted === null ? null : (topic, partition) => wanted.has(`${topic}:${partition}`),
     );
-    const results = dirs.map((d) => ({ errorCode: ErrorCode.NONE, ...d }));
-    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, results };
+    return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, results: dirs };
   },
 });

@@ -39,6 +39,7 @@ import {
   openDynamicConfig,
 } from "./dynamic-config-setup.ts";
 import { interBrokerSecurity } from "./inter-broker-security.ts";
+import { logDirFailureHandler } from "./log-dir-failure.ts";
 import {
   followMetadataChanges,
   type MetadataStores,
@@ -230,6 +231,7 @@ function startReplicaManager(
     alterIsr: controllerClient?.alterIsr,
     interBrokerSecurity: security,
     logger: log.child("ReplicaManager"),
+    onLogDirFailure: logDirFailureHandler(zk, brokerId, log.child("LogDirFailure")),
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());

@@ -5,9 +5,11 @@
 
 import { SECURITY_PROTOCOL_IDS } from "../config/listeners.ts";
 import type { BrokerRegistrationInfo, PartitionStateZnode } from "../metadata/kafka-znodes.ts";
+import { ErrorCode } from "../protocol/errors.ts";
 import type {
   Init,
   LeaderAndIsrRequest,
+  LeaderAndIsrResponse,
   StopReplicaRequest,
   UpdateMetadataRequest,
 } from "../protocol/generated/index.ts";
@@ -62,7 +64,7 @@ export function leaderAndIsrRequest(
   controller: ControllerIdentity,
   partitions: readonly StatedPartition[],
   liveBrokers: ReadonlyMap<number, BrokerRegistrationInfo>,
-  isNew: boolean,
+  isNew: boolean | ((p: StatedPartition) => boolean),
   type: number = LeaderAndIsrType.UNSPECIFIED,
 ): Init<LeaderAndIsrRequest> {
   const leaders = new Set(partitions.map((p) => p.state.leader));
@@ -85,7 +87,7 @@ export function leaderAndIsrRequest(
         replicas: [...p.replicas],
         addingReplicas: [...p.addingReplicas],
         removingReplicas: [...p.removingReplicas],
-        isNew,
+        isNew: typeof isNew === "boolean" ? isNew : isNew(p),
         leaderRecoveryState: 0,
       })),
     })),
@@ -157,4 +159,26 @@ export function stopReplicaRequest(
       partitionStates: states.map((s) => ({ ...s, deletePartition: deletePartitions })),
     })),
   };
+}
+
+/**
+ * The partitions a LeaderAndIsr (v5+, topics by id) was answered KAFKA_STORAGE_ERROR for: the
+ * recipient's replica is in a failed log dir (KIP-112). `sent` is what the request named.
+ */
+export function storageErrorPartitions(
+  sent: readonly StatedPartition[],
+  response: LeaderAndIsrResponse,
+): StatedPartition[] {
+  const idOf = (p: StatedPartition) => p.topicIdHex ?? "0".repeat(32);
+  const byId = new Map(sent.map((p) => [`${idOf(p)}:${p.partition}`, p]));
+  const failed: StatedPartition[] = [];
+  for (const topic of response.topics) {
+    const hex = Buffer.from(topic.topicId).toString("hex");
+    for (const e of topic.partitionErrors) {
+      if (e.errorCode !== ErrorCode.KAFKA_STORAGE_ERROR) continue;
+      const p = byId.get(`${hex}:${e.partitionIndex}`);
+      if (p !== undefined) failed.push(p);
+    }
+  }
+  return failed;
 }

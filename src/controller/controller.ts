@@ -29,12 +29,14 @@ import {
   decodeBrokerRegistration,
   decodeController,
   decodeControllerEpoch,
+  decodeLogDirEvent,
   decodeTopicConfig,
   deleteTopicPath,
   encodeController,
   encodeControllerEpoch,
   encodePartitionState,
   isLegalTopicName,
+  LOG_DIR_EVENT_NOTIFICATION_PATH,
   MalformedZnodeError,
   type PartitionStateZnode,
   partitionPath,
@@ -80,6 +82,7 @@ import {
   STOP_REPLICA_VERSION,
   type StatedPartition,
   stopReplicaRequest,
+  storageErrorPartitions,
   UPDATE_METADATA_VERSION,
   updateMetadataRequest,
 } from "./controller-requests.ts";
@@ -183,6 +186,11 @@ interface ActiveState {
   readonly shuttingDown: Set<number>;
   /** Topics being deleted: StopReplica with deletion sent, answers awaited. */
   readonly deleting: Set<string>;
+  /**
+   * Replicas in a failed log dir of their broker (Kafka's replicasOnOfflineDirs), by partition
+   * key: such a replica counts as dead for its partition until its broker registers again.
+   */
+  readonly offlineReplicas: Map<string, Set<number>>;
   readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
@@ -817,6 +825,7 @@ export class KafkaController {
       brokers: new Map(),
       shuttingDown: new Set(),
       deleting: new Set(),
+      offlineReplicas: new Map(),
       rebalanceTimer,
     };
     this.setCurrent(brokerId, epoch);
@@ -836,6 +845,7 @@ export class KafkaController {
     this.armed.delete("topics");
     this.armed.delete("reassign_partitions");
     this.armed.delete("delete_topics");
+    this.armed.delete("log_dir_events");
     for (const key of [...this.armed]) if (key.startsWith("topic:")) this.armed.delete(key);
   }
 
@@ -882,18 +892,8 @@ export class KafkaController {
     );
     const changed: StatedPartition[] = [];
     const added: StatedPartition[] = [];
-    const results = await mapLimit(
-      [...snapshot.partitions.values()],
-      WRITE_CONCURRENCY,
-      async (p) => {
-        const unclean =
-          needsUncleanElection(p.state, live) &&
-          p.replicas.some((r) => live.has(r)) &&
-          (await this.uncleanAllowed(p.topic));
-        const next = electLeader(p.state, p.replicas, live, active.epoch, unclean);
-        if (next === null) return p as StatedPartition;
-        return await this.writeState(active, p, next);
-      },
+    const results = await mapLimit([...snapshot.partitions.values()], WRITE_CONCURRENCY, (p) =>
+      this.reconcilePartition(active, p, live),
     );
     if (this.active !== active) return;
     for (const stated of results) {
@@ -910,12 +910,29 @@ export class KafkaController {
       active.partitions.set(key, stated);
     }
     this.forgetDeleted(active, snapshot);
-    for (const id of joined) this.sendFullState(active, id);
+    const created = new Set(added.map((p) => topicPartitionKey(p.topic, p.partition)));
+    for (const id of joined) this.sendFullState(active, id, created);
     const brokersChanged = joined.length > 0 || this.lastBrokerCount !== snapshot.brokers.size;
     this.lastBrokerCount = snapshot.brokers.size;
     // Not awaited: a broker that died but is still registered must not hold up the next event.
-    void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined));
+    void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined), created);
     this.resumePendingWork();
+  }
+
+  /** One partition's election with these brokers alive: its state, written if it changed. */
+  private async reconcilePartition(
+    active: ActiveState,
+    p: ControllerPartition,
+    live: ReadonlySet<number>,
+  ): Promise<StatedPartition | null> {
+    const alive = liveReplicasOf(active, p, live);
+    const unclean =
+      needsUncleanElection(p.state, alive) &&
+      p.replicas.some((r) => alive.has(r)) &&
+      (await this.uncleanAllowed(p.topic));
+    const next = electLeader(p.state, p.replicas, alive, active.epoch, unclean);
+    if (next === null) return p as StatedPartition;
+    return await this.writeState(active, p, next);
   }
 
   /**
@@ -925,6 +942,90 @@ export class KafkaController {
   private resumePendingWork(): void {
     this.schedule("reassign", () => this.completeReassignments());
     this.schedule("delete-topics", () => this.processTopicDeletions());
+    this.schedule("log-dir-events", () => this.processLogDirEvents());
+  }
+
+  // ---- failed log dirs (KIP-112) -------------------------------------------------------------
+
+  /**
+   * Acts on `/log_dir_event_notification` (Kafka's LogDirEventNotificationHandler): each
+   * notification's broker is sent LeaderAndIsr for every replica it hosts; those it answers
+   * KAFKA_STORAGE_ERROR are in its failed dir, and the next reconciliation elects around them.
+   * The notifications are deleted once read.
+   */
+  private async processLogDirEvents(): Promise<void> {
+    const active = this.active;
+    if (active === null) return;
+    const watch = this.arm("log_dir_events", () => {
+      this.schedule("log-dir-events", () => this.processLogDirEvents());
+    });
+    const children = await this.zk
+      .getChildren(LOG_DIR_EVENT_NOTIFICATION_PATH, { watch })
+      .catch((error: unknown) => {
+        if (watch !== undefined) this.armed.delete("log_dir_events");
+        if (error instanceof NoNodeError) return [];
+        throw error;
+      });
+    const brokers = new Set<number>();
+    for (const child of children.sort()) {
+      const path = `${LOG_DIR_EVENT_NOTIFICATION_PATH}/${child}`;
+      try {
+        brokers.add(decodeLogDirEvent(path, (await this.zk.getData(path)).data));
+      } catch (error) {
+        if (!(error instanceof NoNodeError) && !(error instanceof MalformedZnodeError)) throw error;
+        if (error instanceof MalformedZnodeError) this.options.log.warn(error.message);
+      }
+      await this.zk.delete(path).catch((error: unknown) => {
+        if (!(error instanceof NoNodeError)) throw error;
+      });
+    }
+    if (this.active !== active) return;
+    for (const id of brokers) {
+      if (!active.brokers.has(id)) continue;
+      this.options.log.info(`controller asks broker ${id} for its replicas: a log dir failed`);
+      const hosted = [...active.partitions.values()].filter((p) => p.replicas.includes(id));
+      void this.sendLeaderAndIsr(active, id, hosted, false);
+    }
+  }
+
+  /**
+   * LeaderAndIsr to one broker; partitions it answers KAFKA_STORAGE_ERROR for are recorded as
+   * offline replicas there and a reconciliation moves their leadership and ISR.
+   */
+  private sendLeaderAndIsr(
+    active: ActiveState,
+    brokerId: number,
+    partitions: readonly StatedPartition[],
+    isNew: boolean | ((p: StatedPartition) => boolean),
+    type: number = LeaderAndIsrType.UNSPECIFIED,
+  ): Promise<void> {
+    const request = leaderAndIsrRequest(
+      this.identity(active),
+      partitions,
+      active.brokers,
+      isNew,
+      type,
+    );
+    return active.channels.send(
+      brokerId,
+      ApiKey.LeaderAndIsr,
+      LEADER_AND_ISR_VERSION,
+      request,
+      (response) => {
+        let added = 0;
+        for (const p of storageErrorPartitions(partitions, response)) {
+          const key = topicPartitionKey(p.topic, p.partition);
+          const offline = active.offlineReplicas.get(key) ?? new Set<number>();
+          if (!offline.has(brokerId)) added++;
+          active.offlineReplicas.set(key, offline.add(brokerId));
+        }
+        if (added === 0 || this.active !== active) return;
+        this.options.log.warn(
+          `controller marks ${added} replicas on broker ${brokerId} offline: their log dir failed`,
+        );
+        this.schedule("reconcile", () => this.reconcile());
+      },
+    );
   }
 
   // ---- topic deletion ------------------------------------------------------------------------
@@ -1041,8 +1142,12 @@ export class KafkaController {
       ) {
         active.channels.removeBroker(id);
         active.channels.addBroker(id, info.host, info.port, info.epoch);
-        // A new registration is a new incarnation, not the one that was shutting down.
-        if (before?.epoch !== info.epoch) active.shuttingDown.delete(id);
+        // A new registration is a new incarnation, not the one that was shutting down, and its
+        // log dirs are checked afresh (Kafka's onBrokerStartup forgets its offline replicas).
+        if (before?.epoch !== info.epoch) {
+          active.shuttingDown.delete(id);
+          for (const offline of active.offlineReplicas.values()) offline.delete(id);
+        }
         if (id !== this.options.brokerId) active.liveness.watch(id, info.host, info.port);
         joined.push(id);
       }
@@ -1099,7 +1204,11 @@ export class KafkaController {
    * A broker that (re)joined learns everything: all partitions and, in a FULL LeaderAndIsr, its
    * own replicas' states.
    */
-  private sendFullState(active: ActiveState, brokerId: number): void {
+  private sendFullState(
+    active: ActiveState,
+    brokerId: number,
+    created: ReadonlySet<string> = new Set(),
+  ): void {
     const all = [...active.partitions.values()];
     const identity = this.identity(active);
     void active.channels.send(
@@ -1111,12 +1220,8 @@ export class KafkaController {
     // FULL even when it names nothing: the broker deletes every log it is not told of (strays
     // whose StopReplica it missed while it was away).
     const hosted = all.filter((p) => p.replicas.includes(brokerId));
-    void active.channels.send(
-      brokerId,
-      ApiKey.LeaderAndIsr,
-      LEADER_AND_ISR_VERSION,
-      leaderAndIsrRequest(identity, hosted, active.brokers, false, LeaderAndIsrType.FULL),
-    );
+    const isNew = (p: StatedPartition) => isNewReplica(p, brokerId, created);
+    void this.sendLeaderAndIsr(active, brokerId, hosted, isNew, LeaderAndIsrType.FULL);
   }
 
   /**
@@ -1129,6 +1234,7 @@ export class KafkaController {
     changed: readonly StatedPartition[],
     brokersChanged: boolean,
     told: ReadonlySet<number> = new Set(),
+    created: ReadonlySet<string> = new Set(),
   ): Promise<void> {
     if (changed.length === 0 && !brokersChanged) return;
     const identity = this.identity(active);
@@ -1137,14 +1243,8 @@ export class KafkaController {
       if (told.has(id)) continue;
       const hosted = changed.filter((p) => p.replicas.includes(id));
       if (hosted.length > 0) {
-        sends.push(
-          active.channels.send(
-            id,
-            ApiKey.LeaderAndIsr,
-            LEADER_AND_ISR_VERSION,
-            leaderAndIsrRequest(identity, hosted, active.brokers, false),
-          ),
-        );
+        const isNew = (p: StatedPartition) => isNewReplica(p, id, created);
+        sends.push(this.sendLeaderAndIsr(active, id, hosted, isNew));
       }
       sends.push(
         active.channels.send(
@@ -1299,6 +1399,30 @@ export class KafkaController {
       if (!this.closed) onFire();
     };
   }
+}
+
+/**
+ * The brokers whose replica of `p` may lead or stay in its ISR: the live ones, less those whose
+ * replica is in a failed log dir.
+ */
+function liveReplicasOf(
+  active: ActiveState,
+  p: ControllerPartition,
+  live: ReadonlySet<number>,
+): ReadonlySet<number> {
+  const offline = active.offlineReplicas.get(topicPartitionKey(p.topic, p.partition));
+  if (offline === undefined) return live;
+  return new Set([...live].filter((id) => !offline.has(id)));
+}
+
+/**
+ * Kafka's isNew: the replica is created now (a new partition, or a replica a reassignment adds),
+ * so a broker with a failed log dir may create its log rather than answer KAFKA_STORAGE_ERROR.
+ */
+function isNewReplica(p: StatedPartition, brokerId: number, created: ReadonlySet<string>) {
+  return (
+    created.has(topicPartitionKey(p.topic, p.partition)) || p.addingReplicas.includes(brokerId)
+  );
 }
 
 function sameList(a: readonly number[], b: readonly number[]): boolean {

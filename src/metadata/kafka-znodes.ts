@@ -489,3 +489,24 @@ export function decodeControllerEpoch(data: Uint8Array): number {
   if (!/^\d+$/.test(text)) throw new MalformedZnodeError(CONTROLLER_EPOCH_PATH, `"${text}"`);
   return Number(text);
 }
+
+// ---- /log_dir_event_notification -------------------------------------------------------------
+
+/** Where a broker says a log dir of its failed (Kafka's LogDirEventNotificationZNode). */
+export const LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification";
+/** Children are persistent sequential znodes `log_dir_event_<10 digits>`. */
+export const LOG_DIR_EVENT_PREFIX = `${LOG_DIR_EVENT_NOTIFICATION_PATH}/log_dir_event_`;
+/** Kafka's LogDirEventNotificationHandler.LogDirFailureEvent, the only event there is. */
+const LOG_DIR_FAILURE_EVENT = 1;
+
+export function encodeLogDirEvent(brokerId: number): Uint8Array {
+  assert(brokerId >= 0, `broker id ${brokerId} must be >= 0`);
+  return encodeJson({ version: 1, broker: brokerId, event: LOG_DIR_FAILURE_EVENT });
+}
+
+const LogDirEventJson = z.object({ broker: z.number().int().min(0) });
+
+/** The broker a notification names. */
+export function decodeLogDirEvent(path: string, data: Uint8Array): number {
+  return decodeJson(path, data, LogDirEventJson).broker;
+}

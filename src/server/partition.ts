@@ -30,6 +30,11 @@ export interface PartitionLeadership {
   readonly partitionEpoch: number;
   readonly isr: readonly BrokerId[];
   readonly replicas: readonly BrokerId[];
+  /**
+   * The controller creates this replica now (a new partition or a replica being added): only
+   * then may its log be created while a log dir is offline. Absent means true (embedded mode).
+   */
+  readonly isNew?: boolean;
 }
 
 export interface AlterIsrResult {

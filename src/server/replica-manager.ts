@@ -54,6 +54,11 @@ export interface ReplicaManagerOptions {
   readonly logger?: Logger;
   /** How connections to other brokers are secured (the inter-broker listener's protocol). */
   readonly interBrokerSecurity?: InterBrokerSecurity;
+  /**
+   * Told after a log dir failed and its partitions went offline here (the broker tells the
+   * controller); `allOffline` when no log dir is left.
+   */
+  readonly onLogDirFailure?: (logDir: string, allOffline: boolean) => void;
 }
 
 export interface AppendEntry {
@@ -262,6 +267,10 @@ export class ReplicaManager {
             onIsrChanged: (p) => this.afterLeaderStateChange(p),
             log: this.log.child("IsrManager"),
           });
+    logs.onLogDirFailure((logDir, partitions, allOffline) => {
+      for (const { topic, partition } of partitions) this.forgetPartition(topic, partition);
+      options.onLogDirFailure?.(logDir, allOffline);
+    });
     // A fetch parked on a partition that stops existing can be answered (with an error) now.
     cache.onReload(() => {
       this.purgatory.wakeWhere((key) => !this.isHosted(key));
@@ -363,8 +372,9 @@ export class ReplicaManager {
   }
 
   private appendOne(acks: number, entry: AppendEntry): AppendedOne {
+    let partition: Partition | null = null;
     try {
-      const partition = this.appendablePartition(acks, entry);
+      partition = this.appendablePartition(acks, entry);
       const result = partition.log.appendAsLeader(entry.records, partition.leaderEpoch, {
         origin: entry.origin,
       });
@@ -382,7 +392,7 @@ export class ReplicaManager {
       };
       return { outcome, requiredOffset: result.lastOffset < 0n ? null : result.lastOffset + 1n };
     } catch (e) {
-      const error = asKafkaError(e, this.log);
+      const error = this.storageFailure(partition, e) ?? asKafkaError(e, this.log);
       const outcome = {
         errorCode: error.code,
         errorMessage: error.message,
@@ -533,8 +543,21 @@ export class ReplicaManager {
       if (throttled) this.leaderQuota.record(read.sizeBytes, Date.now());
       return { ...base, abortedTransactions, errorCode: ErrorCode.NONE, records: read.ranges };
     } catch (e) {
-      return { ...base, errorCode: asKafkaError(e, this.log).code, records: [] };
+      const error = this.storageFailure(partition, e) ?? asKafkaError(e, this.log);
+      return { ...base, errorCode: error.code, records: [] };
     }
+  }
+
+  /**
+   * An I/O error on a partition's log fails its log dir (the partitions there go offline, the
+   * controller is told) and is answered KAFKA_STORAGE_ERROR; null for any other error.
+   */
+  private storageFailure(partition: Partition | null, error: unknown): KafkaError | null {
+    if (partition === null || !this.logs.maybeFailLogDirOf(partition.log, error)) return null;
+    return new KafkaError(
+      ErrorCode.KAFKA_STORAGE_ERROR,
+      `${partition.topic}-${partition.partition}: its log dir failed`,
+    );
   }
 
   /**
@@ -554,8 +577,12 @@ export class ReplicaManager {
       topics.set(log.topic, list);
     }
     return [...byDir].map(([logDir, topics]) => ({
+      // Kafka answers a failed dir with KAFKA_STORAGE_ERROR and nothing in it.
+      errorCode: this.logs.isLogDirOffline(logDir) ? ErrorCode.KAFKA_STORAGE_ERROR : ErrorCode.NONE,
       logDir,
-      ...volumeBytes(logDir),
+      ...(this.logs.isLogDirOffline(logDir)
+        ? { totalBytes: -1n, usableBytes: -1n }
+        : volumeBytes(logDir)),
       topics: [...topics].map(([name, logs]) => ({
         name,
         partitions: logs.map((log) => ({
@@ -836,7 +863,16 @@ export class ReplicaManager {
     const nowMs = Date.now();
     for (const state of states) {
       const key = topicPartitionKey(state.topic, state.partition);
-      result.set(key, this.applyLeadership(state, nowMs));
+      try {
+        result.set(key, this.applyLeadership(state, nowMs));
+      } catch (e) {
+        // A partition of a failed log dir (or one that cannot be created while a dir is offline)
+        // is KAFKA_STORAGE_ERROR: the controller then elects a leader elsewhere.
+        const error = asKafkaError(e, this.log);
+        if (error.code !== ErrorCode.KAFKA_STORAGE_ERROR) throw e;
+        this.log.warn(`cannot host ${state.topic}-${state.partition}: ${error.message}`);
+        result.set(key, error.code);
+      }
     }
     return result;
   }
@@ -846,7 +882,7 @@ export class ReplicaManager {
     const key = topicPartitionKey(state.topic, state.partition);
     const configs = this.cache.topic(state.topic)?.configs ?? {};
     const logConfig = logConfigFor(configs, this.cache.brokerConfig);
-    const log = this.logs.getOrCreateLog(state.topic, state.partition, logConfig);
+    const log = this.logs.getOrCreateLog(state.topic, state.partition, logConfig, state.isNew);
     let p = this.partitions.get(key);
     if (p !== undefined && p.log === log && p.isControllerStated && !p.isNewerThanCurrent(state)) {
       const same = state.leaderEpoch === p.leaderEpoch && state.partitionEpoch === p.partitionEpoch;
@@ -937,18 +973,21 @@ export class ReplicaManager {
     partitions: readonly { topic: string; partition: number }[],
     deletePartitions: boolean,
   ): Promise<void> {
-    for (const { topic, partition } of partitions) {
-      const key = topicPartitionKey(topic, partition);
-      this.fetchers.removePartition(topic, partition);
-      this.partitions.delete(key);
-      this.produces.checkAndComplete(key);
-      this.deleteRecordsWaits.checkAndComplete(key);
-      this.purgatory.wakeWhere((k) => k === key);
-      this.followerFetches.wakeWhere((k) => k === key);
-      this.notifyLeadership(topic, partition, false);
-    }
+    for (const { topic, partition } of partitions) this.forgetPartition(topic, partition);
     if (!deletePartitions) return;
     await Promise.all(partitions.map((tp) => this.logs.deleteLog(tp.topic, tp.partition)));
+  }
+
+  /** No role here any more: fetching stops and waiters on it are answered at once. */
+  private forgetPartition(topic: string, partition: number): void {
+    const key = topicPartitionKey(topic, partition);
+    this.fetchers.removePartition(topic, partition);
+    this.partitions.delete(key);
+    this.produces.checkAndComplete(key);
+    this.deleteRecordsWaits.checkAndComplete(key);
+    this.purgatory.wakeWhere((k) => k === key);
+    this.followerFetches.wakeWhere((k) => k === key);
+    this.notifyLeadership(topic, partition, false);
   }
 
   /** Partition logs on this broker's disks (a clean stop's bound grows with them). */
@@ -987,7 +1026,11 @@ export class ReplicaManager {
     return {
       appendAsFollower: (p, records, leader) => {
         assert(!p.isLeader, `${p.topic}-${p.partition}: follower append on the leader`);
-        if (records.length > 0) p.log.appendAsFollower(records);
+        try {
+          if (records.length > 0) p.log.appendAsFollower(records);
+        } catch (e) {
+          throw this.storageFailure(p, e) ?? e;
+        }
         p.updateFollowerHighWatermark(leader.highWatermark);
         // The leader's start (DeleteRecords, retention), as far as this replica holds records.
         const hw = p.log.highWatermark;
@@ -1041,6 +1084,12 @@ export class ReplicaManager {
     const key = topicPartitionKey(topic, partition);
     const log = this.logs.getLog(topic, partition);
     const existing = this.partitions.get(key);
+    if (log === undefined && this.logs.isOfflinePartition(topic, partition)) {
+      throw new KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `${topic}-${partition} is in an offline log dir of broker ${this.localBrokerId}`,
+      );
+    }
     if (this.clusterMode) {
       if (log !== undefined && existing?.log === log) return existing;
       if (!this.isHosted(key)) throw unknownPartition(topic, partition);

@@ -13,6 +13,11 @@
  * a crash from then on is detected at the next start. Background tasks (startBackgroundTasks)
  * apply retention, flush.ms, write the checkpoints and run the LogCleaner (log-cleaner.ts) for
  * compacted logs. Not thread-safe.
+ *
+ * A log dir fails (KIP-112) when an I/O error hits it: an append, flush, roll or checkpoint
+ * write, or opening it at start. Its logs are closed without flushing and forgotten; their
+ * partitions stay offline (KAFKA_STORAGE_ERROR) until the broker restarts with the dir working,
+ * and the listeners (the replica manager) are told, while the other dirs keep serving.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -50,6 +55,29 @@ const CLOSE_CONCURRENCY = 32;
 /** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
+/** Components told of a failed log dir (the replica manager, the broker's notification). */
+const FAILURE_LISTENERS_MAX = 4;
+
+/** The partitions a failed log dir held, and whether every log dir has now failed. */
+export type LogDirFailureListener = (
+  logDir: string,
+  partitions: readonly { topic: string; partition: number }[],
+  allOffline: boolean,
+) => void;
+
+/**
+ * Whether `error` is the disk refusing (an fs error code such as EIO, ENOSPC, EROFS, ENOENT,
+ * directly or as the cause of a KAFKA_STORAGE_ERROR), which fails the log dir, rather than a
+ * limit or a closed log, which does not.
+ */
+export function isIoError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code.startsWith("E");
+  if (error instanceof KafkaError && error.code === ErrorCode.KAFKA_STORAGE_ERROR) {
+    return isIoError(error.cause);
+  }
+  return false;
+}
 
 export interface LogManagerOptions {
   readonly logDirs: readonly string[];
@@ -96,6 +124,11 @@ export class LogManager {
    * 10,000 partitions quadratic.
    */
   private readonly logCounts = new Map<string, number>();
+  /** Log dirs that failed since start (Kafka's offline log dirs). */
+  private readonly offlineDirs = new Set<string>();
+  /** Partitions whose log was in a failed dir, by `<topic>-<partition>`, with that dir. */
+  private readonly offlinePartitions = new Map<string, string>();
+  private readonly failureListeners = new Set<LogDirFailureListener>();
   /** High watermarks found at open, by `<topic>-<partition>` (one entry per log at most). */
   private readonly checkpointedHighWatermarks = new Map<string, bigint>();
   private readonly timers: ReturnType<typeof setInterval>[] = [];
@@ -154,8 +187,86 @@ export class LogManager {
       options.logDirs.map((d) => path.resolve(d)),
       options,
     );
-    for (const logDir of manager.logDirs) manager.loadLogDir(logDir);
+    for (const logDir of manager.logDirs) {
+      try {
+        manager.loadLogDir(logDir);
+      } catch (error) {
+        if (!isIoError(error)) throw error;
+        manager.failLogDir(logDir, error);
+      }
+    }
+    if (manager.liveLogDirs.length === 0) {
+      throw new KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `none of the log dirs ${manager.logDirs.join(",")} can be opened`,
+      );
+    }
     return manager;
+  }
+
+  /** The log dirs that have not failed. */
+  get liveLogDirs(): string[] {
+    return this.logDirs.filter((d) => !this.offlineDirs.has(d));
+  }
+
+  isLogDirOffline(logDir: string): boolean {
+    return this.offlineDirs.has(logDir);
+  }
+
+  /** Whether the partition's log was in a log dir that failed (Kafka's HostedPartition.Offline). */
+  isOfflinePartition(topic: string, partition: number): boolean {
+    return this.offlinePartitions.has(partitionDirName(topic, partition));
+  }
+
+  /** Tells `listener` of each log dir that fails from now on. */
+  onLogDirFailure(listener: LogDirFailureListener): () => void {
+    assert(this.failureListeners.size < FAILURE_LISTENERS_MAX, "too many failure listeners");
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * If `error` is an I/O error, fails the dir holding `log` (Kafka's LogDirFailureChannel) and
+   * returns true; other errors change nothing.
+   */
+  maybeFailLogDirOf(log: UnifiedLog, error: unknown): boolean {
+    if (!isIoError(error)) return false;
+    const logDir = this.dirOfLog.get(log);
+    if (logDir !== undefined) this.failLogDir(logDir, error);
+    return true;
+  }
+
+  /**
+   * Takes a log dir offline: its logs are closed without a flush (the disk refuses writes) and
+   * forgotten, their partitions recorded as offline, and the listeners told. Idempotent.
+   */
+  failLogDir(logDir: string, cause: unknown): void {
+    if (this.offlineDirs.has(logDir)) return;
+    this.offlineDirs.add(logDir);
+    this.env.logger.error(`log dir ${logDir} failed, its partitions go offline: ${String(cause)}`);
+    const partitions: { topic: string; partition: number }[] = [];
+    for (const [log, dir] of [...this.dirOfLog]) {
+      if (dir !== logDir) continue;
+      const key = partitionDirName(log.topic, log.partition);
+      this.logs.delete(key);
+      this.dirOfLog.delete(log);
+      this.offlinePartitions.set(key, logDir);
+      partitions.push({ topic: log.topic, partition: log.partition });
+      try {
+        log.closeHandlers();
+      } catch (error) {
+        this.env.logger.warn(`closing ${log.name} in failed ${logDir}: ${String(error)}`);
+      }
+    }
+    this.logCounts.delete(logDir);
+    const allOffline = this.liveLogDirs.length === 0;
+    for (const listener of this.failureListeners) {
+      try {
+        listener(logDir, partitions, allOffline);
+      } catch (error) {
+        this.env.logger.error(`log dir failure listener failed: ${String(error)}`);
+      }
+    }
   }
 
   private loadLogDir(logDir: string): void {
@@ -231,26 +342,47 @@ export class LogManager {
     return this.logs.get(partitionDirName(topic, partition));
   }
 
-  /** The log of a partition, created (in the log dir with the fewest logs) if missing. */
-  getOrCreateLog(topic: string, partition: number, config?: LogConfig): UnifiedLog {
+  /**
+   * The log of a partition, created (in the live log dir with the fewest logs) if missing.
+   * `isNew` false (a replica the controller says existed before) refuses to create one while a
+   * log dir is offline: the log may be in that dir, and an empty one in its place would lose
+   * what the replica held (Kafka's rule). A partition of a failed dir is KAFKA_STORAGE_ERROR.
+   */
+  getOrCreateLog(topic: string, partition: number, config?: LogConfig, isNew = true): UnifiedLog {
     this.ensureOpen();
     const existing = this.getLog(topic, partition);
     if (existing !== undefined) return existing;
     checkPartitionName(topic, partition);
+    const key = partitionDirName(topic, partition);
+    const failedDir = this.offlinePartitions.get(key);
+    if (failedDir !== undefined || (!isNew && this.offlineDirs.size > 0)) {
+      throw new KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `Can not create log for ${key} because log directories ` +
+          `${[...this.offlineDirs].join(",")} are offline`,
+      );
+    }
     if (this.logs.size >= this.maxLogs) {
       throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `broker holds ${this.maxLogs} logs`);
     }
     const logDir = this.leastLoadedLogDir();
-    const log = UnifiedLog.load({
-      dir: path.join(logDir, partitionDirName(topic, partition)),
-      topic,
-      partition,
-      config: config ?? this.defaultConfig,
-      recoveryPoint: 0n,
-      logStartOffset: 0n,
-      cleanShutdown: true,
-      env: this.env,
-    });
+    let log: UnifiedLog;
+    try {
+      log = UnifiedLog.load({
+        dir: path.join(logDir, key),
+        topic,
+        partition,
+        config: config ?? this.defaultConfig,
+        recoveryPoint: 0n,
+        logStartOffset: 0n,
+        cleanShutdown: true,
+        env: this.env,
+      });
+    } catch (error) {
+      if (!isIoError(error)) throw error;
+      this.failLogDir(logDir, error);
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `creating ${key} in ${logDir} failed`);
+    }
     // No directory fsync per new log: its first flush with data syncs the directories
     // (UnifiedLog.load). Two syncs per partition made creating 10,000 of them take minutes.
     this.addLog(logDir, log);
@@ -277,6 +409,8 @@ export class LogManager {
   /** Removes a partition (topic deletion); the files go in the background. */
   async deleteLog(topic: string, partition: number): Promise<void> {
     const key = partitionDirName(topic, partition);
+    // Its files stay on the failed disk; the partition may now be created in a live dir.
+    this.offlinePartitions.delete(key);
     const log = this.logs.get(key);
     if (log === undefined) return;
     this.logs.delete(key);
@@ -293,7 +427,9 @@ export class LogManager {
       try {
         deleted += log.deleteOldSegments(nowMs);
       } catch (error) {
-        this.env.logger.warn(`retention of ${log.name} failed: ${String(error)}`);
+        if (!this.maybeFailLogDirOf(log, error)) {
+          this.env.logger.warn(`retention of ${log.name} failed: ${String(error)}`);
+        }
       }
     }
     return deleted;
@@ -301,7 +437,14 @@ export class LogManager {
 
   /** Writes the recovery-point and log-start-offset checkpoints of every log dir. */
   checkpointLogOffsets(): void {
-    for (const logDir of this.logDirs) this.writeCheckpoints(logDir);
+    for (const logDir of this.liveLogDirs) {
+      try {
+        this.writeCheckpoints(logDir);
+      } catch (error) {
+        if (!isIoError(error)) throw error;
+        this.failLogDir(logDir, error);
+      }
+    }
   }
 
   /**
@@ -314,9 +457,13 @@ export class LogManager {
   checkpointLogOffsetsInBackground(): Promise<void> {
     if (this.periodicCheckpoint !== null) return this.periodicCheckpoint;
     const writes: Promise<void>[] = [];
-    for (const logDir of this.logDirs) {
+    for (const logDir of this.liveLogDirs) {
       for (const [filePath, entries] of this.checkpointContents(logDir)) {
-        writes.push(this.writeCheckpointInBackground(filePath, entries));
+        const write = this.writeCheckpointInBackground(filePath, entries).catch((error) => {
+          if (!isIoError(error)) throw error;
+          this.failLogDir(logDir, error);
+        });
+        writes.push(write);
       }
     }
     const done = Promise.all(writes).then(
@@ -451,11 +598,10 @@ export class LogManager {
   private flushDueLogs(): void {
     const nowMs = Date.now();
     for (const log of this.logs.values()) {
-      log
-        .flushIfDue(nowMs)
-        ?.catch((error: unknown) =>
-          this.env.logger.warn(`flush.ms flush of ${log.name} failed: ${String(error)}`),
-        );
+      log.flushIfDue(nowMs)?.catch((error: unknown) => {
+        if (this.maybeFailLogDirOf(log, error)) return;
+        this.env.logger.warn(`flush.ms flush of ${log.name} failed: ${String(error)}`);
+      });
     }
   }
 
@@ -533,7 +679,7 @@ export class LogManager {
     });
     const unsynced = new Set<string>();
     await Promise.all(
-      this.logDirs.map((logDir) =>
+      this.liveLogDirs.map((logDir) =>
         syncFileSystem(logDir).catch((error: unknown) => {
           unsynced.add(logDir);
           this.env.logger.warn(`closing the logs in ${logDir} failed: ${String(error)}`);
@@ -552,7 +698,8 @@ export class LogManager {
     this.checkpointLogOffsets();
     // Without the marker the next start recovers the log dirs, which is what a failure needs.
     if (!clean) return;
-    for (const logDir of this.logDirs) {
+    // A failed dir gets no marker: if it works again at the next start, it is recovered.
+    for (const logDir of this.liveLogDirs) {
       writeFileAtomically(path.join(logDir, CLEAN_SHUTDOWN_FILE), new Uint8Array(0));
     }
   }
@@ -563,8 +710,12 @@ export class LogManager {
   }
 
   private leastLoadedLogDir(): string {
-    let best = this.logDirs[0];
-    for (const dir of this.logDirs) if (this.logCount(dir) < this.logCount(best)) best = dir;
+    const live = this.liveLogDirs;
+    if (live.length === 0) {
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "every log dir is offline");
+    }
+    let best = live[0]!;
+    for (const dir of live) if (this.logCount(dir) < this.logCount(best)) best = dir;
     return best;
   }
 

@@ -921,6 +921,15 @@ export class UnifiedLog {
     this.closeSegments();
   }
 
+  /**
+   * Closes the files without flushing anything (Kafka's closeHandlers): the log's dir failed,
+   * so nothing more may be written there; ranges still held keep their fds until released.
+   */
+  closeHandlers(): void {
+    if (this.closed) return;
+    this.closeSegments();
+  }
+
   private closeSegments(): void {
     for (const segment of this.segments) segment.close();
     this.closed = true;

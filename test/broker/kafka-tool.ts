@@ -13,6 +13,7 @@ export interface ToolRun {
 export const REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
 export const LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand";
 export const TOPICS = "org.apache.kafka.tools.TopicCommand";
+export const LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand";
 
 let classpath: Promise<string> | null = null;
 
