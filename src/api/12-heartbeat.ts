@@ -13,10 +13,13 @@ export const heartbeatHandler = defineHandler({
   apiKey: ApiKey.Heartbeat,
   minVersion: 0,
   maxVersion: 4,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED };
     }
+    // A group this broker took over since its last request is read from the store first.
+    const loadError = await ctx.broker.groupCoordinator.loadGroup(request.groupId);
+    if (loadError !== null) return { throttleTimeMs: 0, errorCode: loadError };
     const errorCode = ctx.broker.groupCoordinator.heartbeat({
       groupId: request.groupId,
       generationId: request.generationId,

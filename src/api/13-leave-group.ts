@@ -18,7 +18,7 @@ export const leaveGroupHandler = defineHandler({
   apiKey: ApiKey.LeaveGroup,
   minVersion: 0,
   maxVersion: 5,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
       return { throttleTimeMs: 0, errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED };
     }
@@ -29,6 +29,8 @@ export const leaveGroupHandler = defineHandler({
     const members = batched
       ? request.members
       : [{ memberId: request.memberId, groupInstanceId: null, reason: null }];
+    const loadError = await ctx.broker.groupCoordinator.loadGroup(request.groupId);
+    if (loadError !== null) return { throttleTimeMs: 0, errorCode: loadError, members: [] };
     const result = ctx.broker.groupCoordinator.leaveGroup({ groupId: request.groupId, members });
     if (batched) return { throttleTimeMs: 0, errorCode: result.errorCode, members: result.members };
     const memberError = result.members[0]?.errorCode ?? ErrorCode.NONE;

@@ -27,7 +27,7 @@ export const consumerGroupHeartbeatHandler = defineHandler({
   apiKey: ApiKey.ConsumerGroupHeartbeat,
   minVersion: 0,
   maxVersion: 1,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const fail = (errorCode: number, errorMessage: string | null = null): Response => ({
       throttleTimeMs: 0,
       errorCode,
@@ -47,7 +47,7 @@ export const consumerGroupHeartbeatHandler = defineHandler({
       return fail(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.");
     }
     const cache = ctx.broker.metadataCache;
-    const result = ctx.broker.groupCoordinator.consumerGroupHeartbeat({
+    const result = await ctx.broker.groupCoordinator.consumerGroupHeartbeat({
       groupId: request.groupId,
       memberId: request.memberId,
       memberEpoch: request.memberEpoch,

@@ -28,9 +28,14 @@ export const consumerGroupDescribeHandler = defineHandler({
   apiKey: ApiKey.ConsumerGroupDescribe,
   minVersion: 0,
   maxVersion: 1,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const cache = ctx.broker.metadataCache;
-    const groups = request.groupIds.slice(0, GROUPS_MAX).map((groupId) => {
+    const ids = request.groupIds.slice(0, GROUPS_MAX);
+    // Groups taken over since a failover are read from the store before they are described.
+    const loadErrors = await Promise.all(
+      ids.map((id) => ctx.broker.groupCoordinator.loadGroup(id)),
+    );
+    const groups = ids.map((groupId, i) => {
       const failed = (errorCode: number, errorMessage: string | null = null) => ({
         errorCode,
         errorMessage,
@@ -40,6 +45,7 @@ export const consumerGroupDescribeHandler = defineHandler({
       if (!authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, groupId)) {
         return failed(ErrorCode.GROUP_AUTHORIZATION_FAILED);
       }
+      if (loadErrors[i] !== null) return failed(loadErrors[i]!);
       const group = ctx.broker.groupCoordinator.consumerGroup(groupId);
       if (group === null) {
         return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);

@@ -423,6 +423,7 @@ async function startGroupCoordinator(
     Date.now,
     isCoordinatorFor,
     partitionCounts,
+    log.child("GroupCoordinator"),
   );
   // Groups follow the live brokers: those that moved elsewhere are let go at once.
   const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());

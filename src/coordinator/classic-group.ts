@@ -269,6 +269,21 @@ export class ClassicGroup {
     }
   }
 
+  /**
+   * Puts a group taken over from the store (members already added) back in the Stable
+   * generation it was stored in, bypassing the transitions a live rebalance goes through.
+   */
+  restoreStableGeneration(generationId: number, protocolName: string, leaderId: string): void {
+    assert(this.is(GroupState.Empty), `${this.groupId} is restored in ${this.state}`);
+    assert(this.members.size > 0 && this.has(leaderId), `${this.groupId}: no leader to restore`);
+    for (const m of this.members.values()) this.setAwaitingJoin(m, null);
+    this.generationId = generationId;
+    this.protocolName = protocolName;
+    this.leaderId = leaderId;
+    this.subscribedTopicSet = this.computeSubscribedTopics();
+    this.state = GroupState.Stable;
+  }
+
   /** Member metadata for the chosen protocol, as the leader gets it in its JoinGroup response. */
   currentMemberMetadata(): JoinGroupMember[] {
     assert(this.protocolName !== null, `group ${this.groupId} has no protocol in ${this.state}`);

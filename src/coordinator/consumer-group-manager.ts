@@ -3,14 +3,15 @@ import { assert } from "../util/assert.ts";
 import { ConsumerGroup, type ConsumerMember, newMember } from "./consumer-group.ts";
 import { ASSIGNORS, type Assignment } from "./consumer-group-assignors.ts";
 import type { GroupConfig } from "./group-config.ts";
+import { restoreConsumerGroup } from "./group-membership.ts";
+import type { ConsumerMembershipRecord } from "./group-membership-record.ts";
 
 /**
  * The KIP-848 side of the group coordinator (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
  * ConsumerGroupHeartbeat joins, leaves and reconciles members, and each member's session and
- * rebalance timers fence it when it goes quiet. Membership lives in memory, as the classic
- * groups' does; committed offsets go through the coordinator's offset store like every group's,
- * so after a failover members are told UNKNOWN_MEMBER_ID, rejoin with epoch 0 and resume from
- * their committed offsets.
+ * rebalance timers fence it when it goes quiet. Every change is reported to `onChange`, which
+ * stores the group's membership record beside its offsets, so that a coordinator taking the
+ * group over (`restore`) carries on with the members' epochs and assignments.
  */
 
 export interface HeartbeatRequest {
@@ -48,10 +49,22 @@ const STATIC_LEAVE_EPOCH = -2;
 export class ConsumerGroupManager {
   private readonly groups = new Map<string, ConsumerGroup>();
 
+  /** `onChange` hears of every change a membership record must cover (to store it). */
   constructor(
     private readonly config: GroupConfig,
     private readonly partitionCounts: PartitionCounts,
+    private readonly onChange: (groupId: string) => void = () => {},
   ) {}
+
+  /** Takes over a stored group, arming each member's timers as a heartbeat would. */
+  restore(groupId: string, record: ConsumerMembershipRecord): ConsumerGroup {
+    assert(!this.groups.has(groupId), `consumer group ${groupId} is already loaded`);
+    const group = new ConsumerGroup(groupId, this.config.consumerAssignors);
+    restoreConsumerGroup(group, record);
+    this.groups.set(groupId, group);
+    for (const member of group.members.values()) this.armTimers(group, member);
+    return group;
+  }
 
   get(groupId: string): ConsumerGroup | undefined {
     return this.groups.get(groupId);
@@ -79,6 +92,7 @@ export class ConsumerGroupManager {
       this.fence(group, req.memberId);
       return this.answer(req.memberId, req.memberEpoch, null);
     }
+    const stateBefore = fingerprint(group, req.memberId);
     const member = this.memberFor(group, req);
     if (typeof member === "number") return this.error(req, member, null);
     const before = { epoch: member.memberEpoch, assigned: member.assigned };
@@ -87,6 +101,9 @@ export class ConsumerGroupManager {
     group.maybeComputeTarget();
     group.reconcile(member, req.owned);
     this.armTimers(group, member);
+    if (!sameFingerprint(fingerprint(group, member.memberId), stateBefore)) {
+      this.onChange(group.groupId);
+    }
     const changed = before.epoch !== member.memberEpoch || before.assigned !== member.assigned;
     const full = changed || req.memberEpoch === 0 || req.owned !== null;
     return this.answer(member.memberId, member.memberEpoch, full ? member.assigned : null);
@@ -167,12 +184,13 @@ export class ConsumerGroupManager {
   }
 
   /** Removes a member (left, timed out, or replaced): the others rebalance without it. */
-  fence(group: ConsumerGroup, memberId: string): void {
+  fence(group: ConsumerGroup, memberId: string, stored = true): void {
     const member = group.remove(memberId);
     if (member === undefined) return;
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
     if (member.rebalanceTimer !== null) clearTimeout(member.rebalanceTimer);
     if (group.isEmpty) group.maybeComputeTarget();
+    if (stored) this.onChange(group.groupId);
   }
 
   /**
@@ -194,7 +212,8 @@ export class ConsumerGroupManager {
   unload(groupId: string): void {
     const group = this.groups.get(groupId);
     if (group === undefined) return;
-    for (const memberId of [...group.members.keys()]) this.fence(group, memberId);
+    // Whoever coordinates the group next takes it over as stored: nothing is written here.
+    for (const memberId of [...group.members.keys()]) this.fence(group, memberId, false);
     this.groups.delete(groupId);
   }
 
@@ -219,6 +238,34 @@ export class ConsumerGroupManager {
     assert(errorCode !== ErrorCode.NONE, "an error answer needs an error");
     return { ...this.answer(req.memberId, req.memberEpoch, null), errorCode, errorMessage };
   }
+}
+
+/**
+ * What a heartbeat may change that the membership record holds: the group's epochs and size,
+ * and the member's epoch, subscription and partitions (assignments are replaced, never
+ * mutated, so identity tells a change).
+ */
+function fingerprint(group: ConsumerGroup, memberId: string): unknown[] {
+  const m = group.members.get(memberId);
+  return [
+    group.groupEpoch,
+    group.targetEpoch,
+    group.members.size,
+    m,
+    m?.memberEpoch,
+    m?.state,
+    m?.assigned,
+    m?.revoking,
+    m?.subscribedTopicNames,
+    m?.serverAssignor,
+    m?.instanceId,
+    m?.rackId,
+    m?.rebalanceTimeoutMs,
+  ];
+}
+
+function sameFingerprint(a: unknown[], b: unknown[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 function sameTopics(a: readonly string[], b: readonly string[]): boolean {

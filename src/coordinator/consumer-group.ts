@@ -111,6 +111,39 @@ export class ConsumerGroup {
     return out;
   }
 
+  /** What the group computed that its members do not show: for the membership record. */
+  computedState(): {
+    target: ReadonlyMap<string, Assignment>;
+    partitionCounts: ReadonlyMap<string, number>;
+    epochBumpPending: boolean;
+  } {
+    const { target, partitionCounts, changed } = this;
+    return { target, partitionCounts, epochBumpPending: changed };
+  }
+
+  /**
+   * Takes over a stored group: its epochs, target and members (their timers unset). Who owns
+   * which partition follows from the members' assigned and revoking partitions.
+   */
+  restore(
+    epochs: { groupEpoch: number; targetEpoch: number; assignorName: string; bump: boolean },
+    target: Map<string, Assignment>,
+    partitionCounts: Map<string, number>,
+    members: readonly ConsumerMember[],
+  ): void {
+    assert(this.members.size === 0, `${this.groupId} is restored with members`);
+    this.groupEpoch = epochs.groupEpoch;
+    this.targetEpoch = epochs.targetEpoch;
+    this.assignorName = epochs.assignorName;
+    this.changed = epochs.bump;
+    this.target = target;
+    this.partitionCounts = partitionCounts;
+    for (const m of members) {
+      this.members.set(m.memberId, m);
+      for (const k of [...keys(m.assigned), ...keys(m.revoking)]) this.owners.set(k, m.memberId);
+    }
+  }
+
   /** Marks a change of members, subscriptions or topics: the next target is for a new epoch. */
   bumpEpoch(): void {
     this.changed = true;

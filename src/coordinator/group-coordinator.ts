@@ -1,6 +1,7 @@
 import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
 import {
@@ -15,6 +16,12 @@ import {
   NEW_MEMBER_JOIN_TIMEOUT_MS,
 } from "./group-config.ts";
 import { describedError, describeGroup } from "./group-description.ts";
+import {
+  classicMembershipRecord,
+  consumerMembershipRecord,
+  restoreClassicGroup,
+} from "./group-membership.ts";
+import { decodeMembership, encodeMembership } from "./group-membership-record.ts";
 import {
   commitError,
   countCommitPartitions,
@@ -52,6 +59,7 @@ import {
   validateSync,
 } from "./group-validation.ts";
 import { EMPTY_BYTES, MemberMetadata } from "./member-metadata.ts";
+import { type MembershipSnapshot, MembershipWriter } from "./membership-writer.ts";
 import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 import {
   isPendingGroupId,
@@ -107,6 +115,10 @@ export class GroupCoordinator {
   private readonly consumerGroups: ConsumerGroupManager;
   /** KIP-932 share groups: membership only; delivery state is the partition leaders'. */
   readonly shareGroups: ShareGroupManager;
+  /** Stores each group's membership record after a change (group-membership-record.ts). */
+  private readonly membershipWriter: MembershipWriter;
+  /** Membership reads in flight, so concurrent requests of a group share one. */
+  private readonly membershipLoads = new Map<string, Promise<number | null>>();
   private active = false;
   private cleanupTimer: ReturnType<typeof setInterval> | null = null;
 
@@ -121,10 +133,14 @@ export class GroupCoordinator {
     private readonly nowMs: () => number = Date.now,
     private readonly isCoordinatorFor: (groupId: string) => boolean = () => true,
     partitionCounts: PartitionCounts = () => new Map(),
+    private readonly log: Logger = SILENT_LOGGER,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     this.pendingTxnOffsets = new PendingTxnOffsets(store);
-    this.consumerGroups = new ConsumerGroupManager(this.config, partitionCounts);
+    const snapshot = (groupId: string) => this.membershipSnapshot(groupId);
+    this.membershipWriter = new MembershipWriter(store, snapshot, log);
+    const onChange = (groupId: string) => this.membershipWriter.schedule(groupId);
+    this.consumerGroups = new ConsumerGroupManager(this.config, partitionCounts, onChange);
     this.shareGroups = new ShareGroupManager(shareSettings(this.config), partitionCounts);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
@@ -209,7 +225,7 @@ export class GroupCoordinator {
    * One KIP-848 heartbeat. A group with classic members is not a consumer group (Kafka with
    * its migration policy off says so too); an Empty classic group with offsets becomes one.
    */
-  consumerGroupHeartbeat(req: ConsumerHeartbeatRequest): ConsumerHeartbeatResult {
+  async consumerGroupHeartbeat(req: ConsumerHeartbeatRequest): Promise<ConsumerHeartbeatResult> {
     const refuse = (errorCode: number, errorMessage: string | null) => ({
       errorCode,
       errorMessage,
@@ -218,7 +234,8 @@ export class GroupCoordinator {
       heartbeatIntervalMs: 0,
       assignment: null,
     });
-    const invalidId = this.validateGroupId(req.groupId, true);
+    const invalidId =
+      this.validateGroupId(req.groupId, true) ?? (await this.loadGroup(req.groupId));
     if (invalidId !== null) return refuse(invalidId, null);
     const classic = this.groups.get(req.groupId);
     if (
@@ -230,7 +247,68 @@ export class GroupCoordinator {
     if (classic === undefined && this.createGroup(req.groupId) === null) {
       return refuse(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
     }
-    return this.consumerGroups.heartbeat(req);
+    const result = this.consumerGroups.heartbeat(req);
+    // Answered once what it changed is stored, so a coordinator taking over knows the epoch.
+    const storeError = await this.membershipWriter.settled(req.groupId);
+    if (storeError === null || result.errorCode !== ErrorCode.NONE) return result;
+    return refuse(storeError, null);
+  }
+
+  /**
+   * Takes a group this broker coordinates but does not hold from its stored membership record
+   * (a failover or a restart), with its members' session timers armed: members that go on
+   * heartbeating keep their generation or epoch and assignment. Handlers of the membership
+   * APIs call it first. Null when done (or nothing to do), else the store's error code.
+   */
+  loadGroup(groupId: string): Promise<number | null> {
+    if (groupId === "" || !this.active || !this.isCoordinatorFor(groupId)) {
+      return Promise.resolve(null);
+    }
+    if (this.groups.has(groupId)) return Promise.resolve(null);
+    let load = this.membershipLoads.get(groupId);
+    if (load === undefined) {
+      load = this.readMembership(groupId).finally(() => this.membershipLoads.delete(groupId));
+      this.membershipLoads.set(groupId, load);
+    }
+    return load;
+  }
+
+  private async readMembership(groupId: string): Promise<number | null> {
+    let bytes: Uint8Array | null;
+    try {
+      bytes = await this.store.loadMembership(groupId);
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+    if (bytes === null || this.groups.has(groupId)) return null;
+    if (!this.active || !this.isCoordinatorFor(groupId)) return null;
+    const record = decodeMembership(bytes);
+    if (record === null) {
+      this.log.warn(`group ${groupId}: stored membership not readable, members will rejoin`);
+      return null;
+    }
+    const group = this.createGroup(groupId);
+    if (group === null) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
+    if (record.type === "consumer") {
+      this.consumerGroups.restore(groupId, record);
+    } else if (restoreClassicGroup(group, record)) {
+      for (const m of group.allMembers()) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
+    }
+    this.log.info(`group ${groupId}: taken over from the store (${record.members.length} members)`);
+    return null;
+  }
+
+  /** What the membership writer stores for a group now. */
+  private membershipSnapshot(groupId: string): MembershipSnapshot {
+    if (!this.active || !this.isCoordinatorFor(groupId)) return "skip";
+    const consumer = this.consumerGroups.get(groupId);
+    if (consumer !== undefined && !consumer.isEmpty) {
+      return encodeMembership(consumerMembershipRecord(consumer));
+    }
+    const classic = this.groups.get(groupId);
+    const record = classic === undefined ? null : classicMembershipRecord(classic);
+    return record === null ? null : encodeMembership(record);
   }
 
   /** The KIP-848 group, or null (unknown here, or a classic group). */
@@ -269,6 +347,14 @@ export class GroupCoordinator {
   // ---- JoinGroup --------------------------------------------------------------------------
 
   joinGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
+    if (this.groups.has(req.groupId)) return this.joinLoadedGroup(req);
+    return this.loadGroup(req.groupId).then((loadError) => {
+      if (loadError === null) return this.joinLoadedGroup(req);
+      return joinError(req.memberId, loadError);
+    });
+  }
+
+  private joinLoadedGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
     const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateJoin(req);
     if (errorCode !== null) return Promise.resolve(joinError(req.memberId, errorCode));
     const isUnknownMember = req.memberId === "";
@@ -503,6 +589,7 @@ export class GroupCoordinator {
     switch (group.state) {
       case GroupState.Stable:
         if (group.protocolName !== group.selectProtocol()) return this.maybePrepareRebalance(group);
+        this.membershipWriter.schedule(group.groupId);
         if (req.apiVersion >= SKIP_ASSIGNMENT_MIN_VERSION) {
           // The leader learns it leads (to keep watching metadata) but must not reassign.
           const isLeader = group.isLeader(newMemberId);
@@ -610,7 +697,7 @@ export class GroupCoordinator {
       return this.scheduleJoin(group, "members", group.rebalanceTimeoutMs, 0);
     }
     group.initNextGeneration();
-    if (group.is(GroupState.Empty)) return;
+    if (group.is(GroupState.Empty)) return this.membershipWriter.schedule(group.groupId);
     for (const m of group.allMembers()) {
       group.answerJoin(m, this.currentGeneration(group, m.memberId));
       this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
@@ -700,6 +787,13 @@ export class GroupCoordinator {
   // ---- SyncGroup, Heartbeat, LeaveGroup ---------------------------------------------------
 
   syncGroup(req: SyncGroupRequest): Promise<SyncGroupResult> {
+    if (this.groups.has(req.groupId)) return this.syncLoadedGroup(req);
+    return this.loadGroup(req.groupId).then((loadError) => {
+      return loadError === null ? this.syncLoadedGroup(req) : syncError(loadError);
+    });
+  }
+
+  private syncLoadedGroup(req: SyncGroupRequest): Promise<SyncGroupResult> {
     const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateAssignments(req);
     if (errorCode !== null) return Promise.resolve(syncError(errorCode));
     const group = this.groups.get(req.groupId);
@@ -754,6 +848,7 @@ export class GroupCoordinator {
       if (answered) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
     }
     group.transitionTo(GroupState.Stable);
+    this.membershipWriter.schedule(group.groupId);
   }
 
   heartbeat(req: HeartbeatRequest): number {
@@ -921,6 +1016,8 @@ export class GroupCoordinator {
     if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
       return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
     }
+    const membershipError = await this.loadGroup(req.groupId);
+    if (membershipError !== null) return commitError(req, membershipError);
     const consumer = this.consumerGroups.get(req.groupId);
     let group = this.groups.get(req.groupId);
     if (group === undefined) {
@@ -965,6 +1062,8 @@ export class GroupCoordinator {
     if (this.pendingTxnOffsets.producerCount >= PENDING_PRODUCERS_MAX) {
       return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
     }
+    const membershipError = await this.loadGroup(req.groupId);
+    if (membershipError !== null) return commitError(req, membershipError);
     const group = this.groups.get(req.groupId) ?? this.createGroup(req.groupId);
     if (group === null) return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
     if (req.generationId >= 0 || req.memberId !== "") {
@@ -1000,6 +1099,7 @@ export class GroupCoordinator {
   async completeTransaction(producerId: bigint, commit: boolean): Promise<void> {
     const apply = async (groupId: string, offsets: readonly PendingOffset[]) => {
       await this.store.commit(groupId, offsets);
+      await this.loadGroup(groupId);
       const group = this.groups.get(groupId) ?? this.createGroup(groupId);
       if (group?.offsets == null) return; // loaded from the store, with these, on first use
       for (const o of offsets)
@@ -1117,6 +1217,8 @@ export class GroupCoordinator {
    * protocol type, as the coordinator before showed it. Null when done or nothing is stored.
    */
   private async adoptStoredGroup(groupId: string): Promise<number | null> {
+    const membershipError = await this.loadGroup(groupId);
+    if (membershipError !== null) return membershipError;
     if (this.groups.has(groupId)) return null;
     let stored: StoredGroupMetadata | null;
     try {

@@ -21,6 +21,7 @@ export const OFFSETS_DIR_NAME = "__consumer_offsets";
 const LOG_FILE = "commits.log";
 const SNAPSHOT_FILE = "offsets.snapshot";
 const SNAPSHOT_TEMP_FILE = "offsets.snapshot.tmp";
+const MEMBERSHIP_DIR_NAME = "membership";
 
 export interface LocalOffsetStoreOptions {
   /** Compact the log into a snapshot once it grows past this many bytes. */
@@ -61,6 +62,9 @@ export interface LocalOffsetStoreStats {
  *   record sets or deletes keys, last writer wins), so a crash between rename and truncate is
  *   harmless.
  *
+ * - `membership/<sha256 of the group id>.json`: each group's membership record
+ *   (group-membership-record.ts), replaced whole by rename; see storeMembership.
+ *
  * On open the snapshot is read, then the log is replayed; a torn last record is cut off.
  * The whole state is kept in memory (it is what loadGroup answers from). One process owns the
  * directory; this class is used from one event loop.
@@ -100,7 +104,7 @@ export class LocalOffsetStore implements OffsetStore {
   /** Opens (creating if needed) the store under `<dataDir>/__consumer_offsets/` and replays it. */
   static open(dataDir: string, options: LocalOffsetStoreOptions = {}): LocalOffsetStore {
     const dir = path.join(dataDir, OFFSETS_DIR_NAME);
-    fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(path.join(dir, MEMBERSHIP_DIR_NAME), { recursive: true });
     fs.rmSync(path.join(dir, SNAPSHOT_TEMP_FILE), { force: true });
     const logPath = path.join(dir, LOG_FILE);
     const created = !fs.existsSync(logPath);
@@ -130,7 +134,34 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   async deleteGroup(groupId: string): Promise<void> {
-    return this.append({ type: "deleteGroup", groupId });
+    await this.append({ type: "deleteGroup", groupId });
+    fs.rmSync(this.membershipPath(groupId), { force: true });
+  }
+
+  /**
+   * Written to a temporary file and renamed over the old one, without fsync: a record lost or
+   * emptied by a power cut does not parse, and the group's members then rejoin (kill -9 loses
+   * nothing, the page cache keeps it).
+   */
+  async storeMembership(groupId: string, record: Uint8Array | null): Promise<void> {
+    this.assertOpen();
+    const target = this.membershipPath(groupId);
+    if (record === null) return fs.rmSync(target, { force: true });
+    const temp = `${target}.tmp`;
+    await Bun.write(temp, record);
+    fs.renameSync(temp, target);
+  }
+
+  async loadMembership(groupId: string): Promise<Uint8Array | null> {
+    this.assertOpen();
+    const file = Bun.file(this.membershipPath(groupId));
+    return (await file.exists()) ? await file.bytes() : null;
+  }
+
+  /** One file per group, named by the SHA-256 of its id (ids may be any string). */
+  private membershipPath(groupId: string): string {
+    const name = new Bun.CryptoHasher("sha256").update(groupId).digest("hex");
+    return path.join(this.dir, MEMBERSHIP_DIR_NAME, `${name}.json`);
   }
 
   async storeGroupMetadata(groupId: string, metadata: StoredGroupMetadata): Promise<void> {

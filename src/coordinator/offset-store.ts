@@ -15,7 +15,7 @@ export interface CommittedOffset {
 /**
  * What a group keeps beside its offsets so that whichever broker coordinates it next shows it
  * as before: its protocol type (Kafka keeps it in the group metadata record). Members,
- * generation and assignment are not kept: members rejoin a new coordinator under new ids.
+ * generation and assignment are kept in the membership record (storeMembership).
  */
 export interface StoredGroupMetadata {
   readonly protocolType: string | null;
@@ -44,6 +44,14 @@ export interface OffsetStore {
   storeGroupMetadata(groupId: string, metadata: StoredGroupMetadata): Promise<void>;
   /** The group's metadata when it has committed offsets (a stored group), else null. */
   describeStoredGroup(groupId: string): Promise<StoredGroupMetadata | null>;
+  /**
+   * Replaces the group's membership record (group-membership-record.ts), or removes it (null):
+   * what a broker coordinating the group next reads to carry on without a rebalance.
+   */
+  storeMembership(groupId: string, record: Uint8Array | null): Promise<void>;
+  /** The group's membership record, or null when none is stored. */
+  loadMembership(groupId: string): Promise<Uint8Array | null>;
+  /** Removes the group's offsets, metadata and membership. */
   deleteGroup(groupId: string): Promise<void>;
   /** Groups that have committed offsets (for ListGroups after restart). */
   listGroups(): Promise<string[]>;

@@ -20,6 +20,9 @@
  * lists and describes it as the previous coordinator did. Kafka's ZooKeeper-era consumers left
  * that znode's data empty; an empty or foreign value reads as "no protocol type".
  *
+ * The group's membership (members, generation or epochs, assignments) is one more znode,
+ * `/consumers/<group>/membership`, holding the JSON record of group-membership-record.ts.
+ *
  * One commit of many partitions is one ZooKeeper round trip: a multi of create-or-setData
  * operations. Choosing create or setData needs to know which znodes exist, so each group keeps
  * an in-memory set of its existing paths, filled by `loadGroup`. If ZooKeeper disagrees (another
@@ -190,6 +193,36 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     });
   }
 
+  async storeMembership(groupId: string, record: Uint8Array | null): Promise<void> {
+    const deadlineMs = this.deadline();
+    await this.guard(async () => {
+      const cache = await this.cached(groupId, deadlineMs);
+      await this.retryOnceOnTreeChange(groupId, cache, deadlineMs, async (current) => {
+        const path = membershipPath(groupId);
+        const ops: ZooKeeperOp[] = [];
+        if (record === null) {
+          if (!current.existing.has(path)) return;
+          ops.push({ type: "delete", path });
+          current.existing.delete(path);
+        } else {
+          ensureOp(current.existing, ops, CONSUMERS_PATH);
+          ensureOp(current.existing, ops, groupPath(groupId));
+          ensureOp(current.existing, ops, path, record);
+        }
+        await this.zk.multi(ops, { timeoutMs: deadlineMs - Date.now() });
+      });
+    });
+  }
+
+  async loadMembership(groupId: string): Promise<Uint8Array | null> {
+    const deadlineMs = this.deadline();
+    return this.guard(async () => {
+      const options = { timeoutMs: deadlineMs - Date.now() };
+      const node = await this.zk.getData(membershipPath(groupId), options).catch(nullOnNoNode);
+      return node?.data ?? null;
+    });
+  }
+
   /** The group znode's metadata, for a group with a topic under `offsets` (as listGroups). */
   async describeStoredGroup(groupId: string): Promise<StoredGroupMetadata | null> {
     const deadlineMs = this.deadline();
@@ -343,7 +376,13 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const existing = new Set<string>();
     const offsets = new Map<TopicPartitionKey, CommittedOffset>();
     const root = groupPath(groupId);
-    const dirs = [CONSUMERS_PATH, root, `${root}/offsets`, `${root}/offsets-meta`];
+    const dirs = [
+      CONSUMERS_PATH,
+      root,
+      `${root}/offsets`,
+      `${root}/offsets-meta`,
+      membershipPath(groupId),
+    ];
     const stats = await Promise.all(
       dirs.map((path) => this.zk.exists(path, { timeoutMs: deadlineMs - Date.now() })),
     );
@@ -431,6 +470,10 @@ export class ZooKeeperOffsetStore implements OffsetStore {
 function groupPath(groupId: string): string {
   if (groupId.length === 0) throw new KafkaError(ErrorCode.INVALID_GROUP_ID, "empty group id");
   return `${CONSUMERS_PATH}/${encodeZnodeName(groupId)}`;
+}
+
+function membershipPath(groupId: string): string {
+  return `${groupPath(groupId)}/membership`;
 }
 
 function offsetPath(groupId: string, topic: string, partition: number): string {

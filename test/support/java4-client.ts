@@ -1,0 +1,96 @@
+/**
+ * The Kafka 4.4 Java client programs of test/compat/java4, built with Maven on first use, and
+ * run as processes whose stdout lines a test can wait for.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { REPO_ROOT } from "./broker-harness.ts";
+import { waitUntil } from "./wait-until.ts";
+
+export const JAVA4_DIR = join(REPO_ROOT, "test", "compat", "java4");
+
+/** Builds the programs (and their classpath file) unless `className` is built already. */
+export function ensureJava4Built(className: string): void {
+  const classFile = join(JAVA4_DIR, "target", "classes", "quill", "compat4", `${className}.class`);
+  if (existsSync(classFile)) return;
+  const mvn = Bun.spawnSync(
+    [
+      "mvn",
+      "-q",
+      "package",
+      "dependency:build-classpath",
+      "-Dmdep.outputFile=target/classpath.txt",
+    ],
+    { cwd: JAVA4_DIR, stderr: "pipe", stdout: "pipe" },
+  );
+  if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
+}
+
+export function java4Command(main: string, args: readonly string[]): string[] {
+  const classpath = readFileSync(join(JAVA4_DIR, "target", "classpath.txt"), "utf8").trim();
+  return [
+    "java",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+    "-cp",
+    `${join(JAVA4_DIR, "target", "classes")}:${classpath}`,
+    main,
+    ...args,
+  ];
+}
+
+/** A running Java program: its stdout as lines so far, its stderr, and its exit. */
+export class Java4Process {
+  readonly lines: string[] = [];
+  stderr = "";
+  readonly exited: Promise<number>;
+  private readonly proc: ReturnType<typeof Bun.spawn>;
+
+  constructor(main: string, args: readonly string[]) {
+    this.proc = Bun.spawn(java4Command(`quill.compat4.${main}`, args), {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const out = this.pump(this.proc.stdout as ReadableStream<Uint8Array>, (l) =>
+      this.lines.push(l),
+    );
+    const err = this.pump(this.proc.stderr as ReadableStream<Uint8Array>, (l) => {
+      this.stderr += `${l}\n`;
+    });
+    this.exited = Promise.all([out, err, this.proc.exited]).then(([, , code]) => code);
+  }
+
+  /** The first stdout line starting with `prefix`, waiting for it. */
+  async line(prefix: string, timeoutMs: number): Promise<string> {
+    const find = () => this.lines.find((l) => l.startsWith(prefix));
+    await waitUntil(() => find() !== undefined || this.proc.exitCode !== null, timeoutMs, prefix);
+    const found = find();
+    if (found === undefined) {
+      throw new Error(`exited without "${prefix}":\n${this.lines.join("\n")}\n${this.stderr}`);
+    }
+    return found;
+  }
+
+  /** Writes one line to the program's stdin. */
+  send(line: string): void {
+    const stdin = this.proc.stdin as import("bun").FileSink;
+    stdin.write(`${line}\n`);
+    stdin.flush();
+  }
+
+  kill(): void {
+    this.proc.kill(9);
+  }
+
+  private async pump(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
+    const decoder = new TextDecoder();
+    let partial = "";
+    for await (const chunk of stream) {
+      partial += decoder.decode(chunk, { stream: true });
+      const parts = partial.split("\n");
+      partial = parts.pop()!;
+      for (const l of parts) onLine(l);
+    }
+    if (partial !== "") onLine(partial);
+  }
+}
