@@ -56,6 +56,9 @@ import { shareGroupHeartbeatHandler } from "./76-share-group-heartbeat.ts";
 import { shareGroupDescribeHandler } from "./77-share-group-describe.ts";
 import { shareFetchHandler } from "./78-share-fetch.ts";
 import { shareAcknowledgeHandler } from "./79-share-acknowledge.ts";
+import { describeShareGroupOffsetsHandler } from "./90-describe-share-group-offsets.ts";
+import { alterShareGroupOffsetsHandler } from "./91-alter-share-group-offsets.ts";
+import { deleteShareGroupOffsetsHandler } from "./92-delete-share-group-offsets.ts";
 import type { ApiHandler } from "./handler.ts";
 
 /** Every API Quill answers; ApiVersions advertises exactly these, with these version ranges. */
@@ -100,6 +103,9 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   shareGroupDescribeHandler,
   shareFetchHandler,
   shareAcknowledgeHandler,
+  describeShareGroupOffsetsHandler,
+  alterShareGroupOffsetsHandler,
+  deleteShareGroupOffsetsHandler,
   initProducerIdHandler,
   addPartitionsToTxnHandler,
   addOffsetsToTxnHandler,

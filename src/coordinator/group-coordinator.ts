@@ -87,6 +87,8 @@ const STORE_READ_CONCURRENCY = 64;
 /** Group types as ListGroups names them: JoinGroup groups, and KIP-848 groups. */
 const CLASSIC_GROUP_TYPE = "classic";
 const CONSUMER_GROUP_TYPE = "consumer";
+/** ListGroups v5 GroupType (and ProtocolType) of a KIP-932 share group. */
+const SHARE_GROUP_TYPE = "share";
 
 /** One group as groupViews() shows it. */
 export interface GroupView {
@@ -211,6 +213,17 @@ export class GroupCoordinator {
       };
     }
     return this.shareGroups.heartbeat(req);
+  }
+
+  private listedShareGroups() {
+    return [...this.shareGroups.all()]
+      .filter((g) => this.isCoordinatorFor(g.groupId))
+      .map((g) => ({
+        groupId: g.groupId,
+        protocolType: SHARE_GROUP_TYPE,
+        groupState: g.state,
+        groupType: SHARE_GROUP_TYPE,
+      }));
   }
 
   /** The share group, or null (unknown here, or not coordinated by this broker). */
@@ -956,6 +969,7 @@ export class GroupCoordinator {
           groupType: CONSUMER_GROUP_TYPE,
         };
       })
+      .concat(this.listedShareGroups())
       .filter((g) => states.size === 0 || states.has(g.groupState.toLowerCase()))
       .filter((g) => types.size === 0 || types.has(g.groupType));
     return { errorCode: ErrorCode.NONE, groups };

@@ -86,6 +86,16 @@ export class SharePartition {
     return this.states.length - this.head;
   }
 
+  /** In-flight records already done (ACKNOWLEDGED or ARCHIVED above an unfinished one). */
+  doneInFlightCount(): number {
+    let n = 0;
+    for (let i = this.head; i < this.states.length; i++) {
+      const s = this.states[i];
+      if (s === RecordState.ACKNOWLEDGED || s === RecordState.ARCHIVED) n++;
+    }
+    return n;
+  }
+
   /** Where a fetch should read: the first AVAILABLE record, else the end; null when full. */
   nextFetchOffset(): bigint | null {
     if (this.availableCount > 0) {

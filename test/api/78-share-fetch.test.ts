@@ -116,3 +116,27 @@ test("fetch acquires, sessions check epochs, acknowledgements apply, the state s
     { firstOffset: 3n, lastOffset: 4n, deliveryCount: 2 },
   ]);
 }, 30_000);
+
+test("share-group offsets: described, and deleted only once the group has no members", async () => {
+  const describe = await client.request(ApiKey.DescribeShareGroupOffsets, 1, {
+    groups: [{ groupId: GROUP, topics: null }],
+  });
+  const row = describe.groups[0]!.topics[0]!.partitions[0]!;
+  expect(row.startOffset).toBe(3n);
+  expect(row.lag).toBe(2n);
+  const del = () =>
+    client.request(ApiKey.DeleteShareGroupOffsets, 0, {
+      groupId: GROUP,
+      topics: [{ topicName: TOPIC }],
+    });
+  expect((await del()).errorCode).toBe(ErrorCode.NON_EMPTY_GROUP);
+  const leave = await client.request(ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: GROUP,
+    memberId: "m3",
+    memberEpoch: -1,
+  });
+  expect(leave.errorCode).toBe(ErrorCode.NONE);
+  expect((await del()).responses[0]!.errorCode).toBe(ErrorCode.NONE);
+  const shares = b.broker.services.sharePartitionManager;
+  expect(shares.sharePartition(GROUP, TOPIC, 0)).toBeUndefined();
+});
