@@ -1,6 +1,11 @@
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
-import { ConsumerGroup, type ConsumerMember, newMember } from "./consumer-group.ts";
+import {
+  ConsumerGroup,
+  type ConsumerMember,
+  newMember,
+  STATIC_LEFT_EPOCH,
+} from "./consumer-group.ts";
 import { ASSIGNORS, type Assignment } from "./consumer-group-assignors.ts";
 import type { GroupConfig } from "./group-config.ts";
 import { restoreConsumerGroup } from "./group-membership.ts";
@@ -44,7 +49,7 @@ export type PartitionCounts = (topics: ReadonlySet<string>) => Map<string, numbe
 
 /** Epoch -1 leaves the group; -2 leaves for now, as a static member that will be back. */
 const LEAVE_EPOCH = -1;
-const STATIC_LEAVE_EPOCH = -2;
+const STATIC_LEAVE_EPOCH = STATIC_LEFT_EPOCH;
 
 export class ConsumerGroupManager {
   private readonly groups = new Map<string, ConsumerGroup>();
@@ -87,6 +92,9 @@ export class ConsumerGroupManager {
       if (req.memberEpoch !== 0) return this.error(req, ErrorCode.UNKNOWN_MEMBER_ID, null);
       group = new ConsumerGroup(req.groupId, this.config.consumerAssignors);
       this.groups.set(req.groupId, group);
+    }
+    if (req.memberEpoch === STATIC_LEAVE_EPOCH && this.staticLeave(group, req)) {
+      return this.answer(req.memberId, req.memberEpoch, null);
     }
     if (req.memberEpoch === LEAVE_EPOCH || req.memberEpoch === STATIC_LEAVE_EPOCH) {
       this.fence(group, req.memberId);
@@ -133,10 +141,42 @@ export class ConsumerGroupManager {
     return null;
   }
 
+  /**
+   * A static member leaving for now (epoch -2) stays, at epoch -2 with its partitions, until
+   * its instance id rejoins or its session timeout ends (Kafka's static member leave).
+   */
+  private staticLeave(group: ConsumerGroup, req: HeartbeatRequest): boolean {
+    const member = group.members.get(req.memberId);
+    if (member === undefined || member.instanceId === null) return false;
+    if (member.memberEpoch !== STATIC_LEAVE_EPOCH) member.previousMemberEpoch = member.memberEpoch;
+    member.memberEpoch = STATIC_LEAVE_EPOCH;
+    if (member.rebalanceTimer !== null) clearTimeout(member.rebalanceTimer);
+    member.rebalanceTimer = null;
+    this.armSessionTimer(group, member);
+    this.onChange(group.groupId);
+    return true;
+  }
+
+  /**
+   * A joining member with an instance id whose holder left for now takes the holder's place;
+   * while the holder is still in the group the instance id is UNRELEASED_INSTANCE_ID.
+   */
+  private staticJoin(group: ConsumerGroup, req: HeartbeatRequest): ConsumerMember | number | null {
+    if (req.instanceId === null) return null;
+    const holder = group.staticMember(req.instanceId);
+    if (holder === undefined || holder.memberId === req.memberId) return null;
+    if (holder.memberEpoch !== STATIC_LEAVE_EPOCH) return ErrorCode.UNRELEASED_INSTANCE_ID;
+    if (holder.sessionTimer !== null) clearTimeout(holder.sessionTimer);
+    const memberId = req.memberId === "" ? crypto.randomUUID() : req.memberId;
+    return group.replaceStaticMember(holder, memberId);
+  }
+
   /** The member the request speaks for, new on epoch 0, else an error code. */
   private memberFor(group: ConsumerGroup, req: HeartbeatRequest): ConsumerMember | number {
     const existing = group.members.get(req.memberId);
     if (req.memberEpoch === 0) {
+      const replaced = this.staticJoin(group, req);
+      if (replaced !== null) return replaced;
       if (existing !== undefined) this.fence(group, existing.memberId);
       if (group.members.size >= this.config.maxSize) return ErrorCode.GROUP_MAX_SIZE_REACHED;
       const memberId = req.memberId === "" ? crypto.randomUUID() : req.memberId;
@@ -169,10 +209,8 @@ export class ConsumerGroupManager {
 
   /** Session timer from this heartbeat; a rebalance timer while partitions await revocation. */
   private armTimers(group: ConsumerGroup, member: ConsumerMember): void {
-    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    this.armSessionTimer(group, member);
     const fence = () => this.fence(group, member.memberId);
-    member.sessionTimer = setTimeout(fence, this.config.consumerSessionTimeoutMs);
-    member.sessionTimer.unref();
     const revoking = member.state === "unrevoked_partitions";
     if (!revoking && member.rebalanceTimer !== null) {
       clearTimeout(member.rebalanceTimer);
@@ -181,6 +219,13 @@ export class ConsumerGroupManager {
       member.rebalanceTimer = setTimeout(fence, member.rebalanceTimeoutMs);
       member.rebalanceTimer.unref();
     }
+  }
+
+  private armSessionTimer(group: ConsumerGroup, member: ConsumerMember): void {
+    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
+    const fence = () => this.fence(group, member.memberId);
+    member.sessionTimer = setTimeout(fence, this.config.consumerSessionTimeoutMs);
+    member.sessionTimer.unref();
   }
 
   /** Removes a member (left, timed out, or replaced): the others rebalance without it. */

@@ -35,6 +35,9 @@ export interface ConsumerMember {
 
 export const EMPTY_ASSIGNMENT: Assignment = new Map();
 
+/** The epoch of a static member that left for now and whose partitions wait for it. */
+export const STATIC_LEFT_EPOCH = -2;
+
 export function assignmentSize(a: Assignment): number {
   let n = 0;
   for (const partitions of a.values()) n += partitions.size;
@@ -95,6 +98,7 @@ export class ConsumerGroup {
     if (this.members.size === 0) return "Empty";
     if (this.changed || this.groupEpoch > this.targetEpoch) return "Assigning";
     for (const m of this.members.values()) {
+      if (m.memberEpoch === STATIC_LEFT_EPOCH) continue; // away, its partitions kept for it
       if (m.memberEpoch !== this.targetEpoch || m.state !== "stable") return "Reconciling";
     }
     return "Stable";
@@ -174,6 +178,38 @@ export class ConsumerGroup {
       if (this.owners.get(k) === memberId) this.owners.delete(k);
     }
     this.bumpEpoch();
+    return member;
+  }
+
+  /** The member holding a static instance id, if any. */
+  staticMember(instanceId: string): ConsumerMember | undefined {
+    for (const m of this.members.values()) if (m.instanceId === instanceId) return m;
+    return undefined;
+  }
+
+  /**
+   * KIP-848 static membership: a member rejoining under a known instance id takes over the
+   * previous member's epoch, partitions and target under its new member id. Nothing is
+   * reassigned, so the group epoch stays (Kafka's replaceStaticMember).
+   */
+  replaceStaticMember(previous: ConsumerMember, memberId: string): ConsumerMember {
+    assert(this.members.get(previous.memberId) === previous, `${previous.memberId} is not here`);
+    assert(!this.members.has(memberId), `${memberId} is already a member of ${this.groupId}`);
+    const member: ConsumerMember = {
+      ...previous,
+      memberId,
+      memberEpoch: previous.previousMemberEpoch,
+      sessionTimer: null,
+      rebalanceTimer: null,
+    };
+    this.members.delete(previous.memberId);
+    this.members.set(memberId, member);
+    const target = this.target.get(previous.memberId);
+    this.target.delete(previous.memberId);
+    if (target !== undefined) this.target.set(memberId, target);
+    for (const [k, holder] of this.owners) {
+      if (holder === previous.memberId) this.owners.set(k, memberId);
+    }
     return member;
   }
 

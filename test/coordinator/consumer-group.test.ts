@@ -152,3 +152,58 @@ describe("KIP-848 membership and reconciliation", () => {
     expect(m.get("g")!.state).toBe("Empty");
   });
 });
+
+describe("KIP-848 static membership (group.instance.id)", () => {
+  /** Members a and b (instances ia and ib), settled at epoch 2 with two partitions each. */
+  function settled(config: Partial<typeof DEFAULT_GROUP_CONFIG> = {}) {
+    const m = manager(config);
+    const joinAs = (memberId: string, instanceId: string) =>
+      m.heartbeat({ ...join(memberId), instanceId });
+    const a1 = joinAs("a", "ia");
+    m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: a1.assignment }));
+    joinAs("b", "ib");
+    const a2 = m.heartbeat(hb({ memberId: "a", memberEpoch: 1 }));
+    m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: a2.assignment }));
+    const b2 = m.heartbeat(hb({ memberId: "b", memberEpoch: 2, owned: new Map() }));
+    expect(b2.memberEpoch).toBe(2);
+    expect(m.get("g")!.state).toBe("Stable");
+    return { m, joinAs, bPartitions: tps(b2.assignment) };
+  }
+
+  test("a static member that leaves with epoch -2 keeps its partitions for its next member", () => {
+    const { m, joinAs, bPartitions } = settled();
+    const groupEpoch = m.get("g")!.groupEpoch;
+    expect(m.heartbeat(hb({ memberId: "b", memberEpoch: -2 })).memberEpoch).toBe(-2);
+    // Still a member, at epoch -2, holding its partitions; nothing is reassigned.
+    expect(m.get("g")!.members.get("b")?.memberEpoch).toBe(-2);
+    expect(m.get("g")!.groupEpoch).toBe(groupEpoch);
+    const a = m.heartbeat(hb({ memberId: "a", memberEpoch: 2 }));
+    expect(a.assignment).toBeNull();
+    const back = joinAs("b2", "ib");
+    expect(back).toMatchObject({ errorCode: ErrorCode.NONE, memberId: "b2", memberEpoch: 2 });
+    expect(tps(back.assignment)).toEqual(bPartitions);
+    expect(m.get("g")!.groupEpoch).toBe(groupEpoch);
+    expect([...m.get("g")!.members.keys()].sort()).toEqual(["a", "b2"]);
+  });
+
+  test("an instance id held by a live member is UNRELEASED_INSTANCE_ID", () => {
+    const { joinAs } = settled();
+    expect(joinAs("a2", "ia").errorCode).toBe(ErrorCode.UNRELEASED_INSTANCE_ID);
+  });
+
+  test("a static member that does not come back is fenced after the session timeout", async () => {
+    const { m } = settled({ consumerSessionTimeoutMs: 200 });
+    m.heartbeat(hb({ memberId: "b", memberEpoch: -2 }));
+    const keepAlive = setInterval(() => m.heartbeat(hb({ memberId: "a", memberEpoch: 2 })), 50);
+    try {
+      await waitUntil(() => !m.get("g")!.members.has("b"), 5_000, "b fenced");
+    } finally {
+      clearInterval(keepAlive);
+    }
+    // a now gets b's partitions too, at a new epoch.
+    m.heartbeat(hb({ memberId: "a", memberEpoch: 2 }));
+    const a = m.get("g")!.members.get("a")!;
+    expect(a.memberEpoch).toBe(3);
+    expect(tps(a.assigned)).toHaveLength(4);
+  });
+});
