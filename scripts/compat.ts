@@ -54,6 +54,8 @@ import { SECURITY_CLIENTS, SECURITY_STEPS, STEPS } from "../test/compat/support/
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { makeSaslSsl, type SaslSsl, saslSslBrokerSettings } from "./bench-vs-kafka/sasl-ssl.ts";
+import { withBuildLock } from "./build-lock.ts";
+import { MAVEN_PACKAGE, mavenUpToDate } from "./maven-project.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
@@ -116,16 +118,7 @@ const CLIENTS: readonly ClientSpec[] = [
   {
     name: "java",
     needs: ["java", "mvn"],
-    prepare: [
-      () => [
-        "mvn",
-        "-B",
-        "-q",
-        "package",
-        "dependency:build-classpath",
-        "-Dmdep.outputFile=target/classpath.txt",
-      ],
-    ],
+    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "java")) ? undefined : [...MAVEN_PACKAGE])],
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "java", "target", "classpath.txt"), "utf8");
       const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
@@ -151,9 +144,6 @@ const CLIENTS: readonly ClientSpec[] = [
   ...(Object.keys(APPLICATION_STEPS) as Application[]).map(kafkaApplication),
 ];
 
-/** Whether test/compat/apps was built in this run (the three applications share it). */
-let applicationsBuilt = false;
-
 /**
  * A Kafka application from the Maven project test/compat/apps (one JVM running the named
  * check; Connect's worker and the delete-records tool are JVMs it starts in turn).
@@ -164,20 +154,7 @@ function kafkaApplication(name: Application): ClientSpec {
     dir: "apps",
     steps: APPLICATION_STEPS[name],
     needs: ["java", "mvn"],
-    prepare: [
-      () => {
-        if (applicationsBuilt) return undefined;
-        applicationsBuilt = true;
-        return [
-          "mvn",
-          "-B",
-          "-q",
-          "package",
-          "dependency:build-classpath",
-          "-Dmdep.outputFile=target/classpath.txt",
-        ];
-      },
-    ],
+    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "apps")) ? undefined : [...MAVEN_PACKAGE])],
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "apps", "target", "classpath.txt"), "utf8");
       return [
@@ -452,7 +429,15 @@ function lastLines(text: string, count: number): string {
   return text.trim().split("\n").slice(-count).join(" | ");
 }
 
-async function prepareClient(spec: ClientSpec, cwd: string): Promise<string | undefined> {
+/**
+ * Runs the client's build steps under a lock on its directory: CI runs the one-broker and the
+ * three-broker matrix at once, and the second finds the Maven projects built by the first.
+ */
+function prepareClient(spec: ClientSpec, cwd: string): Promise<string | undefined> {
+  return withBuildLock(cwd, () => runPrepareSteps(spec, cwd));
+}
+
+async function runPrepareSteps(spec: ClientSpec, cwd: string): Promise<string | undefined> {
   for (const [index, step] of spec.prepare.entries()) {
     const command = step();
     if (!command) continue;

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs"
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { runChecked } from "./build-info.ts";
+import { withBuildLockSync } from "./build-lock.ts";
 
 export const PREVIOUS_RELEASE = {
   version: "0.1.0",
@@ -27,6 +28,11 @@ export function previousReleaseBinary(): string {
   const { commit } = PREVIOUS_RELEASE;
   const binary = join(cacheRoot, commit, "quill");
   if (existsSync(binary)) return binary;
+  // Locked: test files running in parallel may both find it missing.
+  return withBuildLockSync(binary, () => (existsSync(binary) ? binary : build(commit, binary)));
+}
+
+function build(commit: string, binary: string): string {
   const has = Bun.spawnSync(["git", "cat-file", "-e", `${commit}^{commit}`], { cwd: root });
   if (has.exitCode !== 0) runChecked(["git", "fetch", "--quiet", "origin", commit], root);
   mkdirSync(cacheRoot, { recursive: true });

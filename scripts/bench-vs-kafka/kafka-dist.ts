@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CACHE_DIR, runCommand } from "../bench-common.ts";
+import { withBuildLock } from "../build-lock.ts";
 
 /** 3.9 is the last release line with ZooKeeper mode. */
 export const KAFKA_VERSION = "3.9.1";
@@ -23,6 +24,11 @@ export type KafkaDist = { readonly classpath: string } | { readonly missing: str
 export async function ensureKafkaDist(): Promise<KafkaDist> {
   if (Bun.which("java") === null) return { missing: "java is not installed" };
   const dir = join(CACHE_DIR, `kafka-${KAFKA_VERSION}`);
+  // Locked: test files running in parallel each ask for the jars, and one download is enough.
+  return await withBuildLock(dir, () => fetchKafkaDist(dir));
+}
+
+async function fetchKafkaDist(dir: string): Promise<KafkaDist> {
   const libs = join(dir, "libs");
   if (!hasJars(libs)) {
     if (Bun.which("mvn") === null) return { missing: "mvn (Maven) is not installed" };

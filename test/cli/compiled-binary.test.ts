@@ -1,55 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import {
-  copyFileSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
+import { ensureBuiltBinary } from "../support/child-broker.ts";
 
 const root = join(import.meta.dir, "..", "..");
-const built = join(root, "dist", "quill");
 const dir = mkdtempSync(join(tmpdir(), "quill-binary-"));
 const binary = join(dir, "quill");
 
-function newestMtimeMs(path: string): number {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newestMtimeMs(join(path, name))));
-}
-
-/** Reuses dist/quill when it is newer than every input (CI builds first); otherwise builds it. */
-function ensureFreshBuild(): void {
-  const inputsMs = Math.max(
-    newestMtimeMs(join(root, "src")),
-    newestMtimeMs(join(root, "package.json")),
-    newestMtimeMs(join(root, "scripts", "build.ts")),
-  );
-  let builtMs = 0;
-  try {
-    builtMs = statSync(built).mtimeMs;
-  } catch {
-    // Not built yet.
-  }
-  if (builtMs > inputsMs) return;
-  const result = Bun.spawnSync([process.execPath, "run", "build"], {
-    cwd: root,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  if (result.exitCode !== 0)
-    throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
-}
-
 beforeAll(() => {
-  ensureFreshBuild();
+  // Reuses dist/quill when it is newer than every input (CI builds first); otherwise builds it.
   // An empty directory with no node_modules anywhere above it: the binary must carry everything.
-  copyFileSync(built, binary);
+  copyFileSync(ensureBuiltBinary(), binary);
 }, 60_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -2,8 +2,9 @@
 // (KIP-848) joins, is rebalanced when a second member joins and leaves (revoke before assign),
 // commits with its member epoch, and a later member of the group reads only the new records.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import {
   type InProcessBroker,
   REPO_ROOT,
@@ -27,22 +28,7 @@ function javaCommand(main: string, args: string[]): string[] {
 }
 
 beforeAll(async () => {
-  const built = existsSync(
-    join(JAVA_DIR, "target", "classes", "quill", "compat4", "ConsumerProtocol.class"),
-  );
-  if (!built) {
-    const mvn = Bun.spawnSync(
-      [
-        "mvn",
-        "-q",
-        "package",
-        "dependency:build-classpath",
-        "-Dmdep.outputFile=target/classpath.txt",
-      ],
-      { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" },
-    );
-    if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
-  }
+  ensureMavenPackage(JAVA_DIR);
   // A short heartbeat interval: members hear of a rebalance within half a second.
   broker = await startInProcessBroker({
     settings: { "group.consumer.heartbeat.interval.ms": "300" },

@@ -3,9 +3,10 @@
 // broker is killed with SIGKILL and restarted; a read_committed consumer downstream must see
 // every input exactly once.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import { REPO_ROOT } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 
@@ -29,23 +30,8 @@ function javaCommand(main: string, args: string[] = []): string[] {
 }
 
 beforeAll(async () => {
-  // The Java programs are built once (Maven Central, or the local ~/.m2 cache).
-  const built = existsSync(
-    join(JAVA_DIR, "target", "classes", "quill", "compat", "ExactlyOnce.class"),
-  );
-  if (!built) {
-    const mvn = Bun.spawnSync(
-      [
-        "mvn",
-        "-q",
-        "package",
-        "dependency:build-classpath",
-        "-Dmdep.outputFile=target/classpath.txt",
-      ],
-      { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" },
-    );
-    if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
-  }
+  // The Java programs are built when their sources changed (Maven Central, or ~/.m2).
+  ensureMavenPackage(JAVA_DIR);
   broker = await ChildBroker.start({ settings: { "transaction.state.log.num.partitions": "3" } });
   const kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();

@@ -4,9 +4,10 @@
  * stop with SIGTERM or die with kill -9 and restart on the same data dir and port, which is what
  * the restart tests need.
  */
-import { readdirSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { newestMtimeMs, withBuildLockSync } from "../../scripts/build-lock.ts";
 import { REPO_ROOT, removeDir, type Settings, tempDir } from "./broker-harness.ts";
 
 export const BUILT_BINARY = join(REPO_ROOT, "dist", "quill");
@@ -213,36 +214,33 @@ async function withTimeout<T>(
   }
 }
 
-function newestMtimeMs(path: string): number {
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newestMtimeMs(join(path, name))));
-}
-
 /**
  * Returns the path of dist/quill, running `bun run build` first when the binary is missing or
  * older than any source it is built from (CI builds before testing, so there it is reused).
  */
 export function ensureBuiltBinary(): string {
-  const inputsMs = Math.max(
-    newestMtimeMs(join(REPO_ROOT, "src")),
-    newestMtimeMs(join(REPO_ROOT, "package.json")),
-    newestMtimeMs(join(REPO_ROOT, "scripts", "build.ts")),
-  );
-  let builtMs = 0;
-  try {
-    builtMs = statSync(BUILT_BINARY).mtimeMs;
-  } catch {
-    // Not built yet.
-  }
-  if (builtMs > inputsMs) return BUILT_BINARY;
-  const result = Bun.spawnSync([process.execPath, "run", "build"], {
-    cwd: REPO_ROOT,
-    stdout: "pipe",
-    stderr: "pipe",
+  // Under a lock: two `bun test --parallel` workers must not build dist/quill at once.
+  return withBuildLockSync(BUILT_BINARY, () => {
+    const inputsMs = Math.max(
+      newestMtimeMs(join(REPO_ROOT, "src")),
+      newestMtimeMs(join(REPO_ROOT, "package.json")),
+      newestMtimeMs(join(REPO_ROOT, "scripts", "build.ts")),
+    );
+    let builtMs = 0;
+    try {
+      builtMs = statSync(BUILT_BINARY).mtimeMs;
+    } catch {
+      // Not built yet.
+    }
+    if (builtMs > inputsMs) return BUILT_BINARY;
+    const result = Bun.spawnSync([process.execPath, "run", "build"], {
+      cwd: REPO_ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    if (result.exitCode !== 0) {
+      throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
+    }
+    return BUILT_BINARY;
   });
-  if (result.exitCode !== 0) {
-    throw new Error(`bun run build failed:\n${result.stdout}\n${result.stderr}`);
-  }
-  return BUILT_BINARY;
 }

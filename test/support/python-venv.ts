@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { withBuildLock } from "../../scripts/build-lock.ts";
 import { REPO_ROOT } from "./broker-harness.ts";
 
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "quill-compat");
@@ -24,11 +25,16 @@ export async function venvPython(name: string, requirements: string): Promise<st
   const stamp = join(venv, "requirements.sha256");
   const python = join(venv, "bin", "python");
   const wanted = createHash("sha256").update(readFileSync(requirements)).digest("hex");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === wanted) return python;
-  await run(["python3", "-m", "venv", "--clear", venv]);
-  await run([python, "-m", "pip", "install", "-q", "-r", requirements]);
-  writeFileSync(stamp, wanted);
-  return python;
+  const current = () => existsSync(stamp) && readFileSync(stamp, "utf8") === wanted;
+  if (current()) return python;
+  // Locked: two `bun test --parallel` workers must not build one venv at once.
+  return await withBuildLock(venv, async () => {
+    if (current()) return python;
+    await run(["python3", "-m", "venv", "--clear", venv]);
+    await run([python, "-m", "pip", "install", "-q", "-r", requirements]);
+    writeFileSync(stamp, wanted);
+    return python;
+  });
 }
 
 async function run(command: string[]): Promise<void> {
