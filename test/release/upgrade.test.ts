@@ -7,7 +7,7 @@
  * by the producer or the consumer group and no acknowledged record lost.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { CompressionTypes, type Consumer, Kafka, logLevel } from "kafkajs";
+import { CompressionTypes, type Consumer, Kafka, type LogEntry, logLevel } from "kafkajs";
 import { PREVIOUS_RELEASE, previousReleaseBinary } from "../../scripts/previous-release.ts";
 import { DATA_FORMAT_VERSION } from "../../src/metadata/broker-id.ts";
 import { VERSION } from "../../src/version.ts";
@@ -23,6 +23,12 @@ import { removeDir, tempDir } from "../support/broker-harness.ts";
 import { type BrokerCommand, ChildBroker } from "../support/child-broker.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import {
+  keepFailureEvidence,
+  longestNoneListeningMs,
+  startListenProbe,
+  type TimedEvent,
+} from "./listen-probe.ts";
 
 /** The data format version the previous release writes and reads. */
 const PREVIOUS_DATA_FORMAT_VERSION = 1;
@@ -39,11 +45,18 @@ afterAll(async () => {
   await zkServer?.stop();
 });
 
-function kafkaFor(brokers: string[]): Kafka {
+/** A client; with `timeline`, its error logs go there with their times (for a failure). */
+function kafkaFor(brokers: string[], timeline?: TimedEvent[]): Kafka {
+  const logCreator = () => (entry: LogEntry) => {
+    const { message, broker, error } = entry.log as Record<string, unknown>;
+    const what = `kafkajs ${entry.namespace}: ${message} ${broker ?? ""} ${error ?? ""}`;
+    timeline?.push({ atMs: Date.now(), what });
+  };
   return new Kafka({
     clientId: "upgrade-test",
     brokers,
-    logLevel: logLevel.NOTHING,
+    logLevel: timeline === undefined ? logLevel.NOTHING : logLevel.ERROR,
+    logCreator,
     // About two minutes of retries, as the Java producer's default delivery.timeout.ms: CI once
     // had a send give up after its ~17 s budget with ECONNREFUSED during the three restarts.
     retry: { retries: 120, initialRetryTime: 100, maxRetryTime: 1_000 },
@@ -164,8 +177,11 @@ async function fullIsr(cluster: Cluster, topic: string): Promise<void> {
   );
 }
 
-/** acks=all batches of 20 records, one partition per send, until stop() resolves. */
-function startLoad(kafka: Kafka, topic: string) {
+/**
+ * acks=all batches of 20 records, one partition per send, until stop() resolves; each failed
+ * send also goes to `timeline`.
+ */
+function startLoad(kafka: Kafka, topic: string, timeline: TimedEvent[]) {
   const acked: string[] = [];
   const errors: unknown[] = [];
   const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: true });
@@ -187,6 +203,10 @@ function startLoad(kafka: Kafka, topic: string) {
         acked.push(...values);
       } catch (error) {
         errors.push(error);
+        timeline.push({
+          atMs: Date.now(),
+          what: `send to partition ${partition} failed: ${error}`,
+        });
       }
       await Bun.sleep(20);
     }
@@ -200,10 +220,25 @@ function startLoad(kafka: Kafka, topic: string) {
 }
 
 /** A consumer group member collecting every value it reads; crashes go to `errors`. */
-async function startGroupReader(kafka: Kafka, topic: string, errors: unknown[]) {
+async function startGroupReader(
+  kafka: Kafka,
+  topic: string,
+  errors: unknown[],
+  timeline: TimedEvent[],
+) {
   const consumed = new Set<string>();
-  const consumer = kafka.consumer({ groupId: `${topic}-group`, sessionTimeout: 10_000 });
-  consumer.on(consumer.events.CRASH, (event) => errors.push(event.payload.error));
+  // kafkajs gives a consumer 5 retries (~2.5 s here) whatever the client's budget; Kafka's Java
+  // consumer looks for its coordinator until it finds one. A restarted broker takes its groups
+  // back at once (rendezvous over the live brokers each broker knows, membership not kept:
+  // docs/transactions.md), and a consumer told so before its Metadata listed that broker
+  // crashed with "Broker 1 not found in the cached metadata" within those 5 retries.
+  const retry = { retries: 120, initialRetryTime: 100, maxRetryTime: 1_000 };
+  const consumer = kafka.consumer({ groupId: `${topic}-group`, sessionTimeout: 10_000, retry });
+  consumer.on(consumer.events.CRASH, (event) => {
+    errors.push(event.payload.error);
+    const { error, restart } = event.payload;
+    timeline.push({ atMs: Date.now(), what: `consumer crashed (restart ${restart}): ${error}` });
+  });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -214,6 +249,26 @@ async function startGroupReader(kafka: Kafka, topic: string, errors: unknown[]) 
   return { consumer, consumed };
 }
 
+/** Replaces brokers 1, 2 and 3 one by one with this build, each time waiting for a full ISR. */
+async function upgradeOneByOne(
+  cluster: Cluster,
+  timeline: TimedEvent[],
+  processes: { id: number; broker: ChildBroker }[],
+): Promise<void> {
+  for (const id of [1, 2, 3]) {
+    const old = cluster.brokers.get(id)!;
+    timeline.push({ atMs: Date.now(), what: `stopping broker ${id} (pid ${old.pid})` });
+    expect(await old.terminate()).toBe(0);
+    timeline.push({ atMs: Date.now(), what: `broker ${id} exited; starting this build` });
+    const upgraded = await old.restart("binary");
+    processes.push({ id, broker: upgraded });
+    timeline.push({ atMs: Date.now(), what: `upgraded broker ${id} (pid ${upgraded.pid}) up` });
+    expect(upgraded.stderrText).toContain(`quill ${VERSION}`);
+    cluster.brokers.set(id, upgraded);
+    await fullIsr(cluster, "rolling");
+  }
+}
+
 test("a rolling upgrade of three previous-release brokers under acks=all load", async () => {
   const cluster = await startCluster(
     `${zkServer.connectString}/upgrade`,
@@ -222,21 +277,23 @@ test("a rolling upgrade of three previous-release brokers under acks=all load", 
     previous,
   );
   let consumer: Consumer | undefined;
+  const processes = [...cluster.brokers].map(([id, broker]) => ({ id, broker }));
+  const probe = startListenProbe(new Map([...cluster.brokers].map(([i, b]) => [i, b.bootstrap])));
+  const timeline = probe.events;
   try {
+    // Every broker registered and known to broker 1 first: under load the topic was once asked
+    // of a broker that knew two, and replication factor 3 was refused (INVALID_REPLICATION_FACTOR).
+    await consistentMetadata(cluster, 3, 60_000);
     await createTopic(cluster.brokers.get(1)!, "rolling", 3);
     await fullIsr(cluster, "rolling");
-    const kafka = kafkaFor([...cluster.brokers.values()].map((b) => b.bootstrap));
-    const load = startLoad(kafka, "rolling");
-    const reader = await startGroupReader(kafka, "rolling", load.errors);
+    const kafka = kafkaFor(
+      [...cluster.brokers.values()].map((b) => b.bootstrap),
+      timeline,
+    );
+    const load = startLoad(kafka, "rolling", timeline);
+    const reader = await startGroupReader(kafka, "rolling", load.errors, timeline);
     consumer = reader.consumer;
-    for (const id of [1, 2, 3]) {
-      const old = cluster.brokers.get(id)!;
-      expect(await old.terminate()).toBe(0);
-      const upgraded = await old.restart("binary");
-      expect(upgraded.stderrText).toContain(`quill ${VERSION}`);
-      cluster.brokers.set(id, upgraded);
-      await fullIsr(cluster, "rolling");
-    }
+    await upgradeOneByOne(cluster, timeline, processes);
     const { acked, errors } = load;
     const ackedAtEnd = acked.length;
     await waitUntil(() => acked.length >= ackedAtEnd + 200, 30_000, "load after the upgrade");
@@ -248,7 +305,16 @@ test("a rolling upgrade of three previous-release brokers under acks=all load", 
     const stored = new Set(everything.map((r) => r.value));
     expect(acked.filter((v) => !stored.has(v))).toEqual([]);
     expect(everything.length).toBe(stored.size);
+  } catch (error) {
+    await probe.stop();
+    const kept = keepFailureEvidence(timeline, processes);
+    const gapMs = longestNoneListeningMs(timeline);
+    throw new Error(
+      `${String(error)}\nlongest time no broker accepted connections: ${gapMs} ms; ` +
+        `timeline, send errors and every broker's log kept in ${kept}`,
+    );
   } finally {
+    await probe.stop();
     await consumer?.disconnect().catch(() => {});
     await cluster.close();
   }
