@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import {
   type InProcessBroker,
   REPO_ROOT,
@@ -81,7 +82,8 @@ function mavenBuild(dir: string, marker: string, goals: string[]): void {
 }
 
 beforeAll(async () => {
-  mavenBuild(JAVA_DIR, "classes/quill/compat4/ShareConsumers.class", ["package"]);
+  // Shared with kafka4-java.test.ts: built when its sources changed, under a lock.
+  ensureMavenPackage(JAVA_DIR);
   mavenBuild(TOOLS_DIR, "classpath.txt", []);
   broker = await startInProcessBroker({
     settings: {
