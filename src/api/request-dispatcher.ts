@@ -67,6 +67,10 @@ export class RequestDispatcher implements RequestHandler {
     for (const h of handlers) this.byKey.set(h.apiKey, h);
   }
 
+  responseSent(apiKey: number, sendSeconds: number): void {
+    this.services().metrics.recordSendTime(apiKey, sendSeconds);
+  }
+
   handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response {
     if (!conn.authenticated && conn.state.get(SASL_RAW_TOKENS_STATE) === true) {
       const ctx = { header: RAW_TOKEN_HEADER, apiVersion: 0, conn, broker: this.services() };
@@ -146,7 +150,7 @@ export class RequestDispatcher implements RequestHandler {
     const { requestApiKey: apiKey, requestApiVersion: apiVersion } = header;
     encodeResponseHeader(w, apiKey, apiVersion, header.correlationId);
     encodeResponse(apiKey, apiVersion, w, body);
-    return closeAfter ? { chunks: w.finish(), closeAfter } : { chunks: w.finish() };
+    return closeAfter ? { chunks: w.finish(), closeAfter, apiKey } : { chunks: w.finish(), apiKey };
   }
 
   private nextResponseWriter(): Writer {

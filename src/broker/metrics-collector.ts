@@ -103,6 +103,12 @@ function requestFamilies(out: Exposition, metrics: BrokerMetrics): void {
       "ZooKeeper or the controller, per API.",
     times.map(([apiKey, t]) => [{ api: apiName(apiKey) }, t.remote]),
   );
+  out.histogram(
+    "quill_response_send_duration_seconds",
+    "Time from a response being queued on its socket to its last byte taken by the kernel " +
+      "(a slow reader's backpressure included), per API.",
+    times.map(([apiKey, t]) => [{ api: apiName(apiKey) }, t.send]),
+  );
 }
 
 function topicFamilies(

@@ -112,7 +112,12 @@ export class Connection implements ConnectionContext, PoolMember {
       tryReserve: (frameBytes) => this.reserveFrame(frameBytes),
       onAssembled: () => this.frameAssembled(),
     });
-    this.writer = new ResponseWriter(socket, options.sendfileEnabled);
+    const handler = options.handler;
+    this.writer = new ResponseWriter(
+      socket,
+      options.sendfileEnabled,
+      handler.responseSent === undefined ? null : (tag, s) => handler.responseSent!(tag, s),
+    );
     this.pool?.join(this);
   }
 
@@ -418,7 +423,7 @@ export class Connection implements ConnectionContext, PoolMember {
       this.discardResponses = true;
       this.endWhenIdle = true;
     } else {
-      if (response.chunks.length > 0) this.writer.enqueue(response.chunks);
+      if (response.chunks.length > 0) this.writer.enqueue(response.chunks, response.apiKey);
       if (response.closeAfter === true) {
         this.discardResponses = true;
         this.endWhenIdle = true;

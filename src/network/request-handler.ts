@@ -25,6 +25,8 @@ export type Response =
       readonly chunks: readonly RecordsChunk[];
       readonly closeAfter?: boolean;
       readonly throttleMs?: number;
+      /** The request's API key, handed back with the response's send time (responseSent). */
+      readonly apiKey?: number;
     }
   | null
   | "close";
@@ -77,4 +79,9 @@ export interface RequestHandler {
    * rejected promise means a bug or an unparseable request: the connection is closed.
    */
   handle(frame: Uint8Array, conn: ConnectionContext): Promise<Response> | Response;
+  /**
+   * A response tagged with `apiKey` was written whole: `sendSeconds` from its being queued on
+   * the socket to its last byte taken by the kernel, waits for `drain` included.
+   */
+  responseSent?(apiKey: number, sendSeconds: number): void;
 }

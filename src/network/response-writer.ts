@@ -26,6 +26,12 @@
  * over an mmap view because a truncated mmap makes `write` return 0 (looking exactly like
  * backpressure, a drain busy loop) or SIGBUS; a heap buffer cannot. The fallback without sendfile
  * sends whole ranges the same way, a scratch buffer at a time.
+ *
+ * Send times (Kafka's ResponseSendTimeMs): a response queued with a tag is timed from `enqueue`
+ * until the kernel has taken its last byte. The writer counts the bytes queued and written
+ * since the connection opened, so a queued response is remembered as the byte count at which
+ * it ends: one clock read when it is queued and one per flush that completes any, never per
+ * chunk or per write.
  */
 import { readSync } from "node:fs";
 import type { FileRange, RecordsChunk } from "../protocol/records.ts";
@@ -110,23 +116,35 @@ class PendingFileRange {
  */
 type OutgoingItem = Uint8Array | PendingFileRange | number;
 
+/** Told when a tagged response has been written whole; `sendSeconds` as above. */
+export type ResponseSentListener = (tag: number, sendSeconds: number) => void;
+
 export class ResponseWriter {
   private items: OutgoingItem[] = [];
   private head = 0;
   /** Bytes queued and not yet accepted by the kernel, file ranges included. */
   queuedBytes = 0;
+  /** Bytes queued since the connection opened (below 2^53: 9 PB per connection). */
+  private totalQueuedBytes = 0;
+  /** Tagged responses not yet written whole, in queue order: end byte, queued at, tag. */
+  private timed: number[] = [];
+  private timedHead = 0;
 
   constructor(
     private readonly socket: OutputSocket,
     private readonly sendfileEnabled: boolean,
+    private readonly onSent: ResponseSentListener | null = null,
   ) {}
 
   get isEmpty(): boolean {
     return this.head === this.items.length;
   }
 
-  /** Queues one response: its 4-byte size prefix, then its chunks in order. */
-  enqueue(chunks: readonly RecordsChunk[]): void {
+  /**
+   * Queues one response: its 4-byte size prefix, then its chunks in order. With a `tag` (and a
+   * listener) its send time is reported once it is written whole.
+   */
+  enqueue(chunks: readonly RecordsChunk[], tag?: number): void {
     let sizeBytes = 0;
     for (const chunk of chunks) {
       sizeBytes += chunk instanceof Uint8Array ? chunk.length : chunk.sizeBytes;
@@ -146,10 +164,40 @@ export class ResponseWriter {
       }
     }
     this.queuedBytes += SIZE_PREFIX_BYTES + sizeBytes;
+    this.totalQueuedBytes += SIZE_PREFIX_BYTES + sizeBytes;
+    if (tag !== undefined && this.onSent !== null) {
+      this.timed.push(this.totalQueuedBytes, performance.now(), tag);
+    }
   }
 
   /** Writes until the queue is empty or the socket is full; throws ConnectionIoError. */
   flush(): FlushOutcome {
+    const outcome = this.writeQueue();
+    if (this.timedHead < this.timed.length) this.reportSent();
+    return outcome;
+  }
+
+  /** Reports the timed responses whose last byte the kernel has taken. */
+  private reportSent(): void {
+    const writtenBytes = this.totalQueuedBytes - this.queuedBytes;
+    const timed = this.timed;
+    if (timed[this.timedHead]! > writtenBytes) return;
+    const nowMs = performance.now();
+    while (this.timedHead < timed.length && timed[this.timedHead]! <= writtenBytes) {
+      const queuedAtMs = timed[this.timedHead + 1]!;
+      this.onSent!(timed[this.timedHead + 2]!, (nowMs - queuedAtMs) / 1000);
+      this.timedHead += 3;
+    }
+    if (this.timedHead === timed.length) {
+      this.timed = [];
+      this.timedHead = 0;
+    } else if (this.timedHead >= COMPACT_MIN_ITEMS * 3) {
+      this.timed = timed.slice(this.timedHead);
+      this.timedHead = 0;
+    }
+  }
+
+  private writeQueue(): FlushOutcome {
     while (this.head < this.items.length) {
       const item = this.items[this.head]!;
       if (!(item instanceof PendingFileRange) || isGatherableRange(item)) {
@@ -178,6 +226,9 @@ export class ResponseWriter {
     this.items = [];
     this.head = 0;
     this.queuedBytes = 0;
+    // Responses never written whole are not timed (as Kafka times only completed sends).
+    this.timed = [];
+    this.timedHead = 0;
   }
 
   /** Drops written entries when they are the larger part of a queue that never empties. */

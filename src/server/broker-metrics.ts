@@ -20,12 +20,14 @@ export interface TopicTraffic {
  * LocalTimeMs, RemoteTimeMs, TotalTimeMs): `local` is the handler's synchronous part (decoding
  * aside, up to its first await), `remote` the wait after it until the answer is ready (acks=all
  * waiting for followers, a long-poll fetch parked, ZooKeeper or the controller for admin APIs),
- * `total` both.
+ * `total` both; `send` (ResponseSendTimeMs) from the response being queued on the socket to its
+ * last byte taken by the kernel, the waits for a slow reader's `drain` included.
  */
 export interface RequestTimes {
   readonly local: Histogram;
   readonly remote: Histogram;
   readonly total: Histogram;
+  readonly send: Histogram;
 }
 
 /**
@@ -51,19 +53,31 @@ export class BrokerMetrics {
 
   /** Times of one answered request, in seconds. */
   recordRequestTime(apiKey: number, localSeconds: number, remoteSeconds: number): void {
-    if (apiKey < 0 || apiKey >= API_KEYS_MAX) return;
+    const times = this.timesOf(apiKey);
+    if (times === null) return;
+    times.local.observe(localSeconds);
+    times.remote.observe(remoteSeconds);
+    times.total.observe(localSeconds + remoteSeconds);
+  }
+
+  /** The send time of one response, in seconds. */
+  recordSendTime(apiKey: number, sendSeconds: number): void {
+    this.timesOf(apiKey)?.send.observe(sendSeconds);
+  }
+
+  private timesOf(apiKey: number): RequestTimes | null {
+    if (apiKey < 0 || apiKey >= API_KEYS_MAX) return null;
     let times = this.times[apiKey];
     if (times === undefined) {
       times = {
         local: new Histogram(LATENCY_SECONDS_BOUNDS),
         remote: new Histogram(LATENCY_SECONDS_BOUNDS),
         total: new Histogram(LATENCY_SECONDS_BOUNDS),
+        send: new Histogram(LATENCY_SECONDS_BOUNDS),
       };
       this.times[apiKey] = times;
     }
-    times.local.observe(localSeconds);
-    times.remote.observe(remoteSeconds);
-    times.total.observe(localSeconds + remoteSeconds);
+    return times;
   }
 
   /** One error code in a response (top level or per partition), as Kafka's errorCounts. */
