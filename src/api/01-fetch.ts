@@ -28,13 +28,10 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type FetchRequest } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { FetchContext, PartitionAnswer } from "../server/fetch-manager.ts";
-import type { CachedPartition } from "../server/fetch-session-cache.ts";
+import { type CachedPartition, UNKNOWN_TOPIC_NAME } from "../server/fetch-session-cache.ts";
 import type { FetchEntry, FetchOutcome } from "../server/replica-manager.ts";
 import { authorizeCluster, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
-
-/** Topic ids arrive in v13+; a topic unknown by id is reported with this code. */
-const UNKNOWN_TOPIC_NAME = "";
 
 export const fetchHandler = defineHandler({
   apiKey: ApiKey.Fetch,
@@ -118,6 +115,7 @@ function fetchContext(
         epoch: request.sessionEpoch,
         privileged: replicaId >= 0,
         usesTopicIds,
+        topicNameById: (topicId) => ctx.broker.metadataCache.topicById(topicId)?.name,
       },
       requestedPartitions(request, usesTopicIds, ctx),
       forgottenKeys(request, usesTopicIds),

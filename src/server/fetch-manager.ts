@@ -24,6 +24,7 @@ import {
   FINAL_EPOCH,
   INITIAL_EPOCH,
   INVALID_SESSION_ID,
+  UNKNOWN_TOPIC_NAME,
 } from "./fetch-session-cache.ts";
 
 /** What a fetch of one partition answered, as far as the session cares. */
@@ -42,6 +43,8 @@ export interface FetchRequestMetadata {
   /** A follower's fetch (its sessions outrank consumers' in eviction). */
   readonly privileged: boolean;
   readonly usesTopicIds: boolean;
+  /** The name of a topic id this broker knows now (the metadata cache's). */
+  readonly topicNameById: (topicId: Uint8Array) => string | undefined;
 }
 
 /** The partitions to read, and what to answer once read. */
@@ -89,7 +92,7 @@ export class FetchManager {
         "The fetch session uses topic ids and the request does not, or the other way round",
       );
     }
-    return this.incremental(session, requested, forgotten);
+    return this.incremental(session, meta, requested, forgotten);
   }
 
   private full(meta: FetchRequestMetadata, requested: readonly CachedPartition[]): FetchContext {
@@ -110,6 +113,7 @@ export class FetchManager {
 
   private incremental(
     session: FetchSession,
+    meta: FetchRequestMetadata,
     requested: readonly CachedPartition[],
     forgotten: readonly string[],
   ): FetchContext {
@@ -120,11 +124,16 @@ export class FetchManager {
         session.partitions.set(p.key, p);
         continue;
       }
+      cached.topic = p.topic;
       cached.fetchOffset = p.fetchOffset;
       cached.partitionMaxBytes = p.partitionMaxBytes;
       cached.currentLeaderEpoch = p.currentLeaderEpoch;
       cached.logStartOffset = p.logStartOffset;
     }
+    // A follower can fetch a new partition before this broker has read its topic from
+    // ZooKeeper; without this the session kept answering UNKNOWN_TOPIC_ID for that partition
+    // until it was closed, and the follower never caught up.
+    if (session.usesTopicIds) resolveUnknownNames(session, meta.topicNameById);
     session.advanceEpoch();
     this.cache.touch(session);
     this.incrementalFetches++;
@@ -145,6 +154,15 @@ export class FetchManager {
         return { sessionId: session.id, listed };
       },
     };
+  }
+}
+
+function resolveUnknownNames(
+  session: FetchSession,
+  topicNameById: FetchRequestMetadata["topicNameById"],
+): void {
+  for (const p of session.partitions.values()) {
+    if (p.topic === UNKNOWN_TOPIC_NAME) p.topic = topicNameById(p.topicId) ?? UNKNOWN_TOPIC_NAME;
   }
 }
 

@@ -23,10 +23,18 @@ export const INITIAL_EPOCH = 0;
 export const FINAL_EPOCH = -1;
 export const INVALID_SESSION_ID = 0;
 
+/** The topic name of a partition fetched by a topic id this broker does not know (yet). */
+export const UNKNOWN_TOPIC_NAME = "";
+
 /** One partition of a session: the client's last request for it and the last answer. */
 export interface CachedPartition {
   readonly key: string;
-  readonly topic: string;
+  /**
+   * UNKNOWN_TOPIC_NAME while its topic id is unknown here; an incremental fetch looks it up
+   * again (Kafka's CachedPartition.maybeResolveUnknownName), since the follower does not list
+   * a partition whose offsets did not move.
+   */
+  topic: string;
   readonly topicId: Uint8Array;
   readonly partition: number;
   fetchOffset: Offset;
