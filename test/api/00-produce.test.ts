@@ -24,7 +24,7 @@ beforeAll(async () => {
     ErrorCode.NONE,
     ErrorCode.NONE,
   ]);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

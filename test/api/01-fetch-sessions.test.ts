@@ -22,7 +22,7 @@ beforeAll(async () => {
     topics: [{ name: TOPIC, numPartitions: 3, replicationFactor: 1, configs: [] }],
   });
   expect(res.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 
 afterAll(async () => {
   client.close();

@@ -19,7 +19,7 @@ beforeAll(async () => {
     validateOnly: false,
   });
   topicId = created.topics[0]!.topicId;
-});
+}, 60_000);
 
 afterAll(async () => {
   await b.stop();

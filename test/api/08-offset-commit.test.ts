@@ -9,7 +9,7 @@ import { firstCode, joinAlone, simpleCommit, startGroupBroker } from "./group-ap
 let b: TestBroker;
 beforeAll(async () => {
   b = await startGroupBroker();
-});
+}, 60_000);
 afterAll(async () => {
   await b.stop();
 });

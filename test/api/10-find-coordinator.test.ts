@@ -6,7 +6,7 @@ import { requestOnce, startTestBroker, type TestBroker } from "../support/kafka-
 let b: TestBroker;
 beforeAll(async () => {
   b = await startTestBroker();
-});
+}, 60_000);
 afterAll(async () => {
   await b.stop();
 });

@@ -9,7 +9,7 @@ import { joinAlone, SUBSCRIPTION, startGroupBroker } from "./group-api-support.t
 let b: TestBroker;
 beforeAll(async () => {
   b = await startGroupBroker();
-});
+}, 60_000);
 afterAll(async () => {
   await b.stop();
 });

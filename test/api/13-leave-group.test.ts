@@ -13,7 +13,7 @@ let broker: TestBroker;
 
 beforeAll(async () => {
   broker = await startGroupBroker();
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

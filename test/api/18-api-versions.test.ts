@@ -8,7 +8,7 @@ import { KafkaClient, requestOnce } from "../support/kafka-client.ts";
 let b: InProcessBroker;
 beforeAll(async () => {
   b = await startInProcessBroker();
-});
+}, 60_000);
 afterAll(async () => {
   await b.stop();
 });

@@ -10,7 +10,7 @@ let client: KafkaClient;
 beforeAll(async () => {
   b = await startTestBroker({ "num.partitions": "3" });
   client = await KafkaClient.connect(b.port);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

@@ -16,7 +16,7 @@ let client: KafkaClient;
 beforeAll(async () => {
   b = await startTestBroker();
   client = await KafkaClient.connect(b.port);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

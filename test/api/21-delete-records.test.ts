@@ -35,7 +35,7 @@ beforeAll(async () => {
   // 40 batches of 5 records of 100 bytes: several 1 KiB segments.
   for (let i = 0; i < 40; i++) await produce(TOPIC, 5);
   await produce("compacted", 1);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

@@ -21,7 +21,7 @@ beforeAll(async () => {
     topicData: [{ name: "epochs", partitionData: [{ index: 0, records }] }],
   });
   expect(produced.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 
 afterAll(async () => {
   client.close();

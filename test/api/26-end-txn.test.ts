@@ -20,7 +20,7 @@ beforeAll(async () => {
   expect(res.topics[0].errorCode).toBe(ErrorCode.NONE);
   const found = await client.request(ApiKey.FindCoordinator, 3, { key: "api-tx", keyType: 1 });
   expect(found.errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

@@ -27,7 +27,7 @@ beforeAll(async () => {
     ],
   });
   expect(res.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

@@ -21,7 +21,7 @@ beforeAll(async () => {
     })),
   });
   expect(res.topics.map((t) => t.errorCode)).toEqual([0, 0, 0]);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

@@ -35,7 +35,7 @@ beforeAll(async () => {
   await producer.connect();
   await producer.send({ topic: "spread", messages: [{ value: "x".repeat(100), partition: 2 }] });
   await producer.disconnect();
-});
+}, 60_000);
 
 afterAll(async () => {
   await broker?.stop();

@@ -7,7 +7,7 @@ import { requestOnce, startTestBroker, type TestBroker } from "../support/kafka-
 let b: TestBroker;
 beforeAll(async () => {
   b = await startTestBroker({ "broker.id": "3", "broker.rack": "r1" });
-});
+}, 60_000);
 afterAll(async () => {
   await b.stop();
 });

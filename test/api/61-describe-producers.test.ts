@@ -13,7 +13,7 @@ beforeAll(async () => {
     topics: [{ name: "described", numPartitions: 2, replicationFactor: 1 }],
   });
   expect(res.topics[0].errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 afterAll(async () => {
   client.close();
   await b.stop();

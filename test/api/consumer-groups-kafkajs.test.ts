@@ -17,7 +17,7 @@ let broker: ChildBroker;
 
 beforeAll(async () => {
   broker = await ChildBroker.start({ settings: { "group.initial.rebalance.delay.ms": "300" } });
-});
+}, 60_000);
 afterAll(async () => {
   await broker.remove();
 });

@@ -17,7 +17,7 @@ beforeAll(async () => {
     topics: [{ name: "k4", numPartitions: 1, replicationFactor: 1 }],
   });
   expect(created.topics[0]!.errorCode).toBe(ErrorCode.NONE);
-});
+}, 60_000);
 afterAll(async () => {
   client?.close();
   await b?.stop();

@@ -22,7 +22,7 @@ let broker: InProcessBroker;
 
 beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "group.initial.rebalance.delay.ms": "300" } });
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

@@ -27,7 +27,7 @@ beforeAll(async () => {
     settings: { "admin.listeners": "127.0.0.1:0", "admin.authentication": "scram" },
   });
   admin = `http://127.0.0.1:${broker.broker.adminListeners[0]!.port}`;
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

@@ -17,7 +17,7 @@ beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "admin.listeners": "127.0.0.1:0" } });
   admin = `http://127.0.0.1:${broker.broker.adminListeners[0]!.port}`;
   kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

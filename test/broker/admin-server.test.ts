@@ -16,7 +16,7 @@ beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "admin.listeners": "127.0.0.1:0" } });
   const [listener] = broker.broker.adminListeners;
   admin = `http://127.0.0.1:${listener!.port}`;
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

@@ -285,7 +285,9 @@ describe("broker processes", () => {
   test("restarted after kill -9, a broker waits for its old session, then registers", async () => {
     const chroot = freshChroot();
     const connectString = `${server.connectString}${chroot}`;
-    const settings = { "zookeeper.connect": connectString, "zookeeper.session.timeout.ms": "3000" };
+    // 6 s: at load 30 the restarted process took over 3 s to reach its registration, by which
+    // time a 3 s session had expired and there was nothing to wait for.
+    const settings = { "zookeeper.connect": connectString, "zookeeper.session.timeout.ms": "6000" };
     const first = await ChildBroker.start({ settings });
     cleanups.push(() => first.remove());
     await produceAndConsume(first.bootstrap, "survives", 30, "before");

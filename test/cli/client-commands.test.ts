@@ -22,7 +22,7 @@ const dir = tempDir("quill-client-");
 beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "num.partitions": "3" } });
   b = ["-b", broker.bootstrap];
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
   removeDir(dir);

@@ -18,7 +18,7 @@ const dir = tempDir("quill-export-tty-");
 
 beforeAll(async () => {
   broker = await startInProcessBroker({});
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
   removeDir(broker.dataDir);

@@ -22,7 +22,7 @@ let b: string[];
 beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "group.initial.rebalance.delay.ms": "0" } });
   b = ["-b", broker.bootstrap];
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
   removeDir(broker.dataDir);

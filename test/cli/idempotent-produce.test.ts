@@ -20,7 +20,7 @@ let b: string[];
 beforeAll(async () => {
   broker = await startInProcessBroker({});
   b = ["-b", broker.bootstrap];
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
   removeDir(broker.dataDir);

@@ -202,7 +202,7 @@ describe("with kafkajs against a broker", () => {
   beforeAll(async () => {
     b = await startInProcessBroker();
     kafka = new Kafka({ brokers: [b.bootstrap], logLevel: logLevel.NOTHING });
-  });
+  }, 60_000);
   afterAll(() => b.stop());
 
   test("a topic created with every Kafka 3.9 key at its default reports each as a topic config", async () => {

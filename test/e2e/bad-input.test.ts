@@ -16,7 +16,7 @@ let broker: ChildBroker;
 
 beforeAll(async () => {
   broker = await ChildBroker.start();
-});
+}, 60_000);
 afterAll(async () => {
   expect(await broker.terminate()).toBe(0);
   await broker.remove();

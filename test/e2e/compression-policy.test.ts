@@ -58,7 +58,7 @@ beforeAll(async () => {
   );
   expect(await admin.createTopics({ topics })).toBe(true);
   await admin.disconnect();
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

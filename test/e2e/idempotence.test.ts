@@ -94,7 +94,7 @@ describe("kafkajs idempotent producer behind a proxy that loses produce response
       },
     });
     dropper.targetPort = broker.port;
-  });
+  }, 60_000);
   afterAll(async () => {
     await dropper.stop();
     await broker.stop();
@@ -132,7 +132,7 @@ describe("fencing and restarts (raw requests)", () => {
     broker = await startInProcessBroker();
     client = await KafkaClient.connect(broker.port);
     await createTopic(client, "fenced");
-  });
+  }, 60_000);
   afterAll(async () => {
     client.close();
     await broker.stop();

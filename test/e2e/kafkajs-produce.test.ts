@@ -23,7 +23,7 @@ beforeAll(async () => {
     brokers: [broker.bootstrap],
     logLevel: logLevel.NOTHING,
   });
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

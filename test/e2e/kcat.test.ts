@@ -19,7 +19,7 @@ let files: string;
 beforeAll(async () => {
   broker = await startInProcessBroker({ settings: { "num.partitions": String(PARTITIONS) } });
   files = tempDir("quill-kcat-files-");
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
   removeDir(files);

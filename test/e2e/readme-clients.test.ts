@@ -23,7 +23,7 @@ beforeAll(async () => {
   expect(serve.trim()).toBe("./dist/quill serve --set num.partitions=3");
   broker = await ChildBroker.start({ settings: { "num.partitions": "3" } });
   workDir = tempDir("quill-readme-");
-});
+}, 60_000);
 afterAll(async () => {
   await broker.remove();
   removeDir(workDir);

@@ -39,7 +39,7 @@ beforeAll(async () => {
     ],
   });
   await admin.disconnect();
-});
+}, 60_000);
 afterAll(async () => {
   await broker.stop();
 });

@@ -21,7 +21,7 @@ let b: TestBroker;
 
 beforeAll(async () => {
   b = await startTestBroker();
-});
+}, 60_000);
 
 afterAll(async () => {
   await b.stop();

@@ -15,7 +15,7 @@ describe("several named listeners", () => {
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
       },
     });
-  });
+  }, 60_000);
   afterAll(() => broker.stop());
 
   test("both bind; Metadata, DescribeCluster and FindCoordinator answer per listener", async () => {

@@ -34,7 +34,7 @@ beforeAll(async () => {
       },
     ],
   });
-});
+}, 60_000);
 
 afterAll(async () => {
   await admin.disconnect();

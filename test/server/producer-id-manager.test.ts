@@ -59,7 +59,7 @@ describe("ZooKeeper mode: /latest_producer_id_block", () => {
   let server: ZooKeeperServer;
   beforeAll(async () => {
     server = await startZooKeeper();
-  });
+  }, 60_000);
   afterAll(async () => {
     await server.stop();
   });
