@@ -8,16 +8,19 @@
 //   running logs. Broker resources (type 4): the operations apply to the stored dynamic configs
 //   of this broker (its id) or of the cluster-wide default (the empty name), which are then
 //   checked whole, persisted and applied (docs/broker-configs.md). APPEND/SUBTRACT on a broker
-//   key that is not a list is INVALID_REQUEST. Other resource types: INVALID_REQUEST.
+//   key that is not a list is INVALID_REQUEST. Group resources (type 3): share groups'
+//   share.auto.offset.reset (server/share-group-configs.ts), ALTER_CONFIGS on the group.
+//   Other resource types: INVALID_REQUEST.
 // * A key named twice in one resource, or a null value for anything but DELETE, is
 //   INVALID_REQUEST for that resource (Kafka's preprocessing).
 // * ValidateOnly checks everything and changes nothing.
 // * With an authorizer: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or on the
 //   cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
 // * Not implemented: alter-config policies.
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { AclOperation } from "../security/authorized-operations.ts";
-import { configResourceDenial } from "./authorize.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, configResourceDenial } from "./authorize.ts";
 import { alterResources } from "./config-resource.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -42,6 +45,12 @@ export const incrementalAlterConfigsHandler = defineHandler({
       broker: (r) => {
         check(r.resourceName, false);
         return brokerConfigManager.alterBrokerConfigs(r.resourceName, changesOf(r), only);
+      },
+      group: (r) => {
+        if (!authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, r.resourceName)) {
+          throw new KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+        }
+        ctx.broker.sharePartitionManager.groupConfigs.alter(r.resourceName, changesOf(r), only);
       },
     });
     return { throttleTimeMs: 0, responses };

@@ -58,6 +58,8 @@ export interface AlterTargets<R> {
   readonly topic: (resource: R) => Promise<void>;
   /** Called only for this broker's id or the empty name (the cluster-wide default). */
   readonly broker: (resource: R) => Promise<void>;
+  /** Share groups' configs (IncrementalAlterConfigs only); absent: INVALID_REQUEST. */
+  readonly group?: (resource: R) => void;
 }
 
 /**
@@ -101,6 +103,9 @@ async function alterOne<R extends AlterableResource>(
   if (r.resourceType === ConfigResourceType.BROKER) {
     if (r.resourceName !== "") brokerIdOfResource(r.resourceName, brokerId);
     return alter.broker(r);
+  }
+  if (r.resourceType === ConfigResourceType.GROUP && alter.group !== undefined) {
+    return alter.group(r);
   }
   throw new KafkaError(
     ErrorCode.INVALID_REQUEST,

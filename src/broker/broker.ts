@@ -22,6 +22,7 @@ import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts"
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
+import { ShareGroupConfigs } from "../server/share-group-configs.ts";
 import { SharePartitionManager } from "../server/share-partition-manager.ts";
 import { LocalShareStateStore } from "../server/share-state-store.ts";
 import { LogManager } from "../storage/log-manager.ts";
@@ -256,10 +257,9 @@ function startSharePartitionManager(
   log: Logger,
   cleanups: CleanupStack,
 ) {
+  const dataDir = stores.zooKeeper === null ? config["log.dirs"][0]! : null;
   const store =
-    stores.zooKeeper === null
-      ? new LocalShareStateStore(config["log.dirs"][0]!, log.child("ShareStateStore"))
-      : null;
+    dataDir === null ? null : new LocalShareStateStore(dataDir, log.child("ShareStateStore"));
   if (store !== null) cleanups.push("share state store", () => store.close());
   const manager = new SharePartitionManager(
     replicaManager,
@@ -270,7 +270,7 @@ function startSharePartitionManager(
       maxSessions: config["group.share.max.share.sessions"],
       fetchMaxBytes: config["fetch.max.bytes"],
     },
-    () => "latest",
+    new ShareGroupConfigs(dataDir),
     store,
   );
   cleanups.push("share partition manager", () => manager.close());

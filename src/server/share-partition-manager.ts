@@ -5,6 +5,7 @@ import { type BatchEntry, scanBatchHeaders } from "../storage/segment-batch-read
 import type { UnifiedLog } from "../storage/unified-log.ts";
 import type { DelayedFetch } from "./delayed-fetch-purgatory.ts";
 import type { ReplicaManager } from "./replica-manager.ts";
+import type { ShareGroupConfigs } from "./share-group-configs.ts";
 import {
   type AcquiredRecords,
   SharePartition,
@@ -90,9 +91,6 @@ export interface ShareManagerSettings extends SharePartitionSettings {
   readonly fetchMaxBytes: number;
 }
 
-/** A group's `share.auto.offset.reset`: where a partition new to the group starts. */
-export type AutoOffsetReset = (groupId: string) => "earliest" | "latest";
-
 /** Share partitions one broker keeps (groups x partitions); a new one past it is refused. */
 export const SHARE_PARTITIONS_MAX = 100_000;
 
@@ -104,7 +102,8 @@ export class SharePartitionManager {
   constructor(
     private readonly replicaManager: ReplicaManager,
     private readonly settings: ShareManagerSettings,
-    private readonly autoOffsetReset: AutoOffsetReset,
+    /** Share groups' configs: `share.auto.offset.reset` says where a new partition starts. */
+    readonly groupConfigs: ShareGroupConfigs,
     private readonly store: ShareStateStore | null = null,
   ) {
     this.sessions = new ShareSessionCache(settings.maxSessions, (s) => this.releaseSession(s));
@@ -323,7 +322,9 @@ export class SharePartitionManager {
     const stored = this.store?.load(groupId, topic, partition) ?? null;
     const start =
       stored?.startOffset ??
-      (this.autoOffsetReset(groupId) === "earliest" ? log.logStartOffset : log.highWatermark);
+      (this.groupConfigs.autoOffsetReset(groupId) === "earliest"
+        ? log.logStartOffset
+        : log.highWatermark);
     const sp = new SharePartition(
       start,
       this.settings,

@@ -140,3 +140,34 @@ test("share-group offsets: described, and deleted only once the group has no mem
   const shares = b.broker.services.sharePartitionManager;
   expect(shares.sharePartition(GROUP, TOPIC, 0)).toBeUndefined();
 });
+
+test("share.auto.offset.reset=earliest, a group config, starts a new group at the log start", async () => {
+  const alter = (value: string) =>
+    client.request(ApiKey.IncrementalAlterConfigs, 1, {
+      resources: [
+        {
+          resourceType: 3,
+          resourceName: "sg-earliest",
+          configs: [{ name: "share.auto.offset.reset", configOperation: 0, value }],
+        },
+      ],
+    });
+  expect((await alter("sometimes")).responses[0]!.errorCode).toBe(ErrorCode.INVALID_CONFIG);
+  expect((await alter("earliest")).responses[0]!.errorCode).toBe(ErrorCode.NONE);
+  const joined = await client.request(ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: "sg-earliest",
+    memberId: "e1",
+    memberEpoch: 0,
+    subscribedTopicNames: [TOPIC],
+  });
+  expect(joined.errorCode).toBe(ErrorCode.NONE);
+  const shares = b.broker.services.sharePartitionManager;
+  expect(shares.sharePartition("sg-earliest", TOPIC, 0)!.startOffset).toBe(0n);
+  // Kept in the data dir across a restart.
+  client.close();
+  b = await b.restart();
+  client = await KafkaClient.connect(b.port);
+  expect(b.broker.services.sharePartitionManager.groupConfigs.autoOffsetReset("sg-earliest")).toBe(
+    "earliest",
+  );
+});
