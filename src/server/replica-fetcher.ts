@@ -57,7 +57,16 @@ export interface ReplicaFetcherHost {
   /** The leader no longer has what this replica lacks: empty the log, start at `offset`. */
   startOverAt(partition: Partition, offset: bigint): void;
   endpoint(brokerId: number): BrokerEndpoint | undefined;
+  /** The follower-side replication throttle (follower.replication.throttled.*). */
+  readonly followerQuota?: FollowerQuota;
   readonly log: Logger;
+}
+
+/** What the fetcher needs of the follower-side ReplicationQuota. */
+export interface FollowerQuota {
+  isThrottled(topic: string, partition: number): boolean;
+  isExceeded(nowMs: number): boolean;
+  record(bytes: number, nowMs: number): void;
 }
 
 /** What a leader's fetch response says of its log besides the records. */
@@ -71,6 +80,11 @@ interface FetchTarget {
   readonly leaderEpoch: number;
   truncated: boolean;
   delayedUntilMs: number;
+  /**
+   * The last answer left this replica at the leader's high watermark (Kafka's
+   * isReplicaInSync): only replicas that lag are throttled. False until the first answer.
+   */
+  caughtUp: boolean;
 }
 
 /** A partition as a Fetch lists it, with what the fetch session compares. */
@@ -139,6 +153,7 @@ export class ReplicaFetcher {
       leaderEpoch: partition.leaderEpoch,
       truncated: false,
       delayedUntilMs: 0,
+      caughtUp: false,
     });
     this.wakeUp();
   }
@@ -238,8 +253,14 @@ export class ReplicaFetcher {
    * fetch a full one at once, without the backoff of a failed fetch.
    */
   private async fetchOnce(client: InterBrokerClient): Promise<void> {
-    const targets = this.readyTargets().filter((t) => t.truncated);
-    if (targets.length === 0) return;
+    const truncated = this.readyTargets().filter((t) => t.truncated);
+    const targets = this.unthrottled(truncated);
+    if (targets.length === 0) {
+      // Everything left is throttled: wait a backoff for the rate to fall, as Kafka's fetcher
+      // waits on an empty fetch.
+      if (truncated.length > 0) await this.sleep(this.settings.backoffMs);
+      return;
+    }
     const usesIds = targets.every((t) => t.partition.topicId.some((b) => b !== 0));
     const version = usesIds ? FETCH_VERSION_WITH_IDS : FETCH_VERSION_WITH_NAMES;
     const wanted = new Map(targets.map((t) => [this.responseKey(t, usesIds), wireData(t)]));
@@ -261,6 +282,15 @@ export class ReplicaFetcher {
       throw new Error(`Fetch answered ${errorName(response.errorCode)}`);
     }
     this.handleResponse(targets, response, usesIds);
+  }
+
+  /** Kafka's shouldFollowerThrottle: lagging throttled replicas wait while the rate is spent. */
+  private unthrottled(targets: readonly FetchTarget[]): FetchTarget[] {
+    const quota = this.host.followerQuota;
+    if (quota === undefined || !quota.isExceeded(Date.now())) return [...targets];
+    return targets.filter(
+      (t) => t.caughtUp || !quota.isThrottled(t.partition.topic, t.partition.partition),
+    );
   }
 
   private buildRequest(
@@ -347,5 +377,10 @@ export class ReplicaFetcher {
     }
     const records = p.records instanceof Uint8Array ? p.records : new Uint8Array(0);
     this.host.appendAsFollower(partition, records, p);
+    const quota = this.host.followerQuota;
+    if (quota?.isThrottled(partition.topic, partition.partition) === true) {
+      quota.record(records.length, Date.now());
+    }
+    target.caughtUp = partition.log.logEndOffset >= p.highWatermark;
   }
 }

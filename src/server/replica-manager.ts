@@ -207,6 +207,7 @@ export class ReplicaManager {
   readonly fetchManager: FetchManager;
   private readonly isrManager: IsrManager | null;
   private readonly leaderQuota: ReplicationQuota;
+  private readonly followerQuota: ReplicationQuota;
   private readonly localBrokerId: number;
   private readonly brokerEndpoint: (brokerId: number) => BrokerEndpoint | undefined;
   private readonly log: Logger;
@@ -225,11 +226,8 @@ export class ReplicaManager {
     const config = cache.brokerConfig;
     this.localBrokerId = config["broker.id"];
     this.interBrokerSecurity = options.interBrokerSecurity ?? PLAINTEXT_SECURITY;
-    this.leaderQuota = new ReplicationQuota(
-      this.localBrokerId,
-      () => Number(cache.brokerConfig["leader.replication.throttled.rate"]),
-      (topic) => cache.topic(topic)?.configs,
-    );
+    this.leaderQuota = replicationQuota(cache, "leader");
+    this.followerQuota = replicationQuota(cache, "follower");
     this.clusterMode = config["zookeeper.connect"] !== null;
     this.log = options.logger ?? SILENT_LOGGER;
     const slots = config["max.incremental.fetch.session.cache.slots"];
@@ -1053,6 +1051,7 @@ export class ReplicaManager {
         p.log.truncateFullyAndStartAt(offset);
       },
       endpoint: (id) => this.brokerEndpoint(id),
+      followerQuota: this.followerQuota,
       log: this.log.child("ReplicaFetcher"),
     };
   }
@@ -1131,6 +1130,16 @@ export class ReplicaManager {
     }
     return p;
   }
+}
+
+/** A side's throttle, reading the (dynamic) broker rate and the topics' replica lists. */
+function replicationQuota(cache: MetadataCache, side: "leader" | "follower"): ReplicationQuota {
+  return new ReplicationQuota(
+    cache.brokerConfig["broker.id"],
+    () => Number(cache.brokerConfig[`${side}.replication.throttled.rate`]),
+    (topic) => cache.topic(topic)?.configs,
+    side,
+  );
 }
 
 function unknownPartition(topic: string, partition: number): KafkaError {

@@ -1,10 +1,16 @@
 /**
- * Leader-side replication throttling (Kafka's ReplicationQuotaManager for LeaderReplication, as
- * `kafka-reassign-partitions.sh --throttle` configures it): a partition listed for this broker in
- * the topic's `leader.replication.throttled.replicas` (or `*`) sends nothing to a follower that
- * is not in its ISR while the bytes sent for throttled partitions over the last
- * `WINDOW_SECONDS` exceed `leader.replication.throttled.rate`. In-sync followers are never held
- * back, so a throttle slows a move, never the ISR.
+ * Replication throttling (Kafka's ReplicationQuotaManager, one per side, as
+ * `kafka-reassign-partitions.sh --throttle` configures both):
+ *
+ * - leader side: a partition listed for this broker in the topic's
+ *   `leader.replication.throttled.replicas` (or `*`) sends nothing to a follower that is not in
+ *   its ISR while the bytes sent for throttled partitions over the last `WINDOW_SECONDS` exceed
+ *   `leader.replication.throttled.rate`;
+ * - follower side: a partition listed for this broker in `follower.replication.throttled.replicas`
+ *   is left out of this broker's fetches while it is not caught up and the bytes fetched for
+ *   throttled partitions exceed `follower.replication.throttled.rate`.
+ *
+ * Caught-up replicas are never held back, so a throttle slows a move, never the ISR.
  */
 import type { TopicConfigOverrides } from "../config/topic-config.ts";
 
@@ -19,11 +25,12 @@ export class ReplicationQuota {
     private readonly localBrokerId: number,
     private readonly rateBytesPerSec: () => number,
     private readonly topicConfigs: (topic: string) => TopicConfigOverrides | undefined,
+    private readonly side: "leader" | "follower" = "leader",
   ) {}
 
-  /** Whether this broker's replica of the partition is listed as leader-throttled. */
+  /** Whether this broker's replica of the partition is listed as throttled on this side. */
   isThrottled(topic: string, partition: number): boolean {
-    const listed = this.topicConfigs(topic)?.["leader.replication.throttled.replicas"];
+    const listed = this.topicConfigs(topic)?.[`${this.side}.replication.throttled.replicas`];
     if (listed === undefined || listed.length === 0) return false;
     if (listed.length === 1 && listed[0] === "*") return true;
     return listed.includes(`${partition}:${this.localBrokerId}`);

@@ -329,3 +329,47 @@ test("a follower behind the leader's log start (retention) starts over at it", a
   };
   expect(bytesFrom(copy).equals(bytesFrom(leaderLog))).toBe(true);
 }, 60_000);
+
+test("follower.replication.throttled.rate bounds how fast a lagging follower copies", async () => {
+  const rateBytesPerSec = 200_000;
+  const fetchMaxBytes = 65_536;
+  const cluster = await startCluster(2, {
+    "follower.replication.throttled.rate": String(rateBytesPerSec),
+    "replica.fetch.max.bytes": String(fetchMaxBytes),
+  });
+  const leader = await createTopic(cluster, "throttled", {
+    "follower.replication.throttled.replicas": "*",
+  });
+  const followerId = cluster.brokers.indexOf(leader) === 0 ? 1 : 0;
+  await cluster.stopBroker(followerId);
+  const value = new Uint8Array(60_000).fill(7);
+  const client = await KafkaClient.connect(leader.port);
+  cleanups.push(() => client.close());
+  for (let i = 0; i < 34; i++) {
+    const response = await client.request(ApiKey.Produce, 9, {
+      acks: 1,
+      timeoutMs: 10_000,
+      topicData: [
+        {
+          name: "throttled",
+          partitionData: [{ index: 0, records: buildRecordBatch([{ key: null, value }]) }],
+        },
+      ],
+    });
+    expect(response.responses[0]!.partitionResponses[0]!.errorCode).toBe(ErrorCode.NONE);
+  }
+  const totalBytes = logOf(leader, "throttled").sizeBytes;
+  expect(totalBytes).toBeGreaterThan(2_000_000);
+  const startedMs = Date.now();
+  const follower = await cluster.restart(followerId);
+  const copied = () => rm(follower).partitionState("throttled", 0)?.log.sizeBytes ?? 0;
+  await until(() => copied() > 0, 15_000, "the follower copies something");
+  await Bun.sleep(2_000);
+  const elapsedSeconds = (Date.now() - startedMs) / 1000;
+  // The quota's window allows the rate over the time since the first bytes (at least one
+  // second), plus what the fetch that crossed it brought; unthrottled, the 2 MB would be copied
+  // in well under a second over loopback.
+  const boundBytes = rateBytesPerSec * (elapsedSeconds + 1) + 2 * fetchMaxBytes;
+  expect(copied()).toBeLessThanOrEqual(boundBytes);
+  expect(copied()).toBeLessThan(totalBytes);
+}, 60_000);

@@ -44,3 +44,27 @@ test("the rate over the window decides; an unlimited rate never throttles", () =
   quota.record(1e9, t0 + 14_000);
   expect(quota.isExceeded(t0 + 14_000)).toBe(false);
 });
+
+test("the follower side reads follower.replication.throttled.replicas, not the leader's", () => {
+  const follower = new ReplicationQuota(
+    2,
+    () => 1000,
+    (t) =>
+      t === "moving"
+        ? {
+            "leader.replication.throttled.replicas": ["0:1"],
+            "follower.replication.throttled.replicas": ["0:2"],
+          }
+        : undefined,
+    "follower",
+  );
+  expect(follower.isThrottled("moving", 0)).toBe(true);
+  expect(follower.isThrottled("moving", 1)).toBe(false);
+  expect(
+    new ReplicationQuota(
+      2,
+      () => 1000,
+      () => undefined,
+    ).isThrottled("moving", 0),
+  ).toBe(false);
+});
