@@ -73,7 +73,8 @@ const KAFKA_JVM_OPTIONS = [
   "-Djava.awt.headless=true",
 ];
 const START_TIMEOUT_MS = 120_000;
-const STOP_TIMEOUT_MS = 60_000;
+/** Kafka and Quill both take their time to stop with 10,000 partitions; past this, SIGKILL. */
+const STOP_TIMEOUT_MS = 180_000;
 
 export interface KafkaSetup {
   readonly classpath: string;

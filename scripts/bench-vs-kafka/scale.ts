@@ -93,7 +93,9 @@ function partitionsWorkload(partitions: number): ScaleWorkload {
         figures.metadataMs = await metadataLatencyMs(broker.port);
         Object.assign(figures, await produceAndConsume(tools, broker, prefix, partitions, sizes));
         figures.rssMb = rssBytes(broker.pid) / 1e6;
+        const stopStarted = performance.now();
         await broker.stop();
+        figures.cleanStopMs = performance.now() - stopStarted;
         broker = await start(false);
         figures.cleanStartMs = broker.startupMs;
         await broker.kill();

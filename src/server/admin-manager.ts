@@ -132,7 +132,7 @@ export class AdminManager {
     await this.store.createTopic(record);
     this.cache.reload();
     assert(this.cache.topic(topic.name) !== undefined, `created topic ${topic.name} not cached`);
-    this.createLocalLogs(topic.name, 0, assignment.length, configs);
+    await this.createLocalLogs(topic.name, 0, assignment.length, configs);
     return created;
   }
 
@@ -189,7 +189,7 @@ export class AdminManager {
     if (validateOnly) return;
     await this.store.updateTopic({ ...record, assignment: [...record.assignment, ...added] });
     this.cache.reload();
-    this.createLocalLogs(name, current, count, this.cache.topic(name)?.configs ?? {});
+    await this.createLocalLogs(name, current, count, this.cache.topic(name)?.configs ?? {});
   }
 
   /** Replaces a topic's overrides (AlterConfigs): keys not named fall back to the broker. */
@@ -266,16 +266,18 @@ export class AdminManager {
     }
   }
 
-  private createLocalLogs(
+  /** The new partitions' logs, their files made on the thread pool (LogManager.createLogs). */
+  private async createLocalLogs(
     name: string,
     from: number,
     to: number,
     configs: TopicConfigOverrides,
-  ): void {
+  ): Promise<void> {
     // In a cluster the controller's LeaderAndIsr creates each replica's log, as in Kafka.
     if (this.config["zookeeper.connect"] !== null) return;
     const logConfig = logConfigFor(configs, this.config);
-    for (let p = from; p < to; p++) this.logs.getOrCreateLog(name, p, logConfig);
+    const partitions = Array.from({ length: to - from }, (_, i) => from + i);
+    await this.logs.createLogs(name, partitions, logConfig);
   }
 
   /** Round-robin placement, or null when the request assigns replicas itself. */

@@ -18,6 +18,11 @@ export abstract class AbstractIndex {
   protected entryCount = 0;
   /** Entries already in the file; flush writes only the ones after them. */
   protected persistedEntryCount = 0;
+  /**
+   * False while the file may not exist (a new log's segment creates its index files at its
+   * first flush, not with the log: docs/scaling.md): the next flush creates it, even empty.
+   */
+  private fileWritten = true;
 
   constructor(
     readonly filePath: string,
@@ -44,6 +49,13 @@ export abstract class AbstractIndex {
     this.persistedEntryCount = 0;
   }
 
+  /** The file may not exist yet (or holds nothing of this index): the next flush writes it. */
+  markFileUnwritten(): this {
+    this.persistedEntryCount = 0;
+    this.fileWritten = false;
+    return this;
+  }
+
   /**
    * Writes the entries added since the last flush and fdatasyncs the file (unless `sync` is
    * false: the caller syncs it off the event loop). Returns whether there was anything to write.
@@ -53,6 +65,7 @@ export abstract class AbstractIndex {
     if (tail === null) return false;
     writeTailAndSync(this.filePath, this.persistedEntryCount * this.entryBytes, tail, sync);
     this.persistedEntryCount = this.entryCount;
+    this.fileWritten = true;
     return true;
   }
 
@@ -67,11 +80,12 @@ export abstract class AbstractIndex {
     const entries = this.entryCount;
     await writeTailInBackground(this.filePath, this.persistedEntryCount * this.entryBytes, tail);
     this.persistedEntryCount = entries;
+    this.fileWritten = true;
   }
 
-  /** The entries added since the last flush, encoded; null when there are none. */
+  /** The entries added since the last flush, encoded; null when the file needs no write. */
   private unpersistedTail(): Uint8Array | null {
-    if (this.persistedEntryCount === this.entryCount) return null;
+    if (this.persistedEntryCount === this.entryCount && this.fileWritten) return null;
     const start = this.persistedEntryCount;
     const tail = new Uint8Array((this.entryCount - start) * this.entryBytes);
     const view = new DataView(tail.buffer);

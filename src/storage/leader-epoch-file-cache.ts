@@ -69,6 +69,11 @@ export class LeaderEpochFileCache {
     return new LeaderEpochFileCache(filePath, readEntries(filePath, logger));
   }
 
+  /** The cache of a log whose directory was just made: no epochs, no file yet. */
+  static empty(dir: string): LeaderEpochFileCache {
+    return new LeaderEpochFileCache(path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE), []);
+  }
+
   /** The log directory moved (deletion renames it); later writes follow it. */
   moveTo(dir: string): void {
     this.filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);

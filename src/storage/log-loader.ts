@@ -59,6 +59,13 @@ export interface SegmentLoadParams {
   readonly logStartOffset: bigint;
   readonly cleanShutdown: boolean;
   readonly env: LogEnvironment;
+  /** The log's directory was just made: nothing to list or load (LogSegment.createInNewDir). */
+  readonly newDir?: boolean;
+  /**
+   * With newDir: the fd of the first segment's `.log` (base offset 0), created with the
+   * directory on the thread pool (LogManager.createLogs).
+   */
+  readonly createdLogFd?: number;
 }
 
 export function loadSegments(
@@ -67,6 +74,17 @@ export function loadSegments(
   epochs: LeaderEpochFileCache,
 ): LogSegment[] {
   const { dir, env } = params;
+  if (params.newDir) {
+    const segment = LogSegment.createInNewDir(
+      dir,
+      params.logStartOffset,
+      settings,
+      env.pool,
+      params.createdLogFd,
+    );
+    installIndexLoader(segment, () => settings, env.logger);
+    return [segment];
+  }
   recoverInterruptedSwaps(dir, env.logger);
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
   if (baseOffsets.length > env.maxSegmentsPerLog) {

@@ -32,6 +32,7 @@ import { DEFAULT_LOG_CLEANER_CONFIG, LogCleaner } from "./log-cleaner.ts";
 import type { LogConfig } from "./log-config.ts";
 import { DEFAULT_LOG_CONFIG, isCompacted } from "./log-config.ts";
 import type { LogEnvironment } from "./log-environment.ts";
+import { LOG_FILE_SUFFIX, segmentFileStem } from "./log-segment.ts";
 import type { CheckpointEntry } from "./offset-checkpoint-file.ts";
 import {
   CLEANER_OFFSET_CHECKPOINT_FILE,
@@ -52,6 +53,8 @@ const DELETE_DIR_SUFFIX = "-delete";
  * fdatasyncs took 1.0-1.4 s one at a time and 0.2-0.5 s with 16 or 32 in flight.
  */
 const CLOSE_CONCURRENCY = 32;
+/** New logs whose directory and file createLogs makes at once on the thread pool. */
+const CREATE_CONCURRENCY = 32;
 /** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
@@ -362,9 +365,7 @@ export class LogManager {
           `${[...this.offlineDirs].join(",")} are offline`,
       );
     }
-    if (this.logs.size >= this.maxLogs) {
-      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `broker holds ${this.maxLogs} logs`);
-    }
+    this.checkLogLimit();
     const logDir = this.leastLoadedLogDir();
     let log: UnifiedLog;
     try {
@@ -387,6 +388,79 @@ export class LogManager {
     // (UnifiedLog.load). Two syncs per partition made creating 10,000 of them take minutes.
     this.addLog(logDir, log);
     return log;
+  }
+
+  /**
+   * getOrCreateLog for `partitions` of one topic, with each new log's directory and first file
+   * made on the thread pool, CREATE_CONCURRENCY at a time, so that creating thousands of
+   * partitions does not hold the event loop for one file-system operation after another
+   * (docs/scaling.md, Thousands of partitions). A log that appears meanwhile (a request for the
+   * partition created it synchronously) is kept: the file here is made with O_EXCL, so it never
+   * truncates one already written.
+   */
+  async createLogs(topic: string, partitions: readonly number[], config?: LogConfig) {
+    await mapLimit(partitions, CREATE_CONCURRENCY, async (partition) => {
+      this.ensureOpen();
+      const key = partitionDirName(topic, partition);
+      // While a log dir is offline the synchronous path decides (it refuses what it must).
+      if (this.logs.has(key) || this.offlineDirs.size > 0 || this.offlinePartitions.has(key)) {
+        this.getOrCreateLog(topic, partition, config);
+        return;
+      }
+      checkPartitionName(topic, partition);
+      this.checkLogLimit();
+      await this.createLogInBackground(topic, partition, config);
+    });
+  }
+
+  private async createLogInBackground(topic: string, partition: number, config?: LogConfig) {
+    const logDir = this.leastLoadedLogDir();
+    const dir = path.join(logDir, partitionDirName(topic, partition));
+    // Counted while its files are made, so the logs created at once spread over the dirs.
+    this.logCounts.set(logDir, this.logCount(logDir) + 1);
+    let fd: number | null;
+    try {
+      fd = await createLogFilesInBackground(dir);
+    } catch (error) {
+      if (!isIoError(error)) throw error;
+      this.failLogDir(logDir, error);
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `creating ${dir} failed`);
+    } finally {
+      this.logCounts.set(logDir, this.logCount(logDir) - 1);
+    }
+    const existing = this.getLog(topic, partition);
+    if (fd !== null && !this.closed && existing === undefined) {
+      this.addCreatedLog(logDir, topic, partition, config, fd);
+      return;
+    }
+    if (fd !== null) await closeInBackground(fd);
+    // Created meanwhile in another log dir: what was made here must not be loaded at start.
+    if (fd !== null && existing !== undefined && existing.dir !== dir) {
+      await fs.promises.rm(dir, { recursive: true, force: true });
+    }
+    // The directory was there already: the synchronous path loads whatever it holds.
+    if (!this.closed) this.getOrCreateLog(topic, partition, config);
+  }
+
+  private addCreatedLog(
+    logDir: string,
+    topic: string,
+    partition: number,
+    config: LogConfig | undefined,
+    createdLogFd: number,
+  ): void {
+    const log = UnifiedLog.load({
+      dir: path.join(logDir, partitionDirName(topic, partition)),
+      topic,
+      partition,
+      config: config ?? this.defaultConfig,
+      recoveryPoint: 0n,
+      logStartOffset: 0n,
+      cleanShutdown: true,
+      env: this.env,
+      createdLogFd,
+    });
+    this.addLog(logDir, log);
   }
 
   /**
@@ -729,9 +803,42 @@ export class LogManager {
       .catch((error: unknown) => this.env.logger.warn(`removing ${dir}: ${String(error)}`));
   }
 
+  /** createLogs checks before its files are made, so up to CREATE_CONCURRENCY more may come. */
+  private checkLogLimit(): void {
+    if (this.logs.size >= this.maxLogs) {
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `broker holds ${this.maxLogs} logs`);
+    }
+  }
+
   private ensureOpen(): void {
     if (this.closed) throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "log manager is closed");
   }
+}
+
+/**
+ * A new log's directory and its first segment's `.log` (base offset 0), on the thread pool;
+ * returns the file's fd (read-write), or null when the directory or file already existed.
+ */
+async function createLogFilesInBackground(dir: string): Promise<number | null> {
+  try {
+    await fs.promises.mkdir(dir);
+  } catch (error) {
+    if ((error as { code?: string }).code === "EEXIST") return null;
+    throw error;
+  }
+  const logPath = path.join(dir, segmentFileStem(0n) + LOG_FILE_SUFFIX);
+  const { O_RDWR, O_CREAT, O_EXCL } = fs.constants;
+  return await new Promise<number | null>((resolve, reject) =>
+    fs.open(logPath, O_RDWR | O_CREAT | O_EXCL, (error, fd) => {
+      if (error === null) return resolve(fd);
+      if (error.code === "EEXIST") return resolve(null);
+      reject(error);
+    }),
+  );
+}
+
+function closeInBackground(fd: number): Promise<void> {
+  return new Promise((resolve) => fs.close(fd, () => resolve()));
 }
 
 function checkPartitionName(topic: string, partition: number): void {

@@ -429,8 +429,7 @@ export class ProducerStateManager {
   /** Writes a snapshot at the map end offset unless one exists there already. */
   takeSnapshot(): void {
     const offset = this.mapEndOffsetValue;
-    const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1];
-    if (latest !== undefined && latest >= offset) return;
+    if (!this.snapshotDue(offset)) return;
     const bytes = encodeSnapshot([...this.producers.values()]);
     writeSnapshotFile(snapshotPath(this.options.dir, offset), bytes);
     this.snapshotOffsets.push(offset);
@@ -442,11 +441,20 @@ export class ProducerStateManager {
    */
   async takeSnapshotInBackground(): Promise<void> {
     const offset = this.mapEndOffsetValue;
-    const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1];
-    if (latest !== undefined && latest >= offset) return;
+    if (!this.snapshotDue(offset)) return;
     const bytes = encodeSnapshot([...this.producers.values()]);
     await writeSnapshotFileInBackground(snapshotPath(this.options.dir, offset), bytes);
     this.snapshotOffsets.push(offset);
+  }
+
+  /**
+   * Only past the latest snapshot, and (as Kafka's takeSnapshot, whose last snapshot offset
+   * starts at 0) never at offset 0: nothing to replay before it, and a stop with 10,000 empty
+   * partitions would write 10,000 files for nothing.
+   */
+  private snapshotDue(offset: bigint): boolean {
+    const latest = this.snapshotOffsets[this.snapshotOffsets.length - 1] ?? 0n;
+    return offset > latest;
   }
 
   /** Retention moved the log start: snapshots below it can no longer be replayed from. */

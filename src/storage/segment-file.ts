@@ -48,6 +48,23 @@ export class SegmentFile implements PooledFile {
     this.pool.pinned(this);
   }
 
+  /**
+   * pin for a segment file that does not exist yet: opening it creates it, unless `createdFd`
+   * is given, an fd (read-write) of the file already created on the thread pool.
+   */
+  pinNew(createdFd?: number): void {
+    assert(this.fd < 0, `pinNew of ${this.filePath}, which is open`);
+    this.pinned = true;
+    if (createdFd === undefined) {
+      this.openFd("w+");
+    } else {
+      this.fd = createdFd;
+      this.writable = true;
+      this.pool.opened(this);
+    }
+    this.pool.pinned(this);
+  }
+
   unpin(): void {
     this.pinned = false;
     if (this.fd >= 0) this.pool.unpinned(this);
@@ -125,9 +142,9 @@ export class SegmentFile implements PooledFile {
     else this.retired = true;
   }
 
-  private openFd(flags: "r" | "r+"): void {
+  private openFd(flags: "r" | "r+" | "w+"): void {
     this.fd = fs.openSync(this.filePath, flags);
-    this.writable = flags === "r+";
+    this.writable = flags !== "r";
     this.pool.opened(this);
   }
 

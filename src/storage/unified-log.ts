@@ -185,12 +185,21 @@ export class UnifiedLog {
 
   /** Opens (and after an unclean shutdown, recovers) the log in `params.dir`. */
   static load(params: LoadParams): UnifiedLog {
-    const created = fs.mkdirSync(params.dir, { recursive: true }) !== undefined;
-    const leaderEpochCache = LeaderEpochFileCache.load(params.dir, params.env.logger);
-    const segments = loadSegments(params, settingsOf(params.config), leaderEpochCache);
+    const created =
+      params.createdLogFd !== undefined ||
+      fs.mkdirSync(params.dir, { recursive: true }) !== undefined;
+    // A directory just made holds nothing: no files to list or read, only the first segment's.
+    const leaderEpochCache = created
+      ? LeaderEpochFileCache.empty(params.dir)
+      : LeaderEpochFileCache.load(params.dir, params.env.logger);
+    const segments = loadSegments(
+      { ...params, newDir: created },
+      settingsOf(params.config),
+      leaderEpochCache,
+    );
     const first = segments[0].baseOffset;
     const logStartOffset = params.logStartOffset > first ? params.logStartOffset : first;
-    const producerState = loadProducerState(params, segments, logStartOffset);
+    const producerState = loadProducerState(params, segments, logStartOffset, created);
     // Recovery may have cut the log below epochs the checkpoint still names.
     leaderEpochCache.truncateFromEnd(segments[segments.length - 1].nextOffset);
     const log = new UnifiedLog(
@@ -527,6 +536,7 @@ export class UnifiedLog {
       },
       this.segments,
       this.logStartOffsetValue,
+      false,
     );
   }
 
@@ -965,6 +975,7 @@ function loadProducerState(
   params: Pick<LoadParams, "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs">,
   segments: readonly LogSegment[],
   logStartOffset: bigint,
+  newDir: boolean,
 ): ProducerStateManager {
   const state = new ProducerStateManager({
     dir: params.dir,
@@ -974,6 +985,10 @@ function loadProducerState(
     logger: params.env.logger,
   });
   const logEndOffset = segments[segments.length - 1].nextOffset;
+  if (newDir) {
+    state.advanceMapEndOffset(logEndOffset);
+    return state;
+  }
   const nowMs = Date.now();
   const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs);
   let replayed = 0;

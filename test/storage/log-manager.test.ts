@@ -216,6 +216,36 @@ describe("log management", () => {
     removeDir(second);
   });
 
+  test("createLogs makes one .log per new log off the event loop; index files come with data", async () => {
+    const second = tempDir();
+    lines = [];
+    manager = LogManager.open({ logDirs: [dir, second], logger: new LineLogger(lines) });
+    await manager.createLogs("bulk", [0, 1, 2, 3]);
+    expect(fs.readdirSync(second).filter((n) => n.startsWith("bulk"))).toHaveLength(2);
+    const written = manager.getLog("bulk", 0)!;
+    const empty = manager.getLog("bulk", 1)!;
+    expect(fs.readdirSync(written.dir)).toEqual(["00000000000000000000.log"]);
+    // A request that creates the log synchronously meanwhile wins, and nothing truncates it.
+    const racing = manager.createLogs("race", [0]);
+    const early = manager.getOrCreateLog("race", 0);
+    early.appendAsLeader(batch(3), 0);
+    await racing;
+    expect(manager.getLog("race", 0)).toBe(early);
+    written.appendAsLeader(batch(2), 0);
+    await manager.closeAsync();
+    expect(fs.readdirSync(written.dir).sort()).toContain("00000000000000000000.timeindex");
+    expect(fs.readdirSync(written.dir)).toContain("00000000000000000000.index");
+    expect(fs.readdirSync(empty.dir)).toEqual(["00000000000000000000.log"]);
+    lines = [];
+    manager = LogManager.open({ logDirs: [dir, second], logger: new LineLogger(lines) });
+    expect(manager.getLog("race", 0)!.logEndOffset).toBe(3n);
+    expect(manager.getLog("bulk", 0)!.logEndOffset).toBe(2n);
+    expect(manager.getLog("bulk", 1)!.logEndOffset).toBe(0n);
+    expect(lines.filter((l) => /rebuild|recover|truncat/i.test(l))).toEqual([]);
+    manager.close();
+    removeDir(second);
+  });
+
   test("illegal topic names and partitions are refused", () => {
     open();
     for (const [topic, partition] of [
