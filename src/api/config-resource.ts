@@ -4,7 +4,7 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 export const ConfigResourceType = {
   UNKNOWN: 0,
   TOPIC: 2,
-  GROUP: 3,
+  GROUP: 32,
   BROKER: 4,
   BROKER_LOGGER: 8,
   CLIENT_METRICS: 16,

@@ -102,7 +102,7 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
     topicResource("kjs-altered", ["segment.bytes", "1"]),
     { resourceType: BROKER, resourceName: "0", configs: [{ name: "num.partitions", value: "3" }] },
     { resourceType: BROKER, resourceName: "9", configs: [] },
-    { resourceType: 3, resourceName: "group", configs: [] },
+    { resourceType: 32, resourceName: "group", configs: [] },
     { resourceType: TOPIC, resourceName: "dup", configs: [] },
     { resourceType: TOPIC, resourceName: "dup", configs: [] },
   ]);

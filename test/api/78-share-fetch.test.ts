@@ -146,7 +146,7 @@ test("share.auto.offset.reset=earliest, a group config, starts a new group at th
     client.request(ApiKey.IncrementalAlterConfigs, 1, {
       resources: [
         {
-          resourceType: 3,
+          resourceType: 32,
           resourceName: "sg-earliest",
           configs: [{ name: "share.auto.offset.reset", configOperation: 0, value }],
         },

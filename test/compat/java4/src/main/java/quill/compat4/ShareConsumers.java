@@ -11,6 +11,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
@@ -19,6 +21,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -33,6 +36,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   REJECTed (never redelivered), "poison" always RELEASEd (delivered LIMIT times, then archived).
  * hold: one member acquires 5 records, says "held 5" and waits to be killed (never acknowledges).
  * takeover N: a member of the same group gets the N held records once their locks expire.
+ * bench N RECORDS: (scripts/bench-share-groups.ts) RECORDS records of 100 bytes are produced,
+ *   then N implicit-mode members (group config share.auto.offset.reset=earliest) consume them;
+ *   prints the records per second from the first record received to the last.
  */
 public final class ShareConsumers {
   private static final long DEADLINE_MS = 60_000;
@@ -54,6 +60,7 @@ public final class ShareConsumers {
       case "acks" -> s.acks(Integer.parseInt(args[4]));
       case "hold" -> s.hold();
       case "takeover" -> s.takeover(Integer.parseInt(args[4]));
+      case "bench" -> s.bench(Integer.parseInt(args[4]), Integer.parseInt(args[5]));
       default -> throw new IllegalArgumentException(args[0]);
     }
     System.out.println("OK");
@@ -96,6 +103,51 @@ public final class ShareConsumers {
     for (int i = 0; i < members; i++) System.out.println("member " + i + " got " + counts.get(i));
     System.out.println("distinct " + seen.size() + " duplicates " + duplicates.get());
     check(seen.size() == records && duplicates.get() == 0, "not exactly once");
+  }
+
+  private void bench(int members, int records) throws Exception {
+    createTopic();
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+      AlterConfigOp op =
+          new AlterConfigOp(
+              new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
+      admin.incrementalAlterConfigs(Map.of(resource, List.of(op))).all().get();
+    }
+    String value = "x".repeat(100);
+    List<String> vs = new ArrayList<>();
+    for (int i = 0; i < records; i++) vs.add(value);
+    produce(vs);
+    AtomicInteger total = new AtomicInteger();
+    long[] firstMs = {0};
+    long deadline = System.currentTimeMillis() + 10 * DEADLINE_MS;
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < members; i++) {
+      Thread t = new Thread(() -> {
+        try (KafkaShareConsumer<String, String> c = consumer("implicit", "500")) {
+          c.subscribe(List.of(topic));
+          while (total.get() < records && System.currentTimeMillis() < deadline) {
+            int n = c.poll(Duration.ofMillis(100)).count();
+            if (n > 0) {
+              synchronized (firstMs) {
+                if (firstMs[0] == 0) firstMs[0] = System.currentTimeMillis();
+              }
+              total.addAndGet(n);
+            }
+          }
+          c.commitSync();
+        }
+      });
+      t.start();
+      threads.add(t);
+    }
+    long lastMs = 0;
+    while (total.get() < records && System.currentTimeMillis() < deadline) Thread.sleep(5);
+    lastMs = System.currentTimeMillis();
+    for (Thread t : threads) t.join();
+    double seconds = (lastMs - firstMs[0]) / 1000.0;
+    System.out.printf("bench members=%d records=%d seconds=%.2f rate=%.0f%n",
+        members, total.get(), seconds, total.get() / seconds);
   }
 
   private void acks(int limit) throws Exception {
@@ -171,12 +223,16 @@ public final class ShareConsumers {
   }
 
   private KafkaShareConsumer<String, String> consumer(String ackMode) {
+    // Small fetches, so that the members of one partition take turns.
+    return consumer(ackMode, "10");
+  }
+
+  private KafkaShareConsumer<String, String> consumer(String ackMode, String maxPollRecords) {
     Properties p = new Properties();
     p.put("bootstrap.servers", bootstrap);
     p.put("group.id", group);
     p.put("share.acknowledgement.mode", ackMode);
-    // Small fetches, so that the members of one partition take turns.
-    p.put("max.poll.records", "10");
+    p.put("max.poll.records", maxPollRecords);
     p.put("key.deserializer", StringDeserializer.class.getName());
     p.put("value.deserializer", StringDeserializer.class.getName());
     return new KafkaShareConsumer<>(p);
