@@ -292,7 +292,9 @@ export class GroupCoordinator {
       bytes = await this.store.loadMembership(groupId);
     } catch (error) {
       if (error instanceof KafkaError) return error.code;
-      throw error;
+      // An unreadable record (a disk error) is no record: the members rejoin.
+      this.log.warn(`group ${groupId}: stored membership not read: ${String(error)}`);
+      return null;
     }
     if (bytes === null || this.groups.has(groupId)) return null;
     if (!this.active || !this.isCoordinatorFor(groupId)) return null;

@@ -69,8 +69,11 @@ export class MembershipWriter {
       await this.store.storeMembership(groupId, bytes);
       return null;
     } catch (error) {
-      if (!(error instanceof KafkaError)) throw error;
-      this.log.warn(`group ${groupId}: membership not stored: ${error.message}`);
+      // A failed write (ZooKeeper away, a full disk) must not take the broker down: the
+      // request hears a retriable error (as Kafka's coordinator maps storage errors), and the
+      // group's next change writes the whole record again.
+      this.log.warn(`group ${groupId}: membership not stored: ${String(error)}`);
+      if (!(error instanceof KafkaError)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
       return error.code === ErrorCode.NONE ? ErrorCode.UNKNOWN_SERVER_ERROR : error.code;
     } finally {
       if (writes.queued === null) {

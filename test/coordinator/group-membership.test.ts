@@ -3,7 +3,7 @@
 // a KIP-848 group's epochs and assignments, so members that heartbeat in time see no rebalance;
 // members that do not are dropped after their session timeout, as before.
 import { afterEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HeartbeatRequest } from "../../src/coordinator/consumer-group-manager.ts";
@@ -157,4 +157,23 @@ test("a membership record that does not parse is ignored: members rejoin", async
   await first.store.storeMembership("g", new TextEncoder().encode('{"version":99}'));
   expect(await first.coordinator.loadGroup("g")).toBeNull();
   expect(heartbeat(first.coordinator, "g", 1, "someone")).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+});
+
+test("a membership write that fails with a disk error is a retriable error, not a crash", async () => {
+  const dir = tempDir();
+  const { coordinator } = await coordinatorOn(dir);
+  // A file where the membership directory was: every write fails with ENOTDIR.
+  const membershipDir = join(dir, "__consumer_offsets", "membership");
+  rmSync(membershipDir, { recursive: true, force: true });
+  writeFileSync(membershipDir, "not a directory");
+  const answer = await coordinator.consumerGroupHeartbeat(hb({ memberId: "a" }));
+  expect(answer.errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+  // The member is known; once the disk is back its next heartbeat stores the group.
+  rmSync(membershipDir);
+  mkdirSync(membershipDir);
+  const again = await coordinator.consumerGroupHeartbeat(
+    hb({ memberId: "a", memberEpoch: 1, subscribedTopicNames: ["orders", "x"] }),
+  );
+  expect(again.errorCode).toBe(ErrorCode.NONE);
+  expect(await open[0]!.store.loadMembership("c")).not.toBeNull();
 });
