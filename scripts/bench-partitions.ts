@@ -88,6 +88,8 @@ async function measure(binary: string, dir: string, partitions: number) {
   }
   const out = readFileSync(join(dir, "quill.out"), "utf8");
   figures.recoveryLines = (out.match(/recover/gi) ?? []).length;
+  // quill serve's stop bound fired (the stop ended without the clean-shutdown marker).
+  figures.unfinishedStops = (out.match(/stop did not finish/g) ?? []).length;
   figures.loadAfter = loadAverage();
   return figures;
 }

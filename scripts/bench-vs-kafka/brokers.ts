@@ -72,7 +72,11 @@ const KAFKA_JVM_OPTIONS = [
   "-XX:MaxInlineLevel=15",
   "-Djava.awt.headless=true",
 ];
-const START_TIMEOUT_MS = 120_000;
+/**
+ * Kafka 3.9 with 1,000 or 10,000 partitions did not reach a first produce within 120 s at load
+ * average 25-27 on the shared 2-core machine (docs/scaling.md), which lost the whole workload.
+ */
+const START_TIMEOUT_MS = 300_000;
 /** Kafka and Quill both take their time to stop with 10,000 partitions; past this, SIGKILL. */
 const STOP_TIMEOUT_MS = 180_000;
 
