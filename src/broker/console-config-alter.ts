@@ -1,15 +1,22 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { DYNAMIC_BROKER_KEYS } from "../config/dynamic-broker-keys.ts";
 import { KafkaError } from "../protocol/errors.ts";
-import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import {
+  AclOperation,
+  CLUSTER_RESOURCE_NAME,
+  ResourceType,
+} from "../security/authorized-operations.ts";
 import { ConfigOperation } from "../server/admin-manager.ts";
 import type { ConsoleContext } from "./console-context.ts";
 import { type Html, html } from "./console-html.ts";
 
 /**
- * Altering a topic's configs from the console: a form on the topic page, shown to a user the
- * authorizer allows ALTER_CONFIGS on the topic, posting one IncrementalAlterConfigs operation
- * (SET, DELETE, APPEND, SUBTRACT) that goes through the same `AdminManager.alterTopicConfigs` as
- * the Kafka API, so a value the API refuses is refused here with the same error.
+ * Altering configs from the console: a form on a topic's page, shown to a user the authorizer
+ * allows ALTER_CONFIGS on the topic, and one on the broker configs page for ALTER_CONFIGS on the
+ * cluster (this broker's dynamic configs, or the cluster-wide default of every broker), each
+ * posting one IncrementalAlterConfigs operation (SET, DELETE, APPEND, SUBTRACT) that goes
+ * through the same `AdminManager.alterTopicConfigs` / `BrokerConfigManager.alterBrokerConfigs`
+ * as the Kafka API, so a value or key the API refuses is refused here with the same error.
  *
  * Cross-site request forgery: a browser sends its basic credentials (or none are needed) with
  * a form another site posts here, so every post must carry a token only a page of this
@@ -34,29 +41,49 @@ function tokenMatches(ctx: ConsoleContext, token: string): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** What a form alters: a topic, or a broker entity (this broker's id, or "" for all brokers). */
+export type ConfigTarget =
+  | { readonly kind: "topic"; readonly name: string }
+  | { readonly kind: "broker"; readonly name: string };
+
 /** The form on the topic page, for a user allowed to alter the topic's configs. */
 export function configAlterForm(ctx: ConsoleContext, topic: string): Html {
+  return alterForm(ctx, `/console/topics/${encodeURIComponent(topic)}/configs`, "retention.ms");
+}
+
+/** The form on the broker configs page: this broker or the cluster-wide default. */
+export function brokerConfigAlterForm(ctx: ConsoleContext): Html {
+  const id = ctx.services.brokerId;
+  const entity = html`<label>for <select name="entity">
+<option value="${id}">broker ${id}</option>
+<option value="">every broker (cluster default)</option></select></label>`;
+  return alterForm(ctx, "/console/configs", "log.retention.ms", entity);
+}
+
+function alterForm(ctx: ConsoleContext, action: string, example: string, extra: Html | "" = "") {
   const options = OPERATIONS.map((o) => html`<option value="${o}">${o}</option>`);
-  return html`<form class="alter-config" method="post"
- action="/console/topics/${encodeURIComponent(topic)}/configs">
-<input type="hidden" name="csrf" value="${csrfToken(ctx)}">
+  return html`<form class="alter-config" method="post" action="${action}">
+<input type="hidden" name="csrf" value="${csrfToken(ctx)}">${extra}
 <label>operation <select name="operation">${options}</select></label>
-<label>key <input name="key" required placeholder="retention.ms"></label>
+<label>key <input name="key" required placeholder="${example}"></label>
 <label>value <input name="value" placeholder="(none for DELETE)"></label>
 <button type="submit">Alter</button></form>`;
 }
 
-/** What a post to `/console/topics/<name>/configs` did: the page shows it above the configs. */
+/** The broker keys the console's form (and IncrementalAlterConfigs) may change, sorted. */
+export const dynamicBrokerKeys = (): string[] => [...DYNAMIC_BROKER_KEYS].sort();
+
+/** What a post to a config form did: the page shows it above the configs. */
 export type AlterOutcome =
   | { readonly ok: true; readonly key: string }
   | { readonly ok: false; readonly status: number; readonly message: string };
 
 /** Checks and applies one posted change; never throws for what the user sent. */
-export async function alterTopicConfig(
+export async function alterConfig(
   ctx: ConsoleContext,
   request: Request,
   url: URL,
-  topic: string,
+  target: ConfigTarget,
 ): Promise<AlterOutcome> {
   const refused = (status: number, message: string): AlterOutcome => ({
     ok: false,
@@ -78,20 +105,39 @@ export async function alterTopicConfig(
   if (!tokenMatches(ctx, form.get("csrf") ?? "")) {
     return refused(403, "refused: missing or stale form token; reload the page");
   }
-  const allowed = (op: AclOperation) => ctx.allowed(op, ResourceType.TOPIC, topic);
+  const denied = denial(ctx, target);
+  if (denied !== null) return denied;
+  if (target.kind === "broker") {
+    const entity = form.get("entity") ?? "";
+    if (entity !== "" && entity !== String(ctx.services.brokerId)) {
+      return refused(400, "INVALID_REQUEST: this console alters its own broker or the default");
+    }
+    return await applyChange(ctx, form, { kind: "broker", name: entity });
+  }
+  return await applyChange(ctx, form, target);
+}
+
+/** The ACL check of the API for the target (ALTER_CONFIGS on the topic or the cluster). */
+function denial(ctx: ConsoleContext, target: ConfigTarget): AlterOutcome | null {
+  if (target.kind === "broker") {
+    const ok = ctx.allowed(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME);
+    if (ok) return null;
+    const message = "CLUSTER_AUTHORIZATION_FAILED: not allowed to alter broker configs";
+    return { ok: false, status: 403, message };
+  }
+  const allowed = (op: AclOperation) => ctx.allowed(op, ResourceType.TOPIC, target.name);
   if (!allowed(AclOperation.DESCRIBE) && !allowed(AclOperation.ALTER_CONFIGS)) {
-    return refused(404, "no such topic");
+    return { ok: false, status: 404, message: "no such topic" };
   }
-  if (!allowed(AclOperation.ALTER_CONFIGS)) {
-    return refused(403, "TOPIC_AUTHORIZATION_FAILED: not allowed to alter this topic's configs");
-  }
-  return await applyChange(ctx, form, topic);
+  if (allowed(AclOperation.ALTER_CONFIGS)) return null;
+  const message = "TOPIC_AUTHORIZATION_FAILED: not allowed to alter this topic's configs";
+  return { ok: false, status: 403, message };
 }
 
 async function applyChange(
   ctx: ConsoleContext,
   form: URLSearchParams,
-  topic: string,
+  target: ConfigTarget,
 ): Promise<AlterOutcome> {
   const operation = OPERATIONS.find((o) => o === form.get("operation"));
   const key = (form.get("key") ?? "").trim();
@@ -105,13 +151,23 @@ async function applyChange(
     value,
   };
   try {
-    await ctx.services.adminManager.alterTopicConfigs(topic, [change], false);
+    if (target.kind === "topic") {
+      await ctx.services.adminManager.alterTopicConfigs(target.name, [change], false);
+    } else {
+      await ctx.services.brokerConfigManager.alterBrokerConfigs(target.name, [change], false);
+    }
   } catch (error) {
     if (!(error instanceof KafkaError)) throw error;
     return { ok: false, status: 400, message: `${error.errorName}: ${error.message}` };
   }
-  ctx.log.info(`console: ${ctx.principal} altered topic ${topic}: ${operation} ${key}`, {
-    topic,
+  const what =
+    target.kind === "topic"
+      ? `topic ${target.name}`
+      : target.name === ""
+        ? "the default of every broker"
+        : `broker ${target.name}`;
+  ctx.log.info(`console: ${ctx.principal} altered ${what}: ${operation} ${key}`, {
+    ...(target.kind === "topic" ? { topic: target.name } : {}),
     principal: ctx.principal,
     host: ctx.host,
   });

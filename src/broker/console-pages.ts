@@ -5,7 +5,12 @@ import {
   CLUSTER_RESOURCE_NAME,
   ResourceType,
 } from "../security/authorized-operations.ts";
-import { alterTopicConfig } from "./console-config-alter.ts";
+import {
+  alterConfig,
+  brokerConfigAlterForm,
+  type ConfigTarget,
+  dynamicBrokerKeys,
+} from "./console-config-alter.ts";
 import { type ConsoleContext, configText, localPartitions } from "./console-context.ts";
 import type { Sample } from "./console-history.ts";
 import {
@@ -21,7 +26,7 @@ import {
   type Series,
   table,
 } from "./console-html.ts";
-import { topicPage } from "./console-topic-page.ts";
+import { type ConfigNotice, topicPage } from "./console-topic-page.ts";
 import { groupLags, type PartitionLag } from "./metrics-collector.ts";
 
 const ASSET_HEADERS = { "cache-control": "max-age=300" };
@@ -38,13 +43,19 @@ export async function consolePage(
 ): Promise<Response> {
   const path = url.pathname.replace(/\/+$/, "");
   const alter = /^\/console\/topics\/([^/]+)\/configs$/.exec(path);
-  if (alter !== null && request.method === "POST") {
+  const target: ConfigTarget | null =
+    alter !== null
+      ? { kind: "topic", name: decodeURIComponent(alter[1]!) }
+      : path === "/console/configs"
+        ? { kind: "broker", name: "" }
+        : null;
+  if (target !== null && request.method === "POST") {
     const ctx = context();
     if (ctx === null) return new Response("starting\n", { status: 503 });
-    return await configPosted(ctx, request, url, decodeURIComponent(alter[1]!));
+    return await configPosted(ctx, request, url, target);
   }
   if (request.method !== "GET" && request.method !== "HEAD") {
-    const allow = alter === null ? "GET, HEAD" : "POST";
+    const allow = target === null ? "GET, HEAD" : alter !== null ? "POST" : "GET, HEAD, POST";
     return new Response("method not allowed\n", { status: 405, headers: { allow } });
   }
   if (path === "") return Response.redirect(`${url.origin}/console`, 302);
@@ -67,32 +78,36 @@ export async function consolePage(
     case "groups":
       return name === undefined ? groupsPage(ctx) : groupPage(ctx, name);
     case "configs":
-      return configsPage(ctx);
+      return configsPage(ctx, url);
     default:
       return notFound();
   }
 }
 
-/** Success redirects to the topic page (a reload does not post again); failure shows why. */
+/** Success redirects to the form's page (a reload does not post again); failure shows why. */
 async function configPosted(
   ctx: ConsoleContext,
   request: Request,
   url: URL,
-  topic: string,
+  target: ConfigTarget,
 ): Promise<Response> {
-  const outcome = await alterTopicConfig(ctx, request, url, topic);
-  const topicPath = `/console/topics/${encodeURIComponent(topic)}`;
+  const outcome = await alterConfig(ctx, request, url, target);
+  const pagePath =
+    target.kind === "topic"
+      ? `/console/topics/${encodeURIComponent(target.name)}`
+      : "/console/configs";
   if (outcome.ok) {
-    const to = `${url.origin}${topicPath}?altered=${encodeURIComponent(outcome.key)}`;
+    const to = `${url.origin}${pagePath}?altered=${encodeURIComponent(outcome.key)}`;
     return Response.redirect(to, 303);
   }
   if (outcome.status === 403 || outcome.status === 413) {
     return new Response(`${outcome.message}\n`, { status: outcome.status });
   }
-  return topicPage(ctx, topic, new URL(topicPath, url.origin), {
-    status: outcome.status,
-    text: outcome.message,
-  });
+  const notice = { status: outcome.status, text: outcome.message };
+  const pageUrl = new URL(pagePath, url.origin);
+  return target.kind === "topic"
+    ? topicPage(ctx, target.name, pageUrl, notice)
+    : configsPage(ctx, pageUrl, notice);
 }
 
 function notFound(): Response {
@@ -272,15 +287,38 @@ function assignedPartitions(bytes: Uint8Array): string {
 /** Config names whose values are secrets: shown as [hidden]. */
 const SECRET = /password|secret|jaas|sasl\.login|\.key$/i;
 
-function configsPage(ctx: ConsoleContext): Response {
-  if (!ctx.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME)) {
-    return page("Broker configs", NOT_AUTHORIZED);
+/**
+ * The broker's configuration as it runs, and for a user allowed ALTER_CONFIGS on the cluster a
+ * form for the dynamic keys (console-config-alter.ts), as `kafka-configs.sh --entity-type
+ * brokers` alters them.
+ */
+function configsPage(ctx: ConsoleContext, url: URL, notice?: ConfigNotice): Response {
+  const allowed = (op: AclOperation) =>
+    ctx.allowed(op, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME);
+  if (!allowed(AclOperation.DESCRIBE_CONFIGS)) {
+    return page("Broker configs", NOT_AUTHORIZED, notice?.status ?? 200);
   }
   const config = ctx.services.config as unknown as Readonly<Record<string, unknown>>;
   const rows = Object.keys(config)
     .sort()
     .map((k) => [k, SECRET.test(k) ? "[hidden]" : configText(config[k])]);
-  const body = html`<p>Broker ${ctx.services.brokerId}'s configuration as it runs (read-only).</p>
+  const alterable = allowed(AclOperation.ALTER_CONFIGS);
+  const altered = url.searchParams.get("altered");
+  const shown =
+    notice ?? (altered === null ? undefined : { status: 200, text: `${altered} altered` });
+  const noticeHtml =
+    shown === undefined
+      ? ""
+      : html`<p id="config-notice" class="${shown.status === 200 ? "ok" : "bad"}">
+${shown.text}</p>`;
+  const form = alterable
+    ? html`<h2>Alter a dynamic config</h2>${brokerConfigAlterForm(ctx)}
+<p class="keys">Keys that change without a restart: ${dynamicBrokerKeys().join(", ")}.</p>`
+    : "";
+  const readOnly = alterable ? "" : " (read-only)";
+  const body = html`${noticeHtml}
+<p>Broker ${ctx.services.brokerId}'s configuration as it runs${readOnly}.</p>
+${form}
 ${table(["key", "value"], rows)}`;
-  return page("Broker configs", body);
+  return page("Broker configs", body, shown?.status ?? 200);
 }

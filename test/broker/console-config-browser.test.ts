@@ -2,7 +2,9 @@
 // DevTools protocol): a user the ACLs allow ALTER_CONFIGS gets a form that changes the config
 // as kafkajs then reads it; a value IncrementalAlterConfigs refuses is refused with the same
 // error; a user without the ACL gets no form and is refused when posting; posts without the
-// page's token, with another user's token, or from another site's page are refused.
+// page's token, with another user's token, or from another site's page are refused. The same
+// for broker configs on the broker configs page: a dynamic key set and deleted for this broker
+// and for every broker, a static key refused as IncrementalAlterConfigs refuses it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -65,6 +67,10 @@ beforeAll(async () => {
     ...[DESCRIBE, DESCRIBE_CONFIGS].map((op) =>
       allowAcl("User:bob", ResourceType.TOPIC, TOPIC, op),
     ),
+    ...[DESCRIBE_CONFIGS, ALTER_CONFIGS].map((op) =>
+      allowAcl("User:alice", ResourceType.CLUSTER, "kafka-cluster", op),
+    ),
+    allowAcl("User:bob", ResourceType.CLUSTER, "kafka-cluster", DESCRIBE_CONFIGS),
   ]);
   kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const kafkaAdmin = kafka.admin();
@@ -243,4 +249,121 @@ test("posts without the page's token, with another user's, or from another site 
   } finally {
     await evil.stop(true);
   }
+}, 60_000);
+
+/** `key` of broker resource `name` as kafkajs describes it. */
+async function brokerConfig(name: string, key: string) {
+  const kafkaAdmin = kafka.admin();
+  await kafkaAdmin.connect();
+  try {
+    const described = await kafkaAdmin.describeConfigs({
+      resources: [{ type: ConfigResourceTypes.BROKER, name, configNames: [key] }],
+      includeSynonyms: false,
+    });
+    const entry = described.resources[0]!.configEntries.find((e) => e.configName === key);
+    return entry === undefined
+      ? undefined
+      : { value: entry.configValue, source: entry.configSource };
+  } finally {
+    await kafkaAdmin.disconnect();
+  }
+}
+
+/** What IncrementalAlterConfigs answers for SET `key`=`value` on this broker (validate only). */
+async function brokerApiError(key: string, value: string): Promise<string> {
+  const client = await KafkaClient.connect(broker.port);
+  try {
+    const res = await client.request(ApiKey.IncrementalAlterConfigs, 1, {
+      resources: [
+        {
+          resourceType: 4,
+          resourceName: String(broker.broker.services.brokerId),
+          configs: [{ name: key, configOperation: 0, value }],
+        },
+      ],
+      validateOnly: true,
+    });
+    return errorName(res.responses[0]!.errorCode);
+  } finally {
+    client.close();
+  }
+}
+
+/** Fills the broker configs page's form for `entity` ("" every broker) and submits it. */
+async function submitBrokerForm(entity: string, operation: string, key: string, value: string) {
+  await browser.evaluate(
+    `document.querySelector('form.alter-config [name=entity]').value = ${JSON.stringify(entity)}`,
+  );
+  await submitForm(operation, key, value);
+}
+
+test("broker configs: a dynamic key set and deleted from the console, a static one refused", async () => {
+  const id = String(broker.broker.services.brokerId);
+  const KEY = "log.retention.ms";
+  const errorsBefore = browser.errors.length;
+  await loginAs("bob", "builder");
+  await browser.goto(`${admin}/console/configs`);
+  expect(await text("main")).toContain("(read-only)");
+  expect(await text("form.alter-config")).toBeNull();
+
+  await loginAs("alice", "wonderland");
+  await browser.goto(`${admin}/console/configs`);
+  expect(await text("p.keys")).toContain(KEY);
+  await submitBrokerForm(id, "SET", KEY, "7200000");
+  await browser.screenshot(join(SCREENSHOTS, "broker-config-altered.png"));
+  expect(await browser.evaluate<string>("location.search")).toBe(`?altered=${KEY}`);
+  expect(await text("#config-notice")).toBe(`${KEY} altered`);
+  // DescribeConfigs' source: 2 DYNAMIC_BROKER_CONFIG, 3 DYNAMIC_DEFAULT_BROKER_CONFIG.
+  expect(await brokerConfig(id, KEY)).toEqual({ value: "7200000", source: 2 });
+  await submitBrokerForm("", "SET", "log.cleaner.backoff.ms", "20000");
+  // kafkajs cannot name the default resource (""): this broker shows it as the source.
+  expect(await brokerConfig(id, "log.cleaner.backoff.ms")).toEqual({ value: "20000", source: 3 });
+
+  const expected = await brokerApiError("log.dirs", "/elsewhere");
+  expect(expected).not.toBe("NONE");
+  await submitBrokerForm(id, "SET", "log.dirs", "/elsewhere");
+  expect(await text("#config-notice")).toStartWith(`${expected}: `);
+  expect((await brokerConfig(id, "log.dirs"))?.value).not.toBe("/elsewhere");
+
+  await submitBrokerForm(id, "DELETE", KEY, "");
+  await submitBrokerForm("", "DELETE", "log.cleaner.backoff.ms", "");
+  expect((await brokerConfig(id, KEY))?.source).not.toBe(2);
+  expect((await brokerConfig(id, "log.cleaner.backoff.ms"))?.source).not.toBe(3);
+  // The one refusal is answered 400 (the browser logs it); nothing else went wrong.
+  const added = browser.errors.slice(errorsBefore);
+  expect(added).toHaveLength(1);
+  expect(added[0]).toContain("status of 400");
+}, 60_000);
+
+test("broker config posts are refused without ALTER_CONFIGS on the cluster or the page's token", async () => {
+  const pageText = await (
+    await fetch(`${admin}/console/configs`, {
+      headers: { authorization: basic("alice", "wonderland") },
+    })
+  ).text();
+  const token = /name="csrf" value="([^"]+)"/.exec(pageText)![1]!;
+  const post = (user: string, password: string, fields: Record<string, string>) =>
+    fetch(`${admin}/console/configs`, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        authorization: basic(user, password),
+        "content-type": "application/x-www-form-urlencoded",
+        origin: admin,
+      },
+      body: new URLSearchParams(fields).toString(),
+    });
+  const id = String(broker.broker.services.brokerId);
+  const change = { entity: id, operation: "SET", key: "log.retention.ms", value: "60000" };
+  expect((await post("alice", "wonderland", change)).status).toBe(403);
+  const bobs = await fetch(`${admin}/console/configs`, {
+    headers: { authorization: basic("bob", "builder") },
+  });
+  expect(await bobs.text()).not.toContain('name="csrf"');
+  const asBob = await post("bob", "builder", { ...change, csrf: token });
+  expect(asBob.status).toBe(403);
+  expect((await brokerConfig(id, "log.retention.ms"))?.source).not.toBe(2);
+  const accepted = await post("alice", "wonderland", { ...change, csrf: token });
+  expect(accepted.status).toBe(303);
+  expect(await brokerConfig(id, "log.retention.ms")).toEqual({ value: "60000", source: 2 });
 }, 60_000);
