@@ -8,8 +8,9 @@
 // * v5: LogStartOffset in the response. v8: per-batch RecordErrors and ErrorMessage (KIP-467).
 // * v9: flexible. v10: CurrentLeader and NodeEndpoints tagged fields (KIP-951), left at defaults.
 // * v11: TRANSACTION_ABORTABLE (KIP-890). v12: as v11; a client sends it inside a transaction
-//   only with transaction.version 2 finalized, which Quill does not advertise, so a v12 produce
-//   never adds partitions to a transaction implicitly.
+//   only with transaction.version 2 finalized (ApiVersions), and then sends no
+//   AddPartitionsToTxn: a transactional batch of v12+ adds its partition to the transaction
+//   first (implicit-txn-partitions.ts).
 // * v13 (KIP-516): topics by id only, answered by id; an id this broker's metadata does not know
 //   is UNKNOWN_TOPIC_ID for each of its partitions (before authorization: a name is needed to
 //   authorize), as Kafka's handleProduceRequest.
@@ -32,6 +33,7 @@ import { AclOperation, ResourceType } from "../security/authorized-operations.ts
 import type { AppendEntry, AppendOutcome, ReplicaManager } from "../server/replica-manager.ts";
 import { authorize, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
+import { addImplicitTxnPartitions, IMPLICIT_ADD_MIN_VERSION } from "./implicit-txn-partitions.ts";
 
 /** The first version that carries magic 2 record batches, the only format Quill stores. */
 const PRODUCE_SERVED_MIN_VERSION = 3;
@@ -96,23 +98,53 @@ async function appendAuthorized(
   request: { acks: number; timeoutMs: number; transactionalId: string | null },
   entries: readonly ProducedPartition[],
 ): Promise<AppendOutcome[]> {
-  const { acks, timeoutMs } = request;
-  const replicaManager = ctx.broker.replicaManager;
   const denials = produceDenials(ctx, request.transactionalId, entries);
-  if (denials === null)
-    return appendValid(replicaManager, acks, timeoutMs, entries, ctx.apiVersion);
+  if (denials === null) return appendInTransaction(ctx, request, entries);
+  return appendWhere(denials, entries, (allowed) => appendInTransaction(ctx, request, allowed));
+}
+
+/**
+ * Appends the entries whose code is NONE with `append`; the others are answered with their code.
+ * Keeps the request's order.
+ */
+async function appendWhere(
+  codes: readonly number[],
+  entries: readonly ProducedPartition[],
+  append: (allowed: ProducedPartition[]) => Promise<AppendOutcome[]>,
+): Promise<AppendOutcome[]> {
   const outcomes: AppendOutcome[] = new Array(entries.length);
   const allowedAt: number[] = [];
-  denials.forEach((code, i) => {
+  codes.forEach((code, i) => {
     if (code === ErrorCode.NONE) allowedAt.push(i);
     else outcomes[i] = failedWith(code);
   });
-  const allowed = allowedAt.map((i) => entries[i]!);
-  const appended = await appendValid(replicaManager, acks, timeoutMs, allowed, ctx.apiVersion);
+  const appended = await append(allowedAt.map((i) => entries[i]!));
   appended.forEach((o, j) => {
     outcomes[allowedAt[j]!] = o;
   });
   return outcomes;
+}
+
+/** appendValid, after adding the partitions of a transactions v2 producer to its transaction. */
+async function appendInTransaction(
+  ctx: RequestContext,
+  request: { acks: number; timeoutMs: number; transactionalId: string | null },
+  entries: readonly ProducedPartition[],
+): Promise<AppendOutcome[]> {
+  const { acks, timeoutMs } = request;
+  const append = (list: readonly ProducedPartition[]) =>
+    appendValid(ctx.broker.replicaManager, acks, timeoutMs, list, ctx.apiVersion);
+  // The common case (no transaction, or a client before v12) costs one comparison.
+  if (request.transactionalId === null || ctx.apiVersion < IMPLICIT_ADD_MIN_VERSION) {
+    return append(entries);
+  }
+  const refusals = entries.map((e) => ctx.broker.replicaManager.appendRefusal(acks, e));
+  const open = entries.filter((_, i) => refusals[i] === null);
+  const added = await addImplicitTxnPartitions(ctx, request.transactionalId, open);
+  if (added.every((c) => c === ErrorCode.NONE)) return append(entries);
+  let j = 0;
+  const codes = refusals.map((r) => (r === null ? added[j++]! : ErrorCode.NONE));
+  return appendWhere(codes, entries, append);
 }
 
 /**

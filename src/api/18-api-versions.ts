@@ -3,10 +3,14 @@
 // Version notes:
 // * v1: ThrottleTimeMs.
 // * v3: flexible; ClientSoftwareName/Version (KIP-511); SupportedFeatures and friends as tagged
-//   fields. Quill has no feature flags, so those stay empty. As in Kafka, a name or version
-//   that is not `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?` is answered with INVALID_REQUEST and
-//   no API keys; a valid pair is kept on the connection, which names it in its log lines.
-// * v4: as v3 (KAFKA-17011: features may have a min version of 0; Quill advertises none).
+//   fields. Quill's one feature is `transaction.version` (KIP-890 part 2), supported 0-2 and
+//   finalized at 2: a Kafka 4 client then skips AddPartitionsToTxn and AddOffsetsToTxn and bumps
+//   its epoch at every EndTxn (docs/transactions.md). The level never changes, so the features
+//   epoch is constant. v3 leaves out supported features whose minimum is 0, as Kafka.
+//   As in Kafka, a name or version that is not `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`
+//   is answered with INVALID_REQUEST and no API keys; a valid pair is kept on the connection,
+//   which names it in its log lines.
+// * v4: as v3, with features whose minimum version is 0 (KAFKA-17011).
 // * v5 (KIP-1242): the client may name the cluster id and node id it meant to reach, both or
 //   neither (one alone is INVALID_REQUEST, as Kafka's ApiVersionsRequest.isValid). A broker of
 //   another cluster or with another id answers REBOOTSTRAP_REQUIRED and no API keys: the client's
@@ -20,6 +24,13 @@ import { defineHandler, type RequestContext } from "./handler.ts";
 
 const CLIENT_SOFTWARE_MIN_VERSION = 3;
 const CLUSTER_CHECK_MIN_VERSION = 5;
+/** The first version whose SupportedFeatures may list a feature with minimum version 0. */
+const ZERO_MIN_FEATURES_MIN_VERSION = 4;
+/** KIP-890 part 2's feature and its level: transactions v2 (server-side epoch bump). */
+export const TRANSACTION_VERSION_FEATURE = "transaction.version";
+export const TRANSACTION_VERSION = 2;
+/** Constant: the finalized levels never change while a broker runs. */
+const FINALIZED_FEATURES_EPOCH = 1n;
 /** Kafka's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN. */
 const SOFTWARE_NAME_VERSION = /^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$/;
 
@@ -62,10 +73,18 @@ export const apiVersionsHandler = defineHandler({
     if (ctx.apiVersion >= CLIENT_SOFTWARE_MIN_VERSION) {
       ctx.conn.clientSoftware = `${request.clientSoftwareName}/${request.clientSoftwareVersion}`;
     }
+    const name = TRANSACTION_VERSION_FEATURE;
+    const level = TRANSACTION_VERSION;
     return {
       errorCode: ErrorCode.NONE,
       apiKeys: supportedApiVersions(ctx.broker.handlers),
       throttleTimeMs: 0,
+      supportedFeatures:
+        ctx.apiVersion >= ZERO_MIN_FEATURES_MIN_VERSION
+          ? [{ name, minVersion: 0, maxVersion: level }]
+          : [],
+      finalizedFeaturesEpoch: FINALIZED_FEATURES_EPOCH,
+      finalizedFeatures: [{ name, minVersionLevel: level, maxVersionLevel: level }],
     };
   },
 });

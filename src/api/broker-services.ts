@@ -1,6 +1,7 @@
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { DynamicBrokerConfig } from "../config/dynamic-broker-config.ts";
 import type { KafkaController } from "../controller/controller.ts";
+import type { AddPartitionsToTxnManager } from "../coordinator/add-partitions-to-txn-manager.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
@@ -55,6 +56,8 @@ export interface BrokerServices {
   /** Transactions (InitProducerId with an id, AddPartitionsToTxn, EndTxn, ...). */
   readonly transactionCoordinator: TransactionCoordinator;
   readonly transactionStateManager: TransactionStateManager;
+  /** Transactions v2: adds partitions and groups to transactions (Produce, TxnOffsetCommit). */
+  readonly addPartitionsToTxnManager: AddPartitionsToTxnManager;
   /** Producer ids for InitProducerId, unique across restarts (and brokers, in ZooKeeper mode). */
   readonly producerIdManager: ProducerIdManager;
   /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */

@@ -6,6 +6,7 @@ import { sslSettingsFor } from "../config/listener-config.ts";
 import { formatListener, type Listener } from "../config/listeners.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
+import { AddPartitionsToTxnManager } from "../coordinator/add-partitions-to-txn-manager.ts";
 import { groupConfigFrom } from "../coordinator/group-config.ts";
 import { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
@@ -165,6 +166,7 @@ async function startSteps(
     producerIdManager,
     transactionCoordinator: transactions.coordinator,
     transactionStateManager: transactions.state,
+    addPartitionsToTxnManager: transactions.partitionAdder,
   };
   const controller = await joinCluster(
     config,
@@ -446,7 +448,11 @@ function startTransactionCoordinator(
   producerIdManager: ProducerIdManager,
   log: Logger,
   cleanups: CleanupStack,
-): { coordinator: TransactionCoordinator; state: TransactionStateManager } {
+): {
+  coordinator: TransactionCoordinator;
+  state: TransactionStateManager;
+  partitionAdder: AddPartitionsToTxnManager;
+} {
   const txnLog = log.child("TransactionCoordinator");
   const state = new TransactionStateManager(config, replicaManager, adminManager, cache, txnLog);
   const markers = new TransactionMarkerChannelManager(
@@ -457,6 +463,15 @@ function startTransactionCoordinator(
     txnLog,
   );
   const coordinator = new TransactionCoordinator(config, state, markers, producerIdManager);
+  const timeoutMs = config["replica.socket.timeout.ms"];
+  const partitionAdder = new AddPartitionsToTxnManager(
+    coordinator,
+    state,
+    markers,
+    cache,
+    timeoutMs,
+    txnLog,
+  );
   coordinator.start();
   cleanups.push("transaction coordinator", () => coordinator.stop());
   // In a cluster the coordinator follows the leadership of the __transaction_state partitions:
@@ -491,7 +506,7 @@ function startTransactionCoordinator(
     unwatch();
     led.clear(); // a pending retry finds its partition gone and stops
   });
-  return { coordinator, state };
+  return { coordinator, state, partitionAdder };
 }
 
 /**

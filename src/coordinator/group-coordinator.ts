@@ -1083,7 +1083,10 @@ export class GroupCoordinator {
     const group = this.groups.get(req.groupId) ?? this.createGroup(req.groupId);
     if (group === null) return commitError(req, ErrorCode.COORDINATOR_NOT_AVAILABLE);
     if (req.generationId >= 0 || req.memberId !== "") {
-      const errorCode = validateOffsetCommit(group, req);
+      // A KIP-848 member commits with its member epoch, checked as for OffsetCommit.
+      const errorCode = this.consumerGroups.get(req.groupId)
+        ? this.consumerGroups.validateCommit(req.groupId, req.memberId, req.generationId)
+        : validateOffsetCommit(group, req);
       if (errorCode !== null) return commitError(req, errorCode);
     }
     const nowMs = this.nowMs();

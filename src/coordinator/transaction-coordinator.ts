@@ -77,6 +77,22 @@ function checkExpectedProducer(
   return failedInit(ErrorCode.PRODUCER_FENCED);
 }
 
+/** An EndTxn v5 retried with the epoch before its bump: answered as the first one was. */
+function retriedEnd(
+  m: TransactionMetadata,
+  commit: boolean,
+  current: InitProducerIdResult,
+): InitProducerIdResult {
+  const committing = m.state === TransactionState.PrepareCommit;
+  const aborting = m.state === TransactionState.PrepareAbort;
+  const done = commit ? TransactionState.CompleteCommit : TransactionState.CompleteAbort;
+  if (m.state === done) return current;
+  if ((commit && committing) || (!commit && aborting)) {
+    return failedInit(ErrorCode.CONCURRENT_TRANSACTIONS);
+  }
+  return failedInit(ErrorCode.INVALID_TXN_STATE);
+}
+
 function codeOf(error: unknown): number {
   if (error instanceof KafkaError) return error.code;
   throw error;
@@ -320,6 +336,83 @@ export class TransactionCoordinator {
     return ErrorCode.NONE;
   }
 
+  /**
+   * EndTxn v5 (transactions v2, KIP-890 part 2): every commit or abort bumps the epoch, so a
+   * zombie of the same producer cannot write into the next transaction; the markers carry the
+   * bumped epoch and the answer names the producer id and epoch to use next. A retry of an
+   * EndTxn whose answer was lost comes with the epoch before the bump and is answered as the
+   * first one was. An abort with no transaction open (the client cannot know whether its
+   * produce added a partition) is a prepared abort of no partitions, bumping the epoch too.
+   */
+  async endTransactionV2(
+    transactionalId: string,
+    producerId: bigint,
+    producerEpoch: number,
+    commit: boolean,
+  ): Promise<InitProducerIdResult> {
+    const notReady = this.state.readiness(transactionalId);
+    if (notReady !== null) return failedInit(notReady);
+    const m = this.state.get(transactionalId);
+    if (m === undefined || m.producerId !== producerId) {
+      return failedInit(ErrorCode.INVALID_PRODUCER_ID_MAPPING);
+    }
+    if (m.pendingState !== null) return failedInit(ErrorCode.CONCURRENT_TRANSACTIONS);
+    const current = {
+      errorCode: ErrorCode.NONE,
+      producerId: m.producerId,
+      producerEpoch: m.producerEpoch,
+    };
+    if (producerEpoch !== m.producerEpoch) {
+      const retry = producerEpoch === m.lastProducerEpoch && m.lastProducerId === m.producerId;
+      if (!retry) return failedInit(ErrorCode.PRODUCER_FENCED);
+      return retriedEnd(m, commit, current);
+    }
+    const abortable =
+      m.state === TransactionState.Ongoing ||
+      (!commit &&
+        (m.state === TransactionState.Empty ||
+          m.state === TransactionState.CompleteCommit ||
+          m.state === TransactionState.CompleteAbort));
+    if (!abortable) {
+      const concurrent =
+        m.state === TransactionState.PrepareCommit ||
+        m.state === TransactionState.PrepareAbort ||
+        m.state === TransactionState.PrepareEpochFence;
+      return failedInit(
+        concurrent ? ErrorCode.CONCURRENT_TRANSACTIONS : ErrorCode.INVALID_TXN_STATE,
+      );
+    }
+    try {
+      const next = await this.prepareBumped(m, commit);
+      void this.completeTransaction(m);
+      return next;
+    } catch (error) {
+      return failedInit(codeOf(error));
+    }
+  }
+
+  /** Prepare*, the epoch bumped; a spent epoch also draws the producer id the client moves to. */
+  private async prepareBumped(m: TransactionMetadata, commit: boolean) {
+    const exhausted = m.producerEpoch >= MAX_PRODUCER_EPOCH;
+    const nextProducerId = exhausted ? await this.producerIds.generateProducerId() : NO_PRODUCER_ID;
+    const ongoing = m.state === TransactionState.Ongoing;
+    await this.state.write(
+      m,
+      this.transition(m, {
+        producerEpoch: m.producerEpoch + 1,
+        lastProducerId: m.producerId,
+        lastProducerEpoch: m.producerEpoch,
+        state: commit ? TransactionState.PrepareCommit : TransactionState.PrepareAbort,
+        partitions: ongoing ? m.partitions : new Set(),
+        txnStartTimestampMs: ongoing ? m.txnStartTimestampMs : this.nowMs(),
+      }),
+    );
+    m.nextProducerId = nextProducerId;
+    return exhausted
+      ? { errorCode: ErrorCode.NONE, producerId: nextProducerId, producerEpoch: 0 }
+      : { errorCode: ErrorCode.NONE, producerId: m.producerId, producerEpoch: m.producerEpoch };
+  }
+
   private async prepare(m: TransactionMetadata, commit: boolean, epoch: number): Promise<void> {
     await this.state.write(
       m,
@@ -344,14 +437,8 @@ export class TransactionCoordinator {
     // Bounded: a failed write is retried only while this broker still coordinates the id.
     for (let attempt = 0; attempt < 100; attempt++) {
       try {
-        await this.state.write(
-          m,
-          this.transition(m, {
-            state: commit ? TransactionState.CompleteCommit : TransactionState.CompleteAbort,
-            partitions: new Set(),
-            txnStartTimestampMs: -1,
-          }),
-        );
+        await this.state.write(m, this.completion(m, commit));
+        m.nextProducerId = NO_PRODUCER_ID;
         return;
       } catch (error) {
         const code = codeOf(error);
@@ -359,6 +446,24 @@ export class TransactionCoordinator {
         await Bun.sleep(100);
       }
     }
+  }
+
+  /** Complete*; after an EndTxn v5 that spent the epoch, under the producer id it handed out. */
+  private completion(m: TransactionMetadata, commit: boolean): TxnTransition {
+    const moved = m.nextProducerId !== NO_PRODUCER_ID;
+    return this.transition(m, {
+      state: commit ? TransactionState.CompleteCommit : TransactionState.CompleteAbort,
+      partitions: new Set(),
+      txnStartTimestampMs: -1,
+      ...(moved
+        ? {
+            producerId: m.nextProducerId,
+            producerEpoch: 0,
+            lastProducerId: m.producerId,
+            lastProducerEpoch: NO_PRODUCER_EPOCH,
+          }
+        : {}),
+    });
   }
 
   private async abort(m: TransactionMetadata, epoch: number): Promise<void> {

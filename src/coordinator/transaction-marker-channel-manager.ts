@@ -165,7 +165,13 @@ export class TransactionMarkerChannelManager {
     }
   }
 
-  private clientFor(brokerId: number): Promise<InterBrokerClient> {
+  /** Forgets a connection that failed, so the next request opens a new one. */
+  dropClient(brokerId: number): void {
+    this.clients.delete(brokerId);
+  }
+
+  /** The connection to a live broker, opened once and reopened after a failure. */
+  clientFor(brokerId: number): Promise<InterBrokerClient> {
     const existing = this.clients.get(brokerId);
     if (existing !== undefined) {
       return existing.then((c) => {

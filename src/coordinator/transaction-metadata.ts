@@ -94,6 +94,11 @@ export class TransactionMetadata {
   partitions = new Set<TxnPartitionKey>();
   txnStartTimestampMs = -1;
   pendingState: TransactionState | null = null;
+  /**
+   * Transactions v2: the producer id the client was given when its epoch ran out at EndTxn; the
+   * markers still carry the old id (at the last epoch), completion moves to this one.
+   */
+  nextProducerId = NO_PRODUCER_ID;
 
   constructor(
     readonly transactionalId: string,

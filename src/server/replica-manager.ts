@@ -828,6 +828,19 @@ export class ReplicaManager {
     }
   }
 
+  /**
+   * Whether this broker leads the partition and the producer has a transaction open in it at this
+   * epoch (Kafka's UnifiedLog.hasOngoingTransaction): a transactional produce needs no adding.
+   */
+  hasOngoingTransaction(topic: string, partition: number, producerId: bigint, epoch: number) {
+    const p = this.partitions.get(topicPartitionKey(topic, partition));
+    if (p === undefined || !p.isLeader) return false;
+    const entry = p.log.producerState.entry(producerId);
+    return (
+      entry !== undefined && entry.currentTxnFirstOffset >= 0n && entry.producerEpoch === epoch
+    );
+  }
+
   /** The producer state of a partition this broker leads. */
   activeProducers(topic: string, partition: number): ActiveProducers {
     try {
