@@ -50,6 +50,10 @@ export const fetchHandler = defineHandler({
       currentLeaderEpoch: p.currentLeaderEpoch,
       logStartOffset: p.logStartOffset,
     }));
+    if (replicaId >= 0 && !isLiveOtherBroker(ctx, replicaId)) {
+      const refused = entries.map(() => ({ ...NOT_A_REPLICA, records: [] }));
+      return buildResponse(context, refused, usesTopicIds);
+    }
     const readable = readableEntries(ctx, replicaId, entries);
     const maxBytes = Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]);
     const fetched = await ctx.broker.replicaManager.fetchMessages({
@@ -145,6 +149,27 @@ function readableEntries(
   const readable = authorizedNames(ctx, AclOperation.READ, ResourceType.TOPIC, topics);
   return entries.map((e) => readable.has(e.topic));
 }
+
+/**
+ * Beyond Kafka: a follower's fetch (a replica id) counts only from another broker the controller
+ * lists as live. A forged fetch in the name of a dead replica would otherwise put it back in the
+ * ISR and let acks=all produces succeed with one copy. Whether the broker is a replica of each
+ * partition is the ReplicaManager's check (NOT_LEADER_OR_FOLLOWER, as Kafka answers).
+ */
+function isLiveOtherBroker(ctx: RequestContext, replicaId: number): boolean {
+  return (
+    replicaId !== ctx.broker.brokerId && ctx.broker.metadataCache.broker(replicaId) !== undefined
+  );
+}
+
+const NOT_A_REPLICA: FetchOutcome = {
+  errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+  highWatermark: -1n as FetchOutcome["highWatermark"],
+  lastStableOffset: -1n as FetchOutcome["lastStableOffset"],
+  logStartOffset: -1n as FetchOutcome["logStartOffset"],
+  abortedTransactions: null,
+  records: [],
+};
 
 const DENIED: FetchOutcome = {
   errorCode: ErrorCode.TOPIC_AUTHORIZATION_FAILED,

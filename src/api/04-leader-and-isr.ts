@@ -38,7 +38,8 @@ export const leaderAndIsrHandler = defineHandler({
       const errorCode = ErrorCode.STALE_BROKER_EPOCH;
       return v5 ? { errorCode, topics: [] } : { errorCode, partitionErrors: [] };
     }
-    const stale = !acceptControllerRequest(cache, request.controllerId, request.controllerEpoch);
+    const { controllerId, controllerEpoch } = request;
+    const stale = !(await acceptControllerRequest(ctx.broker, controllerId, controllerEpoch));
     let errors = new Map<string, number>();
     if (!stale) {
       cache.applyLeaderStates(states);

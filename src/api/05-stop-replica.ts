@@ -40,10 +40,25 @@ export const stopReplicaHandler = defineHandler({
     if (await isStaleBrokerEpoch(cache, request.brokerEpoch)) {
       return { errorCode: ErrorCode.STALE_BROKER_EPOCH, partitionErrors: [] };
     }
-    if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
+    if (
+      !(await acceptControllerRequest(ctx.broker, request.controllerId, request.controllerEpoch))
+    ) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH, partitionErrors: [] };
     }
-    const partitions = partitionsOf(request, ctx.apiVersion);
+    const requested = partitionsOf(request, ctx.apiVersion);
+    // Beyond Kafka: a deletion of a partition ZooKeeper still assigns here is refused whole;
+    // the embedded broker has no controller, so it refuses deleting any topic it has.
+    const guard = ctx.broker.controllerRequestGuard;
+    const deletions = requested.filter((p) => p.deletePartition);
+    const kept =
+      guard !== null
+        ? await guard.stillAssigned(deletions)
+        : new Set(
+            deletions
+              .filter((p) => cache.topic(p.topic) !== undefined)
+              .map((p) => `${p.topic}-${p.partition}`),
+          );
+    const partitions = requested.filter((p) => !kept.has(`${p.topic}-${p.partition}`));
     const deleted = partitions.filter((p) => p.deletePartition);
     // A replica removed by a reassignment leaves its topic alive: its states stay known here,
     // and UpdateMetadata keeps them current, as Kafka's cache does.
@@ -57,10 +72,12 @@ export const stopReplicaHandler = defineHandler({
     );
     return {
       errorCode: ErrorCode.NONE,
-      partitionErrors: partitions.map((p) => ({
+      partitionErrors: requested.map((p) => ({
         topicName: p.topic,
         partitionIndex: p.partition,
-        errorCode: ErrorCode.NONE,
+        errorCode: kept.has(`${p.topic}-${p.partition}`)
+          ? ErrorCode.STALE_CONTROLLER_EPOCH
+          : ErrorCode.NONE,
       })),
     };
   },

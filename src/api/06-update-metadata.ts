@@ -35,7 +35,9 @@ export const updateMetadataHandler = defineHandler({
     if (await isStaleBrokerEpoch(cache, request.brokerEpoch)) {
       return { errorCode: ErrorCode.STALE_BROKER_EPOCH };
     }
-    if (!acceptControllerRequest(cache, request.controllerId, request.controllerEpoch)) {
+    if (
+      !(await acceptControllerRequest(ctx.broker, request.controllerId, request.controllerEpoch))
+    ) {
       return { errorCode: ErrorCode.STALE_CONTROLLER_EPOCH };
     }
     const interBroker = ctx.broker.config["inter.broker.listener.name"];

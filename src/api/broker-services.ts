@@ -6,6 +6,7 @@ import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import type { ClientQuotaStore } from "../metadata/client-quota-store.ts";
+import type { ControllerRequestGuard } from "../metadata/controller-request-guard.ts";
 import type { AclAuthorizer } from "../security/acl-authorizer.ts";
 import type { SaslAuthenticator } from "../security/sasl-authenticator.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
@@ -62,6 +63,8 @@ export interface BrokerServices {
   readonly producerIdManager: ProducerIdManager;
   /** This broker's controller candidacy in cluster mode (active or not); null when embedded. */
   readonly controller: KafkaController | null;
+  /** Controller requests checked against ZooKeeper (cluster mode); null when embedded. */
+  readonly controllerRequestGuard: ControllerRequestGuard | null;
   /** Counters the admin listener's /metrics reports. */
   readonly metrics: BrokerMetrics;
   /** Every registered handler, so ApiVersions advertises exactly what is implemented. */

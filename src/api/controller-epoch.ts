@@ -4,13 +4,24 @@
  * noticed yet gets STALE_CONTROLLER_EPOCH, as in Kafka, and cannot undo its successor's work.
  */
 import type { MetadataCache } from "../server/metadata-cache.ts";
+import type { BrokerServices } from "./broker-services.ts";
 
-/** Records the sender as the controller unless a newer one spoke already; returns whether. */
-export function acceptControllerRequest(
-  cache: MetadataCache,
+/**
+ * Records the sender as the controller unless a newer one spoke already; returns whether. In a
+ * cluster the sender must also be the controller ZooKeeper names, with its epoch
+ * (`ControllerRequestGuard`): an epoch no controller has yet is a forgery, not news.
+ */
+export async function acceptControllerRequest(
+  broker: Pick<BrokerServices, "metadataCache" | "controllerRequestGuard">,
   controllerId: number,
   controllerEpoch: number,
-): boolean {
+): Promise<boolean> {
+  const cache = broker.metadataCache;
+  if (controllerEpoch < cache.controllerEpoch) return false;
+  const guard = broker.controllerRequestGuard;
+  if (guard !== null && !(await guard.isCurrentController(controllerId, controllerEpoch))) {
+    return false;
+  }
   return cache.setController(controllerId, controllerEpoch);
 }
 

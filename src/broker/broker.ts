@@ -14,6 +14,7 @@ import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { TransactionMarkerChannelManager } from "../coordinator/transaction-marker-channel-manager.ts";
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { resolveBrokerId } from "../metadata/broker-id.ts";
+import { ControllerRequestGuard } from "../metadata/controller-request-guard.ts";
 import { PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { tlsServerConfig } from "../security/tls-server-config.ts";
@@ -29,6 +30,7 @@ import { LocalShareStateStore } from "../server/share-state-store.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
+import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import type { AdminServer, AdminState } from "./admin-server.ts";
 import { type AdminHandle, adminServes, openAdmin } from "./admin-setup.ts";
 import { CleanupStack } from "./cleanup-stack.ts";
@@ -163,6 +165,7 @@ async function startSteps(
     handlers: API_HANDLERS,
     metrics: admin.state.metrics,
     controller: null,
+    controllerRequestGuard: controllerRequestGuard(stores.zooKeeper, brokerId, log),
     producerIdManager,
     transactionCoordinator: transactions.coordinator,
     transactionStateManager: transactions.state,
@@ -303,6 +306,13 @@ function logListening(
     `broker ${config["broker.id"]} listening on ${bindings} (advertised ` +
       `${self.listeners!.map(formatListener).join(",")}), data in ${config["log.dirs"].join(",")}`,
   );
+}
+
+/** Controller requests checked against ZooKeeper in a cluster; none when embedded. */
+function controllerRequestGuard(zk: ZooKeeperClient | null, brokerId: number, log: Logger) {
+  return zk === null
+    ? null
+    : new ControllerRequestGuard(zk, brokerId, log.child("ControllerRequestGuard"));
 }
 
 /** stop(): unwinds the start-up's cleanups once, however often it is called. */

@@ -268,3 +268,21 @@ test("a leader that is not a live broker: LEADER_NOT_AVAILABLE, leader -1, offli
     leaderId: -1,
   });
 });
+
+test("embedded: a StopReplica may not delete a partition of an existing topic (there is no controller)", async () => {
+  const stop = await requestOnce(b.port, ApiKey.StopReplica, 3, {
+    controllerId: 9,
+    controllerEpoch: 1_000_000,
+    brokerEpoch: -1n,
+    topicStates: [
+      {
+        topicName: "t",
+        partitionStates: [{ partitionIndex: 1, leaderEpoch: -2, deletePartition: true }],
+      },
+    ],
+  });
+  expect(stop.partitionErrors).toEqual([
+    { topicName: "t", partitionIndex: 1, errorCode: ErrorCode.STALE_CONTROLLER_EPOCH },
+  ]);
+  expect((await metadata()).topics.find((t) => t.name === "t")?.partitions.length).toBe(2);
+});
