@@ -7,9 +7,10 @@
 // --security sasl_ssl` (README); this runs the smallest part that proves the connection, the
 // five programs at once so the file costs about one client's time.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import { scramCredential } from "../../src/security/scram.ts";
 import { LocalScramCredentialStore } from "../../src/security/scram-credential-store.ts";
 import {
@@ -91,11 +92,8 @@ async function build(command: string[], cwd: string): Promise<void> {
 
 async function javaCommand(): Promise<Command> {
   const dir = join(COMPAT, "java");
-  const built = join(dir, "target", "classes", "quill", "compat", "Security.class");
-  if (!existsSync(built)) {
-    const classpath = ["dependency:build-classpath", "-Dmdep.outputFile=target/classpath.txt"];
-    await build(["mvn", "-q", "package", ...classpath], dir);
-  }
+  // Shared with transactions-java.test.ts and the compat matrix: built under a lock.
+  ensureMavenPackage(dir);
   const classpath = readFileSync(join(dir, "target", "classpath.txt"), "utf8").trim();
   const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
   const java = ["java", logLevel, "-cp", `target/classes:${classpath}`, "quill.compat.Main"];

@@ -4,26 +4,20 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import { REPO_ROOT } from "./broker-harness.ts";
 import { waitUntil } from "./wait-until.ts";
 
 export const JAVA4_DIR = join(REPO_ROOT, "test", "compat", "java4");
 
-/** Builds the programs (and their classpath file) unless `className` is built already. */
+/**
+ * Builds the programs (and their classpath file) when their sources changed, under a lock that
+ * test files running in parallel share, and checks that `className` is among them.
+ */
 export function ensureJava4Built(className: string): void {
+  ensureMavenPackage(JAVA4_DIR);
   const classFile = join(JAVA4_DIR, "target", "classes", "quill", "compat4", `${className}.class`);
-  if (existsSync(classFile)) return;
-  const mvn = Bun.spawnSync(
-    [
-      "mvn",
-      "-q",
-      "package",
-      "dependency:build-classpath",
-      "-Dmdep.outputFile=target/classpath.txt",
-    ],
-    { cwd: JAVA4_DIR, stderr: "pipe", stdout: "pipe" },
-  );
-  if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
+  if (!existsSync(classFile)) throw new Error(`${classFile} is missing after the build`);
 }
 
 export function java4Command(main: string, args: readonly string[]): string[] {
