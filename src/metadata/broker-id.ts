@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { retryOnConnectionLoss } from "../zookeeper/retry-on-connection-loss.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import { NodeExistsError, NoNodeError } from "../zookeeper/zookeeper-errors.ts";
 import { ClusterStartupError } from "./zookeeper-connection.ts";
@@ -87,8 +88,15 @@ async function configuredOrGenerated(
   return zk === null ? 0 : generateBrokerId(zk);
 }
 
-/** Kafka's generateBrokerSequenceId: the version a write to /brokers/seqid gives, plus 1000. */
-export async function generateBrokerId(zk: ZooKeeperClient): Promise<number> {
+/**
+ * Kafka's generateBrokerSequenceId: the version a write to /brokers/seqid gives, plus 1000. A
+ * write lost with its connection is retried: if it was applied, the retry skips one id.
+ */
+export function generateBrokerId(zk: ZooKeeperClient): Promise<number> {
+  return retryOnConnectionLoss(() => bumpBrokerSequence(zk), zk.sessionTimeoutMs);
+}
+
+async function bumpBrokerSequence(zk: ZooKeeperClient): Promise<number> {
   for (;;) {
     try {
       const stat = await zk.setData(BROKER_SEQID_PATH, new Uint8Array(0));

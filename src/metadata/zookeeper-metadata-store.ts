@@ -27,6 +27,7 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
+import { retryOnConnectionLoss } from "../zookeeper/retry-on-connection-loss.ts";
 import type { ZnodeStat, ZooKeeperOp } from "../zookeeper/znode.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
 import {
@@ -147,8 +148,14 @@ export class ZooKeeperMetadataStore implements MetadataStore {
     zk: ZooKeeperClient,
     options: ZooKeeperMetadataStoreOptions,
   ): Promise<ZooKeeperMetadataStore> {
+    // mkdirp retries a create lost with its connection; so does the cluster id's, which is safe
+    // to repeat (a create that was applied is then found and read).
     await Promise.all(PERSISTENT_PATHS.map((path) => zk.mkdirp(path)));
-    const store = new ZooKeeperMetadataStore(zk, await getOrCreateClusterId(zk), options);
+    const clusterId = await retryOnConnectionLoss(
+      () => getOrCreateClusterId(zk),
+      zk.sessionTimeoutMs,
+    );
+    const store = new ZooKeeperMetadataStore(zk, clusterId, options);
     try {
       await store.exclusive(() => store.loadAll());
     } catch (error) {

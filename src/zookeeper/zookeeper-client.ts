@@ -356,8 +356,19 @@ export class ZooKeeperClient {
 
   private async mkdirpUntil(path: string, deadlineMs: number): Promise<void> {
     if (path === "/") return;
-    const create = () => {
-      return this.call<string>("create", path, deadlineMs, (raw, done) => raw.create(path, done));
+    // Creating an empty persistent znode may be repeated (one that exists counts as made), so
+    // unlike other writes it is sent again after a connection loss, within its deadline.
+    const create = async (): Promise<void> => {
+      for (;;) {
+        try {
+          await this.call<string>("create", path, deadlineMs, (raw, done) => {
+            raw.create(path, done);
+          });
+          return;
+        } catch (error) {
+          if (!(error instanceof ConnectionLossError) || Date.now() >= deadlineMs) throw error;
+        }
+      }
     };
     try {
       await create();

@@ -10,6 +10,10 @@ export type ProxyMode = "forward" | "refuse" | "blackhole";
 
 export class TcpProxy {
   private mode: ProxyMode = "forward";
+  /** A request type (ZooKeeper's OpCode) whose first request is delivered, then the link cut. */
+  private cutAfter: number | null = null;
+  /** Requests of that type let through before the one that is cut. */
+  private cutSkips = 0;
   private readonly sockets = new Set<Socket>();
 
   private constructor(
@@ -44,6 +48,16 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
+  /**
+   * The next request of type `opCode` (1 create, 5 setData) reaches ZooKeeper, then the
+   * connection is cut before its reply comes back: a write applied whose client sees only a
+   * connection loss. One-shot; the first `skip` such requests pass.
+   */
+  cutAfterRequest(opCode: number, skip = 0): void {
+    this.cutAfter = opCode;
+    this.cutSkips = skip;
+  }
+
   async close(): Promise<void> {
     this.setMode("refuse");
     await new Promise((resolve) => this.server.close(resolve));
@@ -64,8 +78,32 @@ export class TcpProxy {
     const forward = (to: Socket) => (chunk: Buffer) => {
       if (this.mode === "forward") to.write(chunk);
     };
-    client.on("data", forward(upstream));
-    upstream.on("data", forward(client));
+    let pending = Buffer.alloc(0);
+    let handshake = true;
+    // Set once the cut request passed: its reply (and anything after) never reaches the client.
+    let muted = false;
+    client.on("data", (chunk: Buffer) => {
+      if (this.mode !== "forward") return;
+      upstream.write(chunk);
+      // Every frame is followed (not only once a cut is asked for), to know where frames start.
+      pending = Buffer.concat([pending, chunk]);
+      // Frames: 4-byte length, then (after the connect request) xid and the request type.
+      while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
+        const frame = pending.subarray(4, 4 + pending.readInt32BE(0));
+        pending = pending.subarray(4 + frame.length);
+        const type = handshake ? null : frame.readInt32BE(4);
+        handshake = false;
+        if (type === null || type !== this.cutAfter || this.cutSkips-- > 0) continue;
+        this.cutAfter = null;
+        muted = true;
+        // The request is written upstream already; the cut waits for ZooKeeper to apply it.
+        setTimeout(() => upstream.destroy(), 50);
+        return;
+      }
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (!muted) forward(client)(chunk);
+    });
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
   }
