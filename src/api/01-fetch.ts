@@ -50,11 +50,16 @@ export const fetchHandler = defineHandler({
       currentLeaderEpoch: p.currentLeaderEpoch,
       logStartOffset: p.logStartOffset,
     }));
+    const readable = readableEntries(ctx, replicaId, entries);
     if (replicaId >= 0 && !isLiveOtherBroker(ctx, replicaId)) {
-      const refused = entries.map(() => ({ ...NOT_A_REPLICA, records: [] }));
+      // Authorization first: an unauthorized follower gets Kafka's answer, not this check's.
+      const refused = entries.map((_, i) =>
+        readable !== null && !readable[i]
+          ? { ...DENIED, records: [] }
+          : { ...NOT_A_REPLICA, records: [] },
+      );
       return buildResponse(context, refused, usesTopicIds);
     }
-    const readable = readableEntries(ctx, replicaId, entries);
     const maxBytes = Math.min(Math.max(0, request.maxBytes), ctx.broker.config["fetch.max.bytes"]);
     const fetched = await ctx.broker.replicaManager.fetchMessages({
       maxWaitMs: request.maxWaitMs,

@@ -10,13 +10,16 @@ import {
 } from "../../src/protocol/errors.ts";
 
 describe("Kafka error table", () => {
-  test("covers every code Kafka 3.9 defines, -1 to 127, with unique names", () => {
+  test("covers every code Kafka 3.9 defines (-1 to 127) and the two Kafka 4 ones Quill answers", () => {
     const codes = Object.keys(KAFKA_ERRORS)
       .map(Number)
       .sort((a, b) => a - b);
-    expect(codes).toEqual(Array.from({ length: 129 }, (_, i) => i - 1));
+    // 128 INVALID_REGULAR_EXPRESSION (ListTransactions 2), 129 REBOOTSTRAP_REQUIRED (ApiVersions 5).
+    expect(codes).toEqual(Array.from({ length: 131 }, (_, i) => i - 1));
+    expect(KAFKA_ERRORS[128]!.name).toBe("INVALID_REGULAR_EXPRESSION");
+    expect(KAFKA_ERRORS[129]!.name).toBe("REBOOTSTRAP_REQUIRED");
     const names = new Set(Object.values(KAFKA_ERRORS).map((e) => e.name));
-    expect(names.size).toBe(129);
+    expect(names.size).toBe(131);
     for (const [name, code] of Object.entries(ErrorCode)) {
       expect(KAFKA_ERRORS[code]!.name).toBe(name);
     }
