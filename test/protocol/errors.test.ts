@@ -10,11 +10,11 @@ import {
 } from "../../src/protocol/errors.ts";
 
 describe("Kafka error table", () => {
-  test("covers every code Kafka 3.9 defines (-1 to 127) and the two Kafka 4 ones Quill answers", () => {
+  test("covers Kafka 3.9's codes (-1 to 127) and the two Kafka 4 ones Quill answers", () => {
     const codes = Object.keys(KAFKA_ERRORS)
       .map(Number)
       .sort((a, b) => a - b);
-    // 128 INVALID_REGULAR_EXPRESSION (ListTransactions 2), 129 REBOOTSTRAP_REQUIRED (ApiVersions 5).
+    // 128 INVALID_REGULAR_EXPRESSION (ListTransactions 2), 129 REBOOTSTRAP_REQUIRED (ApiVersions 5)
     expect(codes).toEqual(Array.from({ length: 131 }, (_, i) => i - 1));
     expect(KAFKA_ERRORS[128]!.name).toBe("INVALID_REGULAR_EXPRESSION");
     expect(KAFKA_ERRORS[129]!.name).toBe("REBOOTSTRAP_REQUIRED");
