@@ -4,41 +4,14 @@
 // commits offsets with TxnOffsetCommit v5+ and ends each transaction with EndTxn v5 (the epoch
 // bumped every time). The broker's per-version request counters show which versions it used.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import {
-  type InProcessBroker,
-  REPO_ROOT,
-  startInProcessBroker,
-} from "../support/broker-harness.ts";
-
-const JAVA_DIR = join(REPO_ROOT, "test", "compat", "java4");
+import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
+import { ensureJava4Built, runJava4 } from "../support/java4-client.ts";
 
 let broker: InProcessBroker;
 let admin: string;
 
-function javaCommand(main: string, args: string[]): string[] {
-  const classpath = readFileSync(join(JAVA_DIR, "target", "classpath.txt"), "utf8").trim();
-  const classes = join(JAVA_DIR, "target", "classes");
-  const level = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
-  return ["java", level, "-cp", `${classes}:${classpath}`, main, ...args];
-}
-
 beforeAll(async () => {
-  const built = join(JAVA_DIR, "target", "classes", "quill", "compat4", "TransactionsV2.class");
-  if (!existsSync(built)) {
-    const mvn = Bun.spawnSync(
-      [
-        "mvn",
-        "-q",
-        "package",
-        "dependency:build-classpath",
-        "-Dmdep.outputFile=target/classpath.txt",
-      ],
-      { cwd: JAVA_DIR, stderr: "pipe", stdout: "pipe" },
-    );
-    if (mvn.exitCode !== 0) throw new Error(`mvn failed: ${mvn.stdout}${mvn.stderr}`);
-  }
+  ensureJava4Built("TransactionsV2");
   broker = await startInProcessBroker({
     settings: {
       "admin.listeners": "127.0.0.1:0",
@@ -66,22 +39,7 @@ async function requestVersions(): Promise<Map<string, number>> {
 }
 
 test("a Kafka 4.4 transactional producer uses transactions v2: commits, aborts, offsets, fencing", async () => {
-  const run = Bun.spawn(
-    javaCommand("quill.compat4.TransactionsV2", [broker.bootstrap, "tv2", "tv2-id"]),
-    {
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
-  const [out, err, code] = await Promise.all([
-    new Response(run.stdout).text(),
-    new Response(run.stderr).text(),
-    run.exited,
-  ]);
-  if (code !== 0) console.log(out, err);
-  expect(code).toBe(0);
-  const lines = out.trim().split("\n");
-  expect(lines.at(-1)).toBe("OK");
+  const lines = await runJava4("quill.compat4.TransactionsV2", [broker.bootstrap, "tv2", "tv2-id"]);
   const fenced = lines.find((l) => l.startsWith("first fenced "));
   expect(["ProducerFencedException", "InvalidProducerEpochException"]).toContain(
     fenced?.slice("first fenced ".length) ?? "not fenced",

@@ -6,45 +6,20 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensureMavenPackage } from "../../scripts/maven-project.ts";
 import {
   type InProcessBroker,
   REPO_ROOT,
   startInProcessBroker,
 } from "../support/broker-harness.ts";
+import { ensureJava4Built, java4Command, runJava4 } from "../support/java4-client.ts";
 
-const JAVA_DIR = join(REPO_ROOT, "test", "compat", "java4");
 const TOOLS_DIR = join(REPO_ROOT, "test", "compat", "tools4");
 const LOCK_MS = 2_000;
 const DELIVERY_LIMIT = 3;
 
 let broker: InProcessBroker;
 
-function javaCommand(args: string[]): string[] {
-  const classpath = readFileSync(join(JAVA_DIR, "target", "classpath.txt"), "utf8").trim();
-  return [
-    "java",
-    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-    "-cp",
-    `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
-    "quill.compat4.ShareConsumers",
-    ...args,
-  ];
-}
-
-async function run(args: string[]): Promise<string[]> {
-  const proc = Bun.spawn(javaCommand(args), { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  if (code !== 0) console.log(out, err);
-  expect(code).toBe(0);
-  const lines = out.trim().split("\n");
-  expect(lines.at(-1)).toBe("OK");
-  return lines;
-}
+const run = (args: string[]) => runJava4("quill.compat4.ShareConsumers", args);
 
 /** kafka-share-groups.sh: Kafka's script runs this class with the tools' classpath. */
 async function shareGroupsTool(args: string[]): Promise<string> {
@@ -83,7 +58,7 @@ function mavenBuild(dir: string, marker: string, goals: string[]): void {
 
 beforeAll(async () => {
   // Shared with kafka4-java.test.ts: built when its sources changed, under a lock.
-  ensureMavenPackage(JAVA_DIR);
+  ensureJava4Built("ShareConsumers");
   mavenBuild(TOOLS_DIR, "classpath.txt", []);
   broker = await startInProcessBroker({
     settings: {
@@ -121,10 +96,18 @@ test("RELEASE redelivers, REJECT archives, the delivery limit archives a poison 
 }, 90_000);
 
 test("a killed member's acquired records go to another member after the lock", async () => {
-  const holder = Bun.spawn(javaCommand(["hold", broker.bootstrap, "share-kill", "g-kill"]), {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const holder = Bun.spawn(
+    java4Command("quill.compat4.ShareConsumers", [
+      "hold",
+      broker.bootstrap,
+      "share-kill",
+      "g-kill",
+    ]),
+    {
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   const reader = holder.stdout.getReader();
   let out = "";
   while (!out.includes("held 5")) {

@@ -2,6 +2,7 @@
  * The Kafka 4.4 Java client programs of test/compat/java4, built with Maven on first use, and
  * run as processes whose stdout lines a test can wait for.
  */
+import { expect } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureMavenPackage } from "../../scripts/maven-project.ts";
@@ -30,6 +31,24 @@ export function java4Command(main: string, args: readonly string[]): string[] {
     main,
     ...args,
   ];
+}
+
+/**
+ * Runs a program to its end and returns its stdout lines; it must exit 0 with "OK" as its last
+ * line (its output is printed when it does not exit 0).
+ */
+export async function runJava4(main: string, args: readonly string[]): Promise<string[]> {
+  const proc = Bun.spawn(java4Command(main, args), { stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  if (code !== 0) console.log(out, err);
+  expect(code).toBe(0);
+  const lines = out.trim().split("\n");
+  expect(lines.at(-1)).toBe("OK");
+  return lines;
 }
 
 /** A running Java program: its stdout as lines so far, its stderr, and its exit. */
