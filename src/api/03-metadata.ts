@@ -114,9 +114,17 @@ async function lookUp(
     return missing(t.name, NO_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
   }
   try {
+    // Auto-created partitions count against the client's controller_mutation_rate without
+    // being refused or throttled here, as Kafka's permissive quota for Metadata.
+    const quota = ctx.broker.clientQuotas.controllerMutationQuota(
+      ctx.conn.principal,
+      ctx.header.clientId ?? "",
+      false,
+    );
     await ctx.broker.adminManager.createTopic(
       { name: t.name, numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] },
       false,
+      quota,
     );
   } catch (e) {
     if (!(e instanceof KafkaError)) throw e;

@@ -7,13 +7,15 @@
 //   broker defaults, which every version here accepts).
 // * v5: flexible; the result carries NumPartitions, ReplicationFactor and the topic's configs
 //   (every topic key Quill honours, as DescribeConfigs describes them) (KIP-525).
-// * v6: no changes (quota violations). v7: TopicId (KIP-516).
+// * v6: no changes (quota violations): from v6 a client over its controller_mutation_rate gets
+//   THROTTLING_QUOTA_EXCEEDED for each topic after the bucket ran dry, before v6 every topic is
+//   created and the response only throttled (KIP-599, api/quota-throttle.ts).
+// * v7: TopicId (KIP-516).
 // * A topic named twice in one request gets INVALID_REQUEST for each entry and is not created.
 // * Creation is synchronous: the topic exists when the answer is sent. So, unlike Kafka's
 //   ZooKeeper mode, timeout_ms <= 0 does not turn success into REQUEST_TIMED_OUT (KRaft brokers
 //   behave the same way).
-// * Not implemented: create-topic policies, controller mutation quotas, ACLs
-//   (TopicConfigErrorCode stays NONE).
+// * Not implemented: create-topic policies (TopicConfigErrorCode stays NONE).
 import { topicBrokerSynonyms } from "../config/broker-config-description.ts";
 import {
   describeTopicConfig,
@@ -24,10 +26,14 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type CreateTopicsRequest } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { CreatedTopic } from "../server/admin-manager.ts";
+import type { ControllerMutationQuota } from "../server/controller-mutation-quota.ts";
 import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
+import { controllerMutationQuota, settleControllerMutationQuota } from "./quota-throttle.ts";
 
 const NO_TOPIC_ID = new Uint8Array(16);
+/** The first version whose clients understand THROTTLING_QUOTA_EXCEEDED (KIP-599). */
+const STRICT_QUOTA_MIN_VERSION = 6;
 
 type CreatableTopic = CreateTopicsRequest["topics"][number];
 
@@ -43,6 +49,7 @@ export const createTopicsHandler = defineHandler({
     const clusterCreate = authorizeCluster(ctx, AclOperation.CREATE);
     const mayCreate = (name: string) =>
       clusterCreate || authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name);
+    const quota = controllerMutationQuota(ctx, STRICT_QUOTA_MIN_VERSION);
     // One at a time, in request order, so a failure cannot leave half of a topic behind.
     for (const t of request.topics) {
       topics.push(
@@ -50,16 +57,22 @@ export const createTopicsHandler = defineHandler({
           ? failed(t.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.")
           : !mayCreate(t.name)
             ? failed(t.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
-            : await createOne(t, request.validateOnly, ctx),
+            : await createOne(t, request.validateOnly, quota, ctx),
       );
     }
+    settleControllerMutationQuota(ctx, quota);
     return { throttleTimeMs: 0, topics };
   },
 });
 
-async function createOne(t: CreatableTopic, validateOnly: boolean, ctx: RequestContext) {
+async function createOne(
+  t: CreatableTopic,
+  validateOnly: boolean,
+  quota: ControllerMutationQuota,
+  ctx: RequestContext,
+) {
   try {
-    const created = await ctx.broker.adminManager.createTopic(t, validateOnly);
+    const created = await ctx.broker.adminManager.createTopic(t, validateOnly, quota);
     return succeeded(t.name, created, ctx);
   } catch (e) {
     if (!(e instanceof KafkaError)) throw e;

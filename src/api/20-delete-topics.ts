@@ -4,20 +4,25 @@
 // * v0 is deprecated and removed in Kafka 4 (KIP-896); not offered. v1: ThrottleTimeMs.
 // * v2, v3: no changes; from v3 a broker with delete.topic.enable=false answers
 //   TOPIC_DELETION_DISABLED, before that INVALID_REQUEST (as Kafka does).
-// * v4: flexible. v5: ErrorMessage (KIP-599); Quill fills it for every error.
+// * v4: flexible. v5: ErrorMessage (KIP-599); Quill fills it for every error. From v5 a client
+//   over its controller_mutation_rate gets THROTTLING_QUOTA_EXCEEDED for each topic after the
+//   bucket ran dry; before v5 every topic is deleted and the response only throttled.
 // * v6: topics by name or by TopicId (KIP-516); an unknown id is UNKNOWN_TOPIC_ID, and naming
 //   both a name and an id in one entry makes the whole request INVALID_REQUEST.
 // * Deletion is synchronous: the topic and its logs are gone when the answer is sent.
-// * Not implemented: controller mutation quotas, ACLs.
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type DeleteTopicsRequest } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import type { ControllerMutationQuota } from "../server/controller-mutation-quota.ts";
 import { authorize } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
+import { controllerMutationQuota, settleControllerMutationQuota } from "./quota-throttle.ts";
 
 const ZERO_TOPIC_ID = new Uint8Array(16);
 /** Versions before this one answer a disabled deletion with INVALID_REQUEST. */
 const TOPIC_DELETION_DISABLED_MIN_VERSION = 3;
+/** The first version whose clients understand THROTTLING_QUOTA_EXCEEDED (KIP-599). */
+const STRICT_QUOTA_MIN_VERSION = 5;
 
 /** One requested topic, by name (v1-5, v6) or by id (v6). */
 interface Target {
@@ -36,8 +41,10 @@ export const deleteTopicsHandler = defineHandler({
       const responses = targets.map((t) => result(t, ErrorCode.INVALID_REQUEST, message));
       return { throttleTimeMs: 0, responses };
     }
+    const quota = controllerMutationQuota(ctx, STRICT_QUOTA_MIN_VERSION);
     const responses = [];
-    for (const t of targets) responses.push(await deleteOne(t, ctx));
+    for (const t of targets) responses.push(await deleteOne(t, quota, ctx));
+    settleControllerMutationQuota(ctx, quota);
     return { throttleTimeMs: 0, responses };
   },
 });
@@ -47,7 +54,7 @@ function targetsOf(request: DeleteTopicsRequest, apiVersion: number): Target[] {
   return request.topicNames.map((name) => ({ name, topicId: ZERO_TOPIC_ID }));
 }
 
-async function deleteOne(t: Target, ctx: RequestContext) {
+async function deleteOne(t: Target, quota: ControllerMutationQuota, ctx: RequestContext) {
   const cache = ctx.broker.metadataCache;
   const name = t.name ?? cache.topicById(t.topicId)?.name ?? null;
   if (name === null) {
@@ -58,7 +65,7 @@ async function deleteOne(t: Target, ctx: RequestContext) {
     return result(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.");
   }
   try {
-    const topicId = await ctx.broker.adminManager.deleteTopic(name);
+    const topicId = await ctx.broker.adminManager.deleteTopic(name, quota);
     return result({ name, topicId }, ErrorCode.NONE, null);
   } catch (e) {
     if (!(e instanceof KafkaError)) throw e;

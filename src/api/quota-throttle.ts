@@ -8,6 +8,7 @@
  */
 import { ApiKey, type ProduceRequest } from "../protocol/generated/index.ts";
 import type { ClientQuotaManager } from "../server/client-quota-manager.ts";
+import type { ControllerMutationQuota } from "../server/controller-mutation-quota.ts";
 import type { RequestContext } from "./handler.ts";
 
 /** Kafka exempts these from request quotas (cluster actions and the authentication phase). */
@@ -62,4 +63,26 @@ export function quotaThrottleMs(
   );
   // Kafka's ClientRequestQuotaManager bounds this one throttle at one quota sample.
   return Math.max(throttleMs, Math.min(requestMs, quotas.window.sampleMs));
+}
+
+/**
+ * The controller mutation quota (KIP-599) of a CreateTopics, CreatePartitions or DeleteTopics
+ * request: strict from `strictSinceVersion` on, permissive below, as Kafka's KafkaApis asks for.
+ */
+export function controllerMutationQuota(
+  ctx: RequestContext,
+  strictSinceVersion: number,
+): ControllerMutationQuota {
+  const strict = ctx.apiVersion >= strictSinceVersion;
+  const clientId = ctx.header.clientId ?? "";
+  return ctx.broker.clientQuotas.controllerMutationQuota(ctx.conn.principal, clientId, strict);
+}
+
+/** The quota's throttle time goes into the response, and the connection is muted for it. */
+export function settleControllerMutationQuota(
+  ctx: RequestContext,
+  quota: ControllerMutationQuota,
+): void {
+  const throttleMs = quota.settle();
+  if (throttleMs > 0) ctx.throttleMs = Math.max(ctx.throttleMs ?? 0, throttleMs);
 }

@@ -24,10 +24,13 @@ export async function startClientQuotas(
     zooKeeper === null
       ? new LocalClientQuotaStore(config["log.dirs"][0]!)
       : new ZooKeeperClientQuotaStore(zooKeeper, quotaLog);
-  const manager = new ClientQuotaManager({
-    samples: config["quota.window.num"],
-    sampleMs: config["quota.window.size.seconds"] * 1000,
-  });
+  const manager = new ClientQuotaManager(
+    { samples: config["quota.window.num"], sampleMs: config["quota.window.size.seconds"] * 1000 },
+    {
+      samples: config["controller.quota.window.num"],
+      sampleMs: config["controller.quota.window.size.seconds"] * 1000,
+    },
+  );
   manager.replaceAll(await store.loadAll());
   const reload = () => {
     store.loadAll().then(

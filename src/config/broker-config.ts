@@ -128,6 +128,17 @@ export const BROKER_CONFIG_KEYS = {
     1,
     "Length of one client quota sample, in seconds.",
   ),
+  "controller.quota.window.num": key(
+    int({ min: 1 }),
+    11,
+    "Samples of a controller_mutation_rate quota: its token bucket holds this many samples' " +
+      "worth of mutations (KIP-599).",
+  ),
+  "controller.quota.window.size.seconds": key(
+    int({ min: 1 }),
+    1,
+    "Length of one controller_mutation_rate sample, in seconds.",
+  ),
   "queued.max.requests": key(
     int({ min: 1 }),
     500,

@@ -18,6 +18,10 @@ import { reassignmentInProgress } from "../metadata/zookeeper-metadata-store.ts"
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import { assert } from "../util/assert.ts";
+import {
+  type ControllerMutationQuota,
+  UNBOUNDED_MUTATION_QUOTA,
+} from "./controller-mutation-quota.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { MetadataCache } from "./metadata-cache.ts";
 
@@ -94,7 +98,16 @@ export class AdminManager {
     return this.cache.brokerConfig;
   }
 
-  async createTopic(topic: NewTopic, validateOnly: boolean): Promise<CreatedTopic> {
+  /**
+   * Creates a topic. `quota` counts its partitions after every check passed and before anything
+   * is written (not when only validating), as Kafka's ZkAdminManager; a strict quota that is
+   * exhausted throws THROTTLING_QUOTA_EXCEEDED there.
+   */
+  async createTopic(
+    topic: NewTopic,
+    validateOnly: boolean,
+    quota: ControllerMutationQuota = UNBOUNDED_MUTATION_QUOTA,
+  ): Promise<CreatedTopic> {
     if (this.store.topic(topic.name) !== undefined) {
       throw new KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, `Topic '${topic.name}' already exists.`);
     }
@@ -123,6 +136,7 @@ export class AdminManager {
       configs,
     };
     if (validateOnly) return created;
+    quota.record(assignment.length);
     const record: TopicRecord = {
       name: topic.name,
       topicIdHex: Buffer.from(created.topicId).toString("hex"),
@@ -136,8 +150,11 @@ export class AdminManager {
     return created;
   }
 
-  /** Deletes a topic and its logs; returns the id it had. */
-  async deleteTopic(name: string): Promise<Uint8Array> {
+  /** Deletes a topic and its logs; returns the id it had. `quota` counts its partitions. */
+  async deleteTopic(
+    name: string,
+    quota: ControllerMutationQuota = UNBOUNDED_MUTATION_QUOTA,
+  ): Promise<Uint8Array> {
     if (!this.config["delete.topic.enable"]) {
       throw new KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.");
     }
@@ -145,6 +162,7 @@ export class AdminManager {
     if (topic === undefined) {
       throw new KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `Topic '${name}' does not exist.`);
     }
+    quota.record(topic.partitions.length);
     await this.store.deleteTopic(name);
     this.cache.reload();
     assert(this.cache.topic(name) === undefined, `deleted topic ${name} still cached`);
@@ -154,13 +172,15 @@ export class AdminManager {
 
   /**
    * Grows a topic to `count` partitions. `assignments` places the new partitions (one broker
-   * list per new partition), or null for Kafka's round-robin placement.
+   * list per new partition), or null for Kafka's round-robin placement. `quota` counts the new
+   * partitions once they are checked.
    */
   async createPartitions(
     name: string,
     count: number,
     assignments: readonly (readonly number[])[] | null,
     validateOnly: boolean,
+    quota: ControllerMutationQuota = UNBOUNDED_MUTATION_QUOTA,
   ): Promise<void> {
     const record = this.existingTopic(name);
     // Kafka checks this first, before the counts and the placement (ZkAdminManager).
@@ -187,6 +207,7 @@ export class AdminManager {
     this.checkBrokerLimits(0, added.length);
     assert(current + added.length === count, `topic ${name} would have ${current}+${added.length}`);
     if (validateOnly) return;
+    quota.record(added.length);
     await this.store.updateTopic({ ...record, assignment: [...record.assignment, ...added] });
     this.cache.reload();
     await this.createLocalLogs(name, current, count, this.cache.topic(name)?.configs ?? {});

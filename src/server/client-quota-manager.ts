@@ -11,10 +11,20 @@
  * of the user's clients, a client-id's (7, 8) by all users of that client-id, the others are per
  * (user, client-id). Without any quota nothing is measured (`active` is false, so request
  * handling skips this class); with some, a request costs one map lookup per quota type.
+ * `controller_mutation_rate` is metered by a token bucket per sharing entity instead of a
+ * sampled rate (KIP-599, `controllerMutationQuota`).
  */
 import type { EntityConfigs, QuotaEntityPath } from "../metadata/client-quota-store.ts";
+import { assert } from "../util/assert.ts";
 import { sanitize } from "../zookeeper/kafka-sanitizer.ts";
-import { QuotaSensor } from "./quota-sensor.ts";
+import {
+  type ControllerMutationQuota,
+  PermissiveControllerMutationQuota,
+  StrictControllerMutationQuota,
+  UNBOUNDED_MUTATION_QUOTA,
+} from "./controller-mutation-quota.ts";
+import { type QuotaMeter, QuotaSensor } from "./quota-sensor.ts";
+import { TokenBucket } from "./token-bucket.ts";
 
 /** Kafka's quota config keys (QuotaConfigs), which are also the quota types. */
 export const QUOTA_TYPES = [
@@ -41,7 +51,7 @@ const CACHED_MAX = 100_000;
 const DEFAULT = "<default>";
 
 interface Resolved {
-  readonly sensor: QuotaSensor;
+  readonly sensor: QuotaMeter;
   readonly limit: number;
 }
 
@@ -51,7 +61,10 @@ interface QuotaState {
   /** `user\0client-id` to its quota, or null for none; emptied on every quota change. */
   readonly resolved: Map<string, Resolved | null>;
   /** Sensor per sharing key (Kafka's metric tags), kept across quota changes. */
-  readonly sensors: Map<string, QuotaSensor>;
+  readonly sensors: Map<string, QuotaMeter>;
+  readonly newSensor: () => QuotaMeter;
+  /** A sensor idle this long measures nothing (a bucket is full again), so it may be dropped. */
+  readonly idleMs: number;
 }
 
 export interface QuotaWindow {
@@ -62,13 +75,29 @@ export interface QuotaWindow {
 }
 
 export class ClientQuotaManager {
-  private readonly states = new Map<QuotaType, QuotaState>(
-    QUOTA_TYPES.map((t) => [t, { quotas: new Map(), resolved: new Map(), sensors: new Map() }]),
-  );
+  private readonly states: Map<QuotaType, QuotaState>;
   /** True while any quota of any type is set: false means nothing to measure. */
   active = false;
 
-  constructor(readonly window: QuotaWindow) {}
+  /**
+   * `window`: quota.window.*; `controllerWindow`: controller.quota.window.*, which sizes the
+   * controller mutation token buckets.
+   */
+  constructor(
+    readonly window: QuotaWindow,
+    readonly controllerWindow: QuotaWindow = window,
+  ) {
+    const state = (type: QuotaType): QuotaState => {
+      const w = type === "controller_mutation_rate" ? controllerWindow : window;
+      const newSensor =
+        type === "controller_mutation_rate"
+          ? () => new TokenBucket(w.samples, w.sampleMs)
+          : () => new QuotaSensor(w.samples, w.sampleMs);
+      const idleMs = w.samples * w.sampleMs;
+      return { quotas: new Map(), resolved: new Map(), sensors: new Map(), newSensor, idleMs };
+    };
+    this.states = new Map(QUOTA_TYPES.map((t) => [t, state(t)]));
+  }
 
   /** Applies an entity's stored configs (keys other than quota types are ignored). */
   update(path: QuotaEntityPath, configs: EntityConfigs): void {
@@ -119,7 +148,28 @@ export class ClientQuotaManager {
 
   /** Takes back a recorded value (a throttled fetch returns no records, as in Kafka). */
   unrecord(type: QuotaType, principal: string, clientId: string, value: number, nowMs: number) {
-    this.resolve(type, principal, clientId)?.sensor.record(-value, nowMs);
+    const sensor = this.resolve(type, principal, clientId)?.sensor;
+    if (sensor instanceof QuotaSensor) sensor.record(-value, nowMs);
+  }
+
+  /**
+   * The controller mutation quota of one request from the principal's client (Kafka's
+   * ControllerMutationQuotaManager.newQuotaFor): strict for clients that understand
+   * THROTTLING_QUOTA_EXCEEDED, permissive for older ones; unbounded without a quota.
+   */
+  controllerMutationQuota(
+    principal: string,
+    clientId: string,
+    strict: boolean,
+  ): ControllerMutationQuota {
+    if (!this.active) return UNBOUNDED_MUTATION_QUOTA;
+    const resolved = this.resolve("controller_mutation_rate", principal, clientId);
+    if (resolved === null) return UNBOUNDED_MUTATION_QUOTA;
+    const bucket = resolved.sensor;
+    assert(bucket instanceof TokenBucket, "controller_mutation_rate is metered by a token bucket");
+    return strict
+      ? new StrictControllerMutationQuota(bucket, resolved.limit)
+      : new PermissiveControllerMutationQuota(bucket, resolved.limit);
   }
 
   /** Kafka's getMaxValueInQuotaWindow: most bytes one response may carry; Infinity: no quota. */
@@ -176,11 +226,11 @@ export class ClientQuotaManager {
     return null;
   }
 
-  private sensor(state: QuotaState, key: string): QuotaSensor {
+  private sensor(state: QuotaState, key: string): QuotaMeter {
     let sensor = state.sensors.get(key);
     if (sensor === undefined) {
       if (state.sensors.size >= CACHED_MAX) this.expireSensors(state);
-      sensor = new QuotaSensor(this.window.samples, this.window.sampleMs);
+      sensor = state.newSensor();
       state.sensors.set(key, sensor);
     }
     return sensor;
@@ -188,7 +238,7 @@ export class ClientQuotaManager {
 
   /** Drops sensors idle for a whole window (their rate is 0); the cache may hold them. */
   private expireSensors(state: QuotaState): void {
-    const cutoffMs = Date.now() - this.window.samples * this.window.sampleMs;
+    const cutoffMs = Date.now() - state.idleMs;
     for (const [key, sensor] of state.sensors) {
       if (sensor.lastRecordMs < cutoffMs) state.sensors.delete(key);
     }

@@ -9,7 +9,16 @@
  */
 import { assert } from "../util/assert.ts";
 
-export class QuotaSensor {
+/** What ClientQuotaManager keeps per sharing entity: a sampled rate, or a token bucket. */
+export interface QuotaMeter {
+  /** Records `value` against `limit`; the throttle time in ms, 0 while within it. */
+  recordAndThrottleMs(value: number, nowMs: number, limit: number): number;
+  /** Throttle time handed out for this meter, for /metrics. */
+  throttleTimeMsTotal: number;
+  lastRecordMs: number;
+}
+
+export class QuotaSensor implements QuotaMeter {
   private readonly values: Float64Array;
   private readonly startsMs: Float64Array;
   /** Samples started so far, at most `samples`. */
