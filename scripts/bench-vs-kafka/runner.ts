@@ -4,6 +4,7 @@
 // broker received while it ran (request-counter.ts).
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import type { ZooKeeperServer } from "../../test/support/zookeeper-server.ts";
 import { cpuSeconds, loadAverage, peakRssBytes, resetPeakRss } from "../bench-common.ts";
 import { createTopicsAndWait } from "./broker-probe.ts";
@@ -230,8 +231,11 @@ export async function runScale(
       // The process is gone already (killed): its CPU was counted when it was killed.
     }
   };
+  let killed = false;
   const start = async (fresh: boolean): Promise<BrokerProcess> => {
     if (fresh) rmSync(join(dir, "data"), { recursive: true, force: true });
+    if (killed && kind === "kafka") await awaitKafkaRegistrationGone(ctx, chroot);
+    killed = false;
     const counted = await startCounted(ctx, kind, dir, chroot);
     current = counted;
     const b = counted.broker;
@@ -245,6 +249,7 @@ export async function runScale(
       collect();
       current = null;
       await counted.kill();
+      killed = true;
     };
     return { ...b, stop, kill };
   };
@@ -256,5 +261,33 @@ export async function runScale(
     return { kind, workloadId: w.id, figures: {}, error: message, brokerCpuSeconds: cpu };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Past Kafka's 18 s session timeout (brokers.ts) with room for a loaded machine. */
+const KAFKA_REGISTRATION_EXPIRY_MS = 60_000;
+
+/**
+ * A ZooKeeper-mode Kafka killed with -9 leaves its `/brokers/ids/0` registration until its session
+ * expires, and a Kafka started before that exits with 1 at start-up (the node exists and belongs
+ * to another session). So a restart after a kill waits for the registration to go first, and the
+ * start-up time counts from then, as an operator's restart after the expiry would see it; Quill
+ * runs embedded here and has no registration to wait for.
+ */
+async function awaitKafkaRegistrationGone(ctx: RunContext, chroot: string): Promise<void> {
+  const connect = ctx.zookeeper?.connectString;
+  if (connect === undefined) return;
+  const zk = await ZooKeeperClient.connect(connect, {
+    sessionTimeoutMs: 10_000,
+    connectTimeoutMs: 10_000,
+  });
+  try {
+    const deadline = performance.now() + KAFKA_REGISTRATION_EXPIRY_MS;
+    while ((await zk.exists(`/${chroot}/brokers/ids/0`)) !== null) {
+      if (performance.now() > deadline) throw new Error("Kafka's registration did not expire");
+      await Bun.sleep(200);
+    }
+  } finally {
+    await zk.close();
   }
 }
