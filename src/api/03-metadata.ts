@@ -6,7 +6,9 @@
 // * v7: leader epochs. v8+: topic authorized operations, v8-10 the cluster's too, when asked
 //   (security/authorized-operations.ts: with no authorizer, every operation of the resource
 //   type, as Kafka answers). A topic looked up by an unknown id has no name and gets none.
-// * v9: flexible. v10: topic ids (KIP-516); v12 lets clients ask by id with a null name.
+// * v9: flexible. v10: topic ids (KIP-516); v12 lets clients ask by id with a null name (or an
+//   empty one, as Kafka 4's Java consumer sends for the topics a regex subscription assigned); an
+//   unknown or unauthorized id is answered with the name it was asked with.
 // * v13: a top-level ErrorCode (REBOOTSTRAP_REQUIRED, KIP-1102), never set: Quill has no
 //   condition that makes a client rebootstrap.
 // * Auto-creation (auto.create.topics.enable) creates a missing topic with num.partitions and
@@ -94,11 +96,14 @@ async function lookUp(
   describe: (t: TopicMetadata) => ReturnType<typeof describeWith>,
 ) {
   const cache = ctx.broker.metadataCache;
-  if (t.name === null) {
+  // Kafka's client asks by id with the name null or, as the Java 4 consumer does, empty.
+  if (t.name === null || (t.name === "" && t.topicId.some((b) => b !== 0))) {
     const byId = cache.topicById(t.topicId);
-    if (byId === undefined) return missing(null, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID);
+    // The name asked with comes back (null, or the Java consumer's empty name, which its
+    // metadata code needs: a null name in an answer to it stops the consumer's network thread).
+    if (byId === undefined) return missing(t.name, t.topicId, ErrorCode.UNKNOWN_TOPIC_ID);
     if (!mayDescribe(ctx, byId.name)) {
-      return missing(null, t.topicId, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+      return missing(t.name, t.topicId, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
     }
     return describe(byId);
   }

@@ -2,8 +2,9 @@
 //
 // Version notes:
 // * v0: the member id of a joining member (epoch 0) is chosen by the coordinator when empty.
-//   v1: the client chooses it (a UUID) and SubscribedTopicRegex is added; a regex subscription
-//   is answered INVALID_REQUEST (docs/consumer-groups.md).
+//   v1: the client chooses it (a UUID) and SubscribedTopicRegex is added (RE2 syntax, resolved by
+//   the coordinator against the cluster's topics; one that cannot be matched safely is
+//   INVALID_REGULAR_EXPRESSION, docs/consumer-groups.md).
 // * The wire speaks topic ids; the coordinator works with names, resolved here from the
 //   metadata cache (a partition of a topic this broker does not know is left out, as Kafka's
 //   coordinator ignores owned partitions of deleted topics).
@@ -40,9 +41,6 @@ export const consumerGroupHeartbeatHandler = defineHandler({
     if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
       return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED);
     }
-    if (request.subscribedTopicRegex !== null) {
-      return fail(ErrorCode.INVALID_REQUEST, "Regex subscriptions are not supported.");
-    }
     if (ctx.apiVersion >= 1 && request.memberEpoch === 0 && request.memberId === "") {
       return fail(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.");
     }
@@ -55,6 +53,7 @@ export const consumerGroupHeartbeatHandler = defineHandler({
       rackId: request.rackId,
       rebalanceTimeoutMs: request.rebalanceTimeoutMs,
       subscribedTopicNames: request.subscribedTopicNames,
+      subscribedTopicRegex: request.subscribedTopicRegex,
       serverAssignor: request.serverAssignor,
       owned: ownedByName(request, cache),
       clientId: ctx.header.clientId ?? "",

@@ -76,7 +76,7 @@ function describe(group: ConsumerGroup, cache: MetadataCache) {
       clientId: m.clientId,
       clientHost: m.clientHost,
       subscribedTopicNames: [...m.subscribedTopicNames],
-      subscribedTopicRegex: null,
+      subscribedTopicRegex: m.subscribedTopicRegex,
       assignment: { topicPartitions: byId(m.assigned, cache) },
       targetAssignment: { topicPartitions: byId(group.targetOf(m.memberId), cache) },
       memberType: CONSUMER_MEMBER_TYPE,

@@ -436,6 +436,7 @@ async function startGroupCoordinator(
     isCoordinatorFor,
     partitionCounts,
     log.child("GroupCoordinator"),
+    () => cache.topicNames(),
   );
   // Groups follow the live brokers: those that moved elsewhere are let go at once.
   const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());

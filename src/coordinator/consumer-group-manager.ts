@@ -1,5 +1,7 @@
+import type { TopicNames } from "../common/internal-topics.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
+import { compileRe2Pattern } from "../util/safe-pattern.ts";
 import {
   ConsumerGroup,
   type ConsumerMember,
@@ -27,6 +29,8 @@ export interface HeartbeatRequest {
   readonly rackId: string | null;
   readonly rebalanceTimeoutMs: number;
   readonly subscribedTopicNames: readonly string[] | null;
+  /** A regex subscription (RE2 syntax; null: unchanged, empty: none). */
+  readonly subscribedTopicRegex: string | null;
   readonly serverAssignor: string | null;
   /** Partitions the member owns, by topic name (null: unchanged). */
   readonly owned: Assignment | null;
@@ -47,6 +51,8 @@ export interface HeartbeatResult {
 /** Partition counts of the named topics that exist. */
 export type PartitionCounts = (topics: ReadonlySet<string>) => Map<string, number>;
 
+const NO_TOPICS: TopicNames = { version: 0, names: [] };
+
 /** Epoch -1 leaves the group; -2 leaves for now, as a static member that will be back. */
 const LEAVE_EPOCH = -1;
 const STATIC_LEAVE_EPOCH = STATIC_LEFT_EPOCH;
@@ -59,6 +65,7 @@ export class ConsumerGroupManager {
     private readonly config: GroupConfig,
     private readonly partitionCounts: PartitionCounts,
     private readonly onChange: (groupId: string) => void = () => {},
+    private readonly topicNames: () => TopicNames = () => NO_TOPICS,
   ) {}
 
   /** Takes over a stored group, arming each member's timers as a heartbeat would. */
@@ -105,6 +112,7 @@ export class ConsumerGroupManager {
     if (typeof member === "number") return this.error(req, member, null);
     const before = { epoch: member.memberEpoch, assigned: member.assigned };
     this.update(group, member, req);
+    group.resolveRegexes(this.topicNames());
     group.updatePartitionCounts(this.partitionCounts(group.subscribedTopics()));
     group.maybeComputeTarget();
     group.reconcile(member, req.owned);
@@ -122,11 +130,23 @@ export class ConsumerGroupManager {
     if (req.groupId === "") return [ErrorCode.INVALID_GROUP_ID, "GroupId can't be empty."];
     if (req.memberEpoch === 0) {
       if (req.rebalanceTimeoutMs < 0) return bad("RebalanceTimeoutMs must be provided.");
-      if (req.subscribedTopicNames === null) return bad("SubscribedTopicNames must be set.");
+      if (req.subscribedTopicNames === null && req.subscribedTopicRegex === null) {
+        return bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.");
+      }
     } else if (req.memberId === "") {
       return bad("MemberId can't be empty.");
     } else if (req.memberEpoch < STATIC_LEAVE_EPOCH) {
       return bad(`MemberEpoch ${req.memberEpoch} is invalid.`);
+    }
+    if (req.subscribedTopicRegex !== null && req.subscribedTopicRegex !== "") {
+      const pattern = compileRe2Pattern(req.subscribedTopicRegex);
+      if (typeof pattern === "string") {
+        return [
+          ErrorCode.INVALID_REGULAR_EXPRESSION,
+          `SubscribedTopicRegex \`${req.subscribedTopicRegex}\` is not a valid regular ` +
+            `expression: ${pattern}.`,
+        ];
+      }
     }
     if (
       req.serverAssignor !== null &&
@@ -199,6 +219,11 @@ export class ConsumerGroupManager {
     const topics = req.subscribedTopicNames;
     if (topics !== null && !sameTopics(topics, member.subscribedTopicNames)) {
       member.subscribedTopicNames = [...new Set(topics)].sort();
+      group.bumpEpoch();
+    }
+    const regex = req.subscribedTopicRegex === "" ? null : req.subscribedTopicRegex;
+    if (req.subscribedTopicRegex !== null && regex !== member.subscribedTopicRegex) {
+      member.subscribedTopicRegex = regex;
       group.bumpEpoch();
     }
     if (req.serverAssignor !== null && req.serverAssignor !== member.serverAssignor) {
@@ -302,6 +327,7 @@ function fingerprint(group: ConsumerGroup, memberId: string): unknown[] {
     m?.assigned,
     m?.revoking,
     m?.subscribedTopicNames,
+    m?.subscribedTopicRegex,
     m?.serverAssignor,
     m?.instanceId,
     m?.rackId,

@@ -1,5 +1,7 @@
+import type { TopicNames } from "../common/internal-topics.ts";
 import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { assert } from "../util/assert.ts";
+import { compileRe2Pattern } from "../util/safe-pattern.ts";
 import { ASSIGNORS, type Assignment, type Assignor } from "./consumer-group-assignors.ts";
 
 /**
@@ -20,6 +22,8 @@ export interface ConsumerMember {
   readonly clientId: string;
   readonly clientHost: string;
   subscribedTopicNames: readonly string[];
+  /** A KIP-848 regex subscription (RE2 syntax), resolved by the group against its topics. */
+  subscribedTopicRegex: string | null;
   serverAssignor: string | null;
   rebalanceTimeoutMs: number;
   memberEpoch: number;
@@ -80,6 +84,9 @@ export class ConsumerGroup {
   private readonly owners = new Map<TopicPartitionKey, string>();
   /** Partition counts of the subscribed topics the target was computed from. */
   private partitionCounts = new Map<string, number>();
+  /** The topics each member regex matched, and the version of the topic names they saw. */
+  private resolvedRegexes = new Map<string, readonly string[]>();
+  private resolvedVersion = -1;
 
   constructor(
     readonly groupId: string,
@@ -108,11 +115,45 @@ export class ConsumerGroup {
     return this.target.get(memberId) ?? EMPTY_ASSIGNMENT;
   }
 
-  /** Every topic some member subscribes to. */
+  /** Every topic some member subscribes to, by name or regex. */
   subscribedTopics(): Set<string> {
     const out = new Set<string>();
-    for (const m of this.members.values()) for (const t of m.subscribedTopicNames) out.add(t);
+    for (const m of this.members.values()) for (const t of this.topicsOf(m)) out.add(t);
     return out;
+  }
+
+  /** The topics a member subscribes to: its names and what its regex matched when resolved. */
+  topicsOf(member: ConsumerMember): readonly string[] {
+    if (member.subscribedTopicRegex === null) return member.subscribedTopicNames;
+    const matched = this.resolvedRegexes.get(member.subscribedTopicRegex) ?? [];
+    if (member.subscribedTopicNames.length === 0) return matched;
+    return [...new Set([...member.subscribedTopicNames, ...matched])].sort();
+  }
+
+  /**
+   * Resolves the members' regexes against the cluster's topics when a regex is new or the set
+   * of topics changed since the last resolution (Kafka refreshes on metadata changes too). A
+   * regex that now matches other topics bumps the group epoch: its members are reassigned.
+   */
+  resolveRegexes(topics: TopicNames): void {
+    const regexes = new Set<string>();
+    for (const m of this.members.values()) {
+      if (m.subscribedTopicRegex !== null) regexes.add(m.subscribedTopicRegex);
+    }
+    const known = [...regexes].every((r) => this.resolvedRegexes.has(r));
+    if (topics.version === this.resolvedVersion && known) return;
+    const next = new Map<string, readonly string[]>();
+    for (const regex of regexes) {
+      const pattern = compileRe2Pattern(regex);
+      // Heartbeats refuse a regex that does not compile; a stored one from elsewhere matches none.
+      const matched =
+        typeof pattern === "string" ? [] : topics.names.filter((n) => pattern.test(n));
+      const before = this.resolvedRegexes.get(regex);
+      if (before !== undefined && !sameList(before, matched)) this.bumpEpoch();
+      next.set(regex, matched);
+    }
+    this.resolvedRegexes = next;
+    this.resolvedVersion = topics.version;
   }
 
   /** What the group computed that its members do not show: for the membership record. */
@@ -236,7 +277,7 @@ export class ConsumerGroup {
     const assignor = this.chooseAssignor();
     const members = [...this.members.values()].map((m) => ({
       memberId: m.memberId,
-      topics: m.subscribedTopicNames,
+      topics: this.topicsOf(m),
     }));
     this.target = assignor({
       members,
@@ -286,6 +327,10 @@ export class ConsumerGroup {
   }
 }
 
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
 function ownedHas(owned: Assignment, key: TopicPartitionKey): boolean {
   return keys(owned).includes(key);
 }
@@ -298,6 +343,7 @@ export function newMember(memberId: string, clientId: string, clientHost: string
     clientId,
     clientHost,
     subscribedTopicNames: [],
+    subscribedTopicRegex: null,
     serverAssignor: null,
     rebalanceTimeoutMs: 300_000,
     memberEpoch: 0,

@@ -1,3 +1,4 @@
+import type { TopicNames } from "../common/internal-topics.ts";
 import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
@@ -136,13 +137,19 @@ export class GroupCoordinator {
     private readonly isCoordinatorFor: (groupId: string) => boolean = () => true,
     partitionCounts: PartitionCounts = () => new Map(),
     private readonly log: Logger = SILENT_LOGGER,
+    topicNames?: () => TopicNames,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     this.pendingTxnOffsets = new PendingTxnOffsets(store);
     const snapshot = (groupId: string) => this.membershipSnapshot(groupId);
     this.membershipWriter = new MembershipWriter(store, snapshot, log);
     const onChange = (groupId: string) => this.membershipWriter.schedule(groupId);
-    this.consumerGroups = new ConsumerGroupManager(this.config, partitionCounts, onChange);
+    this.consumerGroups = new ConsumerGroupManager(
+      this.config,
+      partitionCounts,
+      onChange,
+      topicNames,
+    );
     this.shareGroups = new ShareGroupManager(shareSettings(this.config), partitionCounts);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,

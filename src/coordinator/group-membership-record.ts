@@ -60,6 +60,8 @@ const consumerMember = z.object({
   clientId: z.string(),
   clientHost: z.string(),
   subscribedTopicNames: z.array(z.string()),
+  /** Absent in records written before regex subscriptions. */
+  subscribedTopicRegex: z.string().nullable().default(null),
   serverAssignor: z.string().nullable(),
   rebalanceTimeoutMs: z.number().int().nonnegative(),
   memberEpoch: z.number().int(),

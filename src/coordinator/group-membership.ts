@@ -89,6 +89,7 @@ export function consumerMembershipRecord(group: ConsumerGroup): ConsumerMembersh
       clientId: m.clientId,
       clientHost: m.clientHost,
       subscribedTopicNames: [...m.subscribedTopicNames],
+      subscribedTopicRegex: m.subscribedTopicRegex,
       serverAssignor: m.serverAssignor,
       rebalanceTimeoutMs: m.rebalanceTimeoutMs,
       memberEpoch: m.memberEpoch,
@@ -116,6 +117,7 @@ function toMember(stored: StoredConsumerMember): ConsumerMember {
   member.instanceId = stored.instanceId;
   member.rackId = stored.rackId;
   member.subscribedTopicNames = stored.subscribedTopicNames;
+  member.subscribedTopicRegex = stored.subscribedTopicRegex;
   member.serverAssignor = stored.serverAssignor;
   member.rebalanceTimeoutMs = stored.rebalanceTimeoutMs;
   member.memberEpoch = stored.memberEpoch;

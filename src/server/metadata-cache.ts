@@ -1,4 +1,5 @@
 import type { BrokerId, LeaderEpoch, PartitionIndex } from "../common/branded.ts";
+import { INTERNAL_TOPICS, type TopicNames } from "../common/internal-topics.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { Listener } from "../config/listeners.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
@@ -74,6 +75,9 @@ export class MetadataCache {
   private byName = new Map<string, TopicMetadata>();
   private byIdHex = new Map<string, TopicMetadata>();
   private readonly reloadListeners = new Set<() => void>();
+  /** The non-internal topic names, rebuilt on demand after the set of names changed. */
+  private topicNameList: TopicNames = { version: 0, names: [] };
+  private topicNamesStale = false;
   /** Controller-stated partition states by topic name, each with the topic id it was stated for. */
   private readonly leaderStates = new Map<string, Map<number, PartitionLeaderState>>();
   private leaderStateCount = 0;
@@ -307,9 +311,22 @@ export class MetadataCache {
       byName.set(t.name, t);
       byIdHex.set(record.topicIdHex, t);
     }
+    const namesChanged =
+      byName.size !== this.byName.size || [...byName.keys()].some((n) => !this.byName.has(n));
     this.byName = byName;
     this.byIdHex = byIdHex;
+    if (namesChanged) this.topicNamesStale = true;
     for (const listener of this.reloadListeners) listener();
+  }
+
+  /** The cluster's topic names without internal topics, versioned by changes of the set. */
+  topicNames(): TopicNames {
+    if (this.topicNamesStale) {
+      const names = [...this.byName.keys()].filter((n) => !INTERNAL_TOPICS.has(n)).sort();
+      this.topicNameList = { version: this.topicNameList.version + 1, names };
+      this.topicNamesStale = false;
+    }
+    return this.topicNameList;
   }
 
   /** Calls `listener` after every reload (topics created, deleted or changed); returns an unsubscribe. */

@@ -12,8 +12,23 @@ export const SAFE_PATTERN_MAX_CHARS = 1_000;
 
 const QUANTIFIER_AFTER_GROUP = /^(?:[*+?]|\{\d+(?:,\d*)?\})/;
 
+/** RE2's leading inline flags that JavaScript spells as RegExp flags: `(?i)`, `(?s)`, `(?m)`. */
+const LEADING_FLAGS = /^\(\?([ims]+)\)/;
+
+/**
+ * An RE2 pattern (KIP-848's SubscribedTopicRegex): leading inline flags become RegExp flags; the
+ * rest must mean the same in both syntaxes. RE2 forms JavaScript lacks (`\Q..\E`, `(?P<n>`,
+ * `[[:alpha:]]`, `\pL`, `\z`) are syntax errors with the `u` flag, so they are refused rather
+ * than matched differently.
+ */
+export function compileRe2Pattern(source: string): RegExp | string {
+  const flags = LEADING_FLAGS.exec(source);
+  if (flags === null) return compileSafePattern(source);
+  return compileSafePattern(source.slice(flags[0].length), [...new Set(flags[1]!)].join(""));
+}
+
 /** The compiled full-match pattern, or the reason it is refused. */
-export function compileSafePattern(source: string): RegExp | string {
+export function compileSafePattern(source: string, flags = ""): RegExp | string {
   if (source.length > SAFE_PATTERN_MAX_CHARS) {
     return `pattern longer than ${SAFE_PATTERN_MAX_CHARS} characters`;
   }
@@ -24,7 +39,7 @@ export function compileSafePattern(source: string): RegExp | string {
     return "a repeated group may not itself repeat or alternate";
   }
   try {
-    return new RegExp(`^(?:${source})$`, "u");
+    return new RegExp(`^(?:${source})$`, `u${flags}`);
   } catch (e) {
     return (e as Error).message;
   }

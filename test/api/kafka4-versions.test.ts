@@ -205,3 +205,20 @@ test("Produce v13 names topics by id; an unknown id is UNKNOWN_TOPIC_ID", async 
   expect(part.errorCode).toBe(ErrorCode.NONE);
   expect((part.records as Uint8Array).length).toBe(records.length);
 });
+
+test("Metadata v13 by topic id with an empty name (the Java 4 consumer's form) answers the topic", async () => {
+  const meta = await client.request(ApiKey.Metadata, 13, { topics: [{ name: "k4" }] });
+  const topicId = meta.topics[0]!.topicId;
+  const stranger = new Uint8Array(16).fill(5);
+  const byId = await client.request(ApiKey.Metadata, 13, {
+    topics: [
+      { name: "", topicId },
+      { name: "", topicId: stranger },
+    ],
+  });
+  // An unknown id keeps the name it was asked with: a null name stops the Java consumer.
+  expect(byId.topics.map((t) => [t.name, t.errorCode])).toEqual([
+    ["k4", ErrorCode.NONE],
+    ["", ErrorCode.UNKNOWN_TOPIC_ID],
+  ]);
+});

@@ -78,6 +78,7 @@ function hb(over: Partial<HeartbeatRequest>): HeartbeatRequest {
     rackId: null,
     rebalanceTimeoutMs: -1,
     subscribedTopicNames: null,
+    subscribedTopicRegex: null,
     serverAssignor: null,
     owned: null,
     clientId: "c",
@@ -205,5 +206,69 @@ describe("KIP-848 static membership (group.instance.id)", () => {
     const a = m.get("g")!.members.get("a")!;
     expect(a.memberEpoch).toBe(3);
     expect(tps(a.assigned)).toHaveLength(4);
+  });
+});
+
+describe("KIP-848 regex subscriptions", () => {
+  /** A manager over a topic list the test changes (each change a new version). */
+  function regexManager(initial: string[]) {
+    const counts = new Map<string, number>(initial.map((t) => [t, 2]));
+    let topics = { version: 1, names: [...counts.keys()].sort() };
+    const m = new ConsumerGroupManager(
+      DEFAULT_GROUP_CONFIG,
+      (wanted) => new Map([...wanted].filter((t) => counts.has(t)).map((t) => [t, counts.get(t)!])),
+      () => {},
+      () => topics,
+    );
+    const setTopics = (names: string[]) => {
+      counts.clear();
+      for (const t of names) counts.set(t, 2);
+      topics = { version: topics.version + 1, names: [...names].sort() };
+    };
+    return { m, setTopics };
+  }
+  const joinRegex = (regex: string) =>
+    hb({ memberId: "a", memberEpoch: 0, rebalanceTimeoutMs: 60_000, subscribedTopicRegex: regex });
+
+  test("the regex is resolved against the topics, and re-resolved when they change", () => {
+    const { m, setTopics } = regexManager(["orders-eu", "orders-us", "billing"]);
+    const a1 = m.heartbeat(joinRegex("orders-.*"));
+    expect(a1.errorCode).toBe(ErrorCode.NONE);
+    expect(tps(a1.assignment)).toEqual([
+      "orders-eu-0",
+      "orders-eu-1",
+      "orders-us-0",
+      "orders-us-1",
+    ]);
+    const held = owned("orders-eu-0", "orders-eu-1", "orders-us-0", "orders-us-1");
+    m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: held }));
+    // Unchanged topics: nothing moves.
+    expect(m.heartbeat(hb({ memberId: "a", memberEpoch: 1 })).memberEpoch).toBe(1);
+
+    setTopics(["orders-eu", "billing", "orders-apac"]);
+    const a2 = m.heartbeat(hb({ memberId: "a", memberEpoch: 1 }));
+    // orders-us vanished (the member is told to drop it first), orders-apac appeared.
+    expect(tps(a2.assignment)).toEqual(["orders-eu-0", "orders-eu-1"]);
+    const a3 = m.heartbeat(hb({ memberId: "a", memberEpoch: 1, owned: a2.assignment }));
+    expect(a3.memberEpoch).toBe(2);
+    expect(tps(a3.assignment)).toEqual([
+      "orders-apac-0",
+      "orders-apac-1",
+      "orders-eu-0",
+      "orders-eu-1",
+    ]);
+    expect(m.get("g")!.members.get("a")!.subscribedTopicRegex).toBe("orders-.*");
+  });
+
+  test("a regex RE2/J would read otherwise, or unsafe, is INVALID_REGULAR_EXPRESSION; (?i) works", () => {
+    const { m } = regexManager(["t"]);
+    for (const bad of ["(a*)*b", "(?P<n>x)", "\\Qa\\E", "x(?=y)", "[unclosed"]) {
+      const r = m.heartbeat(joinRegex(bad));
+      expect(r.errorCode).toBe(ErrorCode.INVALID_REGULAR_EXPRESSION);
+      expect(r.errorMessage).toContain(bad);
+    }
+    expect(m.get("g")).toBeUndefined();
+    const r = m.heartbeat(joinRegex("(?i)T"));
+    expect(tps(r.assignment)).toEqual(["t-0", "t-1"]);
   });
 });

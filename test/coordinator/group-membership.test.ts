@@ -93,6 +93,7 @@ const hb = (r: Partial<HeartbeatRequest>): HeartbeatRequest => ({
   instanceId: null,
   rackId: null,
   rebalanceTimeoutMs: 60_000,
+  subscribedTopicRegex: null,
   subscribedTopicNames: ["orders"],
   serverAssignor: null,
   owned: null,

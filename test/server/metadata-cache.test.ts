@@ -35,6 +35,29 @@ async function cacheWith(settings: Record<string, string>): Promise<MetadataCach
   return new MetadataCache(store, self, loadConfig({ flags }).config);
 }
 
+test("topic names for regex subscriptions: internal topics left out, a new version per change of the set", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "quill-metadata-cache-"));
+  dirs.push(dir);
+  const store = LocalMetadataStore.open(dir);
+  const create = (name: string, id: string) =>
+    store.createTopic({ name, topicIdHex: id.repeat(16), assignment: [[1]], configs: {} });
+  await create("t", "11");
+  const cache = new MetadataCache(store, self, loadConfig({ flags: [] }).config);
+  const first = cache.topicNames();
+  expect(first.names).toEqual(["t"]);
+  await create("__transaction_state", "22");
+  await create("b", "33");
+  cache.reload();
+  const second = cache.topicNames();
+  expect(second.names).toEqual(["b", "t"]);
+  expect(second.version).toBeGreaterThan(first.version);
+  cache.reload();
+  expect(cache.topicNames()).toBe(second);
+  await store.deleteTopic("b");
+  cache.reload();
+  expect(cache.topicNames().names).toEqual(["t"]);
+});
+
 const leaders = (cache: MetadataCache) => cache.topic("t")!.partitions.map((p) => p.leaderId);
 
 test("embedded, each partition is led by its first replica at once", async () => {

@@ -1,0 +1,16 @@
+/**
+ * Kafka's internal topics (`Topic.isInternal`): the group offsets, transaction state and share
+ * group state topics. Regex subscriptions never match them, as in Kafka.
+ */
+export const INTERNAL_TOPICS: ReadonlySet<string> = new Set([
+  "__consumer_offsets",
+  "__transaction_state",
+  "__share_group_state",
+]);
+
+/** The names of a cluster's topics, with a version that moves whenever the set changes. */
+export interface TopicNames {
+  readonly version: number;
+  /** Sorted; internal topics left out. */
+  readonly names: readonly string[];
+}
