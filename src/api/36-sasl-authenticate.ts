@@ -1,7 +1,8 @@
 // SaslAuthenticate: v0-2
 //
 // Version notes:
-// * v1: SessionLifetimeMs, connections.max.reauth.ms (0: sessions never expire); the client
+// * v1: SessionLifetimeMs, connections.max.reauth.ms (0: sessions never expire; per listener and
+//   mechanism with listener.name.<l>.<mechanism>.connections.max.reauth.ms); the client
 //   re-authenticates before then with a new handshake (KIP-368), which must name the same
 //   principal and mechanism, or fails as Kafka's does. v2: flexible.
 // * Every authenticated session, of any version, expires after connections.max.reauth.ms:
@@ -11,6 +12,7 @@
 //   message, then the connection is closed; a request without a handshake before it is
 //   ILLEGAL_SASL_STATE, closed too.
 
+import { reauthMsFor } from "../config/listener-config.ts";
 import type { SaslMechanism } from "../config/sasl-config-keys.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -101,7 +103,7 @@ function completeAuthentication(ctx: RequestContext, user: string, reauthenticab
   }
   conn.authenticate(principal);
   conn.state.set(SASL_SESSION_STATE, { principal, mechanism, reauthenticable });
-  const lifetimeMs = ctx.broker.config["connections.max.reauth.ms"];
+  const lifetimeMs = reauthMsFor(ctx.broker.config, conn.listenerName, mechanism);
   conn.sessionExpiresMs = lifetimeMs > 0 ? Date.now() + lifetimeMs : 0;
   return lifetimeMs;
 }

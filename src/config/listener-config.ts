@@ -3,7 +3,20 @@ import { isSslConfigKey, SSL_CONFIG_KEYS, type SslConfigKey } from "./ssl-config
 
 /** Keys Kafka lets an operator set for one listener with `listener.name.<listener>.`. */
 export const isPerListenerKey = (key: string): key is BrokerConfigKey =>
-  isSslConfigKey(key) || key === "sasl.enabled.mechanisms";
+  isSslConfigKey(key) || key === "sasl.enabled.mechanisms" || key === "connections.max.reauth.ms";
+
+/**
+ * The SASL session lifetime on one listener for one mechanism (KIP-368), as Kafka's
+ * SaslChannelBuilder reads it: `listener.name.<l>.<mechanism>.connections.max.reauth.ms`, else
+ * `listener.name.<l>.connections.max.reauth.ms`, else the broker's.
+ */
+export function reauthMsFor(config: BrokerConfig, listenerName: string, mechanism: string): number {
+  const overrides = config.listenerOverrides?.get(listenerName);
+  const value = overrides?.get(`${mechanism.toLowerCase()}.connections.max.reauth.ms`);
+  return typeof value === "number"
+    ? value
+    : listenerValue(config, listenerName, "connections.max.reauth.ms");
+}
 
 /** One mechanism's JAAS config on one listener (`listener.name.<l>.<mech>.sasl.jaas.config`). */
 export function jaasConfigFor(

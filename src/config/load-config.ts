@@ -13,7 +13,7 @@ import { ConfigError, type ConfigOrigin, invalidValue } from "./config-error.ts"
 import type { ConfigKey } from "./config-key.ts";
 import { isPerListenerKey } from "./listener-config.ts";
 import { parseProperties } from "./properties.ts";
-import { MECHANISM_JAAS_KEY } from "./sasl-config-keys.ts";
+import { MECHANISM_JAAS_KEY, MECHANISM_REAUTH_KEY } from "./sasl-config-keys.ts";
 import { checkSecuritySetting, isSecurityKey } from "./security-guard.ts";
 
 /** One setting from the command line: `--set key=value` or a dedicated flag like `--listen`. */
@@ -104,7 +104,7 @@ const PER_LISTENER_KEY = /^listener\.name\.([A-Za-z0-9_]+)\.(.+)$/;
 /**
  * `listener.name.<listener>.<key>` for a key that may be set per listener, else null. A
  * mechanism's JAAS config (`plain.sasl.jaas.config`) is read as `sasl.jaas.config` and kept
- * under its own name.
+ * under its own name; a mechanism's `scram-sha-512.connections.max.reauth.ms` likewise.
  */
 function perListenerKey(
   name: string,
@@ -115,6 +115,9 @@ function perListenerKey(
   const listenerName = match[1]!.toUpperCase();
   if (MECHANISM_JAAS_KEY.test(rest))
     return { listenerName, key: rest, schemaKey: "sasl.jaas.config" };
+  if (MECHANISM_REAUTH_KEY.test(rest)) {
+    return { listenerName, key: rest, schemaKey: "connections.max.reauth.ms" };
+  }
   if (!isPerListenerKey(match[2]!)) return null;
   return { listenerName, key: match[2]!, schemaKey: match[2]! };
 }

@@ -46,3 +46,6 @@ export const SASL_CONFIG_KEYS = {
 
 /** `plain.sasl.jaas.config`: the per-mechanism part of a listener's JAAS key. */
 export const MECHANISM_JAAS_KEY = /^(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config$/;
+/** `scram-sha-512.connections.max.reauth.ms`: a session lifetime per listener and mechanism. */
+export const MECHANISM_REAUTH_KEY =
+  /^(plain|scram-sha-256|scram-sha-512)\.connections\.max\.reauth\.ms$/;

@@ -122,3 +122,38 @@ test("kafkajs re-authenticates on its own and keeps producing past several lifet
   const expired = broker.logger.lines.filter((l) => l.includes("SASL session expired"));
   expect(expired).toEqual(expiredBefore);
 }, 60_000);
+
+test("the lifetime is per listener and mechanism, as Kafka's listener.name.<l>.<mech>. keys", async () => {
+  const jaas =
+    "org.apache.kafka.common.security.plain.PlainLoginModule required " + 'user_bob="bob-secret";';
+  const own = await startInProcessBroker({
+    settings: {
+      listeners: "A://127.0.0.1:0,B://127.0.0.1:0,C://127.0.0.1:0",
+      "listener.security.protocol.map": "A:SASL_PLAINTEXT,B:SASL_PLAINTEXT,C:SASL_PLAINTEXT",
+      "sasl.enabled.mechanisms": "PLAIN",
+      "listener.name.a.plain.sasl.jaas.config": jaas,
+      "listener.name.b.plain.sasl.jaas.config": jaas,
+      "listener.name.c.plain.sasl.jaas.config": jaas,
+      "connections.max.reauth.ms": String(LIFETIME_MS),
+      "listener.name.a.connections.max.reauth.ms": "9000",
+      "listener.name.a.plain.connections.max.reauth.ms": "5000",
+      "listener.name.b.connections.max.reauth.ms": "7000",
+    },
+  });
+  try {
+    const lifetimes: Record<string, bigint> = {};
+    for (const listener of own.broker.listeners) {
+      const c = await KafkaClient.connect(listener.port);
+      try {
+        const auth = await authenticate(c, "bob", "bob-secret");
+        expect(auth.errorCode).toBe(ErrorCode.NONE);
+        lifetimes[listener.listenerName] = auth.sessionLifetimeMs;
+      } finally {
+        c.close();
+      }
+    }
+    expect(lifetimes).toEqual({ A: 5000n, B: 7000n, C: BigInt(LIFETIME_MS) });
+  } finally {
+    await own.stop();
+  }
+}, 30_000);
