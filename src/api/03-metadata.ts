@@ -147,8 +147,9 @@ function missing(name: string | null, topicId: Uint8Array, errorCode: number) {
 
 /**
  * A partition whose leader is not a live broker (or which has none, -1) is LEADER_NOT_AVAILABLE
- * with leader -1, as Kafka's MetadataCache answers; v5+ lists replicas on dead brokers as
- * offline (the field does not exist before v5).
+ * with leader -1, as Kafka's MetadataCache answers; v5+ lists as offline the replicas on dead
+ * brokers and those the controller stated offline, in a failed log dir (the field does not exist
+ * before v5).
  */
 function describeWith(t: TopicMetadata, live: ReadonlySet<number>, version: number) {
   return {
@@ -165,7 +166,10 @@ function describeWith(t: TopicMetadata, live: ReadonlySet<number>, version: numb
         leaderEpoch: p.leaderEpoch,
         replicaNodes: [...p.replicas],
         isrNodes: [...p.isr],
-        offlineReplicas: version >= 5 ? p.replicas.filter((r) => !live.has(r)) : [],
+        offlineReplicas:
+          version >= 5
+            ? p.replicas.filter((r) => !live.has(r) || p.offlineReplicas.includes(r))
+            : [],
       };
     }),
   };

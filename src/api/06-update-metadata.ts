@@ -94,5 +94,6 @@ function statesOf(request: UpdateMetadataRequest, version: number): PartitionLea
     partitionEpoch: p.zkVersion,
     isr: p.isr,
     replicas: p.replicas,
+    offlineReplicas: p.offlineReplicas,
   }));
 }

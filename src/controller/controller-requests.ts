@@ -3,6 +3,7 @@
  * ZooKeeper, and the versions it sends them at (Kafka 3.9's for a ZooKeeper-mode cluster).
  */
 
+import { topicPartitionKey } from "../common/topic-partition.ts";
 import { SECURITY_PROTOCOL_IDS } from "../config/listeners.ts";
 import type { BrokerRegistrationInfo, PartitionStateZnode } from "../metadata/kafka-znodes.ts";
 import { ErrorCode } from "../protocol/errors.ts";
@@ -97,10 +98,16 @@ export function leaderAndIsrRequest(
   };
 }
 
+/**
+ * UpdateMetadata naming `partitions`; a replica is offline when its broker is not live or, as
+ * Kafka's controller says of replicasOnOfflineDirs, `offlineDirReplicas` (by partition key) lists
+ * it in a failed log dir of its broker.
+ */
 export function updateMetadataRequest(
   controller: ControllerIdentity,
   partitions: readonly StatedPartition[],
   liveBrokers: ReadonlyMap<number, BrokerRegistrationInfo>,
+  offlineDirReplicas: ReadonlyMap<string, ReadonlySet<number>> = new Map(),
 ): Init<UpdateMetadataRequest> {
   return {
     controllerId: controller.controllerId,
@@ -118,7 +125,11 @@ export function updateMetadataRequest(
         isr: [...p.state.isr],
         zkVersion: p.version,
         replicas: [...p.replicas],
-        offlineReplicas: p.replicas.filter((r) => !liveBrokers.has(r)),
+        offlineReplicas: p.replicas.filter(
+          (r) =>
+            !liveBrokers.has(r) ||
+            offlineDirReplicas.get(topicPartitionKey(p.topic, p.partition))?.has(r) === true,
+        ),
       })),
     })),
     liveBrokers: [...liveBrokers.values()].map((b) => ({

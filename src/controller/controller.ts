@@ -191,6 +191,8 @@ interface ActiveState {
    * key: such a replica counts as dead for its partition until its broker registers again.
    */
   readonly offlineReplicas: Map<string, Set<number>>;
+  /** Partitions whose offline replicas changed since brokers were last told (UpdateMetadata). */
+  readonly offlineChanged: Set<string>;
   readonly rebalanceTimer: ReturnType<typeof setInterval> | null;
 }
 
@@ -410,7 +412,7 @@ export class KafkaController {
           id,
           ApiKey.UpdateMetadata,
           UPDATE_METADATA_VERSION,
-          updateMetadataRequest(this.identity(active), [written], active.brokers),
+          this.updateMetadata(active, [written]),
         );
       }
       return outcome(written);
@@ -826,6 +828,7 @@ export class KafkaController {
       shuttingDown: new Set(),
       deleting: new Set(),
       offlineReplicas: new Map(),
+      offlineChanged: new Set(),
       rebalanceTimer,
     };
     this.setCurrent(brokerId, epoch);
@@ -910,13 +913,43 @@ export class KafkaController {
       active.partitions.set(key, stated);
     }
     this.forgetDeleted(active, snapshot);
+    const offlineOnly = this.takeOfflineChanged(active, changed, added);
     const created = new Set(added.map((p) => topicPartitionKey(p.topic, p.partition)));
     for (const id of joined) this.sendFullState(active, id, created);
     const brokersChanged = joined.length > 0 || this.lastBrokerCount !== snapshot.brokers.size;
     this.lastBrokerCount = snapshot.brokers.size;
     // Not awaited: a broker that died but is still registered must not hold up the next event.
-    void this.announce(active, [...changed, ...added], brokersChanged, new Set(joined), created);
+    const announced = [...changed, ...added];
+    void this.announce(active, announced, brokersChanged, new Set(joined), created, offlineOnly);
     this.resumePendingWork();
+  }
+
+  /** UpdateMetadata for `partitions` as this controller knows them now. */
+  private updateMetadata(active: ActiveState, partitions: readonly StatedPartition[]) {
+    const identity = this.identity(active);
+    return updateMetadataRequest(identity, partitions, active.brokers, active.offlineReplicas);
+  }
+
+  /**
+   * Partitions whose offline replicas changed while their state did not (a follower out of the
+   * ISR whose dir failed, a broker registering again): brokers must still hear of it.
+   */
+  private takeOfflineChanged(
+    active: ActiveState,
+    changed: readonly StatedPartition[],
+    added: readonly StatedPartition[],
+  ): StatedPartition[] {
+    const told = new Set<string>(
+      [...changed, ...added].map((p) => topicPartitionKey(p.topic, p.partition)),
+    );
+    const extra: StatedPartition[] = [];
+    for (const key of active.offlineChanged) {
+      const p = active.partitions.get(key);
+      if (p !== undefined && !told.has(key)) extra.push(p);
+      if (active.offlineReplicas.get(key)?.size === 0) active.offlineReplicas.delete(key);
+    }
+    active.offlineChanged.clear();
+    return extra;
   }
 
   /** One partition's election with these brokers alive: its state, written if it changed. */
@@ -1016,8 +1049,10 @@ export class KafkaController {
         for (const p of storageErrorPartitions(partitions, response)) {
           const key = topicPartitionKey(p.topic, p.partition);
           const offline = active.offlineReplicas.get(key) ?? new Set<number>();
-          if (!offline.has(brokerId)) added++;
+          if (offline.has(brokerId)) continue;
+          added++;
           active.offlineReplicas.set(key, offline.add(brokerId));
+          active.offlineChanged.add(key);
         }
         if (added === 0 || this.active !== active) return;
         this.options.log.warn(
@@ -1146,7 +1181,9 @@ export class KafkaController {
         // log dirs are checked afresh (Kafka's onBrokerStartup forgets its offline replicas).
         if (before?.epoch !== info.epoch) {
           active.shuttingDown.delete(id);
-          for (const offline of active.offlineReplicas.values()) offline.delete(id);
+          for (const [key, offline] of active.offlineReplicas) {
+            if (offline.delete(id)) active.offlineChanged.add(key);
+          }
         }
         if (id !== this.options.brokerId) active.liveness.watch(id, info.host, info.port);
         joined.push(id);
@@ -1210,12 +1247,11 @@ export class KafkaController {
     created: ReadonlySet<string> = new Set(),
   ): void {
     const all = [...active.partitions.values()];
-    const identity = this.identity(active);
     void active.channels.send(
       brokerId,
       ApiKey.UpdateMetadata,
       UPDATE_METADATA_VERSION,
-      updateMetadataRequest(identity, all, active.brokers),
+      this.updateMetadata(active, all),
     );
     // FULL even when it names nothing: the broker deletes every log it is not told of (strays
     // whose StopReplica it missed while it was away).
@@ -1226,8 +1262,9 @@ export class KafkaController {
 
   /**
    * LeaderAndIsr to the live replicas of changed partitions, UpdateMetadata to every live broker
-   * (skipping brokers in `told`, which got the full state already). Resolves once the replicas
-   * answered the LeaderAndIsr or gave up.
+   * (skipping brokers in `told`, which got the full state already), which also hears of
+   * `offlineOnly` (partitions whose state stayed but whose offline replicas changed). Resolves
+   * once the replicas answered the LeaderAndIsr or gave up.
    */
   private async announce(
     active: ActiveState,
@@ -1235,9 +1272,10 @@ export class KafkaController {
     brokersChanged: boolean,
     told: ReadonlySet<number> = new Set(),
     created: ReadonlySet<string> = new Set(),
+    offlineOnly: readonly StatedPartition[] = [],
   ): Promise<void> {
-    if (changed.length === 0 && !brokersChanged) return;
-    const identity = this.identity(active);
+    if (changed.length === 0 && !brokersChanged && offlineOnly.length === 0) return;
+    const stated = [...changed, ...offlineOnly];
     const sends: Promise<void>[] = [];
     for (const id of active.brokers.keys()) {
       if (told.has(id)) continue;
@@ -1251,7 +1289,7 @@ export class KafkaController {
           id,
           ApiKey.UpdateMetadata,
           UPDATE_METADATA_VERSION,
-          updateMetadataRequest(identity, changed, active.brokers),
+          this.updateMetadata(active, stated),
         ),
       );
     }

@@ -45,8 +45,10 @@ export async function resolveBrokerId(
   logDirs: readonly string[],
   zk: ZooKeeperClient | null,
 ): Promise<number> {
+  // A dir the disk refuses to read is left to the log manager, which takes it offline at start
+  // (KIP-112), as Kafka's loader leaves out the dirs it cannot read.
   const recorded = logDirs.flatMap((dir) => {
-    const meta = readMetaProperties(dir);
+    const meta = ifDiskAnswers(() => readMetaProperties(dir)) ?? null;
     return meta === null ? [] : [{ dir, meta }];
   });
   for (const { dir, meta } of recorded) {
@@ -76,8 +78,19 @@ export async function resolveBrokerId(
     );
   }
   const brokerId = recordedId ?? (await configuredOrGenerated(configuredId, zk));
-  for (const dir of logDirs) writeMetaProperties(dir, { brokerId, clusterId });
+  for (const dir of logDirs) ifDiskAnswers(() => writeMetaProperties(dir, { brokerId, clusterId }));
   return brokerId;
+}
+
+/** `read()`'s value, or undefined when the disk refused it (an fs error code: EIO, EROFS, ...). */
+function ifDiskAnswers<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && code.startsWith("E")) return undefined;
+    throw error;
+  }
 }
 
 async function configuredOrGenerated(

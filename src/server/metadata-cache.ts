@@ -15,6 +15,8 @@ export interface PartitionState {
   readonly partitionEpoch: number;
   readonly replicas: readonly BrokerId[];
   readonly isr: readonly BrokerId[];
+  /** Replicas the controller stated offline (dead broker or failed log dir, KIP-112). */
+  readonly offlineReplicas: readonly BrokerId[];
 }
 
 /** A partition's leadership as the controller states it (LeaderAndIsr, UpdateMetadata). */
@@ -28,6 +30,11 @@ export interface PartitionLeaderState {
   readonly partitionEpoch: number;
   readonly isr: readonly BrokerId[];
   readonly replicas: readonly BrokerId[];
+  /**
+   * UpdateMetadata's offline replicas; absent from LeaderAndIsr, which then keeps those stated
+   * for the same epochs.
+   */
+  readonly offlineReplicas?: readonly BrokerId[];
 }
 
 export interface TopicMetadata {
@@ -251,6 +258,13 @@ export class MetadataCache {
         byPartition = new Map();
         this.leaderStates.set(state.topic, byPartition);
       }
+      const kept =
+        state.offlineReplicas === undefined &&
+        held !== undefined &&
+        sameTopicId(held.topicId, state.topicId) &&
+        !isOlder(held, state)
+          ? { ...state, offlineReplicas: held.offlineReplicas }
+          : state;
       if (held === undefined) {
         assert(
           this.leaderStateCount < PARTITION_STATES_MAX,
@@ -258,8 +272,8 @@ export class MetadataCache {
         );
         this.leaderStateCount++;
       }
-      byPartition.set(state.partition, state);
-      applied.push(state);
+      byPartition.set(state.partition, kept);
+      applied.push(kept);
     }
     if (applied.length > 0) this.reload();
     return applied;
@@ -348,6 +362,7 @@ export class MetadataCache {
           partitionEpoch: s.partitionEpoch,
           replicas: s.replicas,
           isr: s.isr,
+          offlineReplicas: s.offlineReplicas ?? [],
         };
       }
       // Embedded, this broker leads as the assignment says. In a cluster the first replica
@@ -356,7 +371,15 @@ export class MetadataCache {
       // and their retried first batches would land after later ones. Kafka's cache has no
       // leader for such a partition either, so Metadata says LEADER_NOT_AVAILABLE for now.
       const leaderId = this.clusterMode ? -1 : (replicas[0] ?? -1);
-      return { partition, leaderId, leaderEpoch: 0, partitionEpoch: 0, replicas, isr: replicas };
+      return {
+        partition,
+        leaderId,
+        leaderEpoch: 0,
+        partitionEpoch: 0,
+        replicas,
+        isr: replicas,
+        offlineReplicas: [],
+      };
     });
     const configs = parseTopicConfigs(
       Object.entries(record.configs).map(([name, value]) => ({ name, value })),

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
-import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
@@ -22,7 +22,7 @@ import {
   SESSION_TIMEOUT_MS,
   until,
 } from "./cluster-harness.ts";
-import { kafkaClasspath, LOG_DIRS, runKafkaTool } from "./kafka-tool.ts";
+import { kafkaClasspath, LOG_DIRS, runKafkaTool, TOPICS } from "./kafka-tool.ts";
 
 const mountPoint = tempDir("quill-jbod-tmpfs-");
 const mounted =
@@ -32,6 +32,8 @@ if (!mounted) {
 }
 
 let zkServer: ZooKeeperServer;
+/** The partition whose broker-1 replica is in the failing dir (set by the first test). */
+let failing = -1;
 const brokers = new Map<number, ChildBroker>();
 const dataDir = tempDir("quill-jbod-");
 const healthyDir = `${dataDir}/healthy`;
@@ -69,9 +71,9 @@ afterAll(async () => {
   removeDir(dataDir);
 }, 60_000);
 
-async function produce(topic: string, partition: number) {
+async function produce(topic: string, partition: number, brokerId = 1) {
   const records = buildRecordBatch([{ value: new TextEncoder().encode("x".repeat(1000)) }]);
-  const response = await requestOnce(brokers.get(1)!.port, ApiKey.Produce, 9, {
+  const response = await requestOnce(brokers.get(brokerId)!.port, ApiKey.Produce, 9, {
     transactionalId: null,
     acks: 1,
     timeoutMs: 5_000,
@@ -83,6 +85,48 @@ async function produce(topic: string, partition: number) {
 async function partitionState(topic: string, partition: number) {
   const t = (await metadata(brokers.get(2)!)).topics.find((x) => x.name === topic);
   return t?.partitions.find((p) => p.partitionIndex === partition);
+}
+
+function offlineOf(m: MetadataResponse, topic: string, partition: number): string {
+  const t = m.topics.find((x) => x.name === topic);
+  const p = t?.partitions.find((x) => x.partitionIndex === partition);
+  return p === undefined ? "unknown" : p.offlineReplicas.join(",");
+}
+
+/**
+ * Every broker's Metadata names broker 1's replica of `failing` offline (UpdateMetadata's
+ * offlineReplicas), `healthy` has none, and kafka-topics.sh shows it out of the ISR.
+ */
+async function expectOfflineReplica(failing: number, healthy: number, leader: number) {
+  await until(
+    async () => {
+      const answers = await Promise.all([...brokers.values()].map((b) => metadata(b)));
+      return answers.every((m) => offlineOf(m, "jbod", failing) === "1") ? true : undefined;
+    },
+    30_000,
+    "every broker lists broker 1's replica as offline",
+  );
+  expect(offlineOf(await metadata(brokers.get(1)!), "jbod", healthy)).toBe("");
+  const described = await describeTopic("jbod");
+  expect(described).toContain(`Partition: ${failing}\tLeader: ${leader}\t`);
+  expect(described).toMatch(new RegExp(`Partition: ${failing}.*Isr: [23],[23]\\t`));
+  const under = await describeTopic("jbod", "--under-replicated-partitions");
+  expect(under).toContain(`Partition: ${failing}\t`);
+  expect(under).not.toContain(`Partition: ${healthy}\t`);
+}
+
+/** kafka-topics.sh --describe of one topic, as the tool prints it. */
+async function describeTopic(topic: string, ...flags: string[]): Promise<string> {
+  const run = await runKafkaTool(TOPICS, [
+    "--bootstrap-server",
+    brokers.get(2)!.bootstrap,
+    "--describe",
+    "--topic",
+    topic,
+    ...flags,
+  ]);
+  expect(run.code).toBe(0);
+  return run.stdout;
 }
 
 /** kafka-log-dirs.sh --describe for broker 1: its dirs as the tool prints them (JSON). */
@@ -127,7 +171,7 @@ test.skipIf(!mounted)(
       .partitions.map((p) => p.partition);
     expect(inFailing.length).toBe(1);
     expect(inHealthy.length).toBe(1);
-    const failing = Number(inFailing[0]!.split("-").at(-1));
+    failing = Number(inFailing[0]!.split("-").at(-1));
     const healthy = 1 - failing;
     expect(await produce("jbod", failing)).toBe(ErrorCode.NONE);
 
@@ -150,6 +194,7 @@ test.skipIf(!mounted)(
       "leadership of the failed partition moves off broker 1",
     );
     expect([2, 3]).toContain(moved.leaderId);
+    await expectOfflineReplica(failing, healthy, moved.leaderId);
     // Broker 1 still leads and serves the partition in its healthy dir, with its whole ISR.
     const kept = await partitionState("jbod", healthy);
     expect(kept?.leaderId).toBe(1);
@@ -165,4 +210,76 @@ test.skipIf(!mounted)(
     expect(brokers.get(1)!.stderrText).toContain(`log dir ${failingDir} failed`);
   },
   180_000,
+);
+
+/** Waits until every broker's Metadata shows `check` true of the partition. */
+async function untilEveryBroker(
+  partition: number,
+  check: (p: MetadataResponse["topics"][number]["partitions"][number]) => boolean,
+  what: string,
+) {
+  await until(
+    async () => {
+      const answers = await Promise.all([...brokers.values()].map((b) => metadata(b)));
+      const ok = answers.every((m) => {
+        const p = m.topics.find((t) => t.name === "jbod")?.partitions[partition];
+        return p !== undefined && check(p);
+      });
+      return ok ? true : undefined;
+    },
+    60_000,
+    what,
+  );
+}
+
+test.skipIf(!mounted)(
+  "a broker restarted with its dir still dead serves the rest; repaired, its replicas rejoin",
+  async () => {
+    expect(failing).toBeGreaterThanOrEqual(0);
+    const healthy = 1 - failing;
+    // The disk stays dead across a restart: read-only, and still full.
+    await brokers.get(1)!.kill9();
+    const ro = Bun.spawnSync(["mount", "-o", "remount,ro", mountPoint]);
+    expect(ro.exitCode).toBe(0);
+    brokers.set(1, await brokers.get(1)!.restart());
+    const one = brokers.get(1)!;
+    await until(
+      async () => (one.stderrText.includes(`log dir ${failingDir} failed`) ? true : undefined),
+      30_000,
+      "broker 1 to find its dead dir at start",
+    );
+    // It registered and serves the partition in its healthy dir, back in that ISR.
+    await untilEveryBroker(healthy, (p) => p.isrNodes.length === 3, "broker 1 back in the ISR");
+    const healthyLeader = (await partitionState("jbod", healthy))!.leaderId;
+    expect(await produce("jbod", healthy, healthyLeader)).toBe(ErrorCode.NONE);
+    // Its replica in the dead dir answered KAFKA_STORAGE_ERROR to LeaderAndIsr: offline
+    // everywhere, led elsewhere, out of the ISR.
+    await untilEveryBroker(
+      failing,
+      (p) => p.offlineReplicas.join(",") === "1" && p.leaderId !== 1 && !p.isrNodes.includes(1),
+      "broker 1's replica in the dead dir offline",
+    );
+    const controllerLog = [...brokers.values()].map((b) => b.stderrText).join("\n");
+    expect(controllerLog).toContain("replicas on broker 1 offline: their log dir failed");
+    const leader = (await partitionState("jbod", failing))!.leaderId;
+    for (let i = 0; i < 20; i++) expect(await produce("jbod", failing, leader)).toBe(0);
+
+    // The disk is repaired (space made, writable again) and the broker restarted: its replica
+    // loads, catches up and rejoins the ISR; nothing is offline any more.
+    await brokers.get(1)!.kill9();
+    expect(Bun.spawnSync(["mount", "-o", "remount,rw", mountPoint]).exitCode).toBe(0);
+    fs.rmSync(`${mountPoint}/filler`);
+    brokers.set(1, await brokers.get(1)!.restart());
+    await untilEveryBroker(
+      failing,
+      (p) => p.isrNodes.length === 3 && p.offlineReplicas.length === 0,
+      "broker 1's repaired replica back in the ISR",
+    );
+    expect(brokers.get(1)!.stderrText).not.toContain(`log dir ${failingDir} failed`);
+    const dirs = await describeLogDirs();
+    const repaired = dirs.find((d) => d.logDir === failingDir)!;
+    expect(repaired.error).toBeNull();
+    expect(repaired.partitions.map((p) => p.partition)).toEqual([`jbod-${failing}`]);
+  },
+  240_000,
 );

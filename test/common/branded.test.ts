@@ -36,7 +36,7 @@ test("values of one kind are refused where another is expected", () => {
     isr: state.isr,
     controllerEpoch: 1,
   };
-  const cached: PartitionState = { ...state, leaderId: state.leader };
+  const cached: PartitionState = { ...state, leaderId: state.leader, offlineReplicas: [] };
   const fetch: FetchEntry = {
     topic: "t",
     partition: cached.partition,
