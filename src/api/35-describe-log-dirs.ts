@@ -10,7 +10,8 @@
 // * Needs DESCRIBE on the cluster (with an authorizer): else CLUSTER_AUTHORIZATION_FAILED and no
 //   dirs, as Kafka answers.
 // * A failed log dir (KIP-112) is answered KAFKA_STORAGE_ERROR with no partitions, as Kafka.
-// * Not implemented: future replicas (AlterReplicaLogDirs).
+// * A replica moving between dirs (AlterReplicaLogDirs) is listed twice: in its current dir, and
+//   in the target dir with isFutureKey, its size and its lag behind the current log's end.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation } from "../security/authorized-operations.ts";

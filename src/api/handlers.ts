@@ -32,6 +32,7 @@ import { createAclsHandler } from "./30-create-acls.ts";
 import { deleteAclsHandler } from "./31-delete-acls.ts";
 import { describeConfigsHandler } from "./32-describe-configs.ts";
 import { alterConfigsHandler } from "./33-alter-configs.ts";
+import { alterReplicaLogDirsHandler } from "./34-alter-replica-log-dirs.ts";
 import { describeLogDirsHandler } from "./35-describe-log-dirs.ts";
 import { saslAuthenticateHandler } from "./36-sasl-authenticate.ts";
 import { createPartitionsHandler } from "./37-create-partitions.ts";
@@ -86,6 +87,7 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   incrementalAlterConfigsHandler,
   describeClusterHandler,
   describeLogDirsHandler,
+  alterReplicaLogDirsHandler,
   offsetCommitHandler,
   offsetFetchHandler,
   findCoordinatorHandler,

@@ -88,12 +88,25 @@ export class Partition {
   private constructor(
     readonly topic: string,
     readonly partition: PartitionIndex,
-    readonly log: UnifiedLog,
+    private logValue: UnifiedLog,
     readonly localBrokerId: BrokerId,
     state: PartitionLeadership,
   ) {
     this.applyState(state);
-    this.leaderEpochStartOffsetValue = log.logEndOffset;
+    this.leaderEpochStartOffsetValue = logValue.logEndOffset;
+  }
+
+  get log(): UnifiedLog {
+    return this.logValue;
+  }
+
+  /**
+   * A move between log dirs finished (AlterReplicaLogDirs): the new log, a copy of the old one
+   * to the last offset, epoch and producer, serves from now on.
+   */
+  replaceLog(log: UnifiedLog): void {
+    assert(log.logEndOffset === this.logValue.logEndOffset, "a replacing log must be as long");
+    this.logValue = log;
   }
 
   /**

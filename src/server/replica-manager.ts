@@ -25,6 +25,7 @@ import { IsrManager } from "./isr-manager.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
 import { type AlterIsr, Partition, type PartitionLeadership } from "./partition.ts";
+import { ReplicaAlterLogDirsManager } from "./replica-alter-log-dirs-manager.ts";
 import type { ReplicaFetcherHost } from "./replica-fetcher.ts";
 import { ReplicaFetcherManager } from "./replica-fetcher-manager.ts";
 import { ReplicationQuota } from "./replication-quota.ts";
@@ -203,6 +204,8 @@ export class ReplicaManager {
   private readonly partitions = new Map<TopicPartitionKey, Partition>();
   private readonly leadershipListeners = new Set<LeadershipListener>();
   private readonly fetchers: ReplicaFetcherManager;
+  /** Replicas moving between this broker's log dirs (AlterReplicaLogDirs). */
+  private readonly logDirMoves: ReplicaAlterLogDirsManager;
   /** Incremental fetch sessions (KIP-227) of the consumers and followers fetching here. */
   readonly fetchManager: FetchManager;
   private readonly isrManager: IsrManager | null;
@@ -253,6 +256,7 @@ export class ReplicaManager {
       },
       this.fetcherHost(),
     );
+    this.logDirMoves = this.newLogDirMoves();
     this.isrManager =
       options.alterIsr === undefined
         ? null
@@ -561,12 +565,14 @@ export class ReplicaManager {
   /**
    * DescribeLogDirs (Kafka's ReplicaManager.describeLogDirs): every log dir with the partitions
    * it holds (only those `wanted` names, all when null), their bytes and the offset lag (the
-   * high watermark's lead over the log end, 0 for a replica that has everything), and the
-   * volume's total and usable bytes (-1 when the file system does not say).
+   * high watermark's lead over the log end, 0 for a replica that has everything; for a future
+   * log, isFutureKey, how far it is behind the current log's end), and the volume's total and
+   * usable bytes (-1 when the file system does not say).
    */
   describeLogDirs(wanted: ((topic: string, partition: number) => boolean) | null) {
     const byDir = new Map(this.logs.logDirs.map((d) => [d, new Map<string, UnifiedLog[]>()]));
-    for (const log of this.logs.allLogs()) {
+    const futures = new Set(this.logs.allFutureLogs());
+    for (const log of [...this.logs.allLogs(), ...futures]) {
       if (wanted !== null && !wanted(log.topic, log.partition)) continue;
       const topics = byDir.get(this.logs.logDirOf(log) ?? "");
       if (topics === undefined) continue;
@@ -574,6 +580,12 @@ export class ReplicaManager {
       list.push(log);
       topics.set(log.topic, list);
     }
+    const lagOf = (log: UnifiedLog) => {
+      const ahead = futures.has(log)
+        ? (this.logs.getLog(log.topic, log.partition)?.logEndOffset ?? 0n)
+        : log.highWatermark;
+      return ahead > log.logEndOffset ? ahead - log.logEndOffset : 0n;
+    };
     return [...byDir].map(([logDir, topics]) => ({
       // Kafka answers a failed dir with KAFKA_STORAGE_ERROR and nothing in it.
       errorCode: this.logs.isLogDirOffline(logDir) ? ErrorCode.KAFKA_STORAGE_ERROR : ErrorCode.NONE,
@@ -586,9 +598,8 @@ export class ReplicaManager {
         partitions: logs.map((log) => ({
           partitionIndex: log.partition,
           partitionSize: BigInt(log.sizeBytes),
-          offsetLag:
-            log.highWatermark > log.logEndOffset ? log.highWatermark - log.logEndOffset : 0n,
-          isFutureKey: false,
+          offsetLag: lagOf(log),
+          isFutureKey: futures.has(log),
         })),
       })),
     }));
@@ -1069,6 +1080,70 @@ export class ReplicaManager {
     };
   }
 
+  private newLogDirMoves(): ReplicaAlterLogDirsManager {
+    const config = this.cache.brokerConfig;
+    const moves = new ReplicaAlterLogDirsManager({
+      logs: this.logs,
+      sliceBytes: config["replica.fetch.max.bytes"],
+      // Every move counts: Kafka's AlterLogDirs quota has no replica list.
+      quota: new ReplicationQuota(
+        this.localBrokerId,
+        () => Number(this.cache.brokerConfig["replica.alter.log.dirs.io.max.bytes.per.second"]),
+        () => undefined,
+      ),
+      onLogReplaced: (topic, partition, log) => {
+        this.partitions.get(topicPartitionKey(topic, partition))?.replaceLog(log);
+      },
+      logger: this.log.child("ReplicaAlterLogDirs"),
+    });
+    // Moves a stop or crash interrupted go on from the future logs found at start.
+    for (const future of this.logs.allFutureLogs()) moves.start(future.topic, future.partition);
+    return moves;
+  }
+
+  /**
+   * AlterReplicaLogDirs for one partition (Kafka's ReplicaManager.alterReplicaLogDirs): moves
+   * its log to `logDir`, or remembers the dir for a replica not here yet (answered
+   * REPLICA_NOT_AVAILABLE, as Kafka answers, and the tool asks again). A move in progress to
+   * another dir is cancelled first; asking for the current dir cancels it alone.
+   */
+  alterReplicaLogDir(topic: string, partition: number, logDir: string): number {
+    try {
+      return this.alterReplicaLogDirOrThrow(topic, partition, logDir);
+    } catch (e) {
+      return asKafkaError(e, this.log).code;
+    }
+  }
+
+  private alterReplicaLogDirOrThrow(topic: string, partition: number, logDir: string): number {
+    // Kafka's limit: the future log's directory name must fit in 255 bytes.
+    const futureDirName = `${topic}-${partition}.${"0".repeat(32)}-future`;
+    if (Buffer.byteLength(futureDirName) > 255) return ErrorCode.INVALID_TOPIC_EXCEPTION;
+    if (!this.logs.isLogDir(logDir)) return ErrorCode.LOG_DIR_NOT_FOUND;
+    if (this.logs.isLogDirOffline(logDir)) return ErrorCode.KAFKA_STORAGE_ERROR;
+    if (this.logs.isOfflinePartition(topic, partition)) return ErrorCode.KAFKA_STORAGE_ERROR;
+    const future = this.logs.getFutureLog(topic, partition);
+    if (future !== undefined && this.logs.logDirOf(future) !== logDir) {
+      this.logDirMoves.stop(topic, partition);
+      this.logs.removeFutureLog(topic, partition);
+    }
+    const log = this.logs.getLog(topic, partition);
+    if (log === undefined) {
+      const known = this.cache.topic(topic);
+      if (known === undefined || partition < 0 || partition >= known.partitions.length) {
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION;
+      }
+      this.logs.setPreferredLogDir(topic, partition, logDir);
+      return ErrorCode.REPLICA_NOT_AVAILABLE;
+    }
+    if (this.logs.logDirOf(log) === logDir) return ErrorCode.NONE;
+    if (this.logs.getFutureLog(topic, partition) === undefined) {
+      this.logs.createFutureLog(topic, partition, logDir);
+    }
+    this.logDirMoves.start(topic, partition);
+    return ErrorCode.NONE;
+  }
+
   /** Answers every parked fetch and produce and stops fetching (shutdown). */
   completeDelayedFetches(): void {
     this.purgatory.completeAll();
@@ -1077,12 +1152,13 @@ export class ReplicaManager {
     this.deleteRecordsWaits.expireAll();
     this.isrManager?.stop();
     void this.fetchers.shutdown();
+    void this.logDirMoves.shutdown();
   }
 
-  /** Like completeDelayedFetches, and resolves once every replica fetcher has stopped. */
+  /** Like completeDelayedFetches, and resolves once every replica fetcher and move stopped. */
   async shutdown(): Promise<void> {
     this.completeDelayedFetches();
-    await this.fetchers.shutdown();
+    await Promise.all([this.fetchers.shutdown(), this.logDirMoves.shutdown()]);
   }
 
   /**

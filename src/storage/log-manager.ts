@@ -58,6 +58,9 @@ const CREATE_CONCURRENCY = 32;
 /** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
+/** A future log (AlterReplicaLogDirs): `<topic>-<partition>.<32 hex>-future`, as Kafka names it. */
+const FUTURE_DIR = /^(.+)-(\d{1,9})\.[0-9a-f]{32}-future$/;
+const FUTURE_DIR_SUFFIX = "-future";
 /** Components told of a failed log dir (the replica manager, the broker's notification). */
 const FAILURE_LISTENERS_MAX = 4;
 
@@ -131,6 +134,20 @@ export class LogManager {
   private readonly offlineDirs = new Set<string>();
   /** Partitions whose log was in a failed dir, by `<topic>-<partition>`, with that dir. */
   private readonly offlinePartitions = new Map<string, string>();
+  /**
+   * Future logs (KIP-113): the copy of a partition being moved to another log dir of this
+   * broker, by `<topic>-<partition>`, at most one per partition. They are in dirOfLog (so the
+   * checkpoints and a dir failure cover them) but not in `logs`: retention, the cleaner and
+   * reads never see them.
+   */
+  private readonly futureLogs = new Map<string, UnifiedLog>();
+  /**
+   * Log dirs asked for partitions not hosted yet (AlterReplicaLogDirs before the replica
+   * arrives, Kafka's preferredLogDirs): the log is created there. Bounded by maxLogs.
+   */
+  private readonly preferredLogDirs = new Map<string, string>();
+  /** Future dirs found at open, loaded once every dir is read (loadFutureLogs). */
+  private foundFutureDirs: FoundFutureDir[] = [];
   private readonly failureListeners = new Set<LogDirFailureListener>();
   /** High watermarks found at open, by `<topic>-<partition>` (one entry per log at most). */
   private readonly checkpointedHighWatermarks = new Map<string, bigint>();
@@ -198,6 +215,7 @@ export class LogManager {
         manager.failLogDir(logDir, error);
       }
     }
+    manager.loadFutureLogs();
     if (manager.liveLogDirs.length === 0) {
       throw new KafkaError(
         ErrorCode.KAFKA_STORAGE_ERROR,
@@ -251,15 +269,19 @@ export class LogManager {
     for (const [log, dir] of [...this.dirOfLog]) {
       if (dir !== logDir) continue;
       const key = partitionDirName(log.topic, log.partition);
-      this.logs.delete(key);
-      this.dirOfLog.delete(log);
-      this.offlinePartitions.set(key, logDir);
-      partitions.push({ topic: log.topic, partition: log.partition });
-      try {
-        log.closeHandlers();
-      } catch (error) {
-        this.env.logger.warn(`closing ${log.name} in failed ${logDir}: ${String(error)}`);
+      // A future log in the failed dir: only the move ends, the partition keeps serving.
+      if (this.futureLogs.get(key) !== log) {
+        this.logs.delete(key);
+        this.offlinePartitions.set(key, logDir);
+        partitions.push({ topic: log.topic, partition: log.partition });
+        // The partition went offline: its move cannot finish (its files stay for a restart).
+        const future = this.futureLogs.get(key);
+        if (future !== undefined) this.forgetFutureLog(key, future);
+      } else {
+        this.futureLogs.delete(key);
       }
+      this.dirOfLog.delete(log);
+      this.closeHandlersOf(log, logDir);
     }
     this.logCounts.delete(logDir);
     const allOffline = this.liveLogDirs.length === 0;
@@ -270,6 +292,21 @@ export class LogManager {
         this.env.logger.error(`log dir failure listener failed: ${String(error)}`);
       }
     }
+  }
+
+  private closeHandlersOf(log: UnifiedLog, logDir: string): void {
+    try {
+      log.closeHandlers();
+    } catch (error) {
+      this.env.logger.warn(`closing ${log.name} in failed ${logDir}: ${String(error)}`);
+    }
+  }
+
+  private forgetFutureLog(key: string, future: UnifiedLog): void {
+    this.futureLogs.delete(key);
+    const dir = this.dirOfLog.get(future);
+    this.dirOfLog.delete(future);
+    this.closeHandlersOf(future, dir ?? "");
   }
 
   private loadLogDir(logDir: string): void {
@@ -296,6 +333,21 @@ export class LogManager {
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith(DELETE_DIR_SUFFIX)) {
         this.removeInBackground(path.join(logDir, entry.name));
+        continue;
+      }
+      if (entry.name.endsWith(FUTURE_DIR_SUFFIX)) {
+        const future = FUTURE_DIR.exec(entry.name);
+        if (future === null || !TOPIC_NAME.test(future[1])) continue;
+        const key = partitionDirName(future[1], Number(future[2]));
+        this.foundFutureDirs.push({
+          logDir,
+          name: entry.name,
+          topic: future[1],
+          partition: Number(future[2]),
+          recoveryPoint: recoveryPoints.get(key) ?? 0n,
+          logStartOffset: startOffsets.get(key) ?? 0n,
+          cleanShutdown,
+        });
         continue;
       }
       const match = PARTITION_DIR.exec(entry.name);
@@ -330,7 +382,16 @@ export class LogManager {
 
   private addLog(logDir: string, log: UnifiedLog): void {
     const key = partitionDirName(log.topic, log.partition);
-    assert(!this.logs.has(key), `log ${key} found in two log dirs`);
+    const previous = this.logs.get(key);
+    if (previous !== undefined) {
+      // Kafka's message: a dir failed while a move swapped the logs; only the operator knows.
+      throw new Error(
+        `Duplicate log directories for ${key} are found in both ${log.dir} and ` +
+          `${previous.dir}. It is likely because log directory failure happened while broker ` +
+          "was replacing current replica with future replica. Recover broker from this " +
+          "failure by manually deleting one of the two directories for this partition.",
+      );
+    }
     this.logs.set(key, log);
     this.dirOfLog.set(log, logDir);
     this.logCounts.set(logDir, this.logCount(logDir) + 1);
@@ -366,7 +427,7 @@ export class LogManager {
       );
     }
     this.checkLogLimit();
-    const logDir = this.leastLoadedLogDir();
+    const logDir = this.logDirForNewLog(key);
     let log: UnifiedLog;
     try {
       log = UnifiedLog.load({
@@ -414,7 +475,7 @@ export class LogManager {
   }
 
   private async createLogInBackground(topic: string, partition: number, config?: LogConfig) {
-    const logDir = this.leastLoadedLogDir();
+    const logDir = this.logDirForNewLog(partitionDirName(topic, partition));
     const dir = path.join(logDir, partitionDirName(topic, partition));
     // Counted while its files are made, so the logs created at once spread over the dirs.
     this.logCounts.set(logDir, this.logCount(logDir) + 1);
@@ -463,6 +524,202 @@ export class LogManager {
     this.addLog(logDir, log);
   }
 
+  /** Whether `logDir` is one of the configured log dirs (absolute, as DescribeLogDirs names it). */
+  isLogDir(logDir: string): boolean {
+    return this.logDirs.includes(logDir);
+  }
+
+  /** Where the partition's log goes once created here (Kafka's maybeUpdatePreferredLogDir). */
+  setPreferredLogDir(topic: string, partition: number, logDir: string): void {
+    assert(this.isLogDir(logDir), `${logDir} is not a log dir`);
+    const key = partitionDirName(topic, partition);
+    if (this.preferredLogDirs.size >= this.maxLogs && !this.preferredLogDirs.has(key)) {
+      // The oldest request is forgotten first (Map keeps insertion order).
+      this.preferredLogDirs.delete(this.preferredLogDirs.keys().next().value!);
+    }
+    this.preferredLogDirs.set(key, logDir);
+  }
+
+  getFutureLog(topic: string, partition: number): UnifiedLog | undefined {
+    return this.futureLogs.get(partitionDirName(topic, partition));
+  }
+
+  allFutureLogs(): UnifiedLog[] {
+    return [...this.futureLogs.values()];
+  }
+
+  /**
+   * Creates the future log of a hosted partition in `logDir` (`<topic>-<partition>.<uuid>-future`),
+   * empty; the mover fills it. Refused while any log dir is offline, as Kafka refuses it, so a
+   * partition never gets futures in two dirs.
+   */
+  createFutureLog(topic: string, partition: number, logDir: string): UnifiedLog {
+    this.ensureOpen();
+    const key = partitionDirName(topic, partition);
+    const current = this.logs.get(key);
+    assert(current !== undefined, `no log of ${key} to move`);
+    assert(!this.futureLogs.has(key), `${key} has a future log already`);
+    if (this.offlineDirs.size > 0) {
+      throw new KafkaError(
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        `Can not create log for ${key} because log directories ` +
+          `${[...this.offlineDirs].join(",")} are offline`,
+      );
+    }
+    const dir = path.join(logDir, `${key}.${crypto.randomUUID().replaceAll("-", "")}-future`);
+    let future: UnifiedLog;
+    try {
+      future = UnifiedLog.load({
+        dir,
+        topic,
+        partition,
+        config: current.config,
+        recoveryPoint: 0n,
+        logStartOffset: 0n,
+        cleanShutdown: true,
+        env: this.env,
+      });
+    } catch (error) {
+      if (!isIoError(error)) throw error;
+      this.failLogDir(logDir, error);
+      throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, `creating ${dir} failed`);
+    }
+    this.futureLogs.set(key, future);
+    this.dirOfLog.set(future, logDir);
+    return future;
+  }
+
+  /** Drops the partition's future log (a move cancelled or replaced); files go in background. */
+  removeFutureLog(topic: string, partition: number): void {
+    const key = partitionDirName(topic, partition);
+    const future = this.futureLogs.get(key);
+    if (future === undefined) return;
+    const logDir = this.dirOfLog.get(future)!;
+    this.futureLogs.delete(key);
+    this.dirOfLog.delete(future);
+    future.delete().catch((error: unknown) => {
+      if (isIoError(error)) this.failLogDir(logDir, error);
+      else this.env.logger.warn(`deleting ${future.dir}: ${String(error)}`);
+    });
+  }
+
+  /**
+   * The end of a move (Kafka's replaceCurrentWithFutureLog), in one synchronous step so no
+   * append comes between: the future log, as long as the current one, takes the epochs the
+   * current has without a batch (a leader's epoch begins at its LEO), is closed (flushed) with
+   * the current's producer state as its snapshot, renamed `<topic>-<partition>` in its dir and
+   * loaded; then the current log is renamed `-delete` and removed in the background. Returns
+   * the new log, or undefined when a dir failed on the way (the current log then stays).
+   */
+  replaceCurrentWithFutureLog(topic: string, partition: number): UnifiedLog | undefined {
+    const key = partitionDirName(topic, partition);
+    const source = this.logs.get(key)!;
+    const future = this.futureLogs.get(key)!;
+    assert(source.logEndOffset === future.logEndOffset, `${key}: future log not caught up`);
+    const sourceDir = this.dirOfLog.get(source)!;
+    const destDir = this.dirOfLog.get(future)!;
+    const target = path.join(destDir, key);
+    let log: UnifiedLog;
+    try {
+      log = this.promoteFutureLog(source, future, target);
+    } catch (error) {
+      if (!isIoError(error)) throw error;
+      this.failLogDir(destDir, error);
+      return undefined;
+    }
+    this.futureLogs.delete(key);
+    this.dirOfLog.delete(future);
+    this.logs.delete(key);
+    this.dirOfLog.delete(source);
+    this.logCounts.set(sourceDir, this.logCount(sourceDir) - 1);
+    this.addLog(destDir, log);
+    const deleting = source.delete();
+    deleting.catch((error: unknown) => {
+      if (isIoError(error)) this.failLogDir(sourceDir, error);
+      else this.env.logger.warn(`deleting the moved ${source.dir}: ${String(error)}`);
+    });
+    this.env.logger.info(`${key} moved from ${sourceDir} to ${destDir}`);
+    return log;
+  }
+
+  private promoteFutureLog(source: UnifiedLog, future: UnifiedLog, target: string): UnifiedLog {
+    for (const entry of source.leaderEpochCache.all()) {
+      future.leaderEpochCache.assign(entry.epoch, entry.startOffset);
+    }
+    // close writes the epochs only of a log holding records; a moved empty log keeps them too.
+    future.leaderEpochCache.writeIfDirty();
+    future.close();
+    source.producerState.advanceMapEndOffset(source.logEndOffset);
+    source.producerState.writeSnapshotInto(future.dir);
+    fs.renameSync(future.dir, target);
+    // Durable before the current log leaves: a crash then finds the new log, never neither.
+    fsyncDirectory(path.dirname(target));
+    const log = UnifiedLog.load({
+      dir: target,
+      topic: source.topic,
+      partition: source.partition,
+      config: source.config,
+      recoveryPoint: future.flushedOffset,
+      logStartOffset: source.logStartOffset,
+      cleanerOffset: source.cleanerOffset,
+      cleanShutdown: true,
+      env: this.env,
+    });
+    log.highWatermark = source.highWatermark;
+    return log;
+  }
+
+  /**
+   * The future logs found at open: each is loaded beside its partition's log (recovered if the
+   * stop was not clean, so a torn tail is cut) and the replica manager resumes the move. One
+   * that cannot be loaded is discarded and the move starts over in the same dir. A future
+   * without its partition's log is kept on disk while a dir is offline (the log may be there)
+   * and otherwise deleted.
+   */
+  private loadFutureLogs(): void {
+    for (const found of this.foundFutureDirs) {
+      const key = partitionDirName(found.topic, found.partition);
+      const dir = path.join(found.logDir, found.name);
+      if (this.offlineDirs.has(found.logDir)) continue;
+      if (!this.logs.has(key) || this.futureLogs.has(key)) {
+        if (this.offlineDirs.size > 0 && !this.logs.has(key)) continue;
+        this.env.logger.warn(`deleting future log ${dir}: no log of ${key} to move`);
+        this.renameForDeletion(dir);
+        continue;
+      }
+      try {
+        this.loadFutureLog(found, dir);
+      } catch (error) {
+        this.env.logger.warn(`discarding future log ${dir}, the move starts over: ${error}`);
+        this.renameForDeletion(dir);
+        this.createFutureLog(found.topic, found.partition, found.logDir);
+      }
+    }
+    this.foundFutureDirs = [];
+  }
+
+  private loadFutureLog(found: FoundFutureDir, dir: string): void {
+    const future = UnifiedLog.load({
+      dir,
+      topic: found.topic,
+      partition: found.partition,
+      config: this.options.configForTopic?.(found.topic) ?? this.defaultConfig,
+      recoveryPoint: found.recoveryPoint,
+      logStartOffset: found.logStartOffset,
+      cleanShutdown: found.cleanShutdown,
+      env: this.env,
+    });
+    const key = partitionDirName(found.topic, found.partition);
+    this.futureLogs.set(key, future);
+    this.dirOfLog.set(future, found.logDir);
+  }
+
+  private renameForDeletion(dir: string): void {
+    const deleted = `${dir}.${crypto.randomUUID().replaceAll("-", "")}${DELETE_DIR_SUFFIX}`;
+    fs.renameSync(dir, deleted);
+    this.removeInBackground(deleted);
+  }
+
   /**
    * The high watermark the log had when last checkpointed (before this start), if any; the
    * replica manager decides what to make of it (the LEO may be lower after a crash).
@@ -483,6 +740,9 @@ export class LogManager {
   /** Removes a partition (topic deletion); the files go in the background. */
   async deleteLog(topic: string, partition: number): Promise<void> {
     const key = partitionDirName(topic, partition);
+    // The future first: a crash between the two leaves a log, never a future without one.
+    this.removeFutureLog(topic, partition);
+    this.preferredLogDirs.delete(key);
     // Its files stay on the failed disk; the partition may now be created in a live dir.
     this.offlinePartitions.delete(key);
     const log = this.logs.get(key);
@@ -695,7 +955,7 @@ export class LogManager {
     this.stop();
     this.closed = true;
     let clean = true;
-    for (const log of this.logs.values()) {
+    for (const log of [...this.logs.values(), ...this.futureLogs.values()]) {
       try {
         log.close();
       } catch (error) {
@@ -719,7 +979,7 @@ export class LogManager {
     this.stop();
     this.closed = true;
     await this.cleaner.stop();
-    const logs = [...this.logs.values()];
+    const logs = [...this.logs.values(), ...this.futureLogs.values()];
     const useSyncfs = this.options.syncFileSystems ?? isFileSystemSyncAvailable();
     const clean = useSyncfs
       ? await this.closeSyncingFileSystems(logs)
@@ -793,6 +1053,14 @@ export class LogManager {
     return best;
   }
 
+  /** The dir an AlterReplicaLogDirs asked for this partition, if live, else the least loaded. */
+  private logDirForNewLog(key: string): string {
+    const preferred = this.preferredLogDirs.get(key);
+    this.preferredLogDirs.delete(key);
+    if (preferred !== undefined && !this.offlineDirs.has(preferred)) return preferred;
+    return this.leastLoadedLogDir();
+  }
+
   private logCount(logDir: string): number {
     return this.logCounts.get(logDir) ?? 0;
   }
@@ -835,6 +1103,17 @@ async function createLogFilesInBackground(dir: string): Promise<number | null> {
       reject(error);
     }),
   );
+}
+
+/** A future log's directory found while opening a log dir, with its checkpointed offsets. */
+interface FoundFutureDir {
+  readonly logDir: string;
+  readonly name: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly recoveryPoint: bigint;
+  readonly logStartOffset: bigint;
+  readonly cleanShutdown: boolean;
 }
 
 function closeInBackground(fd: number): Promise<void> {

@@ -457,6 +457,15 @@ export class ProducerStateManager {
     return offset > latest;
   }
 
+  /**
+   * Writes this state, at the map end offset, as a snapshot in another log's directory (a
+   * moved replica's new log, which then loads exactly this state).
+   */
+  writeSnapshotInto(dir: string): void {
+    const bytes = encodeSnapshot([...this.producers.values()]);
+    writeSnapshotFile(snapshotPath(dir, this.mapEndOffsetValue), bytes);
+  }
+
   /** Retention moved the log start: snapshots below it can no longer be replayed from. */
   deleteSnapshotsBelow(logStartOffset: bigint): void {
     while (this.snapshotOffsets.length > 0 && this.snapshotOffsets[0] < logStartOffset) {

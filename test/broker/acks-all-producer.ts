@@ -80,8 +80,11 @@ export class AcksAllProducer {
   }
 }
 
-/** Every record of the partition from the leader, as (offset, value). */
-export async function readAll(leader: ChildBroker, topic: string): Promise<Map<bigint, string>> {
+/** Every record of partition 0 from the leader, as (offset, value). */
+export async function readAll(
+  leader: Pick<ChildBroker, "port">,
+  topic: string,
+): Promise<Map<bigint, string>> {
   const client = await KafkaClient.connect(leader.port);
   const values = new Map<bigint, string>();
   try {
