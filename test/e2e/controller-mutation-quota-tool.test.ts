@@ -166,12 +166,13 @@ test("kafkajs (CreateTopics v3, before KIP-599) is never refused: its requests w
     expect(await admin.createTopics({ topics: [big] })).toBe(true);
     const small = { topic: "kafkajs-small", numPartitions: 1, replicationFactor: 1 };
     expect(await admin.createTopics({ topics: [small] })).toBe(true);
-    // 4 tokens less 20 partitions: throttled for 4 s; the second topic overdraws it further.
-    expect(performance.now() - startMs).toBeGreaterThan(3000);
+    // 4 tokens less 20 partitions: throttled for 4 s less the time the 20 partitions took to
+    // create (under load, up to a second or so); the second topic overdraws it further.
+    expect(performance.now() - startMs).toBeGreaterThan(2000);
     const throttled = broker.broker.services.clientQuotas
       .throttleTimes()
       .find((t) => t.type === "controller_mutation_rate" && t.clientId === "kafkajs-admin");
-    expect(throttled?.ms).toBeGreaterThan(3000);
+    expect(throttled?.ms).toBeGreaterThan(2000);
   } finally {
     await admin.disconnect();
   }
