@@ -1,5 +1,6 @@
 package quill.compat;
 
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +30,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The compatibility scenario with the Java client, as an ordinary user writes it: a KafkaProducer
@@ -57,13 +57,26 @@ public final class Main {
   }
 
   public static void main(String[] args) throws Exception {
-    Steps.emit(Map.of("client", "java", "version", AppInfoParser.getVersion()));
+    Steps.emit(Map.of("client", "java", "version", clientVersion()));
     Properties config = new Properties();
     config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
     try (Admin admin = Admin.create(Security.apply(config))) {
       new Main(admin).run();
     }
     System.exit(0);
+  }
+
+  /**
+   * The kafka-clients version on the classpath, from the file its jar carries (AppInfoParser,
+   * which reads it, moved to an internal package in 4.0; this program is built against both).
+   */
+  private static String clientVersion() throws Exception {
+    Properties version = new Properties();
+    String path = "/kafka/kafka-version.properties";
+    try (InputStream in = KafkaProducer.class.getResourceAsStream(path)) {
+      if (in != null) version.load(in);
+    }
+    return version.getProperty("version", "?");
   }
 
   private void run() {
@@ -164,10 +177,18 @@ public final class Main {
     return null;
   }
 
+  /**
+   * The group starts again from its committed offsets: member 0 joins and gets every partition,
+   * member 1 joins and the group rebalances, splitting them; only the sentinels produced now
+   * are delivered.
+   */
   private String restart() throws Exception {
-    members = Member.startTwo();
-    Member.waitFor("both members to be assigned", RESTART_TIMEOUT_MS, members,
-        () -> Member.allAssigned(members));
+    members.add(Member.start(0));
+    Member.waitFor("member 0 to own every partition", RESTART_TIMEOUT_MS, members,
+        () -> Member.owned(members).size() == PARTITION_COUNT);
+    members.add(Member.start(1));
+    Member.waitFor("members 0 and 1 to split the partitions", RESTART_TIMEOUT_MS, members,
+        () -> Member.split(members, PARTITION_COUNT));
     try (KafkaProducer<String, String> producer = producer("none")) {
       List<Future<RecordMetadata>> sent = new ArrayList<>();
       for (int p = 0; p < SENTINEL_COUNT; p++) {
@@ -199,8 +220,21 @@ public final class Main {
           .sorted()
           .toList());
     }
-    return group.state() + ", " + group.partitionAssignor() + ", partitions "
-        + Records.checkAssignments(assigned);
+    String partitions = Records.checkAssignments(assigned);
+    return group.state() + ", " + group.partitionAssignor() + ", partitions " + partitions
+        + "; " + leave();
+  }
+
+  /** Member 1 leaves: the group rebalances and member 0 owns every partition again. */
+  private String leave() throws Exception {
+    Member.closeAll(members.subList(1, 2));
+    Member.waitFor("member 0 to own every partition again", RESTART_TIMEOUT_MS, members,
+        () -> Member.owned(members).size() == PARTITION_COUNT);
+    ConsumerGroupDescription group =
+        admin.describeConsumerGroups(List.of(GROUP)).all().get().get(GROUP);
+    Steps.check(group.members().size() == 1, "after a leave: " + group.members().size()
+        + " members");
+    return "after member 1 left: 1 member, " + PARTITION_COUNT + " partitions";
   }
 
   private String listOffsets() throws Exception {

@@ -5,7 +5,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -26,6 +28,8 @@ final class Member implements Runnable {
   private final List<Records.Consumed> records = new ArrayList<>();
   private final Thread thread;
   private volatile boolean assigned = false;
+  /** The partitions the consumer owned after its last poll. */
+  private volatile Set<TopicPartition> owned = Set.of();
   private volatile boolean stopping = false;
   private volatile CompletableFuture<Void> commitRequest = null;
   private volatile Throwable lastError = null;
@@ -40,6 +44,10 @@ final class Member implements Runnable {
     return new ArrayList<>(List.of(new Member(0), new Member(1)));
   }
 
+  static Member start(int index) {
+    return new Member(index);
+  }
+
   @Override
   public void run() {
     Properties config = new Properties();
@@ -49,10 +57,20 @@ final class Member implements Runnable {
     config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    // The java4 row (the Kafka 4.4 client) sets -Dquill.groupProtocol=consumer (KIP-848).
+    String protocol = System.getProperty("quill.groupProtocol");
+    if (protocol != null) config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
     try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Security.apply(config))) {
       consumer.subscribe(List.of(Main.TOPIC), new ConsumerRebalanceListener() {
+        /** Commits what was read before a rebalance moves it, as apps without auto-commit must. */
         @Override
-        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
+        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+          if (!partitions.isEmpty()) consumer.commitSync(Duration.ofSeconds(30));
+        }
+
+        /** Lost partitions are another member's already: nothing may be committed for them. */
+        @Override
+        public void onPartitionsLost(Collection<TopicPartition> partitions) {}
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
@@ -61,6 +79,7 @@ final class Member implements Runnable {
       });
       while (!stopping) {
         pollOnce(consumer);
+        owned = Set.copyOf(consumer.assignment());
         CompletableFuture<Void> request = commitRequest;
         if (request != null) {
           commitRequest = null;
@@ -116,6 +135,20 @@ final class Member implements Runnable {
       }
     }
     return all;
+  }
+
+  /** The partitions the members own together; a partition two own is counted once. */
+  static Set<TopicPartition> owned(List<Member> members) {
+    Set<TopicPartition> all = new HashSet<>();
+    for (Member member : members) all.addAll(member.owned);
+    return all;
+  }
+
+  /** Every member owns a partition, no two own the same one, and together they own `count`. */
+  static boolean split(List<Member> members, int count) {
+    int sum = members.stream().mapToInt(member -> member.owned.size()).sum();
+    boolean each = members.stream().allMatch(member -> !member.owned.isEmpty());
+    return each && sum == count && owned(members).size() == count;
   }
 
   static boolean allAssigned(List<Member> members) {
