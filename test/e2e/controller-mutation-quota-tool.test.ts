@@ -112,11 +112,12 @@ test("kafka-configs.sh sets controller_mutation_rate in Kafka's znode and refuse
 }, 120_000);
 
 test("kafka-topics.sh is refused once its bucket is overdrawn; the Java Admin retries until it refills", async () => {
-  await setClientQuota("topics-tool", 1);
-  await setClientQuota("java-admin", 4);
+  await setClientQuota("topics-tool", 0.1);
+  await setClientQuota("java-admin", 2);
   await Promise.all([
     (async () => {
-      // 1 token less 20 partitions: refused for 19 s, far longer than a JVM start.
+      // 0.1 token less 20 partitions: refused for 199 s, far longer than a JVM start even on a
+      // loaded machine (one took 20 s at load average 25).
       const big = await kafkaTopics(
         ...["topics-tool", "--create", "--topic", "tool-big", "--partitions", "20"],
       );
@@ -131,7 +132,7 @@ test("kafka-topics.sh is refused once its bucket is overdrawn; the Java Admin re
       const program = join(import.meta.dir, "clients", "MutationQuotaAdmin.java");
       const admin = await run([program, broker.bootstrap, "java-admin", "java", "20"]);
       expect(admin.out).toContain("created java-big");
-      // 4 tokens less 20 partitions: 4 s to refill, less the time since.
+      // 2 tokens less 20 partitions: 9 s to refill, less the time since.
       const refused = /refused throttleTimeMs=(\d+) The throttling quota has been exceeded/.exec(
         admin.out,
       );
