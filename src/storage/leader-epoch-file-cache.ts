@@ -139,6 +139,15 @@ export class LeaderEpochFileCache {
   }
 
   /**
+   * The epochs of the log this one replaces (a replica moved between log dirs): the copy holds
+   * the same batches, and now the same epochs, also those no batch carries.
+   */
+  copyFrom(other: LeaderEpochFileCache): void {
+    this.entries = [...other.entries];
+    this.generation++;
+  }
+
+  /**
    * Crash recovery: forgets the epochs starting at or after `offset`, the first offset it
    * validates, whose entries it then rebuilds with assign from the batches. In memory only.
    */

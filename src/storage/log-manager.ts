@@ -605,10 +605,10 @@ export class LogManager {
 
   /**
    * The end of a move (Kafka's replaceCurrentWithFutureLog), in one synchronous step so no
-   * append comes between: the future log, as long as the current one, takes the epochs the
-   * current has without a batch (a leader's epoch begins at its LEO), is closed (flushed) with
+   * append comes between: the future log, as long as the current one, is closed (flushed) with
    * the current's producer state as its snapshot, renamed `<topic>-<partition>` in its dir and
-   * loaded; then the current log is renamed `-delete` and removed in the background. Returns
+   * loaded, and takes the current's leader epochs (also those no batch carries: a leader's
+   * epoch begins at its LEO); then the current log is renamed `-delete` and removed in the background. Returns
    * the new log, or undefined when a dir failed on the way (the current log then stays).
    */
   replaceCurrentWithFutureLog(topic: string, partition: number): UnifiedLog | undefined {
@@ -643,11 +643,6 @@ export class LogManager {
   }
 
   private promoteFutureLog(source: UnifiedLog, future: UnifiedLog, target: string): UnifiedLog {
-    for (const entry of source.leaderEpochCache.all()) {
-      future.leaderEpochCache.assign(entry.epoch, entry.startOffset);
-    }
-    // close writes the epochs only of a log holding records; a moved empty log keeps them too.
-    future.leaderEpochCache.writeIfDirty();
     future.close();
     source.producerState.advanceMapEndOffset(source.logEndOffset);
     source.producerState.writeSnapshotInto(future.dir);
@@ -666,6 +661,10 @@ export class LogManager {
       env: this.env,
     });
     log.highWatermark = source.highWatermark;
+    // The copy's epochs came from its batches; the current log may also know epochs no batch
+    // carries (a leader's begins at its LEO when it takes over), which must survive the move.
+    log.leaderEpochCache.copyFrom(source.leaderEpochCache);
+    log.leaderEpochCache.writeIfDirty();
     return log;
   }
 
