@@ -1,7 +1,8 @@
 /**
  * How the log cleaner should read segments: Bun.file against node:fs, for its access pattern
- * (sequential 512 KiB chunks of a sealed segment, asynchronously). Also checks each reader's
- * bytes against the file, since correctness decides before speed.
+ * (sequential 512 KiB chunks of a sealed segment, asynchronously), and a replica moving between
+ * log dirs (1 MiB chunks, replica.fetch.max.bytes). Also checks each reader's bytes against the
+ * file, since correctness decides before speed.
  *
  *   bun scripts/bench-cleaner-read.ts [sizeMiB=256] [chunkKiB=512]
  *
@@ -34,6 +35,12 @@ const methods: Record<string, Reader> = {
         .slice(position, position + length)
         .arrayBuffer(),
     ),
+  // The open fd's file by its /proc name (Linux): what a replica moving between log dirs
+  // reads, since the fd it holds stays right when the segment is renamed or deleted.
+  "Bun.file(/proc/self/fd/N).slice().bytes()": async (fd, position, length) =>
+    await Bun.file(`/proc/self/fd/${fd}`)
+      .slice(position, position + length)
+      .bytes(),
   "Bun.file(fd).slice().arrayBuffer()": async (fd, position, length) =>
     new Uint8Array(
       await Bun.file(fd)

@@ -20,9 +20,11 @@
  * Copies are throttled by `replica.alter.log.dirs.io.max.bytes.per.second` (dynamic; Kafka's
  * AlterLogDirs quota over the same 11-second window as the replication throttles).
  *
- * Not Bun.file: the copy reads ranges of open segment fds, and Bun.file(fd).slice reads from
- * the fd's current position, not the range's (docs/bun.md), while over a path it is slower than
- * a positional read; node:fs pread it is, as for the cleaner.
+ * Reads go through Bun.file, over `/proc/self/fd/<n>` of the range's fd: Bun.file(fd).slice
+ * reads from the fd's current position, not the range's (docs/bun.md), and the segment's path
+ * may be renamed or deleted under the read, while the /proc name opens the file the fd holds.
+ * It read 1 MiB chunks 2-10 times faster than pread on the thread pool (docs/bun.md). The last
+ * step before the swap reads synchronously (pread), from the page cache.
  */
 import * as fs from "node:fs";
 import type { FileRange } from "../protocol/records.ts";
@@ -31,6 +33,8 @@ import type { UnifiedLog } from "../storage/unified-log.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ReplicationQuota } from "./replication-quota.ts";
 
+/** Whether an open fd's file can be opened again by its /proc name (Linux). */
+const PROC_FD_NAMES = process.platform === "linux";
 /** How long a throttled move waits before it asks the quota again. */
 const QUOTA_BACKOFF_MS = 100;
 /** The most the last, synchronous step copies (from the page cache) before the swap. */
@@ -190,10 +194,10 @@ export class ReplicaAlterLogDirsManager {
       maxOffset: source.logEndOffset,
       minOneMessage: true,
     });
-    const buffer = bufferOf(move, read.sizeBytes, this.host.sliceBytes);
-    let complete: boolean;
+    let bytes: Uint8Array | null;
     try {
-      complete = (await Promise.all(readRanges(read.ranges, buffer))).every((whole) => whole);
+      const buffer = () => bufferOf(move, read.sizeBytes, this.host.sliceBytes);
+      bytes = await readRanges(read.ranges, read.sizeBytes, buffer);
     } catch (error) {
       this.host.logs.maybeFailLogDirOf(source, error);
       throw error;
@@ -203,9 +207,9 @@ export class ReplicaAlterLogDirsManager {
     const now = this.pair(move);
     // A truncation meanwhile (a short read, a new layout): the slice is read again.
     if (now === null || now.source !== source || source.layoutEpoch !== layout) return 0;
-    if (!complete) return 0;
+    if (bytes === null) return 0;
     if (future.logEndOffset !== from || read.sizeBytes === 0) return read.sizeBytes;
-    future.appendAsFollower(buffer.subarray(0, read.sizeBytes));
+    future.appendAsFollower(bytes);
     this.host.quota.record(read.sizeBytes, Date.now());
     this.followSource(now);
     return read.sizeBytes;
@@ -252,19 +256,39 @@ function bufferOf(move: Move, sizeBytes: number, sliceBytes: number): Uint8Array
 }
 
 /**
- * Positional reads of `ranges` into `buffer`, one after another in it, on the thread pool; each
- * resolves true when it read the whole range (false: the file was cut meanwhile).
+ * The bytes of `ranges`, one after another, read off the event loop; null when a range came
+ * back short (the file was cut meanwhile). On Linux through Bun.file over the fd's
+ * `/proc/self/fd/<n>` name, which opens the very file the range's fd holds open (renamed or
+ * deleted meanwhile or not) and reads it from the range's position; elsewhere with pread on
+ * the thread pool.
  */
-function readRanges(ranges: readonly FileRange[], buffer: Uint8Array): Promise<boolean>[] {
+async function readRanges(
+  ranges: readonly FileRange[],
+  sizeBytes: number,
+  buffer: () => Uint8Array,
+): Promise<Uint8Array | null> {
+  const parts = await Promise.all(ranges.map(readRange));
+  if (parts.some((part, i) => part.length !== ranges[i]!.sizeBytes)) return null;
+  if (parts.length === 1) return parts[0]!;
+  const out = buffer().subarray(0, sizeBytes);
   let at = 0;
-  return ranges.map((range) => {
-    const offset = at;
-    at += range.sizeBytes;
-    return new Promise<boolean>((resolve, reject) => {
-      fs.read(range.fd, buffer, offset, range.sizeBytes, range.position, (error, bytesRead) => {
-        if (error) reject(error);
-        else resolve(bytesRead === range.sizeBytes);
-      });
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+async function readRange(range: FileRange): Promise<Uint8Array> {
+  const end = range.position + range.sizeBytes;
+  if (PROC_FD_NAMES) {
+    return await Bun.file(`/proc/self/fd/${range.fd}`).slice(range.position, end).bytes();
+  }
+  const bytes = new Uint8Array(range.sizeBytes);
+  return await new Promise<Uint8Array>((resolve, reject) => {
+    fs.read(range.fd, bytes, 0, range.sizeBytes, range.position, (error, bytesRead) => {
+      if (error) reject(error);
+      else resolve(bytes.subarray(0, bytesRead));
     });
   });
 }

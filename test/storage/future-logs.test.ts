@@ -149,3 +149,25 @@ test("a future without its partition's log is deleted at start", () => {
   expect(reopened.getLog("t", 0)).toBeUndefined();
   expect(fs.existsSync(futureDir)).toBe(false);
 });
+
+test("a failing dir during a move: the future's ends the move, the current's the partition", () => {
+  const m = open();
+  const failed: string[][] = [];
+  m.onLogDirFailure((_dir, partitions) => failed.push(partitions.map((p) => p.topic)));
+  logWithFuture(m);
+  m.failLogDir(dirs[1]!, Object.assign(new Error("EIO"), { code: "EIO" }));
+  expect(m.getFutureLog("t", 0)).toBeUndefined();
+  expect(m.getLog("t", 0)!.logEndOffset).toBe(90n);
+  expect(failed).toEqual([[]]);
+  m.close();
+  removeDir(dirs[1]!);
+
+  const second = open();
+  second.onLogDirFailure((_dir, partitions) => failed.push(partitions.map((p) => p.topic)));
+  second.createFutureLog("t", 0, dirs[1]!);
+  second.failLogDir(dirs[0]!, Object.assign(new Error("EIO"), { code: "EIO" }));
+  expect(second.getLog("t", 0)).toBeUndefined();
+  expect(second.isOfflinePartition("t", 0)).toBe(true);
+  expect(second.getFutureLog("t", 0)).toBeUndefined();
+  expect(failed).toEqual([[], ["t"]]);
+});
