@@ -608,8 +608,9 @@ export class LogManager {
    * append comes between: the future log, as long as the current one, is closed (flushed) with
    * the current's producer state as its snapshot, renamed `<topic>-<partition>` in its dir and
    * loaded, and takes the current's leader epochs (also those no batch carries: a leader's
-   * epoch begins at its LEO); then the current log is renamed `-delete` and removed in the background. Returns
-   * the new log, or undefined when a dir failed on the way (the current log then stays).
+   * epoch begins at its LEO); then the current log is renamed `-delete` and removed in the
+   * background. Returns the new log, or undefined when a dir failed on the way (the current
+   * log then stays).
    */
   replaceCurrentWithFutureLog(topic: string, partition: number): UnifiedLog | undefined {
     const key = partitionDirName(topic, partition);

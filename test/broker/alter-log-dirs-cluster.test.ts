@@ -108,12 +108,8 @@ function startProducing(acknowledged: string[]) {
   };
 }
 
-test("reassign with log_dirs moves a replica across a kill -9 while clients run", async () => {
-  const admin = kafka().admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 1 }], waitForLeaders: true });
-  await admin.disconnect();
-  // 2 MB first, so the throttled copy (1 MB/s) is still running when the broker is killed.
+/** 2,000 records of 1 KB, acknowledged (acks=all, idempotent); returns their values. */
+async function fill(): Promise<string[]> {
   const acknowledged: string[] = [];
   const filler = kafka().producer({ idempotent: true });
   await filler.connect();
@@ -125,7 +121,40 @@ test("reassign with log_dirs moves a replica across a kill -9 while clients run"
     acknowledged.push(...messages.map((m) => m.value));
   }
   await filler.disconnect();
+  return acknowledged;
+}
 
+/** The tool's JSON: the partition stays on broker 1 and moves to `dir`. */
+function planFile(dir: string): string {
+  const plan = join(root, "plan.json");
+  writeFileSync(
+    plan,
+    JSON.stringify({
+      version: 1,
+      partitions: [{ topic: TOPIC, partition: 0, replicas: [1], log_dirs: [dir] }],
+    }),
+  );
+  return plan;
+}
+
+/** In the log once each, acknowledged ones in the order acknowledged, offsets from 0 on. */
+async function expectOnceInOrder(acknowledged: readonly string[]): Promise<void> {
+  const stored = [...(await readAll(broker, TOPIC))];
+  expect(stored.map(([offset]) => offset)).toEqual(stored.map((_, i) => BigInt(i)));
+  const values = stored.map(([, v]) => v);
+  expect(new Set(values).size).toBe(values.length);
+  const position = new Map(values.map((v, i) => [v, i]));
+  const positions = acknowledged.map((v) => position.get(v) ?? -1);
+  expect(positions.every((p, i) => p >= 0 && (i === 0 || p > positions[i - 1]!))).toBe(true);
+}
+
+test("reassign with log_dirs moves a replica across a kill -9 while clients run", async () => {
+  const admin = kafka().admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  // 2 MB first, so the throttled copy (1 MB/s) is still running when the broker is killed.
+  const acknowledged = await fill();
   const consumer = kafka().consumer({ groupId: "jbod-readers", maxWaitTimeInMs: 500 });
   await consumer.connect();
   await consumer.subscribe({ topic: TOPIC, fromBeginning: true });
@@ -135,14 +164,7 @@ test("reassign with log_dirs moves a replica across a kill -9 while clients run"
 
   const from = (await replicas()).find(([, future]) => !future)![0];
   const to = dirs.find((d) => d !== from)!;
-  const plan = join(root, "plan.json");
-  writeFileSync(
-    plan,
-    JSON.stringify({
-      version: 1,
-      partitions: [{ topic: TOPIC, partition: 0, replicas: [1], log_dirs: [to] }],
-    }),
-  );
+  const plan = planFile(to);
   const executed = await reassign(
     "--reassignment-json-file",
     plan,
@@ -184,14 +206,7 @@ test("reassign with log_dirs moves a replica across a kill -9 while clients run"
   );
   await consumer.disconnect();
 
-  // In the log once each, acknowledged ones in the order acknowledged, offsets from 0 on.
-  const stored = [...(await readAll(broker, TOPIC))];
-  expect(stored.map(([offset]) => offset)).toEqual(stored.map((_, i) => BigInt(i)));
-  const values = stored.map(([, v]) => v);
-  expect(new Set(values).size).toBe(values.length);
-  const position = new Map(values.map((v, i) => [v, i]));
-  const positions = acknowledged.map((v) => position.get(v) ?? -1);
-  expect(positions.every((p, i) => p >= 0 && (i === 0 || p > positions[i - 1]!))).toBe(true);
+  await expectOnceInOrder(acknowledged);
   await waitUntil(
     () => readdirSync(from).every((n) => !n.startsWith(`${TOPIC}-0`)),
     30_000,
