@@ -13,11 +13,14 @@
  * (default.replication.factor=N); the results go to .compat/results-cluster.*.
  *
  * --security sasl_ssl gives every broker a SASL_SSL listener (SCRAM-SHA-512, a throwaway CA and
- * server certificate made with openssl) beside the PLAINTEXT one the brokers replicate over, makes
+ * server certificate made with openssl) beside a PLAINTEXT one (the harness's own requests), makes
  * one SCRAM user through AlterUserScramCredentials, and runs the clients that take security
  * settings (SECURITY_CLIENTS: all but kcat and kafkajs, tested over SASL_SSL by npm test) over
- * SASL_SSL; each runs a wrong-password step first, then the whole scenario. The results go to
- * .compat/results[-zookeeper|-cluster]-sasl-ssl.*.
+ * SASL_SSL; each runs a wrong-password step first, then the whole scenario. With --brokers the
+ * brokers replicate over SASL_SSL too (inter.broker.listener.name=SASL_SSL, SCRAM-SHA-512 as user
+ * `broker`, whose credential is written to ZooKeeper before they start, as kafka-configs.sh
+ * --zookeeper would), so replica fetches, controller requests and transaction markers cross TLS.
+ * The results go to .compat/results[-zookeeper|-cluster]-sasl-ssl.*.
  *
  * After the client libraries come real Kafka applications (test/compat/apps, jars from Maven
  * Central): a Kafka Streams word count restored from its changelog, a distributed Kafka Connect
@@ -48,14 +51,16 @@ import { join, relative, resolve } from "node:path";
 import type { Subprocess } from "bun";
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { ApiKey } from "../src/protocol/generated/index.ts";
-import { SCRAM_MECHANISM_IDS } from "../src/security/scram.ts";
+import { SCRAM_MECHANISM_IDS, scramCredential } from "../src/security/scram.ts";
+import { ZooKeeperScramCredentialStore } from "../src/security/scram-credential-store.ts";
+import { ZooKeeperClient } from "../src/zookeeper/zookeeper-client.ts";
 import { APPLICATION_STEPS, type Application } from "../test/compat/support/application-steps.ts";
 import { SECURITY_CLIENTS, SECURITY_STEPS, STEPS } from "../test/compat/support/scenario-steps.ts";
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { makeSaslSsl, type SaslSsl, saslSslBrokerSettings } from "./bench-vs-kafka/sasl-ssl.ts";
 import { withBuildLock } from "./build-lock.ts";
-import { MAVEN_PACKAGE, markMavenBuilt, mavenUpToDate } from "./maven-project.ts";
+import { MAVEN_PACKAGE, mavenUpToDate } from "./maven-project.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
@@ -118,26 +123,11 @@ const CLIENTS: readonly ClientSpec[] = [
   {
     name: "java",
     needs: ["java", "mvn"],
-    prepare: mavenPrepare("java"),
+    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "java")) ? undefined : [...MAVEN_PACKAGE])],
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "java", "target", "classpath.txt"), "utf8");
       const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
       return ["java", logLevel, "-cp", `target/classes:${classpath.trim()}`, "quill.compat.Main"];
-    },
-  },
-  {
-    // The same scenario (test/compat/java's sources, compiled in test/compat/java4 against
-    // kafka-clients 4.4): the newest Produce and Fetch versions, and KafkaConsumer with
-    // group.protocol=consumer (KIP-848).
-    name: "java4",
-    needs: ["java", "mvn"],
-    prepare: mavenPrepare("java4"),
-    run: () => {
-      const classpath = readFileSync(join(COMPAT_DIR, "java4", "target", "classpath.txt"), "utf8");
-      const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
-      const protocol = "-Dquill.groupProtocol=consumer";
-      const classes = `target/classes:${classpath.trim()}`;
-      return ["java", logLevel, protocol, "-cp", classes, "quill.compat.Main"];
     },
   },
   {
@@ -159,18 +149,6 @@ const CLIENTS: readonly ClientSpec[] = [
   ...(Object.keys(APPLICATION_STEPS) as Application[]).map(kafkaApplication),
 ];
 
-/** Builds the Maven project test/compat/<dir> when its sources changed, then stamps it built. */
-function mavenPrepare(dir: string): ClientSpec["prepare"] {
-  const path = join(COMPAT_DIR, dir);
-  return [
-    () => (mavenUpToDate(path) ? undefined : [...MAVEN_PACKAGE]),
-    () => {
-      markMavenBuilt(path);
-      return undefined;
-    },
-  ];
-}
-
 /**
  * A Kafka application from the Maven project test/compat/apps (one JVM running the named
  * check; Connect's worker and the delete-records tool are JVMs it starts in turn).
@@ -181,7 +159,7 @@ function kafkaApplication(name: Application): ClientSpec {
     dir: "apps",
     steps: APPLICATION_STEPS[name],
     needs: ["java", "mvn"],
-    prepare: mavenPrepare("apps"),
+    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "apps")) ? undefined : [...MAVEN_PACKAGE])],
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "apps", "target", "classpath.txt"), "utf8");
       return [
@@ -249,6 +227,8 @@ interface Broker {
 
 /** The SCRAM user the clients log in as over SASL_SSL. */
 const SCRAM_USER = { name: "compat", password: "compat-secret", iterations: 4096 };
+/** The SCRAM user a cluster's brokers log in to each other as over SASL_SSL. */
+const BROKER_USER = { name: "broker", password: "broker-secret", iterations: 4096 };
 
 interface BrokerSettings {
   readonly binary: string | undefined;
@@ -265,6 +245,7 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
   const processes: Subprocess[] = [];
   const addresses: string[] = [];
   let plaintextPort = 0;
+  if (interBrokerSaslSsl(settings)) await addBrokerUser(settings.zooKeeper!);
   for (let id = 0; id < settings.brokerCount; id++) {
     const prefix = settings.brokerCount > 1 ? `[broker ${id}] ` : "";
     const started = await startBroker(settings, id, (line) =>
@@ -350,12 +331,48 @@ async function addScramUser(plaintextPort: number): Promise<void> {
   if (code !== ErrorCode.NONE) throw new Error(`AlterUserScramCredentials failed: ${code}`);
 }
 
+/** A cluster over SASL_SSL replicates over it too. */
+const interBrokerSaslSsl = (settings: BrokerSettings) =>
+  settings.saslSsl !== undefined && settings.brokerCount > 1 && settings.zooKeeper !== undefined;
+
+/** The brokers' own SCRAM user, in ZooKeeper before any broker starts (Kafka's way). */
+async function addBrokerUser(zooKeeper: string): Promise<void> {
+  const zk = await ZooKeeperClient.connect(zooKeeper, {
+    sessionTimeoutMs: 10_000,
+    connectTimeoutMs: 10_000,
+  });
+  try {
+    const { name, password, iterations } = BROKER_USER;
+    const credential = scramCredential("SCRAM-SHA-512", password, iterations);
+    await new ZooKeeperScramCredentialStore(zk).set(name, "SCRAM-SHA-512", credential);
+  } finally {
+    await zk.close();
+  }
+}
+
 /** The listener flags: one PLAINTEXT listener, or SASL_SSL first and PLAINTEXT beside it. */
 function listenerFlags(settings: BrokerSettings, port: number): string[] {
   if (!settings.saslSsl) return ["--listen", `127.0.0.1:${port}`];
   const listeners = `SASL_SSL://127.0.0.1:${port},PLAINTEXT://127.0.0.1:0`;
-  const keys = Object.entries(saslSslBrokerSettings(settings.saslSsl));
+  const keys = Object.entries({
+    ...saslSslBrokerSettings(settings.saslSsl),
+    ...(interBrokerSaslSsl(settings) ? interBrokerSettings(settings.saslSsl) : {}),
+  });
   return ["--set", `listeners=${listeners}`, ...keys.flatMap(([k, v]) => ["--set", `${k}=${v}`])];
+}
+
+/** Replication and controller traffic over the SASL_SSL listener, checking the peer's CA. */
+function interBrokerSettings(saslSsl: SaslSsl): Record<string, string> {
+  const { name, password } = BROKER_USER;
+  return {
+    "inter.broker.listener.name": "SASL_SSL",
+    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+      "org.apache.kafka.common.security.scram.ScramLoginModule required " +
+      `username="${name}" password="${password}";`,
+    "listener.name.sasl_ssl.ssl.truststore.type": "PEM",
+    "listener.name.sasl_ssl.ssl.truststore.location": saslSsl.caPem,
+  };
 }
 
 async function startBroker(
