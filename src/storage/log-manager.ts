@@ -183,7 +183,7 @@ export class LogManager {
     const onCleaned = options.cleanerHooks?.onCleaned;
     this.cleaner = new LogCleaner(
       { ...DEFAULT_LOG_CLEANER_CONFIG, ...options.cleaner },
-      () => this.logs.values(),
+      () => this.cleanableLogs(),
       this.env.logger,
       {
         ...options.cleanerHooks,
@@ -199,6 +199,14 @@ export class LogManager {
         },
       },
     );
+  }
+
+  /**
+   * The logs the cleaner may pick: not one being moved to another dir (Kafka pauses cleaning
+   * for it), so the copy and the cleaner do not both rewrite its segments' worth of records.
+   */
+  private *cleanableLogs(): Iterable<UnifiedLog> {
+    for (const [key, log] of this.logs) if (!this.futureLogs.has(key)) yield log;
   }
 
   /** Opens every log dir, loading (and if needed recovering) every partition in it. */

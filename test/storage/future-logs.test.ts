@@ -171,3 +171,20 @@ test("a failing dir during a move: the future's ends the move, the current's the
   expect(second.getFutureLog("t", 0)).toBeUndefined();
   expect(failed).toEqual([[], ["t"]]);
 });
+
+test("the cleaner leaves a moving log alone until the move ends", () => {
+  const m = (manager = LogManager.open({
+    logDirs: dirs,
+    defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 1_000, cleanupPolicy: "compact" },
+    logger: SILENT_LOGGER,
+  }));
+  const log = m.getOrCreateLog("t", 0);
+  const keyed = [{ key: new TextEncoder().encode("k"), value: new TextEncoder().encode("v") }];
+  for (let i = 0; i < 40; i++) log.appendAsLeader(buildRecordBatch(keyed), 0);
+  log.highWatermark = log.logEndOffset;
+  expect(m.cleaner.grabFilthiestLog(Date.now())?.log).toBe(log);
+  m.createFutureLog("t", 0, dirs[1]!);
+  expect(m.cleaner.grabFilthiestLog(Date.now())).toBeNull();
+  m.removeFutureLog("t", 0);
+  expect(m.cleaner.grabFilthiestLog(Date.now())?.log).toBe(log);
+});
