@@ -37,6 +37,12 @@ import type { ReplicationQuota } from "./replication-quota.ts";
 const PROC_FD_NAMES = process.platform === "linux";
 /** How long a throttled move waits before it asks the quota again. */
 const QUOTA_BACKOFF_MS = 100;
+/**
+ * Bytes a move copies between two flushes of its future log on the thread pool. Without them
+ * the kernel let a fast copy's dirty pages pile up and then held the event loop's writes while
+ * it wrote them back (hundreds of ms, scripts/bench-alter-log-dirs.ts).
+ */
+const FLUSH_INTERVAL_BYTES = 32 * 1024 * 1024;
 /** The most the last, synchronous step copies (from the page cache) before the swap. */
 const TAIL_BYTES_MAX = 256 * 1024;
 
@@ -55,8 +61,8 @@ interface Move {
   readonly partition: number;
   readonly future: UnifiedLog;
   stopped: boolean;
-  /** The future log was flushed once it neared the end, so the swap flushes only the rest. */
-  flushed: boolean;
+  /** Bytes appended to the future log since its last flush. */
+  unflushedBytes: number;
   /** The move's read buffer, grown to the largest slice read. */
   buffer: Uint8Array;
   done: Promise<void>;
@@ -85,7 +91,7 @@ export class ReplicaAlterLogDirsManager {
       partition,
       future,
       stopped: false,
-      flushed: false,
+      unflushedBytes: 0,
       buffer: new Uint8Array(0),
       done: Promise.resolve(),
     };
@@ -133,9 +139,9 @@ export class ReplicaAlterLogDirsManager {
       if (pair === null) return;
       this.followSource(pair);
       if (nearEnd || pair.future.logEndOffset === pair.source.logEndOffset) {
-        if (!move.flushed) {
+        // Flushed on the thread pool first, so the swap's own flush covers only the tail.
+        if (pair.future.flushedOffset < pair.future.logEndOffset) {
           await pair.future.flushAsync();
-          move.flushed = true;
           continue;
         }
         if (this.copyTailAndSwap(move, pair)) return;
@@ -144,7 +150,11 @@ export class ReplicaAlterLogDirsManager {
         await Bun.sleep(QUOTA_BACKOFF_MS);
       }
       if (move.stopped) return;
-      nearEnd = (await this.copySlice(move)) < this.host.sliceBytes;
+      nearEnd = await this.copySlice(move);
+      if (move.unflushedBytes >= FLUSH_INTERVAL_BYTES) {
+        move.unflushedBytes = 0;
+        await pair.future.flushAsync();
+      }
     }
   }
 
@@ -180,20 +190,18 @@ export class ReplicaAlterLogDirsManager {
   }
 
   /**
-   * Copies one slice off the event loop: whole batches from the future's end, read with
-   * positional reads on the thread pool. Returns the bytes read (0 when the logs changed
-   * meanwhile and the slice was dropped).
+   * Copies one slice off the event loop: whole batches from the future's end. True when it
+   * reached what was the current log's end when the read began (false also when the logs
+   * changed meanwhile and the slice was dropped).
    */
-  private async copySlice(move: Move): Promise<number> {
+  private async copySlice(move: Move): Promise<boolean> {
     const pair = this.pair(move);
-    if (pair === null) return 0;
+    if (pair === null) return false;
     const { source, future } = pair;
     const from = future.logEndOffset;
+    const end = source.logEndOffset;
     const layout = source.layoutEpoch;
-    const read = source.read(from, this.host.sliceBytes, {
-      maxOffset: source.logEndOffset,
-      minOneMessage: true,
-    });
+    const read = source.read(from, this.host.sliceBytes, { maxOffset: end, minOneMessage: true });
     let bytes: Uint8Array | null;
     try {
       const buffer = () => bufferOf(move, read.sizeBytes, this.host.sliceBytes);
@@ -206,13 +214,15 @@ export class ReplicaAlterLogDirsManager {
     }
     const now = this.pair(move);
     // A truncation meanwhile (a short read, a new layout): the slice is read again.
-    if (now === null || now.source !== source || source.layoutEpoch !== layout) return 0;
-    if (bytes === null) return 0;
-    if (future.logEndOffset !== from || read.sizeBytes === 0) return read.sizeBytes;
-    future.appendAsFollower(bytes);
-    this.host.quota.record(read.sizeBytes, Date.now());
-    this.followSource(now);
-    return read.sizeBytes;
+    if (now === null || now.source !== source || source.layoutEpoch !== layout) return false;
+    if (bytes === null || future.logEndOffset !== from) return false;
+    if (read.sizeBytes > 0) {
+      future.appendAsFollower(bytes);
+      move.unflushedBytes += read.sizeBytes;
+      this.host.quota.record(read.sizeBytes, Date.now());
+      this.followSource(now);
+    }
+    return future.logEndOffset >= end;
   }
 
   /**
