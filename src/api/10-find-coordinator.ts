@@ -8,9 +8,11 @@
 //   INVALID_REQUEST, as in Kafka.
 // * Transactional ids: the leader of the id's __transaction_state partition, which is created
 //   on the first such request (COORDINATOR_NOT_AVAILABLE if that fails or has no leader yet).
-// * In a cluster a group's coordinator is the broker the MetadataCache's shared hashing picks
-//   among the live brokers, the same answer on every broker.
+// * In a cluster a group's coordinator is the leader of its __consumer_offsets partition, as in
+//   Kafka; the first such request creates the topic (coordinator/offsets-topic.ts) and waits a
+//   moment for its leaders, then answers COORDINATOR_NOT_AVAILABLE if none is known yet.
 
+import { findGroupCoordinator } from "../coordinator/offsets-topic.ts";
 import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -22,6 +24,12 @@ import { defineHandler, type RequestContext } from "./handler.ts";
 const BATCHED_KEYS_MIN_VERSION = 4;
 /** Keys one request may ask about; Kafka has no limit, but every list needs one. */
 const COORDINATOR_KEYS_MAX = 10_000;
+
+/**
+ * How long a group's FindCoordinator waits for the leader of a new __consumer_offsets partition:
+ * clients retry COORDINATOR_NOT_AVAILABLE only a few times (kafkajs five).
+ */
+const COORDINATOR_WAIT_MS = 5_000;
 
 const KeyType = { GROUP: 0, TRANSACTION: 1, SHARE: 2 } as const;
 
@@ -49,10 +57,13 @@ export const findCoordinatorHandler = defineHandler({
         .map((key) => failure(key, ErrorCode.INVALID_REQUEST, "Too many coordinator keys."));
       return {
         throttleTimeMs: 0,
-        coordinators: [...keys.map((key) => coordinatorFor(key, request.keyType, ctx)), ...tooMany],
+        coordinators: [
+          ...(await Promise.all(keys.map((key) => coordinatorFor(key, request.keyType, ctx)))),
+          ...tooMany,
+        ],
       };
     }
-    const answer = coordinatorFor(request.key, request.keyType, ctx);
+    const answer = await coordinatorFor(request.key, request.keyType, ctx);
     return {
       throttleTimeMs: 0,
       errorCode: answer.errorCode,
@@ -64,7 +75,11 @@ export const findCoordinatorHandler = defineHandler({
   },
 });
 
-function coordinatorFor(key: string, keyType: number, ctx: RequestContext): CoordinatorAnswer {
+async function coordinatorFor(
+  key: string,
+  keyType: number,
+  ctx: RequestContext,
+): Promise<CoordinatorAnswer> {
   // DESCRIBE on the group or transactional id, as Kafka's handleFindCoordinatorRequest.
   if (keyType === KeyType.GROUP || keyType === KeyType.TRANSACTION) {
     const group = keyType === KeyType.GROUP;
@@ -81,10 +96,16 @@ function coordinatorFor(key: string, keyType: number, ctx: RequestContext): Coor
   }
   switch (keyType) {
     case KeyType.GROUP: {
-      const coordinator = ctx.broker.metadataCache.groupCoordinator(key);
-      const endpoint = endpointOn(coordinator, ctx.conn.listenerName);
-      // Kafka's answer when the coordinator lacks the client's listener.
-      if (endpoint === undefined) {
+      const { metadataCache, adminManager } = ctx.broker;
+      const coordinator = await findGroupCoordinator(
+        key,
+        metadataCache,
+        adminManager,
+        COORDINATOR_WAIT_MS,
+      );
+      const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
+      // Kafka's answer when the coordinator lacks the client's listener, or is not known.
+      if (coordinator === undefined || endpoint === undefined) {
         return failure(
           key,
           ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -419,7 +419,7 @@ async function startGroupCoordinator(
   const offsetStore = openOffsetStore(stores, config, log.child("OffsetStore"));
   cleanups.push("offset store", () => offsetStore.close());
   const isCoordinatorFor = (groupId: string) =>
-    cache.groupCoordinator(groupId).nodeId === config["broker.id"];
+    cache.groupCoordinator(groupId)?.nodeId === config["broker.id"];
   // KIP-848 assignors size each subscribed topic from the metadata this broker holds.
   const partitionCounts = (topics: ReadonlySet<string>) => {
     const counts = new Map<string, number>();
@@ -438,9 +438,9 @@ async function startGroupCoordinator(
     log.child("GroupCoordinator"),
     () => cache.topicNames(),
   );
-  // Groups follow the live brokers: those that moved elsewhere are let go at once.
-  const unwatchBrokers = cache.onLiveBrokersChange(() => groupCoordinator.releaseMovedGroups());
-  cleanups.push("live broker subscription", unwatchBrokers);
+  // Groups follow the leaders of __consumer_offsets: those that moved are let go at once.
+  const unwatchLeaders = cache.onReload(() => groupCoordinator.releaseMovedGroups());
+  cleanups.push("group leadership subscription", unwatchLeaders);
   cleanups.push("group coordinator", () => groupCoordinator.close());
   await groupCoordinator.start();
   return groupCoordinator;

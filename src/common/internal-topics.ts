@@ -2,6 +2,9 @@
  * Kafka's internal topics (`Topic.isInternal`): the group offsets, transaction state and share
  * group state topics. Regex subscriptions never match them, as in Kafka.
  */
+/** Kafka's group metadata topic: in a cluster its partitions' leaders coordinate the groups. */
+export const GROUP_METADATA_TOPIC = "__consumer_offsets";
+
 export const INTERNAL_TOPICS: ReadonlySet<string> = new Set([
   "__consumer_offsets",
   "__transaction_state",

@@ -469,6 +469,18 @@ export const BROKER_CONFIG_KEYS = {
     10080,
     "How long committed offsets of an empty group are kept.",
   ),
+  "offsets.topic.num.partitions": key(
+    int({ min: 1 }),
+    50,
+    "Partitions of __consumer_offsets, whose leaders coordinate the groups (set before it is " +
+      "created).",
+  ),
+  "offsets.topic.replication.factor": key(
+    int({ min: 1 }),
+    3,
+    "Replication factor of __consumer_offsets; Quill caps it at the live brokers when it " +
+      "creates the topic (Kafka refuses groups until enough brokers are up).",
+  ),
   "transaction.max.timeout.ms": key(
     int({ min: 1 }),
     900000,
@@ -601,8 +613,6 @@ export const KAFKA_KEYS_QUILL_IGNORES: ReadonlySet<string> = new Set([
   "num.replica.alter.log.dirs.threads",
   "socket.send.buffer.bytes",
   "socket.receive.buffer.bytes",
-  "offsets.topic.replication.factor",
-  "offsets.topic.num.partitions",
   "log.flush.scheduler.interval.ms",
   "log.flush.offset.checkpoint.interval.ms",
   "log.cleaner.threads",

@@ -127,7 +127,7 @@ export class GroupCoordinator {
 
   /**
    * `isCoordinatorFor` says whether this broker coordinates a group: always in the embedded
-   * broker; in a cluster, for the groups the live brokers' shared hashing gives it (other groups
+   * broker; in a cluster, for the groups whose __consumer_offsets partition it leads (other groups
    * get NOT_COORDINATOR, and clients ask FindCoordinator again).
    */
   constructor(

@@ -1,5 +1,9 @@
 import type { BrokerId, LeaderEpoch, PartitionIndex } from "../common/branded.ts";
-import { INTERNAL_TOPICS, type TopicNames } from "../common/internal-topics.ts";
+import {
+  GROUP_METADATA_TOPIC,
+  INTERNAL_TOPICS,
+  type TopicNames,
+} from "../common/internal-topics.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import type { Listener } from "../config/listeners.ts";
 import { parseTopicConfigs, type TopicConfigOverrides } from "../config/topic-config.ts";
@@ -93,7 +97,6 @@ export class MetadataCache {
   private ownBrokerEpoch = -1n;
   /** Requests waiting for this broker's first registration (bounded by requests in flight). */
   private readonly brokerEpochWaiters = new Set<() => void>();
-  private readonly brokerListeners = new Set<() => void>();
 
   /** ZooKeeper mode: leaders, ISRs and live brokers come from the controller. */
   private readonly clusterMode: boolean;
@@ -208,37 +211,23 @@ export class MetadataCache {
   /** Replaces the live brokers (UpdateMetadata lists them all). */
   setLiveBrokers(brokers: readonly BrokerEndpoint[]): void {
     assert(brokers.length <= LIVE_BROKERS_MAX, `${brokers.length} live brokers`);
-    const before = [...this.live.keys()].sort().join(",");
     this.live = new Map(brokers.map((b) => [b.nodeId, b]));
-    if ([...this.live.keys()].sort().join(",") === before) return;
-    for (const listener of [...this.brokerListeners]) listener();
-  }
-
-  /** Calls `listener` when the set of live brokers changes; returns an unsubscribe. */
-  onLiveBrokersChange(listener: () => void): () => void {
-    this.brokerListeners.add(listener);
-    return () => this.brokerListeners.delete(listener);
   }
 
   /**
-   * The broker coordinating a consumer group, the same on every broker that has the same live
-   * brokers. Kafka maps a group to a partition of __consumer_offsets (the Java hash of its id
-   * modulo offsets.topic.num.partitions, 50) and that partition's leader coordinates it;
-   * Quill has no such topic, so the slot goes to the live broker that ranks it highest
-   * (rendezvous hashing): when a broker dies, only its groups move.
+   * The broker coordinating a consumer group, as in Kafka: in a cluster, the leader of the
+   * group's partition of __consumer_offsets (the Java hash of its id modulo the topic's
+   * partition count), which the controller moves only when that leader dies or a preferred
+   * election moves it; undefined while this cache knows no such topic or no live leader
+   * (clients are told COORDINATOR_NOT_AVAILABLE and ask again). So every broker with the same
+   * metadata names the same broker, and never one it does not list. Embedded: this broker.
    */
-  groupCoordinator(groupId: string): BrokerEndpoint {
-    const slot = Math.abs(javaStringHash(groupId)) % GROUP_SLOTS;
-    let best = this.self;
-    let bestRank = -1;
-    for (const broker of this.brokers) {
-      const rank = fnv1a(`${slot}:${broker.nodeId}`);
-      if (rank > bestRank) {
-        best = broker;
-        bestRank = rank;
-      }
-    }
-    return best;
+  groupCoordinator(groupId: string): BrokerEndpoint | undefined {
+    if (!this.clusterMode) return this.self;
+    const partitions = this.byName.get(GROUP_METADATA_TOPIC)?.partitions ?? [];
+    if (partitions.length === 0) return undefined;
+    const leaderId = partitions[Math.abs(javaStringHash(groupId)) % partitions.length]!.leaderId;
+    return leaderId < 0 ? undefined : this.broker(leaderId);
   }
 
   /**
@@ -389,25 +378,12 @@ export class MetadataCache {
 }
 
 const ZERO_ID = new Uint8Array(16);
-/** Kafka's default offsets.topic.num.partitions: groups hash into this many slots. */
-const GROUP_SLOTS = 50;
-
 /** Java's String.hashCode over UTF-16 code units, as Kafka hashes group ids. */
 function javaStringHash(text: string): number {
   let hash = 0;
   for (let i = 0; i < text.length; i++) hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
   // Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
   return hash === -2147483648 ? 0 : hash;
-}
-
-/** 32-bit FNV-1a, a fixed hash every broker computes alike. */
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
 }
 
 /** A state stated without a topic id applies to whatever topic has the name. */

@@ -3,7 +3,8 @@
  * on every broker and spreads groups over the brokers; other brokers refuse the group with
  * NOT_COORDINATOR; when the coordinator is killed another takes the group over with its
  * committed offsets from ZooKeeper; a kafkajs group whose members bootstrap from different
- * brokers shares one coordinator.
+ * brokers shares one coordinator; a restarted broker takes no group back (a group follows the
+ * leader of its __consumer_offsets partition, as in Kafka).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
@@ -231,3 +232,63 @@ test("a kafkajs group whose members bootstrap from different brokers shares the 
     await Promise.all(consumers.map((c) => c.disconnect()));
   }
 }, 60_000);
+
+/** Each group's coordinator as every running broker names it (they must agree). */
+async function coordinatorsOf(groups: readonly string[]): Promise<Map<string, number>> {
+  const named = new Map<string, number>();
+  for (const group of groups) {
+    const answers = await Promise.all(running().map((b) => coordinatorOf(b, group)));
+    expect(new Set(answers).size).toBe(1);
+    named.set(group, answers[0]!);
+  }
+  return named;
+}
+
+test("a restarted broker takes no group back; a consuming kafkajs group sees no error", async () => {
+  await createTopic(cluster.brokers.get(1)!, "steady", 3);
+  await consistentMetadata(cluster, 3);
+  const group = "steady-group";
+  const groups = [group, ...Array.from({ length: 30 }, (_, i) => `steady-${i}`)];
+  const restarted = (await coordinatorsOf([group])).get(group)!;
+  const kafka = new Kafka({
+    clientId: "steady",
+    brokers: running().map((b) => b.bootstrap),
+    logLevel: logLevel.NOTHING,
+  });
+  // kafkajs's default retries (5): a coordinator its Metadata does not list yet crashed it.
+  const consumer = kafka.consumer({ groupId: group, sessionTimeout: 10_000, maxWaitTimeInMs: 100 });
+  const crashes: unknown[] = [];
+  consumer.on(consumer.events.CRASH, (event) => void crashes.push(event.payload.error));
+  const seen = new Set<string>();
+  await consumer.connect();
+  await consumer.subscribe({ topic: "steady", fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void seen.add(String(message.value)) });
+  const values = (round: string) => Array.from({ length: 10 }, (_, i) => `${round}-${i}`);
+  const consumedAll = (round: string) =>
+    until(
+      async () => (values(round).every((v) => seen.has(v)) ? true : undefined),
+      30_000,
+      `the ${round} records consumed`,
+    );
+  try {
+    await produceWithKafkajs(cluster, "steady", values("before"));
+    await consumedAll("before");
+    // The group's coordinator stops: its groups move to the brokers leading their partitions.
+    const stopping = cluster.brokers.get(restarted)!;
+    expect(await stopping.terminate()).toBe(0);
+    await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 10_000);
+    const moved = await coordinatorsOf(groups);
+    expect([...moved.values()]).not.toContain(restarted);
+    await produceWithKafkajs(cluster, "steady", values("stopped"));
+    await consumedAll("stopped");
+    // Back again, and listed by every broker: no group moves back to it by itself.
+    cluster.brokers.set(restarted, await stopping.restart());
+    await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+    expect(await coordinatorsOf(groups)).toEqual(moved);
+    await produceWithKafkajs(cluster, "steady", values("restarted"));
+    await consumedAll("restarted");
+    expect(crashes).toEqual([]);
+  } finally {
+    await consumer.disconnect();
+  }
+}, 120_000);

@@ -228,10 +228,11 @@ async function startGroupReader(
 ) {
   const consumed = new Set<string>();
   // kafkajs gives a consumer 5 retries (~2.5 s here) whatever the client's budget; Kafka's Java
-  // consumer looks for its coordinator until it finds one. A restarted broker takes its groups
-  // back at once (rendezvous over the live brokers each broker knows, membership not kept:
-  // docs/transactions.md), and a consumer told so before its Metadata listed that broker
-  // crashed with "Broker 1 not found in the cached metadata" within those 5 retries.
+  // consumer looks for its coordinator until it finds one. The previous release hashes groups
+  // over the live brokers each broker knows, so a restarted broker took its groups back at once
+  // and a consumer told so before its Metadata listed that broker crashed with "Broker 1 not
+  // found in the cached metadata" within those 5 retries; this build keeps a group with the
+  // leader of its __consumer_offsets partition, but old and new brokers disagree mid-upgrade.
   const retry = { retries: 120, initialRetryTime: 100, maxRetryTime: 1_000 };
   const consumer = kafka.consumer({ groupId: `${topic}-group`, sessionTimeout: 10_000, retry });
   consumer.on(consumer.events.CRASH, (event) => {

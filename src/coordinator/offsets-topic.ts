@@ -1,0 +1,81 @@
+/**
+ * `__consumer_offsets` in a cluster: as in Kafka, a group's coordinator is the leader of the
+ * group's partition of that topic (MetadataCache.groupCoordinator), so groups move only as the
+ * controller moves leadership: when the leader dies, or later by a preferred leader election
+ * (`auto.leader.rebalance.enable`, kafka-leader-election.sh). Quill keeps committed offsets and
+ * membership records in ZooKeeper, so the topic's logs stay empty: it holds the leadership only.
+ * Like Kafka, the first FindCoordinator for a group creates the topic.
+ */
+
+import { GROUP_METADATA_TOPIC } from "../common/internal-topics.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import type { AdminManager } from "../server/admin-manager.ts";
+import type { BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
+
+/** Creations in flight, one per broker (AdminManager), so concurrent requests share it. */
+const creating = new WeakMap<AdminManager, Promise<void>>();
+
+/**
+ * The group's coordinator, creating `__consumer_offsets` first if the cluster has none, and
+ * waiting up to `waitMs` for this broker to learn a live leader of the group's partition (a
+ * new topic's leaders arrive with the controller's LeaderAndIsr a moment later); undefined if
+ * none is known by then.
+ */
+export async function findGroupCoordinator(
+  groupId: string,
+  cache: MetadataCache,
+  admin: AdminManager,
+  waitMs: number,
+): Promise<BrokerEndpoint | undefined> {
+  const known = cache.groupCoordinator(groupId);
+  if (known !== undefined) return known;
+  if (cache.topic(GROUP_METADATA_TOPIC) === undefined) {
+    let pending = creating.get(admin);
+    if (pending === undefined) {
+      pending = createOffsetsTopic(cache, admin).finally(() => creating.delete(admin));
+      creating.set(admin, pending);
+    }
+    await pending.catch(() => undefined);
+  }
+  const now = cache.groupCoordinator(groupId);
+  if (now !== undefined) return now;
+  return await new Promise((resolve) => {
+    const done = (answer: BrokerEndpoint | undefined) => {
+      clearTimeout(timer);
+      unsubscribe();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => done(cache.groupCoordinator(groupId)), waitMs);
+    const unsubscribe = cache.onReload(() => {
+      const coordinator = cache.groupCoordinator(groupId);
+      if (coordinator !== undefined) done(coordinator);
+    });
+  });
+}
+
+/**
+ * Kafka's settings for the topic: compacted, `offsets.topic.num.partitions` partitions; the
+ * replication factor is capped at the live brokers, as for __transaction_state.
+ */
+async function createOffsetsTopic(cache: MetadataCache, admin: AdminManager): Promise<void> {
+  const config = cache.brokerConfig;
+  const replicationFactor = Math.max(
+    1,
+    Math.min(config["offsets.topic.replication.factor"], cache.brokers.length),
+  );
+  try {
+    await admin.createTopic(
+      {
+        name: GROUP_METADATA_TOPIC,
+        numPartitions: config["offsets.topic.num.partitions"],
+        replicationFactor,
+        assignments: [],
+        configs: [{ name: "cleanup.policy", value: "compact" }],
+      },
+      false,
+    );
+  } catch (error) {
+    if (error instanceof KafkaError && error.code === ErrorCode.TOPIC_ALREADY_EXISTS) return;
+    throw error;
+  }
+}
