@@ -16,12 +16,14 @@ import * as path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
+import type { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
   type Cluster,
   consistentMetadata,
   createTopic,
+  metadata,
   startCluster,
   until,
 } from "./cluster-harness.ts";
@@ -144,6 +146,17 @@ async function restartDead(): Promise<void> {
   await consistentMetadata(cluster, 3, 60_000);
 }
 
+/** A preferred leader election of every partition, as kafka-leader-election.sh asks it. */
+async function preferredLeaders(any: ChildBroker): Promise<void> {
+  const { controllerId } = await metadata(any);
+  await requestOnce(cluster.brokers.get(controllerId)!.port, ApiKey.ElectLeaders, 2, {
+    electionType: 0,
+    topicPartitions: null,
+    timeoutMs: 30_000,
+  });
+  await consistentMetadata(cluster, 3, 60_000);
+}
+
 /**
  * With the transaction in PrepareCommit (markers held), kills broker `id`, lets markers go and
  * waits for the commit to complete.
@@ -175,17 +188,27 @@ test("kill -9 of the group coordinator holding a transaction's pending offsets",
   await restartDead();
   const txnCoordinator = await coordinatorId();
   const running = [...cluster.brokers.values()][0]!;
+  // A group's coordinator leads its __consumer_offsets partition; the kills above left those
+  // leaders on the survivors, so move them back to their preferred replicas first.
+  await preferredLeaders(running);
   // A group coordinated by another broker than the transaction's coordinator.
-  let group = "";
-  let groupCoordinator = -1;
-  for (let i = 0; groupCoordinator < 0 || groupCoordinator === txnCoordinator; i++) {
-    group = `eos-group-${i}`;
-    const found = await requestOnce(running.port, ApiKey.FindCoordinator, 3, {
-      key: group,
-      keyType: 0,
-    });
-    groupCoordinator = found.nodeId;
-  }
+  const { group, groupCoordinator } = await until(
+    async () => {
+      for (let i = 0; i < 100; i++) {
+        const group = `eos-group-${i}`;
+        const found = await requestOnce(running.port, ApiKey.FindCoordinator, 3, {
+          key: group,
+          keyType: 0,
+        });
+        if (found.nodeId >= 0 && found.nodeId !== txnCoordinator) {
+          return { group, groupCoordinator: found.nodeId };
+        }
+      }
+      return undefined;
+    },
+    30_000,
+    "a group coordinated by another broker than the transaction",
+  );
   fs.writeFileSync(HOLD, "");
   const producer = kafka().producer({ transactionalId: TXN_ID, maxInFlightRequests: 1 });
   await producer.connect();
