@@ -63,8 +63,6 @@ interface QuotaState {
   /** Sensor per sharing key (Kafka's metric tags), kept across quota changes. */
   readonly sensors: Map<string, QuotaMeter>;
   readonly newSensor: () => QuotaMeter;
-  /** A sensor idle this long measures nothing (a bucket is full again), so it may be dropped. */
-  readonly idleMs: number;
 }
 
 export interface QuotaWindow {
@@ -93,8 +91,7 @@ export class ClientQuotaManager {
         type === "controller_mutation_rate"
           ? () => new TokenBucket(w.samples, w.sampleMs)
           : () => new QuotaSensor(w.samples, w.sampleMs);
-      const idleMs = w.samples * w.sampleMs;
-      return { quotas: new Map(), resolved: new Map(), sensors: new Map(), newSensor, idleMs };
+      return { quotas: new Map(), resolved: new Map(), sensors: new Map(), newSensor };
     };
     this.states = new Map(QUOTA_TYPES.map((t) => [t, state(t)]));
   }
@@ -236,11 +233,14 @@ export class ClientQuotaManager {
     return sensor;
   }
 
-  /** Drops sensors idle for a whole window (their rate is 0); the cache may hold them. */
+  /**
+   * Drops idle sensors (a rate idle for a whole window is 0; a token bucket that has refilled is
+   * as a new one); the cache may hold them.
+   */
   private expireSensors(state: QuotaState): void {
-    const cutoffMs = Date.now() - state.idleMs;
+    const nowMs = Date.now();
     for (const [key, sensor] of state.sensors) {
-      if (sensor.lastRecordMs < cutoffMs) state.sensors.delete(key);
+      if (sensor.isIdle(nowMs)) state.sensors.delete(key);
     }
     // Every sensor busy: start over rather than grow without bound.
     if (state.sensors.size >= CACHED_MAX) state.sensors.clear();

@@ -15,7 +15,8 @@ export interface QuotaMeter {
   recordAndThrottleMs(value: number, nowMs: number, limit: number): number;
   /** Throttle time handed out for this meter, for /metrics. */
   throttleTimeMsTotal: number;
-  lastRecordMs: number;
+  /** True when dropping the meter changes nothing: a new one would measure the same. */
+  isIdle(nowMs: number): boolean;
 }
 
 export class QuotaSensor implements QuotaMeter {
@@ -26,7 +27,7 @@ export class QuotaSensor implements QuotaMeter {
   private current = 0;
   /** Throttle time handed out for this sensor, for /metrics. */
   throttleTimeMsTotal = 0;
-  lastRecordMs = 0;
+  private lastRecordMs = 0;
 
   constructor(
     private readonly samples: number,
@@ -47,6 +48,11 @@ export class QuotaSensor implements QuotaMeter {
     const rate = (this.total() * 1000) / windowMs;
     if (rate <= limit) return 0;
     return Math.round(((rate - limit) / limit) * windowMs);
+  }
+
+  /** Idle for the whole window: every sample has expired, so the rate is 0. */
+  isIdle(nowMs: number): boolean {
+    return this.lastRecordMs < nowMs - this.samples * this.sampleMs;
   }
 
   /** Adds `value` (negative to take back a recorded one, as Kafka's unrecord). */

@@ -14,7 +14,8 @@ export class TokenBucket implements QuotaMeter {
   /** 0 at first, so the first refill fills the bucket, as Kafka's. */
   private lastUpdateMs = 0;
   throttleTimeMsTotal = 0;
-  lastRecordMs = 0;
+  /** The rate of the last take, to tell whether the bucket has refilled. */
+  private lastRate = 0;
 
   constructor(
     private readonly samples: number,
@@ -33,7 +34,12 @@ export class TokenBucket implements QuotaMeter {
   take(value: number, nowMs: number, rate: number): void {
     this.refill(nowMs, rate);
     this.tokens = Math.min(this.burst(rate), this.tokens - value);
-    this.lastRecordMs = nowMs;
+    this.lastRate = rate;
+  }
+
+  /** Full again: a new bucket (which starts full) would answer the same. */
+  isIdle(nowMs: number): boolean {
+    return this.lastRate === 0 || this.measure(nowMs, this.lastRate) >= this.burst(this.lastRate);
   }
 
   /** Kafka's permissive recording: take, then the throttle time if that overdrew the bucket. */
