@@ -2,7 +2,7 @@ import type { BrokerServices } from "../api/broker-services.ts";
 import { API_HANDLERS } from "../api/handlers.ts";
 import { RequestDispatcher } from "../api/request-dispatcher.ts";
 import type { BrokerConfig } from "../config/broker-config.ts";
-import { sslSettingsFor } from "../config/listener-config.ts";
+import type { DynamicBrokerConfig } from "../config/dynamic-broker-config.ts";
 import { formatListener, type Listener } from "../config/listeners.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { ControllerClient } from "../controller/controller-client.ts";
@@ -17,7 +17,6 @@ import { resolveBrokerId } from "../metadata/broker-id.ts";
 import { ControllerRequestGuard } from "../metadata/controller-request-guard.ts";
 import { PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
-import { tlsServerConfig } from "../security/tls-server-config.ts";
 import { AdminManager } from "../server/admin-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
@@ -43,6 +42,7 @@ import {
   openDynamicConfig,
 } from "./dynamic-config-setup.ts";
 import { interBrokerSecurity } from "./inter-broker-security.ts";
+import { followListenerCertificates, tlsFor } from "./listener-certificates.ts";
 import { logDirFailureHandler } from "./log-dir-failure.ts";
 import {
   followMetadataChanges,
@@ -148,7 +148,7 @@ async function startSteps(
   let services: BrokerServices | null = null;
   const answerParked = parkedRequestsAnswerer(replicaManager, groupCoordinator);
   const security = await startSecurity(config, stores.zooKeeper, log, cleanups);
-  const server = await serve(config, () => services!, log, cleanups, answerParked);
+  const server = await serve(dynamic.config, () => services!, log, cleanups, answerParked);
   Object.assign(self, advertisedAsBound(config, server.bound));
   // Set before registering: once registered, the controller may send requests at once.
   services = {
@@ -545,12 +545,13 @@ async function loadTransactionState(
  * (`answerParked`), then waits for in-flight requests before closing connections.
  */
 async function serve(
-  config: BrokerConfig,
+  dynamic: DynamicBrokerConfig,
   services: () => BrokerServices,
   log: Logger,
   cleanups: CleanupStack,
   answerParked: () => void,
 ): Promise<BoundServer> {
+  const config = dynamic.current;
   const server = await ListenerServers.start(
     config.listeners,
     new RequestDispatcher(services, API_HANDLERS, log.child("RequestDispatcher")),
@@ -565,13 +566,18 @@ async function serve(
         : { queuedMaxRequestBytes: config["queued.max.request.bytes"] }),
     },
     log.child("SocketServer"),
-    (l) => tlsServerConfig(sslSettingsFor(config, l.listenerName), l.listenerName),
+    // SIGHUP and dynamic key store changes read the listener's settings as they are now.
+    (l) => tlsFor(dynamic.current, l),
   );
   cleanups.push("socket servers", async () => {
     server.stopAccepting();
     answerParked();
     await server.drainAndClose(SHUTDOWN_DRAIN_MS);
   });
+  const reload = () => server.reloadTls();
+  const certificates = log.child("ListenerCertificates");
+  const unfollow = followListenerCertificates(dynamic, config.listeners, reload, certificates);
+  cleanups.push("listener certificates", unfollow);
   return {
     bound: server.bound,
     stopAccepting: () => server.stopAccepting(),

@@ -7,6 +7,12 @@ export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
+/**
+ * A dynamic config that names key material which cannot be used (a key store that does not load,
+ * a certificate for another identity): Kafka's AlterConfigs answers it INVALID_CONFIG.
+ */
+export class InvalidKeyStoreError extends ConfigError {}
+
 /** Where a config value came from, for error messages and DescribeConfigs' config source. */
 export interface ConfigOrigin {
   readonly kind: "default" | "file" | "env" | "flag";

@@ -15,7 +15,13 @@ import {
 } from "./broker-config.ts";
 import { ConfigError, type ConfigOrigin } from "./config-error.ts";
 import { type ConfigKey, formatValue, kafkaConfigMessage } from "./config-key.ts";
-import { DYNAMIC_BROKER_KEYS, refusalMessage, refusedKeys } from "./dynamic-broker-keys.ts";
+import {
+  DYNAMIC_BROKER_KEYS,
+  DYNAMIC_LISTENER_KEYS,
+  dynamicListenerKey,
+  refusalMessage,
+  refusedKeys,
+} from "./dynamic-broker-keys.ts";
 
 /** Which of the two dynamic layers: one broker's own, or the cluster-wide default. */
 export type DynamicLevel = "broker" | "default";
@@ -24,6 +30,8 @@ export type DynamicLevel = "broker" | "default";
 export const DYNAMIC_KEYS_MAX = 1_000;
 
 export type BrokerConfigListener = (config: BrokerConfig, changed: ReadonlySet<string>) => void;
+/** Checks a config before it is stored (`next` against `now`); throws ConfigError to refuse. */
+export type BrokerConfigValidator = (next: BrokerConfig, now: BrokerConfig) => void;
 
 const DYNAMIC_ORIGIN: Record<DynamicLevel, ConfigOrigin> = {
   broker: { kind: "flag", label: "dynamic broker config" },
@@ -37,6 +45,7 @@ export class DynamicBrokerConfig {
   };
   private config: BrokerConfig;
   private readonly listeners = new Set<{ fn: BrokerConfigListener; keys: Set<string> | null }>();
+  private readonly validators = new Set<BrokerConfigValidator>();
 
   constructor(readonly staticConfig: BrokerConfig) {
     this.config = staticConfig;
@@ -68,6 +77,15 @@ export class DynamicBrokerConfig {
   }
 
   /**
+   * Adds a check `validate` runs on the config a layer would give (a listener's key store must
+   * load); returns the function that removes it.
+   */
+  addValidator(validator: BrokerConfigValidator): () => void {
+    this.validators.add(validator);
+    return () => this.validators.delete(validator);
+  }
+
+  /**
    * Checks a whole layer as it would be stored, as Kafka's validation does: keys that may not
    * change at runtime, values each key refuses, and the combined time keys. Throws ConfigError
    * with Kafka's message; changes nothing.
@@ -86,7 +104,8 @@ export class DynamicBrokerConfig {
         throw new ConfigError(kafkaConfigMessage(name, valueType.refusal(text)));
       }
     }
-    this.compute({ ...this.layers, [level]: texts });
+    const next = this.compute({ ...this.layers, [level]: texts });
+    for (const validator of this.validators) validator(next, this.config);
   }
 
   /**
@@ -119,7 +138,33 @@ export class DynamicBrokerConfig {
       }
     }
     const times = resolveLogTimes(values as unknown as BrokerConfigValues, origins);
-    return { ...this.staticConfig, ...values, ...times } as unknown as BrokerConfig;
+    const listenerOverrides = this.listenerOverrides(layers);
+    return {
+      ...this.staticConfig,
+      ...values,
+      ...times,
+      listenerOverrides,
+    } as unknown as BrokerConfig;
+  }
+
+  /** The static per-listener keys under the dynamic ones (DYNAMIC_LISTENER_KEYS). */
+  private listenerOverrides(layers: Record<DynamicLevel, ReadonlyMap<string, string>>) {
+    const merged = new Map<string, Map<string, unknown>>();
+    for (const [name, keys] of this.staticConfig.listenerOverrides ?? []) {
+      merged.set(name, new Map(keys));
+    }
+    for (const level of ["default", "broker"] as const) {
+      for (const [name, text] of layers[level]) {
+        const listenerKey = dynamicListenerKey(name);
+        if (listenerKey === null) continue;
+        const { listenerName, key } = listenerKey;
+        const parsed = BROKER_CONFIG_KEYS[key as BrokerConfigKey].valueType.schema.safeParse(text);
+        if (!parsed.success) continue;
+        const keys = merged.get(listenerName) ?? new Map<string, unknown>();
+        merged.set(listenerName, keys.set(key, parsed.data));
+      }
+    }
+    return merged;
   }
 }
 
@@ -145,6 +190,17 @@ function changedKeys(before: BrokerConfig, after: BrokerConfig): Set<string> {
     const a = before[name as keyof BrokerConfig];
     const b = after[name as keyof BrokerConfig];
     if (a !== b && formatValue(def, a) !== formatValue(def, b)) changed.add(name);
+  }
+  const listeners = new Set([
+    ...(before.listenerOverrides?.keys() ?? []),
+    ...(after.listenerOverrides?.keys() ?? []),
+  ]);
+  for (const listener of listeners) {
+    for (const key of DYNAMIC_LISTENER_KEYS) {
+      const a = before.listenerOverrides?.get(listener)?.get(key);
+      const b = after.listenerOverrides?.get(listener)?.get(key);
+      if (a !== b) changed.add(`listener.name.${listener.toLowerCase()}.${key}`);
+    }
   }
   return changed;
 }

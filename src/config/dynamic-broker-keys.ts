@@ -60,6 +60,27 @@ const KAFKA_DYNAMIC_QUILL_STATIC: ReadonlySet<string> = new Set([
   "max.connections",
 ]);
 
+/**
+ * A TLS listener's key store, which Kafka reloads at runtime (its reconfigurable SslFactory):
+ * `listener.name.<l>.<key>` for these keys may change; new connections get the new certificate.
+ */
+export const DYNAMIC_LISTENER_KEYS: ReadonlySet<string> = new Set([
+  "ssl.keystore.type",
+  "ssl.keystore.location",
+  "ssl.keystore.certificate.chain",
+  "ssl.keystore.key",
+  "ssl.key.password",
+]);
+
+const LISTENER_KEY = /^listener\.name\.([A-Za-z0-9_]+)\.(.+)$/;
+
+/** `listener.name.<l>.<key>` for a key of DYNAMIC_LISTENER_KEYS (listener upper-cased), or null. */
+export function dynamicListenerKey(name: string): { listenerName: string; key: string } | null {
+  const match = LISTENER_KEY.exec(name);
+  if (match === null || !DYNAMIC_LISTENER_KEYS.has(match[2]!)) return null;
+  return { listenerName: match[1]!.toUpperCase(), key: match[2]! };
+}
+
 /** Why a key may not change at runtime, in Kafka's words where Kafka refuses it too. */
 export type Refusal = "static" | "quill-static" | "listener-prefix-only";
 
@@ -83,7 +104,9 @@ export function refusedKeys(names: Iterable<string>): Map<Refusal, string[]> {
 }
 
 function refusalOf(name: string): Refusal | null {
-  if (name.startsWith("listener.name.")) return "quill-static";
+  if (name.startsWith("listener.name.")) {
+    return dynamicListenerKey(name) === null ? "quill-static" : null;
+  }
   if (KAFKA_DYNAMIC_QUILL_STATIC.has(name)) return "quill-static";
   if (DYNAMIC_KEYS_QUILL_IGNORES.has(name)) return null;
   if (!isBrokerConfigKey(name)) return null;
@@ -123,6 +146,11 @@ const SYNONYM_GROUPS: readonly (readonly string[])[] = [
   ["log.roll.jitter.ms", "log.roll.jitter.hours"],
 ];
 
-/** True for a key whose value DescribeConfigs must never show. */
-export const isSensitiveKey = (name: string): boolean =>
-  isBrokerConfigKey(name) && BROKER_CONFIG_KEYS[name].valueType.type === "PASSWORD";
+/**
+ * True for a key whose value DescribeConfigs and the log must never show, also in its
+ * `listener.name.<l>.` form (a private key in `ssl.keystore.key`).
+ */
+export function isSensitiveKey(name: string): boolean {
+  const key = LISTENER_KEY.exec(name)?.[2] ?? name;
+  return isBrokerConfigKey(key) && BROKER_CONFIG_KEYS[key].valueType.type === "PASSWORD";
+}

@@ -6,7 +6,7 @@
  * brokers), then applied here at once; other brokers apply it when their watch fires.
  */
 import { BROKER_CONFIG_KEYS, isBrokerConfigKey } from "../config/broker-config.ts";
-import { ConfigError } from "../config/config-error.ts";
+import { ConfigError, InvalidKeyStoreError } from "../config/config-error.ts";
 import { type ConfigKey, formatValue } from "../config/config-key.ts";
 import type { DynamicBrokerConfig, DynamicLevel } from "../config/dynamic-broker-config.ts";
 import { isSensitiveKey } from "../config/dynamic-broker-keys.ts";
@@ -77,8 +77,10 @@ export class BrokerConfigManager {
     } catch (e) {
       if (!(e instanceof ConfigError)) throw e;
       const resource = `ConfigResource(type=BROKER, name='${resourceName}')`;
+      // Kafka 3.9 answers INVALID_CONFIG for a key store it cannot use; Quill's other
+      // refusals keep the INVALID_REQUEST its clients have always seen (broker-configs.md).
       throw new KafkaError(
-        ErrorCode.INVALID_REQUEST,
+        e instanceof InvalidKeyStoreError ? ErrorCode.INVALID_CONFIG : ErrorCode.INVALID_REQUEST,
         `Invalid config value for resource ${resource}: ${e.message}`,
       );
     }
