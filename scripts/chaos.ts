@@ -22,7 +22,17 @@
 // `chaos: faults=N acked=M lost=L duplicates=D dirty_reads=R`; the exit code is 1 when any of
 // those, a reordering, differing replicas or a committed offset moving back was found.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ErrorCode } from "../src/protocol/errors.ts";
@@ -32,12 +42,14 @@ import { checkAll, type FaultRecord, printReport } from "./chaos-harness/checker
 import {
   brokerIds,
   brokerIp,
+  brokerNs,
   CLIENT_IP,
+  CLIENT_NS,
   COMBINATIONS,
   type CombinedKind,
   cut,
   HOST_IP,
-  KINDS,
+  holdFor,
   type Kind,
   mountDataDir,
   netemAvailable,
@@ -58,6 +70,7 @@ import {
   tearDownNetwork,
   ZK_IDS,
   zkIp,
+  zkNs,
 } from "./chaos-harness/cluster.ts";
 
 interface Run {
@@ -69,14 +82,25 @@ interface Run {
   readonly zooKeepers: Proc[];
   readonly notes: string[];
   client: Proc | null;
+  /** Set by the first SIGINT or SIGTERM: no new fault starts, and what ran is checked. */
+  stopping: boolean;
+  /** One-minute load averages sampled before each fault. */
+  readonly loads: number[];
+  /** partition -> when the client last had it acknowledged. */
+  readonly acks: () => Map<number, number>;
 }
 
-async function metadata(ids: readonly number[]): Promise<{
+const loadAverage = () => Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]);
+
+interface ClusterView {
   controller: number;
   leaders: Map<number, number>;
   isr: Map<number, number[]>;
   brokers: number;
-} | null> {
+}
+
+/** The metadata of the first of `ids` that answers within 3 s. */
+async function metadata(ids: readonly number[]): Promise<ClusterView | null> {
   for (const id of ids) {
     const client = await KafkaClient.connect(9092, brokerIp(id)).catch(() => null);
     if (client === null) continue;
@@ -108,15 +132,49 @@ async function waitFor(what: string, timeoutMs: number, ok: () => Promise<boolea
   return false;
 }
 
+const whole = (m: ClusterView | null, brokers: number): m is ClusterView =>
+  m !== null &&
+  m.brokers === brokers &&
+  m.leaders.size === PARTITIONS &&
+  [...m.isr.values()].every((isr) => isr.length === REPLICATION_FACTOR);
+
+/**
+ * Every broker answers, all name the same leaders, and every ISR is full. Asking one broker is
+ * not enough: one that was frozen or cut off answers with what it knew before the fault.
+ */
 const healthy = async (ids: readonly number[]) => {
-  const m = await metadata(ids);
-  return (
-    m !== null &&
-    m.brokers === ids.length &&
-    m.leaders.size === PARTITIONS &&
-    [...m.isr.values()].every((isr) => isr.length === REPLICATION_FACTOR)
-  );
+  const views = await Promise.all(ids.map((id) => metadata([id])));
+  const leaders = (m: ClusterView) => JSON.stringify([...m.leaders].sort());
+  const first = views[0];
+  return views.every((m) => whole(m, ids.length) && leaders(m) === leaders(first!));
 };
+
+/**
+ * When the client last had each partition acknowledged, from acked.jsonl read on from where the
+ * last call stopped (the file grows to tens of MB).
+ */
+function ackTracker(path: string): () => Map<number, number> {
+  const last = new Map<number, number>();
+  let position = 0;
+  let rest = "";
+  return () => {
+    if (!existsSync(path)) return last;
+    const size = statSync(path).size;
+    if (size <= position) return last;
+    const fd = openSync(path, "r");
+    const bytes = Buffer.alloc(size - position);
+    readSync(fd, bytes, 0, bytes.length, position);
+    closeSync(fd);
+    position = size;
+    const lines = (rest + bytes.toString("utf8")).split("\n");
+    rest = lines.pop()!;
+    for (const line of lines) {
+      const a = JSON.parse(line) as { partition: number; atMs: number };
+      last.set(a.partition, Math.max(last.get(a.partition) ?? 0, a.atMs));
+    }
+    return last;
+  };
+}
 
 async function createTopic(): Promise<void> {
   const client = await KafkaClient.connect(9092, brokerIp(1));
@@ -151,7 +209,7 @@ async function startAll(run: Run): Promise<void> {
   const bootstrap = run.ids.map((id) => `${brokerIp(id)}:9092`).join(",");
   const argv = [process.execPath, join(REPO, "scripts", "chaos-harness", "client.ts")];
   run.client = start(
-    "qchcl",
+    CLIENT_NS,
     [...argv, bootstrap, TOPIC, String(PARTITIONS), run.dir],
     join(run.dir, "client.log"),
   );
@@ -200,7 +258,7 @@ async function applyOne(
   const brokerPid = (id: number) => run.brokers.get(id)!.pid;
   switch (kind) {
     case "leader-cut":
-      return [cut(`qchb${leader}`, [...zks, ...others(leader)]), `broker ${leader}`];
+      return [cut(brokerNs(leader), [...zks, ...others(leader)]), `broker ${leader}`];
     case "follower-cut": {
       // A replica of the partition that is not its leader (its ISR, else any other broker).
       const isr = (m?.isr.get(partition) ?? []).filter((b) => b !== leader && !hit.has(b));
@@ -208,7 +266,7 @@ async function applyOne(
       const follower = candidates[Math.floor(pick() * candidates.length)]!;
       hit.add(follower);
       return [
-        cut(`qchb${follower}`, [...zks, ...others(follower), CLIENT_IP]),
+        cut(brokerNs(follower), [...zks, ...others(follower), CLIENT_IP]),
         `broker ${follower}`,
       ];
     }
@@ -217,17 +275,17 @@ async function applyOne(
       const known = m?.controller ?? 1;
       const c = hit.has(known) ? spare[Math.floor(pick() * spare.length)]! : known;
       hit.add(c);
-      return [cut(`qchb${c}`, [...zks, ...others(c), CLIENT_IP]), `broker ${c}`];
+      return [cut(brokerNs(c), [...zks, ...others(c), CLIENT_IP]), `broker ${c}`];
     }
     case "zk-minority": {
       const z = ZK_IDS[Math.floor(pick() * 3)]!;
       const rest = [...zks.filter((ip) => ip !== zkIp(z)), ...run.ids.map(brokerIp)];
-      return [cut(`qchzk${z}`, rest), `zookeeper ${z}`];
+      return [cut(zkNs(z), rest), `zookeeper ${z}`];
     }
     case "netem": {
       const b = run.ids[Math.floor(pick() * run.ids.length)]!;
-      sh(`tc qdisc add dev qchb${b}h root netem delay 100ms loss 10%`);
-      return [() => sh(`tc qdisc del dev qchb${b}h root`, true), `broker ${b}`];
+      sh(`tc qdisc add dev ${brokerNs(b)}h root netem delay 100ms loss 10%`);
+      return [() => sh(`tc qdisc del dev ${brokerNs(b)}h root`, true), `broker ${b}`];
     }
     case "kill9":
       process.kill(brokerPid(leader), "SIGKILL");
@@ -249,7 +307,7 @@ async function applyOne(
 
 function schedule(options: Options, netem: boolean): Kind[] {
   const pick = random(options.seed);
-  const kinds = KINDS.filter((k) => netem || k !== "netem");
+  const kinds = options.kinds.filter((k) => netem || k !== "netem");
   const all = kinds.flatMap((k) => Array.from({ length: options.perKind }, () => k));
   for (let i = all.length - 1; i > 0; i--) {
     const j = Math.floor(pick() * (i + 1));
@@ -263,15 +321,33 @@ async function runFaults(run: Run, options: Options): Promise<FaultRecord[]> {
   if (!netem) run.notes.push("tc netem is not available on this kernel: netem faults skipped");
   const pick = random(options.seed * 7 + 1);
   const faults: FaultRecord[] = [];
-  for (const kind of schedule(options, netem)) {
+  const deadlineMs = Date.now() + options.minutes * 60_000;
+  const planned = schedule(options, netem);
+  for (const kind of planned) {
+    if (run.stopping || Date.now() > deadlineMs) {
+      const why = run.stopping ? "stopped by a signal" : `--minutes ${options.minutes} reached`;
+      run.notes.push(`${why} after ${faults.length} of ${planned.length} faults`);
+      break;
+    }
+    run.loads.push(loadAverage());
     const startMs = Date.now();
     const [heal, target] = await apply(run, kind, pick);
-    console.error(`chaos: ${kind} on ${target}`);
-    await Bun.sleep(options.holdMs);
+    console.error(`chaos: ${faults.length + 1}/${planned.length} ${kind} on ${target}`);
+    await Bun.sleep(holdFor(options, kind));
+    const healMs = Date.now();
     heal();
     for (const id of run.ids) restartIfDead(run, id);
-    await waitFor(`recovery after ${kind}`, options.recoverMs * 4, () => healthy(run.ids));
-    faults.push({ kind, target, startMs, endMs: Date.now() });
+    // Recovered once the cluster is whole again and the client has had every partition
+    // acknowledged since the heal, so that no gap runs from one fault into the next.
+    await waitFor(`recovery after ${kind}`, options.recoverMs * 4, async () => {
+      const acked = run.acks();
+      const all = Array.from({ length: PARTITIONS }, (_, p) => (acked.get(p) ?? 0) > healMs);
+      return all.every(Boolean) && (await healthy(run.ids));
+    });
+    const fault = { kind, target, startMs, healMs, endMs: Date.now() };
+    faults.push(fault);
+    // For replaying a gap against the faults around it (the checker reads only the list).
+    appendFileSync(join(run.dir, "faults.jsonl"), `${JSON.stringify(fault)}\n`);
   }
   return faults;
 }
@@ -287,8 +363,9 @@ async function stopAll(run: Run): Promise<void> {
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2));
+  const dir = mkdtempSync(join(tmpdir(), "quill-chaos-"));
   const run: Run = {
-    dir: mkdtempSync(join(tmpdir(), "quill-chaos-")),
+    dir,
     ids: brokerIds(options.brokers),
     brokers: new Map(),
     dataDirs: new Map(),
@@ -298,8 +375,18 @@ async function main(): Promise<number> {
       `${options.brokers} brokers, host ${HOST_IP}`,
     ],
     client: null,
+    stopping: false,
+    loads: [],
+    acks: ackTracker(join(dir, "acked.jsonl")),
   };
+  // The first signal ends the schedule after the fault in progress, which is then checked like
+  // a finished run; a second one stops everything at once, unchecked.
   const interrupted = async () => {
+    if (!run.stopping) {
+      run.stopping = true;
+      console.error("chaos: stopping after this fault; signal again to abort unchecked");
+      return;
+    }
     await stopAll(run);
     process.exit(130);
   };
@@ -319,6 +406,11 @@ async function main(): Promise<number> {
     const check = () => checkAll({ ...input, partitions: PARTITIONS });
     await waitFor("identical replicas", 60_000, async () => check().replicasDiffer.length === 0);
     const report = check();
+    const loads = run.loads.length === 0 ? [loadAverage()] : run.loads;
+    run.notes.push(
+      `load average (1 min, before each fault) ${Math.min(...loads)}-${Math.max(...loads)}, ` +
+        `${Math.round((endMs - startMs) / 1000)} s of faults`,
+    );
     printReport(report, faults.length, run.notes);
     const bad = report.lost + report.duplicates + report.dirtyReads + report.reordered;
     return bad + report.commitsBackwards + report.replicasDiffer.length > 0 ? 1 : 0;

@@ -6,7 +6,8 @@
 // - no consumer read a record (offset, value) that is not in the final log (no dirty reads);
 // - the replicas' logs are byte-identical;
 // - the committed offset read back never moved backwards;
-// - how long each partition went without an acknowledgement (unavailability), by fault.
+// - how long each partition went without an acknowledgement (unavailability), by fault: each
+//   gap is blamed on one fault (`owner`).
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { batchSizeBytes, decodeRecords, readBatchHeader } from "../../src/protocol/record-batch.ts";
@@ -143,13 +144,28 @@ function countCommitsBackwards(outDir: string): number {
 function gaps(acked: readonly Acked[], startMs: number, endMs: number): [number, number][] {
   const out: [number, number][] = [];
   const byPartition = new Map<number, number[]>();
-  for (const a of acked)
-    byPartition.set(a.partition, [...(byPartition.get(a.partition) ?? []), a.atMs]);
+  for (const a of acked) {
+    const times = byPartition.get(a.partition);
+    if (times === undefined) byPartition.set(a.partition, [a.atMs]);
+    else times.push(a.atMs);
+  }
   for (const times of byPartition.values()) {
     const sorted = [startMs, ...times.sort((a, b) => a - b), endMs];
     for (let i = 1; i < sorted.length; i++) out.push([sorted[i - 1]!, sorted[i]!]);
   }
   return out;
+}
+
+/**
+ * The fault a gap is blamed on: the one in progress (applied, held or recovering) when the
+ * partition's last acknowledgement before the gap came, else the first that began during the
+ * gap. A gap is counted once, for what caused it, not for every later fault it runs into (a
+ * client still waiting out a request timeout after one fault healed is not unavailability of
+ * the next one).
+ */
+function owner(faults: readonly FaultRecord[], [from, to]: [number, number]) {
+  const during = faults.find((f) => from >= f.startMs && from <= f.endMs);
+  return during ?? faults.find((f) => f.startMs > from && f.startMs <= to);
 }
 
 function faultRows(
@@ -165,7 +181,7 @@ function faultRows(
     const during = acked.filter((a) => inWindow(a.atMs));
     const lost = during.filter((a) => lostValues.has(a.value)).length;
     const longest = allGaps
-      .filter(([from, to]) => windows.some((w) => from <= w.endMs && to >= w.startMs))
+      .filter((gap) => windows.includes(owner(faults, gap)!))
       .reduce((m, [from, to]) => Math.max(m, to - from), 0);
     return `| ${kind} | ${windows.length} | ${during.length} | ${lost} | ${longest} |`;
   });

@@ -1,7 +1,7 @@
 // The chaos harness's client (scripts/chaos.ts starts it inside the clients' network namespace):
 // `bun scripts/chaos-harness/client.ts <bootstrap host:port,...> <topic> <partitions> <out dir>`.
 //
-// A producer sends one record at a time with acks=all to each partition's leader in turn, never
+// A producer per partition sends one record at a time with acks=all to its leader, never
 // resending a value (a retry gets a new value, so a value stored twice is a broker's fault), and
 // appends every acknowledgement to acked.jsonl. A consumer fetches each partition up to its high
 // watermark and appends what it read to read.jsonl, commits its position for group
@@ -64,16 +64,26 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+type Endpoint = { host: string; port: number };
+
+/**
+ * Which bootstrap broker Metadata is asked first. A broker that fails a request moves it on, so
+ * a broker that is cut off (and may answer with what it knew before) is not asked again and
+ * again, as a Kafka client asks its least loaded node rather than always the same one.
+ */
+let metadataFrom = 0;
+
 /** partition -> leader endpoint, from the first broker that answers Metadata. */
-async function leaders(): Promise<Map<number, { host: string; port: number }>> {
-  for (const b of bootstrap) {
+async function leaders(): Promise<Map<number, Endpoint>> {
+  for (let i = 0; i < bootstrap.length; i++) {
+    const b = bootstrap[(metadataFrom + i) % bootstrap.length]!;
     try {
       const m = await request(b.host, b.port, ApiKey.Metadata, 12, {
         topics: [{ name: topic }],
         allowAutoTopicCreation: false,
       });
       const nodes = new Map(m.brokers.map((n) => [n.nodeId, { host: n.host, port: n.port }]));
-      const out = new Map<number, { host: string; port: number }>();
+      const out = new Map<number, Endpoint>();
       for (const p of m.topics[0]?.partitions ?? []) {
         const node = nodes.get(p.leaderId);
         if (node !== undefined) out.set(p.partitionIndex, node);
@@ -84,11 +94,17 @@ async function leaders(): Promise<Map<number, { host: string; port: number }>> {
   return new Map();
 }
 
-async function produceLoop(): Promise<void> {
-  let sequence = 0;
-  for (let round = 0; running; round++) {
-    const partition = round % partitions;
-    const leader = (await leaders()).get(partition);
+let sequence = 0;
+
+/**
+ * One partition's producer: one record at a time with acks=all to the leader it last learnt,
+ * asking Metadata again only after a failure, as a Kafka producer does. Each partition has its
+ * own loop, so a partition whose leader hangs does not hold up the others.
+ */
+async function produceLoop(partition: number): Promise<void> {
+  let leader: Endpoint | undefined;
+  while (running) {
+    if (leader === undefined) leader = (await leaders()).get(partition);
     const value = `p${partition}-${sequence++}`;
     const sentAtMs = Date.now();
     try {
@@ -103,8 +119,12 @@ async function produceLoop(): Promise<void> {
       if (p.errorCode !== ErrorCode.NONE) throw new Error(`error ${p.errorCode}`);
       const line = { partition, offset: String(p.baseOffset), value, sentAtMs, atMs: Date.now() };
       appendFileSync(join(outDir!, "acked.jsonl"), `${JSON.stringify(line)}\n`);
-    } catch {
-      appendFileSync(join(outDir!, "failed.jsonl"), `${JSON.stringify({ value, sentAtMs })}\n`);
+    } catch (error) {
+      const to = leader === undefined ? null : leader.host;
+      const line = { partition, value, sentAtMs, atMs: Date.now(), to, error: String(error) };
+      appendFileSync(join(outDir!, "failed.jsonl"), `${JSON.stringify(line)}\n`);
+      leader = undefined;
+      metadataFrom++;
       await Bun.sleep(50);
     }
   }
@@ -188,6 +208,7 @@ async function consumeLoop(): Promise<void> {
   }
 }
 
-await Promise.all([produceLoop(), consumeLoop()]);
+const producers = Array.from({ length: partitions }, (_, p) => produceLoop(p));
+await Promise.all([...producers, consumeLoop()]);
 for (const client of clients.values()) client.close();
 process.exit(0);

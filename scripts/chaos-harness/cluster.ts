@@ -7,8 +7,22 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 export const REPO = join(import.meta.dir, "..", "..");
-export const SUBNET = "10.77.0";
-export const BRIDGE = "qchbr";
+/**
+ * `--net N` (0 to 9, 0 by default): which of ten separate networks a run uses (its subnet and
+ * its namespaces' and links' names), so that two runs can go at once on one machine.
+ */
+const NET = (() => {
+  const i = process.argv.indexOf("--net");
+  const n = i < 0 ? 0 : Number(process.argv[i + 1]);
+  if (!Number.isInteger(n) || n < 0 || n > 9) throw new Error(`--net takes 0 to 9, got ${n}`);
+  return n;
+})();
+const PREFIX = NET === 0 ? "qch" : `qc${NET}`;
+export const SUBNET = `10.77.${NET}`;
+export const BRIDGE = `${PREFIX}br`;
+export const brokerNs = (id: number) => `${PREFIX}b${id}`;
+export const zkNs = (id: number) => `${PREFIX}zk${id}`;
+export const CLIENT_NS = `${PREFIX}cl`;
 export const TOPIC = "chaos";
 export const PARTITIONS = 3;
 export const ZK_IDS = [1, 2, 3];
@@ -47,10 +61,38 @@ export type Kind = SingleKind | CombinedKind;
 export interface Options {
   readonly seed: number;
   readonly perKind: number;
-  readonly holdMs: number;
+  /** `--hold-ms N` for every kind; null: HOLD_MS per kind (or 6 s each in `--quick`). */
+  readonly holdMs: number | null;
   readonly recoverMs: number;
   readonly brokers: number;
+  /** `--kinds a,b`: only these kinds (all by default). */
+  readonly kinds: readonly Kind[];
+  /** `--minutes N`: no fault starts after N minutes; what ran is checked. */
+  readonly minutes: number;
 }
+
+/**
+ * How long the full schedule holds each kind. A fault that matters only once ZooKeeper has
+ * expired the session (6 s, ended by the server within one 500 ms tick after that) is held 8 s,
+ * so the controller has acted before it heals. A kill -9 is over when the process is gone (the
+ * port probes fail the leader over in about half a second), and a full disk when the broker's
+ * next write fails, so those are held 2 and 3 s.
+ */
+export const HOLD_MS: Record<Kind, number> = {
+  "leader-cut": 8_000,
+  "follower-cut": 8_000,
+  "controller-cut": 8_000,
+  "zk-minority": 8_000,
+  netem: 8_000,
+  kill9: 2_000,
+  sigstop: 8_000,
+  "disk-full": 3_000,
+  "leader-cut+zk-minority": 8_000,
+  "kill9+follower-cut": 8_000,
+  "sigstop+controller-cut": 8_000,
+};
+
+export const holdFor = (options: Options, kind: Kind) => options.holdMs ?? HOLD_MS[kind];
 
 export function parseOptions(argv: readonly string[]): Options {
   const value = (flag: string, fallback: number) => {
@@ -58,6 +100,11 @@ export function parseOptions(argv: readonly string[]): Options {
     return i < 0 ? fallback : Number(argv[i + 1]);
   };
   const quick = argv.includes("--quick");
+  const kinds = (argv.includes("--kinds") ? argv[argv.indexOf("--kinds") + 1]! : KINDS.join(","))
+    .split(",")
+    .map((k) => k as Kind);
+  const unknown = kinds.filter((k) => !(KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0) throw new Error(`--kinds: unknown ${unknown} (known: ${KINDS})`);
   const brokers = value("--brokers", BROKERS_MIN);
   if (!Number.isInteger(brokers) || brokers < BROKERS_MIN || brokers > BROKERS_MAX) {
     throw new Error(`--brokers takes ${BROKERS_MIN} to ${BROKERS_MAX}, got ${brokers}`);
@@ -66,8 +113,10 @@ export function parseOptions(argv: readonly string[]): Options {
     brokers,
     seed: value("--seed", Date.now() % 100_000),
     perKind: value("--faults-per-kind", quick ? 1 : 50),
-    holdMs: value("--hold-ms", quick ? 6_000 : 10_000),
+    holdMs: argv.includes("--hold-ms") || quick ? value("--hold-ms", 6_000) : null,
     recoverMs: quick ? 8_000 : 15_000,
+    kinds,
+    minutes: value("--minutes", Number.POSITIVE_INFINITY),
   };
 }
 
@@ -94,9 +143,9 @@ export function sh(command: string, allowFailure = false): string {
 // ---- network ------------------------------------------------------------------------------
 
 const namespaces = (brokers: number) => [
-  ...ZK_IDS.map((id) => ({ ns: `qchzk${id}`, ip: zkIp(id) })),
-  ...brokerIds(brokers).map((id) => ({ ns: `qchb${id}`, ip: brokerIp(id) })),
-  { ns: "qchcl", ip: CLIENT_IP },
+  ...ZK_IDS.map((id) => ({ ns: zkNs(id), ip: zkIp(id) })),
+  ...brokerIds(brokers).map((id) => ({ ns: brokerNs(id), ip: brokerIp(id) })),
+  { ns: CLIENT_NS, ip: CLIENT_IP },
 ];
 
 export function setUpNetwork(brokers: number): void {
@@ -180,7 +229,7 @@ export function startZooKeeper(dir: string, id: number): Proc {
   const java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-Dzookeeper.cnxTimeout=500"];
   const main = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
   return start(
-    `qchzk${id}`,
+    zkNs(id),
     [...java, "-cp", "/usr/share/java/*", main, join(home, "zoo.cfg")],
     join(home, "zk.log"),
   );
@@ -207,5 +256,5 @@ export function startBroker(dir: string, id: number): Proc {
     ...["--set", "zookeeper.connection.timeout.ms=60000"],
     ...["--set", "unclean.leader.election.enable=false"],
   ];
-  return start(`qchb${id}`, argv, join(dir, `broker${id}.${Date.now()}.log`));
+  return start(brokerNs(id), argv, join(dir, `broker${id}.${Date.now()}.log`));
 }

@@ -112,3 +112,35 @@ test("--brokers takes 3 to 5; combined faults are in every schedule", () => {
   expect(KINDS).toContain("leader-cut+zk-minority");
   for (const [kind, parts] of Object.entries(COMBINATIONS)) expect(kind).toBe(parts.join("+"));
 });
+
+test("a gap is blamed on the fault in progress when it began, not on the faults it runs into", () => {
+  const root = mkdtempSync(join(tmpdir(), "quill-chaos-check-"));
+  dirs.push(root);
+  const values = ["a", "b", "c", "d"];
+  const dataDirs = new Map([[1, broker(root, 1, values)]]);
+  // Acknowledged at 1, 5, 30 and 31: the 25 ms gap begins during kill9 and runs into sigstop,
+  // which begins after it (at 20) and sees acknowledgements 10 ms after it began.
+  const atMs = [1, 5, 30, 31];
+  jsonl(
+    join(root, "acked.jsonl"),
+    values.map((value, i) => ({
+      partition: 0,
+      offset: String(i),
+      value,
+      sentAtMs: atMs[i]!,
+      atMs: atMs[i]!,
+    })),
+  );
+  const faults = [
+    { kind: "kill9", target: "broker 1", startMs: 2, endMs: 19 },
+    { kind: "sigstop", target: "broker 1", startMs: 20, endMs: 35 },
+    { kind: "disk-full", target: "broker 1", startMs: 0, endMs: 0 },
+  ];
+  const input = { outDir: root, topic: "chaos", partitions: 1, startMs: 0, endMs: 40 };
+  const report = checkAll({ ...input, dataDirs, faults });
+  expect(report.rows).toEqual([
+    "| kill9 | 1 | 1 | 0 | 25 |",
+    "| sigstop | 1 | 2 | 0 | 9 |",
+    "| disk-full | 1 | 0 | 0 | 1 |",
+  ]);
+});
