@@ -238,6 +238,10 @@ function startReplicaManager(
     interBrokerSecurity: security,
     logger: log.child("ReplicaManager"),
     onLogDirFailure: logDirFailureHandler(zk, brokerId, log.child("LogDirFailure")),
+    zooKeeperSilence:
+      zk === null
+        ? undefined
+        : { silentMs: () => zk.silentForMs, timeoutMs: () => zk.sessionTimeoutMs },
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());

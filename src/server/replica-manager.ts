@@ -22,6 +22,7 @@ import { FetchManager } from "./fetch-manager.ts";
 import { FetchSessionCache } from "./fetch-session-cache.ts";
 import { truncateToLeader } from "./follower-truncation.ts";
 import { IsrManager } from "./isr-manager.ts";
+import { LeaderLease } from "./leader-lease.ts";
 import { logConfigFor } from "./log-config-for-topic.ts";
 import type { BrokerEndpoint, MetadataCache } from "./metadata-cache.ts";
 import { type AlterIsr, Partition, type PartitionLeadership } from "./partition.ts";
@@ -60,6 +61,11 @@ export interface ReplicaManagerOptions {
    * controller); `allOffline` when no log dir is left.
    */
   readonly onLogDirFailure?: (logDir: string, allOffline: boolean) => void;
+  /**
+   * ZooKeeper mode: how long ZooKeeper has not answered, and the session timeout; with them a
+   * leader cut off from ZooKeeper and its followers stops taking produce requests (LeaderLease).
+   */
+  readonly zooKeeperSilence?: { readonly silentMs: () => number; readonly timeoutMs: () => number };
 }
 
 export interface AppendEntry {
@@ -209,6 +215,7 @@ export class ReplicaManager {
   /** Incremental fetch sessions (KIP-227) of the consumers and followers fetching here. */
   readonly fetchManager: FetchManager;
   private readonly isrManager: IsrManager | null;
+  private readonly lease: LeaderLease | null;
   private readonly leaderQuota: ReplicationQuota;
   private readonly followerQuota: ReplicationQuota;
   private readonly localBrokerId: number;
@@ -269,6 +276,8 @@ export class ReplicaManager {
             onIsrChanged: (p) => this.afterLeaderStateChange(p),
             log: this.log.child("IsrManager"),
           });
+    const silence = options.zooKeeperSilence;
+    this.lease = silence === undefined ? null : this.startLease(silence);
     logs.onLogDirFailure((logDir, partitions, allOffline) => {
       for (const { topic, partition } of partitions) this.forgetPartition(topic, partition);
       options.onLogDirFailure?.(logDir, allOffline);
@@ -285,6 +294,19 @@ export class ReplicaManager {
         this.fetchers.removePartition(p.topic, p.partition);
         this.partitions.delete(key);
       }
+    });
+  }
+
+  private startLease(silence: NonNullable<ReplicaManagerOptions["zooKeeperSilence"]>) {
+    return new LeaderLease({
+      zooKeeperSilentMs: silence.silentMs,
+      sessionTimeoutMs: silence.timeoutMs,
+      partitions: () => this.partitions.entries(),
+      // Waiting acks=-1 produces on a lapsed partition are answered now, not at their timeout.
+      onLapsed: (keys) => {
+        for (const key of keys) this.produces.checkAndComplete(key);
+      },
+      log: this.log.child("LeaderLease"),
     });
   }
 
@@ -338,7 +360,7 @@ export class ReplicaManager {
       partitionKey: key,
       check: () => {
         const p = this.partitions.get(key);
-        if (p === undefined) {
+        if (p === undefined || this.lease?.lapsed(key)) {
           return { outcome: "done", errorCode: ErrorCode.NOT_LEADER_OR_FOLLOWER };
         }
         return p.checkEnoughReplicasReachOffset(requiredOffset, minIsr);
@@ -369,6 +391,13 @@ export class ReplicaManager {
       );
     }
     const partition = this.leaderPartition(entry.topic, entry.partition, -1);
+    if (this.lease?.lapsed(topicPartitionKey(entry.topic, entry.partition))) {
+      throw new KafkaError(
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        `${entry.topic}-${entry.partition}: cut off from ZooKeeper and its followers ` +
+          "for a session timeout, this broker may no longer lead it",
+      );
+    }
     if (acks === -1) this.checkMinInsyncReplicas(entry.topic, partition);
     return partition;
   }
@@ -1151,6 +1180,7 @@ export class ReplicaManager {
     this.produces.expireAll();
     this.deleteRecordsWaits.expireAll();
     this.isrManager?.stop();
+    this.lease?.stop();
     void this.fetchers.shutdown();
     void this.logDirMoves.shutdown();
   }

@@ -101,6 +101,8 @@ export class ZooKeeperClient {
   private livenessTimer: ReturnType<typeof setInterval> | null = null;
   private livenessProbeInFlight = false;
   private disconnectedAtMs = 0;
+  /** When ZooKeeper last answered: a connection made, or a liveness probe answered. */
+  private lastHeardMs = Date.now();
 
   private constructor(
     private readonly connectString: string,
@@ -152,6 +154,16 @@ export class ZooKeeperClient {
 
   get isConnected(): boolean {
     return this.connected;
+  }
+
+  /**
+   * How long ZooKeeper has not answered this client (0 to a sixth of the session timeout while
+   * all is well: the liveness probe's period). Once it reaches the session timeout, the server
+   * has expired the session or will within one tick, unless the whole ensemble was down (it
+   * then restarts session clocks): the client cannot tell which until it reconnects.
+   */
+  get silentForMs(): number {
+    return Date.now() - this.lastHeardMs;
   }
 
   /**
@@ -474,6 +486,7 @@ export class ZooKeeperClient {
     if (raw !== this.raw || this.closed) return;
     if (code === STATE_SYNC_CONNECTED) {
       this.connected = true;
+      this.lastHeardMs = Date.now();
       for (const wake of [...this.connectWaiters]) wake();
       this.emit("connected");
       if (this.sessionRecreated) {
@@ -522,6 +535,9 @@ export class ZooKeeperClient {
       this.livenessProbeInFlight = true;
       const raw = this.raw;
       this.exists("/", { timeoutMs: intervalMs * 2 })
+        .then(() => {
+          this.lastHeardMs = Date.now();
+        })
         .catch((error) => {
           if (error instanceof ZooKeeperUnavailableError && raw === this.raw) dropConnection(raw);
         })
