@@ -23,7 +23,8 @@ export interface Cluster {
 
 export async function startCluster(
   connect: string,
-  extraSettings: Readonly<Record<string, string>> = {},
+  /** The same for every broker, or per broker id (1-3). */
+  extraSettings: Readonly<Record<string, string>> | ((id: number) => Record<string, string>) = {},
   env: Readonly<Record<string, string>> = {},
   command: BrokerCommand = "source",
 ): Promise<Cluster> {
@@ -38,7 +39,7 @@ export async function startCluster(
           "broker.id": String(id),
           "default.replication.factor": "3",
           "num.partitions": "3",
-          ...extraSettings,
+          ...(typeof extraSettings === "function" ? extraSettings(id) : extraSettings),
         },
         env,
       }),
