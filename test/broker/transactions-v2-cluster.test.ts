@@ -99,8 +99,10 @@ async function keyOn(broker: ChildBroker, nodeId: number, prefix: string, keyTyp
 test("coordinator, leader and group coordinator on three brokers; coordinator killed before a commit", async () => {
   const b1 = cluster.brokers.get(1)!;
   const txnId = "tv2c-0";
-  // The first FindCoordinator creates __transaction_state; ask again once its leaders are known.
+  // The first FindCoordinators create __transaction_state and __consumer_offsets; ask again
+  // once their leaders are known.
   await coordinatorOf(b1, txnId, 1);
+  await coordinatorOf(b1, "tv2c-group", 0);
   await consistentMetadata(cluster, 3);
   const txnBroker = await agreedCoordinator(txnId, 1);
   const [leader, groupBroker] = [1, 2, 3].filter((id) => id !== txnBroker) as [number, number];
