@@ -16,7 +16,9 @@
 //   defaults only. Another id is INVALID_REQUEST, as in Kafka. Topic entries show a changed
 //   broker default as their value, with its dynamic synonym.
 // * ConfigurationKeys null or empty lists every key; otherwise only the named ones.
-// * Not implemented: broker loggers (type 8), groups and client metrics: INVALID_REQUEST.
+// * Resource type 32 (group, Kafka 4): every group config Quill applies, with the group's value
+//   (source GROUP_CONFIG) or the broker's (DEFAULT_CONFIG); DESCRIBE_CONFIGS on the group.
+// * Not implemented: broker loggers (type 8) and client metrics: INVALID_REQUEST.
 import { describeBrokerConfigs, topicBrokerSynonyms } from "../config/broker-config-description.ts";
 import {
   type ConfigDescription,
@@ -26,9 +28,9 @@ import {
 } from "../config/topic-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type DescribeConfigsRequest } from "../protocol/generated/index.ts";
-import { AclOperation } from "../security/authorized-operations.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { checkTopicName } from "../server/admin-manager.ts";
-import { configResourceDenial } from "./authorize.ts";
+import { authorize, configResourceDenial } from "./authorize.ts";
 import { brokerIdOfResource, ConfigResourceType, resourceTypeName } from "./config-resource.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
@@ -74,6 +76,11 @@ function describeResource(resource: Resource, ctx: RequestContext): ConfigDescri
       return describeTopic(resource.resourceName, wanted, ctx);
     case ConfigResourceType.BROKER:
       return describeBroker(resource.resourceName, wanted, ctx);
+    case ConfigResourceType.GROUP:
+      if (!authorize(ctx, DESCRIBE_CONFIGS, ResourceType.GROUP, resource.resourceName)) {
+        throw new KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+      }
+      return ctx.broker.sharePartitionManager.groupConfigs.describe(resource.resourceName, wanted);
     default:
       throw new KafkaError(
         ErrorCode.INVALID_REQUEST,

@@ -10,14 +10,16 @@
 //   (/config/brokers/<id>), the empty name the cluster-wide defaults (/config/brokers/<default>);
 //   docs/broker-configs.md lists the keys that may change. A key that may not change, or a bad
 //   value, is INVALID_REQUEST naming the resource; another broker's id is INVALID_REQUEST.
-//   Other resource types: INVALID_REQUEST, as in Kafka.
+// * Group resources (type 32, Kafka 4): the given configs replace all of the group's
+//   (server/group-config-manager.ts), ALTER_CONFIGS on the group. Other types: INVALID_REQUEST.
 // * ValidateOnly checks everything and changes nothing.
 // * With an authorizer: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or on the
 //   cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), as Kafka.
 // * Not implemented: alter-config policies.
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
-import { AclOperation } from "../security/authorized-operations.ts";
-import { configResourceDenial } from "./authorize.ts";
+import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
+import { authorize, configResourceDenial } from "./authorize.ts";
 import { alterResources } from "./config-resource.ts";
 import { defineHandler } from "./handler.ts";
 
@@ -40,6 +42,13 @@ export const alterConfigsHandler = defineHandler({
       broker: (r) => {
         check(r.resourceName, false);
         return brokerConfigManager.setBrokerConfigs(r.resourceName, r.configs, only);
+      },
+      group: (r) => {
+        if (!authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, r.resourceName)) {
+          throw new KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED);
+        }
+        const configs = ctx.broker.sharePartitionManager.groupConfigs;
+        return configs.replace(r.resourceName, r.configs, only);
       },
     });
     return { throttleTimeMs: 0, responses };

@@ -8,9 +8,10 @@
 //   running logs. Broker resources (type 4): the operations apply to the stored dynamic configs
 //   of this broker (its id) or of the cluster-wide default (the empty name), which are then
 //   checked whole, persisted and applied (docs/broker-configs.md). APPEND/SUBTRACT on a broker
-//   key that is not a list is INVALID_REQUEST. Group resources (type 3): share groups'
-//   share.auto.offset.reset (server/share-group-configs.ts), ALTER_CONFIGS on the group.
-//   Other resource types: INVALID_REQUEST.
+//   key that is not a list is INVALID_REQUEST. Group resources (type 32): Kafka 4's group
+//   configs (server/group-config-manager.ts; a bad value or unknown key is INVALID_CONFIG, as
+//   Kafka 4), ALTER_CONFIGS on the group (GROUP_AUTHORIZATION_FAILED). Other types:
+//   INVALID_REQUEST.
 // * A key named twice in one resource, or a null value for anything but DELETE, is
 //   INVALID_REQUEST for that resource (Kafka's preprocessing).
 // * ValidateOnly checks everything and changes nothing.
@@ -50,7 +51,8 @@ export const incrementalAlterConfigsHandler = defineHandler({
         if (!authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, r.resourceName)) {
           throw new KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED);
         }
-        ctx.broker.sharePartitionManager.groupConfigs.alter(r.resourceName, changesOf(r), only);
+        const configs = ctx.broker.sharePartitionManager.groupConfigs;
+        return configs.alter(r.resourceName, changesOf(r), only);
       },
     });
     return { throttleTimeMs: 0, responses };

@@ -23,8 +23,8 @@ export const shareFetchHandler = defineHandler({
   minVersion: 1,
   maxVersion: 1,
   async handle(request, ctx) {
-    const lockMs = ctx.broker.config["group.share.record.lock.duration.ms"];
     const groupId = request.groupId ?? "";
+    const lockMs = ctx.broker.sharePartitionManager.groupConfigs.shareRecordLockDurationMs(groupId);
     const fail = (errorCode: number, errorMessage: string | null = null) => ({
       throttleTimeMs: 0,
       errorCode,

@@ -58,8 +58,8 @@ export interface AlterTargets<R> {
   readonly topic: (resource: R) => Promise<void>;
   /** Called only for this broker's id or the empty name (the cluster-wide default). */
   readonly broker: (resource: R) => Promise<void>;
-  /** Share groups' configs (IncrementalAlterConfigs only); absent: INVALID_REQUEST. */
-  readonly group?: (resource: R) => void;
+  /** Group configs (Kafka 4's GROUP resource); absent: INVALID_REQUEST. */
+  readonly group?: (resource: R) => Promise<void>;
 }
 
 /**
@@ -109,7 +109,7 @@ async function alterOne<R extends AlterableResource>(
   }
   throw new KafkaError(
     ErrorCode.INVALID_REQUEST,
-    "AlterConfigs is only supported for topics " +
-      `and brokers, but resource type is ${resourceTypeName(r.resourceType)}`,
+    "AlterConfigs is only supported for topics, brokers " +
+      `and groups, but resource type is ${resourceTypeName(r.resourceType)}`,
   );
 }

@@ -15,15 +15,19 @@ import { TransactionMarkerChannelManager } from "../coordinator/transaction-mark
 import { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import { resolveBrokerId } from "../metadata/broker-id.ts";
 import { ControllerRequestGuard } from "../metadata/controller-request-guard.ts";
+import {
+  LocalGroupConfigStore,
+  ZooKeeperGroupConfigStore,
+} from "../metadata/group-config-store.ts";
 import { PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { type BoundListener, ListenerServers } from "../network/listener-servers.ts";
 import { AdminManager } from "../server/admin-manager.ts";
+import { GroupConfigManager } from "../server/group-config-manager.ts";
 import { logConfigFor } from "../server/log-config-for-topic.ts";
 import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
-import { ShareGroupConfigs } from "../server/share-group-configs.ts";
 import { SharePartitionManager } from "../server/share-partition-manager.ts";
 import { LocalShareStateStore } from "../server/share-state-store.ts";
 import { LogManager } from "../storage/log-manager.ts";
@@ -130,7 +134,7 @@ async function startSteps(
   const logs = await openLogs(config, stores, cache, dynamic, log, cleanups);
   const replication = startReplicaManager(stores, cache, logs, log, cleanups);
   const { controllerClient, replicaManager } = replication;
-  const groupCoordinator = await startGroupCoordinator(config, stores, cache, log, cleanups);
+  const groupCoordinator = await startGroupCoordinator(replication, stores, cache, log, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
   const adminManager = new AdminManager(liveBrokerIds, stores.metadataStore, cache, logs);
   const firstLogDir = config["log.dirs"][0]!;
@@ -270,6 +274,12 @@ function startSharePartitionManager(
   const store =
     dataDir === null ? null : new LocalShareStateStore(dataDir, log.child("ShareStateStore"));
   if (store !== null) cleanups.push("share state store", () => store.close());
+  const groupConfigStore =
+    stores.zooKeeper === null
+      ? new LocalGroupConfigStore(config["log.dirs"][0]!)
+      : new ZooKeeperGroupConfigStore(stores.zooKeeper, log.child("GroupConfigStore"));
+  const groupConfigs = new GroupConfigManager(groupConfigStore, () => config, log);
+  cleanups.push("group configs", () => groupConfigs.close());
   const manager = new SharePartitionManager(
     replicaManager,
     {
@@ -279,7 +289,7 @@ function startSharePartitionManager(
       maxSessions: config["group.share.max.share.sessions"],
       fetchMaxBytes: config["fetch.max.bytes"],
     },
-    new ShareGroupConfigs(dataDir),
+    groupConfigs,
     store,
   );
   cleanups.push("share partition manager", () => manager.close());
@@ -414,12 +424,16 @@ async function openLogs(
 
 /** Committed offsets live where the metadata does: ZooKeeper in a cluster, else the data dir. */
 async function startGroupCoordinator(
-  config: BrokerConfig,
+  replication: { sharePartitionManager: SharePartitionManager },
   stores: MetadataStores,
   cache: MetadataCache,
   log: Logger,
   cleanups: CleanupStack,
 ): Promise<GroupCoordinator> {
+  const config = cache.brokerConfig;
+  // Group configs are read whole before any group is served, then followed.
+  const groupConfigs = replication.sharePartitionManager.groupConfigs;
+  await groupConfigs.start();
   const offsetStore = openOffsetStore(stores, config, log.child("OffsetStore"));
   cleanups.push("offset store", () => offsetStore.close());
   const isCoordinatorFor = (groupId: string) =>
@@ -441,6 +455,7 @@ async function startGroupCoordinator(
     partitionCounts,
     log.child("GroupCoordinator"),
     () => cache.topicNames(),
+    groupConfigs,
   );
   // Groups follow the leaders of __consumer_offsets: those that moved are let go at once.
   const unwatchLeaders = cache.onReload(() => groupCoordinator.releaseMovedGroups());

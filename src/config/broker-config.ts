@@ -459,6 +459,76 @@ export const BROKER_CONFIG_KEYS = {
     2000,
     "In-flight (acquired or not yet acknowledged) records per share partition.",
   ),
+  "group.consumer.min.session.timeout.ms": key(
+    int({ min: 1 }),
+    45000,
+    "Smallest consumer.session.timeout.ms a consumer group's config may set.",
+  ),
+  "group.consumer.max.session.timeout.ms": key(
+    int({ min: 1 }),
+    60000,
+    "Largest consumer.session.timeout.ms a consumer group's config may set.",
+  ),
+  "group.consumer.min.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    5000,
+    "Smallest consumer.heartbeat.interval.ms a consumer group's config may set.",
+  ),
+  "group.consumer.max.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    15000,
+    "Largest consumer.heartbeat.interval.ms a consumer group's config may set.",
+  ),
+  "group.share.min.session.timeout.ms": key(
+    int({ min: 1 }),
+    45000,
+    "Smallest share.session.timeout.ms a share group's config may set.",
+  ),
+  "group.share.max.session.timeout.ms": key(
+    int({ min: 1 }),
+    60000,
+    "Largest share.session.timeout.ms a share group's config may set.",
+  ),
+  "group.share.min.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    5000,
+    "Smallest share.heartbeat.interval.ms a share group's config may set.",
+  ),
+  "group.share.max.heartbeat.interval.ms": key(
+    int({ min: 1 }),
+    15000,
+    "Largest share.heartbeat.interval.ms a share group's config may set.",
+  ),
+  "group.share.min.record.lock.duration.ms": key(
+    int({ min: 1000 }),
+    15000,
+    "Smallest share.record.lock.duration.ms a share group's config may set.",
+  ),
+  "group.share.max.record.lock.duration.ms": key(
+    int({ min: 1000, max: 3600000 }),
+    60000,
+    "Largest share.record.lock.duration.ms a share group's config may set.",
+  ),
+  "group.share.min.delivery.count.limit": key(
+    int({ min: 2, max: 10 }),
+    2,
+    "Smallest share.delivery.count.limit a share group's config may set.",
+  ),
+  "group.share.max.delivery.count.limit": key(
+    int({ min: 2, max: 10 }),
+    10,
+    "Largest share.delivery.count.limit a share group's config may set.",
+  ),
+  "group.share.min.partition.max.record.locks": key(
+    int({ min: 100, max: 10000 }),
+    100,
+    "Smallest share.partition.max.record.locks a share group's config may set.",
+  ),
+  "group.share.max.partition.max.record.locks": key(
+    int({ min: 100, max: 10000 }),
+    4000,
+    "Largest share.partition.max.record.locks a share group's config may set.",
+  ),
   "group.share.max.share.sessions": key(
     int({ min: 1 }),
     2000,

@@ -14,6 +14,8 @@ export const ConfigSource = {
   STATIC_BROKER_CONFIG: 4,
   DEFAULT_CONFIG: 5,
   DYNAMIC_BROKER_LOGGER_CONFIG: 6,
+  CLIENT_METRICS_CONFIG: 7,
+  GROUP_CONFIG: 8,
 } as const;
 
 export type TopicConfigKey = keyof typeof TOPIC_CONFIG_KEYS;

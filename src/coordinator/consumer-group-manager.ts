@@ -9,7 +9,7 @@ import {
   STATIC_LEFT_EPOCH,
 } from "./consumer-group.ts";
 import { ASSIGNORS, type Assignment } from "./consumer-group-assignors.ts";
-import type { GroupConfig } from "./group-config.ts";
+import { brokerWideTimings, type GroupConfig, type PerGroupTimings } from "./group-config.ts";
 import { restoreConsumerGroup } from "./group-membership.ts";
 import type { ConsumerMembershipRecord } from "./group-membership-record.ts";
 
@@ -66,6 +66,7 @@ export class ConsumerGroupManager {
     private readonly partitionCounts: PartitionCounts,
     private readonly onChange: (groupId: string) => void = () => {},
     private readonly topicNames: () => TopicNames = () => NO_TOPICS,
+    private readonly timings: PerGroupTimings = brokerWideTimings(config),
   ) {}
 
   /** Takes over a stored group, arming each member's timers as a heartbeat would. */
@@ -101,11 +102,11 @@ export class ConsumerGroupManager {
       this.groups.set(req.groupId, group);
     }
     if (req.memberEpoch === STATIC_LEAVE_EPOCH && this.staticLeave(group, req)) {
-      return this.answer(req.memberId, req.memberEpoch, null);
+      return this.answer(req.groupId, req.memberId, req.memberEpoch, null);
     }
     if (req.memberEpoch === LEAVE_EPOCH || req.memberEpoch === STATIC_LEAVE_EPOCH) {
       this.fence(group, req.memberId);
-      return this.answer(req.memberId, req.memberEpoch, null);
+      return this.answer(req.groupId, req.memberId, req.memberEpoch, null);
     }
     const stateBefore = fingerprint(group, req.memberId);
     const member = this.memberFor(group, req);
@@ -122,7 +123,8 @@ export class ConsumerGroupManager {
     }
     const changed = before.epoch !== member.memberEpoch || before.assigned !== member.assigned;
     const full = changed || req.memberEpoch === 0 || req.owned !== null;
-    return this.answer(member.memberId, member.memberEpoch, full ? member.assigned : null);
+    const assignment = full ? member.assigned : null;
+    return this.answer(req.groupId, member.memberId, member.memberEpoch, assignment);
   }
 
   private validate(req: HeartbeatRequest): [number, string] | null {
@@ -249,7 +251,8 @@ export class ConsumerGroupManager {
   private armSessionTimer(group: ConsumerGroup, member: ConsumerMember): void {
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
     const fence = () => this.fence(group, member.memberId);
-    member.sessionTimer = setTimeout(fence, this.config.consumerSessionTimeoutMs);
+    const sessionTimeoutMs = this.timings.consumerSessionTimeoutMs(group.groupId);
+    member.sessionTimer = setTimeout(fence, sessionTimeoutMs);
     member.sessionTimer.unref();
   }
 
@@ -292,8 +295,13 @@ export class ConsumerGroupManager {
     for (const [groupId, group] of this.groups) if (group.isEmpty) this.groups.delete(groupId);
   }
 
-  private answer(memberId: string, memberEpoch: number, assignment: Assignment | null) {
-    const heartbeatIntervalMs = this.config.consumerHeartbeatIntervalMs;
+  private answer(
+    groupId: string,
+    memberId: string,
+    memberEpoch: number,
+    assignment: Assignment | null,
+  ) {
+    const heartbeatIntervalMs = this.timings.consumerHeartbeatIntervalMs(groupId);
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,
@@ -306,7 +314,8 @@ export class ConsumerGroupManager {
 
   private error(req: HeartbeatRequest, errorCode: number, errorMessage: string | null) {
     assert(errorCode !== ErrorCode.NONE, "an error answer needs an error");
-    return { ...this.answer(req.memberId, req.memberEpoch, null), errorCode, errorMessage };
+    const answer = this.answer(req.groupId, req.memberId, req.memberEpoch, null);
+    return { ...answer, errorCode, errorMessage };
   }
 }
 

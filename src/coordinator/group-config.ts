@@ -49,6 +49,27 @@ export interface GroupConfig {
   readonly shareMaxSize: number;
 }
 
+/**
+ * Per-group values of the KIP-848 and share group timings: Kafka 4's group configs
+ * (`consumer.session.timeout.ms`, ...), else the broker's keys (server/group-config-manager.ts).
+ */
+export interface PerGroupTimings {
+  consumerSessionTimeoutMs(groupId: string): number;
+  consumerHeartbeatIntervalMs(groupId: string): number;
+  shareSessionTimeoutMs(groupId: string): number;
+  shareHeartbeatIntervalMs(groupId: string): number;
+}
+
+/** The broker-wide values for every group (no group configs). */
+export function brokerWideTimings(config: GroupConfig): PerGroupTimings {
+  return {
+    consumerSessionTimeoutMs: () => config.consumerSessionTimeoutMs,
+    consumerHeartbeatIntervalMs: () => config.consumerHeartbeatIntervalMs,
+    shareSessionTimeoutMs: () => config.shareSessionTimeoutMs,
+    shareHeartbeatIntervalMs: () => config.shareHeartbeatIntervalMs,
+  };
+}
+
 export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   minSessionTimeoutMs: 6_000,
   maxSessionTimeoutMs: 1_800_000,

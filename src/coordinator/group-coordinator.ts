@@ -15,6 +15,7 @@ import {
   DEFAULT_GROUP_CONFIG,
   type GroupConfig,
   NEW_MEMBER_JOIN_TIMEOUT_MS,
+  type PerGroupTimings,
 } from "./group-config.ts";
 import { describedError, describeGroup } from "./group-description.ts";
 import {
@@ -138,6 +139,7 @@ export class GroupCoordinator {
     partitionCounts: PartitionCounts = () => new Map(),
     private readonly log: Logger = SILENT_LOGGER,
     topicNames?: () => TopicNames,
+    timings?: PerGroupTimings,
   ) {
     this.config = { ...DEFAULT_GROUP_CONFIG, ...config };
     this.pendingTxnOffsets = new PendingTxnOffsets(store);
@@ -149,8 +151,10 @@ export class GroupCoordinator {
       partitionCounts,
       onChange,
       topicNames,
+      timings,
     );
-    this.shareGroups = new ShareGroupManager(shareSettings(this.config), partitionCounts);
+    const shares = shareSettings(this.config);
+    this.shareGroups = new ShareGroupManager(shares, partitionCounts, timings ?? null);
     assert(
       this.config.minSessionTimeoutMs <= this.config.maxSessionTimeoutMs,
       `group.min.session.timeout.ms ${this.config.minSessionTimeoutMs} exceeds the max ` +

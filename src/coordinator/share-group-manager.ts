@@ -2,6 +2,7 @@ import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { Assignment } from "./consumer-group-assignors.ts";
 import type { PartitionCounts } from "./consumer-group-manager.ts";
+import type { PerGroupTimings } from "./group-config.ts";
 import { ShareGroup, type ShareMember } from "./share-group.ts";
 
 /**
@@ -52,6 +53,8 @@ export class ShareGroupManager {
   constructor(
     private readonly settings: ShareGroupSettings,
     private readonly partitionCounts: PartitionCounts,
+    /** Group configs' share.session.timeout.ms and share.heartbeat.interval.ms, if any. */
+    private readonly timings: PerGroupTimings | null = null,
   ) {}
 
   get(groupId: string): ShareGroup | undefined {
@@ -76,7 +79,7 @@ export class ShareGroupManager {
     }
     if (req.memberEpoch === LEAVE_EPOCH) {
       this.fence(group, req.memberId);
-      return this.answer(req.memberId, LEAVE_EPOCH, null);
+      return this.answer(req.groupId, req.memberId, LEAVE_EPOCH, null);
     }
     const member = this.memberFor(group, req);
     if (typeof member === "number") return this.error(req, member, null);
@@ -92,7 +95,8 @@ export class ShareGroupManager {
     this.armSessionTimer(group, member);
     // A member hears its assignment when it joins and whenever the assignment epoch moved.
     const full = req.memberEpoch !== member.memberEpoch;
-    return this.answer(member.memberId, member.memberEpoch, full ? member.assigned : null);
+    const assignment = full ? member.assigned : null;
+    return this.answer(req.groupId, member.memberId, member.memberEpoch, assignment);
   }
 
   private memberFor(group: ShareGroup, req: ShareHeartbeatRequest): ShareMember | number {
@@ -123,7 +127,8 @@ export class ShareGroupManager {
   private armSessionTimer(group: ShareGroup, member: ShareMember): void {
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
     const fence = () => this.fence(group, member.memberId);
-    member.sessionTimer = setTimeout(fence, this.settings.sessionTimeoutMs);
+    const timeoutMs = this.timings?.shareSessionTimeoutMs(group.groupId);
+    member.sessionTimer = setTimeout(fence, timeoutMs ?? this.settings.sessionTimeoutMs);
     member.sessionTimer.unref();
   }
 
@@ -155,20 +160,27 @@ export class ShareGroupManager {
     for (const groupId of [...this.groups.keys()]) this.unload(groupId);
   }
 
-  private answer(memberId: string, memberEpoch: number, assignment: Assignment | null) {
+  private answer(
+    groupId: string,
+    memberId: string,
+    memberEpoch: number,
+    assignment: Assignment | null,
+  ) {
+    const intervalMs = this.timings?.shareHeartbeatIntervalMs(groupId);
     return {
       errorCode: ErrorCode.NONE,
       errorMessage: null,
       memberId,
       memberEpoch,
-      heartbeatIntervalMs: this.settings.heartbeatIntervalMs,
+      heartbeatIntervalMs: intervalMs ?? this.settings.heartbeatIntervalMs,
       assignment,
     };
   }
 
   private error(req: ShareHeartbeatRequest, errorCode: number, errorMessage: string | null) {
     assert(errorCode !== ErrorCode.NONE, "an error answer needs an error");
-    return { ...this.answer(req.memberId, req.memberEpoch, null), errorCode, errorMessage };
+    const answer = this.answer(req.groupId, req.memberId, req.memberEpoch, null);
+    return { ...answer, errorCode, errorMessage };
   }
 }
 

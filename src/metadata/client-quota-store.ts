@@ -17,16 +17,11 @@ import { join } from "node:path";
 import { writeFileAtomically } from "../storage/durable-file.ts";
 import type { Logger } from "../util/logger.ts";
 import { desanitize, sanitize } from "../zookeeper/kafka-sanitizer.ts";
-import { childrenOrNone, lastSequence, sequenceOf } from "../zookeeper/sequential-children.ts";
+import { childrenOrNone } from "../zookeeper/sequential-children.ts";
 import type { ZooKeeperClient } from "../zookeeper/zookeeper-client.ts";
-import { NoNodeError } from "../zookeeper/zookeeper-errors.ts";
-import {
-  CONFIG_CHANGE_PREFIX,
-  CONFIG_CHANGES_PATH,
-  DEFAULT_CONFIG_ENTITY,
-  decodeEntityConfig,
-  encodeEntityConfig,
-} from "./kafka-znodes.ts";
+import { ConfigChangeNotices } from "./config-change-notices.ts";
+import { readEntityConfig, writeEntityConfig } from "./entity-config-znode.ts";
+import { DEFAULT_CONFIG_ENTITY } from "./kafka-znodes.ts";
 
 /**
  * A quota entity as its config path below `/config`: `users/<u>`, `users/<u>/clients/<c>` or
@@ -44,11 +39,6 @@ export interface QuotaEntity {
 
 /** Most quota entities a local store keeps (ZooKeeper mode is bounded by ZooKeeper). */
 const LOCAL_ENTITIES_MAX = 100_000;
-/** Kafka's brokers delete change notices older than this (ZkConfigManager). */
-const CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000;
-/** Pause before reading the change notices again after ZooKeeper failed to answer. */
-const RETRY_MS = 1_000;
-const CHANGE_NODE = CONFIG_CHANGE_PREFIX.slice(CONFIG_CHANGES_PATH.length + 1);
 
 const part = (name: string | null) => (name === null ? DEFAULT_CONFIG_ENTITY : sanitize(name));
 const unpart = (name: string) => (name === DEFAULT_CONFIG_ENTITY ? null : desanitize(name));
@@ -96,16 +86,18 @@ export interface ClientQuotaStore {
 
 /** Kafka's znodes and `/config/changes` notices (see the top of this file). */
 export class ZooKeeperClientQuotaStore implements ClientQuotaStore {
-  private lastSeen = -1;
+  private readonly notices: ConfigChangeNotices;
 
   constructor(
     private readonly zk: ZooKeeperClient,
-    private readonly log: Logger,
-  ) {}
+    log: Logger,
+  ) {
+    this.notices = new ConfigChangeNotices(zk, log, (path) => quotaEntityOf(path) !== null);
+  }
 
   async loadAll(): Promise<Map<QuotaEntityPath, EntityConfigs>> {
     // Notices written while loading are read afterwards; reading an entity twice is harmless.
-    this.lastSeen = lastSequence(await childrenOrNone(this.zk, CONFIG_CHANGES_PATH), CHANGE_NODE);
+    await this.notices.skipExisting();
     const paths: string[] = [];
     for (const user of await childrenOrNone(this.zk, "/config/users")) {
       paths.push(`users/${user}`);
@@ -122,82 +114,19 @@ export class ZooKeeperClientQuotaStore implements ClientQuotaStore {
     return all;
   }
 
-  async read(path: QuotaEntityPath): Promise<EntityConfigs> {
-    try {
-      const { data } = await this.zk.getData(`/config/${path}`);
-      return decodeEntityConfig(`/config/${path}`, data);
-    } catch (error) {
-      if (error instanceof NoNodeError) return {};
-      throw error;
-    }
+  read(path: QuotaEntityPath): Promise<EntityConfigs> {
+    return readEntityConfig(this.zk, `/config/${path}`);
   }
 
   async write(path: QuotaEntityPath, configs: EntityConfigs): Promise<void> {
-    const data = encodeEntityConfig(configs);
-    try {
-      await this.zk.setData(`/config/${path}`, data);
-    } catch (error) {
-      if (!(error instanceof NoNodeError)) throw error;
-      await this.zk.create(`/config/${path}`, data, { createParents: true });
-    }
-    const notice = JSON.stringify({ version: 2, entity_path: path });
-    await this.zk.create(CONFIG_CHANGE_PREFIX, new TextEncoder().encode(notice), {
-      mode: "persistent-sequential",
-      createParents: true,
-    });
+    await writeEntityConfig(this.zk, `/config/${path}`, configs);
+    await this.notices.notify(path);
   }
 
   follow(changed: (path: QuotaEntityPath, c: EntityConfigs) => void, reload: () => void) {
-    let stopped = false;
-    const poll = () => {
-      if (stopped) return;
-      this.processChanges(changed, poll).catch((error: unknown) => {
-        this.log.warn(`config change notices not read: ${(error as Error).message}`);
-        setTimeout(poll, RETRY_MS).unref();
-      });
-    };
-    const unsubscribe = this.zk.onSessionEvent((event) => {
-      if (event !== "session-recreated" || stopped) return;
-      reload();
-      poll();
-    });
-    poll();
-    return () => {
-      stopped = true;
-      unsubscribe();
-    };
-  }
-
-  /** Reads the new notices (re-arming the watch) and re-reads the quota entities they name. */
-  private async processChanges(
-    changed: (path: QuotaEntityPath, c: EntityConfigs) => void,
-    rewatch: () => void,
-  ): Promise<void> {
-    await this.zk.mkdirp(CONFIG_CHANGES_PATH);
-    const children = await this.zk.getChildren(CONFIG_CHANGES_PATH, { watch: rewatch });
-    const fresh = children.filter((c) => sequenceOf(c, CHANGE_NODE) > this.lastSeen).sort();
-    for (const child of fresh) {
-      const path = await this.readNotice(child);
-      this.lastSeen = Math.max(this.lastSeen, sequenceOf(child, CHANGE_NODE));
-      if (path === null || quotaEntityOf(path) === null) continue;
+    return this.notices.follow(async (path) => {
       changed(path as QuotaEntityPath, await this.read(path as QuotaEntityPath));
-    }
-  }
-
-  /** The entity path a notice names; null when it is gone or unreadable. */
-  private async readNotice(child: string): Promise<string | null> {
-    try {
-      const path = `${CONFIG_CHANGES_PATH}/${child}`;
-      const { data, stat } = await this.zk.getData(path);
-      if (Date.now() - stat.ctimeMs > CONFIG_CHANGE_EXPIRATION_MS) {
-        await this.zk.delete(path).catch(() => {});
-      }
-      const json = JSON.parse(new TextDecoder().decode(data)) as { entity_path?: unknown };
-      return typeof json.entity_path === "string" ? json.entity_path : null;
-    } catch (error) {
-      if (error instanceof NoNodeError || error instanceof SyntaxError) return null;
-      throw error;
-    }
+    }, reload);
   }
 }
 

@@ -10,6 +10,8 @@
  * /config/topics/<topic>                    {"version":1,"config":{"retention.ms":"1000"}}
  * /config/brokers/<id>, /config/brokers/<default>   {"version":1,"config":{"log.retention.ms":..}}
  * /config/changes/config_change_<seq>       {"version":2,"entity_path":"brokers/<default>"}
+ * /config/groups/<sanitized group>          {"version":1,"config":{..}}
+ *                                           (Quill's place for Kafka 4's group configs)
  * /admin/delete_topics/<topic>              (empty: a request to delete the topic)
  * ```
  *

@@ -4,8 +4,8 @@ import type { FileRange } from "../protocol/records.ts";
 import { type BatchEntry, scanBatchHeaders } from "../storage/segment-batch-reader.ts";
 import type { UnifiedLog } from "../storage/unified-log.ts";
 import type { DelayedFetch } from "./delayed-fetch-purgatory.ts";
+import type { GroupConfigManager } from "./group-config-manager.ts";
 import type { ReplicaManager } from "./replica-manager.ts";
-import type { ShareGroupConfigs } from "./share-group-configs.ts";
 import {
   type AcquiredRecords,
   SharePartition,
@@ -102,8 +102,8 @@ export class SharePartitionManager {
   constructor(
     private readonly replicaManager: ReplicaManager,
     private readonly settings: ShareManagerSettings,
-    /** Share groups' configs: `share.auto.offset.reset` says where a new partition starts. */
-    readonly groupConfigs: ShareGroupConfigs,
+    /** Group configs: where a new partition starts, and each group's `share.*` values. */
+    readonly groupConfigs: GroupConfigManager,
     private readonly store: ShareStateStore | null = null,
   ) {
     this.sessions = new ShareSessionCache(settings.maxSessions, (s) => this.releaseSession(s));
@@ -325,9 +325,22 @@ export class SharePartitionManager {
       (this.groupConfigs.autoOffsetReset(groupId) === "earliest"
         ? log.logStartOffset
         : log.highWatermark);
+    const configs = this.groupConfigs;
+    // The group's configs are read at each use, so a change applies at once.
+    const settings = {
+      get lockDurationMs() {
+        return configs.shareRecordLockDurationMs(groupId);
+      },
+      get deliveryCountLimit() {
+        return configs.shareDeliveryCountLimit(groupId);
+      },
+      get maxInFlightRecords() {
+        return configs.sharePartitionMaxRecordLocks(groupId);
+      },
+    };
     const sp = new SharePartition(
       start,
-      this.settings,
+      settings,
       () => this.wake(key),
       () => this.store?.save(groupId, topic, partition, () => sp.snapshot()),
     );

@@ -102,7 +102,7 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
     topicResource("kjs-altered", ["segment.bytes", "1"]),
     { resourceType: BROKER, resourceName: "0", configs: [{ name: "num.partitions", value: "3" }] },
     { resourceType: BROKER, resourceName: "9", configs: [] },
-    { resourceType: 32, resourceName: "group", configs: [] },
+    { resourceType: 16, resourceName: "metrics", configs: [] },
     { resourceType: TOPIC, resourceName: "dup", configs: [] },
     { resourceType: TOPIC, resourceName: "dup", configs: [] },
   ]);
@@ -112,7 +112,7 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
     ["kjs-altered", ErrorCode.INVALID_REQUEST],
     ["0", ErrorCode.INVALID_REQUEST],
     ["9", ErrorCode.INVALID_REQUEST],
-    ["group", ErrorCode.INVALID_REQUEST],
+    ["metrics", ErrorCode.INVALID_REQUEST],
     ["dup", ErrorCode.INVALID_REQUEST],
     ["dup", ErrorCode.INVALID_REQUEST],
   ]);
@@ -127,7 +127,8 @@ test("error paths: per resource, with Kafka's codes and messages", async () => {
   );
   expect(messages[4]).toBe("Unexpected broker id, expected 0, but received 9");
   expect(messages[5]).toBe(
-    "AlterConfigs is only supported for topics and brokers, but resource type is GROUP",
+    "AlterConfigs is only supported for topics, brokers and groups, but resource type is " +
+      "CLIENT_METRICS",
   );
   expect(messages[6]).toBe("Each resource must appear at most once.");
   expect(overrides("validated")).toEqual({ "retention.ms": 1000 });
