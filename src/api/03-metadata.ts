@@ -17,6 +17,7 @@
 // * With an authorizer, as Kafka: topics the principal may not DESCRIBE are left out of an
 //   all-topics answer and are TOPIC_AUTHORIZATION_FAILED when named (existing or not);
 //   auto-creation needs CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
+import { INTERNAL_TOPICS } from "../common/internal-topics.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { ApiKey, type MetadataRequest } from "../protocol/generated/index.ts";
 import {
@@ -156,7 +157,7 @@ function describeWith(t: TopicMetadata, live: ReadonlySet<number>, version: numb
     errorCode: ErrorCode.NONE,
     name: t.name,
     topicId: t.topicId,
-    isInternal: false,
+    isInternal: INTERNAL_TOPICS.has(t.name),
     partitions: t.partitions.map((p) => {
       const leaderAlive = live.has(p.leaderId);
       return {
