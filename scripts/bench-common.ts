@@ -2,7 +2,7 @@
 // deadline, librdkafka C programs compiled once into ~/.cache/quill-bench, per-process CPU time
 // and peak RSS from /proc, the machine's load average, and the loopback ceiling from iperf3
 // (bench-e2e keeps its own, which falls back to a Bun socket pump).
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { homedir, loadavg } from "node:os";
 import { basename, join } from "node:path";
 
@@ -39,17 +39,22 @@ export async function runCommand(argv: readonly string[], timeoutMs: number): Pr
 }
 
 /**
- * Compiles a single-file librdkafka C program into the cache, again only when the source is newer
- * than the binary. Returns the binary's path, or the compiler's complaint when there is no C
- * toolchain or no librdkafka headers (apt: librdkafka-dev).
+ * Compiles a single-file librdkafka C program into the cache, once per version of its source.
+ * Returns the binary's path, or the compiler's complaint when there is no C toolchain or no
+ * librdkafka headers (apt: librdkafka-dev).
  */
 export function compileRdkafkaProgram(source: string): { path: string } | { error: string } {
   mkdirSync(CACHE_DIR, { recursive: true });
-  const path = join(CACHE_DIR, basename(source, ".c"));
-  if (mtimeMs(path) > statSync(source).mtimeMs) return { path };
-  const cc = Bun.spawnSync(["cc", "-O2", "-o", path, source, "-lrdkafka"], { stderr: "pipe" });
-  if (cc.exitCode === 0) return { path };
-  return { error: `cannot compile ${source}: ${cc.stderr.toString()}` };
+  // Named by the source's hash: worktrees holding other versions of it share the cache, and a
+  // run never picks up a binary another checkout built.
+  const hash = Bun.hash(readFileSync(source)).toString(16);
+  const path = join(CACHE_DIR, `${basename(source, ".c")}-${hash}`);
+  if (mtimeMs(path) > 0) return { path };
+  const building = `${path}.${process.pid}`;
+  const cc = Bun.spawnSync(["cc", "-O2", "-o", building, source, "-lrdkafka"], { stderr: "pipe" });
+  if (cc.exitCode !== 0) return { error: `cannot compile ${source}: ${cc.stderr.toString()}` };
+  renameSync(building, path);
+  return { path };
 }
 
 function mtimeMs(path: string): number {
