@@ -394,7 +394,7 @@ async function openLogs(
   log: Logger,
   cleanups: CleanupStack,
 ): Promise<LogManager> {
-  const logs = LogManager.open({
+  const logs = await LogManager.openAsync({
     logDirs: config["log.dirs"],
     configForTopic: (topic) => logConfigFor(cache.topic(topic)?.configs ?? {}, cache.brokerConfig),
     retentionCheckIntervalMs: config["log.retention.check.interval.ms"],

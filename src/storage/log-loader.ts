@@ -66,6 +66,11 @@ export interface SegmentLoadParams {
    * directory on the thread pool (LogManager.createLogs).
    */
   readonly createdLogFd?: number;
+  /**
+   * The names in `dir`, listed on the thread pool before the load (LogManager.openAsync), so
+   * the load does not list it again; the directory must not have changed since.
+   */
+  readonly listing?: readonly string[];
 }
 
 export function loadSegments(
@@ -85,8 +90,9 @@ export function loadSegments(
     installIndexLoader(segment, () => settings, env.logger);
     return [segment];
   }
-  recoverInterruptedSwaps(dir, env.logger);
-  const baseOffsets = listSegmentBaseOffsets(dir, env.logger);
+  // A finished swap renamed and deleted files: the listing is stale then.
+  const swapped = recoverInterruptedSwaps(dir, env.logger, params.listing) > 0;
+  const baseOffsets = listSegmentBaseOffsets(dir, env.logger, swapped ? undefined : params.listing);
   if (baseOffsets.length > env.maxSegmentsPerLog) {
     env.logger.warn(`${dir}: ${baseOffsets.length} segments exceed the per-log limit`);
   }
@@ -100,6 +106,9 @@ export function loadSegments(
     LogSegment.open(dir, baseOffset, baseOffsets[i + 1] ?? UNKNOWN_END_OFFSET, env.pool),
   );
   for (const segment of segments) installIndexLoader(segment, () => settings, env.logger);
+  // After a clean stop the last segment stays the active one: opening it read-write now saves
+  // a read-only open and close for its header scan.
+  if (params.cleanShutdown) segments[segments.length - 1].file.pin();
   const live = params.cleanShutdown
     ? loadAfterCleanShutdown(segments, settings, env.logger)
     : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger, epochs);
@@ -108,8 +117,12 @@ export function loadSegments(
 }
 
 /** Segment base offsets from the `.log` names, after deleting stray and orphan files. */
-function listSegmentBaseOffsets(dir: string, logger: Logger): bigint[] {
-  const names = fs.readdirSync(dir);
+function listSegmentBaseOffsets(
+  dir: string,
+  logger: Logger,
+  listing: readonly string[] | undefined,
+): bigint[] {
+  const names = listing ?? fs.readdirSync(dir);
   const logStems = new Set<string>();
   for (const name of names) {
     if (STRAY_SUFFIXES.some((suffix) => name.endsWith(suffix))) {

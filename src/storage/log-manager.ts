@@ -55,6 +55,24 @@ const DELETE_DIR_SUFFIX = "-delete";
 const CLOSE_CONCURRENCY = 32;
 /** New logs whose directory and file createLogs makes at once on the thread pool. */
 const CREATE_CONCURRENCY = 32;
+/** Partition directories listed at once when the broker opens its logs (openAsync). */
+const LISTING_CONCURRENCY = 64;
+/** The longest the event loop is held by loading logs before timers get a turn (openAsync). */
+const LOAD_SLICE_MS = 50;
+
+/** One log dir being opened: what beginLoad read, for loadPartition and finishLoad. */
+interface LogDirLoad {
+  readonly logDir: string;
+  readonly markerPath: string;
+  readonly cleanShutdown: boolean;
+  readonly recoveryPoints: ReadonlyMap<string, bigint>;
+  readonly startOffsets: ReadonlyMap<string, bigint>;
+  readonly highWatermarks: ReadonlyMap<string, bigint>;
+  readonly cleanerOffsets: ReadonlyMap<string, bigint>;
+  /** Names of the partition directories to load. */
+  readonly partitionDirs: string[];
+  readonly topicConfigs: Map<string, LogConfig>;
+}
 /** Kafka's legal topic names (Topic.java): at most 249 of [a-zA-Z0-9._-], not "." or "..". */
 const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
 const PARTITION_DIR = /^(.+)-(\d{1,9})$/;
@@ -217,20 +235,61 @@ export class LogManager {
     );
     for (const logDir of manager.logDirs) {
       try {
-        manager.loadLogDir(logDir);
+        const load = manager.beginLoad(logDir);
+        for (const name of load.partitionDirs) manager.loadPartition(load, name, undefined);
+        manager.finishLoad(load);
       } catch (error) {
         if (!isIoError(error)) throw error;
         manager.failLogDir(logDir, error);
       }
     }
-    manager.loadFutureLogs();
-    if (manager.liveLogDirs.length === 0) {
+    return manager.opened();
+  }
+
+  /**
+   * As open, for the broker: each log dir's partition directories are listed on the thread
+   * pool, LISTING_CONCURRENCY at a time (a directory not in the dentry cache costs a disk read,
+   * which one after another on the event loop made most of a start with 10,000 logs), and the
+   * logs load in slices of at most LOAD_SLICE_MS between which timers (a ZooKeeper session's
+   * pings) run.
+   */
+  static async openAsync(options: LogManagerOptions): Promise<LogManager> {
+    const manager = new LogManager(
+      options.logDirs.map((d) => path.resolve(d)),
+      options,
+    );
+    for (const logDir of manager.logDirs) {
+      try {
+        const load = manager.beginLoad(logDir);
+        const listings = await mapLimit(load.partitionDirs, LISTING_CONCURRENCY, (name) =>
+          fs.promises.readdir(path.join(logDir, name)),
+        );
+        let sliceStartMs = performance.now();
+        for (let i = 0; i < load.partitionDirs.length; i++) {
+          manager.loadPartition(load, load.partitionDirs[i]!, listings[i]);
+          if (performance.now() - sliceStartMs < LOAD_SLICE_MS) continue;
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceStartMs = performance.now();
+        }
+        manager.finishLoad(load);
+      } catch (error) {
+        if (!isIoError(error)) throw error;
+        manager.failLogDir(logDir, error);
+      }
+    }
+    return manager.opened();
+  }
+
+  /** What open and openAsync do once every log dir is loaded (or failed). */
+  private opened(): LogManager {
+    this.loadFutureLogs();
+    if (this.liveLogDirs.length === 0) {
       throw new KafkaError(
         ErrorCode.KAFKA_STORAGE_ERROR,
-        `none of the log dirs ${manager.logDirs.join(",")} can be opened`,
+        `none of the log dirs ${this.logDirs.join(",")} can be opened`,
       );
     }
-    return manager;
+    return this;
   }
 
   /** The log dirs that have not failed. */
@@ -317,74 +376,91 @@ export class LogManager {
     this.closeHandlersOf(future, dir ?? "");
   }
 
-  private loadLogDir(logDir: string): void {
+  /**
+   * Reads a log dir's checkpoints and lists its partition directories; removes deleted ones and
+   * notes future ones (loadFutureLogs loads them once every log dir is loaded).
+   */
+  private beginLoad(logDir: string): LogDirLoad {
     fs.mkdirSync(logDir, { recursive: true });
     const markerPath = path.join(logDir, CLEAN_SHUTDOWN_FILE);
-    const cleanShutdown = fs.existsSync(markerPath);
-    const recoveryPoints = readOffsetCheckpoint(
-      path.join(logDir, RECOVERY_POINT_CHECKPOINT_FILE),
-      this.env.logger,
-    );
-    const startOffsets = readOffsetCheckpoint(
-      path.join(logDir, LOG_START_OFFSET_CHECKPOINT_FILE),
-      this.env.logger,
-    );
-    const highWatermarks = readOffsetCheckpoint(
-      path.join(logDir, HIGH_WATERMARK_CHECKPOINT_FILE),
-      this.env.logger,
-    );
-    const cleanerOffsets = readOffsetCheckpoint(
-      path.join(logDir, CLEANER_OFFSET_CHECKPOINT_FILE),
-      this.env.logger,
-    );
+    const read = (file: string) => readOffsetCheckpoint(path.join(logDir, file), this.env.logger);
+    const load: LogDirLoad = {
+      logDir,
+      markerPath,
+      cleanShutdown: fs.existsSync(markerPath),
+      recoveryPoints: read(RECOVERY_POINT_CHECKPOINT_FILE),
+      startOffsets: read(LOG_START_OFFSET_CHECKPOINT_FILE),
+      highWatermarks: read(HIGH_WATERMARK_CHECKPOINT_FILE),
+      cleanerOffsets: read(CLEANER_OFFSET_CHECKPOINT_FILE),
+      partitionDirs: [],
+      topicConfigs: new Map(),
+    };
     for (const entry of fs.readdirSync(logDir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       if (entry.name.endsWith(DELETE_DIR_SUFFIX)) {
         this.removeInBackground(path.join(logDir, entry.name));
-        continue;
+      } else if (entry.name.endsWith(FUTURE_DIR_SUFFIX)) {
+        this.noteFutureDir(load, entry.name);
+      } else {
+        const match = PARTITION_DIR.exec(entry.name);
+        if (match !== null && TOPIC_NAME.test(match[1])) load.partitionDirs.push(entry.name);
       }
-      if (entry.name.endsWith(FUTURE_DIR_SUFFIX)) {
-        const future = FUTURE_DIR.exec(entry.name);
-        if (future === null || !TOPIC_NAME.test(future[1])) continue;
-        const key = partitionDirName(future[1], Number(future[2]));
-        this.foundFutureDirs.push({
-          logDir,
-          name: entry.name,
-          topic: future[1],
-          partition: Number(future[2]),
-          recoveryPoint: recoveryPoints.get(key) ?? 0n,
-          logStartOffset: startOffsets.get(key) ?? 0n,
-          cleanShutdown,
-        });
-        continue;
-      }
-      const match = PARTITION_DIR.exec(entry.name);
-      if (match === null || !TOPIC_NAME.test(match[1])) continue;
-      const [topic, partition] = [match[1], Number(match[2])];
-      const key = partitionDirName(topic, partition);
-      const highWatermark = highWatermarks.get(key);
-      if (highWatermark !== undefined) this.checkpointedHighWatermarks.set(key, highWatermark);
-      this.addLog(
-        logDir,
-        UnifiedLog.load({
-          dir: path.join(logDir, entry.name),
-          topic,
-          partition,
-          config: this.options.configForTopic?.(topic) ?? this.defaultConfig,
-          recoveryPoint: recoveryPoints.get(key) ?? 0n,
-          logStartOffset: startOffsets.get(key) ?? 0n,
-          cleanerOffset: cleanerOffsets.get(key) ?? 0n,
-          cleanShutdown,
-          env: this.env,
-        }),
-      );
     }
+    return load;
+  }
+
+  private noteFutureDir(load: LogDirLoad, name: string): void {
+    const future = FUTURE_DIR.exec(name);
+    if (future === null || !TOPIC_NAME.test(future[1])) return;
+    const key = partitionDirName(future[1], Number(future[2]));
+    this.foundFutureDirs.push({
+      logDir: load.logDir,
+      name,
+      topic: future[1],
+      partition: Number(future[2]),
+      recoveryPoint: load.recoveryPoints.get(key) ?? 0n,
+      logStartOffset: load.startOffsets.get(key) ?? 0n,
+      cleanShutdown: load.cleanShutdown,
+    });
+  }
+
+  /** Loads (recovering after a crash) the log in one partition directory found by beginLoad. */
+  private loadPartition(load: LogDirLoad, name: string, listing: readonly string[] | undefined) {
+    const match = PARTITION_DIR.exec(name)!;
+    const [topic, partition] = [match[1], Number(match[2])];
+    const key = partitionDirName(topic, partition);
+    const highWatermark = load.highWatermarks.get(key);
+    if (highWatermark !== undefined) this.checkpointedHighWatermarks.set(key, highWatermark);
+    // One topic's partitions share its config (computing it was a tenth of a 10,000-log load).
+    let config = load.topicConfigs.get(topic);
+    if (config === undefined) {
+      config = this.options.configForTopic?.(topic) ?? this.defaultConfig;
+      load.topicConfigs.set(topic, config);
+    }
+    this.addLog(
+      load.logDir,
+      UnifiedLog.load({
+        dir: path.join(load.logDir, name),
+        topic,
+        partition,
+        config,
+        recoveryPoint: load.recoveryPoints.get(key) ?? 0n,
+        logStartOffset: load.startOffsets.get(key) ?? 0n,
+        cleanerOffset: load.cleanerOffsets.get(key) ?? 0n,
+        cleanShutdown: load.cleanShutdown,
+        env: this.env,
+        listing,
+      }),
+    );
+  }
+
+  private finishLoad(load: LogDirLoad): void {
     // The high watermarks are not rewritten here: until the replica manager has set them, each
     // log's is its LEO, and a crash now must still find the ones just read.
-    this.writeCheckpoints(logDir, false);
-    if (cleanShutdown) {
-      fs.rmSync(markerPath);
-      fsyncDirectory(logDir);
+    this.writeCheckpoints(load.logDir, false);
+    if (load.cleanShutdown) {
+      fs.rmSync(load.markerPath);
+      fsyncDirectory(load.logDir);
     }
   }
 

@@ -23,6 +23,8 @@ export function replayProducerState(
   fromOffset: bigint,
 ): number {
   let replayed = 0;
+  // A clean stop leaves a snapshot at the log end: nothing to read (and no index to load).
+  if (fromOffset >= segments[segments.length - 1]!.nextOffset) return 0;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i];
     const next = segments[i + 1];

@@ -378,12 +378,18 @@ export class ProducerStateManager {
   /**
    * Loads the newest usable snapshot at or below `logEndOffset` (deleting those above it, left
    * by a log that lost its tail, and corrupt ones) and returns the offset replay starts at.
+   * `listing` is the directory's names when the caller has them.
    */
-  loadSnapshot(logStartOffset: bigint, logEndOffset: bigint, nowMs: number): bigint {
+  loadSnapshot(
+    logStartOffset: bigint,
+    logEndOffset: bigint,
+    nowMs: number,
+    listing?: readonly string[],
+  ): bigint {
     this.producers.clear();
     this.ongoing.clear();
     const { dir, logger, name } = this.options;
-    const offsets = listSnapshotOffsets(dir);
+    const offsets = listSnapshotOffsets(dir, listing);
     for (const offset of offsets) {
       if (offset > logEndOffset || offset < logStartOffset) this.deleteSnapshotFile(offset);
     }

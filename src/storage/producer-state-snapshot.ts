@@ -47,10 +47,13 @@ export function snapshotPath(dir: string, offset: bigint): string {
   return path.join(dir, segmentFileStem(offset) + SNAPSHOT_FILE_SUFFIX);
 }
 
-/** Offsets of the snapshot files in `dir`, ascending. */
-export function listSnapshotOffsets(dir: string): bigint[] {
+/** Offsets of the snapshot files in `dir` (or in its `listing`), ascending. */
+export function listSnapshotOffsets(
+  dir: string,
+  listing: readonly string[] = fs.readdirSync(dir),
+): bigint[] {
   const offsets: bigint[] = [];
-  for (const name of fs.readdirSync(dir)) {
+  for (const name of listing) {
     const match = SNAPSHOT_STEM.exec(name);
     if (match !== null) offsets.push(BigInt(match[1]));
   }

@@ -89,9 +89,12 @@ function renameSegmentFiles(dir: string, baseOffset: bigint, from: string, to: s
  * Finishes swaps a crash interrupted (see the file comment). Returns the number finished.
  * Index `.swap` files without a `.log.swap` are left for the loader's stray-file cleanup.
  */
-export function recoverInterruptedSwaps(dir: string, logger: Logger): number {
-  const logSwaps = fs
-    .readdirSync(dir)
+export function recoverInterruptedSwaps(
+  dir: string,
+  logger: Logger,
+  listing: readonly string[] = fs.readdirSync(dir),
+): number {
+  const logSwaps = listing
     .filter((name) => name.endsWith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX))
     .map((name) => BigInt(name.slice(0, 20)));
   for (const baseOffset of logSwaps) {

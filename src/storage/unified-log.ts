@@ -185,9 +185,10 @@ export class UnifiedLog {
 
   /** Opens (and after an unclean shutdown, recovers) the log in `params.dir`. */
   static load(params: LoadParams): UnifiedLog {
+    // A listed directory exists (LogManager.openAsync found it in its log dir).
     const created =
       params.createdLogFd !== undefined ||
-      fs.mkdirSync(params.dir, { recursive: true }) !== undefined;
+      (params.listing === undefined && fs.mkdirSync(params.dir, { recursive: true }) !== undefined);
     // A directory just made holds nothing: no files to list or read, only the first segment's.
     const leaderEpochCache = created
       ? LeaderEpochFileCache.empty(params.dir)
@@ -972,7 +973,10 @@ export class UnifiedLog {
 
 /** The producer state of a log being loaded: newest snapshot, then the batches after it. */
 function loadProducerState(
-  params: Pick<LoadParams, "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs">,
+  params: Pick<
+    LoadParams,
+    "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs" | "listing"
+  >,
   segments: readonly LogSegment[],
   logStartOffset: bigint,
   newDir: boolean,
@@ -990,7 +994,7 @@ function loadProducerState(
     return state;
   }
   const nowMs = Date.now();
-  const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs);
+  const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs, params.listing);
   let replayed = 0;
   try {
     replayed = replayProducerState(state, segments, from);

@@ -2,9 +2,10 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ErrorCode, KafkaError } from "../../src/protocol/errors.ts";
+import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
-import { LogManager } from "../../src/storage/log-manager.ts";
+import { CLEAN_SHUTDOWN_FILE, LogManager } from "../../src/storage/log-manager.ts";
 import {
   HIGH_WATERMARK_CHECKPOINT_FILE,
   LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -214,6 +215,44 @@ describe("log management", () => {
     expect(fs.existsSync(path.join(dir, "old-0.abc123-delete"))).toBe(false);
     manager.close();
     removeDir(second);
+  });
+
+  test("openAsync (the broker's) loads what open loads, from listings made beforehand", async () => {
+    const loaded = (m: LogManager) =>
+      [...m.allLogs()]
+        .map(
+          (l) => `${l.name}:${l.logEndOffset}:${l.segmentCount}:${l.producerState.producerCount}`,
+        )
+        .sort();
+    open();
+    for (let p = 0; p < 3; p++) {
+      const log = manager.getOrCreateLog("t", p);
+      fill(log, 6 + p);
+      const records = buildRecordBatch([{ key: null, value: new Uint8Array(8) }], {
+        producerId: 40n + BigInt(p),
+        producerEpoch: 0,
+        baseSequence: 0,
+      });
+      log.appendAsLeader(records, -1);
+    }
+    const before = loaded(manager);
+    const t1 = manager.getLog("t", 1)!.dir;
+    await manager.closeAsync();
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(true);
+    fs.writeFileSync(path.join(t1, "00000000000000000000.log.deleted"), "x");
+    fs.mkdirSync(path.join(dir, "gone-0.0123abcd-delete"));
+    manager = await LogManager.openAsync({
+      logDirs: [dir],
+      defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 1000 },
+      logger: new LineLogger(lines),
+    });
+    expect(loaded(manager)).toEqual(before);
+    expect(before.every((l) => !l.endsWith(":0"))).toBe(true);
+    expect(fs.existsSync(path.join(t1, "00000000000000000000.log.deleted"))).toBe(false);
+    expect(fs.existsSync(path.join(dir, CLEAN_SHUTDOWN_FILE))).toBe(false);
+    const log = manager.getLog("t", 2)!;
+    const end = log.logEndOffset;
+    expect(log.appendAsLeader(batch(1), -1).baseOffset).toBe(end);
   });
 
   test("createLogs makes one .log per new log off the event loop; index files come with data", async () => {
