@@ -132,10 +132,10 @@ group.initial.rebalance.delay.ms=0
     expect(config["log.dirs"]).toEqual(["/tmp/kafka-logs"]);
     expect(warning).toBe(
       "Kafka config keys Quill ignores: num.io.threads, num.network.threads, " +
-        "num.recovery.threads.per.data.dir, offsets.topic.replication.factor, socket.receive.buffer.bytes, " +
-        "socket.send.buffer.bytes",
+        "num.recovery.threads.per.data.dir, socket.receive.buffer.bytes, socket.send.buffer.bytes",
     );
-    // The transaction coordinator reads these now, so they are applied, not ignored.
+    // The coordinators read these now, so they are applied, not ignored.
+    expect(config["offsets.topic.replication.factor"]).toBe(1);
     expect(config["transaction.state.log.replication.factor"]).toBe(1);
     expect(config["transaction.state.log.min.isr"]).toBe(1);
   });
