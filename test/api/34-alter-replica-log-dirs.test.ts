@@ -1,10 +1,10 @@
 /**
  * AlterReplicaLogDirs (KIP-113) on a broker with three log dirs: a replica moves to another dir
  * while an idempotent kafkajs producer writes and a consumer reads (offsets, bytes, producer
- * state and epochs unchanged, files only in the new dir), DescribeLogDirs lists the future
- * replica with its size and lag, the throttle bounds the copy, a second request replaces a move
- * and the current dir cancels it, a clean restart resumes a move, and the error codes of every
- * version as Kafka answers them.
+ * state and epochs unchanged, files only in the new dir), DescribeLogDirs (and Kafka 3.9's
+ * kafka-log-dirs.sh) lists the future replica with its size and lag, the throttle bounds the
+ * copy, a second request replaces a move and the current dir cancels it, a clean restart
+ * resumes a move, and the error codes of every version as Kafka answers them.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,6 +13,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { readAll } from "../broker/acks-all-producer.ts";
+import { LOG_DIRS, runKafkaTool } from "../broker/kafka-tool.ts";
 import {
   type InProcessBroker,
   removeDir,
@@ -91,6 +92,13 @@ async function replicas(topic: string): Promise<Replica[]> {
   );
 }
 
+interface ToolPartition {
+  partition: string;
+  size: number;
+  offsetLag: number;
+  isFuture: boolean;
+}
+
 const currentDir = async (topic: string) => (await replicas(topic)).find((r) => !r.future)!.dir;
 
 /** Waits until `topic`-0 lives in `dir` with no future replica left. */
@@ -147,13 +155,13 @@ async function setThrottle(bytesPerSecond: number | null): Promise<void> {
   expect(res.responses[0]!.errorCode).toBe(ErrorCode.NONE);
 }
 
-test("the throttle bounds the copy; a second request replaces the move, the current dir cancels it", async () => {
+test("the throttle bounds the copy, kafka-log-dirs.sh shows it; a second request replaces the move, the current dir cancels it", async () => {
   const topic = "slow";
   await createTopic(topic);
   await produceBytes(topic, 2_000, 1_000);
   // The first move of this broker: the quota's window (11 s) holds nothing else, so the bytes
   // copied from the first slice on stay within the rate over the time since.
-  const rate = 256 * 1024;
+  const rate = 128 * 1024;
   await setThrottle(rate);
   const from = await currentDir(topic);
   const [first, second] = dirs.filter((d) => d !== from);
@@ -172,6 +180,18 @@ test("the throttle bounds the copy; a second request replaces the move, the curr
   expect(Number(future.size - size0)).toBeLessThanOrEqual(rate * (seconds + 1) + SLICE_BYTES);
   expect(future.dir).toBe(first!);
   expect(future.lag).toBeGreaterThan(0n);
+  // kafka-log-dirs.sh shows the move in progress: the future replica with its size and lag.
+  const tool = await runKafkaTool(LOG_DIRS, ["--bootstrap-server", broker.bootstrap, "--describe"]);
+  expect(tool.code, tool.stderr).toBe(0);
+  const described = JSON.parse(tool.stdout.split("\n").find((l) => l.startsWith("{"))!) as {
+    brokers: { logDirs: { logDir: string; partitions: ToolPartition[] }[] }[];
+  };
+  const listed = described.brokers[0]!.logDirs.flatMap((d) =>
+    d.partitions.filter((p) => p.partition === `${topic}-0`).map((p) => ({ ...p, dir: d.logDir })),
+  );
+  expect(listed.find((p) => p.isFuture)).toMatchObject({ dir: first! });
+  expect(listed.find((p) => p.isFuture)!.offsetLag).toBeGreaterThan(0);
+  expect(listed.find((p) => !p.isFuture)).toMatchObject({ dir: from, offsetLag: 0 });
 
   // Another dir: the copy in the first is dropped and starts over in the second.
   expect(await alterCode(second!, topic)).toBe(ErrorCode.NONE);
