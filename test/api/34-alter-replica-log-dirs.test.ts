@@ -181,6 +181,8 @@ test("the throttle bounds the copy, kafka-log-dirs.sh shows it; a second request
   expect(future.dir).toBe(first!);
   expect(future.lag).toBeGreaterThan(0n);
   // kafka-log-dirs.sh shows the move in progress: the future replica with its size and lag.
+  // The copy is held (1 byte/s) while the JVM starts, which took over 20 s at load 36.
+  await setThrottle(1);
   const tool = await runKafkaTool(LOG_DIRS, ["--bootstrap-server", broker.bootstrap, "--describe"]);
   expect(tool.code, tool.stderr).toBe(0);
   const described = JSON.parse(tool.stdout.split("\n").find((l) => l.startsWith("{"))!) as {
@@ -208,6 +210,7 @@ test("the throttle bounds the copy, kafka-log-dirs.sh shows it; a second request
 }, 60_000);
 
 test("a replica moves while an idempotent producer writes: offsets, bytes, epochs kept", async () => {
+  await setThrottle(null);
   const topic = "live";
   await createTopic(topic);
   const producer = kafka().producer({ idempotent: true });
@@ -263,7 +266,10 @@ test("a clean restart in the middle of a move resumes it from the future log", a
   const topic = "resumed";
   await createTopic(topic);
   await produceBytes(topic, 2_000, 1_000);
-  // Above what the window (11 s) still holds of the moves before, below the copy's own pace.
+  // A fresh broker: the quota's window (11 s) holds none of the moves before, so 512 KiB/s
+  // keeps this 2 MB copy running for seconds.
+  await broker.stop();
+  broker = await startInProcessBroker({ dataDir: root, settings: settings() });
   await setThrottle(512 * 1024);
   const from = await currentDir(topic);
   const to = dirs.find((d) => d !== from)!;
