@@ -43,6 +43,7 @@ export const leaderAndIsrHandler = defineHandler({
     let errors = new Map<string, number>();
     if (!stale) {
       cache.applyLeaderStates(states);
+      await ctx.broker.replicaManager.createNewLogs(states);
       errors = ctx.broker.replicaManager.becomeLeaderOrFollower(request.controllerEpoch, states);
       if (v5 && request.type === LeaderAndIsrType.FULL) {
         await ctx.broker.replicaManager.deleteStrayReplicas(states);

@@ -894,6 +894,36 @@ export class ReplicaManager {
   }
 
   /**
+   * Before becomeLeaderOrFollower: makes the logs of the new partitions (isNew) this broker is
+   * a replica of and has no log for yet on the thread pool, as CreateTopics does
+   * (LogManager.createLogs), so a LeaderAndIsr with thousands of new partitions does not hold
+   * the event loop for one file-system operation after another. A failure here is left to the
+   * synchronous path, which answers it per partition.
+   */
+  async createNewLogs(states: readonly PartitionLeadership[]): Promise<void> {
+    const byTopic = new Map<string, number[]>();
+    for (const s of states) {
+      if (!s.isNew || !s.replicas.includes(this.localBrokerId)) continue;
+      if (this.logs.getLog(s.topic, s.partition) !== undefined) continue;
+      const partitions = byTopic.get(s.topic) ?? [];
+      partitions.push(s.partition);
+      byTopic.set(s.topic, partitions);
+    }
+    for (const [topic, partitions] of byTopic) {
+      const configs = this.cache.topic(topic)?.configs ?? {};
+      try {
+        await this.logs.createLogs(
+          topic,
+          partitions,
+          logConfigFor(configs, this.cache.brokerConfig),
+        );
+      } catch (e) {
+        if (!(e instanceof KafkaError)) throw e;
+      }
+    }
+  }
+
+  /**
    * LeaderAndIsr (called by its handler after the metadata cache took the states): becomes
    * leader or follower of each partition, creating its log if needed. Per partition: NONE, or
    * FENCED_LEADER_EPOCH for a state older than the one held, or UNKNOWN_TOPIC_OR_PARTITION when
