@@ -4,8 +4,9 @@
 // * v1: KeyType (0 group, 1 transaction). v3: flexible.
 // * v4: batched CoordinatorKeys (KIP-699); the single Key and top-level answer are then unused.
 // * v5: TRANSACTION_ABORTABLE may be returned (KIP-890). v6: KeyType 2, share groups (KIP-932).
-// * A single broker coordinates every group itself; share-group and unknown key types get
-//   INVALID_REQUEST, as in Kafka.
+// * A single broker coordinates every group itself; unknown key types get INVALID_REQUEST.
+// * Share keys ("group:topicId:partition", sent by brokers, CLUSTER_ACTION): the leader of the
+//   key's __share_group_state partition, created on the first such request.
 // * Transactional ids: the leader of the id's __transaction_state partition, which is created
 //   on the first such request (COORDINATOR_NOT_AVAILABLE if that fails or has no leader yet).
 // * In a cluster a group's coordinator is the leader of its __consumer_offsets partition, as in
@@ -13,12 +14,13 @@
 //   moment for its leaders, then answers COORDINATOR_NOT_AVAILABLE if none is known yet.
 
 import { findGroupCoordinator } from "../coordinator/offsets-topic.ts";
-import { TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
+import { SHARE_STATE_TOPIC } from "../coordinator/share-state-log.ts";
+import { partitionForKey, TRANSACTION_STATE_TOPIC } from "../coordinator/transaction-log.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import { endpointOn } from "../server/metadata-cache.ts";
-import { authorize } from "./authorize.ts";
+import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
 const BATCHED_KEYS_MIN_VERSION = 4;
@@ -49,6 +51,9 @@ export const findCoordinatorHandler = defineHandler({
   async handle(request, ctx) {
     if (request.keyType === KeyType.TRANSACTION) {
       await ctx.broker.transactionStateManager.ensureTopic().catch(() => undefined);
+    }
+    if (request.keyType === KeyType.SHARE) {
+      await ctx.broker.shareCoordinator.ensureTopic().catch(() => undefined);
     }
     if (ctx.apiVersion >= BATCHED_KEYS_MIN_VERSION) {
       const keys = request.coordinatorKeys.slice(0, COORDINATOR_KEYS_MAX);
@@ -121,8 +126,19 @@ async function coordinatorFor(
         errorMessage: null,
       };
     }
-    case KeyType.TRANSACTION: {
-      const coordinator = transactionCoordinatorFor(key, ctx);
+    case KeyType.TRANSACTION:
+    case KeyType.SHARE: {
+      if (keyType === KeyType.SHARE && !authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+        return failure(
+          key,
+          ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+          "Cluster authorization failed.",
+        );
+      }
+      const coordinator =
+        keyType === KeyType.SHARE
+          ? shareCoordinatorFor(key, ctx)
+          : transactionCoordinatorFor(key, ctx);
       const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
       if (coordinator === undefined || endpoint === undefined) {
         return failure(
@@ -151,6 +167,16 @@ function transactionCoordinatorFor(key: string, ctx: RequestContext) {
   const topic = cache.topic(TRANSACTION_STATE_TOPIC);
   if (topic === undefined) return undefined;
   const partition = topic.partitions[ctx.broker.transactionStateManager.partitionFor(key)];
+  if (partition === undefined) return undefined;
+  return cache.broker(partition.leaderId < 0 ? ctx.broker.brokerId : partition.leaderId);
+}
+
+/** The live leader of the share key's __share_group_state partition. */
+function shareCoordinatorFor(key: string, ctx: RequestContext) {
+  const cache = ctx.broker.metadataCache;
+  const topic = cache.topic(SHARE_STATE_TOPIC);
+  if (topic === undefined) return undefined;
+  const partition = topic.partitions[partitionForKey(key, topic.partitions.length)];
   if (partition === undefined) return undefined;
   return cache.broker(partition.leaderId < 0 ? ctx.broker.brokerId : partition.leaderId);
 }

@@ -18,7 +18,7 @@ export const shareAcknowledgeHandler = defineHandler({
   apiKey: ApiKey.ShareAcknowledge,
   minVersion: 1,
   maxVersion: 1,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const groupId = request.groupId ?? "";
     const fail = (errorCode: number, errorMessage: string | null = null) => ({
       throttleTimeMs: 0,
@@ -33,7 +33,7 @@ export const shareAcknowledgeHandler = defineHandler({
       return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED);
     }
     const { resolved, refused } = resolveShareTopics(ctx, request.topics);
-    const result = ctx.broker.sharePartitionManager.shareAcknowledge(
+    const result = await ctx.broker.sharePartitionManager.shareAcknowledge(
       groupId,
       request.memberId,
       request.shareSessionEpoch,

@@ -20,7 +20,7 @@ export const alterShareGroupOffsetsHandler = defineHandler({
   apiKey: ApiKey.AlterShareGroupOffsets,
   minVersion: 0,
   maxVersion: 0,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     const fail = (errorCode: number, errorMessage: string | null = null) => ({
       throttleTimeMs: 0,
       errorCode,
@@ -34,26 +34,35 @@ export const alterShareGroupOffsetsHandler = defineHandler({
       return fail(ErrorCode.NON_EMPTY_GROUP, `Group ${request.groupId} is not empty.`);
     }
     const manager = ctx.broker.sharePartitionManager;
-    const responses = request.topics.slice(0, TOPICS_MAX).map((t) => {
-      const topic = ctx.broker.metadataCache.topic(t.topicName);
-      const denied = !authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topicName);
-      const partitions = t.partitions.map((p) => {
-        const row = (errorCode: number, errorMessage: string | null = null) => ({
-          partitionIndex: p.partitionIndex,
-          errorCode,
-          errorMessage,
-        });
-        if (denied) return row(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
-        try {
-          manager.resetOffset(request.groupId, t.topicName, p.partitionIndex, p.startOffset);
-          return row(ErrorCode.NONE);
-        } catch (e) {
-          if (!(e instanceof KafkaError)) throw e;
-          return row(e.code, e.message);
-        }
-      });
-      return { topicName: t.topicName, topicId: topic?.topicId, partitions };
-    });
+    const responses = await Promise.all(
+      request.topics.slice(0, TOPICS_MAX).map(async (t) => {
+        const topic = ctx.broker.metadataCache.topic(t.topicName);
+        const denied = !authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.topicName);
+        const partitions = await Promise.all(
+          t.partitions.map(async (p) => {
+            const row = (errorCode: number, errorMessage: string | null = null) => ({
+              partitionIndex: p.partitionIndex,
+              errorCode,
+              errorMessage,
+            });
+            if (denied) return row(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+            try {
+              await manager.resetOffset(
+                request.groupId,
+                t.topicName,
+                p.partitionIndex,
+                p.startOffset,
+              );
+              return row(ErrorCode.NONE);
+            } catch (e) {
+              if (!(e instanceof KafkaError)) throw e;
+              return row(e.code, e.message);
+            }
+          }),
+        );
+        return { topicName: t.topicName, topicId: topic?.topicId, partitions };
+      }),
+    );
     return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, errorMessage: null, responses };
   },
 });

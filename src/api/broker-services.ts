@@ -3,6 +3,7 @@ import type { DynamicBrokerConfig } from "../config/dynamic-broker-config.ts";
 import type { KafkaController } from "../controller/controller.ts";
 import type { AddPartitionsToTxnManager } from "../coordinator/add-partitions-to-txn-manager.ts";
 import type { GroupCoordinator } from "../coordinator/group-coordinator.ts";
+import type { ShareCoordinator } from "../coordinator/share-coordinator.ts";
 import type { TransactionCoordinator } from "../coordinator/transaction-coordinator.ts";
 import type { TransactionStateManager } from "../coordinator/transaction-state-manager.ts";
 import type { ClientQuotaStore } from "../metadata/client-quota-store.ts";
@@ -51,6 +52,8 @@ export interface BrokerServices {
   readonly replicaManager: ReplicaManager;
   /** Share sessions and share-partition state of the partitions this broker leads (KIP-932). */
   readonly sharePartitionManager: SharePartitionManager;
+  /** The share coordinator: share-partition state in __share_group_state (cluster mode). */
+  readonly shareCoordinator: ShareCoordinator;
   readonly adminManager: AdminManager;
   /** Consumer groups and their committed offsets (classic protocol). */
   readonly groupCoordinator: GroupCoordinator;

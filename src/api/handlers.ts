@@ -57,6 +57,10 @@ import { shareGroupHeartbeatHandler } from "./76-share-group-heartbeat.ts";
 import { shareGroupDescribeHandler } from "./77-share-group-describe.ts";
 import { shareFetchHandler } from "./78-share-fetch.ts";
 import { shareAcknowledgeHandler } from "./79-share-acknowledge.ts";
+import { initializeShareGroupStateHandler } from "./83-initialize-share-group-state.ts";
+import { readShareGroupStateHandler } from "./84-read-share-group-state.ts";
+import { writeShareGroupStateHandler } from "./85-write-share-group-state.ts";
+import { deleteShareGroupStateHandler } from "./86-delete-share-group-state.ts";
 import { describeShareGroupOffsetsHandler } from "./90-describe-share-group-offsets.ts";
 import { alterShareGroupOffsetsHandler } from "./91-alter-share-group-offsets.ts";
 import { deleteShareGroupOffsetsHandler } from "./92-delete-share-group-offsets.ts";
@@ -105,6 +109,10 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   shareGroupDescribeHandler,
   shareFetchHandler,
   shareAcknowledgeHandler,
+  initializeShareGroupStateHandler,
+  readShareGroupStateHandler,
+  writeShareGroupStateHandler,
+  deleteShareGroupStateHandler,
   describeShareGroupOffsetsHandler,
   alterShareGroupOffsetsHandler,
   deleteShareGroupOffsetsHandler,

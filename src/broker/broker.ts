@@ -28,8 +28,6 @@ import { type BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts"
 import { NotAppliedConfigWarnings } from "../server/not-applied-configs.ts";
 import { openProducerIdManager, type ProducerIdManager } from "../server/producer-id-manager.ts";
 import { ReplicaManager } from "../server/replica-manager.ts";
-import { SharePartitionManager } from "../server/share-partition-manager.ts";
-import { LocalShareStateStore } from "../server/share-state-store.ts";
 import { LogManager } from "../storage/log-manager.ts";
 import { brokerLogger, type Logger } from "../util/logger.ts";
 import { versionLine } from "../version.ts";
@@ -46,6 +44,7 @@ import {
   openDynamicConfig,
 } from "./dynamic-config-setup.ts";
 import { interBrokerSecurity } from "./inter-broker-security.ts";
+import { followInternalTopic } from "./internal-topic-leadership.ts";
 import { followListenerCertificates, tlsFor } from "./listener-certificates.ts";
 import { logDirFailureHandler } from "./log-dir-failure.ts";
 import {
@@ -56,11 +55,11 @@ import {
   registerBroker,
 } from "./metadata-stores.ts";
 import { startSecurity } from "./sasl-setup.ts";
+import { type CoordinatorParts, startShareGroups } from "./share-group-setup.ts";
 
 /** How long a clean stop waits for in-flight requests (long polls are answered at once). */
 const SHUTDOWN_DRAIN_MS = 10_000;
 /** Pause between attempts to load a __transaction_state partition this broker leads. */
-const TXN_STATE_LOAD_RETRY_MS = 500;
 
 export interface RunningBroker {
   /** The first listener's address actually bound (port 0 in the config picks a free one). */
@@ -139,16 +138,10 @@ async function startSteps(
   const adminManager = new AdminManager(liveBrokerIds, stores.metadataStore, cache, logs);
   const firstLogDir = config["log.dirs"][0]!;
   const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper, firstLogDir);
-  const transactions = startTransactionCoordinator(
-    config,
-    replicaManager,
-    adminManager,
-    cache,
-    groupCoordinator,
-    producerIdManager,
-    log,
-    cleanups,
-  );
+  const parts = { config, replicaManager, adminManager, cache, log, cleanups };
+  const transactions = startTransactionCoordinator(parts, groupCoordinator, producerIdManager);
+  const { groupConfigs } = replication;
+  const shares = startShareGroups({ ...parts, connections: transactions.markers, groupConfigs });
   let services: BrokerServices | null = null;
   const answerParked = parkedRequestsAnswerer(replicaManager, groupCoordinator);
   const security = await startSecurity(config, stores.zooKeeper, log, cleanups);
@@ -163,7 +156,7 @@ async function startSteps(
     metadataCache: cache,
     ...security,
     replicaManager,
-    sharePartitionManager: replication.sharePartitionManager,
+    ...shares,
     adminManager,
     groupCoordinator,
     handlers: API_HANDLERS,
@@ -249,51 +242,24 @@ function startReplicaManager(
   });
   // Stops the ISR checks and replica fetchers, and answers parked fetches and produces.
   cleanups.push("replica manager", () => replicaManager.completeDelayedFetches());
-  const sharePartitionManager = startSharePartitionManager(
-    replicaManager,
-    cache.brokerConfig,
-    stores,
-    log,
-    cleanups,
-  );
-  return { controllerClient, replicaManager, sharePartitionManager };
+  const groupConfigs = openGroupConfigs(cache.brokerConfig, stores, log, cleanups);
+  return { controllerClient, replicaManager, groupConfigs };
 }
 
-/**
- * Share groups' delivery state (KIP-932): kept in the data dir in embedded mode
- * (docs/share-groups.md); in a cluster in memory only, on the partition leader.
- */
-function startSharePartitionManager(
-  replicaManager: ReplicaManager,
+/** Group configs (GROUP resources): ZooKeeper in a cluster, a file in the data dir embedded. */
+function openGroupConfigs(
   config: BrokerConfig,
   stores: MetadataStores,
   log: Logger,
   cleanups: CleanupStack,
-) {
-  const dataDir = stores.zooKeeper === null ? config["log.dirs"][0]! : null;
-  const store =
-    dataDir === null ? null : new LocalShareStateStore(dataDir, log.child("ShareStateStore"));
-  if (store !== null) cleanups.push("share state store", () => store.close());
+): GroupConfigManager {
   const groupConfigStore =
     stores.zooKeeper === null
       ? new LocalGroupConfigStore(config["log.dirs"][0]!)
       : new ZooKeeperGroupConfigStore(stores.zooKeeper, log.child("GroupConfigStore"));
   const groupConfigs = new GroupConfigManager(groupConfigStore, () => config, log);
   cleanups.push("group configs", () => groupConfigs.close());
-  const manager = new SharePartitionManager(
-    replicaManager,
-    {
-      lockDurationMs: config["group.share.record.lock.duration.ms"],
-      deliveryCountLimit: config["group.share.delivery.count.limit"],
-      maxInFlightRecords: config["group.share.partition.max.record.locks"],
-      maxSessions: config["group.share.max.share.sessions"],
-      fetchMaxBytes: config["fetch.max.bytes"],
-    },
-    groupConfigs,
-    store,
-  );
-  cleanups.push("share partition manager", () => manager.close());
-  return manager;
+  return groupConfigs;
 }
 
 /** This broker as Metadata names it, before the listeners are bound (see advertisedAsBound). */
@@ -424,7 +390,7 @@ async function openLogs(
 
 /** Committed offsets live where the metadata does: ZooKeeper in a cluster, else the data dir. */
 async function startGroupCoordinator(
-  replication: { sharePartitionManager: SharePartitionManager },
+  replication: { groupConfigs: GroupConfigManager },
   stores: MetadataStores,
   cache: MetadataCache,
   log: Logger,
@@ -432,7 +398,7 @@ async function startGroupCoordinator(
 ): Promise<GroupCoordinator> {
   const config = cache.brokerConfig;
   // Group configs are read whole before any group is served, then followed.
-  const groupConfigs = replication.sharePartitionManager.groupConfigs;
+  const groupConfigs = replication.groupConfigs;
   await groupConfigs.start();
   const offsetStore = openOffsetStore(stores, config, log.child("OffsetStore"));
   cleanups.push("offset store", () => offsetStore.close());
@@ -470,19 +436,16 @@ async function startGroupCoordinator(
  * timers and marker retries stop before the replica manager and group coordinator close.
  */
 function startTransactionCoordinator(
-  config: BrokerConfig,
-  replicaManager: ReplicaManager,
-  adminManager: AdminManager,
-  cache: MetadataCache,
+  parts: CoordinatorParts,
   groupCoordinator: GroupCoordinator,
   producerIdManager: ProducerIdManager,
-  log: Logger,
-  cleanups: CleanupStack,
 ): {
   coordinator: TransactionCoordinator;
   state: TransactionStateManager;
   partitionAdder: AddPartitionsToTxnManager;
+  markers: TransactionMarkerChannelManager;
 } {
+  const { config, replicaManager, adminManager, cache, log, cleanups } = parts;
   const txnLog = log.child("TransactionCoordinator");
   const state = new TransactionStateManager(config, replicaManager, adminManager, cache, txnLog);
   const markers = new TransactionMarkerChannelManager(
@@ -504,39 +467,22 @@ function startTransactionCoordinator(
   );
   coordinator.start();
   cleanups.push("transaction coordinator", () => coordinator.stop());
-  // In a cluster the coordinator follows the leadership of the __transaction_state partitions:
-  // a new leader reads the partition and finishes what was prepared there (failover).
-  // Only a change of role reloads: a new ISR under the same leader keeps the state in memory.
-  const led = new Set<number>();
-  const unwatch = replicaManager.onLeadershipChange((topic, partition, isLeader) => {
-    if (topic !== TRANSACTION_STATE_TOPIC || config["zookeeper.connect"] === null) return;
-    if (!isLeader) {
-      if (led.delete(partition)) state.unloadPartition(partition);
-      return;
-    }
-    if (led.has(partition)) return;
-    led.add(partition);
-    load(partition);
-  });
-  // A load can fail transiently (LeaderAndIsr arrives before the UpdateMetadata that makes the
-  // topic known to the fetch path): retry while this broker still leads the partition, or the
-  // ids hashed to it would answer COORDINATOR_LOAD_IN_PROGRESS until the next leader change.
-  const load = (partition: number): void => {
-    void state.loadPartition(partition).then(
-      (loaded) => coordinator.onPartitionLoaded(loaded),
-      (error: unknown) => {
-        log.warn(`loading ${TRANSACTION_STATE_TOPIC}-${partition}, retrying: ${String(error)}`);
-        setTimeout(() => {
-          if (led.has(partition)) load(partition);
-        }, TXN_STATE_LOAD_RETRY_MS).unref();
-      },
-    );
-  };
-  cleanups.push("transaction state leadership", () => {
-    unwatch();
-    led.clear(); // a pending retry finds its partition gone and stops
-  });
-  return { coordinator, state, partitionAdder };
+  followInternalTopic(
+    replicaManager,
+    config,
+    TRANSACTION_STATE_TOPIC,
+    {
+      // A new leader finishes what was prepared there.
+      load: (p) =>
+        state.loadPartition(p).then((loaded) => {
+          void coordinator.onPartitionLoaded(loaded);
+        }),
+      unload: (p) => state.unloadPartition(p),
+    },
+    log,
+    cleanups,
+  );
+  return { coordinator, state, partitionAdder, markers };
 }
 
 /**

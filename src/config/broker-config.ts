@@ -534,6 +534,31 @@ export const BROKER_CONFIG_KEYS = {
     2000,
     "Share sessions (one per share consumer) a broker keeps.",
   ),
+  "share.coordinator.state.topic.num.partitions": key(
+    int({ min: 1 }),
+    50,
+    "Partitions of the internal __share_group_state topic (set before it is created).",
+  ),
+  "share.coordinator.state.topic.replication.factor": key(
+    int({ min: 1 }),
+    3,
+    "Replication factor of __share_group_state, capped at the live brokers when it is created.",
+  ),
+  "share.coordinator.state.topic.min.isr": key(
+    int({ min: 1 }),
+    2,
+    "min.insync.replicas of __share_group_state (capped at its replication factor).",
+  ),
+  "share.coordinator.state.topic.segment.bytes": key(
+    int({ min: 14 }),
+    104857600,
+    "segment.bytes of __share_group_state.",
+  ),
+  "share.coordinator.write.timeout.ms": key(
+    int({ min: 1 }),
+    5000,
+    "How long the share coordinator waits for a state write to reach every in-sync replica.",
+  ),
   "offsets.retention.minutes": key(
     int({ min: 1 }),
     10080,

@@ -9,21 +9,13 @@
  * the log (page cache, and the replicas) before the client hears back.
  */
 
-import * as fs from "node:fs";
 import type { BrokerConfig } from "../config/broker-config.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
-import {
-  buildRecordBatch,
-  decodeRecords,
-  isControl,
-  iterateBatches,
-  readBatchHeader,
-} from "../protocol/record-batch.ts";
-import type { FileRange } from "../protocol/records.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 import type { Logger } from "../util/logger.ts";
+import { appendInternal, createInternalTopic, readInternalPartition } from "./internal-topics.ts";
 import {
   decodeTxnKey,
   decodeTxnValue,
@@ -42,7 +34,6 @@ import {
 
 /** Transactional ids one coordinator holds; beyond it InitProducerId is refused. */
 export const TRANSACTIONAL_IDS_MAX = 1_000_000;
-const READ_CHUNK_BYTES = 1 << 20;
 
 /** The values a state change writes; the metadata takes them once the write succeeded. */
 export interface TxnTransition {
@@ -91,38 +82,15 @@ export class TransactionStateManager {
   }
 
   private async createTopic(): Promise<void> {
-    const live = this.cache.brokers.length;
-    const replicationFactor = Math.max(
-      1,
-      Math.min(this.config["transaction.state.log.replication.factor"], live),
-    );
-    const minIsr = Math.min(this.config["transaction.state.log.min.isr"], replicationFactor);
-    try {
-      await this.adminManager.createTopic(
-        {
-          name: TRANSACTION_STATE_TOPIC,
-          numPartitions: this.config["transaction.state.log.num.partitions"],
-          replicationFactor,
-          assignments: [],
-          configs: [
-            { name: "cleanup.policy", value: "compact" },
-            { name: "min.insync.replicas", value: String(minIsr) },
-            {
-              name: "segment.bytes",
-              value: String(this.config["transaction.state.log.segment.bytes"]),
-            },
-            { name: "compression.type", value: "uncompressed" },
-          ],
-        },
-        false,
-      );
-    } catch (error) {
-      if (!(error instanceof KafkaError) || error.code !== ErrorCode.TOPIC_ALREADY_EXISTS)
-        throw error;
-      return;
-    }
+    const created = await createInternalTopic(this.adminManager, this.cache, {
+      name: TRANSACTION_STATE_TOPIC,
+      numPartitions: this.config["transaction.state.log.num.partitions"],
+      replicationFactor: this.config["transaction.state.log.replication.factor"],
+      minIsr: this.config["transaction.state.log.min.isr"],
+      segmentBytes: this.config["transaction.state.log.segment.bytes"],
+    });
     // A new topic is empty: every partition this broker leads is loaded as it is.
-    if (this.config["zookeeper.connect"] === null) {
+    if (created && this.config["zookeeper.connect"] === null) {
       for (let p = 0; p < this.partitionCount; p++) this.loaded.add(p);
     }
   }
@@ -212,30 +180,13 @@ export class TransactionStateManager {
   }
 
   private async append(transactionalId: string, value: Uint8Array | null): Promise<void> {
-    const records = buildRecordBatch([{ key: encodeTxnKey(transactionalId), value }]);
-    const [outcome] = await this.replicaManager.produceRecords(
-      -1,
+    await appendInternal(
+      this.replicaManager,
       this.config["replica.socket.timeout.ms"],
-      [
-        {
-          topic: TRANSACTION_STATE_TOPIC,
-          partition: this.partitionFor(transactionalId),
-          records,
-          internal: true,
-        },
-      ],
-    );
-    if (outcome!.errorCode === ErrorCode.NONE) return;
-    // Kafka maps a failed state write to errors the client retries after FindCoordinator.
-    const code =
-      outcome!.errorCode === ErrorCode.NOT_LEADER_OR_FOLLOWER ||
-      outcome!.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        ? ErrorCode.NOT_COORDINATOR
-        : ErrorCode.COORDINATOR_NOT_AVAILABLE;
-    throw new KafkaError(
-      code,
-      `writing the state of ${transactionalId} failed: ` +
-        `${outcome!.errorMessage ?? outcome!.errorCode}`,
+      { topic: TRANSACTION_STATE_TOPIC, partition: this.partitionFor(transactionalId) },
+      encodeTxnKey(transactionalId),
+      value,
+      transactionalId,
     );
   }
 
@@ -247,33 +198,15 @@ export class TransactionStateManager {
     this.loaded.delete(partition);
     for (const [id] of this.txns) if (this.partitionFor(id) === partition) this.txns.delete(id);
     const latest = new Map<string, TransactionMetadata | null>();
-    let offset = this.replicaManager.listOffset(TRANSACTION_STATE_TOPIC, partition, -2n).offset;
-    // Each pass reads at least one batch or stops: bounded by the partition's size.
-    for (;;) {
-      const [o] = await this.replicaManager.fetchMessages({
-        maxWaitMs: 0,
-        minBytes: 0,
-        maxBytes: READ_CHUNK_BYTES,
-        // A prepared decision the old leader acknowledged may lie above this one's high
-        // watermark, which catches up only once followers fetch again: read the whole log.
-        toLogEnd: true,
-        onCancel: () => () => {},
-        entries: [
-          {
-            topic: TRANSACTION_STATE_TOPIC,
-            partition,
-            fetchOffset: offset,
-            partitionMaxBytes: READ_CHUNK_BYTES,
-          },
-        ],
-      });
-      if (o!.errorCode !== ErrorCode.NONE) {
-        throw new KafkaError(o!.errorCode, `loading ${TRANSACTION_STATE_TOPIC}-${partition}`);
-      }
-      const bytes = readRanges(o!.records);
-      if (bytes.length === 0) break;
-      offset = this.applyBatches(bytes, latest, offset);
-    }
+    await readInternalPartition(
+      this.replicaManager,
+      TRANSACTION_STATE_TOPIC,
+      partition,
+      (key, value) => {
+        const id = key === null ? null : decodeTxnKey(key);
+        if (id !== null) latest.set(id, value === null ? null : metadataOf(id, value));
+      },
+    );
     const loaded: TransactionMetadata[] = [];
     for (const m of latest.values()) {
       if (m === null) continue;
@@ -285,43 +218,6 @@ export class TransactionStateManager {
       `loaded ${loaded.length} transactional ids from ` + `${TRANSACTION_STATE_TOPIC}-${partition}`,
     );
     return loaded;
-  }
-
-  private applyBatches(
-    bytes: Uint8Array,
-    latest: Map<string, TransactionMetadata | null>,
-    from: bigint,
-  ): bigint {
-    let next = from;
-    for (const { position, sizeBytes } of iterateBatches(bytes)) {
-      const batch = bytes.subarray(position, position + sizeBytes);
-      const header = readBatchHeader(batch, 0);
-      next = header.baseOffset + BigInt(header.lastOffsetDelta) + 1n;
-      if (isControl(header.attributes)) continue;
-      for (const record of decodeRecords(batch)) {
-        const id = record.key === null ? null : decodeTxnKey(record.key);
-        if (id === null) continue;
-        if (record.value === null) {
-          latest.set(id, null);
-          continue;
-        }
-        const v = decodeTxnValue(record.value);
-        const m = new TransactionMetadata(
-          id,
-          v.producerId,
-          v.producerEpoch,
-          v.txnTimeoutMs,
-          v.state,
-          v.txnLastUpdateTimestampMs,
-        );
-        m.txnStartTimestampMs = v.txnStartTimestampMs;
-        for (const [topic, ids] of v.partitions) {
-          for (const p of ids) m.partitions.add(txnPartitionKey(topic, p));
-        }
-        latest.set(id, m);
-      }
-    }
-    return next;
   }
 
   /** This broker no longer leads the partition: its ids are someone else's now. */
@@ -342,23 +238,19 @@ function groupByTopic(keys: ReadonlySet<TxnPartitionKey>): Map<string, number[]>
   return out;
 }
 
-/** Copies FileRanges into memory and releases them. */
-function readRanges(ranges: readonly FileRange[]): Uint8Array {
-  const total = ranges.reduce((n, r) => n + r.sizeBytes, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  try {
-    for (const r of ranges) {
-      let got = 0;
-      while (got < r.sizeBytes) {
-        const n = fs.readSync(r.fd, out, at + got, r.sizeBytes - got, r.position + got);
-        if (n === 0) throw new KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, "short read");
-        got += n;
-      }
-      at += r.sizeBytes;
-    }
-  } finally {
-    for (const r of ranges) r.release();
+function metadataOf(id: string, value: Uint8Array): TransactionMetadata {
+  const v = decodeTxnValue(value);
+  const m = new TransactionMetadata(
+    id,
+    v.producerId,
+    v.producerEpoch,
+    v.txnTimeoutMs,
+    v.state,
+    v.txnLastUpdateTimestampMs,
+  );
+  m.txnStartTimestampMs = v.txnStartTimestampMs;
+  for (const [topic, ids] of v.partitions) {
+    for (const p of ids) m.partitions.add(txnPartitionKey(topic, p));
   }
-  return out;
+  return m;
 }

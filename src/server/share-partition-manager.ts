@@ -71,16 +71,43 @@ export interface ShareResult {
   readonly partitions: readonly SharePartitionResult[];
 }
 
-/** Where share-partition state is kept across restarts (null: in memory only). */
+/** The epochs a state write carries (the coordinator fences older ones). */
+export interface ShareStateEpochs {
+  /** The partition's leader epoch when this broker loaded the state. */
+  readonly leaderEpoch: number;
+  /** Moves when the state is initialized afresh (an offset reset). */
+  readonly stateEpoch: number;
+}
+
+export interface StoredShareState {
+  readonly stateEpoch: number;
+  /** Null when the group has no state for the partition yet. */
+  readonly snapshot: SharePartitionSnapshot | null;
+}
+
+/**
+ * Where share-partition state is kept across restarts and leader changes (null: in memory
+ * only): a file in embedded mode, the share coordinator in a cluster.
+ */
 export interface ShareStateStore {
-  load(groupId: string, topic: string, partition: number): SharePartitionSnapshot | null;
-  /** The partition changed; `state` is called when the store writes (not on every change). */
+  /** The stored state; rejects (KafkaError) when it cannot be read now. */
+  load(
+    groupId: string,
+    topic: string,
+    partition: number,
+    leaderEpoch: number,
+  ): Promise<StoredShareState>;
+  /**
+   * The partition changed; `state` is called when the store writes (not on every change).
+   * Resolves with the error code of the write that holds this change.
+   */
   save(
     groupId: string,
     topic: string,
     partition: number,
+    epochs: ShareStateEpochs,
     state: () => SharePartitionSnapshot,
-  ): void;
+  ): Promise<number>;
   remove(groupId: string, topic: string, partition: number): void;
 }
 
@@ -96,8 +123,12 @@ export const SHARE_PARTITIONS_MAX = 100_000;
 
 export class SharePartitionManager {
   private readonly partitions = new Map<string, SharePartition>();
+  /** The epochs each loaded share partition's writes carry. */
+  private readonly epochs = new Map<string, ShareStateEpochs>();
+  private readonly loading = new Map<string, Promise<void>>();
   private readonly sessions: ShareSessionCache;
   private readonly waiters = new Set<{ op: DelayedFetch; keys: Set<string> }>();
+  private readonly unwatch: () => void;
 
   constructor(
     private readonly replicaManager: ReplicaManager,
@@ -107,6 +138,10 @@ export class SharePartitionManager {
     private readonly store: ShareStateStore | null = null,
   ) {
     this.sessions = new ShareSessionCache(settings.maxSessions, (s) => this.releaseSession(s));
+    // A partition this broker stops leading: its share state is the next leader's now.
+    this.unwatch = replicaManager.onLeadershipChange((topic, partition, isLeader) => {
+      if (!isLeader) this.dropPartition(topic, partition);
+    });
   }
 
   async shareFetch(params: ShareFetchParams): Promise<ShareResult> {
@@ -124,33 +159,33 @@ export class SharePartitionManager {
       if (e instanceof KafkaError) return failed(e.code, e.message);
       throw e;
     }
+    const named = params.partitions.map((p) => sessionPartitionKey(p.topic, p.partition));
+    const loadErrors = await this.ensureLoaded(session.groupId, [...session.partitions, ...named]);
     const acked = this.acknowledgeAll(session, params.partitions);
     if (params.sessionEpoch === FINAL_EPOCH) {
       this.sessions.remove(session);
-      return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: [...acked.values()] };
+      return this.afterWrites(acked, []);
     }
-    for (const p of params.partitions) {
-      session.partitions.add(sessionPartitionKey(p.topic, p.partition));
-    }
+    for (const key of named) session.partitions.add(key);
     for (const f of params.forgotten) {
       session.partitions.delete(sessionPartitionKey(f.topic, f.partition));
     }
-    let fetched = this.fetchAll(session, params);
+    let fetched = this.fetchAll(session, params, loadErrors);
     const nothing = fetched.every((r) => r.acquired.length === 0 && r.errorCode === 0);
     if (nothing && !hasAcks && params.maxWaitMs > 0 && session.partitions.size > 0) {
       if (!(await this.waitForRecords(session, params))) fetched = [];
-      else fetched = this.fetchAll(session, params);
+      else fetched = this.fetchAll(session, params, loadErrors);
     }
-    return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: merge(acked, fetched) };
+    return this.afterWrites(acked, fetched);
   }
 
   /** ShareAcknowledge: acknowledgements only, on an open session (epoch 0 cannot open one). */
-  shareAcknowledge(
+  async shareAcknowledge(
     groupId: string,
     memberId: string,
     sessionEpoch: number,
     partitions: readonly SharePartitionRequest[],
-  ): ShareResult {
+  ): Promise<ShareResult> {
     if (sessionEpoch === INITIAL_EPOCH) {
       return failed(
         ErrorCode.INVALID_SHARE_SESSION_EPOCH,
@@ -164,9 +199,11 @@ export class SharePartitionManager {
       if (e instanceof KafkaError) return failed(e.code, e.message);
       throw e;
     }
+    const named = partitions.map((p) => sessionPartitionKey(p.topic, p.partition));
+    await this.ensureLoaded(groupId, named);
     const acked = this.acknowledgeAll(session, partitions);
     if (sessionEpoch === FINAL_EPOCH) this.sessions.remove(session);
-    return { errorCode: ErrorCode.NONE, errorMessage: null, partitions: [...acked.values()] };
+    return this.afterWrites(acked, []);
   }
 
   /** The share-partition state, if this broker has it (ShareGroupDescribe offsets, tests). */
@@ -179,28 +216,26 @@ export class SharePartitionManager {
    * the log when the group got the partition, not when its first fetch arrived.
    */
   initialize(groupId: string, topic: string, partition: number): void {
-    try {
-      const log = this.replicaManager.leaderFor(topic, partition).log;
-      this.partitionFor(groupId, topic, partition, log);
-    } catch (e) {
-      if (!(e instanceof KafkaError)) throw e;
-    }
+    if (this.leaderEpochOf(topic, partition) === null) return;
+    void this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]);
   }
 
   /** AlterShareGroupOffsets: the partition starts at `offset` (the group has no members). */
-  resetOffset(groupId: string, topic: string, partition: number, offset: bigint): void {
+  async resetOffset(groupId: string, topic: string, partition: number, offset: bigint) {
     this.sessions.removeGroup(groupId);
+    const failure = (await this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]))
+      .values()
+      .next().value;
+    if (failure !== undefined) throw failure;
     const log = this.replicaManager.leaderFor(topic, partition).log;
     const bounded = offset < log.logStartOffset ? log.logStartOffset : offset;
-    const sp = this.partitionFor(groupId, topic, partition, log);
+    const sp = this.partitions.get(stateKey(groupId, topic, partition))!;
     sp.resetTo(bounded > log.logEndOffset ? log.logEndOffset : bounded);
   }
 
   /** DeleteShareGroupOffsets and DeleteGroups: the group's state for the partition goes. */
   deleteState(groupId: string, topic: string, partition: number): void {
-    const key = stateKey(groupId, topic, partition);
-    this.partitions.get(key)?.close();
-    this.partitions.delete(key);
+    this.dropState(stateKey(groupId, topic, partition));
     this.store?.remove(groupId, topic, partition);
   }
 
@@ -210,16 +245,150 @@ export class SharePartitionManager {
   }
 
   close(): void {
+    this.unwatch();
     for (const w of this.waiters) w.op.complete("cancelled");
     for (const sp of this.partitions.values()) sp.close();
   }
 
+  /**
+   * Loads the group's state of those session partitions that this broker leads and has not
+   * loaded (or loaded under an older leader epoch). Returns the failures by session key.
+   */
+  private async ensureLoaded(groupId: string, keys: Iterable<string>) {
+    const failures = new Map<string, KafkaError>();
+    const waits: Promise<void>[] = [];
+    for (const k of new Set(keys)) {
+      const { topic, partition } = parseSessionPartitionKey(k);
+      if (this.current(groupId, topic, partition) !== undefined) continue;
+      if (this.leaderEpochOf(topic, partition) === null) continue;
+      waits.push(
+        this.load(groupId, topic, partition).catch((e: unknown) => {
+          const error =
+            e instanceof KafkaError ? e : new KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, String(e));
+          failures.set(k, error);
+        }),
+      );
+    }
+    if (waits.length > 0) await Promise.all(waits);
+    return failures;
+  }
+
+  /** The loaded state when it is this leader epoch's, else undefined (an older one is dropped). */
+  private current(groupId: string, topic: string, partition: number) {
+    const key = stateKey(groupId, topic, partition);
+    const sp = this.partitions.get(key);
+    if (sp === undefined) return undefined;
+    const leaderEpoch = this.leaderEpochOf(topic, partition);
+    if (leaderEpoch !== null && leaderEpoch === this.epochs.get(key)?.leaderEpoch) return sp;
+    this.dropState(key);
+    return undefined;
+  }
+
+  /** The partition's leader epoch when this broker leads it, else null. */
+  private leaderEpochOf(topic: string, partition: number): number | null {
+    try {
+      return this.replicaManager.leaderFor(topic, partition).leaderEpoch;
+    } catch (e) {
+      if (e instanceof KafkaError) return null;
+      throw e;
+    }
+  }
+
+  private load(groupId: string, topic: string, partition: number): Promise<void> {
+    const key = stateKey(groupId, topic, partition);
+    let loading = this.loading.get(key);
+    if (loading === undefined) {
+      loading = this.loadOnce(groupId, topic, partition).finally(() => this.loading.delete(key));
+      this.loading.set(key, loading);
+    }
+    return loading;
+  }
+
+  private async loadOnce(groupId: string, topic: string, partition: number): Promise<void> {
+    const leaderEpoch = this.replicaManager.leaderFor(topic, partition).leaderEpoch;
+    if (this.partitions.size >= SHARE_PARTITIONS_MAX) {
+      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "Too many share partitions.");
+    }
+    const stored: StoredShareState =
+      this.store === null
+        ? { stateEpoch: 0, snapshot: null }
+        : await this.store.load(groupId, topic, partition, leaderEpoch);
+    // Leadership may have moved while the state was read.
+    const leader = this.replicaManager.leaderFor(topic, partition);
+    if (leader.leaderEpoch !== leaderEpoch) {
+      throw new KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, `${topic}-${partition} moved`);
+    }
+    const log = leader.log;
+    const start =
+      stored.snapshot?.startOffset ??
+      (this.groupConfigs.autoOffsetReset(groupId) === "earliest"
+        ? log.logStartOffset
+        : log.highWatermark);
+    const key = stateKey(groupId, topic, partition);
+    const sp: SharePartition = new SharePartition(
+      start,
+      this.groupSettings(groupId),
+      () => this.wake(key),
+      () => void this.persist(groupId, topic, partition, sp),
+    );
+    if (stored.snapshot !== null) sp.restore(stored.snapshot);
+    this.dropState(key);
+    this.partitions.set(key, sp);
+    this.epochs.set(key, { leaderEpoch, stateEpoch: stored.stateEpoch });
+    // Where a new share partition starts is stored at once, so a next leader starts there too.
+    if (stored.snapshot === null) void this.persist(groupId, topic, partition, sp);
+  }
+
+  /** The group's configs, read at each use, so a change applies at once. */
+  private groupSettings(groupId: string): SharePartitionSettings {
+    const configs = this.groupConfigs;
+    return {
+      get lockDurationMs() {
+        return configs.shareRecordLockDurationMs(groupId);
+      },
+      get deliveryCountLimit() {
+        return configs.shareDeliveryCountLimit(groupId);
+      },
+      get maxInFlightRecords() {
+        return configs.sharePartitionMaxRecordLocks(groupId);
+      },
+    };
+  }
+
+  /** Hands the state to the store; resolves with the write's error code. */
+  private persist(groupId: string, topic: string, partition: number, sp: SharePartition) {
+    if (this.store === null) return Promise.resolve(ErrorCode.NONE as number);
+    const key = stateKey(groupId, topic, partition);
+    const epochs = this.epochs.get(key) ?? { leaderEpoch: -1, stateEpoch: 0 };
+    return this.store
+      .save(groupId, topic, partition, epochs, () => sp.snapshot())
+      .then((code) => {
+        // A newer leader or an offset reset owns the state now: ours is stale, reload it.
+        const fenced =
+          code === ErrorCode.FENCED_LEADER_EPOCH || code === ErrorCode.FENCED_STATE_EPOCH;
+        if (fenced && this.partitions.get(key) === sp) this.dropState(key);
+        return code;
+      });
+  }
+
+  private dropState(key: string): void {
+    this.partitions.get(key)?.close();
+    this.partitions.delete(key);
+    this.epochs.delete(key);
+  }
+
+  private dropPartition(topic: string, partition: number): void {
+    const suffix = `\u0000${topic}\u0000${partition}`;
+    for (const key of [...this.partitions.keys()]) if (key.endsWith(suffix)) this.dropState(key);
+  }
+
   private acknowledgeAll(session: ShareSession, partitions: readonly SharePartitionRequest[]) {
     const results = new Map<string, SharePartitionResult>();
+    const writes = new Map<string, Promise<number>>();
     for (const p of partitions) {
       if (p.acks.length === 0) continue;
       let ackErrorCode: number = ErrorCode.NONE;
-      const sp = this.partitions.get(stateKey(session.groupId, p.topic, p.partition));
+      const sp = this.current(session.groupId, p.topic, p.partition);
       for (const batch of p.acks) {
         const code =
           sp === undefined
@@ -227,15 +396,42 @@ export class SharePartitionManager {
             : sp.acknowledge(session.memberId, batch.firstOffset, batch.lastOffset, batch.types);
         if (code !== ErrorCode.NONE) ackErrorCode = code;
       }
-      results.set(sessionPartitionKey(p.topic, p.partition), {
-        ...emptyResult(p.topic, p.partition),
-        ackErrorCode,
-      });
+      const key = sessionPartitionKey(p.topic, p.partition);
+      results.set(key, { ...emptyResult(p.topic, p.partition), ackErrorCode });
+      if (sp !== undefined) {
+        writes.set(key, this.persist(session.groupId, p.topic, p.partition, sp));
+      }
     }
-    return results;
+    return { results, writes };
   }
 
-  private fetchAll(session: ShareSession, params: ShareFetchParams): SharePartitionResult[] {
+  /**
+   * The answer once the acknowledgements are durable (as Kafka answers once its share
+   * coordinator wrote them): a failed write is the partition's acknowledgement error.
+   */
+  private async afterWrites(
+    acked: ReturnType<SharePartitionManager["acknowledgeAll"]>,
+    fetched: SharePartitionResult[],
+  ): Promise<ShareResult> {
+    const codes = await Promise.all([...acked.writes.values()]);
+    [...acked.writes.keys()].forEach((key, i) => {
+      const r = acked.results.get(key)!;
+      if (codes[i] !== ErrorCode.NONE && r.ackErrorCode === ErrorCode.NONE) {
+        acked.results.set(key, { ...r, ackErrorCode: codes[i]! });
+      }
+    });
+    return {
+      errorCode: ErrorCode.NONE,
+      errorMessage: null,
+      partitions: merge(acked.results, fetched),
+    };
+  }
+
+  private fetchAll(
+    session: ShareSession,
+    params: ShareFetchParams,
+    loadErrors: ReadonlyMap<string, KafkaError>,
+  ): SharePartitionResult[] {
     let budgetBytes = Math.min(Math.max(0, params.maxBytes), this.settings.fetchMaxBytes);
     let recordsLeft = Math.max(1, params.maxRecords);
     const results: SharePartitionResult[] = [];
@@ -243,7 +439,11 @@ export class SharePartitionManager {
     for (const key of session.partitions) {
       if (budgetBytes <= 0 || recordsLeft <= 0) break;
       const { topic, partition } = parseSessionPartitionKey(key);
-      const r = this.fetchOne(session, topic, partition, budgetBytes, recordsLeft, first);
+      const loadError = loadErrors.get(key);
+      const r =
+        loadError === undefined
+          ? this.fetchOne(session, topic, partition, budgetBytes, recordsLeft, first)
+          : { ...emptyResult(topic, partition), errorCode: loadError.code, errorMessage: null };
       if (r === null) continue;
       for (const range of r.records) budgetBytes -= range.sizeBytes;
       for (const a of r.acquired) recordsLeft -= Number(a.lastOffset - a.firstOffset) + 1;
@@ -263,13 +463,17 @@ export class SharePartitionManager {
     minOneMessage: boolean,
   ): SharePartitionResult | null {
     let log: UnifiedLog;
-    let sp: SharePartition;
     try {
       log = this.replicaManager.leaderFor(topic, partition).log;
-      sp = this.partitionFor(session.groupId, topic, partition, log);
     } catch (e) {
       if (!(e instanceof KafkaError)) throw e;
       return { ...emptyResult(topic, partition), errorCode: e.code, errorMessage: e.message };
+    }
+    const sp = this.current(session.groupId, topic, partition);
+    // Not loaded yet (it became this broker's during the request): the next fetch reads it.
+    if (sp === undefined) {
+      void this.load(session.groupId, topic, partition).catch(() => undefined);
+      return null;
     }
     if (sp.startOffset < log.logStartOffset) sp.moveStartTo(log.logStartOffset);
     const from = sp.nextFetchOffset();
@@ -310,43 +514,6 @@ export class SharePartitionManager {
     unsubscribe();
     this.waiters.delete(waiter);
     return outcome !== "cancelled";
-  }
-
-  private partitionFor(groupId: string, topic: string, partition: number, log: UnifiedLog) {
-    const key = stateKey(groupId, topic, partition);
-    const existing = this.partitions.get(key);
-    if (existing !== undefined) return existing;
-    if (this.partitions.size >= SHARE_PARTITIONS_MAX) {
-      throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "Too many share partitions.");
-    }
-    const stored = this.store?.load(groupId, topic, partition) ?? null;
-    const start =
-      stored?.startOffset ??
-      (this.groupConfigs.autoOffsetReset(groupId) === "earliest"
-        ? log.logStartOffset
-        : log.highWatermark);
-    const configs = this.groupConfigs;
-    // The group's configs are read at each use, so a change applies at once.
-    const settings = {
-      get lockDurationMs() {
-        return configs.shareRecordLockDurationMs(groupId);
-      },
-      get deliveryCountLimit() {
-        return configs.shareDeliveryCountLimit(groupId);
-      },
-      get maxInFlightRecords() {
-        return configs.sharePartitionMaxRecordLocks(groupId);
-      },
-    };
-    const sp = new SharePartition(
-      start,
-      settings,
-      () => this.wake(key),
-      () => this.store?.save(groupId, topic, partition, () => sp.snapshot()),
-    );
-    if (stored !== null) sp.restore(stored);
-    this.partitions.set(key, sp);
-    return sp;
   }
 
   private wake(key: string): void {

@@ -6,7 +6,11 @@ import {
 } from "../storage/durable-file.ts";
 import type { Logger } from "../util/logger.ts";
 import type { SharePartitionSnapshot } from "./share-partition.ts";
-import type { ShareStateStore } from "./share-partition-manager.ts";
+import type {
+  ShareStateEpochs,
+  ShareStateStore,
+  StoredShareState,
+} from "./share-partition-manager.ts";
 
 /**
  * Share-partition state on disk in embedded mode (docs/share-groups.md, "Durability"): every
@@ -23,6 +27,7 @@ import type { ShareStateStore } from "./share-partition-manager.ts";
 export const SHARE_STATE_FILE = "share-group-state.json";
 const FLUSH_INTERVAL_MS = 100;
 const FORMAT_VERSION = 1;
+const SAVED: Promise<number> = Promise.resolve(0);
 
 interface StoredPartition {
   readonly group: string;
@@ -59,19 +64,28 @@ export class LocalShareStateStore implements ShareStateStore {
     for (const p of parsed.partitions) this.states.set(key(p.group, p.topic, p.partition), p);
   }
 
-  load(groupId: string, topic: string, partition: number): SharePartitionSnapshot | null {
+  load(groupId: string, topic: string, partition: number): Promise<StoredShareState> {
     const stored = this.states.get(key(groupId, topic, partition));
-    if (stored === undefined) return null;
+    if (stored === undefined) return Promise.resolve({ stateEpoch: 0, snapshot: null });
     const records: [number, number][] = [];
     for (const [state, count, run] of stored.runs) {
       for (let i = 0; i < run; i++) records.push([state, count]);
     }
-    return { startOffset: BigInt(stored.startOffset), records };
+    const snapshot = { startOffset: BigInt(stored.startOffset), records };
+    return Promise.resolve({ stateEpoch: 0, snapshot });
   }
 
-  save(groupId: string, topic: string, partition: number, state: () => SharePartitionSnapshot) {
+  /** Resolves at once: the file is written within FLUSH_INTERVAL_MS (see above). */
+  save(
+    groupId: string,
+    topic: string,
+    partition: number,
+    _epochs: ShareStateEpochs,
+    state: () => SharePartitionSnapshot,
+  ): Promise<number> {
     this.pending.set(key(groupId, topic, partition), { groupId, topic, partition, state });
     this.markDirty();
+    return SAVED;
   }
 
   remove(groupId: string, topic: string, partition: number): void {

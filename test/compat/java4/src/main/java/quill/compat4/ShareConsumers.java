@@ -36,6 +36,13 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   REJECTed (never redelivered), "poison" always RELEASEd (delivered LIMIT times, then archived).
  * hold: one member acquires 5 records, says "held 5" and waits to be killed (never acknowledges).
  * takeover N: a member of the same group gets the N held records once their locks expire.
+ * failover N: (test/broker/share-groups-cluster.test.ts) N explicit-mode members ACCEPT every
+ *   record while the test produces and kills brokers; prints "READY" once they are assigned and
+ *   "accepted K" every 100 confirmed acknowledgements. After "expect END" on stdin they run until
+ *   every offset below END was delivered and its acknowledgement answered (and 3 s more), then
+ *   print what each offset went through: never delivered, delivered again after its ACCEPT was
+ *   confirmed, confirmed twice, never confirmed (its acknowledgement failed, e.g. in flight at a
+ *   crash), redeliveries and how many of them came with a higher delivery count.
  * bench N RECORDS: (scripts/bench-share-groups.ts) RECORDS records of 100 bytes are produced,
  *   then N implicit-mode members (group config share.auto.offset.reset=earliest) consume them;
  *   prints the records per second from the first record received to the last.
@@ -60,6 +67,7 @@ public final class ShareConsumers {
       case "acks" -> s.acks(Integer.parseInt(args[4]));
       case "hold" -> s.hold();
       case "takeover" -> s.takeover(Integer.parseInt(args[4]));
+      case "failover" -> new ShareFailover(s.bootstrap, s.topic, s.group).run(Integer.parseInt(args[4]));
       case "bench" -> s.bench(Integer.parseInt(args[4]), Integer.parseInt(args[5]));
       default -> throw new IllegalArgumentException(args[0]);
     }
@@ -227,6 +235,11 @@ public final class ShareConsumers {
     return consumer(ackMode, "10");
   }
 
+  static KafkaShareConsumer<String, String> consumer(
+      String bootstrap, String group, String ackMode, String maxPollRecords) {
+    return new ShareConsumers(bootstrap, "", group).consumer(ackMode, maxPollRecords);
+  }
+
   private KafkaShareConsumer<String, String> consumer(String ackMode, String maxPollRecords) {
     Properties p = new Properties();
     p.put("bootstrap.servers", bootstrap);
@@ -242,6 +255,10 @@ public final class ShareConsumers {
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
       admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
     }
+  }
+
+  static void awaitMembers(String bootstrap, String group, int members) throws Exception {
+    new ShareConsumers(bootstrap, "", group).awaitMembers(members);
   }
 
   /** Waits until the group has this many members, each assigned the partition. */

@@ -1,0 +1,143 @@
+/**
+ * Share groups in a three-broker cluster, durable across failover (docs/share-groups.md,
+ * "Durability"): three Kafka 4.4 KafkaShareConsumers (explicit acknowledgement) read one
+ * partition while the test produces; mid-way the partition's leader is killed with SIGKILL
+ * (its share state must come back from the share coordinator, in __share_group_state), and
+ * later, with that broker back, the share group's coordinator is killed (the members rejoin
+ * the next coordinator). Across the run no offset is skipped, none is delivered again once
+ * its ACCEPT was confirmed, none is confirmed twice, and at the end the share partition's
+ * start offset on the last leader is past every record.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import type { ChildBroker } from "../support/child-broker.ts";
+import { ensureJava4Built, Java4Process } from "../support/java4-client.ts";
+import { requestOnce } from "../support/kafka-client.ts";
+import { waitUntil } from "../support/wait-until.ts";
+import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
+import {
+  type Cluster,
+  consistentMetadata,
+  createTopicWithAssignment,
+  metadata,
+  produceWithKafkajs,
+  SESSION_TIMEOUT_MS,
+  startCluster,
+} from "./cluster-harness.ts";
+
+const TOPIC = "share-failover";
+const MEMBERS = 3;
+const PHASE_RECORDS = 400;
+
+let zkServer: ZooKeeperServer;
+let cluster: Cluster;
+
+beforeAll(async () => {
+  ensureJava4Built("ShareFailover");
+  zkServer = await startZooKeeper();
+  cluster = await startCluster(`${zkServer.connectString}/share-failover`, {
+    "group.share.heartbeat.interval.ms": "500",
+    "share.coordinator.state.topic.num.partitions": "3",
+  });
+  await consistentMetadata(cluster, 3);
+}, 300_000);
+
+afterAll(async () => {
+  await cluster?.close();
+  await zkServer?.stop();
+}, 30_000);
+
+async function leaderOf(topic: string): Promise<number> {
+  const m = await metadata([...cluster.brokers.values()].find((b) => b.running)!);
+  return m.topics.find((t) => t.name === topic)!.partitions[0]!.leaderId;
+}
+
+async function groupCoordinatorOf(group: string): Promise<number> {
+  const broker = [...cluster.brokers.values()].find((b) => b.running)!;
+  const res = await requestOnce(broker.port, ApiKey.FindCoordinator, 3, { key: group, keyType: 0 });
+  expect(res.errorCode).toBe(ErrorCode.NONE);
+  return res.nodeId;
+}
+
+/** A group id that `nodeId` coordinates. */
+async function groupOn(nodeId: number): Promise<string> {
+  for (let i = 0; i < 100; i++) {
+    if ((await groupCoordinatorOf(`share-${i}`)) === nodeId) return `share-${i}`;
+  }
+  throw new Error(`no group on broker ${nodeId}`);
+}
+
+/** The share partition's start offset on `broker`, which leads the partition (null: no state). */
+async function startOffsetOn(broker: ChildBroker, group: string): Promise<bigint | null> {
+  const res = await requestOnce(broker.port, ApiKey.DescribeShareGroupOffsets, 1, {
+    groups: [{ groupId: group, topics: null }],
+  });
+  const p = res.groups[0]?.topics.find((t) => t.topicName === TOPIC)?.partitions[0];
+  return p === undefined || p.errorCode !== ErrorCode.NONE ? null : p.startOffset;
+}
+
+async function acceptedAtLeast(java: Java4Process, n: number): Promise<void> {
+  const count = () =>
+    Math.max(0, ...java.lines.filter((l) => l.startsWith("accepted ")).map((l) => +l.slice(9)));
+  await waitUntil(() => count() >= n, 60_000, `${n} records accepted`);
+}
+
+test("share-partition state survives the leader's and the coordinator's kill -9", async () => {
+  const b1 = cluster.brokers.get(1)!;
+  await createTopicWithAssignment(b1, TOPIC, [[1, 2, 3]]);
+  await consistentMetadata(cluster, 3);
+  const group = await groupOn(3);
+  const java = new Java4Process("ShareConsumers", [
+    "failover",
+    b1.bootstrap,
+    TOPIC,
+    group,
+    String(MEMBERS),
+  ]);
+  try {
+    await java.line("READY", 90_000);
+    // Records come only once the leader has the group's state (started at the log end, 0).
+    await waitUntil(async () => (await startOffsetOn(b1, group)) === 0n, 30_000, "share state");
+    const values = (phase: number) =>
+      Array.from({ length: PHASE_RECORDS }, (_, i) => `${phase}-${i}`);
+    await produceWithKafkajs(cluster, TOPIC, values(1));
+    await acceptedAtLeast(java, PHASE_RECORDS / 2);
+
+    // The partition leader dies with records in flight.
+    await b1.kill9();
+    await produceWithKafkajs(cluster, TOPIC, values(2));
+    await acceptedAtLeast(java, PHASE_RECORDS + PHASE_RECORDS / 2);
+    cluster.brokers.set(1, await b1.restart());
+    await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 15_000);
+
+    // The group's coordinator dies (not the partition's new leader: its own failover above).
+    const coordinatorId = await groupCoordinatorOf(group);
+    const leaderId = await leaderOf(TOPIC);
+    expect(leaderId).not.toBe(1);
+    const coordinator = cluster.brokers.get(coordinatorId)!;
+    if (coordinatorId !== leaderId) await coordinator.kill9();
+    console.log(`killed broker 1 (leader), then ${coordinatorId} (group coordinator)`);
+    await produceWithKafkajs(cluster, TOPIC, values(3));
+
+    const end = 3 * PHASE_RECORDS;
+    java.send(`expect ${end}`);
+    expect(await java.exited).toBe(0);
+    const report = java.lines.slice(java.lines.findIndex((l) => l.startsWith("skipped")));
+    console.log(report.join("\n"));
+    expect(report).toContain("skipped 0");
+    expect(report).toContain("delivered-after-accept 0");
+    expect(report).toContain("accepted-twice 0");
+    // In flight at the first kill: redelivered by the next leader.
+    const redelivered = /^redelivered (\d+) count-kept (\d+)$/.exec(report[4]!)!;
+    expect(Number(redelivered[1])).toBeGreaterThan(0);
+    // Their acquisitions were stored: they come back with a higher delivery count.
+    expect(Number(redelivered[2])).toBeGreaterThan(0);
+    // Every record done: the share partition starts past all of them on the last leader.
+    const last = cluster.brokers.get(await leaderOf(TOPIC))!;
+    expect(await startOffsetOn(last, group)).toBe(BigInt(end));
+    if (!coordinator.running) cluster.brokers.set(coordinatorId, await coordinator.restart());
+  } finally {
+    java.kill();
+  }
+}, 300_000);
