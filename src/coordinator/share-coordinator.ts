@@ -59,6 +59,7 @@ export class ShareCoordinator {
   /** Highest leader epoch a read announced, per key, before the new leader's first write. */
   private readonly readEpochs = new Map<string, { partition: number; leaderEpoch: number }>();
   private readonly loaded = new Set<number>();
+  private readonly loading = new Set<number>();
   private creating: Promise<void> | null = null;
 
   constructor(
@@ -109,9 +110,22 @@ export class ShareCoordinator {
       return ErrorCode.COORDINATOR_NOT_AVAILABLE;
     }
     const partition = this.partitionFor(key);
-    const p = this.replicaManager.partitionState(SHARE_STATE_TOPIC, partition);
-    if (p === undefined || !p.isLeader) return ErrorCode.NOT_COORDINATOR;
-    if (!this.loaded.has(partition)) return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    try {
+      this.replicaManager.leaderFor(SHARE_STATE_TOPIC, partition);
+    } catch (e) {
+      if (e instanceof KafkaError) return ErrorCode.NOT_COORDINATOR;
+      throw e;
+    }
+    if (!this.loaded.has(partition)) {
+      // Embedded mode has no leadership changes to load on: the first use loads.
+      if (this.config["zookeeper.connect"] === null && !this.loading.has(partition)) {
+        this.loading.add(partition);
+        void this.loadPartition(partition)
+          .catch((e: unknown) => this.logger.error(`loading ${SHARE_STATE_TOPIC}: ${String(e)}`))
+          .finally(() => this.loading.delete(partition));
+      }
+      return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS;
+    }
     return null;
   }
 
@@ -220,11 +234,20 @@ export class ShareCoordinator {
   async loadPartition(partition: number): Promise<void> {
     this.unloadPartition(partition);
     const latest = new Map<string, { key: ShareStateKey; value: ShareStateValue } | null>();
+    let unreadable = 0;
     await readInternalPartition(this.replicaManager, SHARE_STATE_TOPIC, partition, (k, v) => {
-      const key = k === null ? null : decodeShareStateKey(k);
-      if (key === null) return;
-      latest.set(coordinatorKey(key), v === null ? null : { key, value: decodeShareStateValue(v) });
+      try {
+        const key = k === null ? null : decodeShareStateKey(k);
+        if (key === null) return;
+        const value = v === null ? null : decodeShareStateValue(v);
+        latest.set(coordinatorKey(key), value === null ? null : { key, value });
+      } catch {
+        unreadable++; // one bad record must not keep every other key of the partition away
+      }
     });
+    if (unreadable > 0) {
+      this.logger.warn(`${unreadable} unreadable records in ${SHARE_STATE_TOPIC}-${partition}`);
+    }
     let count = 0;
     for (const [k, entry] of latest) {
       if (entry === null || this.states.size >= SHARE_STATES_MAX) continue;
