@@ -19,7 +19,7 @@ import { partitionForKey, TRANSACTION_STATE_TOPIC } from "../coordinator/transac
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
-import { endpointOn } from "../server/metadata-cache.ts";
+import { type BrokerEndpoint, endpointOn } from "../server/metadata-cache.ts";
 import { authorize, authorizeCluster } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 
@@ -127,38 +127,39 @@ async function coordinatorFor(
       };
     }
     case KeyType.TRANSACTION:
-    case KeyType.SHARE: {
-      if (keyType === KeyType.SHARE && !authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
+      return answerWith(key, transactionCoordinatorFor(key, ctx), ctx);
+    case KeyType.SHARE:
+      // Only brokers ask, as Kafka's share-partition leaders do.
+      if (!authorizeCluster(ctx, AclOperation.CLUSTER_ACTION)) {
         return failure(
           key,
           ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
           "Cluster authorization failed.",
         );
       }
-      const coordinator =
-        keyType === KeyType.SHARE
-          ? shareCoordinatorFor(key, ctx)
-          : transactionCoordinatorFor(key, ctx);
-      const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
-      if (coordinator === undefined || endpoint === undefined) {
-        return failure(
-          key,
-          ErrorCode.COORDINATOR_NOT_AVAILABLE,
-          "The coordinator is not available.",
-        );
-      }
-      return {
-        key,
-        nodeId: coordinator.nodeId,
-        host: endpoint.host,
-        port: endpoint.port,
-        errorCode: ErrorCode.NONE,
-        errorMessage: null,
-      };
-    }
+      return answerWith(key, shareCoordinatorFor(key, ctx), ctx);
     default:
       return failure(key, ErrorCode.INVALID_REQUEST, `Unknown coordinator key type ${keyType}.`);
   }
+}
+
+function answerWith(
+  key: string,
+  coordinator: BrokerEndpoint | undefined,
+  ctx: RequestContext,
+): CoordinatorAnswer {
+  const endpoint = coordinator && endpointOn(coordinator, ctx.conn.listenerName);
+  if (coordinator === undefined || endpoint === undefined) {
+    return failure(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.");
+  }
+  return {
+    key,
+    nodeId: coordinator.nodeId,
+    host: endpoint.host,
+    port: endpoint.port,
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+  };
 }
 
 /** The live leader of the id's __transaction_state partition. */

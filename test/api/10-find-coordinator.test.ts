@@ -35,7 +35,7 @@ test("v4+ answers each batched key", async () => {
   ]);
 });
 
-test("transactional keys get this broker (creating __transaction_state), share groups INVALID_REQUEST", async () => {
+test("transactional and share keys get this broker (creating __transaction_state and __share_group_state)", async () => {
   const txn = await find(6, { keyType: 1, coordinatorKeys: ["tx"] });
   expect(txn.coordinators[0]).toMatchObject({
     errorCode: ErrorCode.NONE,
@@ -43,8 +43,10 @@ test("transactional keys get this broker (creating __transaction_state), share g
     host: "127.0.0.1",
     port: b.port,
   });
-  const share = await find(6, { keyType: 2, coordinatorKeys: ["s"] });
-  expect(share.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
+  const share = await find(6, { keyType: 2, coordinatorKeys: ["g:AAAAAAAAAAAAAAAAAAAAAA:0"] });
+  expect(share.coordinators[0]).toMatchObject({ errorCode: ErrorCode.NONE, nodeId: 0 });
+  const unknown = await find(6, { keyType: 3, coordinatorKeys: ["s"] });
+  expect(unknown.coordinators[0]!.errorCode).toBe(ErrorCode.INVALID_REQUEST);
   const v1 = await find(1, { key: "tx", keyType: 1 });
   expect(v1).toMatchObject({ errorCode: ErrorCode.NONE, nodeId: 0, port: b.port });
 });
