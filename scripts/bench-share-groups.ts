@@ -4,8 +4,9 @@
  * Each run produces RECORDS records of 100 bytes to a new topic, sets the group's
  * share.auto.offset.reset to earliest, and times the members from the first record received to
  * the last (implicit acknowledgement: each poll accepts the previous one's records, piggy-backed
- * on the next ShareFetch). Quill alone: the harness has no Kafka 4.4 in KRaft mode yet
- * (scripts/bench-vs-kafka.ts runs Kafka 3.9 in ZooKeeper mode, which has no share groups).
+ * on the next ShareFetch). The same rows then run against Apache Kafka 4.4 in KRaft mode (one
+ * combined broker and controller, scripts/bench-vs-kafka/kraft.ts), since ZooKeeper-mode Kafka
+ * 3.9, which scripts/bench-vs-kafka.ts compares with, has no share groups.
  *
  * Run: bun scripts/bench-share-groups.ts [records=100000]
  */
@@ -15,6 +16,7 @@ import { startBroker } from "../src/broker/broker.ts";
 import { loadConfig } from "../src/config/load-config.ts";
 import { SILENT_LOGGER } from "../src/util/logger.ts";
 import { loadAverage, runCommand } from "./bench-common.ts";
+import { KRAFT_KAFKA_VERSION, startKraftKafka } from "./bench-vs-kafka/kraft.ts";
 
 const RECORDS = Number(process.argv[2] ?? 100_000);
 const MEMBER_COUNTS = [1, 4, 16];
@@ -40,39 +42,54 @@ async function main(): Promise<void> {
     ],
   });
   const broker = await startBroker(config, SILENT_LOGGER);
-  const bootstrap = `${broker.host}:${broker.port}`;
   const rows: string[] = [];
   try {
-    for (const members of MEMBER_COUNTS) {
-      const out = await runCommand(
-        [
-          "java",
-          "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-          "-cp",
-          `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
-          "quill.compat4.ShareConsumers",
-          "bench",
-          bootstrap,
-          `bench-share-${members}`,
-          `bench-share-${members}`,
-          String(members),
-          String(RECORDS),
-        ],
-        600_000,
-      );
-      const line = out.split("\n").find((l) => l.startsWith("bench "));
-      const rate = line?.match(/rate=(\d+)/)?.[1] ?? "?";
-      const seconds = line?.match(/seconds=([\d.]+)/)?.[1] ?? "?";
-      rows.push(`| ${members} | ${RECORDS} | ${seconds} | ${rate} | ${loadAverage()} |`);
-      console.error(line);
-    }
+    rows.push(...(await runRows("Quill", `${broker.host}:${broker.port}`, classpath)));
   } finally {
     await broker.stop();
     await runCommand(["rm", "-rf", dataDir], 30_000);
   }
-  console.log("| consumers on 1 partition | records | seconds | records/s | load average |");
-  console.log("|---:|---:|---:|---:|---|");
+  const kafkaDir = (await runCommand(["mktemp", "-d"], 5_000)).trim();
+  const kafka = await startKraftKafka(kafkaDir);
+  try {
+    rows.push(...(await runRows(`Kafka ${KRAFT_KAFKA_VERSION} KRaft`, kafka.bootstrap, classpath)));
+  } finally {
+    await kafka.stop();
+    await runCommand(["rm", "-rf", kafkaDir], 30_000);
+  }
+  console.log(
+    "| broker | consumers on 1 partition | records | seconds | records/s | load average |",
+  );
+  console.log("|---|---:|---:|---:|---:|---|");
   for (const r of rows) console.log(r);
+}
+
+async function runRows(label: string, bootstrap: string, classpath: string): Promise<string[]> {
+  const rows: string[] = [];
+  for (const members of MEMBER_COUNTS) {
+    const out = await runCommand(
+      [
+        "java",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
+        "quill.compat4.ShareConsumers",
+        "bench",
+        bootstrap,
+        `bench-share-${members}`,
+        `bench-share-${members}`,
+        String(members),
+        String(RECORDS),
+      ],
+      600_000,
+    );
+    const line = out.split("\n").find((l) => l.startsWith("bench "));
+    const rate = line?.match(/rate=(\d+)/)?.[1] ?? "?";
+    const seconds = line?.match(/seconds=([\d.]+)/)?.[1] ?? "?";
+    rows.push(`| ${label} | ${members} | ${RECORDS} | ${seconds} | ${rate} | ${loadAverage()} |`);
+    console.error(label, line);
+  }
+  return rows;
 }
 
 await main();
