@@ -5,8 +5,9 @@
  * share and the shares cover the topic without overlap; "leave": one closes, until the nine
  * left cover it again. Rows: group.protocol=consumer (server-side uniform assignor), classic
  * with the eager RangeAssignor, classic with the CooperativeStickyAssignor; once with Kafka's
- * default heartbeat intervals (KIP-848 5 s, classic 3 s) and once with 500 ms for both. One
- * run per cell; the load average is printed beside the figures.
+ * default heartbeat intervals (KIP-848 5 s, classic 3 s) and once with 500 ms for both; then the
+ * Kafka-defaults rows against Apache Kafka 4.4 in KRaft mode (scripts/bench-vs-kafka/kraft.ts).
+ * One run per cell; the load average is printed beside the figures.
  *
  * Run: bun scripts/bench-kip848-rebalance.ts
  */
@@ -19,6 +20,7 @@ import { loadConfig } from "../src/config/load-config.ts";
 import { SILENT_LOGGER } from "../src/util/logger.ts";
 import { ensureJava4Built, Java4Process } from "../test/support/java4-client.ts";
 import { loadAverage } from "./bench-common.ts";
+import { KRAFT_KAFKA_VERSION, startKraftKafka } from "./bench-vs-kafka/kraft.ts";
 
 const MEMBERS = 10;
 const PARTITIONS = 20;
@@ -80,10 +82,35 @@ async function main(): Promise<void> {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
   }
+  rows.push(...(await kafkaRows(run)));
   console.log(`${MEMBERS} Java 4.4 consumers, ${PARTITIONS} partitions, one run per row`);
   console.log("| setting | protocol | heartbeat ms | join ms | leave ms | load average |");
   console.log("|---|---|---:|---:|---:|---|");
   for (const row of rows) console.log(row);
+}
+
+/** The Kafka-defaults rows against Kafka 4.4 (KRaft), whose defaults are those heartbeats. */
+async function kafkaRows(firstRun: number): Promise<string[]> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "quill-bench-848-kafka-"));
+  const kafka = await startKraftKafka(dir, { "group.initial.rebalance.delay.ms": "0" });
+  const rows: string[] = [];
+  let run = firstRun;
+  try {
+    for (const protocol of PROTOCOLS) {
+      const heartbeatMs = protocol === "consumer" ? 5_000 : 3_000;
+      const r = await runOne(kafka.bootstrap, protocol, heartbeatMs, run++);
+      const setting = `Kafka ${KRAFT_KAFKA_VERSION} KRaft, defaults`;
+      rows.push(
+        `| ${setting} | ${protocol} | ${heartbeatMs} | ${r.joinMs} | ${r.leaveMs} |` +
+          ` ${loadAverage()} |`,
+      );
+      console.error(rows.at(-1));
+    }
+  } finally {
+    await kafka.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
 }
 
 await main();
