@@ -168,8 +168,10 @@ function transactionCoordinatorFor(key: string, ctx: RequestContext) {
   const topic = cache.topic(TRANSACTION_STATE_TOPIC);
   if (topic === undefined) return undefined;
   const partition = topic.partitions[ctx.broker.transactionStateManager.partitionFor(key)];
-  if (partition === undefined) return undefined;
-  return cache.broker(partition.leaderId < 0 ? ctx.broker.brokerId : partition.leaderId);
+  // No leader yet (the topic was just created): COORDINATOR_NOT_AVAILABLE, as Kafka answers,
+  // rather than a broker that may not become the leader.
+  if (partition === undefined || partition.leaderId < 0) return undefined;
+  return cache.broker(partition.leaderId);
 }
 
 /** The live leader of the share key's __share_group_state partition. */
@@ -178,8 +180,8 @@ function shareCoordinatorFor(key: string, ctx: RequestContext) {
   const topic = cache.topic(SHARE_STATE_TOPIC);
   if (topic === undefined) return undefined;
   const partition = topic.partitions[partitionForKey(key, topic.partitions.length)];
-  if (partition === undefined) return undefined;
-  return cache.broker(partition.leaderId < 0 ? ctx.broker.brokerId : partition.leaderId);
+  if (partition === undefined || partition.leaderId < 0) return undefined;
+  return cache.broker(partition.leaderId);
 }
 
 function failure(key: string, errorCode: number, errorMessage: string): CoordinatorAnswer {

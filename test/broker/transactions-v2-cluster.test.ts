@@ -101,10 +101,13 @@ test("coordinator, leader and group coordinator on three brokers; coordinator ki
   const txnId = "tv2c-0";
   // The first FindCoordinators create __transaction_state and __consumer_offsets; ask again
   // once their leaders are known.
-  await coordinatorOf(b1, txnId, 1);
+  const firstAnswer = await coordinatorOf(b1, txnId, 1);
   await coordinatorOf(b1, "tv2c-group", 0);
   await consistentMetadata(cluster, 3);
   const txnBroker = await agreedCoordinator(txnId, 1);
+  // While __transaction_state had no leader, the coordinator was once named as the asking
+  // broker: COORDINATOR_NOT_AVAILABLE until a leader exists, then that leader.
+  expect(firstAnswer).toBe(txnBroker);
   const [leader, groupBroker] = [1, 2, 3].filter((id) => id !== txnBroker) as [number, number];
   const group = await keyOn(b1, groupBroker, "tv2c-group", 0);
   expect(await agreedCoordinator(group, 0)).toBe(groupBroker);
