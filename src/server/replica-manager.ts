@@ -920,6 +920,13 @@ export class ReplicaManager {
       } catch (e) {
         if (!(e instanceof KafkaError)) throw e;
       }
+      // The topic's configs may have reached the cache from ZooKeeper while the logs were being
+      // made; that change found no log to update then, so the new logs take them now.
+      const latest = this.cache.topic(topic)?.configs;
+      if (latest === undefined || latest === configs) continue;
+      const logConfig = logConfigFor(latest, this.cache.brokerConfig);
+      for (const partition of partitions)
+        this.logs.getLog(topic, partition)?.updateConfig(logConfig);
     }
   }
 

@@ -32,6 +32,7 @@ interface SetUp {
   readonly rm: ReplicaManager;
   readonly logs: LogManager;
   readonly cache: MetadataCache;
+  readonly store: LocalMetadataStore;
   readonly topicId: Uint8Array;
   readonly isrChanges: (readonly number[])[];
 }
@@ -75,7 +76,7 @@ async function setUp(settings: Record<string, string> = {}): Promise<SetUp> {
     logs.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  return { rm, logs, cache, topicId: cache.topic("t")!.topicId, isrChanges };
+  return { rm, logs, cache, store, topicId: cache.topic("t")!.topicId, isrChanges };
 }
 
 const leadership = (
@@ -251,4 +252,25 @@ test("a produce waiting for the ISR gets NOT_LEADER_OR_FOLLOWER on a new leader"
   rm.becomeLeaderOrFollower(1, [leadership(topicId, { leader: 1, leaderEpoch: 2 })]);
   const [o] = await pending;
   expect(o!.errorCode).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+});
+
+test("logs a LeaderAndIsr creates take topic configs that arrived while they were made", async () => {
+  const { rm, logs, cache, store } = await setUp();
+  const topicId = new Uint8Array(16).fill(7);
+  // The controller names this broker before its ZooKeeper watch has read the topic.
+  expect(cache.topic("late")).toBeUndefined();
+  const creating = rm.createNewLogs([
+    { ...leadership(topicId), topic: "late", leader: 1, isNew: true },
+  ]);
+  // The topic and its configs arrive while the log files are being made (the store's change
+  // finds no log to update yet).
+  await store.createTopic({
+    name: "late",
+    topicIdHex: Buffer.from(topicId).toString("hex"),
+    assignment: [[1, 0, 2]],
+    configs: { "segment.bytes": "2048" },
+  });
+  cache.reload();
+  await creating;
+  expect(logs.getLog("late", 0)?.config.segmentBytes).toBe(2048);
 });
