@@ -60,7 +60,7 @@ import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { makeSaslSsl, type SaslSsl, saslSslBrokerSettings } from "./bench-vs-kafka/sasl-ssl.ts";
 import { withBuildLock } from "./build-lock.ts";
-import { MAVEN_PACKAGE, mavenUpToDate } from "./maven-project.ts";
+import { MAVEN_PACKAGE, markMavenBuilt, mavenUpToDate } from "./maven-project.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const COMPAT_DIR = join(ROOT, "test", "compat");
@@ -123,11 +123,26 @@ const CLIENTS: readonly ClientSpec[] = [
   {
     name: "java",
     needs: ["java", "mvn"],
-    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "java")) ? undefined : [...MAVEN_PACKAGE])],
+    prepare: mavenPrepare("java"),
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "java", "target", "classpath.txt"), "utf8");
       const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
       return ["java", logLevel, "-cp", `target/classes:${classpath.trim()}`, "quill.compat.Main"];
+    },
+  },
+  {
+    // The same scenario (test/compat/java's sources, compiled in test/compat/java4 against
+    // kafka-clients 4.4): the newest Produce and Fetch versions, and KafkaConsumer with
+    // group.protocol=consumer (KIP-848).
+    name: "java4",
+    needs: ["java", "mvn"],
+    prepare: mavenPrepare("java4"),
+    run: () => {
+      const classpath = readFileSync(join(COMPAT_DIR, "java4", "target", "classpath.txt"), "utf8");
+      const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
+      const protocol = "-Dquill.groupProtocol=consumer";
+      const classes = `target/classes:${classpath.trim()}`;
+      return ["java", logLevel, protocol, "-cp", classes, "quill.compat.Main"];
     },
   },
   {
@@ -149,6 +164,18 @@ const CLIENTS: readonly ClientSpec[] = [
   ...(Object.keys(APPLICATION_STEPS) as Application[]).map(kafkaApplication),
 ];
 
+/** Builds the Maven project test/compat/<dir> when its sources changed, then stamps it built. */
+function mavenPrepare(dir: string): ClientSpec["prepare"] {
+  const path = join(COMPAT_DIR, dir);
+  return [
+    () => (mavenUpToDate(path) ? undefined : [...MAVEN_PACKAGE]),
+    () => {
+      markMavenBuilt(path);
+      return undefined;
+    },
+  ];
+}
+
 /**
  * A Kafka application from the Maven project test/compat/apps (one JVM running the named
  * check; Connect's worker and the delete-records tool are JVMs it starts in turn).
@@ -159,7 +186,7 @@ function kafkaApplication(name: Application): ClientSpec {
     dir: "apps",
     steps: APPLICATION_STEPS[name],
     needs: ["java", "mvn"],
-    prepare: [() => (mavenUpToDate(join(COMPAT_DIR, "apps")) ? undefined : [...MAVEN_PACKAGE])],
+    prepare: mavenPrepare("apps"),
     run: () => {
       const classpath = readFileSync(join(COMPAT_DIR, "apps", "target", "classpath.txt"), "utf8");
       return [
