@@ -26,9 +26,37 @@ export interface InternalTopicSpec {
   readonly numPartitions: number;
   /** Capped at the live brokers (Kafka refuses to create it until enough are up). */
   readonly replicationFactor: number;
-  /** Capped at the replication factor. */
-  readonly minIsr: number;
-  readonly segmentBytes: number;
+  /** Capped at the replication factor; the broker default when absent. */
+  readonly minIsr?: number;
+  /** The broker default when absent, with the producer's compression kept. */
+  readonly segmentBytes?: number;
+}
+
+/**
+ * One coordinator's internal topic: its partition count (the existing topic's, else the
+ * configured one) and its creation on first use, shared by concurrent callers.
+ */
+export class InternalTopic {
+  private creating: Promise<boolean> | null = null;
+
+  constructor(
+    private readonly adminManager: AdminManager,
+    private readonly cache: MetadataCache,
+    private readonly spec: InternalTopicSpec,
+  ) {}
+
+  get partitionCount(): number {
+    return this.cache.topic(this.spec.name)?.partitions.length ?? this.spec.numPartitions;
+  }
+
+  /** Creates the topic unless it exists; true when this creation made it. */
+  async ensure(): Promise<boolean> {
+    if (this.cache.topic(this.spec.name) !== undefined) return false;
+    this.creating ??= createInternalTopic(this.adminManager, this.cache, this.spec).finally(() => {
+      this.creating = null;
+    });
+    return await this.creating;
+  }
 }
 
 /** Creates the topic, compacted; false when it already existed. */
@@ -38,7 +66,15 @@ export async function createInternalTopic(
   spec: InternalTopicSpec,
 ): Promise<boolean> {
   const replicationFactor = Math.max(1, Math.min(spec.replicationFactor, cache.brokers.length));
-  const minIsr = Math.min(spec.minIsr, replicationFactor);
+  const configs = [{ name: "cleanup.policy", value: "compact" }];
+  if (spec.minIsr !== undefined) {
+    const minIsr = Math.min(spec.minIsr, replicationFactor);
+    configs.push({ name: "min.insync.replicas", value: String(minIsr) });
+  }
+  if (spec.segmentBytes !== undefined) {
+    configs.push({ name: "segment.bytes", value: String(spec.segmentBytes) });
+    configs.push({ name: "compression.type", value: "uncompressed" });
+  }
   try {
     await adminManager.createTopic(
       {
@@ -46,12 +82,7 @@ export async function createInternalTopic(
         numPartitions: spec.numPartitions,
         replicationFactor,
         assignments: [],
-        configs: [
-          { name: "cleanup.policy", value: "compact" },
-          { name: "min.insync.replicas", value: String(minIsr) },
-          { name: "segment.bytes", value: String(spec.segmentBytes) },
-          { name: "compression.type", value: "uncompressed" },
-        ],
+        configs,
       },
       false,
     );

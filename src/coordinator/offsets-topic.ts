@@ -8,9 +8,9 @@
  */
 
 import { GROUP_METADATA_TOPIC } from "../common/internal-topics.ts";
-import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
+import { createInternalTopic } from "./internal-topics.ts";
 
 /** Creations in flight, one per broker (AdminManager), so concurrent requests share it. */
 const creating = new WeakMap<AdminManager, Promise<void>>();
@@ -59,23 +59,9 @@ export async function findGroupCoordinator(
  */
 async function createOffsetsTopic(cache: MetadataCache, admin: AdminManager): Promise<void> {
   const config = cache.brokerConfig;
-  const replicationFactor = Math.max(
-    1,
-    Math.min(config["offsets.topic.replication.factor"], cache.brokers.length),
-  );
-  try {
-    await admin.createTopic(
-      {
-        name: GROUP_METADATA_TOPIC,
-        numPartitions: config["offsets.topic.num.partitions"],
-        replicationFactor,
-        assignments: [],
-        configs: [{ name: "cleanup.policy", value: "compact" }],
-      },
-      false,
-    );
-  } catch (error) {
-    if (error instanceof KafkaError && error.code === ErrorCode.TOPIC_ALREADY_EXISTS) return;
-    throw error;
-  }
+  await createInternalTopic(admin, cache, {
+    name: GROUP_METADATA_TOPIC,
+    numPartitions: config["offsets.topic.num.partitions"],
+    replicationFactor: config["offsets.topic.replication.factor"],
+  });
 }
