@@ -22,7 +22,7 @@ import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 import type { Logger } from "../util/logger.ts";
-import { appendInternal, createInternalTopic, readInternalPartition } from "./internal-topics.ts";
+import { appendInternal, InternalTopic, readInternalPartition } from "./internal-topics.ts";
 import {
   coordinatorKey,
   decodeShareStateKey,
@@ -59,22 +59,27 @@ export class ShareCoordinator {
   /** Highest leader epoch a read announced, per key, before the new leader's first write. */
   private readonly readEpochs = new Map<string, { partition: number; leaderEpoch: number }>();
   private readonly loaded = new Set<number>();
+  private readonly topic: InternalTopic;
   private readonly loading = new Set<number>();
-  private creating: Promise<void> | null = null;
 
   constructor(
     private readonly config: BrokerConfig,
     private readonly replicaManager: ReplicaManager,
-    private readonly adminManager: AdminManager,
+    adminManager: AdminManager,
     private readonly cache: MetadataCache,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.topic = new InternalTopic(adminManager, cache, {
+      name: SHARE_STATE_TOPIC,
+      numPartitions: config["share.coordinator.state.topic.num.partitions"],
+      replicationFactor: config["share.coordinator.state.topic.replication.factor"],
+      minIsr: config["share.coordinator.state.topic.min.isr"],
+      segmentBytes: config["share.coordinator.state.topic.segment.bytes"],
+    });
+  }
 
   get partitionCount(): number {
-    return (
-      this.cache.topic(SHARE_STATE_TOPIC)?.partitions.length ??
-      this.config["share.coordinator.state.topic.num.partitions"]
-    );
+    return this.topic.partitionCount;
   }
 
   partitionFor(key: ShareStateKey): number {
@@ -83,21 +88,7 @@ export class ShareCoordinator {
 
   /** Creates __share_group_state on first use (a leader's first read, or FindCoordinator). */
   async ensureTopic(): Promise<void> {
-    if (this.cache.topic(SHARE_STATE_TOPIC) !== undefined) return;
-    this.creating ??= this.createTopic().finally(() => {
-      this.creating = null;
-    });
-    await this.creating;
-  }
-
-  private async createTopic(): Promise<void> {
-    const created = await createInternalTopic(this.adminManager, this.cache, {
-      name: SHARE_STATE_TOPIC,
-      numPartitions: this.config["share.coordinator.state.topic.num.partitions"],
-      replicationFactor: this.config["share.coordinator.state.topic.replication.factor"],
-      minIsr: this.config["share.coordinator.state.topic.min.isr"],
-      segmentBytes: this.config["share.coordinator.state.topic.segment.bytes"],
-    });
+    const created = await this.topic.ensure();
     // A new topic is empty: in embedded mode every partition is this broker's, loaded as it is.
     if (created && this.config["zookeeper.connect"] === null) {
       for (let p = 0; p < this.partitionCount; p++) this.loaded.add(p);

@@ -15,7 +15,7 @@ import type { AdminManager } from "../server/admin-manager.ts";
 import type { MetadataCache } from "../server/metadata-cache.ts";
 import type { ReplicaManager } from "../server/replica-manager.ts";
 import type { Logger } from "../util/logger.ts";
-import { appendInternal, createInternalTopic, readInternalPartition } from "./internal-topics.ts";
+import { appendInternal, InternalTopic, readInternalPartition } from "./internal-topics.ts";
 import {
   decodeTxnKey,
   decodeTxnValue,
@@ -51,21 +51,26 @@ export interface TxnTransition {
 export class TransactionStateManager {
   private readonly txns = new Map<string, TransactionMetadata>();
   private readonly loaded = new Set<number>();
-  private creating: Promise<void> | null = null;
+  private readonly topic: InternalTopic;
 
   constructor(
     private readonly config: BrokerConfig,
     private readonly replicaManager: ReplicaManager,
-    private readonly adminManager: AdminManager,
+    adminManager: AdminManager,
     private readonly cache: MetadataCache,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.topic = new InternalTopic(adminManager, cache, {
+      name: TRANSACTION_STATE_TOPIC,
+      numPartitions: config["transaction.state.log.num.partitions"],
+      replicationFactor: config["transaction.state.log.replication.factor"],
+      minIsr: config["transaction.state.log.min.isr"],
+      segmentBytes: config["transaction.state.log.segment.bytes"],
+    });
+  }
 
   get partitionCount(): number {
-    return (
-      this.cache.topic(TRANSACTION_STATE_TOPIC)?.partitions.length ??
-      this.config["transaction.state.log.num.partitions"]
-    );
+    return this.topic.partitionCount;
   }
 
   partitionFor(transactionalId: string): number {
@@ -74,21 +79,7 @@ export class TransactionStateManager {
 
   /** Creates __transaction_state on first use (as Kafka's FindCoordinator does). */
   async ensureTopic(): Promise<void> {
-    if (this.cache.topic(TRANSACTION_STATE_TOPIC) !== undefined) return;
-    this.creating ??= this.createTopic().finally(() => {
-      this.creating = null;
-    });
-    await this.creating;
-  }
-
-  private async createTopic(): Promise<void> {
-    const created = await createInternalTopic(this.adminManager, this.cache, {
-      name: TRANSACTION_STATE_TOPIC,
-      numPartitions: this.config["transaction.state.log.num.partitions"],
-      replicationFactor: this.config["transaction.state.log.replication.factor"],
-      minIsr: this.config["transaction.state.log.min.isr"],
-      segmentBytes: this.config["transaction.state.log.segment.bytes"],
-    });
+    const created = await this.topic.ensure();
     // A new topic is empty: every partition this broker leads is loaded as it is.
     if (created && this.config["zookeeper.connect"] === null) {
       for (let p = 0; p < this.partitionCount; p++) this.loaded.add(p);
