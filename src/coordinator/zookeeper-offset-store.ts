@@ -217,6 +217,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   async loadMembership(groupId: string): Promise<Uint8Array | null> {
     const deadlineMs = this.deadline();
     return this.guard(async () => {
+      await this.catchUp(deadlineMs);
       const options = { timeoutMs: deadlineMs - Date.now() };
       const node = await this.zk.getData(membershipPath(groupId), options).catch(nullOnNoNode);
       return node?.data ?? null;
@@ -228,6 +229,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const deadlineMs = this.deadline();
     return this.guard(async () => {
       const root = groupPath(groupId);
+      await this.catchUp(deadlineMs);
       const [node, topics] = await Promise.all([
         this.zk.getData(root, { timeoutMs: deadlineMs - Date.now() }).catch(nullOnNoNode),
         this.childrenOrEmpty(`${root}/offsets`, deadlineMs),
@@ -241,6 +243,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
   async listGroups(): Promise<string[]> {
     const deadlineMs = this.deadline();
     return this.guard(async () => {
+      await this.catchUp(deadlineMs);
       const names = await this.childrenOrEmpty(CONSUMERS_PATH, deadlineMs);
       const topicLists = await mapLimit(names, READ_CONCURRENCY, (name) => {
         return this.childrenOrEmpty(`${CONSUMERS_PATH}/${name}/offsets`, deadlineMs);
@@ -376,6 +379,7 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     const existing = new Set<string>();
     const offsets = new Map<TopicPartitionKey, CommittedOffset>();
     const root = groupPath(groupId);
+    await this.catchUp(deadlineMs);
     const dirs = [
       CONSUMERS_PATH,
       root,
@@ -444,6 +448,16 @@ export class ZooKeeperOffsetStore implements OffsetStore {
       leaf.stat,
       metaNode === null ? null : parseMeta(metaNode.data),
     );
+  }
+
+  /**
+   * Before a group is read: the ZooKeeper server this broker is connected to may be behind
+   * the one another coordinator wrote the group's latest commit through, and would answer
+   * with older offsets (a committed offset read back moving backwards). After the barrier the
+   * reads see every write acknowledged before it (ZooKeeperClient.barrier).
+   */
+  private catchUp(deadlineMs: number): Promise<void> {
+    return this.zk.barrier({ timeoutMs: deadlineMs - Date.now() });
   }
 
   private async childrenOrEmpty(path: string, deadlineMs: number): Promise<string[]> {

@@ -17,6 +17,9 @@
  * - A liveness probe: the library never notices a connection that silently stops answering
  *   (no read timeout), so the client pings through `exists` and drops such a connection, as
  *   the Java client does after two thirds of the session timeout.
+ * - `barrier()`, after which the session's reads see every write acknowledged before it (reads
+ *   alone may be answered by a server behind the leader), and a session made after an expiry
+ *   starts from the last zxid the expired one saw.
  * - Chroots are created when missing, as Kafka does for `zookeeper.connect=host:port/chroot`.
  * - Conditional multi operations with `version: 0` work (the library turns 0 into -1).
  *
@@ -100,6 +103,8 @@ export class ZooKeeperClient {
   private readonly requestTimeoutMs: number;
   private livenessTimer: ReturnType<typeof setInterval> | null = null;
   private livenessProbeInFlight = false;
+  /** The barrier not sent yet, which callers of `barrier()` join (null: none waiting). */
+  private queuedBarrier: Promise<void> | null = null;
   private disconnectedAtMs = 0;
   /** When ZooKeeper last answered: a connection made, or a liveness probe answered. */
   private lastHeardMs = Date.now();
@@ -314,6 +319,42 @@ export class ZooKeeperClient {
   }
 
   /**
+   * Makes this session's later reads see every write ZooKeeper acknowledged (to any client)
+   * before this call: a read is answered by the server the session is connected to, and a
+   * follower may still be behind its leader (reads are not linearizable). The barrier is a
+   * write that changes nothing (a multi of one `check` of the root, any version): a write is
+   * ordered through the leader and committed by a quorum, which holds every write acknowledged
+   * before it, and the server answers it only once it has applied everything up to it; the
+   * session's next reads come after it (ZooKeeper answers a session in order), and a
+   * reconnect only goes to a server at least as recent (the client sends the last zxid seen).
+   * ZooKeeper's own `sync` is not used: it is not a quorum operation, so a server following a
+   * leader that was deposed without knowing it yet still answers it with old data.
+   *
+   * Calls made before the next barrier is sent share it (it is sent after each of them asked).
+   * It changes nothing, so it is sent again after a connection loss, within the deadline.
+   */
+  barrier(options: CallOptions = {}): Promise<void> {
+    if (this.queuedBarrier !== null) return this.queuedBarrier;
+    const deadlineMs = this.deadline(options);
+    const barrier = Promise.resolve().then(async () => {
+      this.queuedBarrier = null;
+      for (;;) {
+        try {
+          await this.multi([{ type: "check", path: "/", version: -1 }], {
+            timeoutMs: deadlineMs - Date.now(),
+          });
+          return;
+        } catch (error) {
+          if (!(error instanceof ConnectionLossError) || Date.now() >= deadlineMs) throw error;
+          await Bun.sleep(READ_RETRY_DELAY_MS);
+        }
+      }
+    });
+    this.queuedBarrier = barrier;
+    return barrier;
+  }
+
+  /**
    * Every znode under `path` (itself included), parents before children. One level is read at
    * a time, its getChildren calls pipelined. NoNode for a child deleted meanwhile is skipped.
    */
@@ -471,12 +512,18 @@ export class ZooKeeperClient {
     });
   }
 
-  private newSession(): Client {
+  /**
+   * A new session; after an expiry it starts from the last zxid the expired one saw, so that
+   * it connects only to servers at least that recent (a server behind refuses the connect and
+   * the next is tried): what a barrier made visible stays visible across the expiry.
+   */
+  private newSession(lastZxid: Buffer | null = null): Client {
     const raw = zookeeper.createClient(this.connectString, {
       sessionTimeout: this.options.sessionTimeoutMs,
       spinDelay: this.options.reconnectDelayMs ?? 200,
       retries: 0,
     });
+    if (lastZxid !== null) connectionInternals(raw).zxid = Buffer.from(lastZxid);
     raw.on("state", (state: { code: number }) => this.onState(raw, state.code));
     raw.connect();
     return raw;
@@ -502,7 +549,7 @@ export class ZooKeeperClient {
       this.disconnectedAtMs = Date.now();
       this.emit("expired");
       this.sessionRecreated = true;
-      this.raw = this.newSession();
+      this.raw = this.newSession(connectionInternals(raw).zxid ?? null);
     }
   }
 
@@ -568,8 +615,18 @@ async function ensureChroot(
  * to do this; its ConnectionManager keeps the socket in `connectionManager.socket`.
  */
 function dropConnection(raw: Client): void {
-  const internals = raw as unknown as { connectionManager?: { socket?: { destroy?: () => void } } };
-  internals.connectionManager?.socket?.destroy?.();
+  connectionInternals(raw).socket?.destroy?.();
+}
+
+/**
+ * The library's ConnectionManager: its socket, and the last zxid it saw (8 bytes, big-endian),
+ * which it sends when it connects. Neither is public.
+ */
+function connectionInternals(raw: Client): { socket?: { destroy?: () => void }; zxid?: Buffer } {
+  const internals = raw as unknown as {
+    connectionManager?: { socket?: { destroy?: () => void }; zxid?: Buffer };
+  };
+  return internals.connectionManager ?? {};
 }
 
 interface RawMultiResult {

@@ -84,24 +84,45 @@ export async function startZooKeeper(options: { port?: number } = {}): Promise<Z
 }
 
 /**
+ * Where server `from` (1-based) reaches the quorum port of server `to`: by default the port
+ * itself; a test can return the port of a proxy it put in between, to cut one follower's link
+ * to the leader while the follower still serves its clients.
+ */
+export type QuorumRoute = (from: number, to: number, quorumPort: number) => Promise<number>;
+
+/**
  * Starts `size` ZooKeeper servers forming one ensemble (`server.N` lines, a `myid` file each,
  * distinct client, quorum and election ports) and waits until every node serves.
  */
-export async function startZooKeeperEnsemble(size: number): Promise<ZooKeeperEnsemble> {
+export async function startZooKeeperEnsemble(
+  size: number,
+  options: { quorumRoute?: QuorumRoute } = {},
+): Promise<ZooKeeperEnsemble> {
   if (!Number.isInteger(size) || size < 1 || size > 9) throw new Error(`bad ensemble size ${size}`);
   const rootDir = mkdtempSync(join(tmpdir(), "quill-zk-ensemble-"));
   const ports = await freePorts(size * 3);
-  const serverLines = Array.from({ length: size }, (_, i) => {
-    return `server.${i + 1}=127.0.0.1:${ports[i * 3 + 1]}:${ports[i * 3 + 2]}`;
-  });
-  const nodes = Array.from({ length: size }, (_, i) => {
-    const nodeDir = join(rootDir, `node-${i + 1}`);
-    mkdirSync(join(nodeDir, "data"), { recursive: true });
-    writeFileSync(join(nodeDir, "data", "myid"), `${i + 1}\n`);
-    const clientPort = ports[i * 3];
-    const config = ensembleConfig(nodeDir, clientPort, serverLines);
-    return new JvmNode(nodeDir, clientPort, config);
-  });
+  const route = options.quorumRoute ?? ((_from, _to, port) => Promise.resolve(port));
+  // A follower connects to the leader's quorum port as its own config names it, so each
+  // node's config may name its peers' quorum ports differently; a node's own line is real.
+  const serverLines = async (from: number) => {
+    return Promise.all(
+      Array.from({ length: size }, async (_, i) => {
+        const quorumPort =
+          i + 1 === from ? ports[i * 3 + 1] : await route(from, i + 1, ports[i * 3 + 1]);
+        return `server.${i + 1}=127.0.0.1:${quorumPort}:${ports[i * 3 + 2]}`;
+      }),
+    );
+  };
+  const nodes = await Promise.all(
+    Array.from({ length: size }, async (_, i) => {
+      const nodeDir = join(rootDir, `node-${i + 1}`);
+      mkdirSync(join(nodeDir, "data"), { recursive: true });
+      writeFileSync(join(nodeDir, "data", "myid"), `${i + 1}\n`);
+      const clientPort = ports[i * 3];
+      const config = ensembleConfig(nodeDir, clientPort, await serverLines(i + 1));
+      return new JvmNode(nodeDir, clientPort, config);
+    }),
+  );
   const stop = async () => {
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(rootDir, { recursive: true, force: true });
