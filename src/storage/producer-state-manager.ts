@@ -291,7 +291,7 @@ export class ProducerStateManager {
         `producer state end ${endOffset} below ${this.mapEndOffsetValue} in ${this.options.name}`,
       );
     }
-    let completed: CompletedTxnWithLso[] = NO_COMPLETED;
+    let anyCompleted = false;
     for (const s of prepared.staged) {
       let entry = this.producers.get(s.producerId);
       if (entry === undefined) {
@@ -304,14 +304,35 @@ export class ProducerStateManager {
       if (s.lastTimestampMs > entry.lastTimestampMs) entry.lastTimestampMs = s.lastTimestampMs;
       entry.coordinatorEpoch = s.coordinatorEpoch;
       entry.currentTxnFirstOffset = s.txnFirstOffset;
-      if (s.txnFirstOffset >= 0n) this.ongoing.set(s.producerId, s.txnFirstOffset);
+      // A transaction a marker of this append ends stays open until completeInOrder reaches it.
+      const open = s.completed.length > 0 ? openFrom(s.completed[0]!) : s.txnFirstOffset;
+      if (open >= 0n) this.ongoing.set(s.producerId, open);
       else this.ongoing.delete(s.producerId);
-      for (const txn of s.completed) {
-        if (completed === NO_COMPLETED) completed = [];
-        completed.push({ ...txn, lastStableOffset: this.lastStableOffsetAfter(txn) });
-      }
+      if (s.completed.length > 0) anyCompleted = true;
     }
     this.mapEndOffsetValue = endOffset;
+    return anyCompleted ? this.completeInOrder(prepared.staged) : NO_COMPLETED;
+  }
+
+  /**
+   * Ends the transactions an append's markers closed, in offset order, each with the LSO right
+   * after its marker, as Kafka does once every producer of the append is applied: a follower's
+   * append holds several producers' batches, and a transaction another producer opened earlier
+   * in it (or still open from before) must bound the LSO of a marker written after it, or the
+   * `.txnindex` entry claims a stable offset the log never had and a read_committed fetch stops
+   * collecting aborted transactions too early.
+   */
+  private completeInOrder(staged: readonly StagedProducer[]): CompletedTxnWithLso[] {
+    const ends = staged.flatMap((s) => s.completed.map((txn, i) => ({ s, txn, i })));
+    ends.sort((a, b) => (a.txn.lastOffset < b.txn.lastOffset ? -1 : 1));
+    const completed: CompletedTxnWithLso[] = [];
+    for (const { s, txn, i } of ends) {
+      completed.push({ ...txn, lastStableOffset: this.lastStableOffsetAfter(txn) });
+      const later = s.completed[i + 1];
+      const next = later !== undefined ? openFrom(later) : s.txnFirstOffset;
+      if (next >= 0n) this.ongoing.set(s.producerId, next);
+      else this.ongoing.delete(s.producerId);
+    }
     return completed;
   }
 
@@ -489,6 +510,10 @@ export class ProducerStateManager {
 }
 
 const NO_COMPLETED: CompletedTxnWithLso[] = [];
+
+/** Where a transaction a marker ends was open from; -1 for a marker with no transaction open. */
+const openFrom = (txn: CompletedTxn): bigint =>
+  txn.firstOffset < txn.lastOffset ? txn.firstOffset : -1n;
 
 function stagedFrom(producerId: bigint, current: ProducerStateEntry | undefined): StagedProducer {
   return {

@@ -9,7 +9,7 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { LineLogger } from "../support/line-logger.ts";
-import { batch, removeDir, tempDir } from "./helpers.ts";
+import { batch, readBytes, removeDir, tempDir } from "./helpers.ts";
 
 let root: string;
 let lines: string[];
@@ -163,6 +163,36 @@ describe("aborted transactions", () => {
     expect(log.collectAbortedTransactions(0n, 10n, 10)).toEqual([]);
     expect(log.lastStableOffset).toBe(0n);
     log.close();
+  });
+});
+
+describe("followers", () => {
+  test("track open and aborted transactions from what they replicate, and keep them as leader", () => {
+    const leader = open();
+    append(leader, txn(7n, 0, 0), client); // 0-2
+    append(leader, txn(8n, 0, 0), client); // 3-5
+    append(leader, marker(7n, 0, false), coordinator); // 6: abort 0..6
+    append(leader, batch(1), client); // 7
+    const replicated = readBytes(leader, 0n, 1 << 20);
+    leader.close();
+    const base = root;
+    root = path.join(base, "follower");
+    fs.mkdirSync(root);
+    const follower = open();
+    follower.appendAsFollower(replicated.slice());
+    follower.highWatermark = follower.logEndOffset;
+    // Producer 8's transaction is still open on the follower: its LSO stops there, and the
+    // aborted one is in the follower's own .txnindex.
+    expect(follower.lastStableOffset).toBe(3n);
+    expect(follower.producerState.entry(8n)?.currentTxnFirstOffset).toBe(3n);
+    expect(follower.collectAbortedTransactions(0n, 8n, 10)).toEqual([
+      { producerId: 7n, firstOffset: 0n, lastOffset: 6n, lastStableOffset: 3n },
+    ]);
+    // Leadership moves here; the coordinator's marker for producer 8 closes the transaction.
+    append(follower, marker(8n, 0, true), coordinator); // 8
+    expect(follower.lastStableOffset).toBe(9n);
+    follower.close();
+    root = base;
   });
 });
 
