@@ -86,6 +86,8 @@ const SKIP_ASSIGNMENT_MIN_VERSION = 9;
 const DESCRIBE_NOT_FOUND_MIN_VERSION = 6;
 /** Store reads one request (ListGroups, DescribeGroups, DeleteGroups) keeps in flight. */
 const STORE_READ_CONCURRENCY = 64;
+/** Groups remembered as having had their stored pending offsets read (pendingScanned). */
+const PENDING_SCANNED_MAX = 100_000;
 /** Group types as ListGroups names them: JoinGroup groups, and KIP-848 groups. */
 const CLASSIC_GROUP_TYPE = "classic";
 const CONSUMER_GROUP_TYPE = "consumer";
@@ -115,6 +117,11 @@ export class GroupCoordinator {
   private readonly config: GroupConfig;
   private readonly groups = new Map<string, ClassicGroup>();
   private readonly pendingTxnOffsets: PendingTxnOffsets;
+  /**
+   * Groups whose stored pending offsets this broker read since it became their coordinator
+   * (readStoredPending). At most PENDING_SCANNED_MAX; forgetting one costs a re-read.
+   */
+  private readonly pendingScanned = new Set<string>();
   /** KIP-848 membership; the group's offsets stay with its entry in `groups`. */
   private readonly consumerGroups: ConsumerGroupManager;
   /** KIP-932 share groups: membership only; delivery state is the partition leaders'. */
@@ -193,6 +200,9 @@ export class GroupCoordinator {
    * offsets from the store afresh, as must this broker if the group comes back to it.
    */
   releaseMovedGroups(): void {
+    for (const groupId of this.pendingScanned) {
+      if (!this.isCoordinatorFor(groupId)) this.pendingScanned.delete(groupId);
+    }
     for (const group of [...this.groups.values()]) {
       if (this.isCoordinatorFor(group.groupId)) continue;
       this.unload(group);
@@ -1144,7 +1154,10 @@ export class GroupCoordinator {
   /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */
   async offsetFetch(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
     const result = await this.offsetFetchCommitted(req);
-    if (!req.requireStable || !this.pendingTxnOffsets.hasPendingFor(req.groupId)) return result;
+    if (!req.requireStable || result.errorCode !== ErrorCode.NONE) return result;
+    const scanError = await this.readStoredPending(req.groupId);
+    if (scanError !== null) return { errorCode: scanError, topics: [] };
+    if (!this.pendingTxnOffsets.hasPendingFor(req.groupId)) return result;
     // KIP-447: an offset a transaction may still change is UNSTABLE_OFFSET_COMMIT (retriable),
     // so a consumer taking over never starts from the offset the transaction replaces.
     return {
@@ -1158,6 +1171,27 @@ export class GroupCoordinator {
         ),
       })),
     };
+  }
+
+  /**
+   * The first stable fetch of a group since this broker became its coordinator reads the
+   * group's pending offsets from the store: the broker that coordinated it before may have died
+   * with a transaction open, and its offsets must be UNSTABLE_OFFSET_COMMIT here too until the
+   * marker (KIP-447), or a consumer taking over would start before what that transaction
+   * consumed. One listing of the store's groups per group and coordinator move.
+   */
+  private async readStoredPending(groupId: string): Promise<number | null> {
+    if (this.pendingScanned.has(groupId)) return null;
+    try {
+      const stored = await this.store.listGroups();
+      await this.pendingTxnOffsets.load(stored, (id) => id === groupId);
+    } catch (error) {
+      if (error instanceof KafkaError) return error.code;
+      throw error;
+    }
+    if (this.pendingScanned.size >= PENDING_SCANNED_MAX) this.pendingScanned.clear();
+    this.pendingScanned.add(groupId);
+    return null;
   }
 
   private async offsetFetchCommitted(req: OffsetFetchRequest): Promise<OffsetFetchResult> {

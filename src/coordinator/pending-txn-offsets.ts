@@ -44,15 +44,25 @@ export class PendingTxnOffsets {
 
   constructor(private readonly store: OffsetStore) {}
 
-  /** Reads back the pending offsets the store holds (coordinator start). */
-  async load(storedGroupIds: readonly string[]): Promise<void> {
+  /**
+   * Reads back the pending offsets the store holds: all of them at coordinator start, or those
+   * of the groups `wanted` names (a group this broker just took over: its previous coordinator
+   * may have died holding some).
+   */
+  async load(
+    storedGroupIds: readonly string[],
+    wanted: (groupId: string) => boolean = () => true,
+  ): Promise<void> {
     for (const stored of storedGroupIds) {
       if (!isPendingGroupId(stored)) continue;
       const rest = stored.slice(PENDING_GROUP_PREFIX.length);
       const at = rest.indexOf(":");
       const producerId = BigInt(rest.slice(0, at));
       const groupId = rest.slice(at + 1);
+      if (!wanted(groupId)) continue;
       const offsets = await this.store.loadGroup(stored);
+      // Completed (and deleted) since the listing: nothing is pending any more.
+      if (offsets.size === 0) continue;
       const byKey = this.groupMap(producerId, groupId);
       for (const [key, committed] of offsets)
         byKey.set(key, { ...topicPartitionOf(key), committed });

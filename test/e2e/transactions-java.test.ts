@@ -2,36 +2,23 @@
 // (read_committed consumer, transactional producer, offsets sent to the transaction) while the
 // broker is killed with SIGKILL and restarted; a read_committed consumer downstream must see
 // every input exactly once.
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { afterAll, beforeAll, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
-import { ensureMavenPackage } from "../../scripts/maven-project.ts";
-import { REPO_ROOT } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
+import {
+  buildExactlyOnce,
+  runPipelineWithFault,
+  verifyExactlyOnce,
+} from "../support/exactly-once-java.ts";
 
-const JAVA_DIR = join(REPO_ROOT, "test", "compat", "java");
 const INPUTS = 2000;
 const IN = "eos-in";
 const OUT = "eos-out";
 
 let broker: ChildBroker;
 
-function javaCommand(main: string, args: string[] = []): string[] {
-  const classpath = readFileSync(join(JAVA_DIR, "target", "classpath.txt"), "utf8").trim();
-  return [
-    "java",
-    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-    "-cp",
-    `${join(JAVA_DIR, "target", "classes")}:${classpath}`,
-    main,
-    ...args,
-  ];
-}
-
 beforeAll(async () => {
-  // The Java programs are built when their sources changed (Maven Central, or ~/.m2).
-  ensureMavenPackage(JAVA_DIR);
+  buildExactlyOnce();
   broker = await ChildBroker.start({ settings: { "transaction.state.log.num.partitions": "3" } });
   const kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
@@ -63,49 +50,10 @@ afterAll(async () => {
 });
 
 test("each input reaches the output exactly once across a broker kill -9", async () => {
-  const env = { ...process.env, BOOTSTRAP: broker.bootstrap, IN_TOPIC: IN, OUT_TOPIC: OUT };
-  const pipeline = Bun.spawn(javaCommand("quill.compat.ExactlyOnce"), {
-    env,
-    stdout: "pipe",
-    stderr: "pipe",
+  const topics = () => ({ bootstrap: broker.bootstrap, inTopic: IN, outTopic: OUT });
+  await runPipelineWithFault(topics(), async () => {
+    await broker.kill9();
+    broker = await broker.restart();
   });
-  const reader = pipeline.stdout.getReader();
-  let output = "";
-  // Kill the broker once a few transactions committed, mid-stream.
-  while (!/committed (\d{3,})/.test(output)) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    output += new TextDecoder().decode(value);
-  }
-  expect(output).toMatch(/committed \d+/);
-  await broker.kill9();
-  broker = await broker.restart();
-  const rest = (async () => {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      output += new TextDecoder().decode(value);
-    }
-  })();
-  const exitCode = await Promise.race([pipeline.exited, Bun.sleep(150_000).then(() => -1)]);
-  if (exitCode === -1) pipeline.kill(9);
-  await rest;
-  const stderr = await new Response(pipeline.stderr).text();
-  expect({
-    exitCode,
-    tail: output.slice(-200),
-    stderr: exitCode === 0 ? "" : stderr.slice(-3000),
-  }).toMatchObject({ exitCode: 0 });
-  expect(output).toContain("done");
-
-  const verify = Bun.spawn(javaCommand("quill.compat.ExactlyOnce", ["verify"]), {
-    env: { ...env, EXPECTED: String(INPUTS) },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const verified = await new Response(verify.stdout).text();
-  expect(await verify.exited).toBe(0);
-  expect(verified).not.toContain("duplicate");
-  expect(verified).toContain(`distinct ${INPUTS}`);
-  expect(verified).toContain(`total ${INPUTS}`);
+  await verifyExactlyOnce(topics(), INPUTS);
 }, 240_000);
