@@ -33,6 +33,12 @@ const RETRY_BACKOFF_MS = 100;
  * costs nothing; set, it costs one stat per marker attempt.
  */
 const HOLD_MARKERS_FILE = process.env.TEST_QUILL_HOLD_TXN_MARKERS;
+/**
+ * Test hook: while the file this names exists, a transaction whose markers are all written is
+ * not completed (no CompleteCommit/CompleteAbort record), so a test can kill the coordinator
+ * between the markers and the completion (test/e2e/transactions-crash.test.ts).
+ */
+const HOLD_COMPLETION_FILE = process.env.TEST_QUILL_HOLD_TXN_COMPLETION;
 
 export interface TxnMarkers {
   readonly producerId: bigint;
@@ -59,6 +65,12 @@ export class TransactionMarkerChannelManager {
         `TEST_QUILL_HOLD_TXN_MARKERS is set: markers wait while ${HOLD_MARKERS_FILE} exists`,
       );
     }
+    if (HOLD_COMPLETION_FILE !== undefined) {
+      logger.warn(
+        `TEST_QUILL_HOLD_TXN_COMPLETION is set: completions wait while ${HOLD_COMPLETION_FILE}` +
+          " exists",
+      );
+    }
   }
 
   stop(): void {
@@ -80,7 +92,17 @@ export class TransactionMarkerChannelManager {
     const results = await Promise.all(
       [...markers.partitions].map((key) => this.sendOne(markers, key)),
     );
-    return results.every((ok) => ok);
+    return (await this.completionReleased()) && results.every((ok) => ok);
+  }
+
+  /** False if the broker stopped while TEST_QUILL_HOLD_TXN_COMPLETION held the completion. */
+  private async completionReleased(): Promise<boolean> {
+    if (HOLD_COMPLETION_FILE === undefined) return true;
+    while (fs.existsSync(HOLD_COMPLETION_FILE)) {
+      if (this.stopped) return false;
+      await Bun.sleep(RETRY_BACKOFF_MS);
+    }
+    return true;
   }
 
   private async sendOne(markers: TxnMarkers, key: TxnPartitionKey): Promise<boolean> {

@@ -6,7 +6,8 @@
  * kill -9: the new leader reloads the id's state from the replicated log (the same producer id,
  * a later epoch) and a read_committed reader downstream sees every input exactly once. Then a
  * kill -9 of the coordinator between a commit's prepare and its markers (held by a test hook):
- * the next coordinator finds PrepareCommit and commits. And a kill -9 of the group coordinator
+ * the next coordinator finds PrepareCommit and commits; the same after the markers and before
+ * the completion (held by another hook): it completes. And a kill -9 of the group coordinator
  * that holds a transaction's pending offsets while the transaction is open: the group's next
  * coordinator answers UNSTABLE_OFFSET_COMMIT for them until the commit, then commits them.
  */
@@ -42,6 +43,8 @@ const TXN_ID = "cluster-tx";
 const PIPELINE_TXN_ID = "eos-pipeline";
 /** While this file exists no broker writes markers (TEST_QUILL_HOLD_TXN_MARKERS). */
 const HOLD = path.join(os.tmpdir(), `quill-hold-markers-${process.pid}-${Date.now()}`);
+/** While this file exists no transaction completes after its markers. */
+const HOLD_COMPLETION = `${HOLD}-completion`;
 let zooKeeper: ZooKeeperServer;
 let cluster: Cluster;
 
@@ -51,7 +54,7 @@ beforeAll(async () => {
   cluster = await startCluster(
     zooKeeper.connectString,
     { "transaction.state.log.num.partitions": "3" },
-    { TEST_QUILL_HOLD_TXN_MARKERS: HOLD },
+    { TEST_QUILL_HOLD_TXN_MARKERS: HOLD, TEST_QUILL_HOLD_TXN_COMPLETION: HOLD_COMPLETION },
   );
   await consistentMetadata(cluster, 3);
   await createTopic(cluster.brokers.get(1)!, TOPIC, 3);
@@ -60,6 +63,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   fs.rmSync(HOLD, { force: true });
+  fs.rmSync(HOLD_COMPLETION, { force: true });
   await cluster?.close();
   await zooKeeper?.stop();
 });
@@ -199,6 +203,47 @@ test("kill -9 of the coordinator between a commit's prepare and its markers", as
   const all = ["c1", "c2", "c3", "p1", "p2", "p3"];
   expect(await readCommitted(all.length)).toEqual(all);
 }, 240_000);
+
+test("kill -9 of the coordinator between a commit's markers and its completion", async () => {
+  await restartDead();
+  fs.writeFileSync(HOLD_COMPLETION, "");
+  await transact(["m1", "m2", "m3"], true);
+  // The markers are written (every partition's LSO is its high watermark), the completion not.
+  await until(async () => ((await openPartitions()) === 0 ? true : undefined), 30_000, "markers");
+  expect((await describedTxn()).transactionState).toBe("PrepareCommit");
+  await cluster.brokers.get(await coordinatorId())!.kill9();
+  fs.rmSync(HOLD_COMPLETION);
+  await consistentMetadata(cluster, 2, 60_000);
+  // The next coordinator writes the markers again (harmless) and completes.
+  await until(
+    async () => ((await describedTxn()).transactionState === "CompleteCommit" ? true : undefined),
+    30_000,
+    "the transaction's completion",
+  );
+  const all = ["c1", "c2", "c3", "m1", "m2", "m3", "p1", "p2", "p3"];
+  expect(await readCommitted(all.length)).toEqual(all);
+}, 240_000);
+
+/** How many of TOPIC's partitions have an LSO below their high watermark (an open transaction). */
+async function openPartitions(): Promise<number> {
+  const { topics } = await metadata(runningBroker());
+  const partitions = topics.find((t) => t.name === TOPIC)!.partitions;
+  let open = 0;
+  for (const { partitionIndex, leaderId } of partitions) {
+    const [uncommitted, committed] = await Promise.all(
+      [0, 1].map(async (isolationLevel) => {
+        const res = await requestOnce(cluster.brokers.get(leaderId)!.port, ApiKey.ListOffsets, 7, {
+          replicaId: -1,
+          isolationLevel,
+          topics: [{ name: TOPIC, partitions: [{ partitionIndex, timestamp: -1n }] }],
+        });
+        return res.topics[0]!.partitions[0]!.offset;
+      }),
+    );
+    if (committed !== uncommitted) open++;
+  }
+  return open;
+}
 
 /** The group's committed offset of TOPIC-1 as its coordinator answers a stable fetch. */
 async function stableOffset(group: string) {

@@ -4,7 +4,9 @@
 // and once the transaction's timeout passes it aborts it with a bumped epoch: the ABORT marker
 // moves the LSO and read_committed fetches list the aborted transaction. And a kill -9 between
 // a commit's prepare and its completion (markers held by a test hook): the restarted
-// coordinator finds PrepareCommit and writes the COMMIT markers.
+// coordinator finds PrepareCommit and writes the COMMIT markers. And a kill -9 after the markers
+// and before the CompleteCommit record (held by another hook): the restarted coordinator writes
+// the markers again (harmless) and completes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -140,24 +142,88 @@ test("an open transaction survives kill -9 and is aborted by the coordinator aft
   client.close();
 }, 90_000);
 
+const HOLD_MARKERS = path.join(os.tmpdir(), `quill-hold-markers-${process.pid}-${Date.now()}`);
+const HOLD_COMPLETION = `${HOLD_MARKERS}-completion`;
+/** The prepare tests' broker, with both test hooks: the first test's stays as it was. */
+const held: { broker?: ChildBroker } = {};
+
+async function heldBroker(): Promise<{ broker: ChildBroker }> {
+  held.broker ??= await ChildBroker.start({
+    settings: { "transaction.state.log.num.partitions": "2" },
+    env: {
+      TEST_QUILL_HOLD_TXN_MARKERS: HOLD_MARKERS,
+      TEST_QUILL_HOLD_TXN_COMPLETION: HOLD_COMPLETION,
+    },
+  });
+  return held as { broker: ChildBroker };
+}
+
+afterAll(async () => {
+  fs.rmSync(HOLD_MARKERS, { force: true });
+  fs.rmSync(HOLD_COMPLETION, { force: true });
+  await held.broker?.terminate().catch(() => undefined);
+  await held.broker?.remove();
+});
+
 test("kill -9 between a commit's prepare and its markers: the restarted coordinator commits", async () => {
-  const topic = "prepared-txn";
-  const txnId = "prepared-tx";
-  const hold = path.join(os.tmpdir(), `quill-hold-markers-${process.pid}-${Date.now()}`);
-  fs.writeFileSync(hold, "");
-  // Its own broker: the first test's stays as it was.
-  const own = {
-    broker: await ChildBroker.start({
-      settings: { "transaction.state.log.num.partitions": "2" },
-      env: { TEST_QUILL_HOLD_TXN_MARKERS: hold },
-    }),
-  };
-  try {
-    await commitPreparedThenKill(own, topic, txnId, hold);
-  } finally {
-    fs.rmSync(hold, { force: true });
-    await own.broker.remove();
-  }
+  fs.writeFileSync(HOLD_MARKERS, "");
+  await commitPreparedThenKill(await heldBroker(), "prepared-txn", "prepared-tx", HOLD_MARKERS);
+}, 90_000);
+
+test("kill -9 between a commit's markers and its completion: the restarted coordinator completes", async () => {
+  const topic = "marked-txn";
+  const txnId = "marked-tx";
+  const own = await heldBroker();
+  fs.writeFileSync(HOLD_COMPLETION, "");
+  let client = await KafkaClient.connect(own.broker.port);
+  const { producerId, producerEpoch } = await openTransaction(client, topic, txnId);
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: txnId,
+    producerId,
+    producerEpoch,
+    committed: true,
+  });
+  expect(end.errorCode).toBe(ErrorCode.NONE);
+  // The COMMIT marker is written (the LSO passed it), the completion is not.
+  const deadline = Date.now() + 20_000;
+  while ((await lastStableOffset(client, topic)) < 4n && Date.now() < deadline)
+    await Bun.sleep(100);
+  expect(await lastStableOffset(client, topic)).toBe(4n);
+  expect(await describe(client, txnId)).toMatchObject({ transactionState: "PrepareCommit" });
+  client.close();
+
+  await own.broker.kill9();
+  fs.rmSync(HOLD_COMPLETION);
+  own.broker = await own.broker.restart();
+  client = await KafkaClient.connect(own.broker.port);
+  while (
+    (await describe(client, txnId)).transactionState !== "CompleteCommit" &&
+    Date.now() < deadline + 20_000
+  )
+    await Bun.sleep(100);
+  expect(await describe(client, txnId)).toMatchObject({
+    transactionState: "CompleteCommit",
+    producerId,
+    producerEpoch,
+  });
+  // The marker written again is harmless: the three records are committed once, nothing open.
+  const p = await fetchCommitted(client, topic);
+  expect(p.abortedTransactions ?? []).toEqual([]);
+  expect(p.lastStableOffset).toBe(p.highWatermark);
+  expect(p.highWatermark).toBeGreaterThanOrEqual(4n);
+  // The next incarnation of the id starts from the completed state.
+  const next = await client.request(ApiKey.InitProducerId, 4, {
+    transactionalId: txnId,
+    transactionTimeoutMs: 3_000,
+    producerId: -1n,
+    producerEpoch: -1,
+  });
+  expect(next).toMatchObject({
+    errorCode: ErrorCode.NONE,
+    producerId,
+    producerEpoch: producerEpoch + 1,
+  });
+  client.close();
 }, 90_000);
 
 async function commitPreparedThenKill(
