@@ -200,3 +200,68 @@ test("clients cannot write __transaction_state (INVALID_TOPIC_EXCEPTION)", async
   });
   expect(res.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.INVALID_TOPIC_EXCEPTION);
 });
+
+test("ids unused for transactional.id.expiration.ms are forgotten, for good; open ones stay", async () => {
+  const own = await startTestBroker({
+    "transaction.state.log.num.partitions": "1",
+    "transactional.id.expiration.ms": "1500",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "100",
+  });
+  let c = await KafkaClient.connect(own.port);
+  let restarted: TestBroker | null = null;
+  try {
+    const created = await c.request(ApiKey.CreateTopics, 7, {
+      topics: [{ name: "txn-api", numPartitions: 2, replicationFactor: 1 }],
+    });
+    expect(created.topics[0].errorCode).toBe(ErrorCode.NONE);
+    const initOn = (id: string) =>
+      c.request(ApiKey.InitProducerId, 4, {
+        transactionalId: id,
+        transactionTimeoutMs: 60_000,
+        producerId: -1n,
+        producerEpoch: -1,
+      });
+    // The first FindCoordinator creates __transaction_state; wait until it is loaded.
+    for (let i = 0; i < 100; i++) {
+      const found = await c.request(ApiKey.FindCoordinator, 3, { key: "idle-tx", keyType: 1 });
+      if (found.errorCode === ErrorCode.NONE) break;
+      await Bun.sleep(50);
+    }
+    const idle = await initOn("idle-tx");
+    const open = await initOn("open-tx");
+    const added = await c.request(ApiKey.AddPartitionsToTxn, 3, {
+      v3AndBelowTransactionalId: "open-tx",
+      v3AndBelowProducerId: open.producerId,
+      v3AndBelowProducerEpoch: open.producerEpoch,
+      v3AndBelowTopics: [{ name: "txn-api", partitions: [0] }],
+    });
+    expect(added.resultsByTopicV3AndBelow[0].resultsByPartition[0].partitionErrorCode).toBe(0);
+    const described = async (id: string) =>
+      (await c.request(ApiKey.DescribeTransactions, 0, { transactionalIds: [id] }))
+        .transactionStates[0];
+    const deadline = Date.now() + 20_000;
+    while ((await described("idle-tx")).errorCode === ErrorCode.NONE && Date.now() < deadline)
+      await Bun.sleep(100);
+    expect((await described("idle-tx")).errorCode).toBe(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND);
+    // An id with a transaction open is never expired (its timeout aborts it first).
+    expect(await described("open-tx")).toMatchObject({ transactionState: "Ongoing" });
+    const listed = await c.request(ApiKey.ListTransactions, 0, {
+      stateFilters: [],
+      producerIdFilters: [],
+    });
+    expect(listed.transactionStates.map((t) => t.transactionalId)).toEqual(["open-tx"]);
+    // The tombstone in __transaction_state keeps it forgotten across a restart; the id then
+    // starts again under a new producer id.
+    c.close();
+    restarted = await own.restart();
+    c = await KafkaClient.connect(restarted.port);
+    expect((await described("idle-tx")).errorCode).toBe(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND);
+    const again = await initOn("idle-tx");
+    expect(again.errorCode).toBe(ErrorCode.NONE);
+    expect(again.producerId).not.toBe(idle.producerId);
+    expect(again.producerEpoch).toBe(0);
+  } finally {
+    c.close();
+    await (restarted ?? own).stop();
+  }
+}, 60_000);
