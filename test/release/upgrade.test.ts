@@ -2,11 +2,15 @@
  * Upgrades from the previous release (issue 22), with that release's own binary built from its
  * commit (scripts/previous-release.ts): this build opens a data dir the previous one wrote and
  * reads every record, header and committed offset back; the previous build still opens the dir
- * afterwards while the data format version is unchanged; and a three-broker cluster of the
- * previous release takes a rolling upgrade to this build under acks=all load with no error seen
- * by the producer or the consumer group and no acknowledged record lost.
+ * afterwards while the data format version is unchanged, and refuses, with a message naming the
+ * file and both versions, a dir whose meta.properties records a newer one; and a three-broker
+ * cluster of the previous release takes a rolling upgrade to this build under acks=all load
+ * (acks throughout every broker's restart) with no error seen by the producer or the consumer
+ * group and no acknowledged record lost.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { CompressionTypes, type Consumer, Kafka, type LogEntry, logLevel } from "kafkajs";
 import { PREVIOUS_RELEASE, previousReleaseBinary } from "../../scripts/previous-release.ts";
 import { DATA_FORMAT_VERSION } from "../../src/metadata/broker-id.ts";
@@ -20,7 +24,7 @@ import {
 } from "../broker/cluster-harness.ts";
 import { kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
-import { type BrokerCommand, ChildBroker } from "../support/child-broker.ts";
+import { ChildBroker } from "../support/child-broker.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
@@ -33,7 +37,7 @@ import {
 /** The data format version the previous release writes and reads. */
 const PREVIOUS_DATA_FORMAT_VERSION = 1;
 
-let previous: BrokerCommand;
+let previous: { readonly executable: string };
 let zkServer: ZooKeeperServer;
 
 beforeAll(async () => {
@@ -163,6 +167,58 @@ test("this build opens the previous release's data dir: records, headers, offset
   }
 }, 180_000);
 
+/** Every file under `dir` with its size and modification time. */
+function filesOf(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .sort()
+    .map((name) => {
+      const stat = statSync(join(dir, name));
+      return `${name} ${stat.isDirectory() ? "dir" : stat.size} ${stat.mtimeMs}`;
+    });
+}
+
+test("the previous release refuses a data dir of a newer format, and leaves it", async () => {
+  const dataDir = tempDir();
+  const settings = { "zookeeper.connect": `${zkServer.connectString}/refusal`, "broker.id": "1" };
+  try {
+    const broker = await ChildBroker.start({ command: "binary", dataDir, settings });
+    const kafka = kafkaFor([broker.bootstrap]);
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: "kept", acks: -1, messages: [{ value: "a" }, { value: "b" }] });
+    await producer.disconnect();
+    expect(await broker.terminate()).toBe(0);
+    // What a release with the next data format writes: the same file with the next version.
+    const file = join(dataDir, "meta.properties");
+    const key = "quill.data.format.version";
+    const written = readFileSync(file, "utf8");
+    expect(written).toContain(`\n${key}=${DATA_FORMAT_VERSION}\n`);
+    const newer = DATA_FORMAT_VERSION + 1;
+    writeFileSync(file, written.replace(`${key}=${DATA_FORMAT_VERSION}`, `${key}=${newer}`));
+    const before = filesOf(dataDir);
+    const argv = ["serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir];
+    for (const [k, v] of Object.entries(settings)) argv.push("--set", `${k}=${v}`);
+    const refused = Bun.spawnSync([previous.executable, ...argv], {
+      cwd: dataDir,
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: 60_000,
+    });
+    const stderr = refused.stderr.toString();
+    expect(stderr).toContain(`quill ${PREVIOUS_RELEASE.version}`);
+    expect(stderr).toContain(
+      `${file} records data format version ${newer}, written by a newer Quill; this binary ` +
+        `reads up to version ${PREVIOUS_DATA_FORMAT_VERSION}: run the newer release on this ` +
+        "data dir",
+    );
+    expect(stderr).not.toContain("listening on");
+    expect(refused.exitCode).toBe(1);
+    expect(filesOf(dataDir)).toEqual(before);
+  } finally {
+    removeDir(dataDir);
+  }
+}, 120_000);
+
 /** Waits until every partition of `topic` has all three replicas in its ISR on every broker. */
 async function fullIsr(cluster: Cluster, topic: string): Promise<void> {
   await waitUntil(
@@ -250,13 +306,19 @@ async function startGroupReader(
   return { consumer, consumed };
 }
 
-/** Replaces brokers 1, 2 and 3 one by one with this build, each time waiting for a full ISR. */
+/**
+ * Replaces brokers 1, 2 and 3 one by one with this build, each time waiting for a full ISR;
+ * resolves with the records acked while each broker was stopped, restarted and caught up.
+ */
 async function upgradeOneByOne(
   cluster: Cluster,
   timeline: TimedEvent[],
   processes: { id: number; broker: ChildBroker }[],
-): Promise<void> {
+  acked: readonly string[],
+): Promise<number[]> {
+  const ackedPerStep: number[] = [];
   for (const id of [1, 2, 3]) {
+    const ackedBefore = acked.length;
     const old = cluster.brokers.get(id)!;
     timeline.push({ atMs: Date.now(), what: `stopping broker ${id} (pid ${old.pid})` });
     expect(await old.terminate()).toBe(0);
@@ -267,7 +329,9 @@ async function upgradeOneByOne(
     expect(upgraded.stderrText).toContain(`quill ${VERSION}`);
     cluster.brokers.set(id, upgraded);
     await fullIsr(cluster, "rolling");
+    ackedPerStep.push(acked.length - ackedBefore);
   }
+  return ackedPerStep;
 }
 
 test("a rolling upgrade of three previous-release brokers under acks=all load", async () => {
@@ -294,8 +358,10 @@ test("a rolling upgrade of three previous-release brokers under acks=all load", 
     const load = startLoad(kafka, "rolling", timeline);
     const reader = await startGroupReader(kafka, "rolling", load.errors, timeline);
     consumer = reader.consumer;
-    await upgradeOneByOne(cluster, timeline, processes);
     const { acked, errors } = load;
+    const ackedPerStep = await upgradeOneByOne(cluster, timeline, processes, acked);
+    // The load went on through each broker's upgrade, not only before and after it.
+    expect(ackedPerStep.filter((n) => n === 0)).toEqual([]);
     const ackedAtEnd = acked.length;
     await waitUntil(() => acked.length >= ackedAtEnd + 200, 30_000, "load after the upgrade");
     await load.stop();
