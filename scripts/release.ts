@@ -55,6 +55,9 @@ export interface ReleaseTarget {
   readonly addonSuffix: string;
 }
 
+// No separate x86-64 "baseline" build: in Bun 1.4.4 @oven/bun-linux-x64-baseline is an alias of
+// @oven/bun-linux-x64 (the same executable, byte for byte), which targets SSE4.2 CPUs and picks
+// AVX2 code at run time, so linux-x64 runs on CPUs without AVX2 too.
 export const TARGETS: readonly ReleaseTarget[] = [
   target("linux-x64", "bun-linux-x64", "linux-x64", "linux", "x64", "glibc", "linux-x64-gnu"),
   target(
@@ -65,16 +68,6 @@ export const TARGETS: readonly ReleaseTarget[] = [
     "arm64",
     "glibc",
     "linux-arm64-gnu",
-  ),
-  // For x86-64 CPUs without AVX2 (before Haswell, and some small servers): Bun's baseline build.
-  target(
-    "linux-x64-baseline",
-    "bun-linux-x64-baseline",
-    "linux-x64-baseline",
-    "linux",
-    "x64",
-    "glibc",
-    "linux-x64-gnu",
   ),
   target(
     "linux-x64-musl",
