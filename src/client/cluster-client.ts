@@ -9,6 +9,7 @@ import {
   InterBrokerClient,
   InterBrokerError,
 } from "../network/inter-broker-client.ts";
+import { ErrorCode } from "../protocol/errors.ts";
 import {
   API_SPECS,
   ApiKey,
@@ -17,6 +18,7 @@ import {
   type Init,
   type MetadataResponse,
 } from "../protocol/generated/index.ts";
+import { VERSION } from "../version.ts";
 import { ClusterError, UnreachableError } from "./client-errors.ts";
 import { authenticate, type SaslCredentials } from "./sasl-authenticator.ts";
 
@@ -222,12 +224,27 @@ export class ClusterClient {
   }
 }
 
+/**
+ * How the client names itself in ApiVersions v3+ (KIP-511), as the Java client sends
+ * apache-kafka-java and its version: brokers keep the pair on the connection and name it in their
+ * log lines. Characters outside the field's pattern (a semver build suffix) become '-'.
+ */
+export const CLIENT_SOFTWARE_NAME = "quill";
+export const CLIENT_SOFTWARE_VERSION = VERSION.replace(/[^a-zA-Z0-9.-]/g, "-");
+
 async function negotiateVersions(
   connection: InterBrokerClient,
   timeoutMs: number,
 ): Promise<ApiVersionTable> {
-  // v0 is answered by every broker; a newer request could get an UNSUPPORTED_VERSION answer.
-  const response = await connection.request(ApiKey.ApiVersions, 0, {}, timeoutMs);
+  const named = {
+    clientSoftwareName: CLIENT_SOFTWARE_NAME,
+    clientSoftwareVersion: CLIENT_SOFTWARE_VERSION,
+  };
+  let response = await connection.request(ApiKey.ApiVersions, 3, named, timeoutMs);
+  // A broker without v3 (Kafka before 2.4) answers UNSUPPORTED_VERSION; every broker has v0.
+  if (response.errorCode === ErrorCode.UNSUPPORTED_VERSION) {
+    response = await connection.request(ApiKey.ApiVersions, 0, {}, timeoutMs);
+  }
   if (response.errorCode !== 0) throw new ClusterError(response.errorCode, "in ApiVersions");
   const table = new Map<number, number>();
   for (const theirs of response.apiKeys) {
