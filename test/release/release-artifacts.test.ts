@@ -141,6 +141,19 @@ describe.skipIf(!built)("dist/release (scripts/release)", () => {
     }
   }, 120_000);
 
+  test("no release binary carries a source map (which would list every source file)", async () => {
+    const binaries = readdirSync(releaseDir).filter(
+      (f) => f.startsWith(`quill-${version}-`) && !f.endsWith(".tar.gz"),
+    );
+    expect(binaries.length).toBeGreaterThanOrEqual(2);
+    for (const name of binaries) {
+      const bytes = Buffer.from(await Bun.file(join(releaseDir, name)).arrayBuffer());
+      // The Workers' bundles are embedded under their names; a source map would add src/'s.
+      expect(bytes.indexOf("storage/cleaner-worker.js")).toBeGreaterThan(0);
+      expect(bytes.indexOf("storage/log-segment.ts")).toBe(-1);
+    }
+  }, 120_000);
+
   test(
     "the x64 binary from the tarball runs from an empty directory with an empty PATH",
     async () => {
