@@ -1,8 +1,8 @@
 // ConsumerGroupDescribe: v0-1 (KIP-848)
 //
 // Version notes:
-// * v1: MemberType per member (1: a consumer-protocol member; Quill's KIP-848 groups have no
-//   classic members).
+// * v1: MemberType per member: 1 a consumer-protocol member, 0 a classic-protocol member of the
+//   group (an online upgrade or downgrade in progress).
 // * A group unknown here, or a classic group, is GROUP_ID_NOT_FOUND, as in Kafka; DESCRIBE on
 //   the group is needed (GROUP_AUTHORIZATION_FAILED otherwise).
 import type { ConsumerGroup } from "../coordinator/consumer-group.ts";
@@ -21,8 +21,9 @@ import { defineHandler } from "./handler.ts";
 
 /** Groups one request may describe; Kafka has no limit, but every list needs one. */
 const GROUPS_MAX = 10_000;
-/** ConsumerGroupDescribe v1's MemberType of a consumer-protocol member. */
+/** ConsumerGroupDescribe v1's MemberType of a consumer-protocol and of a classic member. */
 const CONSUMER_MEMBER_TYPE = 1;
+const CLASSIC_MEMBER_TYPE = 0;
 
 export const consumerGroupDescribeHandler = defineHandler({
   apiKey: ApiKey.ConsumerGroupDescribe,
@@ -79,7 +80,7 @@ function describe(group: ConsumerGroup, cache: MetadataCache) {
       subscribedTopicRegex: m.subscribedTopicRegex,
       assignment: { topicPartitions: byId(m.assigned, cache) },
       targetAssignment: { topicPartitions: byId(group.targetOf(m.memberId), cache) },
-      memberType: CONSUMER_MEMBER_TYPE,
+      memberType: m.classic === null ? CONSUMER_MEMBER_TYPE : CLASSIC_MEMBER_TYPE,
     })),
   };
 }

@@ -27,6 +27,15 @@ import {
 import { SASL_CONFIG_KEYS } from "./sasl-config-keys.ts";
 import { SSL_CONFIG_KEYS } from "./ssl-config-keys.ts";
 
+/** Kafka's `group.consumer.migration.policy` values (`ConsumerGroupMigrationPolicy`). */
+export const CONSUMER_MIGRATION_POLICIES = [
+  "disabled",
+  "upgrade",
+  "downgrade",
+  "bidirectional",
+] as const;
+export type ConsumerMigrationPolicy = (typeof CONSUMER_MIGRATION_POLICIES)[number];
+
 export const COMPRESSION_TYPES = [
   "uncompressed",
   "zstd",
@@ -432,6 +441,12 @@ export const BROKER_CONFIG_KEYS = {
     list("assignors", { allowed: ["uniform", "range"] as const, minItems: 1 }),
     ["uniform", "range"],
     "Server-side assignors of KIP-848 consumer groups; the first is the default.",
+  ),
+  "group.consumer.migration.policy": key(
+    oneOf(CONSUMER_MIGRATION_POLICIES),
+    "bidirectional",
+    "Whether running groups may move between the classic and KIP-848 protocols " +
+      "(upgrade, downgrade, bidirectional, disabled).",
   ),
   "group.share.session.timeout.ms": key(
     int({ min: 1 }),

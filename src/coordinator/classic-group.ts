@@ -284,6 +284,21 @@ export class ClassicGroup {
     this.state = GroupState.Stable;
   }
 
+  /**
+   * Leaves a group whose members moved to a consumer group (an online upgrade) Empty, as a
+   * holder of the group's offsets; the caller has removed the members and stopped the timers.
+   */
+  resetToEmpty(): void {
+    assert(
+      this.members.size === 0 && this.pendingMembers.size === 0,
+      `${this.groupId} has members`,
+    );
+    this.state = GroupState.Empty;
+    this.protocolName = null;
+    this.leaderId = null;
+    this.subscribedTopicSet = null;
+  }
+
   /** Member metadata for the chosen protocol, as the leader gets it in its JoinGroup response. */
   currentMemberMetadata(): JoinGroupMember[] {
     assert(this.protocolName !== null, `group ${this.groupId} has no protocol in ${this.state}`);

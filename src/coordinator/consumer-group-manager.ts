@@ -2,6 +2,7 @@ import type { TopicNames } from "../common/internal-topics.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { compileRe2Pattern } from "../util/safe-pattern.ts";
+import { joinError, syncError } from "./classic-group.ts";
 import {
   ConsumerGroup,
   type ConsumerMember,
@@ -9,9 +10,27 @@ import {
   STATIC_LEFT_EPOCH,
 } from "./consumer-group.ts";
 import { ASSIGNORS, type Assignment } from "./consumer-group-assignors.ts";
-import { brokerWideTimings, type GroupConfig, type PerGroupTimings } from "./group-config.ts";
+import {
+  type ClassicHeartbeatRequest,
+  type ClassicJoinRequest,
+  type ClassicSyncRequest,
+  classicJoinAnswer,
+  classicMember,
+  classicSyncAnswer,
+  mustRejoin,
+  requiresKnownMemberId,
+  syncCheck,
+} from "./consumer-group-classic.ts";
+import { decodeSubscription } from "./consumer-protocol.ts";
+import {
+  brokerWideTimings,
+  downgradeEnabled,
+  type GroupConfig,
+  type PerGroupTimings,
+} from "./group-config.ts";
 import { restoreConsumerGroup } from "./group-membership.ts";
 import type { ConsumerMembershipRecord } from "./group-membership-record.ts";
+import type { JoinGroupResult, LeavingMember, SyncGroupResult } from "./group-operations.ts";
 
 /**
  * The KIP-848 side of the group coordinator (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
@@ -59,6 +78,11 @@ const STATIC_LEAVE_EPOCH = STATIC_LEFT_EPOCH;
 
 export class ConsumerGroupManager {
   private readonly groups = new Map<string, ConsumerGroup>();
+  /**
+   * Set by the coordinator: makes a classic group of the group's members but `leavingMemberId`
+   * (an online downgrade). The group is no longer here when it is called.
+   */
+  onDowngrade: ((group: ConsumerGroup, leavingMemberId: string) => void) | null = null;
 
   /** `onChange` hears of every change a membership record must cover (to store it). */
   constructor(
@@ -105,7 +129,7 @@ export class ConsumerGroupManager {
       return this.answer(req.groupId, req.memberId, req.memberEpoch, null);
     }
     if (req.memberEpoch === LEAVE_EPOCH || req.memberEpoch === STATIC_LEAVE_EPOCH) {
-      this.fence(group, req.memberId);
+      this.leave(group, req.memberId);
       return this.answer(req.groupId, req.memberId, req.memberEpoch, null);
     }
     const stateBefore = fingerprint(group, req.memberId);
@@ -113,9 +137,7 @@ export class ConsumerGroupManager {
     if (typeof member === "number") return this.error(req, member, null);
     const before = { epoch: member.memberEpoch, assigned: member.assigned };
     this.update(group, member, req);
-    group.resolveRegexes(this.topicNames());
-    group.updatePartitionCounts(this.partitionCounts(group.subscribedTopics()));
-    group.maybeComputeTarget();
+    this.refresh(group);
     group.reconcile(member, req.owned);
     this.armTimers(group, member);
     if (!sameFingerprint(fingerprint(group, member.memberId), stateBefore)) {
@@ -125,6 +147,185 @@ export class ConsumerGroupManager {
     const full = changed || req.memberEpoch === 0 || req.owned !== null;
     const assignment = full ? member.assigned : null;
     return this.answer(req.groupId, member.memberId, member.memberEpoch, assignment);
+  }
+
+  /** Brings the group's topics and target up to date with its members (a new epoch if any). */
+  private refresh(group: ConsumerGroup): void {
+    group.resolveRegexes(this.topicNames());
+    group.updatePartitionCounts(this.partitionCounts(group.subscribedTopics()));
+    group.maybeComputeTarget();
+  }
+
+  // ---- Classic members (online upgrade and downgrade) --------------------------------------
+
+  /**
+   * Online upgrade: the members of a classic group become members of a new consumer group as
+   * they are (Kafka's ConsumerGroup.fromClassicGroup): the generation becomes the group epoch
+   * and each member's epoch, its assignment its partitions and target.
+   */
+  adoptClassic(groupId: string, generationId: number, members: ConsumerMember[]): void {
+    assert(!this.hasMembers(groupId), `${groupId} is upgraded with consumer members`);
+    const group = new ConsumerGroup(groupId, this.config.consumerAssignors);
+    const target = new Map(members.map((m) => [m.memberId, m.assigned]));
+    const topics = new Set(members.flatMap((m) => m.subscribedTopicNames));
+    const epochs = {
+      groupEpoch: generationId,
+      targetEpoch: generationId,
+      assignorName: group.assignorName,
+      bump: false,
+    };
+    group.restore(epochs, target, this.partitionCounts(topics), members);
+    this.groups.set(groupId, group);
+    for (const m of members) this.armTimers(group, m);
+  }
+
+  /**
+   * A classic member's JoinGroup into a consumer group with members (Kafka's
+   * classicGroupJoinToConsumerGroup): joins or updates the member from its subscription,
+   * reconciles it with the partitions it says it owns, and answers at once with its epoch as
+   * the generation and no leader. It then has its rebalance timeout to send SyncGroup.
+   */
+  classicJoin(req: ClassicJoinRequest): JoinGroupResult {
+    const group = this.groups.get(req.groupId);
+    assert(group !== undefined && !group.isEmpty, `${req.groupId} has no consumer members`);
+    const memberId = req.memberId === "" ? crypto.randomUUID() : req.memberId;
+    const fail = (errorCode: number) => joinError(memberId, errorCode);
+    if (group.members.size >= this.config.maxSize && !group.members.has(memberId)) {
+      return fail(ErrorCode.GROUP_MAX_SIZE_REACHED);
+    }
+    const names = req.protocols.map((p) => p.name);
+    if (!group.supportsClassicProtocols(memberId, req.protocolType, names)) {
+      return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    }
+    if (requiresKnownMemberId(req)) return fail(ErrorCode.MEMBER_ID_REQUIRED);
+    const subscription = decodeSubscription(req.protocols[0]!.metadata);
+    if (subscription === null) return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+    const stateBefore = fingerprint(group, memberId);
+    const member = this.classicMemberFor(group, memberId, req);
+    member.classic = {
+      sessionTimeoutMs: req.sessionTimeoutMs,
+      protocols: req.protocols.map((p) => ({ name: p.name, metadata: p.metadata.slice() })),
+    };
+    if (subscription.rackId !== null) member.rackId = subscription.rackId;
+    if (req.rebalanceTimeoutMs >= 0) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
+    if (!sameTopics(subscription.topics, member.subscribedTopicNames)) {
+      member.subscribedTopicNames = [...new Set(subscription.topics)].sort();
+      group.bumpEpoch();
+    }
+    this.refresh(group);
+    group.reconcile(member, subscription.owned);
+    clearTimer(member, "joinTimer");
+    clearTimer(member, "rebalanceTimer");
+    this.armSessionTimer(group, member);
+    clearTimer(member, "syncTimer");
+    member.syncTimer = setTimeout(() => this.leave(group, memberId), member.rebalanceTimeoutMs);
+    member.syncTimer.unref();
+    if (!sameFingerprint(fingerprint(group, memberId), stateBefore)) this.onChange(group.groupId);
+    return classicJoinAnswer(member);
+  }
+
+  /** The member a classic JoinGroup speaks for: a new one, itself, or a static replacement. */
+  private classicMemberFor(
+    group: ConsumerGroup,
+    memberId: string,
+    req: ClassicJoinRequest,
+  ): ConsumerMember {
+    const holder =
+      req.groupInstanceId === null ? undefined : group.staticMember(req.groupInstanceId);
+    if (holder !== undefined && holder.memberId !== memberId) {
+      // Kafka replaces the instance's member whatever its protocol, under the new id, epoch 0.
+      if (group.members.has(memberId)) this.fence(group, memberId);
+      clearTimers(holder);
+      const member = group.replaceStaticMember(holder, memberId);
+      member.memberEpoch = 0;
+      member.previousMemberEpoch = 0;
+      return member;
+    }
+    const existing = group.members.get(memberId);
+    if (existing !== undefined) return existing;
+    const member = newMember(memberId, req.clientId, req.clientHost);
+    member.instanceId = req.groupInstanceId;
+    group.add(member);
+    return member;
+  }
+
+  /** A classic member's SyncGroup: its assignment, as the assignor and reconciliation made it. */
+  classicSync(req: ClassicSyncRequest): SyncGroupResult {
+    const group = this.groups.get(req.groupId);
+    assert(group !== undefined, `${req.groupId} is not a consumer group`);
+    const member = classicMember(group, req.memberId, req.groupInstanceId);
+    if (typeof member === "number") return syncError(member);
+    const invalid = syncCheck(group, member, req);
+    if (invalid === ErrorCode.REBALANCE_IN_PROGRESS) this.armJoinTimer(group, member);
+    if (invalid !== null) return syncError(invalid);
+    clearTimer(member, "syncTimer");
+    this.armSessionTimer(group, member);
+    return classicSyncAnswer(member);
+  }
+
+  /**
+   * A classic member's Heartbeat: keeps its session, and answers REBALANCE_IN_PROGRESS when it
+   * must rejoin; it then has its rebalance timeout to do so.
+   */
+  classicHeartbeat(req: ClassicHeartbeatRequest): number {
+    const group = this.groups.get(req.groupId);
+    assert(group !== undefined, `${req.groupId} is not a consumer group`);
+    const member = classicMember(group, req.memberId, req.groupInstanceId);
+    if (typeof member === "number") return member;
+    if (req.generationId !== member.memberEpoch) return ErrorCode.ILLEGAL_GENERATION;
+    this.armSessionTimer(group, member);
+    if (!mustRejoin(group, member)) return ErrorCode.NONE;
+    this.armJoinTimer(group, member);
+    return ErrorCode.REBALANCE_IN_PROGRESS;
+  }
+
+  /** Classic LeaveGroup: only classic members leave this way (Kafka's checks, per member). */
+  classicLeave(groupId: string, leaving: readonly LeavingMember[]) {
+    const group = this.groups.get(groupId);
+    assert(group !== undefined, `${groupId} is not a consumer group`);
+    return leaving.map((l) => {
+      const byInstance =
+        l.groupInstanceId === null ? undefined : group.staticMember(l.groupInstanceId);
+      // Admin removal names the instance only (an empty member id).
+      const memberId =
+        l.memberId === "" && byInstance !== undefined ? byInstance.memberId : l.memberId;
+      const member = classicMember(group, memberId, l.groupInstanceId);
+      const answer = { memberId, groupInstanceId: l.groupInstanceId };
+      if (typeof member === "number") return { ...answer, errorCode: member };
+      this.fence(group, member.memberId);
+      return { ...answer, errorCode: ErrorCode.NONE };
+    });
+  }
+
+  /** Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent: a told member must rejoin in time. */
+  private armJoinTimer(group: ConsumerGroup, member: ConsumerMember): void {
+    if (member.joinTimer !== null) return;
+    member.joinTimer = setTimeout(
+      () => this.leave(group, member.memberId),
+      member.rebalanceTimeoutMs,
+    );
+    member.joinTimer.unref();
+  }
+
+  /**
+   * A member leaves or is fenced. When only classic members would remain and the policy allows
+   * downgrades, the group becomes a classic group of them instead (Kafka's
+   * validateOnlineDowngradeWithFencedMembers and convertToClassicGroup).
+   */
+  private leave(group: ConsumerGroup, memberId: string): void {
+    const member = group.members.get(memberId);
+    const remaining = group.members.size - 1;
+    const downgrade =
+      member !== undefined &&
+      remaining > 0 &&
+      group.allClassicExcept(memberId) &&
+      downgradeEnabled(this.config.consumerMigrationPolicy) &&
+      remaining <= this.config.maxSize &&
+      this.onDowngrade !== null;
+    if (!downgrade) return this.fence(group, memberId);
+    for (const m of group.members.values()) clearTimers(m);
+    this.groups.delete(group.groupId);
+    this.onDowngrade!(group, memberId);
   }
 
   private validate(req: HeartbeatRequest): [number, string] | null {
@@ -187,10 +388,16 @@ export class ConsumerGroupManager {
     if (req.instanceId === null) return null;
     const holder = group.staticMember(req.instanceId);
     if (holder === undefined || holder.memberId === req.memberId) return null;
-    if (holder.memberEpoch !== STATIC_LEAVE_EPOCH) return ErrorCode.UNRELEASED_INSTANCE_ID;
-    if (holder.sessionTimer !== null) clearTimeout(holder.sessionTimer);
+    // A classic holder is replaced at once (it never says it left), as Kafka does.
+    const classic = holder.classic !== null;
+    if (holder.memberEpoch !== STATIC_LEAVE_EPOCH && !classic) {
+      return ErrorCode.UNRELEASED_INSTANCE_ID;
+    }
+    clearTimers(holder);
     const memberId = req.memberId === "" ? crypto.randomUUID() : req.memberId;
-    return group.replaceStaticMember(holder, memberId);
+    const member = group.replaceStaticMember(holder, memberId);
+    if (classic) Object.assign(member, { classic: null, memberEpoch: 0, previousMemberEpoch: 0 });
+    return member;
   }
 
   /** The member the request speaks for, new on epoch 0, else an error code. */
@@ -237,7 +444,8 @@ export class ConsumerGroupManager {
   /** Session timer from this heartbeat; a rebalance timer while partitions await revocation. */
   private armTimers(group: ConsumerGroup, member: ConsumerMember): void {
     this.armSessionTimer(group, member);
-    const fence = () => this.fence(group, member.memberId);
+    if (member.classic !== null) return; // classic members have join and sync timers instead
+    const fence = () => this.leave(group, member.memberId);
     const revoking = member.state === "unrevoked_partitions";
     if (!revoking && member.rebalanceTimer !== null) {
       clearTimeout(member.rebalanceTimer);
@@ -250,8 +458,10 @@ export class ConsumerGroupManager {
 
   private armSessionTimer(group: ConsumerGroup, member: ConsumerMember): void {
     if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
-    const fence = () => this.fence(group, member.memberId);
-    const sessionTimeoutMs = this.timings.consumerSessionTimeoutMs(group.groupId);
+    const fence = () => this.leave(group, member.memberId);
+    // A classic member keeps the session timeout of its JoinGroup.
+    const sessionTimeoutMs =
+      member.classic?.sessionTimeoutMs ?? this.timings.consumerSessionTimeoutMs(group.groupId);
     member.sessionTimer = setTimeout(fence, sessionTimeoutMs);
     member.sessionTimer.unref();
   }
@@ -260,8 +470,7 @@ export class ConsumerGroupManager {
   fence(group: ConsumerGroup, memberId: string, stored = true): void {
     const member = group.remove(memberId);
     if (member === undefined) return;
-    if (member.sessionTimer !== null) clearTimeout(member.sessionTimer);
-    if (member.rebalanceTimer !== null) clearTimeout(member.rebalanceTimer);
+    clearTimers(member);
     if (group.isEmpty) group.maybeComputeTarget();
     if (stored) this.onChange(group.groupId);
   }
@@ -278,7 +487,9 @@ export class ConsumerGroupManager {
     }
     const member = group.members.get(memberId);
     if (member === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
-    return memberEpoch === member.memberEpoch ? null : ErrorCode.STALE_MEMBER_EPOCH;
+    if (memberEpoch === member.memberEpoch) return null;
+    // Classic members commit with their generation, and know no member epochs.
+    return member.classic !== null ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH;
   }
 
   /** Drops the group (deleted, or no longer coordinated here), stopping its timers. */
@@ -341,9 +552,23 @@ function fingerprint(group: ConsumerGroup, memberId: string): unknown[] {
     m?.instanceId,
     m?.rackId,
     m?.rebalanceTimeoutMs,
+    m?.classic,
   ];
 }
 
+type TimerField = "sessionTimer" | "rebalanceTimer" | "joinTimer" | "syncTimer";
+
+function clearTimer(member: ConsumerMember, field: TimerField): void {
+  const timer = member[field];
+  if (timer !== null) clearTimeout(timer);
+  member[field] = null;
+}
+
+function clearTimers(member: ConsumerMember): void {
+  for (const f of ["sessionTimer", "rebalanceTimer", "joinTimer", "syncTimer"] as const) {
+    clearTimer(member, f);
+  }
+}
 function sameFingerprint(a: unknown[], b: unknown[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }

@@ -15,6 +15,16 @@ import { ASSIGNORS, type Assignment, type Assignor } from "./consumer-group-assi
 
 export type MemberState = "stable" | "unrevoked_partitions" | "unreleased_partitions";
 
+/**
+ * What a member using the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a consumer
+ * group keeps from its JoinGroup: its session timeout and its protocols with their metadata
+ * (Kafka's ClassicMemberMetadata).
+ */
+export interface ClassicMemberInfo {
+  readonly sessionTimeoutMs: number;
+  readonly protocols: readonly { readonly name: string; readonly metadata: Uint8Array }[];
+}
+
 export interface ConsumerMember {
   readonly memberId: string;
   instanceId: string | null;
@@ -35,6 +45,11 @@ export interface ConsumerMember {
   revoking: Assignment;
   sessionTimer: ReturnType<typeof setTimeout> | null;
   rebalanceTimer: ReturnType<typeof setTimeout> | null;
+  /** Set for a classic-protocol member, null for a ConsumerGroupHeartbeat one. */
+  classic: ClassicMemberInfo | null;
+  /** A classic member's deadline to rejoin once told REBALANCE_IN_PROGRESS, and to sync. */
+  joinTimer: ReturnType<typeof setTimeout> | null;
+  syncTimer: ReturnType<typeof setTimeout> | null;
 }
 
 export const EMPTY_ASSIGNMENT: Assignment = new Map();
@@ -109,6 +124,42 @@ export class ConsumerGroup {
       if (m.memberEpoch !== this.targetEpoch || m.state !== "stable") return "Reconciling";
     }
     return "Stable";
+  }
+
+  /** The group epoch once a pending change is counted (Kafka bumps it at the change). */
+  get latestEpoch(): number {
+    return this.changed ? this.groupEpoch + 1 : this.groupEpoch;
+  }
+
+  /** Whether every member uses the classic protocol, but for `except`. */
+  allClassicExcept(except: string): boolean {
+    for (const m of this.members.values()) {
+      if (m.memberId !== except && m.classic === null) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Kafka's supportsClassicProtocols: a classic member may join when its protocol type is
+   * `consumer` and it shares a protocol name with every other classic member.
+   */
+  supportsClassicProtocols(memberId: string, protocolType: string, names: string[]): boolean {
+    if (protocolType !== "consumer" || names.length === 0) return false;
+    const others = [...this.members.values()].filter(
+      (m) => m.classic !== null && m.memberId !== memberId,
+    );
+    return names.some((n) => others.every((m) => m.classic!.protocols.some((p) => p.name === n)));
+  }
+
+  /** Whether a partition of the member's target is still held by another member. */
+  waitingOnUnreleased(member: ConsumerMember): boolean {
+    for (const [topic, partitions] of this.targetOf(member.memberId)) {
+      for (const p of partitions) {
+        const holder = this.owners.get(topicPartitionKey(topic, p));
+        if (holder !== undefined && holder !== member.memberId) return true;
+      }
+    }
+    return false;
   }
 
   targetOf(memberId: string): Assignment {
@@ -242,6 +293,8 @@ export class ConsumerGroup {
       memberEpoch: previous.previousMemberEpoch,
       sessionTimer: null,
       rebalanceTimer: null,
+      joinTimer: null,
+      syncTimer: null,
     };
     this.members.delete(previous.memberId);
     this.members.set(memberId, member);
@@ -353,5 +406,8 @@ export function newMember(memberId: string, clientId: string, clientHost: string
     revoking: EMPTY_ASSIGNMENT,
     sessionTimer: null,
     rebalanceTimer: null,
+    classic: null,
+    joinTimer: null,
+    syncTimer: null,
   };
 }

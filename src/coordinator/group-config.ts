@@ -1,4 +1,12 @@
-import type { BrokerConfig } from "../config/broker-config.ts";
+import type { BrokerConfig, ConsumerMigrationPolicy } from "../config/broker-config.ts";
+
+export function upgradeEnabled(policy: ConsumerMigrationPolicy): boolean {
+  return policy === "upgrade" || policy === "bidirectional";
+}
+
+export function downgradeEnabled(policy: ConsumerMigrationPolicy): boolean {
+  return policy === "downgrade" || policy === "bidirectional";
+}
 
 /**
  * Settings of the group coordinator. The first five are Kafka broker keys with Kafka's
@@ -41,6 +49,12 @@ export interface GroupConfig {
   readonly consumerHeartbeatIntervalMs: number;
   /** `group.consumer.assignors`: the server-side assignors, the first the default. */
   readonly consumerAssignors: readonly string[];
+  /**
+   * `group.consumer.migration.policy`: whether a classic group with members becomes a consumer
+   * group when a KIP-848 member joins (upgrade), and back when its last KIP-848 member leaves
+   * and only classic members remain (downgrade).
+   */
+  readonly consumerMigrationPolicy: ConsumerMigrationPolicy;
   /** `group.share.session.timeout.ms`: a share group member silent this long is removed. */
   readonly shareSessionTimeoutMs: number;
   /** `group.share.heartbeat.interval.ms`: how often share group members are told to beat. */
@@ -87,6 +101,7 @@ export const DEFAULT_GROUP_CONFIG: GroupConfig = Object.freeze({
   consumerSessionTimeoutMs: 45_000,
   consumerHeartbeatIntervalMs: 5_000,
   consumerAssignors: Object.freeze(["uniform", "range"]),
+  consumerMigrationPolicy: "bidirectional",
   shareSessionTimeoutMs: 45_000,
   shareHeartbeatIntervalMs: 5_000,
   shareMaxSize: 200,
@@ -108,6 +123,7 @@ export function groupConfigFrom(config: BrokerConfig): Partial<GroupConfig> {
     consumerSessionTimeoutMs: config["group.consumer.session.timeout.ms"],
     consumerHeartbeatIntervalMs: config["group.consumer.heartbeat.interval.ms"],
     consumerAssignors: config["group.consumer.assignors"],
+    consumerMigrationPolicy: config["group.consumer.migration.policy"],
     shareSessionTimeoutMs: config["group.share.session.timeout.ms"],
     shareHeartbeatIntervalMs: config["group.share.heartbeat.interval.ms"],
     shareMaxSize: config["group.share.max.size"],

@@ -5,6 +5,7 @@ import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import { mapLimit } from "../util/map-limit.ts";
 import { ClassicGroup, type JoinWait, joinError, syncError } from "./classic-group.ts";
+import type { ConsumerGroup } from "./consumer-group.ts";
 import {
   ConsumerGroupManager,
   type HeartbeatRequest as ConsumerHeartbeatRequest,
@@ -24,6 +25,12 @@ import {
   restoreClassicGroup,
 } from "./group-membership.ts";
 import { decodeMembership, encodeMembership } from "./group-membership-record.ts";
+import {
+  consumerMembersOf,
+  fillFromConsumerGroup,
+  MALFORMED_UPGRADE,
+  upgradeRefusal,
+} from "./group-migration.ts";
 import {
   commitError,
   countCommitPartitions,
@@ -160,6 +167,7 @@ export class GroupCoordinator {
       topicNames,
       timings,
     );
+    this.consumerGroups.onDowngrade = (group, leaving) => this.downgrade(group, leaving);
     const shares = shareSettings(this.config);
     this.shareGroups = new ShareGroupManager(shares, partitionCounts, timings ?? null);
     assert(
@@ -272,11 +280,9 @@ export class GroupCoordinator {
       this.validateGroupId(req.groupId, true) ?? (await this.loadGroup(req.groupId));
     if (invalidId !== null) return refuse(invalidId, null);
     const classic = this.groups.get(req.groupId);
-    if (
-      classic !== undefined &&
-      (!classic.is(GroupState.Empty) || classic.pendingMembers.size > 0)
-    ) {
-      return refuse(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a consumer group.`);
+    if (classic !== undefined && !classic.is(GroupState.Empty)) {
+      const refusal = this.upgrade(classic, req.memberEpoch);
+      if (refusal !== null) return refuse(ErrorCode.GROUP_ID_NOT_FOUND, refusal);
     }
     if (classic === undefined && this.createGroup(req.groupId) === null) {
       return refuse(ErrorCode.COORDINATOR_NOT_AVAILABLE, null);
@@ -286,6 +292,51 @@ export class GroupCoordinator {
     const storeError = await this.membershipWriter.settled(req.groupId);
     if (storeError === null || result.errorCode !== ErrorCode.NONE) return result;
     return refuse(storeError, null);
+  }
+
+  /**
+   * Online upgrade (Kafka's getOrMaybeCreateConsumerGroup with convertToConsumerGroup): a
+   * joining ConsumerGroupHeartbeat turns a classic group with members into a consumer group of
+   * the same members, when `group.consumer.migration.policy` allows it and the group uses the
+   * consumer protocol. Parked JoinGroup and SyncGroup requests are answered
+   * REBALANCE_IN_PROGRESS, so their members rejoin the new group. Null when done, else why not.
+   */
+  private upgrade(group: ClassicGroup, memberEpoch: number): string | null {
+    if (memberEpoch !== 0) return `Group ${group.groupId} is not a consumer group.`;
+    const { consumerMigrationPolicy, maxSize } = this.config;
+    const refusal = upgradeRefusal(group, consumerMigrationPolicy, maxSize);
+    if (refusal !== null) return refusal;
+    const members = consumerMembersOf(group);
+    if (members === null) return MALFORMED_UPGRADE(group.groupId);
+    if (group.joinTimer !== null) clearTimeout(group.joinTimer);
+    group.joinTimer = null;
+    this.clearPendingSync(group);
+    for (const memberId of [...group.pendingMembers.keys()]) group.removePendingMember(memberId);
+    for (const m of group.allMembers()) {
+      group.answerJoin(m, joinError(m.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
+      group.answerSync(m, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
+      this.dropMember(group, m);
+    }
+    group.resetToEmpty();
+    this.consumerGroups.adoptClassic(group.groupId, group.generationId, members);
+    this.log.info(
+      `group ${group.groupId}: upgraded to a consumer group (${members.length} members)`,
+    );
+    return null;
+  }
+
+  /**
+   * Online downgrade (Kafka's convertToClassicGroup): the last KIP-848 member left a group of
+   * classic members, which become a classic group at the group epoch and rebalance at once.
+   */
+  private downgrade(consumer: ConsumerGroup, leavingMemberId: string): void {
+    const group = this.groups.get(consumer.groupId);
+    assert(group?.is(GroupState.Empty) === true, `${consumer.groupId} has no Empty classic group`);
+    fillFromConsumerGroup(group, consumer, leavingMemberId);
+    for (const m of group.allMembers()) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
+    this.prepareRebalance(group);
+    this.membershipWriter.schedule(group.groupId);
+    this.log.info(`group ${group.groupId}: downgraded to a classic group (${group.size} members)`);
   }
 
   /**
@@ -405,6 +456,11 @@ export class GroupCoordinator {
       }
     }
     const joined = { ...req, protocols: uniqueProtocols(req.protocols) };
+    if (this.consumerGroups.hasMembers(req.groupId)) return this.joinConsumerGroup(joined);
+    // A consumer group whose members all left makes way for a classic one, as in Kafka.
+    if (this.consumerGroups.get(req.groupId) !== undefined) {
+      this.consumerGroups.unload(req.groupId);
+    }
     const target = group;
     return new Promise((resolve) => {
       if (!this.acceptJoiningMember(target, req.memberId)) {
@@ -419,9 +475,15 @@ export class GroupCoordinator {
     });
   }
 
+  /** A classic member joining a consumer group: answered once its change is stored. */
+  private async joinConsumerGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
+    const result = this.consumerGroups.classicJoin(req);
+    const storeError = await this.membershipWriter.settled(req.groupId);
+    if (storeError === null || result.errorCode !== ErrorCode.NONE) return result;
+    return joinError(req.memberId, storeError);
+  }
+
   private validateJoin(req: JoinGroupRequest): number | null {
-    // KIP-848 members own the group: classic members may not join them (no migration).
-    if (this.consumerGroups.hasMembers(req.groupId)) return ErrorCode.INCONSISTENT_GROUP_PROTOCOL;
     const { minSessionTimeoutMs, maxSessionTimeoutMs } = this.config;
     if (req.sessionTimeoutMs < minSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
     if (req.sessionTimeoutMs > maxSessionTimeoutMs) return ErrorCode.INVALID_SESSION_TIMEOUT;
@@ -832,6 +894,9 @@ export class GroupCoordinator {
   private syncLoadedGroup(req: SyncGroupRequest): Promise<SyncGroupResult> {
     const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateAssignments(req);
     if (errorCode !== null) return Promise.resolve(syncError(errorCode));
+    if (this.consumerGroups.hasMembers(req.groupId)) {
+      return Promise.resolve(this.consumerGroups.classicSync(req));
+    }
     const group = this.groups.get(req.groupId);
     if (group === undefined) return Promise.resolve(syncError(ErrorCode.UNKNOWN_MEMBER_ID));
     const invalid = validateSync(group, req);
@@ -890,6 +955,8 @@ export class GroupCoordinator {
   heartbeat(req: HeartbeatRequest): number {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return invalidId;
+    if (this.consumerGroups.hasMembers(req.groupId))
+      return this.consumerGroups.classicHeartbeat(req);
     const group = this.groups.get(req.groupId);
     if (group === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
     if (group.is(GroupState.Dead)) return ErrorCode.COORDINATOR_NOT_AVAILABLE;
@@ -907,6 +974,10 @@ export class GroupCoordinator {
   leaveGroup(req: LeaveGroupRequest): LeaveGroupResult {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return { errorCode: invalidId, members: [] };
+    if (this.consumerGroups.hasMembers(req.groupId)) {
+      const members = this.consumerGroups.classicLeave(req.groupId, req.members);
+      return { errorCode: ErrorCode.NONE, members };
+    }
     const group = this.groups.get(req.groupId);
     const answer = (m: LeavingMember, errorCode: number) => ({
       memberId: m.memberId,

@@ -19,7 +19,10 @@ import { z } from "zod";
  *    "members":[{"memberId":"m-1","instanceId":null,"rackId":null,"clientId":"c",
  *    "clientHost":"/127.0.0.1","subscribedTopicNames":["t"],"serverAssignor":null,
  *    "rebalanceTimeoutMs":300000,"memberEpoch":4,"previousMemberEpoch":3,"state":"stable",
- *    "assigned":[["t",[0,1,2]]],"revoking":[]}]}
+ *    "assigned":[["t",[0,1,2]]],"revoking":[],"classic":null}]}
+ *
+ * A classic-protocol member of a consumer group (an online upgrade or downgrade in progress)
+ * has `"classic":{"sessionTimeoutMs":45000,"protocols":[["range","<base64>"]]}`.
  *
  * Only Stable classic generations are stored (Kafka writes the group at the end of SyncGroup,
  * too); a KIP-848 group is stored after every heartbeat that changed it. A document that does
@@ -69,6 +72,14 @@ const consumerMember = z.object({
   state: z.enum(["stable", "unrevoked_partitions", "unreleased_partitions"]),
   assigned: storedAssignment,
   revoking: storedAssignment,
+  /** A classic-protocol member's JoinGroup session timeout and protocols (absent: none). */
+  classic: z
+    .object({
+      sessionTimeoutMs: z.number().int().nonnegative(),
+      protocols: z.array(z.tuple([z.string(), z.string()])).min(1),
+    })
+    .nullable()
+    .default(null),
 });
 
 const consumerRecord = z.object({

@@ -97,6 +97,16 @@ export function consumerMembershipRecord(group: ConsumerGroup): ConsumerMembersh
       state: m.state,
       assigned: toStoredAssignment(m.assigned),
       revoking: toStoredAssignment(m.revoking),
+      classic:
+        m.classic === null
+          ? null
+          : {
+              sessionTimeoutMs: m.classic.sessionTimeoutMs,
+              protocols: m.classic.protocols.map((p): [string, string] => [
+                p.name,
+                toBase64(p.metadata),
+              ]),
+            },
     })),
   };
 }
@@ -125,5 +135,12 @@ function toMember(stored: StoredConsumerMember): ConsumerMember {
   member.state = stored.state;
   member.assigned = fromStoredAssignment(stored.assigned);
   member.revoking = fromStoredAssignment(stored.revoking);
+  if (stored.classic !== null) {
+    const protocols = stored.classic.protocols.map(([name, metadata]) => ({
+      name,
+      metadata: fromBase64(metadata),
+    }));
+    member.classic = { sessionTimeoutMs: stored.classic.sessionTimeoutMs, protocols };
+  }
   return member;
 }

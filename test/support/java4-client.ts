@@ -22,12 +22,17 @@ export function ensureJava4Built(className: string): void {
 }
 
 export function java4Command(main: string, args: readonly string[]): string[] {
-  const classpath = readFileSync(join(JAVA4_DIR, "target", "classpath.txt"), "utf8").trim();
+  return javaCommand(JAVA4_DIR, main, args);
+}
+
+/** `java` running `main` of a built Maven project (test/compat/java or java4). */
+export function javaCommand(dir: string, main: string, args: readonly string[]): string[] {
+  const classpath = readFileSync(join(dir, "target", "classpath.txt"), "utf8").trim();
   return [
     "java",
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
     "-cp",
-    `${join(JAVA4_DIR, "target", "classes")}:${classpath}`,
+    `${join(dir, "target", "classes")}:${classpath}`,
     main,
     ...args,
   ];
@@ -58,8 +63,9 @@ export class Java4Process {
   readonly exited: Promise<number>;
   private readonly proc: ReturnType<typeof Bun.spawn>;
 
-  constructor(main: string, args: readonly string[]) {
-    this.proc = Bun.spawn(java4Command(`quill.compat4.${main}`, args), {
+  /** Runs `quill.compat4.<main>`, or `command` (another program) when given. */
+  constructor(main: string, args: readonly string[], command?: readonly string[]) {
+    this.proc = Bun.spawn([...(command ?? java4Command(`quill.compat4.${main}`, args))], {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
