@@ -60,6 +60,8 @@ export interface CleanerStats {
   mapRecords: number;
   segmentsCleaned: number;
   groups: number;
+  /** Time slept by log.cleaner.io.max.bytes.per.second's throttle. */
+  throttledMs: number;
 }
 
 export interface CleanResult {
@@ -104,7 +106,9 @@ export class Cleaner {
       mapRecords: 0,
       segmentsCleaned: 0,
       groups: 0,
+      throttledMs: 0,
     };
+    const sleptBefore = this.options.throttler.sleptMs;
     const { log } = target;
     const epoch = log.layoutEpoch;
     const guard = (): void => this.checkStillValid(log, epoch);
@@ -123,6 +127,7 @@ export class Cleaner {
       stats.groups++;
       stats.segmentsCleaned += group.length;
     }
+    stats.throttledMs = this.options.throttler.sleptMs - sleptBefore;
     return { endOffset, stats };
   }
 

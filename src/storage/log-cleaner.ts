@@ -228,7 +228,8 @@ export class LogCleaner {
         `${result.endOffset})): ${mb(s.bytesRead)} MB read, ${mb(s.bytesWritten)} MB written in ` +
         `${(elapsedMs / 1000).toFixed(1)} s (${rate} ` +
         `MB/s); ${s.recordsKept} of ${s.recordsRead} records kept; ${s.segmentsCleaned} ` +
-        `segments into ${s.groups}`,
+        `segments into ${s.groups}` +
+        (s.throttledMs > 0 ? `; throttled ${(s.throttledMs / 1000).toFixed(1)} s` : ""),
     );
     await this.hooks.onCleaned?.(log, result);
   }

@@ -7,9 +7,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Kafka, logLevel } from "kafkajs";
+import { ConfigResourceTypes, Kafka, logLevel } from "kafkajs";
+import type { LogManager } from "../../src/storage/log-manager.ts";
 import type { InProcessBroker } from "../support/broker-harness.ts";
 import { startInProcessBroker } from "../support/broker-harness.ts";
+import { waitUntil } from "../support/wait-until.ts";
 
 const TOPIC = "compacted-py";
 const KEYS = 50;
@@ -121,3 +123,31 @@ test("keyless records refused, keyed ones compacted, read by confluent-kafka", a
   expect(applied(read)).toEqual(expected);
   expect(expected.size).toBe(KEYS - 10 + 1);
 }, 60_000);
+
+test("log.cleaner.io.max.bytes.per.second set by AlterConfigs reaches the running cleaner", async () => {
+  // The broker's LogManager (private to the ReplicaManager; read here only to observe).
+  const { logs } = broker.broker.services.replicaManager as unknown as { logs: LogManager };
+  // Kafka's default, Double.MAX_VALUE: no limit.
+  expect(logs.cleaner.config.ioMaxBytesPerSecond).toBe(Number.MAX_VALUE);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [
+        {
+          type: ConfigResourceTypes.BROKER,
+          name: "0",
+          configEntries: [{ name: "log.cleaner.io.max.bytes.per.second", value: "1048576" }],
+        },
+      ],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+  await waitUntil(
+    () => logs.cleaner.config.ioMaxBytesPerSecond === 1048576,
+    10_000,
+    "the cleaner's new rate",
+  );
+});
