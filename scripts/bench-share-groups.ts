@@ -8,7 +8,7 @@
  * combined broker and controller, scripts/bench-vs-kafka/kraft.ts), since ZooKeeper-mode Kafka
  * 3.9, which scripts/bench-vs-kafka.ts compares with, has no share groups.
  *
- * Run: bun scripts/bench-share-groups.ts [records=100000]
+ * Run: bun scripts/bench-share-groups.ts [records=100000] [--quill-only]
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +18,8 @@ import { SILENT_LOGGER } from "../src/util/logger.ts";
 import { loadAverage, runCommand } from "./bench-common.ts";
 import { KRAFT_KAFKA_VERSION, startKraftKafka } from "./bench-vs-kafka/kraft.ts";
 
-const RECORDS = Number(process.argv[2] ?? 100_000);
+const QUILL_ONLY = process.argv.includes("--quill-only");
+const RECORDS = Number(process.argv.slice(2).find((a) => !a.startsWith("--")) ?? 100_000);
 const MEMBER_COUNTS = [1, 4, 16];
 const JAVA_DIR = join(import.meta.dir, "..", "test", "compat", "java4");
 
@@ -49,19 +50,23 @@ async function main(): Promise<void> {
     await broker.stop();
     await runCommand(["rm", "-rf", dataDir], 30_000);
   }
-  const kafkaDir = (await runCommand(["mktemp", "-d"], 5_000)).trim();
-  const kafka = await startKraftKafka(kafkaDir);
-  try {
-    rows.push(...(await runRows(`Kafka ${KRAFT_KAFKA_VERSION} KRaft`, kafka.bootstrap, classpath)));
-  } finally {
-    await kafka.stop();
-    await runCommand(["rm", "-rf", kafkaDir], 30_000);
-  }
+  if (!QUILL_ONLY) rows.push(...(await kafkaRows(classpath)));
   console.log(
     "| broker | consumers on 1 partition | records | seconds | records/s | load average |",
   );
   console.log("|---|---:|---:|---:|---:|---|");
   for (const r of rows) console.log(r);
+}
+
+async function kafkaRows(classpath: string): Promise<string[]> {
+  const kafkaDir = (await runCommand(["mktemp", "-d"], 5_000)).trim();
+  const kafka = await startKraftKafka(kafkaDir);
+  try {
+    return await runRows(`Kafka ${KRAFT_KAFKA_VERSION} KRaft`, kafka.bootstrap, classpath);
+  } finally {
+    await kafka.stop();
+    await runCommand(["rm", "-rf", kafkaDir], 30_000);
+  }
 }
 
 async function runRows(label: string, bootstrap: string, classpath: string): Promise<string[]> {

@@ -127,7 +127,7 @@ export class SharePartitionManager {
   private readonly epochs = new Map<string, ShareStateEpochs>();
   private readonly loading = new Map<string, Promise<void>>();
   private readonly sessions: ShareSessionCache;
-  private readonly waiters = new Set<{ op: DelayedFetch; keys: Set<string> }>();
+  private readonly waiters = new Set<ShareFetchWaiter>();
   private readonly unwatch: () => void;
 
   constructor(
@@ -171,10 +171,8 @@ export class SharePartitionManager {
       session.partitions.delete(sessionPartitionKey(f.topic, f.partition));
     }
     let fetched = this.fetchAll(session, params, loadErrors);
-    const nothing = fetched.every((r) => r.acquired.length === 0 && r.errorCode === 0);
-    if (nothing && !hasAcks && params.maxWaitMs > 0 && session.partitions.size > 0) {
-      if (!(await this.waitForRecords(session, params))) fetched = [];
-      else fetched = this.fetchAll(session, params, loadErrors);
+    if (!hasAcks && params.maxWaitMs > 0) {
+      fetched = await this.fetchWhenAvailable(session, params, loadErrors, fetched);
     }
     return this.afterWrites(acked, fetched);
   }
@@ -477,6 +475,7 @@ export class SharePartitionManager {
     }
     if (sp.startOffset < log.logStartOffset) sp.moveStartTo(log.logStartOffset);
     const from = sp.nextFetchOffset();
+    if (from === null) this.nudgeHolders(session, stateKey(session.groupId, topic, partition), sp);
     if (from === null || from >= log.highWatermark) return null;
     const read = log.read(from, maxBytes, { maxOffset: log.highWatermark, minOneMessage });
     const range = read.ranges[0];
@@ -497,27 +496,73 @@ export class SharePartitionManager {
     return { ...emptyResult(topic, partition), records, acquired };
   }
 
+  /**
+   * A fetch that acquired nothing waits for records until `maxWaitMs` (Kafka's
+   * DelayedShareFetch): each wake-up (an append, a release, the start moving) tries to acquire
+   * again, and only an acquisition, the end of the wait or a cancellation answers. So one
+   * acknowledgement does not send every waiting member an empty response to fetch again.
+   */
+  private async fetchWhenAvailable(
+    session: ShareSession,
+    params: ShareFetchParams,
+    loadErrors: ReadonlyMap<string, KafkaError>,
+    fetched: SharePartitionResult[],
+  ): Promise<SharePartitionResult[]> {
+    const deadlineMs = performance.now() + params.maxWaitMs;
+    let result = fetched;
+    for (;;) {
+      const nothing = result.every((r) => r.acquired.length === 0 && r.errorCode === 0);
+      const leftMs = Math.ceil(deadlineMs - performance.now());
+      if (!nothing || session.partitions.size === 0 || leftMs <= 0) return result;
+      const outcome = await this.waitForRecords(session, leftMs, params);
+      if (outcome === "cancelled") return [];
+      result = this.fetchAll(session, params, loadErrors);
+      if (outcome !== "data") return result;
+    }
+  }
+
   /** Waits for an append to, or a release in, one of the session's partitions. */
-  private async waitForRecords(session: ShareSession, params: ShareFetchParams) {
+  private async waitForRecords(session: ShareSession, waitMs: number, params: ShareFetchParams) {
     const keys = [...session.partitions].map((k) => {
       const { topic, partition } = parseSessionPartitionKey(k);
       return topicPartitionKey(topic, partition);
     });
-    const op = this.replicaManager.parkShareFetch(keys, params.maxWaitMs);
-    const waiter = {
+    const op = this.replicaManager.parkShareFetch(keys, waitMs);
+    const waiter: ShareFetchWaiter = {
       op,
+      memberId: session.memberId,
       keys: new Set([...session.partitions].map((k) => `${session.groupId}\u0000${k}`)),
+      nudged: false,
     };
     this.waiters.add(waiter);
     const unsubscribe = params.onCancel(() => op.complete("cancelled"));
     const outcome = await op.done;
     unsubscribe();
     this.waiters.delete(waiter);
-    return outcome !== "cancelled";
+    return waiter.nudged ? "nudged" : outcome;
   }
 
   private wake(key: string): void {
     for (const w of this.waiters) if (w.keys.has(key)) w.op.complete("data");
+  }
+
+  /**
+   * A member that holds nothing found the partition's in-flight window full: the records that
+   * fill it are held by members whose next fetches would carry their acknowledgements. A Kafka
+   * client sends at most one request to a broker at a time and fetches ahead, so a holder whose
+   * prefetch is waiting here cannot send them until that wait ends. Those waits end now (empty
+   * answers), so the window frees up in a round trip instead of `maxWaitMs`. Only members
+   * holding nothing nudge, so holders cannot keep waking each other.
+   */
+  private nudgeHolders(session: ShareSession, key: string, sp: SharePartition): void {
+    const holders = sp.holders();
+    if (holders.has(session.memberId)) return;
+    for (const w of this.waiters) {
+      if (!w.nudged && w.keys.has(key) && holders.has(w.memberId)) {
+        w.nudged = true;
+        w.op.complete("data");
+      }
+    }
   }
 
   private releaseSession(session: ShareSession): void {
@@ -528,6 +573,16 @@ export class SharePartitionManager {
         ?.releaseMember(session.memberId);
     }
   }
+}
+
+/** A ShareFetch waiting for records to acquire. */
+interface ShareFetchWaiter {
+  readonly op: DelayedFetch;
+  readonly memberId: string;
+  /** The (group, partition) state keys it waits on. */
+  readonly keys: Set<string>;
+  /** Ended early so that its member can send its acknowledgements (see nudgeHolders). */
+  nudged: boolean;
 }
 
 function batchesOf(range: FileRange): BatchEntry[] {

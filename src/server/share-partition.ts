@@ -65,7 +65,10 @@ export class SharePartition {
   constructor(
     startOffset: bigint,
     private readonly settings: SharePartitionSettings,
-    /** Called when records become available again (released, lock expired): wake fetches. */
+    /**
+     * Called when records may be acquired again (released, lock expired, or the start moved and
+     * freed room in a full window): wakes waiting fetches.
+     */
     private readonly onAvailable: () => void,
     /** Called after every change of state, for persistence. */
     private readonly onChange: () => void,
@@ -94,6 +97,15 @@ export class SharePartition {
       if (s === RecordState.ACKNOWLEDGED || s === RecordState.ARCHIVED) n++;
     }
     return n;
+  }
+
+  /** The members holding ACQUIRED records (one pass over the window). */
+  holders(): Set<string> {
+    const members = new Set<string>();
+    for (let i = this.head; i < this.states.length; i++) {
+      if (this.states[i] === RecordState.ACQUIRED) members.add(this.owners[i]!);
+    }
+    return members;
   }
 
   /** Where a fetch should read: the first AVAILABLE record, else the end; null when full. */
@@ -182,9 +194,9 @@ export class SharePartition {
       if (type === AcknowledgeType.RELEASE) released = this.release(i) || released;
       else this.finish(i, type === AcknowledgeType.ACCEPT);
     }
-    this.advanceStart();
+    const moved = this.advanceStart();
     this.onChange();
-    if (released) this.onAvailable();
+    if (released || moved) this.onAvailable();
     return ErrorCode.NONE;
   }
 
@@ -196,9 +208,9 @@ export class SharePartition {
         released = this.release(i) || released;
       }
     }
-    this.advanceStart();
+    const moved = this.advanceStart();
     this.onChange();
-    if (released) this.onAvailable();
+    if (released || moved) this.onAvailable();
   }
 
   /**
@@ -274,9 +286,9 @@ export class SharePartition {
       released = this.release(i) || released;
     }
     if (!changed) return;
-    this.advanceStart();
+    const moved = this.advanceStart();
     this.onChange();
-    if (released) this.onAvailable();
+    if (released || moved) this.onAvailable();
   }
 
   /** ACQUIRED to AVAILABLE, or ARCHIVED at the delivery limit. True when it became AVAILABLE. */
@@ -296,13 +308,16 @@ export class SharePartition {
     this.owners[i] = null;
   }
 
-  private advanceStart(): void {
+  /** Moves the start over finished records; true when it moved (the window has room). */
+  private advanceStart(): boolean {
+    const before = this.start;
     while (this.head < this.states.length) {
       const s = this.states[this.head];
       if (s !== RecordState.ACKNOWLEDGED && s !== RecordState.ARCHIVED) break;
       this.dropHead();
     }
     this.compact();
+    return this.start !== before;
   }
 
   private dropHead(): void {

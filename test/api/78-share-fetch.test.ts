@@ -171,3 +171,89 @@ test("share.auto.offset.reset=earliest, a group config, starts a new group at th
     "earliest",
   );
 });
+
+/** A topic of 150 records and a share group whose in-flight window is 100 records. */
+async function windowGroup(group: string, topic: string): Promise<Uint8Array> {
+  await client.request(ApiKey.CreateTopics, 7, {
+    topics: [{ name: topic, numPartitions: 1, replicationFactor: 1 }],
+    timeoutMs: 5000,
+  });
+  const id = b.broker.services.metadataCache.topic(topic)!.topicId;
+  const window = await client.request(ApiKey.IncrementalAlterConfigs, 1, {
+    resources: [
+      {
+        resourceType: 32,
+        resourceName: group,
+        configs: [{ name: "share.partition.max.record.locks", configOperation: 0, value: "100" }],
+      },
+    ],
+  });
+  expect(window.responses[0]!.errorCode).toBe(ErrorCode.NONE);
+  const joined = await client.request(ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: group,
+    memberId: "a",
+    memberEpoch: 0,
+    subscribedTopicNames: [topic],
+  });
+  expect(joined.errorCode).toBe(ErrorCode.NONE);
+  const records = Array.from({ length: 150 }, (_, i) => ({
+    value: new TextEncoder().encode(`${i}`),
+  }));
+  await client.request(ApiKey.Produce, 9, {
+    acks: 1,
+    timeoutMs: 5000,
+    topicData: [{ name: topic, partitionData: [{ index: 0, records: buildRecordBatch(records) }] }],
+  });
+  return id;
+}
+
+test("a full in-flight window: a holder's waiting fetch ends for its acknowledgements, which wake the starved member", async () => {
+  const group = "sg-window";
+  const id = await windowGroup(group, "window");
+  // One connection per member: a Kafka client has one request in flight per broker.
+  const [ca, cb] = [await KafkaClient.connect(b.port), await KafkaClient.connect(b.port)];
+  const fetch = (c: KafkaClient, member: string, epoch: number, maxWaitMs: number) =>
+    c.request(ApiKey.ShareFetch, 1, {
+      groupId: group,
+      memberId: member,
+      shareSessionEpoch: epoch,
+      maxWaitMs,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      maxRecords: 100,
+      batchSize: 100,
+      topics: [{ topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+    });
+  const acquired = (r: Awaited<ReturnType<typeof fetch>>) =>
+    r.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+  try {
+    // a fills the window (100 records) and fetches ahead, as the Java client does.
+    expect(acquired(await fetch(ca, "a", 0, 0))).toEqual([
+      { firstOffset: 0n, lastOffset: 99n, deliveryCount: 1 },
+    ]);
+    const ahead = fetch(ca, "a", 1, 120_000);
+    await Bun.sleep(50);
+    // b finds the window full: a's waiting fetch ends (empty) long before its 120 s, so a can
+    // send its acknowledgements; b keeps waiting and gets the records they make room for.
+    const starved = fetch(cb, "b", 0, 120_000);
+    expect(acquired(await ahead)).toEqual([]);
+    const acked = await ca.request(ApiKey.ShareAcknowledge, 1, {
+      groupId: group,
+      memberId: "a",
+      shareSessionEpoch: 2,
+      topics: [
+        {
+          topicId: id,
+          partitions: [{ partitionIndex: 0, acknowledgementBatches: [ack(0n, 99n, 1)] }],
+        },
+      ],
+    });
+    expect(acked.responses[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(acquired(await starved)).toEqual([
+      { firstOffset: 100n, lastOffset: 149n, deliveryCount: 1 },
+    ]);
+  } finally {
+    ca.close();
+    cb.close();
+  }
+}, 30_000);
