@@ -1,8 +1,14 @@
-// ShareFetch: v1 (KIP-932)
+// ShareFetch: v1-2 (KIP-932)
 //
 // Version notes:
 // * v0 was early access (Kafka 3.9/4.0). v1: MaxRecords and BatchSize, AcquisitionLockTimeoutMs.
-//   v2 (acquire modes, RENEW acknowledgements) is not offered.
+// * v2 (KIP-1222): ShareAcquireMode, 0 batch_optimized or 1 record_limit (INVALID_REQUEST
+//   otherwise). Quill never acquires more than MaxRecords in either mode (it splits batches,
+//   which record_limit requires and batch_optimized allows). IsRenewAck: the acknowledgements
+//   may be RENEW (type 4: the records stay the member's under a new lock of the full duration)
+//   and the request only acknowledges, so MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0
+//   (INVALID_REQUEST otherwise, as Kafka). RENEW without IsRenewAck, or before v2, is the
+//   partition's INVALID_REQUEST.
 // * Share sessions (server/share-session-cache.ts): epoch 0 opens one (acknowledgements there are
 //   INVALID_REQUEST), later requests carry the next epoch (INVALID_SHARE_SESSION_EPOCH
 //   otherwise, SHARE_SESSION_NOT_FOUND for none), -1 acknowledges and closes without fetching.
@@ -21,7 +27,7 @@ import { byTopicId, resolveShareTopics } from "./share-requests.ts";
 export const shareFetchHandler = defineHandler({
   apiKey: ApiKey.ShareFetch,
   minVersion: 1,
-  maxVersion: 1,
+  maxVersion: 2,
   async handle(request, ctx) {
     const groupId = request.groupId ?? "";
     const lockMs = ctx.broker.sharePartitionManager.groupConfigs.shareRecordLockDurationMs(groupId);
@@ -35,6 +41,8 @@ export const shareFetchHandler = defineHandler({
     if (groupId === "" || request.memberId === null || request.memberId === "") {
       return fail(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.");
     }
+    const invalid = invalidV2Fields(request);
+    if (invalid !== null) return fail(ErrorCode.INVALID_REQUEST, invalid);
     if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, groupId)) {
       return fail(ErrorCode.GROUP_AUTHORIZATION_FAILED);
     }
@@ -52,6 +60,7 @@ export const shareFetchHandler = defineHandler({
       maxWaitMs: request.maxWaitMs,
       maxBytes: request.maxBytes,
       maxRecords: request.maxRecords,
+      renewAck: request.isRenewAck,
       partitions: resolved,
       forgotten,
       onCancel: (listener) => ctx.conn.onClose(listener),
@@ -76,3 +85,26 @@ export const shareFetchHandler = defineHandler({
     };
   },
 });
+
+const ShareAcquireMode = { BATCH_OPTIMIZED: 0, RECORD_LIMIT: 1 } as const;
+
+/** What v2's fields make invalid (Kafka's messages), or null. */
+function invalidV2Fields(request: {
+  shareAcquireMode: number;
+  isRenewAck: boolean;
+  maxBytes: number;
+  minBytes: number;
+  maxRecords: number;
+  maxWaitMs: number;
+}): string | null {
+  const mode = request.shareAcquireMode;
+  if (mode !== ShareAcquireMode.BATCH_OPTIMIZED && mode !== ShareAcquireMode.RECORD_LIMIT) {
+    return `Unknown ShareAcquireMode ${mode}.`;
+  }
+  if (!request.isRenewAck) return null;
+  const nonZero = (["maxBytes", "minBytes", "maxRecords", "maxWaitMs"] as const).filter(
+    (f) => request[f] !== 0,
+  );
+  if (nonZero.length === 0) return null;
+  return `${nonZero.map((f) => `${f} must be set to 0`).join(", ")} if isRenewAck is true.`;
+}

@@ -1,8 +1,11 @@
-// ShareAcknowledge: v1 (KIP-932)
+// ShareAcknowledge: v1-2 (KIP-932)
 //
 // Version notes:
-// * v0 was early access (Kafka 3.9/4.0); v1 is the first stable version. v2 (RENEW) is not
-//   offered.
+// * v0 was early access (Kafka 3.9/4.0); v1 is the first stable version.
+// * v2 (KIP-1222): IsRenewAck allows RENEW acknowledgements (type 4: the records stay the
+//   member's under a new lock of the full duration), and the response carries
+//   AcquisitionLockTimeoutMs. RENEW without IsRenewAck, or before v2, is the partition's
+//   INVALID_REQUEST.
 // * Acknowledges records acquired through ShareFetch on an open share session: epoch 0 is
 //   INVALID_SHARE_SESSION_EPOCH (only ShareFetch opens a session), -1 acknowledges and closes
 //   the session, releasing what the member still holds. A partition whose acknowledgement
@@ -17,13 +20,15 @@ import { byTopicId, resolveShareTopics } from "./share-requests.ts";
 export const shareAcknowledgeHandler = defineHandler({
   apiKey: ApiKey.ShareAcknowledge,
   minVersion: 1,
-  maxVersion: 1,
+  maxVersion: 2,
   async handle(request, ctx) {
     const groupId = request.groupId ?? "";
+    const lockMs = ctx.broker.sharePartitionManager.groupConfigs.shareRecordLockDurationMs(groupId);
     const fail = (errorCode: number, errorMessage: string | null = null) => ({
       throttleTimeMs: 0,
       errorCode,
       errorMessage,
+      acquisitionLockTimeoutMs: lockMs,
       responses: [],
     });
     if (groupId === "" || request.memberId === null || request.memberId === "") {
@@ -38,6 +43,7 @@ export const shareAcknowledgeHandler = defineHandler({
       request.memberId,
       request.shareSessionEpoch,
       resolved,
+      request.isRenewAck,
     );
     if (result.errorCode !== ErrorCode.NONE) return fail(result.errorCode, result.errorMessage);
     // An acknowledgement's failure is the partition's error here (no separate field).
@@ -54,6 +60,7 @@ export const shareAcknowledgeHandler = defineHandler({
       throttleTimeMs: 0,
       errorCode: ErrorCode.NONE,
       errorMessage: null,
+      acquisitionLockTimeoutMs: lockMs,
       responses,
       nodeEndpoints: [],
     };

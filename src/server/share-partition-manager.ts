@@ -48,6 +48,11 @@ export interface ShareFetchParams {
   readonly maxWaitMs: number;
   readonly maxBytes: number;
   readonly maxRecords: number;
+  /**
+   * IsRenewAck (v2): the acknowledgements may RENEW locks, and the request only acknowledges
+   * (Kafka fetches nothing for it; the handler checks its fetch fields are 0).
+   */
+  readonly renewAck: boolean;
   /** Partitions the request names (added to the session), with their acknowledgements. */
   readonly partitions: readonly SharePartitionRequest[];
   readonly forgotten: readonly { topic: string; partition: number }[];
@@ -161,7 +166,7 @@ export class SharePartitionManager {
     }
     const named = params.partitions.map((p) => sessionPartitionKey(p.topic, p.partition));
     const loadErrors = await this.ensureLoaded(session.groupId, [...session.partitions, ...named]);
-    const acked = this.acknowledgeAll(session, params.partitions);
+    const acked = this.acknowledgeAll(session, params.partitions, params.renewAck);
     if (params.sessionEpoch === FINAL_EPOCH) {
       this.sessions.remove(session);
       return this.afterWrites(acked, []);
@@ -170,6 +175,7 @@ export class SharePartitionManager {
     for (const f of params.forgotten) {
       session.partitions.delete(sessionPartitionKey(f.topic, f.partition));
     }
+    if (params.renewAck) return this.afterWrites(acked, []);
     let fetched = this.fetchAll(session, params, loadErrors);
     if (!hasAcks && params.maxWaitMs > 0) {
       fetched = await this.fetchWhenAvailable(session, params, loadErrors, fetched);
@@ -183,6 +189,7 @@ export class SharePartitionManager {
     memberId: string,
     sessionEpoch: number,
     partitions: readonly SharePartitionRequest[],
+    renewAck = false,
   ): Promise<ShareResult> {
     if (sessionEpoch === INITIAL_EPOCH) {
       return failed(
@@ -199,7 +206,7 @@ export class SharePartitionManager {
     }
     const named = partitions.map((p) => sessionPartitionKey(p.topic, p.partition));
     await this.ensureLoaded(groupId, named);
-    const acked = this.acknowledgeAll(session, partitions);
+    const acked = this.acknowledgeAll(session, partitions, renewAck);
     if (sessionEpoch === FINAL_EPOCH) this.sessions.remove(session);
     return this.afterWrites(acked, []);
   }
@@ -380,7 +387,11 @@ export class SharePartitionManager {
     for (const key of [...this.partitions.keys()]) if (key.endsWith(suffix)) this.dropState(key);
   }
 
-  private acknowledgeAll(session: ShareSession, partitions: readonly SharePartitionRequest[]) {
+  private acknowledgeAll(
+    session: ShareSession,
+    partitions: readonly SharePartitionRequest[],
+    allowRenew: boolean,
+  ) {
     const results = new Map<string, SharePartitionResult>();
     const writes = new Map<string, Promise<number>>();
     for (const p of partitions) {
@@ -391,7 +402,13 @@ export class SharePartitionManager {
         const code =
           sp === undefined
             ? ErrorCode.INVALID_RECORD_STATE
-            : sp.acknowledge(session.memberId, batch.firstOffset, batch.lastOffset, batch.types);
+            : sp.acknowledge(
+                session.memberId,
+                batch.firstOffset,
+                batch.lastOffset,
+                batch.types,
+                allowRenew,
+              );
         if (code !== ErrorCode.NONE) ackErrorCode = code;
       }
       const key = sessionPartitionKey(p.topic, p.partition);

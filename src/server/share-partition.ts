@@ -19,7 +19,8 @@ import { assert } from "../util/assert.ts";
  */
 
 export const RecordState = { AVAILABLE: 0, ACQUIRED: 1, ACKNOWLEDGED: 2, ARCHIVED: 4 } as const;
-export const AcknowledgeType = { GAP: 0, ACCEPT: 1, RELEASE: 2, REJECT: 3 } as const;
+/** RENEW (ShareFetch and ShareAcknowledge v2, KIP-1222) keeps the record and restarts its lock. */
+export const AcknowledgeType = { GAP: 0, ACCEPT: 1, RELEASE: 2, REJECT: 3, RENEW: 4 } as const;
 
 export interface SharePartitionSettings {
   /** `group.share.record.lock.duration.ms`. */
@@ -168,32 +169,43 @@ export class SharePartition {
   /**
    * Applies one acknowledgement batch of `memberId`: every offset must be ACQUIRED by it (else
    * INVALID_RECORD_STATE and nothing changes). `types` holds one type for the whole batch or
-   * one per offset. Returns the error code.
+   * one per offset; RENEW only when `allowRenew` (a v2 request flagged IsRenewAck), else
+   * INVALID_REQUEST. Returns the error code.
    */
-  acknowledge(memberId: string, first: bigint, last: bigint, types: readonly number[]): number {
+  acknowledge(
+    memberId: string,
+    first: bigint,
+    last: bigint,
+    types: readonly number[],
+    allowRenew = false,
+  ): number {
     const n = Number(last - first) + 1;
     if (last < first || (types.length !== 1 && types.length !== n) || types.length === 0) {
       return ErrorCode.INVALID_REQUEST;
     }
+    const maxType = allowRenew ? AcknowledgeType.RENEW : AcknowledgeType.REJECT;
+    if (types.some((t) => t < AcknowledgeType.GAP || t > maxType)) return ErrorCode.INVALID_REQUEST;
     if (first < this.start || last >= this.endOffset) return ErrorCode.INVALID_RECORD_STATE;
     const base = this.indexOf(first);
-    for (let k = 0; k < n; k++) {
-      const type = types.length === 1 ? types[0]! : types[k]!;
-      if (type < AcknowledgeType.GAP || type > AcknowledgeType.REJECT) {
-        return ErrorCode.INVALID_REQUEST;
-      }
-      const i = base + k;
+    for (let i = base; i < base + n; i++) {
       if (this.states[i] !== RecordState.ACQUIRED || this.owners[i] !== memberId) {
         return ErrorCode.INVALID_RECORD_STATE;
       }
     }
     let released = false;
+    let renewLockId = 0;
     for (let k = 0; k < n; k++) {
       const type = types.length === 1 ? types[0]! : types[k]!;
       const i = base + k;
-      if (type === AcknowledgeType.RELEASE) released = this.release(i) || released;
+      if (type === AcknowledgeType.RENEW) {
+        // Still the member's, under a new lock of the full duration; the old lock's timer
+        // finds no record of its own left when it fires.
+        if (renewLockId === 0) renewLockId = this.nextLockId++;
+        this.lockIds[i] = renewLockId;
+      } else if (type === AcknowledgeType.RELEASE) released = this.release(i) || released;
       else this.finish(i, type === AcknowledgeType.ACCEPT);
     }
+    if (renewLockId !== 0) this.armLock(renewLockId);
     const moved = this.advanceStart();
     this.onChange();
     if (released || moved) this.onAvailable();

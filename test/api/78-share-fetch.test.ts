@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
+import { RecordState } from "../../src/server/share-partition.ts";
 import { KafkaClient, startTestBroker, type TestBroker } from "../support/kafka-client.ts";
 
 const TOPIC = "queue";
@@ -255,5 +256,71 @@ test("a full in-flight window: a holder's waiting fetch ends for its acknowledge
   } finally {
     ca.close();
     cb.close();
+  }
+}, 30_000);
+
+test("v2: RENEW keeps a record the member's under IsRenewAck only; renewing fetches nothing", async () => {
+  const group = "sg-renew";
+  const id = await windowGroup(group, "renew");
+  const c = await KafkaClient.connect(b.port);
+  const partitions = (acks: Ack[]) => [
+    { topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: acks }] },
+  ];
+  const fetch = (epoch: number, fields: Record<string, unknown>, acks: Ack[] = []) =>
+    c.request(ApiKey.ShareFetch, 2, {
+      groupId: group,
+      memberId: "r",
+      shareSessionEpoch: epoch,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      maxRecords: 10,
+      batchSize: 10,
+      shareAcquireMode: 1,
+      isRenewAck: false,
+      topics: partitions(acks),
+      ...fields,
+    });
+  const renewOnly = { minBytes: 0, maxBytes: 0, maxRecords: 0, isRenewAck: true };
+  const acknowledge = (epoch: number, isRenewAck: boolean, acks: Ack[], version = 2) =>
+    c.request(ApiKey.ShareAcknowledge, version, {
+      groupId: group,
+      memberId: "r",
+      shareSessionEpoch: epoch,
+      isRenewAck,
+      topics: partitions(acks),
+    });
+  const ackError = (r: { responses: { partitions: { errorCode: number }[] }[] }) =>
+    r.responses[0]!.partitions[0]!.errorCode;
+  try {
+    expect((await fetch(0, { shareAcquireMode: 7 })).errorCode).toBe(ErrorCode.INVALID_REQUEST);
+    const got = await fetch(0, {});
+    expect(got.responses[0]!.partitions[0]!.acquiredRecords).toEqual([
+      { firstOffset: 0n, lastOffset: 9n, deliveryCount: 1 },
+    ]);
+    // IsRenewAck with fetch fields set is refused as a whole (Kafka's check).
+    const mixed = await fetch(1, { isRenewAck: true }, [ack(0n, 0n, 4)]);
+    expect(mixed.errorCode).toBe(ErrorCode.INVALID_REQUEST);
+    expect(mixed.errorMessage).toContain("maxRecords must be set to 0");
+    // RENEW needs IsRenewAck (and v2).
+    expect(ackError(await acknowledge(1, false, [ack(0n, 0n, 4)]))).toBe(ErrorCode.INVALID_REQUEST);
+    expect(ackError(await acknowledge(2, false, [ack(0n, 0n, 4)], 1))).toBe(
+      ErrorCode.INVALID_REQUEST,
+    );
+    const renewed = await fetch(3, renewOnly, [ack(0n, 4n, 4)]);
+    expect(renewed.errorCode).toBe(ErrorCode.NONE);
+    const part = renewed.responses[0]!.partitions[0]!;
+    expect(part.acknowledgeErrorCode).toBe(ErrorCode.NONE);
+    expect(part.acquiredRecords).toEqual([]);
+    const sp = b.broker.services.sharePartitionManager.sharePartition(group, "renew", 0)!;
+    expect(sp.stateOf(0n)).toEqual({ state: RecordState.ACQUIRED, deliveryCount: 1 });
+    const renewAck = await acknowledge(4, true, [ack(5n, 9n, 4)]);
+    expect(ackError(renewAck)).toBe(ErrorCode.NONE);
+    expect(renewAck.acquisitionLockTimeoutMs).toBe(60_000);
+    // Still the member's: it accepts them all and the start moves past them.
+    expect(ackError(await acknowledge(5, false, [ack(0n, 9n, 1)]))).toBe(ErrorCode.NONE);
+    expect(sp.startOffset).toBe(10n);
+  } finally {
+    c.close();
   }
 }, 30_000);

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
   type InProcessBroker,
   REPO_ROOT,
@@ -88,6 +89,11 @@ test("three share consumers on one partition get every record exactly once", asy
   await shareGroupsTool([...reset, "--to-offset", "100", "--execute"]);
   const shares = broker.broker.services.sharePartitionManager;
   expect(shares.sharePartition("g-exactly", "share-exactly", 0)!.startOffset).toBe(100n);
+  // The Kafka 4.4 client negotiated the newest versions (KIP-1222's v2), never v1.
+  const versions = broker.broker.services.metrics.requestVersionCounts();
+  for (const key of [ApiKey.ShareFetch, ApiKey.ShareAcknowledge]) {
+    expect(versions.filter(([k]) => k === key).map(([, v]) => v)).toEqual([2]);
+  }
 }, 90_000);
 
 test("RELEASE redelivers, REJECT archives, the delivery limit archives a poison record", async () => {

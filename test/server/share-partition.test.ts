@@ -119,3 +119,23 @@ test("a snapshot restores the start and in-flight states; acquired records come 
   expect(restored.nextFetchOffset()).toBe(10n);
   sp.close();
 });
+
+test("RENEW (when allowed) keeps the records acquired under a new lock; the old one ends nothing", async () => {
+  const settings = { ...SETTINGS, lockDurationMs: 30 };
+  const sp = new SharePartition(
+    0n,
+    settings,
+    () => {},
+    () => {},
+  );
+  sp.acquire("a", [batch(0n, 1n)], 10);
+  expect(sp.acknowledge("a", 0n, 0n, [AcknowledgeType.RENEW])).toBe(ErrorCode.INVALID_REQUEST);
+  // Renewed under a lock that outlasts the test: the first lock's timer finds nothing of its own.
+  settings.lockDurationMs = 60_000;
+  expect(sp.acknowledge("a", 0n, 0n, [AcknowledgeType.RENEW], true)).toBe(ErrorCode.NONE);
+  await Bun.sleep(100);
+  expect(sp.stateOf(0n)).toEqual({ state: RecordState.ACQUIRED, deliveryCount: 1 });
+  expect(sp.stateOf(1n)).toEqual({ state: RecordState.AVAILABLE, deliveryCount: 1 });
+  expect(sp.acknowledge("a", 0n, 0n, [AcknowledgeType.ACCEPT])).toBe(ErrorCode.NONE);
+  sp.close();
+});
