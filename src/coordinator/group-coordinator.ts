@@ -1025,9 +1025,12 @@ export class GroupCoordinator {
       const adoptError = await this.adoptStoredGroup(groupId);
       if (adoptError !== null) return describedError(groupId, adoptError, null);
       const group = this.groups.get(groupId);
-      if (group === undefined || group.is(GroupState.Dead)) {
+      // A consumer group, with classic members or none, is not described here (Kafka 4).
+      const notClassic = this.consumerGroups.get(groupId) !== undefined;
+      if (group === undefined || group.is(GroupState.Dead) || notClassic) {
         if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
-          const message = `Group ${groupId} not found.`;
+          const what = notClassic ? "is not a classic group" : "not found";
+          const message = `Group ${groupId} ${what}.`;
           return describedError(groupId, ErrorCode.GROUP_ID_NOT_FOUND, message);
         }
         return describedError(groupId, ErrorCode.NONE, null);

@@ -172,6 +172,13 @@ test("a classic group is upgraded by a KIP-848 member and downgraded when it lea
   const stale = await commit(c, GROUP, { "orders:0": 5n }, { generationId: 99, memberId: a });
   expect(stale.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.ILLEGAL_GENERATION);
   expect(heartbeat(c, GROUP, generation, first.memberId)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
+  // DescribeGroups does not describe consumer groups (ConsumerGroupDescribe does).
+  const [described] = await c.describeGroups([GROUP], 6);
+  expect([described!.errorCode, described!.errorMessage]).toEqual([
+    ErrorCode.GROUP_ID_NOT_FOUND,
+    "Group g is not a classic group.",
+  ]);
+  expect((await c.describeGroups([GROUP], 5))[0]!.groupState).toBe("Dead");
 
   // Rounds of heartbeats until the three members split the four partitions.
   const consumer = { epoch: first.memberEpoch, owned: NONE };

@@ -139,6 +139,7 @@ test("a running group rolls from classic to KIP-848 members and back", async () 
   console.log(
     `group-migration: ${produced} records, ${values.length - distinct.size} read twice, ` +
       `${uncommitted.length} failed commits or lost partitions; steps ${steps.join(" ")}`,
+    uncommitted.join("\n"),
   );
   // At-least-once with a commit after every poll and on revocation: a record is read again
   // only when a commit failed or partitions were lost.
