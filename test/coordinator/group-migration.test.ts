@@ -23,9 +23,9 @@ afterEach(async () => {
 
 const PARTITIONS = 4;
 
-async function open(config: Partial<GroupConfig> = {}) {
+async function open(config: Partial<GroupConfig> = {}, on?: string) {
   const counts = () => new Map([["orders", PARTITIONS]]);
-  const dir = mkdtempSync(join(tmpdir(), "quill-migration-"));
+  const dir = on ?? mkdtempSync(join(tmpdir(), "quill-migration-"));
   const store = LocalOffsetStore.open(dir);
   const coordinator = new GroupCoordinator(
     store,
@@ -39,7 +39,7 @@ async function open(config: Partial<GroupConfig> = {}) {
     async close() {
       coordinator.close();
       await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (on === undefined) rmSync(dir, { recursive: true, force: true });
     },
   });
   return coordinator;
@@ -227,4 +227,26 @@ test("group.consumer.migration.policy decides whether groups change protocol", a
   );
   expect(leave(upgradeOnly, GROUP, b).members[0]!.errorCode).toBe(ErrorCode.NONE);
   expect(upgradeOnly.consumerGroup(GROUP)?.state).toBe("Empty");
+});
+
+test("classic members of a consumer group are stored with it and carry on after a failover", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "quill-migration-"));
+  try {
+    const first = await open({}, dir);
+    const { a, generation } = await classicGroup(first);
+    const k = await first.consumerGroupHeartbeat(hb({}));
+    expect(k.errorCode).toBe(ErrorCode.NONE);
+    await fixtures.shift()!.close(); // the coordinator goes away without the group leaving
+    const next = await open({}, dir);
+    await next.loadGroup(GROUP);
+    const member = next.consumerGroup(GROUP)?.members.get(a);
+    expect(member?.classic?.sessionTimeoutMs).toBe(10_000);
+    expect(member?.classic?.protocols.map((p) => p.name)).toEqual(["range"]);
+    // a is still known by its generation, and told to rejoin for the new member's epoch.
+    expect(heartbeat(next, GROUP, generation, a)).toBe(ErrorCode.REBALANCE_IN_PROGRESS);
+    const j = await classicJoin(next, a);
+    expect(j.errorCode).toBe(ErrorCode.NONE);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
