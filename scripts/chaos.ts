@@ -11,6 +11,8 @@
 //   zk-minority     one ZooKeeper node loses the other two and the brokers
 //   netem           100 ms delay and 10% loss on a broker's link (tc netem; skipped when the
 //                   kernel has no netem, which is reported)
+//   loss            10% of the packets lost each way on a partition leader's link (nftables)
+//   loss-one-way    25% lost one way only, to or from a partition leader (nftables)
 //   kill9           kill -9 of a broker, restarted after the hold
 //   sigstop         SIGSTOP of a broker, SIGCONT after the hold
 //   disk-full       a broker's data dir (a 256 MiB tmpfs) is filled, then freed
@@ -51,8 +53,12 @@ import {
   HOST_IP,
   holdFor,
   type Kind,
+  LOSS_PERCENT,
+  loss,
   mountDataDir,
   netemAvailable,
+  nftablesAvailable,
+  ONE_WAY_LOSS_PERCENT,
   type Options,
   PARTITIONS,
   type Proc,
@@ -250,7 +256,8 @@ async function applyOne(
   const partition = Math.floor(pick() * PARTITIONS);
   const leader = m?.leaders.get(partition) ?? 1;
   const spare = run.ids.filter((b) => !hit.has(b));
-  if (kind === "leader-cut" || kind === "kill9" || kind === "sigstop" || kind === "disk-full") {
+  const onLeader = ["leader-cut", "kill9", "sigstop", "disk-full", "loss", "loss-one-way"];
+  if (onLeader.includes(kind)) {
     hit.add(leader);
   }
   const others = (id: number) => run.ids.filter((b) => b !== id).map(brokerIp);
@@ -287,6 +294,15 @@ async function applyOne(
       sh(`tc qdisc add dev ${brokerNs(b)}h root netem delay 100ms loss 10%`);
       return [() => sh(`tc qdisc del dev ${brokerNs(b)}h root`, true), `broker ${b}`];
     }
+    case "loss": {
+      const heal = loss(leader, LOSS_PERCENT, { toBroker: true, fromBroker: true });
+      return [heal, `broker ${leader}`];
+    }
+    case "loss-one-way": {
+      const toBroker = pick() < 0.5;
+      const heal = loss(leader, ONE_WAY_LOSS_PERCENT, { toBroker, fromBroker: !toBroker });
+      return [heal, `broker ${leader} (${toBroker ? "to it" : "from it"})`];
+    }
     case "kill9":
       process.kill(brokerPid(leader), "SIGKILL");
       return [() => restartIfDead(run, leader), `broker ${leader}`];
@@ -305,9 +321,11 @@ async function applyOne(
   }
 }
 
-function schedule(options: Options, netem: boolean): Kind[] {
+function schedule(options: Options, netem: boolean, nftables: boolean): Kind[] {
   const pick = random(options.seed);
-  const kinds = options.kinds.filter((k) => netem || k !== "netem");
+  const kinds = options.kinds.filter(
+    (k) => (netem || k !== "netem") && (nftables || (k !== "loss" && k !== "loss-one-way")),
+  );
   const all = kinds.flatMap((k) => Array.from({ length: options.perKind }, () => k));
   for (let i = all.length - 1; i > 0; i--) {
     const j = Math.floor(pick() * (i + 1));
@@ -318,11 +336,18 @@ function schedule(options: Options, netem: boolean): Kind[] {
 
 async function runFaults(run: Run, options: Options): Promise<FaultRecord[]> {
   const netem = netemAvailable();
-  if (!netem) run.notes.push("tc netem is not available on this kernel: netem faults skipped");
+  if (!netem) {
+    run.notes.push(
+      "tc netem is not available on this kernel: netem faults (delay and loss) skipped; " +
+        "packet loss runs as the loss kinds (nftables), delay cannot be injected",
+    );
+  }
+  const nftables = nftablesAvailable();
+  if (!nftables) run.notes.push("nft is not available: loss and loss-one-way faults skipped");
   const pick = random(options.seed * 7 + 1);
   const faults: FaultRecord[] = [];
   const deadlineMs = Date.now() + options.minutes * 60_000;
-  const planned = schedule(options, netem);
+  const planned = schedule(options, netem, nftables);
   for (const kind of planned) {
     if (run.stopping || Date.now() > deadlineMs) {
       const why = run.stopping ? "stopped by a signal" : `--minutes ${options.minutes} reached`;

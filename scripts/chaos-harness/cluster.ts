@@ -1,5 +1,6 @@
 // The chaos harness's cluster (scripts/chaos.ts): network namespaces on one bridge, blackhole
-// routes for partitions, tc netem, and the ZooKeeper and broker processes inside the namespaces.
+// routes for partitions, nftables rules for packet loss, tc netem for delay, and the ZooKeeper
+// and broker processes inside the namespaces.
 // The addresses are private ones on a bridge with no route out, so nothing is reachable from
 // outside this machine.
 import { spawn, spawnSync } from "node:child_process";
@@ -41,6 +42,8 @@ export const SINGLE_KINDS = [
   "controller-cut",
   "zk-minority",
   "netem",
+  "loss",
+  "loss-one-way",
   "kill9",
   "sigstop",
   "disk-full",
@@ -61,8 +64,9 @@ export type Kind = SingleKind | CombinedKind;
 export interface Options {
   readonly seed: number;
   readonly perKind: number;
-  /** `--hold-ms N` for every kind; null: HOLD_MS per kind (or 6 s each in `--quick`). */
+  /** `--hold-ms N` for every kind; null: HOLD_MS per kind (QUICK_HOLD_MS in `--quick`). */
   readonly holdMs: number | null;
+  readonly quick: boolean;
   readonly recoverMs: number;
   readonly brokers: number;
   /** `--kinds a,b`: only these kinds (all by default). */
@@ -84,6 +88,8 @@ export const HOLD_MS: Record<Kind, number> = {
   "controller-cut": 8_000,
   "zk-minority": 8_000,
   netem: 8_000,
+  loss: 8_000,
+  "loss-one-way": 8_000,
   kill9: 2_000,
   sigstop: 8_000,
   "disk-full": 3_000,
@@ -92,7 +98,21 @@ export const HOLD_MS: Record<Kind, number> = {
   "sigstop+controller-cut": 8_000,
 };
 
-export const holdFor = (options: Options, kind: Kind) => options.holdMs ?? HOLD_MS[kind];
+/**
+ * `--quick` (CI) holds each kind 6 s, except: kill9 and disk-full as long as the full schedule
+ * (2 and 3 s: the fault is the crash, or the first failed write), and the loss kinds 3 s (a
+ * lossy link shows what it does to the client and to replication within a second; no session
+ * has to expire). CI's run so stays at about a minute and a half of faults with them.
+ */
+const QUICK_HOLD_MS: Partial<Record<Kind, number>> = {
+  kill9: HOLD_MS.kill9,
+  "disk-full": HOLD_MS["disk-full"],
+  loss: 3_000,
+  "loss-one-way": 3_000,
+};
+
+export const holdFor = (options: Options, kind: Kind) =>
+  options.holdMs ?? (options.quick ? (QUICK_HOLD_MS[kind] ?? 6_000) : HOLD_MS[kind]);
 
 export function parseOptions(argv: readonly string[]): Options {
   const value = (flag: string, fallback: number) => {
@@ -113,7 +133,8 @@ export function parseOptions(argv: readonly string[]): Options {
     brokers,
     seed: value("--seed", Date.now() % 100_000),
     perKind: value("--faults-per-kind", quick ? 1 : 50),
-    holdMs: argv.includes("--hold-ms") || quick ? value("--hold-ms", 6_000) : null,
+    holdMs: argv.includes("--hold-ms") ? value("--hold-ms", 6_000) : null,
+    quick,
     recoverMs: quick ? 8_000 : 15_000,
     kinds,
     minutes: value("--minutes", Number.POSITIVE_INFINITY),
@@ -165,6 +186,8 @@ export function setUpNetwork(brokers: number): void {
 /** Removes what any earlier run made, whatever its broker count. */
 export function tearDownNetwork(): void {
   for (const { ns } of namespaces(BROKERS_MAX)) {
+    // A loss fault's table on the bridge's end of the link (the namespace's goes with it).
+    nft(null, `delete table netdev ${ns}_loss\n`, true);
     sh(`ip netns del ${ns}`, true);
     sh(`ip link del ${ns}h`, true);
   }
@@ -177,6 +200,69 @@ export function cut(ns: string, ips: readonly string[]): () => void {
     for (const ip of ips) sh(`ip netns exec ${ns} ip route del blackhole ${ip}/32`, true);
   };
 }
+
+/** `loss`: this share of the packets each way on a broker's link is dropped. */
+export const LOSS_PERCENT = 10;
+/** `loss-one-way`: this share of the packets one way (to or from the broker) is dropped. */
+export const ONE_WAY_LOSS_PERCENT = 25;
+
+/**
+ * Drops `percent` of the packets reaching the broker (`toBroker`) and of those it sends
+ * (`fromBroker`), at random, with nftables: netdev ingress hooks, so a packet is lost on the
+ * wire as on a bad link, and no sender is told (a drop on the sender's own output would fail
+ * its send with EPERM instead). What reaches the broker is filtered in its namespace, at its
+ * end of the veth pair; what it sends, at the bridge's end, in the host's namespace.
+ */
+export function loss(
+  id: number,
+  percent: number,
+  { toBroker, fromBroker }: { toBroker: boolean; fromBroker: boolean },
+): () => void {
+  const ns = brokerNs(id);
+  const table = `${ns}_loss`;
+  const ruleset = (device: string) =>
+    `add table netdev ${table}\n` +
+    `add chain netdev ${table} in { type filter hook ingress device "${device}" priority 0; ` +
+    "policy accept; }\n" +
+    `add rule netdev ${table} in numgen random mod 100 < ${percent} counter drop\n`;
+  const sides = [
+    ...(toBroker ? [{ ns, device: `${ns}n`, way: "to" }] : []),
+    ...(fromBroker ? [{ ns: null, device: `${ns}h`, way: "from" }] : []),
+  ];
+  for (const side of sides) nft(side.ns, ruleset(side.device));
+  return () => {
+    // What the rules dropped, to show the fault did something.
+    const dropped = sides.map((side) => {
+      const list = nft(side.ns, `list table netdev ${table}\n`, true);
+      const packets = /packets (\d+)/.exec(list)?.[1] ?? "?";
+      nft(side.ns, `delete table netdev ${table}\n`, true);
+      return `${packets} packets ${side.way} broker ${id}`;
+    });
+    console.error(`chaos: loss healed, dropped ${dropped.join(", ")}`);
+  };
+}
+
+/** Runs an nft script in namespace `ns` (null: the host's). */
+function nft(ns: string | null, script: string, allowFailure = false): string {
+  const argv = ns === null ? ["nft", "-f", "-"] : ["ip", "netns", "exec", ns, "nft", "-f", "-"];
+  const r = spawnSync(argv[0]!, argv.slice(1), { input: script, encoding: "utf8" });
+  if (r.status !== 0 && !allowFailure) {
+    throw new Error(`nft ${script.trim()}: exit ${r.status}: ${r.stderr?.trim()}`);
+  }
+  return r.stdout ?? "";
+}
+
+/** Whether `nft` is installed and the kernel has nftables' netdev family and numgen. */
+export const nftablesAvailable = (): boolean => {
+  const table = `${BRIDGE}_probe`;
+  const probe =
+    `add table netdev ${table}\n` +
+    `add chain netdev ${table} in { type filter hook ingress device "${BRIDGE}" priority 0; ` +
+    "policy accept; }\n" +
+    `add rule netdev ${table} in numgen random mod 100 < 0 drop\n` +
+    `delete table netdev ${table}\n`;
+  return spawnSync("nft", ["-f", "-"], { input: probe }).status === 0;
+};
 
 export const netemAvailable = (): boolean => {
   const ok = spawnSync("sh", ["-c", `tc qdisc add dev ${BRIDGE} root netem delay 1ms`]);

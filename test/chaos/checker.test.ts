@@ -7,7 +7,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkAll } from "../../scripts/chaos-harness/checker.ts";
-import { COMBINATIONS, KINDS, parseOptions } from "../../scripts/chaos-harness/cluster.ts";
+import { COMBINATIONS, holdFor, KINDS, parseOptions } from "../../scripts/chaos-harness/cluster.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 
 const dirs: string[] = [];
@@ -111,6 +111,17 @@ test("--brokers takes 3 to 5; combined faults are in every schedule", () => {
   expect(() => parseOptions(["--brokers", "6"])).toThrow("--brokers takes 3 to 5");
   expect(KINDS).toContain("leader-cut+zk-minority");
   for (const [kind, parts] of Object.entries(COMBINATIONS)) expect(kind).toBe(parts.join("+"));
+});
+
+test("the loss kinds are in every schedule; --quick holds them and kill9 shorter, --hold-ms wins", () => {
+  expect(KINDS).toContain("loss");
+  expect(KINDS).toContain("loss-one-way");
+  const quick = parseOptions(["--quick"]);
+  expect(holdFor(quick, "loss")).toBe(3_000);
+  expect(holdFor(quick, "kill9")).toBe(2_000);
+  expect(holdFor(quick, "leader-cut")).toBe(6_000);
+  expect(holdFor(parseOptions([]), "loss")).toBe(8_000);
+  expect(holdFor(parseOptions(["--quick", "--hold-ms", "5000"]), "loss")).toBe(5_000);
 });
 
 test("a gap is blamed on the fault in progress when it began, not on the faults it runs into", () => {
