@@ -1,6 +1,6 @@
 /**
  * ZooKeeperClient against a real ZooKeeper (one JVM shared by this file): CRUD, typed errors,
- * multi, watches, chroot, ephemeral and sequential znodes.
+ * multi, the read barrier, watches, chroot, ephemeral and sequential znodes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { WatchEvent } from "../../src/zookeeper/znode.ts";
@@ -170,6 +170,30 @@ describe("multi", () => {
     expect(error.code).toBe(ZooKeeperCode.BAD_ARGUMENTS);
     expect(await zk.exists("/big")).toBeNull();
     expect(zk.isConnected).toBe(true);
+  });
+});
+
+describe("barrier", () => {
+  test("is one write that changes nothing; barriers asked together share it", async () => {
+    const czxid = async (path: string) => {
+      await zk.create(path);
+      return (await zk.exists(path))!.czxid;
+    };
+    const rootBefore = (await zk.exists("/"))!;
+    const first = await czxid("/barrier-a");
+    await Promise.all([zk.barrier(), zk.barrier(), zk.barrier()]);
+    const second = await czxid("/barrier-b");
+    // One transaction between the two creates: the three barriers were one write.
+    expect(second - first).toBe(2n);
+    await zk.barrier();
+    await zk.barrier();
+    expect((await czxid("/barrier-c")) - second).toBe(3n);
+    const rootAfter = (await zk.exists("/"))!;
+    expect(rootAfter.version).toBe(rootBefore.version);
+    expect(rootAfter.mzxid).toBe(rootBefore.mzxid);
+    // Under a chroot the barrier checks the chroot's root.
+    const chrooted = await connect(`${server.connectString}/barrier-chroot`);
+    await chrooted.barrier();
   });
 });
 
