@@ -294,15 +294,9 @@ async function applyOne(
       sh(`tc qdisc add dev ${brokerNs(b)}h root netem delay 100ms loss 10%`);
       return [() => sh(`tc qdisc del dev ${brokerNs(b)}h root`, true), `broker ${b}`];
     }
-    case "loss": {
-      const heal = loss(leader, LOSS_PERCENT, { toBroker: true, fromBroker: true });
-      return [heal, `broker ${leader}`];
-    }
-    case "loss-one-way": {
-      const toBroker = pick() < 0.5;
-      const heal = loss(leader, ONE_WAY_LOSS_PERCENT, { toBroker, fromBroker: !toBroker });
-      return [heal, `broker ${leader} (${toBroker ? "to it" : "from it"})`];
-    }
+    case "loss":
+    case "loss-one-way":
+      return applyLoss(kind, leader, pick);
     case "kill9":
       process.kill(brokerPid(leader), "SIGKILL");
       return [() => restartIfDead(run, leader), `broker ${leader}`];
@@ -319,6 +313,17 @@ async function applyOne(
       return [heal, `broker ${leader}`];
     }
   }
+}
+
+/** Random loss on a leader's link: both ways, or one way (the direction drawn). */
+function applyLoss(kind: "loss" | "loss-one-way", leader: number, pick: () => number) {
+  if (kind === "loss") {
+    const heal = loss(leader, LOSS_PERCENT, { toBroker: true, fromBroker: true });
+    return [heal, `broker ${leader}`] as [() => void, string];
+  }
+  const toBroker = pick() < 0.5;
+  const heal = loss(leader, ONE_WAY_LOSS_PERCENT, { toBroker, fromBroker: !toBroker });
+  return [heal, `broker ${leader} (${toBroker ? "to it" : "from it"})`] as [() => void, string];
 }
 
 function schedule(options: Options, netem: boolean, nftables: boolean): Kind[] {
