@@ -72,6 +72,7 @@ import { type MembershipSnapshot, MembershipWriter } from "./membership-writer.t
 import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset-store.ts";
 import {
   isPendingGroupId,
+  PENDING_GROUP_PREFIX,
   PENDING_PRODUCERS_MAX,
   type PendingOffset,
   PendingTxnOffsets,
@@ -185,7 +186,7 @@ export class GroupCoordinator {
   async start(): Promise<void> {
     assert(!this.active, "the group coordinator is already started");
     // Offsets of transactions still open when the broker stopped wait for their markers.
-    await this.pendingTxnOffsets.load(await this.store.listGroups());
+    await this.pendingTxnOffsets.load(await this.store.listGroupIds(PENDING_GROUP_PREFIX));
     this.active = true;
     const cleanupIntervalMs = this.config.emptyGroupCleanupIntervalMs;
     this.cleanupTimer = setInterval(() => this.removeIdleGroups(), cleanupIntervalMs);
@@ -1252,12 +1253,12 @@ export class GroupCoordinator {
    * group's pending offsets from the store: the broker that coordinated it before may have died
    * with a transaction open, and its offsets must be UNSTABLE_OFFSET_COMMIT here too until the
    * marker (KIP-447), or a consumer taking over would start before what that transaction
-   * consumed. One listing of the store's groups per group and coordinator move.
+   * consumed. One listing of the store's group ids per group and coordinator move.
    */
   private async readStoredPending(groupId: string): Promise<number | null> {
     if (this.pendingScanned.has(groupId)) return null;
     try {
-      const stored = await this.store.listGroups();
+      const stored = await this.store.listGroupIds(PENDING_GROUP_PREFIX);
       await this.pendingTxnOffsets.load(stored, (id) => id === groupId);
     } catch (error) {
       if (error instanceof KafkaError) return error.code;

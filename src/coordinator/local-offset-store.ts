@@ -180,6 +180,11 @@ export class LocalOffsetStore implements OffsetStore {
     return [...this.groups.keys()];
   }
 
+  async listGroupIds(prefix: string): Promise<string[]> {
+    this.assertOpen();
+    return [...this.groups.keys()].filter((id) => id.startsWith(prefix));
+  }
+
   /** Writes what is pending, then closes the log; later calls get COORDINATOR_NOT_AVAILABLE. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -55,5 +55,11 @@ export interface OffsetStore {
   deleteGroup(groupId: string): Promise<void>;
   /** Groups that have committed offsets (for ListGroups after restart). */
   listGroups(): Promise<string[]>;
+  /**
+   * Group ids starting with `prefix` that the store has an entry for, with offsets or not, in
+   * one listing (the reserved ids of pending transactional offsets, read on every
+   * transaction marker: listGroups reads every group's offsets too).
+   */
+  listGroupIds(prefix: string): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -132,7 +132,7 @@ export class PendingTxnOffsets {
    * Completes, from the store, a producer's pending offsets that no live broker holds in memory
    * (their broker died), for the groups `owns` says this broker coordinates. Runs after
    * complete(), so this broker's own are already gone from the store. One listing of the
-   * store's groups per marker. A live holder may complete the same entry at the same time:
+   * store's group ids per marker. A live holder may complete the same entry at the same time:
    * both commit the same offsets, and deleting twice is harmless.
    */
   async completeStored(
@@ -142,8 +142,7 @@ export class PendingTxnOffsets {
     apply: (groupId: string, offsets: readonly PendingOffset[]) => Promise<void>,
   ): Promise<void> {
     const prefix = pendingGroupId(producerId, "");
-    for (const stored of await this.store.listGroups()) {
-      if (!stored.startsWith(prefix)) continue;
+    for (const stored of await this.store.listGroupIds(prefix)) {
       const groupId = stored.slice(prefix.length);
       if (!owns(groupId)) continue;
       const offsets = await this.store.loadGroup(stored);

@@ -252,6 +252,15 @@ export class ZooKeeperOffsetStore implements OffsetStore {
     });
   }
 
+  async listGroupIds(prefix: string): Promise<string[]> {
+    const deadlineMs = this.deadline();
+    return this.guard(async () => {
+      await this.catchUp(deadlineMs);
+      const names = await this.childrenOrEmpty(CONSUMERS_PATH, deadlineMs);
+      return names.map(decodeZnodeName).filter((id) => id.startsWith(prefix));
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

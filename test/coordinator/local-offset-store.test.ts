@@ -53,6 +53,7 @@ describe("LocalOffsetStore", () => {
 
     const reopened = LocalOffsetStore.open(dir);
     expect((await reopened.listGroups()).sort()).toEqual(["g1", "g3"]);
+    expect(await reopened.listGroupIds("g3")).toEqual(["g3"]);
     const g1 = await reopened.loadGroup("g1");
     expect([...g1.keys()].sort()).toEqual([tp("a", 1), tp("b\u0000weird", 2)]);
     expect(g1.get(tp("a", 1))).toEqual(committed(11n, null));

@@ -158,6 +158,18 @@ describe("layout and round trip", () => {
     ).toBe(ErrorCode.INVALID_GROUP_ID);
   });
 
+  test("listGroupIds lists decoded ids by prefix in one listing, offsets or not", async () => {
+    const store = await newStore();
+    for (const group of ["__txn_pending:7:a/b", "__txn_pending:7:c", "__txn_pending:8:c", "c"])
+      await store.commit(group, [{ topic: "t", partition: 0, committed: committed(1) }]);
+    expect((await store.listGroupIds("__txn_pending:7:")).sort()).toEqual([
+      "__txn_pending:7:a/b",
+      "__txn_pending:7:c",
+    ]);
+    await store.deleteGroup("__txn_pending:7:c");
+    expect(await store.listGroupIds("__txn_pending:7:")).toEqual(["__txn_pending:7:a/b"]);
+  });
+
   test("a commit too big for one ZooKeeper request is split into several and all of it lands", async () => {
     // 1.2 MB through ZooKeeper's fsyncs: the 1 s deadline the other tests use to see
     // unavailability quickly is too short for that on a busy machine (CI missed it once).
