@@ -319,8 +319,8 @@ export class UnifiedLog {
   /**
    * The cleaner's swap: `old` (consecutive sealed segments, still in the log) leave the segment
    * list and `replacement` (covering the same offsets) takes their place, at once, between two
-   * requests. The files were already renamed by the caller (log-cleaner-swap.ts); old segments'
-   * fds stay open until readers holding ranges over them release them.
+   * requests. The files were already renamed by the caller (cleaner.ts, segment-swap.ts); old
+   * segments' fds stay open until readers holding ranges over them release them.
    */
   replaceSegments(old: readonly LogSegment[], replacement: LogSegment): void {
     this.ensureOpen();

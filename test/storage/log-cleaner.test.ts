@@ -114,6 +114,29 @@ describe("LogCleaner: keys", () => {
   });
 });
 
+describe("LogCleaner: cleanup.policy=compact,delete", () => {
+  test("retention.ms deletes old segments and the cleaner compacts the rest", async () => {
+    const log = open({ cleanupPolicy: "compact,delete", retentionMs: 3_600_000 }).getOrCreateLog(
+      "t",
+      0,
+    );
+    writeRounds(log, 10, 3, { timestampMs: Date.now() - 7_200_000 });
+    log.roll();
+    const youngBase = log.activeSegmentBaseOffset;
+    writeRounds(log, 10, 3);
+    log.roll();
+    expect(log.deleteOldSegments(Date.now())).toBeGreaterThan(0);
+    expect(log.logStartOffset).toBe(youngBase);
+    expect(await manager.cleaner.cleanOnce()).not.toBeNull();
+    const after = readAllRecords(log);
+    expect(after.map((r) => [r.key, r.value])).toEqual([
+      ["k0", "v9-0"],
+      ["k1", "v9-1"],
+      ["k2", "v9-2"],
+    ]);
+  });
+});
+
 describe("LogCleaner: tombstones", () => {
   test("kept with a delete horizon, then removed once delete.retention.ms has passed", async () => {
     const log = open({ deleteRetentionMs: 60_000 }).getOrCreateLog("t", 0);
@@ -208,6 +231,28 @@ describe("LogCleaner: grouping", () => {
   });
 });
 
+describe("LogCleaner: grouping by index size", () => {
+  test("a group's offset and time indexes stay within segment.index.bytes", async () => {
+    // An index entry per batch with a new timestamp; two segments' time indexes (12 bytes an
+    // entry) exceed 48 bytes, so no two fit one group, though their logs fit segment.bytes.
+    const config = { segmentBytes: 4000, segmentIndexBytes: 48, indexIntervalBytes: 1 };
+    const log = open(config).getOrCreateLog("t", 0);
+    for (let i = 0; i < 40; i++) {
+      append(log, [{ key: `k${i % 4}`, value: `v${i}` }], { timestampMs: 1_000_000 + i });
+      if (i % 4 === 3) log.roll();
+    }
+    const sealed = log.sealedSegments();
+    // Three entries in each index (none for the batch at position 0): a 36-byte time index.
+    for (const s of sealed) expect(s.timeIndex().entries).toBe(3);
+    expect(sealed.length).toBe(10);
+    expect(sealed.reduce((sum, s) => sum + s.sizeBytes, 0)).toBeLessThan(4000);
+    const result = (await manager.cleaner.cleanOnce())!;
+    expect(result.stats.segmentsCleaned).toBe(10);
+    expect(result.stats.groups).toBe(10);
+    expect(latestByKey(readAllRecords(log)).size).toBe(4);
+  });
+});
+
 describe("LogCleaner: batches", () => {
   test("compressed batches are filtered and written back with their codec", async () => {
     const log = open().getOrCreateLog("t", 0);
@@ -280,6 +325,28 @@ describe("LogCleaner: batches", () => {
         "[RecordError(batchIndex=1, message='Compacted topic cannot accept message without key " +
         "in topic partition t-0')]",
     );
+    expect(log.logEndOffset).toBe(0n);
+  });
+});
+
+describe("LogCleaner: keyless records in compressed batches", () => {
+  test("found inside a compressed batch too: refused, nothing of the append written", () => {
+    const log = open().getOrCreateLog("t", 0);
+    for (const compression of [CompressionType.Gzip, CompressionType.Zstd, CompressionType.Lz4]) {
+      const batch = keyedBatch(
+        [
+          { key: null, value: "1" },
+          { key: "a", value: "2" },
+          { key: null, value: "3" },
+        ],
+        { compression },
+      );
+      expect(() => log.appendAsLeader(batch, -1)).toThrow(
+        "due to 2 record errors in total, and only showing the first three errors at most: " +
+          "[RecordError(batchIndex=0, message='Compacted topic cannot accept message without " +
+          "key in topic partition t-0'), RecordError(batchIndex=2,",
+      );
+    }
     expect(log.logEndOffset).toBe(0n);
   });
 });
