@@ -202,8 +202,15 @@ describe("controller", () => {
       return ids.every((id) => id >= 0) ? ids : undefined;
     }, "leaders for the new partitions");
     expect(new Set(leaders).size).toBe(3);
-    // Replication factor 3: every broker holds a log of every partition.
-    for (const b of brokers.values()) expect(existsSync(join(b.dataDir, "grown-4"))).toBe(true);
+    // Replication factor 3: every broker holds a log of every partition. A follower makes its
+    // new logs off the event loop when LeaderAndIsr reaches it, so the leaders the controller
+    // announced can be in metadata before a follower's directory is on disk.
+    for (const b of brokers.values()) {
+      await until(
+        async () => (existsSync(join(b.dataDir, "grown-4")) ? true : undefined),
+        `grown-4 in ${b.dataDir}`,
+      );
+    }
     const deleted = await requestOnce(via.port, ApiKey.DeleteTopics, 6, {
       topics: [{ name: "grown" }],
       timeoutMs: 5_000,
