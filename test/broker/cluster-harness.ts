@@ -108,20 +108,27 @@ export async function consistentMetadata(
   timeoutMs = 15_000,
 ) {
   const running = [...cluster.brokers.values()].filter((b) => b.running);
-  return await until(
-    async () => {
-      const answers = await Promise.all(running.map(metadata));
-      const summaries = new Set(answers.map(summary));
-      const first = answers[0]!;
-      const settled =
-        first.brokers.length === brokerCount &&
-        first.controllerId >= 0 &&
-        first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
-      return summaries.size === 1 && settled ? first : undefined;
-    },
-    timeoutMs,
-    `consistent metadata over ${brokerCount} brokers`,
-  );
+  // What each broker answered last, for the error when the metadata never settles.
+  let lastSummaries: string[] = [];
+  try {
+    return await until(
+      async () => {
+        const answers = await Promise.all(running.map(metadata));
+        lastSummaries = answers.map(summary);
+        const first = answers[0]!;
+        const settled =
+          first.brokers.length === brokerCount &&
+          first.controllerId >= 0 &&
+          first.topics.every((t) => t.partitions.every((p) => p.leaderId >= 0));
+        return new Set(lastSummaries).size === 1 && settled ? first : undefined;
+      },
+      timeoutMs,
+      `consistent metadata over ${brokerCount} brokers`,
+    );
+  } catch (error) {
+    const seen = lastSummaries.map((s, i) => `port ${running[i]!.port}: ${s}`).join("\n");
+    throw new Error(`${(error as Error).message}; last answers:\n${seen}`);
+  }
 }
 
 export async function createTopic(
