@@ -359,10 +359,18 @@ export class ConsumerGroup {
     const kept = filter(member.assigned, (t, p) => has(target, t, p));
     const toRevoke = filter(member.assigned, (t, p) => !has(target, t, p));
     if (assignmentSize(toRevoke) > 0) {
+      // A member that says it no longer owns them (an eager classic member rejoins with
+      // nothing) skips the revocation step, as Kafka's CurrentAssignmentBuilder does.
+      if (owned === null || keys(toRevoke).some((k) => ownedHas(owned, k))) {
+        member.assigned = kept;
+        member.revoking = toRevoke;
+        member.state = "unrevoked_partitions";
+        return;
+      }
+      for (const k of keys(toRevoke)) {
+        if (this.owners.get(k) === member.memberId) this.owners.delete(k);
+      }
       member.assigned = kept;
-      member.revoking = toRevoke;
-      member.state = "unrevoked_partitions";
-      return;
     }
     const mine = (t: string, p: number) => {
       const holder = this.owners.get(topicPartitionKey(t, p));
