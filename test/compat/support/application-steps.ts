@@ -8,6 +8,7 @@ export const APPLICATION_STEPS = {
     "count",
     "changelog-compacted",
     "repartition-purged",
+    "changelog-cleaned",
     "restore-after-state-wipe",
   ],
   "kafka-streams-eos": [

@@ -2,23 +2,32 @@ package quill.compat.apps;
 
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * The Kafka Streams word count (WordCountApp) at-least-once. After the first batch is counted
- * the application is stopped, its local state directory deleted and started again: it must
- * rebuild the store from the changelog and go on counting a second batch, with exact counts.
+ * and the broker's cleaner has compacted the changelog (offsets missing from it), the
+ * application is stopped, its local state directory deleted and started again: it must rebuild
+ * the store from the compacted changelog and go on counting a second batch, with exact counts.
  */
 final class StreamsWordCount {
   private static final int LINES_PER_BATCH = 400;
 
-  private final WordCountApp app = new WordCountApp("compat-wordcount", StreamsConfig.AT_LEAST_ONCE);
+  private static final long CLEANED_TIMEOUT_MS = 90_000;
+
+  private final WordCountApp app =
+      new WordCountApp("compat-wordcount", StreamsConfig.AT_LEAST_ONCE).compactEarly();
   private KafkaStreams streams;
 
   void run(Steps steps) throws Exception {
@@ -38,6 +47,7 @@ final class StreamsWordCount {
         return app.changelog + " cleanup.policy=compact";
       });
       steps.run("repartition-purged", () -> awaitRepartitionPurged(admin));
+      steps.run("changelog-cleaned", this::awaitChangelogCleaned);
       steps.run("restore-after-state-wipe", () -> {
         streams.close(Duration.ofSeconds(30));
         Env.deleteTree(app.stateDir.toFile());
@@ -48,6 +58,42 @@ final class StreamsWordCount {
     } finally {
       if (streams != null) streams.close(Duration.ofSeconds(30));
     }
+  }
+
+  /**
+   * Reads the changelog from its start to its end until some offsets are missing inside it: the
+   * cleaner removed superseded counts (an at-least-once changelog has no transaction markers, so
+   * nothing else leaves gaps).
+   */
+  private String awaitChangelogCleaned() throws Exception {
+    Properties config = new Properties();
+    config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, Env.BOOTSTRAP);
+    config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+        ByteArrayDeserializer.class.getName());
+    List<TopicPartition> partitions = Env.partitionsOf(app.changelog, WordCountApp.PARTITIONS);
+    long[] found = {0, 0};
+    try (var consumer = new KafkaConsumer<byte[], byte[]>(config)) {
+      consumer.assign(partitions);
+      Steps.await(CLEANED_TIMEOUT_MS, "the cleaner to compact " + app.changelog, () -> {
+        found[0] = 0;
+        found[1] = 0;
+        consumer.seekToBeginning(partitions);
+        Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+        Map<TopicPartition, Long> previous = new HashMap<>();
+        for (int polls = 0; polls < 100 && partitions.stream()
+            .anyMatch(tp -> consumer.position(tp) < ends.get(tp)); polls++) {
+          for (var record : consumer.poll(Duration.ofMillis(200))) {
+            var tp = new TopicPartition(record.topic(), record.partition());
+            Long before = previous.put(tp, record.offset());
+            if (before != null && record.offset() > before + 1) found[1]++;
+            found[0]++;
+          }
+        }
+        return found[1] > 0 ? null : found[0] + " records, none removed yet";
+      });
+    }
+    return app.changelog + ": " + found[0] + " records left, " + found[1] + " gaps";
   }
 
   private String awaitRepartitionPurged(Admin admin) throws Exception {

@@ -13,6 +13,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -53,6 +54,8 @@ final class WordCountApp {
   final String repartition;
   final Path stateDir;
   private final String guarantee;
+  /** Small changelog segments and no record cache, so the broker's cleaner has work early. */
+  private boolean compactEarly = false;
   final Map<String, Long> expected = new TreeMap<>();
 
   WordCountApp(String appId, String guarantee) {
@@ -74,6 +77,15 @@ final class WordCountApp {
     return start(null);
   }
 
+  /**
+   * Every count update goes to the changelog (no record cache) and the changelog's segments
+   * roll every 4 KiB, so the broker's LogCleaner compacts it while the application runs.
+   */
+  WordCountApp compactEarly() {
+    compactEarly = true;
+    return this;
+  }
+
   /** Starts the application; `listener` (if any) hears its state changes from the start. */
   KafkaStreams start(KafkaStreams.StateListener listener) {
     Properties config = new Properties();
@@ -90,12 +102,21 @@ final class WordCountApp {
     // member's session to expire: the broker's minimum keeps that wait short.
     config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
     config.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1000);
+    if (compactEarly) {
+      config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+      // Batches of at most 2 KiB, so each fits the changelog's 4 KiB segments.
+      config.put(StreamsConfig.producerPrefix(ProducerConfig.BATCH_SIZE_CONFIG), 2048);
+    }
+    var store = Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(STORE)
+        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long());
+    if (compactEarly) {
+      store = store.withLoggingEnabled(Map.of(TopicConfig.SEGMENT_BYTES_CONFIG, "4096"));
+    }
     StreamsBuilder builder = new StreamsBuilder();
     builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
         .flatMapValues(line -> Arrays.asList(line.split(" ")))
         .groupBy((key, word) -> word, Grouped.with(Serdes.String(), Serdes.String()))
-        .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(STORE)
-            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+        .count(store)
         .toStream()
         .to(output, Produced.with(Serdes.String(), Serdes.Long()));
     KafkaStreams app = new KafkaStreams(builder.build(), config);
