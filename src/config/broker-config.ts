@@ -443,7 +443,7 @@ export const BROKER_CONFIG_KEYS = {
     "Server-side assignors of KIP-848 consumer groups; the first is the default.",
   ),
   "group.consumer.migration.policy": key(
-    oneOf(CONSUMER_MIGRATION_POLICIES),
+    oneOf(CONSUMER_MIGRATION_POLICIES, { ignoreCase: true }),
     "bidirectional",
     "Whether running groups may move between the classic and KIP-848 protocols " +
       "(upgrade, downgrade, bidirectional, disabled).",

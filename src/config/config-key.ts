@@ -173,11 +173,17 @@ export const string = (): ValueType<string> => ({
 });
 
 /** A closed set of values, case-sensitive like Kafka's `ValidString.in`. */
-export function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+/** One of `values`; with `ignoreCase`, in any case (Kafka's CaseInsensitiveValidString). */
+export function oneOf<const T extends readonly [string, ...string[]]>(
+  values: T,
+  options: { ignoreCase?: boolean } = {},
+) {
+  const text = z.string().trim();
+  const normalized = options.ignoreCase === true ? text.toLowerCase() : text;
   const valueType: ValueType<T[number]> = {
     type: "STRING",
     expected: `one of ${values.join(", ")}`,
-    schema: z.string().trim().pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>,
+    schema: normalized.pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>,
     format: (value) => value,
     refusal: (text) => ({
       value: text.trim(),

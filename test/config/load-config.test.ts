@@ -79,6 +79,17 @@ describe("precedence: flag > env > file > default", () => {
     expect(config.origins.has("socket.request.max.bytes")).toBe(false);
   });
 
+  test("group.consumer.migration.policy takes Kafka's values in any case", () => {
+    const { config } = loadConfig({ env: {}, flags: [] });
+    expect(config["group.consumer.migration.policy"]).toBe("bidirectional");
+    const flags = [set("group.consumer.migration.policy", "Downgrade")];
+    expect(loadConfig({ env: {}, flags }).config["group.consumer.migration.policy"]).toBe(
+      "downgrade",
+    );
+    const bad = [set("group.consumer.migration.policy", "sideways")];
+    expect(configError(() => loadConfig({ env: {}, flags: bad }))).toContain("one of");
+  });
+
   test("the later of two flags for one key wins, dedicated flags included", () => {
     const flags = [{ key: "broker.id", value: "1", flag: "--broker-id" }, set("broker.id", "2")];
     expect(loadConfig({ flags }).config["broker.id"]).toBe(2);
