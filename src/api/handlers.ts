@@ -61,6 +61,7 @@ import { initializeShareGroupStateHandler } from "./83-initialize-share-group-st
 import { readShareGroupStateHandler } from "./84-read-share-group-state.ts";
 import { writeShareGroupStateHandler } from "./85-write-share-group-state.ts";
 import { deleteShareGroupStateHandler } from "./86-delete-share-group-state.ts";
+import { readShareGroupStateSummaryHandler } from "./87-read-share-group-state-summary.ts";
 import { describeShareGroupOffsetsHandler } from "./90-describe-share-group-offsets.ts";
 import { alterShareGroupOffsetsHandler } from "./91-alter-share-group-offsets.ts";
 import { deleteShareGroupOffsetsHandler } from "./92-delete-share-group-offsets.ts";
@@ -113,6 +114,7 @@ export const API_HANDLERS: readonly ApiHandler[] = [
   readShareGroupStateHandler,
   writeShareGroupStateHandler,
   deleteShareGroupStateHandler,
+  readShareGroupStateSummaryHandler,
   describeShareGroupOffsetsHandler,
   alterShareGroupOffsetsHandler,
   deleteShareGroupOffsetsHandler,

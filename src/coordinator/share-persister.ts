@@ -25,11 +25,13 @@ import { RecordState, type SharePartitionSnapshot } from "../server/share-partit
 import type {
   ShareStateEpochs,
   ShareStateStore,
+  ShareStateSummary,
   StoredShareState,
 } from "../server/share-partition-manager.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ShareCoordinator, ShareStateRead } from "./share-coordinator.ts";
 import {
+  deliveryCompleteCount,
   SHARE_STATE_TOPIC,
   type ShareStateKey,
   type StateBatch,
@@ -104,6 +106,48 @@ export class ShareStatePersister implements ShareStateStore {
           : snapshotOf(state.startOffset, state.stateBatches),
     };
     return stored;
+  }
+
+  /** ReadShareGroupStateSummary at the key's coordinator (it fences no leader). */
+  async summary(groupId: string, topic: string, partition: number) {
+    const key = this.keyOf(groupId, topic, partition);
+    let remoteComplete: number | null = null;
+    const read = await this.call(
+      key,
+      () => {
+        remoteComplete = null;
+        return this.coordinator.read(key, -1);
+      },
+      async (client) => {
+        const res = await client.request(
+          ApiKey.ReadShareGroupStateSummary,
+          1,
+          {
+            groupId,
+            topics: [{ topicId: key.topicId, partitions: [{ partition, leaderEpoch: -1 }] }],
+          },
+          this.retryTimeoutMs,
+        );
+        const p = res.results[0]?.partitions[0];
+        if (p === undefined) return failure(ErrorCode.UNKNOWN_SERVER_ERROR, "empty answer");
+        remoteComplete = p.deliveryCompleteCount;
+        return {
+          errorCode: p.errorCode,
+          errorMessage: p.errorMessage,
+          state: { ...p, writeTimestampMs: 0, stateBatches: [] },
+        };
+      },
+    );
+    if (read.errorCode !== ErrorCode.NONE) {
+      throw new KafkaError(read.errorCode, read.errorMessage ?? "reading share state failed");
+    }
+    const state = read.state;
+    if (state === null || state.startOffset < 0n) return null;
+    return {
+      startOffset: state.startOffset,
+      leaderEpoch: state.leaderEpoch,
+      deliveryCompleteCount: remoteComplete ?? deliveryCompleteCount(state),
+    } satisfies ShareStateSummary;
   }
 
   save(

@@ -49,6 +49,17 @@ export interface ShareStateValue {
   readonly stateBatches: readonly StateBatch[];
 }
 
+/** Offsets at or above the start offset already done: ACKNOWLEDGED (2) or ARCHIVED (4). */
+export function deliveryCompleteCount(v: ShareStateValue): number {
+  let n = 0;
+  for (const b of v.stateBatches) {
+    if (b.deliveryState !== 2 && b.deliveryState !== 4) continue;
+    const first = b.firstOffset < v.startOffset ? v.startOffset : b.firstOffset;
+    if (b.lastOffset >= first) n += Number(b.lastOffset - first) + 1;
+  }
+  return n;
+}
+
 /** Kafka's base64url topic id, no padding (Uuid.toString). */
 export function topicIdString(topicId: Uint8Array): string {
   return Buffer.from(topicId).toString("base64url");

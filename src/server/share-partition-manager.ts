@@ -114,6 +114,21 @@ export interface ShareStateStore {
     state: () => SharePartitionSnapshot,
   ): Promise<number>;
   remove(groupId: string, topic: string, partition: number): void;
+  /**
+   * The stored summary (ReadShareGroupStateSummary), where the state lives apart from the
+   * partition leader (a cluster's share coordinator); null when there is none stored. Rejects
+   * (KafkaError) when it cannot be read now.
+   */
+  summary?(groupId: string, topic: string, partition: number): Promise<ShareStateSummary | null>;
+}
+
+/** A share partition's progress, as DescribeShareGroupOffsets reports it. */
+export interface ShareStateSummary {
+  readonly startOffset: bigint;
+  /** The leader epoch of the state's last writer (-1: unknown). */
+  readonly leaderEpoch: number;
+  /** Offsets at or above the start offset already acknowledged or archived. */
+  readonly deliveryCompleteCount: number;
 }
 
 export interface ShareManagerSettings extends SharePartitionSettings {
@@ -214,6 +229,22 @@ export class SharePartitionManager {
   /** The share-partition state, if this broker has it (ShareGroupDescribe offsets, tests). */
   sharePartition(groupId: string, topic: string, partition: number): SharePartition | undefined {
     return this.partitions.get(stateKey(groupId, topic, partition));
+  }
+
+  /**
+   * The group's progress on a partition: in a cluster the share coordinator's (what was last
+   * written, so every acknowledgement a client was told succeeded), as Kafka's group coordinator
+   * reads it; in embedded mode this broker's state. Null when there is none.
+   */
+  async summary(groupId: string, topic: string, partition: number) {
+    if (this.store?.summary !== undefined) return this.store.summary(groupId, topic, partition);
+    const sp = this.partitions.get(stateKey(groupId, topic, partition));
+    if (sp === undefined) return null;
+    return {
+      startOffset: sp.startOffset,
+      leaderEpoch: this.epochs.get(stateKey(groupId, topic, partition))?.leaderEpoch ?? -1,
+      deliveryCompleteCount: sp.doneInFlightCount(),
+    } satisfies ShareStateSummary;
   }
 
   /**

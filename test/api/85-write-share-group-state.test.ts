@@ -1,9 +1,10 @@
-// The share coordinator's four APIs on the wire (Initialize/Read/Write/DeleteShareGroupState),
-// against an in-process broker that leads every __share_group_state partition: FindCoordinator
-// key type 2 creates the topic and names the broker; a write is read back; a deposed leader's
-// write (older leader epoch) is FENCED_LEADER_EPOCH and an old state epoch FENCED_STATE_EPOCH;
-// an oversized state is INVALID_REQUEST; a delete forgets; the state survives a restart (it is
-// in the log, read back when the partitions are loaded).
+// The share coordinator's APIs on the wire (Initialize/Read/Write/DeleteShareGroupState and
+// ReadShareGroupStateSummary) against an in-process broker that leads every __share_group_state
+// partition: FindCoordinator key type 2 creates the topic and names the broker; a write is read
+// back, its summary too; a deposed leader's write (older leader epoch) is FENCED_LEADER_EPOCH
+// and an old state epoch FENCED_STATE_EPOCH; an oversized state is INVALID_REQUEST; a delete
+// forgets; the state survives a restart (it is in the log, read back when the partitions are
+// loaded).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { coordinatorKey } from "../../src/coordinator/share-state-log.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -91,6 +92,21 @@ test("a write is read back; older leader and state epochs are fenced; oversized 
   const tooMany = Array.from({ length: 10_001 }, (_, i) => batch(BigInt(i), BigInt(i), 0, 1));
   expect(await write(4, 1, tooMany)).toBe(ErrorCode.INVALID_REQUEST);
   expect((await read(4)).stateBatches).toHaveLength(2);
+  // The summary (ReadShareGroupStateSummary): start offset, epochs and the completed offsets
+  // (10-12 acknowledged); an old leader epoch in it fences nothing.
+  const summary = await client.request(ApiKey.ReadShareGroupStateSummary, 1, {
+    groupId: GROUP,
+    topics: [{ topicId, partitions: [{ partition: 0, leaderEpoch: 1 }] }],
+  });
+  expect(summary.results[0]!.partitions[0]).toEqual({
+    partition: 0,
+    errorCode: ErrorCode.NONE,
+    errorMessage: null,
+    stateEpoch: 1,
+    leaderEpoch: 3,
+    startOffset: 10n,
+    deliveryCompleteCount: 3,
+  });
 });
 
 test("the state survives a restart; DeleteShareGroupState forgets it", async () => {

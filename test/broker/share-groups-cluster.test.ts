@@ -68,10 +68,14 @@ async function groupOn(nodeId: number): Promise<string> {
   throw new Error(`no group on broker ${nodeId}`);
 }
 
-/** The share partition's start offset on `broker`, which leads the partition (null: no state). */
-async function startOffsetOn(broker: ChildBroker, group: string): Promise<bigint | null> {
+/**
+ * The share partition's start offset as `broker` describes it (null: no state): asked for every
+ * stated partition, or for the topic's partition 0 by name (`named`).
+ */
+async function startOffsetOn(broker: ChildBroker, group: string, named = false) {
+  const topics = named ? [{ topicName: TOPIC, partitions: [0] }] : null;
   const res = await requestOnce(broker.port, ApiKey.DescribeShareGroupOffsets, 1, {
-    groups: [{ groupId: group, topics: null }],
+    groups: [{ groupId: group, topics }],
   });
   const p = res.groups[0]?.topics.find((t) => t.topicName === TOPIC)?.partitions[0];
   return p === undefined || p.errorCode !== ErrorCode.NONE ? null : p.startOffset;
@@ -136,6 +140,11 @@ test("share-partition state survives the leader's and the coordinator's kill -9"
     // Every record done: the share partition starts past all of them on the last leader.
     const last = cluster.brokers.get(await leaderOf(TOPIC))!;
     expect(await startOffsetOn(last, group)).toBe(BigInt(end));
+    // Every broker answers alike: the start offset is the share coordinator's
+    // (ReadShareGroupStateSummary), not the leader's memory.
+    for (const other of cluster.brokers.values()) {
+      if (other.running) expect(await startOffsetOn(other, group, true)).toBe(BigInt(end));
+    }
     if (!coordinator.running) cluster.brokers.set(coordinatorId, await coordinator.restart());
   } finally {
     java.kill();
