@@ -82,7 +82,9 @@ export class ConsumerGroupManager {
    * Set by the coordinator: makes a classic group of the group's members but `leavingMemberId`
    * (an online downgrade). The group is no longer here when it is called.
    */
-  onDowngrade: ((group: ConsumerGroup, leavingMemberId: string) => void) | null = null;
+  onDowngrade:
+    | ((group: ConsumerGroup, leavingMemberId: string | null, rebalance: boolean) => void)
+    | null = null;
 
   /** `onChange` hears of every change a membership record must cover (to store it). */
   constructor(
@@ -201,6 +203,10 @@ export class ConsumerGroupManager {
     const subscription = decodeSubscription(req.protocols[0]!.metadata);
     if (subscription === null) return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
     const stateBefore = fingerprint(group, memberId);
+    const holder =
+      req.groupInstanceId === null ? undefined : group.staticMember(req.groupInstanceId);
+    const replacesConsumer =
+      holder !== undefined && holder.memberId !== memberId && !holder.classic;
     const member = this.classicMemberFor(group, memberId, req);
     member.classic = {
       sessionTimeoutMs: req.sessionTimeoutMs,
@@ -208,12 +214,19 @@ export class ConsumerGroupManager {
     };
     if (subscription.rackId !== null) member.rackId = subscription.rackId;
     if (req.rebalanceTimeoutMs >= 0) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
-    if (!sameTopics(subscription.topics, member.subscribedTopicNames)) {
+    const topicsChanged = !sameTopics(subscription.topics, member.subscribedTopicNames);
+    if (topicsChanged) {
       member.subscribedTopicNames = [...new Set(subscription.topics)].sort();
       group.bumpEpoch();
     }
     this.refresh(group);
     group.reconcile(member, subscription.owned);
+    // The last KIP-848 member replaced by a classic one under its instance id: a classic group
+    // again, rebalancing only if the subscription changed (Kafka's convertToClassicGroup).
+    if (replacesConsumer && this.mayDowngrade(group, null)) {
+      this.downgrade(group, null, topicsChanged);
+      return classicJoinAnswer(member);
+    }
     clearTimer(member, "joinTimer");
     clearTimer(member, "rebalanceTimer");
     this.armSessionTimer(group, member);
@@ -313,19 +326,28 @@ export class ConsumerGroupManager {
    * validateOnlineDowngradeWithFencedMembers and convertToClassicGroup).
    */
   private leave(group: ConsumerGroup, memberId: string): void {
-    const member = group.members.get(memberId);
-    const remaining = group.members.size - 1;
-    const downgrade =
-      member !== undefined &&
+    if (!group.members.has(memberId) || !this.mayDowngrade(group, memberId)) {
+      return this.fence(group, memberId);
+    }
+    this.downgrade(group, memberId, true);
+  }
+
+  /** Whether the group may become a classic group of its members but `leaving`. */
+  private mayDowngrade(group: ConsumerGroup, leaving: string | null): boolean {
+    const remaining = group.members.size - (leaving === null ? 0 : 1);
+    return (
       remaining > 0 &&
-      group.allClassicExcept(memberId) &&
+      group.allClassicExcept(leaving) &&
       downgradeEnabled(this.config.consumerMigrationPolicy) &&
       remaining <= this.config.maxSize &&
-      this.onDowngrade !== null;
-    if (!downgrade) return this.fence(group, memberId);
+      this.onDowngrade !== null
+    );
+  }
+
+  private downgrade(group: ConsumerGroup, leaving: string | null, rebalance: boolean): void {
     for (const m of group.members.values()) clearTimers(m);
     this.groups.delete(group.groupId);
-    this.onDowngrade!(group, memberId);
+    this.onDowngrade!(group, leaving, rebalance);
   }
 
   private validate(req: HeartbeatRequest): [number, string] | null {

@@ -132,7 +132,7 @@ export class ConsumerGroup {
   }
 
   /** Whether every member uses the classic protocol, but for `except`. */
-  allClassicExcept(except: string): boolean {
+  allClassicExcept(except: string | null): boolean {
     for (const m of this.members.values()) {
       if (m.memberId !== except && m.classic === null) return false;
     }

@@ -168,7 +168,8 @@ export class GroupCoordinator {
       topicNames,
       timings,
     );
-    this.consumerGroups.onDowngrade = (group, leaving) => this.downgrade(group, leaving);
+    this.consumerGroups.onDowngrade = (group, leaving, rebalance) =>
+      this.downgrade(group, leaving, rebalance);
     const shares = shareSettings(this.config);
     this.shareGroups = new ShareGroupManager(shares, partitionCounts, timings ?? null);
     assert(
@@ -328,14 +329,15 @@ export class GroupCoordinator {
 
   /**
    * Online downgrade (Kafka's convertToClassicGroup): the last KIP-848 member left a group of
-   * classic members, which become a classic group at the group epoch and rebalance at once.
+   * classic members (or was replaced by one), which become a classic group at the group epoch
+   * and rebalance at once (after a replacement: if the subscription changed).
    */
-  private downgrade(consumer: ConsumerGroup, leavingMemberId: string): void {
+  private downgrade(consumer: ConsumerGroup, leaving: string | null, rebalance: boolean): void {
     const group = this.groups.get(consumer.groupId);
     assert(group?.is(GroupState.Empty) === true, `${consumer.groupId} has no Empty classic group`);
-    fillFromConsumerGroup(group, consumer, leavingMemberId);
+    fillFromConsumerGroup(group, consumer, leaving);
     for (const m of group.allMembers()) this.scheduleSessionTimeout(group, m, m.sessionTimeoutMs);
-    this.prepareRebalance(group);
+    if (rebalance) this.prepareRebalance(group);
     this.membershipWriter.schedule(group.groupId);
     this.log.info(`group ${group.groupId}: downgraded to a classic group (${group.size} members)`);
   }

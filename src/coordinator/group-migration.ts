@@ -79,7 +79,7 @@ export const MALFORMED_UPGRADE = (groupId: string) =>
 export function fillFromConsumerGroup(
   group: ClassicGroup,
   consumer: ConsumerGroup,
-  leavingMemberId: string,
+  leavingMemberId: string | null,
 ): void {
   for (const m of consumer.members.values()) {
     if (m.memberId === leavingMemberId) continue;

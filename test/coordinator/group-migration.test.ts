@@ -256,3 +256,26 @@ test("classic members of a consumer group are stored with it and carry on after 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a classic member replacing the last KIP-848 member under its instance id downgrades the group", async () => {
+  const c = await open();
+  const { a, b } = await classicGroup(c);
+  const k = await c.consumerGroupHeartbeat(hb({ instanceId: "i-k" }));
+  expect(k.errorCode).toBe(ErrorCode.NONE);
+  await c.leaveGroup({
+    groupId: GROUP,
+    members: [{ memberId: b, groupInstanceId: null, reason: null }],
+  });
+  expect(c.consumerGroup(GROUP)?.members.size).toBe(2);
+  // k's process restarts as a classic consumer with the same instance id: no MEMBER_ID_REQUIRED
+  // for a static member, and the group is classic again, Stable (same subscription).
+  const protocols = [{ name: "range", metadata: subscriptionV1(NONE) }];
+  const j = await c.joinGroup(joinRequest(GROUP, { groupInstanceId: "i-k", protocols }));
+  expect(j.errorCode).toBe(ErrorCode.NONE);
+  expect(c.consumerGroup(GROUP)).toBeNull();
+  expect(c.groupState(GROUP)).toBe("Stable");
+  const s = await sync(c, j);
+  expect(s.errorCode).toBe(ErrorCode.NONE);
+  expect(c.groupViews().find((g) => g.groupId === GROUP)?.members.length).toBe(2);
+  expect(a).not.toBe(j.memberId);
+});
