@@ -24,6 +24,7 @@ export const APPLICATION_STEPS = {
     "worker-start",
     "internal-topics-compacted",
     "file-source-to-sink",
+    "offsets-topic-cleaned",
     "restart-resumes-exactly",
   ],
   "kafka-delete-records": ["produce", "delete-records", "above-high-watermark"],

@@ -5,15 +5,22 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * A Kafka Connect worker in distributed mode (org.apache.kafka.connect.cli.ConnectDistributed,
@@ -27,6 +34,9 @@ final class ConnectFileStream {
   private static final List<String> WORKER_TOPICS =
       List.of("compat-connect-configs", "compat-connect-offsets", "compat-connect-status");
   private static final int LINES_PER_BATCH = 500;
+  private static final int OFFSETS_PIECE_LINES = 50;
+  private static final int OFFSET_PARTITIONS = 5;
+  private static final long CLEANED_TIMEOUT_MS = 90_000;
   private static final long WORKER_START_TIMEOUT_MS = 90_000;
   private static final long COPY_TIMEOUT_MS = 90_000;
 
@@ -62,12 +72,21 @@ final class ConnectFileStream {
         putConnector("compat-file-sink", Map.of(
             "connector.class", "org.apache.kafka.connect.file.FileStreamSinkConnector",
             "file", output.toString(), "topics", LINES_TOPIC, "tasks.max", "1"));
-        appendLines(0);
+        appendLines(0, LINES_PER_BATCH);
         return awaitOutputExact();
+      });
+      steps.run("offsets-topic-cleaned", () -> {
+        // More lines in three pieces, each offset commit (1 s apart) into a new segment of
+        // the offsets topic (segment.ms below): superseded offsets for the broker to clean.
+        for (int piece = 0; piece < 3; piece++) {
+          appendLines(written.size(), OFFSETS_PIECE_LINES);
+          Thread.sleep(1_200);
+        }
+        return awaitOffsetsCleaned();
       });
       steps.run("restart-resumes-exactly", () -> {
         stopWorker();
-        appendLines(1);
+        appendLines(written.size(), LINES_PER_BATCH);
         startWorker();
         return awaitOutputExact();
       });
@@ -92,9 +111,12 @@ final class ConnectFileStream {
     config.put("config.storage.replication.factor", String.valueOf(Env.REPLICATION));
     config.put("offset.storage.replication.factor", String.valueOf(Env.REPLICATION));
     config.put("status.storage.replication.factor", String.valueOf(Env.REPLICATION));
-    config.put("offset.storage.partitions", "5");
+    config.put("offset.storage.partitions", String.valueOf(OFFSET_PARTITIONS));
     config.put("status.storage.partitions", "1");
     config.put("offset.flush.interval.ms", "1000");
+    // Topic configs of the offsets topic (Connect passes offset.storage.* on, KIP-605): a new
+    // segment for every commit at least 100 ms after the last, so the cleaner has sealed ones.
+    config.put("offset.storage.segment.ms", "100");
     // The FileStream connectors are on the worker's classpath; no plugin directory is scanned.
     config.put("plugin.discovery", "only_scan");
     Env.writeProperties(workerConfig, config);
@@ -148,14 +170,50 @@ final class ConnectFileStream {
     });
   }
 
-  private void appendLines(int batch) throws Exception {
+  private void appendLines(int from, int count) throws Exception {
     StringBuilder text = new StringBuilder();
-    for (int i = batch * LINES_PER_BATCH; i < (batch + 1) * LINES_PER_BATCH; i++) {
-      String line = String.format("line %05d of batch %d", i, batch);
+    for (int i = from; i < from + count; i++) {
+      String line = String.format("line %05d", i);
       written.add(line);
       text.append(line).append('\n');
     }
     Files.writeString(input, text, StandardOpenOption.APPEND);
+  }
+
+  /**
+   * Reads the offsets topic from its start to its end until some offsets are missing in a
+   * partition: the broker's cleaner removed superseded source offsets.
+   */
+  private String awaitOffsetsCleaned() throws Exception {
+    Properties config = new Properties();
+    config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, Env.BOOTSTRAP);
+    config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+    config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+        ByteArrayDeserializer.class.getName());
+    List<TopicPartition> partitions = Env.partitionsOf(WORKER_TOPICS.get(1), OFFSET_PARTITIONS);
+    long[] found = {0, 0};
+    try (var consumer = new KafkaConsumer<byte[], byte[]>(config)) {
+      consumer.assign(partitions);
+      Steps.await(CLEANED_TIMEOUT_MS, "the cleaner to compact " + WORKER_TOPICS.get(1), () -> {
+        found[0] = 0;
+        found[1] = 0;
+        consumer.seekToBeginning(partitions);
+        Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+        // The offset before each partition's start: records removed there are a gap too.
+        Map<TopicPartition, Long> previous = new HashMap<>();
+        consumer.beginningOffsets(partitions).forEach((tp, start) -> previous.put(tp, start - 1));
+        for (int polls = 0; polls < 100 && partitions.stream()
+            .anyMatch(tp -> consumer.position(tp) < ends.get(tp)); polls++) {
+          for (var record : consumer.poll(Duration.ofMillis(200))) {
+            var tp = new TopicPartition(record.topic(), record.partition());
+            if (record.offset() > previous.put(tp, record.offset()) + 1) found[1]++;
+            found[0]++;
+          }
+        }
+        return found[1] > 0 ? null : found[0] + " records, none removed yet";
+      });
+    }
+    return WORKER_TOPICS.get(1) + ": " + found[0] + " records left, " + found[1] + " gaps";
   }
 
   /** Waits until the sink's file has as many lines as were written, then compares them. */

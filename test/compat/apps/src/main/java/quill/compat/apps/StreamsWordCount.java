@@ -61,7 +61,7 @@ final class StreamsWordCount {
   }
 
   /**
-   * Reads the changelog from its start to its end until some offsets are missing inside it: the
+   * Reads the changelog from its start to its end until some offsets are missing from it: the
    * cleaner removed superseded counts (an at-least-once changelog has no transaction markers, so
    * nothing else leaves gaps).
    */
@@ -80,13 +80,14 @@ final class StreamsWordCount {
         found[1] = 0;
         consumer.seekToBeginning(partitions);
         Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+        // The offset before each partition's start: records removed there are a gap too.
         Map<TopicPartition, Long> previous = new HashMap<>();
+        consumer.beginningOffsets(partitions).forEach((tp, start) -> previous.put(tp, start - 1));
         for (int polls = 0; polls < 100 && partitions.stream()
             .anyMatch(tp -> consumer.position(tp) < ends.get(tp)); polls++) {
           for (var record : consumer.poll(Duration.ofMillis(200))) {
             var tp = new TopicPartition(record.topic(), record.partition());
-            Long before = previous.put(tp, record.offset());
-            if (before != null && record.offset() > before + 1) found[1]++;
+            if (record.offset() > previous.put(tp, record.offset()) + 1) found[1]++;
             found[0]++;
           }
         }
