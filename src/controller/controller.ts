@@ -382,6 +382,9 @@ export class KafkaController {
       const { state } = fresh;
       if (state.leader !== brokerId) return failed(ErrorCode.NOT_LEADER_OR_FOLLOWER);
       if (leaderEpoch !== state.leaderEpoch) return failed(ErrorCode.FENCED_LEADER_EPOCH);
+      // Already so: the answer to an earlier attempt was lost and the leader sends it again
+      // with the partition epoch it had then (Kafka checks this before the epoch, too).
+      if (sameMembers(newIsr, state.isr)) return outcome(fresh);
       if (partitionEpoch !== fresh.version) return failed(ErrorCode.INVALID_UPDATE_VERSION);
       if (!newIsr.includes(brokerId)) return failed(ErrorCode.INVALID_REQUEST);
       // KIP-841: a member must be a replica on a live broker that is not shutting down.
@@ -395,7 +398,6 @@ export class KafkaController {
         );
         return failed(ErrorCode.INELIGIBLE_REPLICA);
       }
-      if (sameMembers(newIsr, state.isr)) return outcome(fresh);
       const next = { ...state, isr: [...newIsr], controllerEpoch: active.epoch };
       const written = await this.writeState(active, fresh, next);
       if (written === null) return failed(ErrorCode.INVALID_UPDATE_VERSION);

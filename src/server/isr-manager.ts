@@ -2,6 +2,9 @@ import { ErrorCode } from "../protocol/errors.ts";
 import type { Logger } from "../util/logger.ts";
 import type { AlterIsr, Partition } from "./partition.ts";
 
+/** Pause before an ISR change whose outcome is unknown is sent again. */
+const ISR_CHANGE_RETRY_MS = 500;
+
 export interface IsrManagerOptions {
   readonly alterIsr: AlterIsr;
   /** replica.lag.time.max.ms */
@@ -30,6 +33,9 @@ export class IsrManager {
   /** Committed ISR changes that removed or added replicas (Kafka's IsrShrinksPerSec, ...). */
   shrinkCount = 0;
   expandCount = 0;
+  /** Pauses before a change whose outcome was unknown is sent again. */
+  private readonly retries = new Set<ReturnType<typeof setTimeout>>();
+  private stopped = false;
 
   constructor(private readonly options: IsrManagerOptions) {
     const checkIntervalMs = Math.max(1, options.lagTimeMaxMs / 2);
@@ -38,7 +44,10 @@ export class IsrManager {
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
+    for (const timer of this.retries) clearTimeout(timer);
+    this.retries.clear();
   }
 
   /** Proposes removing the out-of-sync followers of every partition led here. */
@@ -71,30 +80,48 @@ export class IsrManager {
 
   private propose(p: Partition, newIsr: readonly number[]): void {
     p.beginIsrChange(newIsr);
+    this.send(p, p.pendingIsr!, 1);
+  }
+
+  /**
+   * Sends the pending change `pending` (the partition's own array, so a change that a
+   * LeaderAndIsr replaced meanwhile is recognised) and handles the answer; a change whose
+   * outcome is unknown stays pending and is sent again after a pause, as Kafka's
+   * AlterPartitionManager retries, while this broker leads with it pending.
+   */
+  private send(p: Partition, pending: readonly number[], attempt: number): void {
     const { topic, partition } = p;
-    this.options.alterIsr(topic, partition, p.leaderEpoch, p.partitionEpoch, newIsr).then(
-      (result) => {
+    const unknown = { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, leaderEpoch: -1 };
+    this.options
+      .alterIsr(topic, partition, p.leaderEpoch, p.partitionEpoch, pending)
+      .catch((error: unknown) => {
+        this.options.log.warn(`${topic}-${partition}: ISR change failed: ${String(error)}`);
+        return { ...unknown, partitionEpoch: -1, isr: [] };
+      })
+      .then((result) => {
+        // An answer for a change the controller's LeaderAndIsr replaced meanwhile.
+        if (p.pendingIsr !== pending) return;
         const before = p.isr.length;
         const applied = p.completeIsrChange(result);
         if (applied && p.isr.length < before) this.shrinkCount++;
         if (applied && p.isr.length > before) this.expandCount++;
-        if (!applied && result.errorCode !== ErrorCode.NONE) {
+        if (!applied && result.errorCode !== ErrorCode.NONE && attempt === 1) {
           this.options.log.warn(
-            `${topic}-${partition}: ISR change to [${newIsr.join(",")}] ` +
-              `refused with error ${result.errorCode}`,
+            `${topic}-${partition}: ISR change to [${pending.join(",")}] ` +
+              `refused with error ${result.errorCode}` +
+              (p.pendingIsr === pending ? "; kept pending and sent again until answered" : ""),
           );
         }
         this.options.onIsrChanged(p);
-      },
-      (error: unknown) => {
-        p.completeIsrChange({
-          errorCode: ErrorCode.UNKNOWN_SERVER_ERROR,
-          leaderEpoch: -1,
-          partitionEpoch: -1,
-          isr: [],
-        });
-        this.options.log.warn(`${topic}-${partition}: ISR change failed: ${String(error)}`);
-      },
-    );
+        if (p.pendingIsr !== pending || this.stopped) return;
+        const timer = setTimeout(() => {
+          this.retries.delete(timer);
+          if (p.pendingIsr === pending && p.isLeader && !this.stopped) {
+            this.send(p, pending, attempt + 1);
+          }
+        }, ISR_CHANGE_RETRY_MS);
+        timer.unref();
+        this.retries.add(timer);
+      });
   }
 }

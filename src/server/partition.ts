@@ -37,6 +37,12 @@ export interface PartitionLeadership {
   readonly isNew?: boolean;
 }
 
+/** AlterPartition errors that say the controller did not apply the change (Kafka's list). */
+const NOT_APPLIED_ERRORS: ReadonlySet<number> = new Set([
+  ErrorCode.OPERATION_NOT_ATTEMPTED,
+  ErrorCode.INELIGIBLE_REPLICA,
+]);
+
 export interface AlterIsrResult {
   readonly errorCode: number;
   readonly leaderEpoch: LeaderEpoch;
@@ -352,11 +358,21 @@ export class Partition {
 
   /**
    * The controller's answer. A success installs the committed ISR and partition epoch (only if
-   * this broker still leads the same epoch); any answer ends the in-flight change.
+   * this broker still leads the same epoch) and ends the in-flight change, as do the two errors
+   * by which the controller says it did not apply it (OPERATION_NOT_ATTEMPTED,
+   * INELIGIBLE_REPLICA). Any other error leaves the change pending, as Kafka's Partition does:
+   * a request that timed out or lost its connection may have been applied, and a fenced one
+   * may follow an earlier attempt that was, so the HW keeps counting the replicas it would add
+   * (an expansion applied in ZooKeeper but dropped here let the HW pass records a replica of
+   * the committed ISR lacked, which a new leader then did not have). The change is sent again
+   * (IsrManager), or replaced by the controller's next LeaderAndIsr.
    */
   completeIsrChange(result: AlterIsrResult): boolean {
+    if (result.errorCode !== ErrorCode.NONE) {
+      if (NOT_APPLIED_ERRORS.has(result.errorCode)) this.pendingIsrValue = null;
+      return false;
+    }
     this.pendingIsrValue = null;
-    if (result.errorCode !== ErrorCode.NONE) return false;
     if (!this.isLeader || result.leaderEpoch !== this.leaderEpochValue) return false;
     if (result.partitionEpoch <= this.partitionEpochValue) return false;
     this.isrValue = [...result.isr];

@@ -152,6 +152,10 @@ describe("controller", () => {
       partitionEpoch: version + 1,
     });
     expect(await json(statePath)).toMatchObject({ leader: state.leader, isr: shrunk });
+    // Sent again with the old partition epoch (its answer was lost): the state it is in.
+    const again = (await alter(state.leader, state.leader_epoch, version, shrunk)).topics[0]!;
+    const current = { errorCode: ErrorCode.NONE, isr: shrunk, partitionEpoch: version + 1 };
+    expect(again.partitions[0]).toMatchObject(current);
     // The controller tells every broker (the leader may expand the ISR again later).
     for (const b of brokers.values()) {
       await until(async () => {

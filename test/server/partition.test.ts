@@ -143,6 +143,41 @@ test("an ISR change in flight counts the replicas being added; the answer instal
   expect(p.isr).toEqual([1, 2, 3]);
 });
 
+test("an ISR expansion whose answer was lost stays pending: the HW still waits for the joiner", () => {
+  // The chaos harness lost an acknowledged record this way: the controller applied [1,2,3],
+  // its answer timed out, the leader went back to [1,2] and acknowledged with broker 3 lacking
+  // the record; the next leader, chosen from [1,2,3] in ZooKeeper, was broker 3.
+  const { p, log } = leaderWithRecords(2);
+  const state = leadership({ isr: [1, 2] });
+  p.makeLeader(state, 0);
+  p.beginIsrChange([1, 2, 3]);
+  for (const errorCode of [
+    ErrorCode.REQUEST_TIMED_OUT,
+    ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.NOT_CONTROLLER,
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.INVALID_UPDATE_VERSION,
+  ]) {
+    const lost = { errorCode, leaderEpoch: -1, partitionEpoch: -1, isr: [] };
+    expect(p.completeIsrChange(lost)).toBe(false);
+    expect(p.pendingIsr).toEqual([1, 2, 3]);
+  }
+  p.updateFollowerFetchState(2, 2n, 10);
+  expect(p.maybeIncrementHighWatermark()).toBe(false);
+  expect(log.highWatermark).toBe(0n);
+  // The controller saying it did not apply the change ends it; then 1 and 2 make the HW.
+  const refused = {
+    errorCode: ErrorCode.INELIGIBLE_REPLICA,
+    leaderEpoch: -1,
+    partitionEpoch: -1,
+    isr: [],
+  };
+  expect(p.completeIsrChange(refused)).toBe(false);
+  expect(p.pendingIsr).toBeNull();
+  expect(p.maybeIncrementHighWatermark()).toBe(true);
+  expect(log.highWatermark).toBe(2n);
+});
+
 test("acks=-1 completes once the HW passes the batch, with AFTER_APPEND below min.insync", () => {
   const { p } = leaderWithRecords(2);
   expect(p.checkEnoughReplicasReachOffset(2n, 2).outcome).toBe("waiting");
