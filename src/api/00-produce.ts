@@ -31,6 +31,7 @@ import {
 } from "../protocol/record-batch.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
 import type { AppendEntry, AppendOutcome, ReplicaManager } from "../server/replica-manager.ts";
+import { type MaybePromise, thenMaybe } from "../util/maybe-promise.ts";
 import { authorize, authorizedNames } from "./authorize.ts";
 import { defineHandler, type RequestContext } from "./handler.ts";
 import { addImplicitTxnPartitions, IMPLICIT_ADD_MIN_VERSION } from "./implicit-txn-partitions.ts";
@@ -92,12 +93,16 @@ function produceDenials(
   );
 }
 
-/** appendValid for the partitions the principal may write; the others answer their denial. */
-async function appendAuthorized(
+/**
+ * appendValid for the partitions the principal may write; the others answer their denial. Like
+ * every step below it, it answers synchronously when nothing waits (acks 0 and 1, no implicit
+ * transaction partitions), so such a request makes no promise at all.
+ */
+function appendAuthorized(
   ctx: RequestContext,
   request: { acks: number; timeoutMs: number; transactionalId: string | null },
   entries: readonly ProducedPartition[],
-): Promise<AppendOutcome[]> {
+): MaybePromise<AppendOutcome[]> {
   const denials = produceDenials(ctx, request.transactionalId, entries);
   if (denials === null) return appendInTransaction(ctx, request, entries);
   return appendWhere(denials, entries, (allowed) => appendInTransaction(ctx, request, allowed));
@@ -107,30 +112,31 @@ async function appendAuthorized(
  * Appends the entries whose code is NONE with `append`; the others are answered with their code.
  * Keeps the request's order.
  */
-async function appendWhere(
+function appendWhere(
   codes: readonly number[],
   entries: readonly ProducedPartition[],
-  append: (allowed: ProducedPartition[]) => Promise<AppendOutcome[]>,
-): Promise<AppendOutcome[]> {
+  append: (allowed: ProducedPartition[]) => MaybePromise<AppendOutcome[]>,
+): MaybePromise<AppendOutcome[]> {
   const outcomes: AppendOutcome[] = new Array(entries.length);
   const allowedAt: number[] = [];
   codes.forEach((code, i) => {
     if (code === ErrorCode.NONE) allowedAt.push(i);
     else outcomes[i] = failedWith(code);
   });
-  const appended = await append(allowedAt.map((i) => entries[i]!));
-  appended.forEach((o, j) => {
-    outcomes[allowedAt[j]!] = o;
+  return thenMaybe(append(allowedAt.map((i) => entries[i]!)), (appended) => {
+    appended.forEach((o, j) => {
+      outcomes[allowedAt[j]!] = o;
+    });
+    return outcomes;
   });
-  return outcomes;
 }
 
 /** appendValid, after adding the partitions of a transactions v2 producer to its transaction. */
-async function appendInTransaction(
+function appendInTransaction(
   ctx: RequestContext,
   request: { acks: number; timeoutMs: number; transactionalId: string | null },
   entries: readonly ProducedPartition[],
-): Promise<AppendOutcome[]> {
+): MaybePromise<AppendOutcome[]> {
   const { acks, timeoutMs } = request;
   const append = (list: readonly ProducedPartition[]) =>
     appendValid(ctx.broker.replicaManager, acks, timeoutMs, list, ctx.apiVersion);
@@ -138,9 +144,19 @@ async function appendInTransaction(
   if (request.transactionalId === null || ctx.apiVersion < IMPLICIT_ADD_MIN_VERSION) {
     return append(entries);
   }
+  return appendAfterImplicitAdd(ctx, request.transactionalId, acks, entries, append);
+}
+
+async function appendAfterImplicitAdd(
+  ctx: RequestContext,
+  transactionalId: string,
+  acks: number,
+  entries: readonly ProducedPartition[],
+  append: (list: readonly ProducedPartition[]) => MaybePromise<AppendOutcome[]>,
+): Promise<AppendOutcome[]> {
   const refusals = entries.map((e) => ctx.broker.replicaManager.appendRefusal(acks, e));
   const open = entries.filter((_, i) => refusals[i] === null);
-  const added = await addImplicitTxnPartitions(ctx, request.transactionalId, open);
+  const added = await addImplicitTxnPartitions(ctx, transactionalId, open);
   if (added.every((c) => c === ErrorCode.NONE)) return append(entries);
   let j = 0;
   const codes = refusals.map((r) => (r === null ? added[j++]! : ErrorCode.NONE));
@@ -170,13 +186,13 @@ function recordsError(records: Uint8Array | null, apiVersion: number): KafkaErro
  * error, unless the broker would refuse the partition anyway (internal, unknown, not led here,
  * ISR below min.insync.replicas): that refusal comes first, as the append checks it first.
  */
-async function appendValid(
+function appendValid(
   replicaManager: ReplicaManager,
   acks: number,
   timeoutMs: number,
   partitions: readonly ProducedPartition[],
   apiVersion: number,
-): Promise<AppendOutcome[]> {
+): MaybePromise<AppendOutcome[]> {
   const outcomes: AppendOutcome[] = new Array(partitions.length);
   const valid: AppendEntry[] = [];
   const validAt: number[] = [];
@@ -189,11 +205,12 @@ async function appendValid(
       validAt.push(i);
     }
   });
-  const appended = await replicaManager.produceRecords(acks, timeoutMs, valid);
-  appended.forEach((o, j) => {
-    outcomes[validAt[j]!] = o;
+  return thenMaybe(replicaManager.produceRecords(acks, timeoutMs, valid), (appended) => {
+    appended.forEach((o, j) => {
+      outcomes[validAt[j]!] = o;
+    });
+    return outcomes;
   });
-  return outcomes;
 }
 
 /** Bytes and records in per topic: the batches of the partitions this leader accepted. */
@@ -228,12 +245,12 @@ function producedPartitions(request: ProduceRequest, ctx: RequestContext) {
 }
 
 /** The outcome of every partition, in request order. */
-async function produceOutcomes(
+function produceOutcomes(
   request: ProduceRequest,
   ctx: RequestContext,
   entries: readonly ProducedPartition[],
   unknownAt: ReadonlySet<number>,
-): Promise<AppendOutcome[]> {
+): MaybePromise<AppendOutcome[]> {
   const acks = request.acks;
   const refusal =
     ctx.apiVersion < PRODUCE_SERVED_MIN_VERSION
@@ -244,41 +261,52 @@ async function produceOutcomes(
   if (refusal !== ErrorCode.NONE) return entries.map(() => failedWith(refusal));
   if (unknownAt.size === 0) return appendAuthorized(ctx, request, entries);
   const known = entries.filter((_, i) => !unknownAt.has(i));
-  const appended = await appendAuthorized(ctx, request, known);
-  let j = 0;
-  return entries.map((_, i) =>
-    unknownAt.has(i) ? failedWith(ErrorCode.UNKNOWN_TOPIC_ID) : appended[j++]!,
-  );
+  return thenMaybe(appendAuthorized(ctx, request, known), (appended) => {
+    let j = 0;
+    return entries.map((_, i) =>
+      unknownAt.has(i) ? failedWith(ErrorCode.UNKNOWN_TOPIC_ID) : appended[j++]!,
+    );
+  });
 }
 
 export const produceHandler = defineHandler({
   apiKey: ApiKey.Produce,
   minVersion: 0,
   maxVersion: 13,
-  async handle(request, ctx) {
-    const acks = request.acks;
+  handle(request, ctx) {
     const { entries, unknownAt } = producedPartitions(request, ctx);
-    const outcomes = await produceOutcomes(request, ctx, entries, unknownAt);
-    recordBytesIn(ctx, entries, outcomes);
-    if (acks === 0) return null;
-    let i = 0;
-    return {
-      responses: request.topicData.map((topic) => ({
-        name: topic.name,
-        topicId: topic.topicId,
-        partitionResponses: topic.partitionData.map((p) => {
-          const o = outcomes[i++];
-          return {
-            index: p.index,
-            errorCode: o.errorCode,
-            baseOffset: o.baseOffset,
-            logAppendTimeMs: o.logAppendTimeMs,
-            logStartOffset: o.logStartOffset,
-            errorMessage: o.errorCode === ErrorCode.NONE ? null : o.errorMessage,
-          };
-        }),
-      })),
-      throttleTimeMs: 0,
-    };
+    return thenMaybe(produceOutcomes(request, ctx, entries, unknownAt), (outcomes) =>
+      produceResponse(request, ctx, entries, outcomes),
+    );
   },
 });
+
+/** The response body (none for acks=0), after counting the bytes the leader accepted. */
+function produceResponse(
+  request: ProduceRequest,
+  ctx: RequestContext,
+  entries: readonly ProducedPartition[],
+  outcomes: readonly AppendOutcome[],
+) {
+  recordBytesIn(ctx, entries, outcomes);
+  if (request.acks === 0) return null;
+  let i = 0;
+  return {
+    responses: request.topicData.map((topic) => ({
+      name: topic.name,
+      topicId: topic.topicId,
+      partitionResponses: topic.partitionData.map((p) => {
+        const o = outcomes[i++];
+        return {
+          index: p.index,
+          errorCode: o.errorCode,
+          baseOffset: o.baseOffset,
+          logAppendTimeMs: o.logAppendTimeMs,
+          logStartOffset: o.logStartOffset,
+          errorMessage: o.errorCode === ErrorCode.NONE ? null : o.errorMessage,
+        };
+      }),
+    })),
+    throttleTimeMs: 0,
+  };
+}

@@ -16,6 +16,7 @@ import type { AbortedTxn } from "../storage/transaction-index.ts";
 import { LATEST_TIMESTAMP, type UnifiedLog } from "../storage/unified-log.ts";
 import { AssertionError, assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
+import type { MaybePromise } from "../util/maybe-promise.ts";
 import { type DelayedFetch, DelayedFetchPurgatory } from "./delayed-fetch-purgatory.ts";
 import { DelayedProducePurgatory, type ProduceWait } from "./delayed-produce-purgatory.ts";
 import { FetchManager } from "./fetch-manager.ts";
@@ -328,14 +329,25 @@ export class ReplicaManager {
    * Produce: appends every partition, then for acks=-1 waits until the high watermark passes
    * each batch (the whole ISR has it) or `timeoutMs` passes (REQUEST_TIMED_OUT).
    */
-  async produceRecords(
+  produceRecords(
     acks: number,
     timeoutMs: number,
     entries: readonly AppendEntry[],
-  ): Promise<AppendOutcome[]> {
+  ): MaybePromise<AppendOutcome[]> {
     const appended = entries.map((e) => this.appendOne(acks, e));
     const outcomes = appended.map((a) => a.outcome);
+    // acks 0 and 1 are answered now: no promise, no microtask (the produce handler's fast path).
     if (acks !== -1) return outcomes;
+    return this.awaitReplication(timeoutMs, entries, appended, outcomes);
+  }
+
+  /** acks=-1: parks the appended batches until the ISR holds them or `timeoutMs` passes. */
+  private async awaitReplication(
+    timeoutMs: number,
+    entries: readonly AppendEntry[],
+    appended: readonly AppendedOne[],
+    outcomes: AppendOutcome[],
+  ): Promise<AppendOutcome[]> {
     const waiting: { index: number; wait: ProduceWait }[] = [];
     appended.forEach((a, index) => {
       if (a.requiredOffset === null) return;

@@ -151,7 +151,7 @@ test("acks=-1 answers once the ISR fetched past the batch, else REQUEST_TIMED_OU
   expect(timedOut[0]!.errorCode).toBe(ErrorCode.REQUEST_TIMED_OUT);
   expect(performance.now() - started).toBeGreaterThanOrEqual(90);
   let answered = false;
-  const pending = rm.produceRecords(-1, 30_000, toT0("b")).then((o) => {
+  const pending = Promise.resolve(rm.produceRecords(-1, 30_000, toT0("b"))).then((o) => {
     answered = true;
     return o;
   });
