@@ -9,6 +9,7 @@
 import { assert } from "../util/assert.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import { readFileIfExists, writeTailAndSync, writeTailInBackground } from "./durable-file.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 
 /** Entries the typed arrays start with; they double as entries are added. */
 export const INDEX_INITIAL_CAPACITY = 64;
@@ -131,8 +132,12 @@ export abstract class AbstractIndex {
  * The bytes of an index file, as a view, after checking they are whole entries. Throws
  * CorruptIndexError (the caller rebuilds the index) if the file is missing or cut short.
  */
-export function readIndexFile(filePath: string, entryBytes: number): DataView {
-  const bytes = readFileIfExists(filePath);
+export function readIndexFile(
+  filePath: string,
+  entryBytes: number,
+  preread?: PrereadFiles,
+): DataView {
+  const bytes = preread?.take(filePath) ?? readFileIfExists(filePath);
   if (bytes === null) throw new CorruptIndexError(`${filePath} is missing`);
   if (bytes.length % entryBytes !== 0) {
     throw new CorruptIndexError(`${filePath} has ${bytes.length} bytes, not whole entries`);

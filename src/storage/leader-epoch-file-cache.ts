@@ -29,6 +29,7 @@ import {
   writeFileAtomically,
   writeFileAtomicallyInBackground,
 } from "./durable-file.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 
 export const LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint";
 const CHECKPOINT_VERSION = 0;
@@ -64,9 +65,10 @@ export class LeaderEpochFileCache {
   }
 
   /** Loads the checkpoint of the log in `dir`; a missing or malformed file means no epochs. */
-  static load(dir: string, logger: Logger): LeaderEpochFileCache {
+  static load(dir: string, logger: Logger, preread?: PrereadFiles): LeaderEpochFileCache {
     const filePath = path.join(dir, LEADER_EPOCH_CHECKPOINT_FILE);
-    return new LeaderEpochFileCache(filePath, readEntries(filePath, logger));
+    const bytes = preread?.take(filePath) ?? readFileIfExists(filePath);
+    return new LeaderEpochFileCache(filePath, decodeEntries(filePath, bytes, logger));
   }
 
   /** The cache of a log whose directory was just made: no epochs, no file yet. */
@@ -208,8 +210,7 @@ export class LeaderEpochFileCache {
   }
 }
 
-function readEntries(filePath: string, logger: Logger): EpochEntry[] {
-  const bytes = readFileIfExists(filePath);
+function decodeEntries(filePath: string, bytes: Uint8Array | null, logger: Logger): EpochEntry[] {
   if (bytes === null) return [];
   const lines = new TextDecoder()
     .decode(bytes)

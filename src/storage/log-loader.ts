@@ -31,6 +31,7 @@ import {
   LogSegment,
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
 import { recoverInterruptedSwaps } from "./segment-swap.ts";
 import { TXN_INDEX_FILE_SUFFIX } from "./transaction-index.ts";
@@ -71,6 +72,8 @@ export interface SegmentLoadParams {
    * the load does not list it again; the directory must not have changed since.
    */
   readonly listing?: readonly string[];
+  /** With `listing`: small files of `dir` read ahead with it (preread-files.ts). */
+  readonly preread?: PrereadFiles;
 }
 
 export function loadSegments(
@@ -92,6 +95,7 @@ export function loadSegments(
   }
   // A finished swap renamed and deleted files: the listing is stale then.
   const swapped = recoverInterruptedSwaps(dir, env.logger, params.listing) > 0;
+  const preread = swapped ? undefined : params.preread;
   const baseOffsets = listSegmentBaseOffsets(dir, env.logger, swapped ? undefined : params.listing);
   if (baseOffsets.length > env.maxSegmentsPerLog) {
     env.logger.warn(`${dir}: ${baseOffsets.length} segments exceed the per-log limit`);
@@ -110,7 +114,7 @@ export function loadSegments(
   // a read-only open and close for its header scan.
   if (params.cleanShutdown) segments[segments.length - 1].file.pin();
   const live = params.cleanShutdown
-    ? loadAfterCleanShutdown(segments, settings, env.logger)
+    ? loadAfterCleanShutdown(segments, settings, env.logger, preread)
     : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger, epochs);
   live[live.length - 1].file.pin();
   return live;
@@ -149,6 +153,7 @@ function loadAfterCleanShutdown(
   segments: LogSegment[],
   settings: SegmentSettings,
   logger: Logger,
+  preread: PrereadFiles | undefined,
 ): LogSegment[] {
   for (const segment of segments.slice(0, -1)) {
     try {
@@ -159,7 +164,7 @@ function loadAfterCleanShutdown(
   }
   const active = segments[segments.length - 1];
   try {
-    active.loadActiveState(settings);
+    active.loadActiveState(settings, preread);
   } catch (error) {
     rebuild(active, settings, logger, error);
   }

@@ -44,6 +44,12 @@ import {
   writeOffsetCheckpointInBackground,
 } from "./offset-checkpoint-file.ts";
 import { OpenFilePool } from "./open-file-pool.ts";
+import {
+  listPartitionDir,
+  type PartitionDirListing,
+  PREREAD_BUDGET_BYTES,
+  type PrereadFiles,
+} from "./preread-files.ts";
 import { partitionDirName, UnifiedLog } from "./unified-log.ts";
 
 export const CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
@@ -261,12 +267,18 @@ export class LogManager {
     for (const logDir of manager.logDirs) {
       try {
         const load = manager.beginLoad(logDir);
-        const listings = await mapLimit(load.partitionDirs, LISTING_CONCURRENCY, (name) =>
-          fs.promises.readdir(path.join(logDir, name)),
+        // The listing also reads each log's small files ahead (preread-files.ts).
+        const budget = { remainingBytes: PREREAD_BUDGET_BYTES };
+        const listings: (PartitionDirListing | undefined)[] = await mapLimit(
+          load.partitionDirs,
+          LISTING_CONCURRENCY,
+          (name) => listPartitionDir(path.join(logDir, name), load.cleanShutdown, budget),
         );
         let sliceStartMs = performance.now();
         for (let i = 0; i < load.partitionDirs.length; i++) {
-          manager.loadPartition(load, load.partitionDirs[i]!, listings[i]);
+          const listing = listings[i]!;
+          listings[i] = undefined;
+          manager.loadPartition(load, load.partitionDirs[i]!, listing.names, listing.preread);
           if (performance.now() - sliceStartMs < LOAD_SLICE_MS) continue;
           await new Promise((resolve) => setImmediate(resolve));
           sliceStartMs = performance.now();
@@ -425,7 +437,12 @@ export class LogManager {
   }
 
   /** Loads (recovering after a crash) the log in one partition directory found by beginLoad. */
-  private loadPartition(load: LogDirLoad, name: string, listing: readonly string[] | undefined) {
+  private loadPartition(
+    load: LogDirLoad,
+    name: string,
+    listing: readonly string[] | undefined,
+    preread?: PrereadFiles,
+  ) {
     const match = PARTITION_DIR.exec(name)!;
     const [topic, partition] = [match[1], Number(match[2])];
     const key = partitionDirName(topic, partition);
@@ -450,6 +467,7 @@ export class LogManager {
         cleanShutdown: load.cleanShutdown,
         env: this.env,
         listing,
+        preread,
       }),
     );
   }

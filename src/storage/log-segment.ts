@@ -36,6 +36,7 @@ import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { logFlushSeconds, timedSync } from "./log-flush-stats.ts";
 import { OffsetIndex } from "./offset-index.ts";
 import type { OpenFilePool } from "./open-file-pool.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 import type { BatchEntry } from "./segment-batch-reader.ts";
 import { scanBatchHeaders, scanValidBatches } from "./segment-batch-reader.ts";
 import { SegmentFile } from "./segment-file.ts";
@@ -528,8 +529,8 @@ export class LogSegment {
    * the last index entry, and restores the in-memory timestamps. Throws CorruptIndexError if the
    * indexes do not match the log (the caller then recovers the segment).
    */
-  loadActiveState(settings: SegmentSettings): void {
-    this.loadIndexes(settings);
+  loadActiveState(settings: SegmentSettings, preread?: PrereadFiles): void {
+    this.loadIndexes(settings, preread);
     const lastIndexed = this.offsetIndex().lastPosition();
     let nextOffset = this.baseOffset;
     let lastEnd = lastIndexed;
@@ -587,7 +588,7 @@ export class LogSegment {
    * Loads both indexes from their files and checks them against the log; throws
    * CorruptIndexError if either is missing or inconsistent.
    */
-  loadIndexes(settings: SegmentSettings): void {
+  loadIndexes(settings: SegmentSettings, preread?: PrereadFiles): void {
     // An empty segment has empty indexes, whatever its index files hold (or whether they exist:
     // a new log's are created by its first flush with data, createInNewDir).
     if (this.sizeBytesValue === 0) return this.emptyIndexes(settings);
@@ -596,6 +597,7 @@ export class LogSegment {
       this.baseOffset,
       settings.segmentIndexBytes,
       this.sizeBytesValue,
+      preread,
     );
     const upperBound = this.nextOffset > this.baseOffset ? this.nextOffset : 1n << 62n;
     const timeIndex = TimeIndex.load(
@@ -603,6 +605,7 @@ export class LogSegment {
       this.baseOffset,
       settings.segmentIndexBytes,
       upperBound,
+      preread,
     );
     this.offsetIndexValue = offsetIndex;
     this.timeIndexValue = timeIndex;

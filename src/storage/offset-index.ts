@@ -13,6 +13,7 @@
 import { assert } from "../util/assert.ts";
 import { AbstractIndex, INDEX_INITIAL_CAPACITY, readIndexFile } from "./abstract-index.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 
 export const OFFSET_INDEX_ENTRY_BYTES = 8;
 
@@ -88,8 +89,9 @@ export class OffsetIndex extends AbstractIndex {
     baseOffset: bigint,
     maxIndexBytes: number,
     logSizeBytes: number,
+    preread?: PrereadFiles,
   ): OffsetIndex {
-    const view = readIndexFile(filePath, OFFSET_INDEX_ENTRY_BYTES);
+    const view = readIndexFile(filePath, OFFSET_INDEX_ENTRY_BYTES, preread);
     // A smaller segment.index.bytes set since the file was written must not reject it.
     const index = new OffsetIndex(filePath, baseOffset, Math.max(maxIndexBytes, view.byteLength));
     let lastRelative = -1;

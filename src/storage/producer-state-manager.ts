@@ -33,6 +33,7 @@ import { ControlRecordType } from "../protocol/control-record.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 import {
   type BatchMetadata,
   incrementSequence,
@@ -406,6 +407,7 @@ export class ProducerStateManager {
     logEndOffset: bigint,
     nowMs: number,
     listing?: readonly string[],
+    preread?: PrereadFiles,
   ): bigint {
     this.producers.clear();
     this.ongoing.clear();
@@ -418,7 +420,9 @@ export class ProducerStateManager {
     while (this.snapshotOffsets.length > 0) {
       const offset = this.snapshotOffsets[this.snapshotOffsets.length - 1];
       try {
-        for (const entry of decodeSnapshot(fs.readFileSync(snapshotPath(dir, offset)))) {
+        const filePath = snapshotPath(dir, offset);
+        const bytes = preread?.take(filePath) ?? fs.readFileSync(filePath);
+        for (const entry of decodeSnapshot(bytes)) {
           this.producers.set(entry.producerId, entry);
           if (entry.currentTxnFirstOffset >= 0n) {
             this.ongoing.set(entry.producerId, entry.currentTxnFirstOffset);

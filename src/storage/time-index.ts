@@ -12,6 +12,7 @@
 import { assert } from "../util/assert.ts";
 import { AbstractIndex, INDEX_INITIAL_CAPACITY, readIndexFile } from "./abstract-index.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
+import type { PrereadFiles } from "./preread-files.ts";
 
 export const TIME_INDEX_ENTRY_BYTES = 12;
 
@@ -96,8 +97,9 @@ export class TimeIndex extends AbstractIndex {
     baseOffset: bigint,
     maxIndexBytes: number,
     nextOffset: bigint,
+    preread?: PrereadFiles,
   ): TimeIndex {
-    const view = readIndexFile(filePath, TIME_INDEX_ENTRY_BYTES);
+    const view = readIndexFile(filePath, TIME_INDEX_ENTRY_BYTES, preread);
     const maxBytes = Math.max(maxIndexBytes, view.byteLength + TIME_INDEX_ENTRY_BYTES);
     const index = new TimeIndex(filePath, baseOffset, maxBytes);
     let lastTimestamp = -1n;

@@ -192,7 +192,7 @@ export class UnifiedLog {
     // A directory just made holds nothing: no files to list or read, only the first segment's.
     const leaderEpochCache = created
       ? LeaderEpochFileCache.empty(params.dir)
-      : LeaderEpochFileCache.load(params.dir, params.env.logger);
+      : LeaderEpochFileCache.load(params.dir, params.env.logger, params.preread);
     const segments = loadSegments(
       { ...params, newDir: created },
       settingsOf(params.config),
@@ -975,7 +975,7 @@ export class UnifiedLog {
 function loadProducerState(
   params: Pick<
     LoadParams,
-    "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs" | "listing"
+    "dir" | "topic" | "partition" | "env" | "producerIdExpirationMs" | "listing" | "preread"
   >,
   segments: readonly LogSegment[],
   logStartOffset: bigint,
@@ -994,7 +994,13 @@ function loadProducerState(
     return state;
   }
   const nowMs = Date.now();
-  const from = state.loadSnapshot(logStartOffset, logEndOffset, nowMs, params.listing);
+  const from = state.loadSnapshot(
+    logStartOffset,
+    logEndOffset,
+    nowMs,
+    params.listing,
+    params.preread,
+  );
   let replayed = 0;
   try {
     replayed = replayProducerState(state, segments, from);

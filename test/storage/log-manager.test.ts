@@ -255,6 +255,57 @@ describe("log management", () => {
     expect(log.appendAsLeader(batch(1), -1).baseOffset).toBe(end);
   });
 
+  test("openAsync reads small files ahead; cut or corrupt ones are still rebuilt or skipped", async () => {
+    open({ segmentBytes: 100_000, indexIntervalBytes: 1 });
+    const ends: bigint[] = [];
+    for (let p = 0; p < 4; p++) {
+      const log = manager.getOrCreateLog("pre", p);
+      for (let i = 0; i < 5; i++) log.appendAsLeader(batch(2, { valueBytes: 100 }), 0);
+      const records = buildRecordBatch([{ key: null, value: new Uint8Array(8) }], {
+        producerId: 70n + BigInt(p),
+        producerEpoch: 0,
+        baseSequence: 0,
+      });
+      log.appendAsLeader(records, 0);
+      log.highWatermark = log.logEndOffset;
+      ends.push(log.logEndOffset);
+    }
+    const dirOf = (p: number) => manager.getLog("pre", p)!.dir;
+    const dirs = [0, 1, 2, 3].map(dirOf);
+    await manager.closeAsync();
+    const stem = "00000000000000000000";
+    const snapshot = fs.readdirSync(dirs[3]!).find((n) => n.endsWith(".snapshot"))!;
+    // 0: index cut mid-entry; 1: time index going backwards; 2: epochs garbled; 3: snapshot cut.
+    fs.truncateSync(path.join(dirs[0]!, `${stem}.index`), 13);
+    const timeIndex = path.join(dirs[1]!, `${stem}.timeindex`);
+    const entries = fs.readFileSync(timeIndex);
+    fs.writeFileSync(timeIndex, Buffer.concat([entries, entries.subarray(0, 12)]));
+    fs.writeFileSync(path.join(dirs[2]!, "leader-epoch-checkpoint"), "0\n5\n0 0\n");
+    fs.truncateSync(path.join(dirs[3]!, snapshot), 7);
+    lines = [];
+    manager = await LogManager.openAsync({
+      logDirs: [dir],
+      defaultConfig: { ...DEFAULT_LOG_CONFIG, segmentBytes: 100_000, indexIntervalBytes: 1 },
+      logger: new LineLogger(lines),
+    });
+    const logs = [0, 1, 2, 3].map((p) => manager.getLog("pre", p)!);
+    expect(logs.map((l) => l.logEndOffset)).toEqual(ends);
+    expect(lines.filter((l) => l.includes("rebuilding indexes"))).toHaveLength(2);
+    expect(lines.some((l) => l.includes("ignoring malformed") && l.includes("pre-2"))).toBe(true);
+    expect(lines.some((l) => l.includes(`skipping producer snapshot`))).toBe(true);
+    // Untouched files were used as read ahead: epochs and producers as written.
+    expect(logs[3]!.leaderEpochCache.latestEpoch).toBe(0);
+    expect(logs[0]!.producerState.producerCount).toBe(1);
+    // Producer 73's state came back by replaying the log instead of the cut snapshot.
+    expect(logs[3]!.producerState.producerCount).toBe(1);
+    for (const log of logs) {
+      // Batches of two: offset 4 starts the third, found through the (rebuilt) offset index.
+      expect(batchOffsets(readBytes(log, 4n, 1_000_000))[0]!.base).toBe(4n);
+      const end = log.logEndOffset;
+      expect(log.appendAsLeader(batch(1), 0).baseOffset).toBe(end);
+    }
+  });
+
   test("createLogs makes one .log per new log off the event loop; index files come with data", async () => {
     const second = tempDir();
     lines = [];
