@@ -1,4 +1,5 @@
-// `bun scripts/bench-partitions.ts [--partitions 1000,10000] [--quill-binary PATH]`
+// `bun scripts/bench-partitions.ts [--partitions 1000,10000] [--quill-binary PATH]
+//                                  [--produce-records N]`
 //
 // Quill alone, one broker per partition count, on a fresh data dir: how long creating 100 topics
 // holding that many partitions takes (until Metadata shows every leader), a first produce to
@@ -6,16 +7,20 @@
 // (SIGTERM to exit: every log flushed, checkpoints, the clean-shutdown marker) takes, start-up
 // after it, and start-up after kill -9 (both to the first successful produce). Without
 // --quill-binary the broker runs from source (`bun src/main.ts`). Prints one JSON line per
-// partition count with the load average. The same figures, beside Kafka's, come from
+// partition count with the load average. With --produce-records, after the first produce one
+// librdkafka producer (bench-vs-kafka's rdkafka-scale.c) writes N records of 100 B round robin
+// to every partition, as the scale workload does: its records/s, the broker's and the client's
+// CPU seconds and the broker's requests. The same figures, beside Kafka's, come from
 // bench-vs-kafka.ts's scale workloads; this is the quick before/after loop for them.
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildRecordBatch } from "../src/protocol/record-batch.ts";
 import { KafkaClient } from "../test/support/kafka-client.ts";
-import { loadAverage } from "./bench-common.ts";
+import { compileRdkafkaProgram, cpuSeconds, loadAverage } from "./bench-common.ts";
 import { createTopicsAndWait, type TopicSpec } from "./bench-vs-kafka/broker-probe.ts";
-import { startQuill } from "./bench-vs-kafka/brokers.ts";
+import { type BrokerProcess, startQuill } from "./bench-vs-kafka/brokers.ts";
+import { freePort, quillRequestCounter } from "./bench-vs-kafka/request-counter.ts";
 
 const TOPICS = 100;
 const CREATE_TIMEOUT_MS = 900_000;
@@ -61,12 +66,39 @@ async function produceToEvery(port: number, topics: readonly TopicSpec[]): Promi
   }
 }
 
+/** rdkafka-scale.c's producer writing `records` to every partition: rate and CPU on each side. */
+async function librdkafkaProduce(broker: BrokerProcess, partitions: number, records: number) {
+  const program = compileRdkafkaProgram(join(import.meta.dir, "bench-vs-kafka", "rdkafka-scale.c"));
+  if ("error" in program) throw new Error(program.error);
+  const requests = quillRequestCounter(broker.adminPort!);
+  const requestsBefore = await requests.total();
+  const brokerCpuBefore = cpuSeconds(broker.pid);
+  const argv = [program.path, "produce", broker.bootstrap, "p-t", String(TOPICS)];
+  argv.push(String(partitions / TOPICS), String(records), "100");
+  const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  const stdout = await new Response(proc.stdout).text();
+  if ((await proc.exited) !== 0) throw new Error(`rdkafka-scale produce failed: ${stdout}`);
+  const result = JSON.parse(stdout) as { records: number; seconds: number };
+  const usage = proc.resourceUsage();
+  const brokerCpuS = cpuSeconds(broker.pid) - brokerCpuBefore;
+  const brokerRequests = (await requests.total()) - requestsBefore;
+  return {
+    producePerSecond: Math.round(result.records / result.seconds),
+    produceSeconds: Number(result.seconds.toFixed(2)),
+    brokerCpuS: Number(brokerCpuS.toFixed(2)),
+    clientCpuS: Number((Number(usage!.cpuTime.total) / 1e6).toFixed(2)),
+    brokerRequests,
+    brokerCpuUsPerRequest: Math.round((brokerCpuS * 1e6) / Math.max(1, brokerRequests)),
+  };
+}
+
 async function measure(binary: string, dir: string, partitions: number) {
   const figures: Record<string, number | string> = { partitions, loadBefore: loadAverage() };
-  let broker = await startQuill(binary, dir);
+  const produceRecords = Number(option("--produce-records") ?? 0);
+  let broker = await startQuill(binary, dir, {}, await freePort());
   try {
     const topics = Array.from({ length: TOPICS }, (_, i) => ({
-      name: `p${partitions}-t${i}`,
+      name: `p-t${i}`,
       partitions: partitions / TOPICS,
     }));
     let started = performance.now();
@@ -75,6 +107,10 @@ async function measure(binary: string, dir: string, partitions: number) {
     started = performance.now();
     await produceToEvery(broker.port, topics);
     figures.firstProduceMs = Math.round(performance.now() - started);
+    if (produceRecords > 0) {
+      Object.assign(figures, await librdkafkaProduce(broker, partitions, produceRecords));
+      figures.loadAfterProduce = loadAverage();
+    }
     started = performance.now();
     await broker.stop();
     figures.cleanStopMs = Math.round(performance.now() - started);
