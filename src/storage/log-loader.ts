@@ -110,9 +110,13 @@ export function loadSegments(
     LogSegment.open(dir, baseOffset, baseOffsets[i + 1] ?? UNKNOWN_END_OFFSET, env.pool),
   );
   for (const segment of segments) installIndexLoader(segment, () => settings, env.logger);
-  // After a clean stop the last segment stays the active one: opening it read-write now saves
-  // a read-only open and close for its header scan.
-  if (params.cleanShutdown) segments[segments.length - 1].file.pin();
+  // The last segment stays the active one (unless crash recovery cuts an earlier one, which
+  // deletes it and so unpins it): opening it read-write now saves a read-only open and close for
+  // its scan, and keeps it out of the open-file pool's eviction order. With more logs than the
+  // fd cap, an unpinned segment was evicted as soon as its recovery scan released it, and
+  // eviction wrote its rebuilt indexes with a synchronous fdatasync: 6.3 s of the event loop's
+  // 8 s in a start after kill -9 with 10,000 logs (docs/scaling.md).
+  segments[segments.length - 1].file.pin();
   const live = params.cleanShutdown
     ? loadAfterCleanShutdown(segments, settings, env.logger, preread)
     : recoverAfterCrash(segments, params.recoveryPoint, settings, env.logger, epochs);

@@ -159,6 +159,33 @@ describe("recovery after a crash", () => {
     expect(again.appendAsLeader(batch(1), -1).baseOffset).toBe(160n);
   });
 
+  test("with more logs than the fd cap, recovered active segments stay open, unwritten", () => {
+    const small = { ...config, segmentBytes: 1_000_000 };
+    const openMany = () => {
+      lines = [];
+      const logger = new LineLogger(lines);
+      const options = { logDirs: [dir], defaultConfig: small, logger, maxOpenSegmentFiles: 2 };
+      manager = LogManager.open(options);
+      return [0, 1, 2, 3, 4].map((p) => manager.getOrCreateLog("many", p));
+    };
+    for (const log of openMany()) fill(log, 6);
+    manager.close();
+    fs.rmSync(path.join(dir, CLEAN_SHUTDOWN_FILE));
+    fs.rmSync(path.join(dir, RECOVERY_POINT_CHECKPOINT_FILE));
+    const indexes = [0, 1, 2, 3, 4].map((p) => path.join(dir, `many-${p}`, `${stem(0n)}.index`));
+    for (const file of indexes) fs.rmSync(file);
+    const logs = openMany();
+    // Evicted right after its recovery scan, a segment wrote its rebuilt indexes (with an
+    // fdatasync each, on the event loop); pinned first, it keeps them until its flush.
+    expect(logs.map((l) => l.logEndOffset)).toEqual([24n, 24n, 24n, 24n, 24n]);
+    expect(indexes.filter((file) => fs.existsSync(file))).toEqual([]);
+    for (const log of logs) {
+      expect(batchOffsets(readBytes(log, 10n, 1_000_000))[0]!.base).toBe(8n);
+      log.flush();
+    }
+    expect(indexes.filter((file) => fs.existsSync(file))).toEqual(indexes);
+  });
+
   test("a clean shutdown writes the marker and the next open removes it", () => {
     const log = open();
     fill(log, 3);
