@@ -267,22 +267,7 @@ export class LogManager {
     for (const logDir of manager.logDirs) {
       try {
         const load = manager.beginLoad(logDir);
-        // The listing also reads each log's small files ahead (preread-files.ts).
-        const budget = { remainingBytes: PREREAD_BUDGET_BYTES };
-        const listings: (PartitionDirListing | undefined)[] = await mapLimit(
-          load.partitionDirs,
-          LISTING_CONCURRENCY,
-          (name) => listPartitionDir(path.join(logDir, name), load.cleanShutdown, budget),
-        );
-        let sliceStartMs = performance.now();
-        for (let i = 0; i < load.partitionDirs.length; i++) {
-          const listing = listings[i]!;
-          listings[i] = undefined;
-          manager.loadPartition(load, load.partitionDirs[i]!, listing.names, listing.preread);
-          if (performance.now() - sliceStartMs < LOAD_SLICE_MS) continue;
-          await new Promise((resolve) => setImmediate(resolve));
-          sliceStartMs = performance.now();
-        }
+        await manager.loadListedPartitions(load);
         manager.finishLoad(load);
       } catch (error) {
         if (!isIoError(error)) throw error;
@@ -290,6 +275,39 @@ export class LogManager {
       }
     }
     return manager.opened();
+  }
+
+  /**
+   * Loads the partitions of `load` in order, each as soon as its listing (with its small files
+   * read ahead, preread-files.ts) is done: up to LISTING_CONCURRENCY listings run on the thread
+   * pool ahead of the load, so reading and loading overlap instead of following each other.
+   */
+  private async loadListedPartitions(load: LogDirLoad): Promise<void> {
+    const names = load.partitionDirs;
+    const budget = { remainingBytes: PREREAD_BUDGET_BYTES };
+    const listings: (Promise<PartitionDirListing> | undefined)[] = new Array(names.length);
+    const list = (i: number) => {
+      if (i >= names.length) return;
+      const listing = listPartitionDir(
+        path.join(load.logDir, names[i]!),
+        load.cleanShutdown,
+        budget,
+      );
+      // Awaited in turn below; until then a failure must not count as unhandled.
+      listing.catch(() => undefined);
+      listings[i] = listing;
+    };
+    for (let i = 0; i < LISTING_CONCURRENCY; i++) list(i);
+    let sliceStartMs = performance.now();
+    for (let i = 0; i < names.length; i++) {
+      const listing = await listings[i]!;
+      listings[i] = undefined;
+      list(i + LISTING_CONCURRENCY);
+      this.loadPartition(load, names[i]!, listing.names, listing.preread);
+      if (performance.now() - sliceStartMs < LOAD_SLICE_MS) continue;
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStartMs = performance.now();
+    }
   }
 
   /** What open and openAsync do once every log dir is loaded (or failed). */
