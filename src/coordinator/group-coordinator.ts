@@ -1052,7 +1052,8 @@ export class GroupCoordinator {
       .filter((g) => !g.is(GroupState.Dead) && this.isCoordinatorFor(g.groupId))
       .map((g) => {
         const consumer = this.consumerGroups.get(g.groupId);
-        if (consumer === undefined || consumer.isEmpty) {
+        // A consumer group whose members left stays one (Empty) until a JoinGroup or cleanup.
+        if (consumer === undefined) {
           const protocolType = g.protocolType ?? "";
           return {
             groupId: g.groupId,

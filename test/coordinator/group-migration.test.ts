@@ -227,6 +227,9 @@ test("group.consumer.migration.policy decides whether groups change protocol", a
   );
   expect(leave(upgradeOnly, GROUP, b).members[0]!.errorCode).toBe(ErrorCode.NONE);
   expect(upgradeOnly.consumerGroup(GROUP)?.state).toBe("Empty");
+  expect((await upgradeOnly.listGroups({ statesFilter: [], typesFilter: [] })).groups).toEqual([
+    { groupId: GROUP, protocolType: "consumer", groupState: "Empty", groupType: "consumer" },
+  ]);
 });
 
 test("classic members of a consumer group are stored with it and carry on after a failover", async () => {
