@@ -91,12 +91,14 @@ export class IsrManager {
    */
   private send(p: Partition, pending: readonly number[], attempt: number): void {
     const { topic, partition } = p;
-    const unknown = { errorCode: ErrorCode.UNKNOWN_SERVER_ERROR, leaderEpoch: -1 };
     this.options
       .alterIsr(topic, partition, p.leaderEpoch, p.partitionEpoch, pending)
       .catch((error: unknown) => {
-        this.options.log.warn(`${topic}-${partition}: ISR change failed: ${String(error)}`);
-        return { ...unknown, partitionEpoch: -1, isr: [] };
+        if (attempt === 1) {
+          this.options.log.warn(`${topic}-${partition}: ISR change failed: ${String(error)}`);
+        }
+        const errorCode = ErrorCode.UNKNOWN_SERVER_ERROR;
+        return { errorCode, leaderEpoch: -1, partitionEpoch: -1, isr: [] };
       })
       .then((result) => {
         // An answer for a change the controller's LeaderAndIsr replaced meanwhile.
