@@ -17,6 +17,7 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 
 let broker: InProcessBroker;
 let root: string;
@@ -56,23 +57,9 @@ interface Described {
 test("kafka-log-dirs.sh --describe lists both dirs, two partitions each, with sizes", async () => {
   const dist = await ensureKafkaDist();
   if ("missing" in dist) throw new Error(`Kafka's tools are not available: ${dist.missing}`);
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      dist.classpath,
-      "org.apache.kafka.tools.LogDirsCommand",
-      "--bootstrap-server",
-      broker.bootstrap,
-      "--describe",
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, out, err] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
+  const tool = "org.apache.kafka.tools.LogDirsCommand";
+  const args = ["--bootstrap-server", broker.bootstrap, "--describe"];
+  const { code, stdout: out, stderr: err } = await runToolInJvm(dist.classpath, tool, args);
   expect(code, err).toBe(0);
   const json = JSON.parse(out.split("\n").find((l) => l.startsWith("{"))!) as Described;
   const logDirs = json.brokers[0]!.logDirs;

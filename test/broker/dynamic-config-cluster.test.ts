@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ensureKafkaDist } from "../../scripts/bench-vs-kafka/kafka-dist.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
   type Cluster,
@@ -37,23 +38,9 @@ afterAll(async () => {
 
 async function kafkaConfigs(...args: string[]): Promise<{ code: number; out: string }> {
   const bootstrap = cluster.brokers.get(1)!.bootstrap;
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      classpath,
-      "kafka.admin.ConfigCommand",
-      "--bootstrap-server",
-      bootstrap,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
+  const tool = "kafka.admin.ConfigCommand";
+  const run = await runToolInJvm(classpath, tool, ["--bootstrap-server", bootstrap, ...args]);
+  const { code, stdout, stderr } = run;
   return { code, out: stdout + stderr };
 }
 

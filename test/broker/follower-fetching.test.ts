@@ -13,6 +13,7 @@ import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
@@ -156,31 +157,13 @@ test("Kafka's Java consumer with client.rack reads every record from its rack's 
     follower.broker.services.metrics.topicTraffic(() => true).find(([t]) => t === TOPIC)?.[1]
       .bytesOut ?? 0;
   const before = bytesOut();
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      dist.classpath,
-      "org.apache.kafka.tools.consumer.ConsoleConsumer",
-      "--bootstrap-server",
-      leader.bootstrap,
-      "--topic",
-      TOPIC,
-      "--from-beginning",
-      "--max-messages",
-      String(RECORDS),
-      "--timeout-ms",
-      "60000",
-      "--consumer-property",
-      `client.rack=${rackOf(follower)}`,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, out, err] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
+  const args = [
+    ...["--bootstrap-server", leader.bootstrap, "--topic", TOPIC, "--from-beginning"],
+    ...["--max-messages", String(RECORDS), "--timeout-ms", "60000"],
+    ...["--consumer-property", `client.rack=${rackOf(follower)}`],
+  ];
+  const tool = "org.apache.kafka.tools.consumer.ConsoleConsumer";
+  const { code, stdout: out, stderr: err } = await runToolInJvm(dist.classpath, tool, args);
   expect(code, err).toBe(0);
   const values = out.split("\n").filter((l) => l !== "");
   expect(values).toEqual(Array.from({ length: RECORDS }, (_, i) => `v${i}`));

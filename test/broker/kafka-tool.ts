@@ -1,14 +1,12 @@
 /**
  * Kafka 3.9's command-line tools (the classes the `kafka-*.sh` scripts run, from Maven Central
- * through the benchmark's Kafka download) as Java processes against a Quill cluster.
+ * through the benchmark's Kafka download) against a Quill cluster, run in the suite's tool JVM
+ * (test/support/tool-jvm.ts) rather than one JVM per command.
  */
 import { ensureKafkaDist } from "../../scripts/bench-vs-kafka/kafka-dist.ts";
+import { runToolInJvm, type ToolRun } from "../support/tool-jvm.ts";
 
-export interface ToolRun {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+export type { ToolRun };
 
 export const REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand";
 export const LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand";
@@ -28,14 +26,5 @@ export function kafkaClasspath(): Promise<string> {
 
 /** Runs one tool to its end; a non-zero exit is returned, not thrown. */
 export async function runKafkaTool(mainClass: string, args: readonly string[]): Promise<ToolRun> {
-  const proc = Bun.spawn(["java", "-Xmx256m", "-cp", await kafkaClasspath(), mainClass, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-  ]);
-  return { code, stdout, stderr };
+  return await runToolInJvm(await kafkaClasspath(), mainClass, args);
 }

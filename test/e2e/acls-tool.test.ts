@@ -14,6 +14,7 @@ import {
   startInProcessBroker,
   tempDir,
 } from "../support/broker-harness.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 
 let broker: InProcessBroker;
 let classpath: string;
@@ -52,24 +53,12 @@ afterAll(async () => {
 
 async function aclCommand(...args: string[]): Promise<string> {
   const port = broker.broker.listeners.find((l) => l.listenerName === "SASL_PLAINTEXT")!.port;
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      classpath,
-      "kafka.admin.AclCommand",
-      "--bootstrap-server",
-      `127.0.0.1:${port}`,
-      "--command-config",
-      commandConfig,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
+  const { code, stdout, stderr } = await runToolInJvm(classpath, "kafka.admin.AclCommand", [
+    "--bootstrap-server",
+    `127.0.0.1:${port}`,
+    "--command-config",
+    commandConfig,
+    ...args,
   ]);
   if (code !== 0) throw new Error(`kafka-acls ${args.join(" ")}: ${stderr}${stdout}`);
   return stdout;

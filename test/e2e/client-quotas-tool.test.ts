@@ -12,6 +12,7 @@ import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { until } from "../broker/cluster-harness.ts";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
 import { KafkaClient } from "../support/kafka-client.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 let zkServer: ZooKeeperServer;
@@ -47,22 +48,10 @@ afterAll(async () => {
 });
 
 async function kafkaConfigs(...args: string[]): Promise<string> {
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      classpath,
-      "kafka.admin.ConfigCommand",
-      "--bootstrap-server",
-      brokers[0]!.bootstrap,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
+  const { code, stdout, stderr } = await runToolInJvm(classpath, "kafka.admin.ConfigCommand", [
+    "--bootstrap-server",
+    brokers[0]!.bootstrap,
+    ...args,
   ]);
   expect(`${code} ${stdout}${stderr}`).toStartWith("0 ");
   return stdout;

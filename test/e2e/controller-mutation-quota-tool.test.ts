@@ -18,6 +18,7 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { requestOnce } from "../support/kafka-client.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 let zkServer: ZooKeeperServer;
@@ -60,8 +61,14 @@ async function run(args: string[]): Promise<{ code: number; out: string }> {
   return { code, out: stdout + stderr };
 }
 
+/** A Kafka tool's main class, in the suite's tool JVM: its exit code and its output. */
+async function tool(main: string, args: string[]): Promise<{ code: number; out: string }> {
+  const { code, stdout, stderr } = await runToolInJvm(classpath, main, args);
+  return { code, out: stdout + stderr };
+}
+
 const kafkaConfigs = (...args: string[]) =>
-  run(["kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap, ...args]);
+  tool("kafka.admin.ConfigCommand", ["--bootstrap-server", broker.bootstrap, ...args]);
 
 /** Sets a client-id's quota with a raw AlterClientQuotas (the first test uses the tool). */
 async function setClientQuota(clientId: string, rate: number) {
@@ -81,7 +88,7 @@ function kafkaTopics(clientId: string, ...args: string[]) {
   const config = join(dir, `${clientId}.properties`);
   writeFileSync(config, `client.id=${clientId}\n`);
   const common = ["--bootstrap-server", broker.bootstrap, "--command-config", config];
-  return run(["org.apache.kafka.tools.TopicCommand", ...common, ...args]);
+  return tool("org.apache.kafka.tools.TopicCommand", [...common, ...args]);
 }
 
 test("kafka-configs.sh sets controller_mutation_rate in Kafka's znode and refuses bad values", async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { ensureKafkaDist } from "../../scripts/bench-vs-kafka/kafka-dist.ts";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 
 let broker: InProcessBroker;
 let producer: Producer;
@@ -35,22 +36,11 @@ afterAll(async () => {
 });
 
 async function transactionsCommand(...args: string[]): Promise<string> {
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      classpath,
-      "org.apache.kafka.tools.TransactionsCommand",
-      "--bootstrap-server",
-      broker.bootstrap,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [code, stdout, stderr] = await Promise.all([
-    proc.exited,
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
+  const tool = "org.apache.kafka.tools.TransactionsCommand";
+  const { code, stdout, stderr } = await runToolInJvm(classpath, tool, [
+    "--bootstrap-server",
+    broker.bootstrap,
+    ...args,
   ]);
   if (code !== 0) throw new Error(`kafka-transactions ${args.join(" ")}: ${stderr}`);
   return stdout;

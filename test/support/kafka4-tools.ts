@@ -1,11 +1,12 @@
 /**
  * Kafka 4.4's command-line tools (test/compat/tools4: org.apache.kafka:kafka-tools 4.4.0 and its
- * classpath from Maven Central), run as the scripts run them: `java -cp … <main class>`.
+ * classpath from Maven Central), their main classes run in the suite's tool JVM (tool-jvm.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { withBuildLockSync } from "../../scripts/build-lock.ts";
 import { REPO_ROOT } from "./broker-harness.ts";
+import { runToolInJvm } from "./tool-jvm.ts";
 
 export const TOOLS4_DIR = join(REPO_ROOT, "test", "compat", "tools4");
 
@@ -21,20 +22,13 @@ export function ensureTools4(): void {
   });
 }
 
-/** Runs a tool to its end: its exit code and its stdout and stderr together. */
+/** Runs a tool to its end (in the suite's tool JVM): its exit code and its stdout and stderr. */
 export async function runTool4(
   main: string,
   args: readonly string[],
 ): Promise<{ code: number; out: string }> {
   const classpath = readFileSync(join(TOOLS4_DIR, "target", "classpath.txt"), "utf8").trim();
-  const proc = Bun.spawn(
-    ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath, main, ...args],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { code, out: out + err };
+  const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
+  const run = await runToolInJvm(classpath, main, args, [logLevel]);
+  return { code: run.code, out: run.stdout + run.stderr };
 }

@@ -247,7 +247,7 @@ class JvmNode implements ZooKeeperServer {
         gone();
       });
     });
-    startWatchdog(child);
+    startWatchdog(child.pid);
   }
 
   /** Polls `srvr` until the server reports a mode (standalone, leader, follower). */
@@ -264,13 +264,13 @@ class JvmNode implements ZooKeeperServer {
   }
 }
 
-/** Kills `child` with SIGKILL once this test process is gone, however it died. */
-function startWatchdog(child: ChildProcess): void {
-  if (child.pid === undefined) return;
+/** Kills process `pid` with SIGKILL once this test process is gone, however it died. */
+export function startWatchdog(pid: number | undefined): void {
+  if (pid === undefined) return;
   const script =
     'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; ' +
     'kill -9 "$2" 2>/dev/null';
-  const watchdog = spawn("sh", ["-c", script, "sh", String(process.pid), String(child.pid)], {
+  const watchdog = spawn("sh", ["-c", script, "sh", String(process.pid), String(pid)], {
     stdio: "ignore",
   });
   watchdog.unref();
