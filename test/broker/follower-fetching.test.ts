@@ -93,7 +93,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const b of brokers) await b.stop();
   await zk?.stop();
-});
+}, 30_000);
 
 async function fetchFrom(b: InProcessBroker, rackId: string, version = 12) {
   const client = await KafkaClient.connect(b.port);
