@@ -4,12 +4,16 @@
 // its cleaner held back (min.compaction.lag.ms at its maximum), then released (AlterConfigs sets
 // it to 0) and timed to the broker's "cleaned" log line. Meanwhile a probe sends one 1 KiB
 // record every 10 ms to another topic (kafkajs, acks=1, one at a time) and records each send's
-// latency; the same probe runs for 10 s before the release, without cleaning. Reports cleaner
-// MB/s (dirty bytes over the wall time from release to the log line), the partition's size
-// before and after, and the probe's p50/p99 without and during cleaning. Not a test.
+// latency, then fetches that record back (a raw Fetch v12, maxWaitMs 0, on a connection of its
+// own) and records the fetch's latency; the same probe runs for 10 s before the release,
+// without cleaning. Reports cleaner MB/s (dirty bytes over the wall time from release to the log
+// line), the partition's size before and after, and the probe's produce and fetch p50/p99
+// without and during cleaning. Not a test.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
+import { KafkaClient } from "../../test/support/kafka-client.ts";
 import { loadAverage } from "../bench-common.ts";
 
 export const COMPACTION_TOPIC = "compaction-dirty";
@@ -40,6 +44,8 @@ export interface CompactionResult {
   readonly cleanerMegabytesPerSecond: number;
   readonly probeWithout: Percentiles;
   readonly probeDuring: Percentiles;
+  readonly fetchWithout: Percentiles;
+  readonly fetchDuring: Percentiles;
   readonly loadAverage: string;
 }
 
@@ -86,7 +92,8 @@ export async function runCompaction(
     const partitionDir = join(dataDir, `${COMPACTION_TOPIC}-0`);
     await settle(partitionDir);
     const dirtyBytes = logBytes(partitionDir);
-    const probeWithout = await probe(kafka, () => false, BASELINE_MS);
+    const port = Number(bootstrap.split(":").at(-1));
+    const without = await probe(kafka, port, () => false, BASELINE_MS);
     const releasedMs = performance.now();
     await admin.alterConfigs({
       validateOnly: false,
@@ -102,7 +109,7 @@ export async function runCompaction(
     const finished = waitForLine(cleanerLog).then(() => {
       cleanedMs = performance.now();
     });
-    const probeDuring = await probe(kafka, () => cleanedMs > 0, CLEAN_TIMEOUT_MS);
+    const during = await probe(kafka, port, () => cleanedMs > 0, CLEAN_TIMEOUT_MS);
     await finished;
     const cleanSeconds = (cleanedMs - releasedMs) / 1000;
     return {
@@ -111,8 +118,10 @@ export async function runCompaction(
       cleanedBytes: logBytes(partitionDir),
       cleanSeconds,
       cleanerMegabytesPerSecond: dirtyBytes / 1e6 / cleanSeconds,
-      probeWithout,
-      probeDuring,
+      probeWithout: without.produce,
+      probeDuring: during.produce,
+      fetchWithout: without.fetch,
+      fetchDuring: during.fetch,
       loadAverage: loadAverage(),
     };
   } finally {
@@ -162,23 +171,76 @@ async function produceDirtyLog(kafka: Kafka, totalBytes: number): Promise<void> 
   await producer.disconnect();
 }
 
-/** Sends one 1 KiB record every 10 ms until `done()` or `limitMs`; send latencies' percentiles. */
-async function probe(kafka: Kafka, done: () => boolean, limitMs: number): Promise<Percentiles> {
+/**
+ * Sends one 1 KiB record every 10 ms until `done()` or `limitMs`, and fetches each back: the
+ * percentiles of the sends' and of the fetches' latencies.
+ */
+async function probe(
+  kafka: Kafka,
+  port: number,
+  done: () => boolean,
+  limitMs: number,
+): Promise<{ produce: Percentiles; fetch: Percentiles }> {
   const producer = kafka.producer();
   await producer.connect();
-  const latencies: number[] = [];
+  const fetcher = await KafkaClient.connect(port);
+  const sends: number[] = [];
+  const fetches: number[] = [];
   const value = Buffer.alloc(1024, "p");
   const started = performance.now();
   const untilMs = started + (done() ? 0 : limitMs);
   let i = 0;
-  while (!done() && performance.now() < untilMs) {
-    const sentAt = performance.now();
-    await producer.send({ topic: PROBE_TOPIC, acks: 1, messages: [{ key: `p${i++}`, value }] });
-    latencies.push(performance.now() - sentAt);
-    const wait = started + i * PROBE_INTERVAL_MS - performance.now();
-    if (wait > 0) await Bun.sleep(wait);
+  try {
+    while (!done() && performance.now() < untilMs) {
+      const sentAt = performance.now();
+      const [sent] = await producer.send({
+        topic: PROBE_TOPIC,
+        acks: 1,
+        messages: [{ key: `p${i++}`, value }],
+      });
+      const fetchAt = performance.now();
+      sends.push(fetchAt - sentAt);
+      await fetchOne(fetcher, BigInt(sent!.baseOffset!));
+      fetches.push(performance.now() - fetchAt);
+      const wait = started + i * PROBE_INTERVAL_MS - performance.now();
+      if (wait > 0) await Bun.sleep(wait);
+    }
+  } finally {
+    fetcher.close();
+    await producer.disconnect();
   }
-  await producer.disconnect();
+  return { produce: percentiles(sends), fetch: percentiles(fetches) };
+}
+
+/** Fetches the probe partition at `offset` (no wait); throws unless a record came back. */
+async function fetchOne(client: KafkaClient, offset: bigint): Promise<void> {
+  const partition = {
+    partition: 0,
+    fetchOffset: offset,
+    currentLeaderEpoch: -1,
+    logStartOffset: -1n,
+    partitionMaxBytes: 1 << 20,
+  };
+  const res = await client.request(ApiKey.Fetch, 12, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [{ topic: PROBE_TOPIC, partitions: [partition] }],
+    forgottenTopicsData: [],
+    rackId: "",
+  });
+  const fetched = res.responses[0]!.partitions[0]!;
+  const records = fetched.records;
+  if (fetched.errorCode !== 0 || !(records instanceof Uint8Array) || records.length === 0) {
+    throw new Error(`probe fetch at ${offset}: error ${fetched.errorCode}, no records`);
+  }
+}
+
+function percentiles(latencies: number[]): Percentiles {
   latencies.sort((a, b) => a - b);
   const at = (q: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
@@ -221,17 +283,19 @@ async function waitForLine(log: CleanerLog): Promise<void> {
 
 export function compactionTable(results: readonly CompactionResult[]): string {
   const mb = (n: number) => (n / 1e6).toFixed(0);
+  const pair = (p: Percentiles) => `${p.p50Ms} / ${p.p99Ms}`;
   const rows = results.map(
     (r) =>
       `| ${r.broker} | ${mb(r.dirtyBytes)} | ${mb(r.cleanedBytes)} | ` +
       `${r.cleanSeconds.toFixed(1)} | ${r.cleanerMegabytesPerSecond.toFixed(0)} | ` +
-      `${r.probeWithout.p50Ms} / ${r.probeWithout.p99Ms} | ${r.probeDuring.p50Ms} / ` +
-      `${r.probeDuring.p99Ms} (${r.probeDuring.count} sends) | ${r.loadAverage} |`,
+      `${pair(r.probeWithout)} | ${pair(r.probeDuring)} (${r.probeDuring.count} sends) | ` +
+      `${pair(r.fetchWithout)} | ${pair(r.fetchDuring)} | ${r.loadAverage} |`,
   );
   return [
-    "| broker | dirty MB | after MB | clean s | cleaner MB/s | probe p50/p99 ms without " +
-      "cleaning | probe p50/p99 ms during cleaning | load average |",
-    "|---|---:|---:|---:|---:|---:|---:|---|",
+    "| broker | dirty MB | after MB | clean s | cleaner MB/s | produce p50/p99 ms without " +
+      "cleaning | produce p50/p99 ms during cleaning | fetch p50/p99 ms without | " +
+      "fetch p50/p99 ms during | load average |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ...rows,
   ].join("\n");
 }
