@@ -21,6 +21,7 @@ const VIA_HELPER: ReadonlyMap<string, string> = new Map([
   ["84-read-share-group-state.ts", "./share-state-requests.ts"],
   ["85-write-share-group-state.ts", "./share-state-requests.ts"],
   ["86-delete-share-group-state.ts", "./share-state-requests.ts"],
+  ["87-read-share-group-state-summary.ts", "./share-state-requests.ts"],
 ]);
 
 test("every API handler asks the authorizer, except the open ones", () => {
