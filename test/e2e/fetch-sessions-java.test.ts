@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ensureKafkaDist } from "../../scripts/bench-vs-kafka/kafka-dist.ts";
 import { type InProcessBroker, startInProcessBroker } from "../support/broker-harness.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 import { waitUntil } from "../support/wait-until.ts";
 
 const TOPIC = "java-sessions";
@@ -47,31 +48,18 @@ async function produceRound(round: number): Promise<void> {
 test("every record arrives once while the consumer fetches incrementally", async () => {
   await produceRound(0);
   const fetchManager = broker.broker.services.replicaManager.fetchManager;
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-cp",
-      classpath,
-      "org.apache.kafka.tools.consumer.ConsoleConsumer",
-      "--bootstrap-server",
-      broker.bootstrap,
-      "--topic",
-      TOPIC,
-      "--from-beginning",
-      "--max-messages",
-      String(2 * PER_ROUND),
-      "--timeout-ms",
-      "90000",
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const stdout = new Response(proc.stdout).text();
-  const stderr = new Response(proc.stderr).text();
+  const args = [
+    ...["--bootstrap-server", broker.bootstrap, "--topic", TOPIC, "--from-beginning"],
+    ...["--max-messages", String(2 * PER_ROUND), "--timeout-ms", "90000"],
+  ];
+  // Runs while the test produces round 1; its output is read when it has ended.
+  const consumer = runToolInJvm(classpath, "org.apache.kafka.tools.consumer.ConsoleConsumer", args);
   await waitUntil(() => fetchManager.incrementalFetches > 0, 90_000, "an incremental fetch");
   await produceRound(1);
-  expect(await proc.exited).toBe(0);
-  const values = (await stdout).split("\n").filter((l) => l !== "");
-  expect(values.length, await stderr).toBe(2 * PER_ROUND);
+  const { code, stdout, stderr } = await consumer;
+  expect(code).toBe(0);
+  const values = stdout.split("\n").filter((l) => l !== "");
+  expect(values.length, stderr).toBe(2 * PER_ROUND);
   const expected = [0, 1].flatMap((r) => Array.from({ length: PER_ROUND }, (_, i) => `r${r}-${i}`));
   expect(values.sort()).toEqual(expected.sort());
   // The records of round 1 came through the session (the consumer closes it when it leaves).

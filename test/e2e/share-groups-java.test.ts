@@ -13,6 +13,7 @@ import {
   startInProcessBroker,
 } from "../support/broker-harness.ts";
 import { ensureJava4Built, java4Command, runJava4 } from "../support/java4-client.ts";
+import { runToolInJvm } from "../support/tool-jvm.ts";
 
 const TOOLS_DIR = join(REPO_ROOT, "test", "compat", "tools4");
 const LOCK_MS = 2_000;
@@ -25,24 +26,18 @@ const run = (args: string[]) => runJava4("quill.compat4.ShareConsumers", args);
 /** kafka-share-groups.sh: Kafka's script runs this class with the tools' classpath. */
 async function shareGroupsTool(args: string[]): Promise<string> {
   const classpath = readFileSync(join(TOOLS_DIR, "target", "classpath.txt"), "utf8").trim();
-  const proc = Bun.spawn(
-    [
-      "java",
-      "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-      "-cp",
-      classpath,
-      "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-      "--bootstrap-server",
-      broker.bootstrap,
-      ...args,
-    ],
-    { stdout: "pipe", stderr: "pipe" },
+  const tool = "org.apache.kafka.tools.consumer.group.ShareGroupCommand";
+  const logLevel = "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn";
+  const {
+    code,
+    stdout: out,
+    stderr: err,
+  } = await runToolInJvm(
+    classpath,
+    tool,
+    ["--bootstrap-server", broker.bootstrap, ...args],
+    [logLevel],
   );
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
   if (code !== 0) console.log(out, err);
   expect(code).toBe(0);
   return out;
