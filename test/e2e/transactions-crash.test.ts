@@ -89,6 +89,18 @@ async function openTransaction(client: KafkaClient, topic = TOPIC, txnId = TXN_I
   return { producerId, producerEpoch };
 }
 
+/** Opens a transaction of 3 records (see openTransaction) and asks its coordinator to commit. */
+async function openAndCommit(client: KafkaClient, topic: string, txnId: string) {
+  const ids = await openTransaction(client, topic, txnId);
+  const end = await client.request(ApiKey.EndTxn, 3, {
+    transactionalId: txnId,
+    ...ids,
+    committed: true,
+  });
+  expect(end.errorCode).toBe(ErrorCode.NONE);
+  return ids;
+}
+
 /** A read_committed fetch of the whole partition. */
 async function fetchCommitted(client: KafkaClient, topic = TOPIC) {
   const fetched = await client.request(ApiKey.Fetch, 12, {
@@ -176,14 +188,7 @@ test("kill -9 between a commit's markers and its completion: the restarted coord
   const own = await heldBroker();
   fs.writeFileSync(HOLD_COMPLETION, "");
   let client = await KafkaClient.connect(own.broker.port);
-  const { producerId, producerEpoch } = await openTransaction(client, topic, txnId);
-  const end = await client.request(ApiKey.EndTxn, 3, {
-    transactionalId: txnId,
-    producerId,
-    producerEpoch,
-    committed: true,
-  });
-  expect(end.errorCode).toBe(ErrorCode.NONE);
+  const { producerId, producerEpoch } = await openAndCommit(client, topic, txnId);
   // The COMMIT marker is written (the LSO passed it), the completion is not.
   const deadline = Date.now() + 20_000;
   while ((await lastStableOffset(client, topic)) < 4n && Date.now() < deadline)
@@ -233,14 +238,7 @@ async function commitPreparedThenKill(
   hold: string,
 ) {
   let client = await KafkaClient.connect(own.broker.port);
-  const { producerId, producerEpoch } = await openTransaction(client, topic, txnId);
-  const end = await client.request(ApiKey.EndTxn, 3, {
-    transactionalId: txnId,
-    producerId,
-    producerEpoch,
-    committed: true,
-  });
-  expect(end.errorCode).toBe(ErrorCode.NONE);
+  const { producerId, producerEpoch } = await openAndCommit(client, topic, txnId);
   // The decision is durable, the markers are not written: the commit is not visible yet.
   expect(await describe(client, txnId)).toMatchObject({ transactionState: "PrepareCommit" });
   await Bun.sleep(300);
