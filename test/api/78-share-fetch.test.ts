@@ -14,24 +14,34 @@ let b: TestBroker;
 let client: KafkaClient;
 let topicId: Uint8Array;
 
-beforeAll(async () => {
-  b = await startTestBroker({ "group.share.record.lock.duration.ms": "60000" });
-  client = await KafkaClient.connect(b.port);
+/** Creates a topic of one partition and returns its id. */
+async function createTopic(name: string): Promise<Uint8Array> {
   await client.request(ApiKey.CreateTopics, 7, {
-    topics: [{ name: TOPIC, numPartitions: 1, replicationFactor: 1 }],
+    topics: [{ name, numPartitions: 1, replicationFactor: 1 }],
     timeoutMs: 5000,
   });
-  topicId = b.broker.services.metadataCache.topic(TOPIC)!.topicId;
-  // Joining assigns the partition, whose state starts at the log end (latest): 0.
-  expect((await heartbeat("m1")).errorCode).toBe(ErrorCode.NONE);
-  const records = Array.from({ length: 5 }, (_, i) => ({
+  return b.broker.services.metadataCache.topic(name)!.topicId;
+}
+
+/** Produces `count` records valued "0", "1", ... to partition 0 of `topic`. */
+async function produceNumbered(topic: string, count: number): Promise<void> {
+  const records = Array.from({ length: count }, (_, i) => ({
     value: new TextEncoder().encode(`${i}`),
   }));
   await client.request(ApiKey.Produce, 9, {
     acks: 1,
     timeoutMs: 5000,
-    topicData: [{ name: TOPIC, partitionData: [{ index: 0, records: buildRecordBatch(records) }] }],
+    topicData: [{ name: topic, partitionData: [{ index: 0, records: buildRecordBatch(records) }] }],
   });
+}
+
+beforeAll(async () => {
+  b = await startTestBroker({ "group.share.record.lock.duration.ms": "60000" });
+  client = await KafkaClient.connect(b.port);
+  topicId = await createTopic(TOPIC);
+  // Joining assigns the partition, whose state starts at the log end (latest): 0.
+  expect((await heartbeat("m1")).errorCode).toBe(ErrorCode.NONE);
+  await produceNumbered(TOPIC, 5);
 });
 
 afterAll(async () => {
@@ -175,11 +185,7 @@ test("share.auto.offset.reset=earliest, a group config, starts a new group at th
 
 /** A topic of 150 records and a share group whose in-flight window is 100 records. */
 async function windowGroup(group: string, topic: string): Promise<Uint8Array> {
-  await client.request(ApiKey.CreateTopics, 7, {
-    topics: [{ name: topic, numPartitions: 1, replicationFactor: 1 }],
-    timeoutMs: 5000,
-  });
-  const id = b.broker.services.metadataCache.topic(topic)!.topicId;
+  const id = await createTopic(topic);
   const window = await client.request(ApiKey.IncrementalAlterConfigs, 1, {
     resources: [
       {
@@ -197,14 +203,7 @@ async function windowGroup(group: string, topic: string): Promise<Uint8Array> {
     subscribedTopicNames: [topic],
   });
   expect(joined.errorCode).toBe(ErrorCode.NONE);
-  const records = Array.from({ length: 150 }, (_, i) => ({
-    value: new TextEncoder().encode(`${i}`),
-  }));
-  await client.request(ApiKey.Produce, 9, {
-    acks: 1,
-    timeoutMs: 5000,
-    topicData: [{ name: topic, partitionData: [{ index: 0, records: buildRecordBatch(records) }] }],
-  });
+  await produceNumbered(topic, 150);
   return id;
 }
 
