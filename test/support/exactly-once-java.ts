@@ -39,6 +39,16 @@ export interface ExactlyOnceTopics {
   readonly outTopic: string;
 }
 
+/** The environment the Java programs read their bootstrap servers and topics from. */
+function javaEnv(topics: ExactlyOnceTopics): Record<string, string | undefined> {
+  return {
+    ...process.env,
+    BOOTSTRAP: topics.bootstrap,
+    IN_TOPIC: topics.inTopic,
+    OUT_TOPIC: topics.outTopic,
+  };
+}
+
 /**
  * Runs the pipeline (transactional id and group `eos-pipeline`) until it has read every input;
  * `fault` runs once at least 100 inputs are committed, mid-stream. Fails the test unless the
@@ -48,12 +58,7 @@ export async function runPipelineWithFault(
   topics: ExactlyOnceTopics,
   fault: () => Promise<void>,
 ): Promise<void> {
-  const env = {
-    ...process.env,
-    BOOTSTRAP: topics.bootstrap,
-    IN_TOPIC: topics.inTopic,
-    OUT_TOPIC: topics.outTopic,
-  };
+  const env = javaEnv(topics);
   const pipeline = Bun.spawn(javaCommand(), { env, stdout: "pipe", stderr: "pipe" });
   const reader = pipeline.stdout.getReader();
   let output = "";
@@ -91,13 +96,7 @@ export async function verifyExactlyOnce(
   topics: ExactlyOnceTopics,
   expected: number,
 ): Promise<void> {
-  const env = {
-    ...process.env,
-    BOOTSTRAP: topics.bootstrap,
-    IN_TOPIC: topics.inTopic,
-    OUT_TOPIC: topics.outTopic,
-    EXPECTED: String(expected),
-  };
+  const env = { ...javaEnv(topics), EXPECTED: String(expected) };
   const verify = Bun.spawn(javaCommand(["verify"]), { env, stdout: "pipe", stderr: "pipe" });
   const verified = await new Response(verify.stdout).text();
   expect(await verify.exited).toBe(0);
