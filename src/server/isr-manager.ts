@@ -5,6 +5,17 @@ import type { AlterIsr, Partition } from "./partition.ts";
 /** Pause before an ISR change whose outcome is unknown is sent again. */
 const ISR_CHANGE_RETRY_MS = 500;
 
+/**
+ * Answers that leave a change pending but are not sent again, as in Kafka's
+ * Partition.handleAlterPartitionError: a fenced or unknown partition stays fenced however often
+ * it is asked, so the change waits for the controller's next LeaderAndIsr instead.
+ */
+const NOT_RESENT_ERRORS: ReadonlySet<number> = new Set([
+  ErrorCode.FENCED_LEADER_EPOCH,
+  ErrorCode.INVALID_UPDATE_VERSION,
+  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+]);
+
 export interface IsrManagerOptions {
   readonly alterIsr: AlterIsr;
   /** replica.lag.time.max.ms */
@@ -87,7 +98,8 @@ export class IsrManager {
    * Sends the pending change `pending` (the partition's own array, so a change that a
    * LeaderAndIsr replaced meanwhile is recognised) and handles the answer; a change whose
    * outcome is unknown stays pending and is sent again after a pause, as Kafka's
-   * AlterPartitionManager retries, while this broker leads with it pending.
+   * AlterPartitionManager retries, while this broker leads with it pending; a fenced one stays
+   * pending without being sent again (NOT_RESENT_ERRORS).
    */
   private send(p: Partition, pending: readonly number[], attempt: number): void {
     const { topic, partition } = p;
@@ -111,11 +123,12 @@ export class IsrManager {
           this.options.log.warn(
             `${topic}-${partition}: ISR change to [${pending.join(",")}] ` +
               `refused with error ${result.errorCode}` +
-              (p.pendingIsr === pending ? "; kept pending and sent again until answered" : ""),
+              (p.pendingIsr === pending ? keptPendingNote(result.errorCode) : ""),
           );
         }
         this.options.onIsrChanged(p);
         if (p.pendingIsr !== pending || this.stopped) return;
+        if (NOT_RESENT_ERRORS.has(result.errorCode)) return;
         const timer = setTimeout(() => {
           this.retries.delete(timer);
           if (p.pendingIsr === pending && p.isLeader && !this.stopped) {
@@ -126,4 +139,11 @@ export class IsrManager {
         this.retries.add(timer);
       });
   }
+}
+
+/** What becomes of a refused change that stays pending, for the warning. */
+function keptPendingNote(errorCode: number): string {
+  return NOT_RESENT_ERRORS.has(errorCode)
+    ? "; kept pending until the controller's next LeaderAndIsr"
+    : "; kept pending and sent again until answered";
 }

@@ -1,6 +1,7 @@
 /**
  * IsrManager against a real Partition and log, with the controller's AlterPartition answers
- * scripted: a change whose answer is lost stays pending and is sent again until answered.
+ * scripted: a change whose answer is lost stays pending and is sent again until answered; a
+ * fenced one stays pending without being sent again.
  */
 import { afterEach, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -16,7 +17,11 @@ afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
 
-test("an expansion whose answer timed out stays pending and is sent again", async () => {
+/**
+ * A leader of t-0 with ISR [1, 2] whose replica 3 has caught up, and an IsrManager whose
+ * AlterPartition answers are `answers`, one per request; `sent` records the requests.
+ */
+function leaderWithCaughtUpReplica(answers: AlterIsrResult[]) {
   const dir = tempDir("quill-isr-manager-");
   const logs = LogManager.open({ logDirs: [dir], logger: SILENT_LOGGER });
   cleanups.push(() => {
@@ -41,10 +46,6 @@ test("an expansion whose answer timed out stays pending and is sent again", asyn
   p.maybeIncrementHighWatermark();
   p.updateFollowerFetchState(3, 2n, 10);
   const sent: { partitionEpoch: number; isr: readonly number[] }[] = [];
-  const answers: AlterIsrResult[] = [
-    { errorCode: ErrorCode.REQUEST_TIMED_OUT, leaderEpoch: 1, partitionEpoch: 1, isr: [] },
-    { errorCode: ErrorCode.NONE, leaderEpoch: 1, partitionEpoch: 2, isr: [1, 2, 3] },
-  ];
   const manager = new IsrManager({
     alterIsr: async (_topic, _partition, _leaderEpoch, partitionEpoch, isr) => {
       sent.push({ partitionEpoch, isr });
@@ -57,6 +58,14 @@ test("an expansion whose answer timed out stays pending and is sent again", asyn
     log: SILENT_LOGGER,
   });
   cleanups.push(() => manager.stop());
+  return { p, sent, manager };
+}
+
+test("an expansion whose answer timed out stays pending and is sent again", async () => {
+  const { p, sent, manager } = leaderWithCaughtUpReplica([
+    { errorCode: ErrorCode.REQUEST_TIMED_OUT, leaderEpoch: 1, partitionEpoch: 1, isr: [] },
+    { errorCode: ErrorCode.NONE, leaderEpoch: 1, partitionEpoch: 2, isr: [1, 2, 3] },
+  ]);
   manager.maybeExpand(p);
   await waitUntil(() => sent.length === 1, 5_000, "the first AlterPartition");
   await Bun.sleep(50);
@@ -69,4 +78,16 @@ test("an expansion whose answer timed out stays pending and is sent again", asyn
     { partitionEpoch: 1, isr: [1, 2, 3] },
   ]);
   expect([p.isr, p.partitionEpoch, manager.expandCount]).toEqual([[1, 2, 3], 2, 1]);
+});
+
+test("a fenced expansion stays pending for the next LeaderAndIsr and is not sent again", async () => {
+  const { p, sent, manager } = leaderWithCaughtUpReplica([
+    { errorCode: ErrorCode.INVALID_UPDATE_VERSION, leaderEpoch: -1, partitionEpoch: -1, isr: [] },
+  ]);
+  manager.maybeExpand(p);
+  await waitUntil(() => sent.length === 1, 5_000, "the first AlterPartition");
+  // Longer than two resend pauses: a fenced change asked again would be fenced again.
+  await Bun.sleep(1_200);
+  expect(sent).toEqual([{ partitionEpoch: 1, isr: [1, 2, 3] }]);
+  expect(p.pendingIsr).toEqual([1, 2, 3]);
 });
