@@ -55,6 +55,19 @@ export function readBytes(
   }
 }
 
+/**
+ * A replica's first fetch: closes `leader` and appends all it held, as a follower, to the new log
+ * that `open` opens (its directory under `dir`, created here).
+ */
+export function replicateInto(leader: UnifiedLog, dir: string, open: () => UnifiedLog): UnifiedLog {
+  const replicated = readBytes(leader, 0n, 1 << 20);
+  leader.close();
+  fs.mkdirSync(dir);
+  const follower = open();
+  follower.appendAsFollower(replicated.slice());
+  return follower;
+}
+
 /** Base offsets and last offsets of the batches in `bytes`. */
 export function batchOffsets(bytes: Uint8Array): { base: bigint; last: bigint }[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

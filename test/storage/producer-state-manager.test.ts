@@ -15,7 +15,7 @@ import {
 } from "../../src/storage/producer-state-snapshot.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { LineLogger } from "../support/line-logger.ts";
-import { batchOffsets, readBytes, removeDir, tempDir } from "./helpers.ts";
+import { batchOffsets, readBytes, removeDir, replicateInto, tempDir } from "./helpers.ts";
 
 let root: string;
 let lines: string[];
@@ -147,14 +147,10 @@ describe("sequence checks on the leader", () => {
   test("a follower that becomes leader deduplicates what it replicated", () => {
     const leader = open();
     for (let i = 0; i < 3; i++) leader.appendAsLeader(idem(7n, 0, i * 5), -1);
-    const replicated = readBytes(leader, 0n, 1 << 20);
-    leader.close();
     const base = root;
     root = path.join(base, "follower");
-    fs.mkdirSync(root);
-    const follower = open();
+    const follower = replicateInto(leader, root, open);
     root = base;
-    follower.appendAsFollower(replicated.slice());
     // Leadership moves: the producer retries its last two batches against the new leader.
     expect(follower.appendAsLeader(idem(7n, 0, 10), -1).baseOffset).toBe(10n);
     expect(follower.appendAsLeader(idem(7n, 0, 5), -1).baseOffset).toBe(5n);

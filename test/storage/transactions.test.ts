@@ -9,7 +9,7 @@ import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
 import { OpenFilePool } from "../../src/storage/open-file-pool.ts";
 import { UnifiedLog } from "../../src/storage/unified-log.ts";
 import { LineLogger } from "../support/line-logger.ts";
-import { batch, readBytes, removeDir, tempDir } from "./helpers.ts";
+import { batch, removeDir, replicateInto, tempDir } from "./helpers.ts";
 
 let root: string;
 let lines: string[];
@@ -173,13 +173,9 @@ describe("followers", () => {
     append(leader, txn(8n, 0, 0), client); // 3-5
     append(leader, marker(7n, 0, false), coordinator); // 6: abort 0..6
     append(leader, batch(1), client); // 7
-    const replicated = readBytes(leader, 0n, 1 << 20);
-    leader.close();
     const base = root;
     root = path.join(base, "follower");
-    fs.mkdirSync(root);
-    const follower = open();
-    follower.appendAsFollower(replicated.slice());
+    const follower = replicateInto(leader, root, open);
     follower.highWatermark = follower.logEndOffset;
     // Producer 8's transaction is still open on the follower: its LSO stops there, and the
     // aborted one is in the follower's own .txnindex.
