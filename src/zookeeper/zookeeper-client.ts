@@ -336,19 +336,13 @@ export class ZooKeeperClient {
   barrier(options: CallOptions = {}): Promise<void> {
     if (this.queuedBarrier !== null) return this.queuedBarrier;
     const deadlineMs = this.deadline(options);
+    const check: readonly ZooKeeperOp[] = [{ type: "check", path: "/", version: -1 }];
     const barrier = Promise.resolve().then(async () => {
       this.queuedBarrier = null;
-      for (;;) {
-        try {
-          await this.multi([{ type: "check", path: "/", version: -1 }], {
-            timeoutMs: deadlineMs - Date.now(),
-          });
-          return;
-        } catch (error) {
-          if (!(error instanceof ConnectionLossError) || Date.now() >= deadlineMs) throw error;
-          await Bun.sleep(READ_RETRY_DELAY_MS);
-        }
-      }
+      // Changes nothing, so it goes the way of the reads: sent again after a connection loss.
+      await this.read("multi", "/", deadlineMs, (raw, done) => {
+        buildTransaction(raw, check).commit((error) => done(error ?? null));
+      });
     });
     this.queuedBarrier = barrier;
     return barrier;
