@@ -1,3 +1,8 @@
+import {
+  decodeConsumerProtocolAssignment,
+  decodeConsumerProtocolSubscription,
+  encodeConsumerProtocolAssignment,
+} from "../protocol/generated/index.ts";
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
 
@@ -37,48 +42,46 @@ export interface ConsumerSubscription {
 /** The newest ConsumerProtocolSubscription and ConsumerProtocolAssignment version. */
 const CONSUMER_PROTOCOL_VERSION_MAX = 3;
 
+/** Topic to partitions of the generated codecs' `[{topic, partitions}]`, repeats merged. */
+function partitionsByTopic(
+  list: readonly { topic: string; partitions: number[] }[],
+): Map<string, Set<number>> {
+  const out = new Map<string, Set<number>>();
+  for (const { topic, partitions } of list) {
+    out.set(topic, new Set([...(out.get(topic) ?? []), ...partitions]));
+  }
+  return out;
+}
+
 /**
- * Decodes a whole ConsumerProtocolSubscription: v0 `Topics, UserData`; v1 adds
- * `OwnedPartitions: [Topic, [Partition]]`; v2 `GenerationId`; v3 `RackId`. Later versions
- * only append fields. Null when the bytes are not one.
+ * Decodes a whole ConsumerProtocolSubscription with the generated codec (later versions than
+ * 3 only append fields, so they are read as 3). Null when the bytes are not one.
  */
 export function decodeSubscription(metadata: Uint8Array): ConsumerSubscription | null {
   try {
     const r = new Reader(metadata);
     const version = r.int16();
     if (version < 0) return null;
-    const topics = r.array(false, version, (reader) => reader.string());
-    r.nullableBytes();
-    const owned = new Map<string, Set<number>>();
-    if (version >= 1) {
-      r.array(false, version, (reader) => {
-        const topic = reader.string();
-        const partitions = reader.array(false, version, (p) => p.int32());
-        owned.set(topic, new Set([...(owned.get(topic) ?? []), ...partitions]));
-      });
-    }
-    if (version >= 2) r.int32();
-    const rackId = version >= 3 ? r.nullableString() : null;
-    return { version, topics, owned, rackId };
+    const decoded = decodeConsumerProtocolSubscription(
+      r,
+      Math.min(version, CONSUMER_PROTOCOL_VERSION_MAX),
+    );
+    const owned = partitionsByTopic(decoded.ownedPartitions);
+    return { version, topics: decoded.topics, owned, rackId: decoded.rackId };
   } catch {
     return null;
   }
 }
 
-/** Decodes a ConsumerProtocolAssignment's partitions (every version starts with them). */
+/** Decodes a ConsumerProtocolAssignment's partitions with the generated codec. */
 export function decodeAssignment(bytes: Uint8Array): Map<string, Set<number>> | null {
-  const out = new Map<string, Set<number>>();
-  if (bytes.length === 0) return out; // members the leader left out get nothing
+  if (bytes.length === 0) return new Map(); // members the leader left out get nothing
   try {
     const r = new Reader(bytes);
     const version = r.int16();
     if (version < 0) return null;
-    r.array(false, version, (reader) => {
-      const topic = reader.string();
-      const partitions = reader.array(false, version, (p) => p.int32());
-      out.set(topic, new Set([...(out.get(topic) ?? []), ...partitions]));
-    });
-    return out;
+    const v = Math.min(version, CONSUMER_PROTOCOL_VERSION_MAX);
+    return partitionsByTopic(decodeConsumerProtocolAssignment(r, v).assignedPartitions);
   } catch {
     return null;
   }
@@ -93,16 +96,13 @@ export function encodeAssignment(
   assignment: ReadonlyMap<string, ReadonlySet<number>>,
   version: number,
 ): Uint8Array {
+  const v = Math.min(Math.max(version, 0), CONSUMER_PROTOCOL_VERSION_MAX);
   const w = new Writer();
-  w.int16(Math.min(Math.max(version, 0), CONSUMER_PROTOCOL_VERSION_MAX));
-  const topics = [...assignment].filter(([, ps]) => ps.size > 0);
-  w.arrayLength(topics.length, false);
-  for (const [topic, partitions] of topics) {
-    w.string(topic);
-    w.arrayLength(partitions.size, false);
-    for (const p of [...partitions].sort((a, b) => a - b)) w.int32(p);
-  }
-  w.nullableBytes(null);
+  w.int16(v);
+  const assignedPartitions = [...assignment]
+    .filter(([, ps]) => ps.size > 0)
+    .map(([topic, ps]) => ({ topic, partitions: [...ps].sort((a, b) => a - b) }));
+  encodeConsumerProtocolAssignment(w, v, { assignedPartitions, userData: null });
   return w.toBytes();
 }
 
