@@ -12,8 +12,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { KafkaClient } from "../../test/support/kafka-client.ts";
+import { fetchPartition0, KafkaClient } from "../../test/support/kafka-client.ts";
 import { loadAverage } from "../bench-common.ts";
 
 export const COMPACTION_TOPIC = "compaction-dirty";
@@ -214,26 +213,7 @@ async function probe(
 
 /** Fetches the probe partition at `offset` (no wait); throws unless a record came back. */
 async function fetchOne(client: KafkaClient, offset: bigint): Promise<void> {
-  const partition = {
-    partition: 0,
-    fetchOffset: offset,
-    currentLeaderEpoch: -1,
-    logStartOffset: -1n,
-    partitionMaxBytes: 1 << 20,
-  };
-  const res = await client.request(ApiKey.Fetch, 12, {
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 1,
-    maxBytes: 1 << 20,
-    isolationLevel: 0,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: [{ topic: PROBE_TOPIC, partitions: [partition] }],
-    forgottenTopicsData: [],
-    rackId: "",
-  });
-  const fetched = res.responses[0]!.partitions[0]!;
+  const fetched = await fetchPartition0(client, PROBE_TOPIC, offset);
   const records = fetched.records;
   if (fetched.errorCode !== 0 || !(records instanceof Uint8Array) || records.length === 0) {
     throw new Error(`probe fetch at ${offset}: error ${fetched.errorCode}, no records`);

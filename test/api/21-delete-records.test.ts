@@ -6,7 +6,12 @@ import * as path from "node:path";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
-import { KafkaClient, startTestBroker, type TestBroker } from "../support/kafka-client.ts";
+import {
+  fetchPartition0,
+  KafkaClient,
+  startTestBroker,
+  type TestBroker,
+} from "../support/kafka-client.ts";
 
 let b: TestBroker;
 let client: KafkaClient;
@@ -76,32 +81,7 @@ async function earliest(topic: string): Promise<bigint> {
   return res.topics[0].partitions[0].offset;
 }
 
-async function fetchAt(offset: bigint) {
-  const res = await client.request(ApiKey.Fetch, 12, {
-    replicaId: -1,
-    maxWaitMs: 0,
-    minBytes: 1,
-    maxBytes: 1 << 20,
-    isolationLevel: 0,
-    sessionId: 0,
-    sessionEpoch: -1,
-    topics: [
-      {
-        topic: TOPIC,
-        partitions: [
-          {
-            partition: 0,
-            fetchOffset: offset,
-            currentLeaderEpoch: -1,
-            logStartOffset: -1n,
-            partitionMaxBytes: 1 << 20,
-          },
-        ],
-      },
-    ],
-  });
-  return res.responses[0].partitions[0];
-}
+const fetchAt = (offset: bigint) => fetchPartition0(client, TOPIC, offset);
 
 const segmentFiles = () =>
   fs

@@ -12,6 +12,7 @@ import * as path from "node:path";
 import { type RunningBroker, startBroker } from "../../src/broker/broker.ts";
 import { type FlagSetting, loadConfig } from "../../src/config/load-config.ts";
 import {
+  ApiKey,
   type ApiKeyNumber,
   type ApiMessages,
   decodeResponse,
@@ -127,6 +128,31 @@ export class KafkaClient {
     this.closedError = error;
     for (const p of this.pending.splice(0)) p.reject(error);
   }
+}
+
+/**
+ * Fetches partition 0 of `topic` from `offset` (Fetch v12, no wait, up to 1 MiB, read_uncommitted,
+ * no session) and returns that partition's response.
+ */
+export async function fetchPartition0(client: KafkaClient, topic: string, offset: bigint) {
+  const partition = {
+    partition: 0,
+    fetchOffset: offset,
+    currentLeaderEpoch: -1,
+    logStartOffset: -1n,
+    partitionMaxBytes: 1 << 20,
+  };
+  const res = await client.request(ApiKey.Fetch, 12, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: [{ topic, partitions: [partition] }],
+  });
+  return res.responses[0]!.partitions[0]!;
 }
 
 /** Opens a connection, sends one request, closes. */
