@@ -27,8 +27,8 @@ import type { LogEnvironment } from "./log-environment.ts";
 import type { SegmentSettings } from "./log-segment.ts";
 import {
   INDEX_FILE_SUFFIX,
-  LOG_FILE_SUFFIX,
   LogSegment,
+  logFileStem,
   TIME_INDEX_FILE_SUFFIX,
 } from "./log-segment.ts";
 import type { PrereadFiles } from "./preread-files.ts";
@@ -136,9 +136,9 @@ function listSegmentBaseOffsets(
     if (STRAY_SUFFIXES.some((suffix) => name.endsWith(suffix))) {
       logger.info(`${dir}: removing leftover file ${name}`);
       fs.rmSync(path.join(dir, name), { force: true });
-    } else if (name.endsWith(LOG_FILE_SUFFIX)) {
-      const stem = name.slice(0, -LOG_FILE_SUFFIX.length);
-      if (SEGMENT_STEM.test(stem)) logStems.add(stem);
+    } else {
+      const stem = logFileStem(name);
+      if (stem !== null) logStems.add(stem);
     }
   }
   for (const name of names) {

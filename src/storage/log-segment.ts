@@ -47,6 +47,15 @@ export const LOG_FILE_SUFFIX = ".log";
 export const INDEX_FILE_SUFFIX = ".index";
 export const TIME_INDEX_FILE_SUFFIX = ".timeindex";
 
+const SEGMENT_STEM = /^\d{20}$/;
+
+/** The stem of a segment's `.log` file name (`00000000000000000042.log`), else null. */
+export function logFileStem(name: string): string | null {
+  if (!name.endsWith(LOG_FILE_SUFFIX)) return null;
+  const stem = name.slice(0, -LOG_FILE_SUFFIX.length);
+  return SEGMENT_STEM.test(stem) ? stem : null;
+}
+
 /** `00000000000000000042`: Kafka's file name stem for a segment based at offset 42. */
 export function segmentFileStem(baseOffset: bigint): string {
   return baseOffset.toString().padStart(20, "0");

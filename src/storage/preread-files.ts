@@ -16,15 +16,13 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { LEADER_EPOCH_CHECKPOINT_FILE } from "./leader-epoch-file-cache.ts";
-import { INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX } from "./log-segment.ts";
+import { INDEX_FILE_SUFFIX, logFileStem, TIME_INDEX_FILE_SUFFIX } from "./log-segment.ts";
 import { listSnapshotOffsets, snapshotPath } from "./producer-state-snapshot.ts";
 
 /** Files larger than this are left to the load: per-file costs no longer dominate them. */
 export const PREREAD_FILE_MAX_BYTES = 1024 * 1024;
 /** What a whole load may hold read ahead at once; past it, logs read their files themselves. */
 export const PREREAD_BUDGET_BYTES = 64 * 1024 * 1024;
-
-const SEGMENT_STEM = /^\d{20}$/;
 
 /** Bytes read ahead, by file path; each is taken at most once. */
 export class PrereadFiles {
@@ -91,10 +89,9 @@ function filesToPreread(dir: string, names: readonly string[], withIndexes: bool
   if (!withIndexes) return paths;
   let activeStem: string | null = null;
   for (const name of names) {
-    if (!name.endsWith(LOG_FILE_SUFFIX)) continue;
-    const stem = name.slice(0, -LOG_FILE_SUFFIX.length);
+    const stem = logFileStem(name);
     // 20-digit zero-padded stems order as their offsets do.
-    if (SEGMENT_STEM.test(stem) && (activeStem === null || stem > activeStem)) activeStem = stem;
+    if (stem !== null && (activeStem === null || stem > activeStem)) activeStem = stem;
   }
   if (activeStem === null) return paths;
   for (const suffix of [INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX]) {
