@@ -18,6 +18,7 @@
  */
 import { Reader } from "../protocol/reader.ts";
 import { Writer } from "../protocol/writer.ts";
+import { RecordState } from "../server/share-partition.ts";
 import { partitionForKey } from "./transaction-log.ts";
 
 export const SHARE_STATE_TOPIC = "__share_group_state";
@@ -49,11 +50,12 @@ export interface ShareStateValue {
   readonly stateBatches: readonly StateBatch[];
 }
 
-/** Offsets at or above the start offset already done: ACKNOWLEDGED (2) or ARCHIVED (4). */
+/** Offsets at or above the start offset already done: ACKNOWLEDGED or ARCHIVED. */
 export function deliveryCompleteCount(v: ShareStateValue): number {
   let n = 0;
   for (const b of v.stateBatches) {
-    if (b.deliveryState !== 2 && b.deliveryState !== 4) continue;
+    const done = b.deliveryState === RecordState.ACKNOWLEDGED;
+    if (!done && b.deliveryState !== RecordState.ARCHIVED) continue;
     const first = b.firstOffset < v.startOffset ? v.startOffset : b.firstOffset;
     if (b.lastOffset >= first) n += Number(b.lastOffset - first) + 1;
   }
