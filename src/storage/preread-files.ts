@@ -21,7 +21,10 @@ import { listSnapshotOffsets, snapshotPath } from "./producer-state-snapshot.ts"
 
 /** Files larger than this are left to the load: per-file costs no longer dominate them. */
 export const PREREAD_FILE_MAX_BYTES = 1024 * 1024;
-/** What a whole load may hold read ahead at once; past it, logs read their files themselves. */
+/**
+ * What a whole load may read ahead in all (bytes the load has taken are not credited back);
+ * past it, logs read their files themselves.
+ */
 export const PREREAD_BUDGET_BYTES = 64 * 1024 * 1024;
 
 /** Bytes read ahead, by file path; each is taken at most once. */
