@@ -310,15 +310,7 @@ export class GroupCoordinator {
     if (refusal !== null) return refusal;
     const members = consumerMembersOf(group);
     if (members === null) return MALFORMED_UPGRADE(group.groupId);
-    if (group.joinTimer !== null) clearTimeout(group.joinTimer);
-    group.joinTimer = null;
-    this.clearPendingSync(group);
-    for (const memberId of [...group.pendingMembers.keys()]) group.removePendingMember(memberId);
-    for (const m of group.allMembers()) {
-      group.answerJoin(m, joinError(m.memberId, ErrorCode.REBALANCE_IN_PROGRESS));
-      group.answerSync(m, syncError(ErrorCode.REBALANCE_IN_PROGRESS));
-      this.dropMember(group, m);
-    }
+    this.dismissMembers(group, ErrorCode.REBALANCE_IN_PROGRESS);
     group.resetToEmpty();
     this.consumerGroups.adoptClassic(group.groupId, group.generationId, members);
     this.log.info(
@@ -1432,16 +1424,24 @@ export class GroupCoordinator {
     this.consumerGroups.removeEmpty();
   }
 
-  private unload(group: ClassicGroup): void {
+  /**
+   * Stops the group's timers and removes its members and pending members, answering their
+   * parked JoinGroup and SyncGroup requests with `errorCode` (a move, or an online upgrade).
+   */
+  private dismissMembers(group: ClassicGroup, errorCode: number): void {
     if (group.joinTimer !== null) clearTimeout(group.joinTimer);
     group.joinTimer = null;
     this.clearPendingSync(group);
     for (const memberId of [...group.pendingMembers.keys()]) group.removePendingMember(memberId);
     for (const m of group.allMembers()) {
-      group.answerJoin(m, joinError(m.memberId, ErrorCode.NOT_COORDINATOR));
-      group.answerSync(m, syncError(ErrorCode.NOT_COORDINATOR));
+      group.answerJoin(m, joinError(m.memberId, errorCode));
+      group.answerSync(m, syncError(errorCode));
       this.dropMember(group, m);
     }
+  }
+
+  private unload(group: ClassicGroup): void {
+    this.dismissMembers(group, ErrorCode.NOT_COORDINATOR);
     group.transitionTo(GroupState.Dead);
   }
 }
