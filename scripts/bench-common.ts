@@ -89,6 +89,12 @@ export function resetPeakRss(pid: number): void {
   }
 }
 
+/** The number after `flag` on the command line (`--records 1000`), else `fallback`. */
+export function numberOption(flag: string, fallback: number): number {
+  const i = process.argv.indexOf(flag);
+  return i < 0 ? fallback : Number(process.argv[i + 1]);
+}
+
 /** The 1-minute load average, to print next to every figure on a shared machine. */
 export function loadAverage(): string {
   return loadavg()

@@ -17,18 +17,13 @@ import { ApiKey } from "../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../src/protocol/record-batch.ts";
 import { ChildBroker } from "../test/support/child-broker.ts";
 import { KafkaClient } from "../test/support/kafka-client.ts";
-import { cpuSeconds, loadAverage } from "./bench-common.ts";
+import { cpuSeconds, loadAverage, numberOption } from "./bench-common.ts";
 
 const TOPIC = "fetch-sessions";
 
-function option(flag: string, fallback: number): number {
-  const i = process.argv.indexOf(flag);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-}
-
-const PARTITIONS = option("--partitions", 1_000);
-const FETCHES = option("--fetches", 2_000);
-const TRICKLE = option("--trickle", 1);
+const PARTITIONS = numberOption("--partitions", 1_000);
+const FETCHES = numberOption("--fetches", 2_000);
+const TRICKLE = numberOption("--trickle", 1);
 
 type Mode = "sessionless" | "session";
 

@@ -18,7 +18,7 @@ import {
 } from "../src/protocol/generated/index.ts";
 import { Reader } from "../src/protocol/reader.ts";
 import { Writer } from "../src/protocol/writer.ts";
-import { compileRdkafkaProgram, cpuSeconds, loadAverage } from "./bench-common.ts";
+import { compileRdkafkaProgram, cpuSeconds, loadAverage, numberOption } from "./bench-common.ts";
 
 const TOPICS = 100;
 const FRAME_MAX_BYTES = 100 * 1024 * 1024;
@@ -29,13 +29,8 @@ const VERSIONS: Record<number, [number, number]> = {
   [ApiKey.ApiVersions]: [0, 3],
 };
 
-function option(name: string, fallback: number): number {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
-}
-
-const partitions = option("--partitions", 10_000);
-const records = option("--records", 2_000_000);
+const partitions = numberOption("--partitions", 10_000);
+const records = numberOption("--records", 2_000_000);
 const perTopic = partitions / TOPICS;
 if (!Number.isInteger(perTopic) || perTopic <= 0) {
   throw new Error(`--partitions ${partitions}: not a positive multiple of ${TOPICS}`);
