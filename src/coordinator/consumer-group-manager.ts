@@ -207,7 +207,7 @@ export class ConsumerGroupManager {
       req.groupInstanceId === null ? undefined : group.staticMember(req.groupInstanceId);
     const replacesConsumer =
       holder !== undefined && holder.memberId !== memberId && !holder.classic;
-    const member = this.classicMemberFor(group, memberId, req);
+    const member = this.classicMemberFor(group, memberId, req, holder);
     member.classic = {
       sessionTimeoutMs: req.sessionTimeoutMs,
       protocols: req.protocols.map((p) => ({ name: p.name, metadata: p.metadata.slice() })),
@@ -237,14 +237,16 @@ export class ConsumerGroupManager {
     return classicJoinAnswer(member);
   }
 
-  /** The member a classic JoinGroup speaks for: a new one, itself, or a static replacement. */
+  /**
+   * The member a classic JoinGroup speaks for: a new one, itself, or a static replacement of
+   * `holder`, the member of the request's instance id.
+   */
   private classicMemberFor(
     group: ConsumerGroup,
     memberId: string,
     req: ClassicJoinRequest,
+    holder: ConsumerMember | undefined,
   ): ConsumerMember {
-    const holder =
-      req.groupInstanceId === null ? undefined : group.staticMember(req.groupInstanceId);
     if (holder !== undefined && holder.memberId !== memberId) {
       // Kafka replaces the instance's member whatever its protocol, under the new id, epoch 0.
       if (group.members.has(memberId)) this.fence(group, memberId);
