@@ -12,7 +12,13 @@ import { decodeMembership } from "../../src/coordinator/group-membership-record.
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { waitUntil } from "../support/wait-until.ts";
-import { heartbeat, joinWithId, syncAll, TEST_CONFIG } from "./group-test-support.ts";
+import {
+  consumerHeartbeatRequest,
+  heartbeat,
+  joinWithId,
+  syncAll,
+  TEST_CONFIG,
+} from "./group-test-support.ts";
 
 const dirs: string[] = [];
 const open: { store: LocalOffsetStore; coordinator: GroupCoordinator }[] = [];
@@ -86,21 +92,8 @@ test("a taken-over classic member that does not heartbeat leaves after its sessi
   await waitUntil(async () => (await next.store.loadMembership("g")) === null, 5_000, "removal");
 });
 
-const hb = (r: Partial<HeartbeatRequest>): HeartbeatRequest => ({
-  groupId: "c",
-  memberId: "",
-  memberEpoch: 0,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: 60_000,
-  subscribedTopicRegex: null,
-  subscribedTopicNames: ["orders"],
-  serverAssignor: null,
-  owned: null,
-  clientId: "client",
-  clientHost: "/127.0.0.1",
-  ...r,
-});
+const hb = (r: Partial<HeartbeatRequest>): HeartbeatRequest =>
+  consumerHeartbeatRequest({ groupId: "c", memberId: "", ...r });
 
 test("a KIP-848 group's epochs and assignments carry over; a heartbeat is answered once stored", async () => {
   const dir = tempDir();

@@ -14,7 +14,14 @@ import type { JoinGroupResult } from "../../src/coordinator/group-operations.ts"
 import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { commit, heartbeat, joinRequest, leave, TEST_CONFIG } from "./group-test-support.ts";
+import {
+  commit,
+  consumerHeartbeatRequest,
+  heartbeat,
+  joinRequest,
+  leave,
+  TEST_CONFIG,
+} from "./group-test-support.ts";
 
 const fixtures: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -82,21 +89,8 @@ function sync(c: Coordinator, j: JoinGroupResult, assignments: [string, Uint8Arr
   });
 }
 
-const hb = (r: Partial<HeartbeatRequest>): HeartbeatRequest => ({
-  groupId: GROUP,
-  memberId: "c",
-  memberEpoch: 0,
-  instanceId: null,
-  rackId: null,
-  rebalanceTimeoutMs: 60_000,
-  subscribedTopicRegex: null,
-  subscribedTopicNames: ["orders"],
-  serverAssignor: null,
-  owned: null,
-  clientId: "client",
-  clientHost: "/127.0.0.1",
-  ...r,
-});
+const hb = (r: Partial<HeartbeatRequest>): HeartbeatRequest =>
+  consumerHeartbeatRequest({ groupId: GROUP, memberId: "c", ...r });
 
 /** A Stable classic group of a and b at generation 1, a owning 0-1 and b 2-3. */
 async function classicGroup(c: Coordinator) {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { HeartbeatRequest } from "../../src/coordinator/consumer-group-manager.ts";
 import type { GroupConfig } from "../../src/coordinator/group-config.ts";
 import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type {
@@ -213,3 +214,22 @@ export async function waitFor(
 }
 
 export const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** A ConsumerGroupHeartbeat (KIP-848) joining with epoch 0 to "orders", but for `r`. */
+export function consumerHeartbeatRequest(
+  r: Partial<HeartbeatRequest> & Pick<HeartbeatRequest, "groupId" | "memberId">,
+): HeartbeatRequest {
+  return {
+    memberEpoch: 0,
+    instanceId: null,
+    rackId: null,
+    rebalanceTimeoutMs: 60_000,
+    subscribedTopicRegex: null,
+    subscribedTopicNames: ["orders"],
+    serverAssignor: null,
+    owned: null,
+    clientId: "client",
+    clientHost: "/127.0.0.1",
+    ...r,
+  };
+}
