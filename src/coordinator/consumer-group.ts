@@ -3,6 +3,7 @@ import { type TopicPartitionKey, topicPartitionKey } from "../common/topic-parti
 import { assert } from "../util/assert.ts";
 import { compileRe2Pattern } from "../util/safe-pattern.ts";
 import { ASSIGNORS, type Assignment, type Assignor } from "./consumer-group-assignors.ts";
+import { CONSUMER_PROTOCOL_TYPE } from "./consumer-protocol.ts";
 
 /**
  * A KIP-848 consumer group (Kafka's `ConsumerGroup` with `CurrentAssignmentBuilder`): members
@@ -144,7 +145,7 @@ export class ConsumerGroup {
    * `consumer` and it shares a protocol name with every other classic member.
    */
   supportsClassicProtocols(memberId: string, protocolType: string, names: string[]): boolean {
-    if (protocolType !== "consumer" || names.length === 0) return false;
+    if (protocolType !== CONSUMER_PROTOCOL_TYPE || names.length === 0) return false;
     const others = [...this.members.values()].filter(
       (m) => m.classic !== null && m.memberId !== memberId,
     );
