@@ -9,9 +9,7 @@ import { join } from "node:path";
 import type { HeartbeatRequest } from "../../src/coordinator/consumer-group-manager.ts";
 import { decodeAssignment, encodeAssignment } from "../../src/coordinator/consumer-protocol.ts";
 import type { GroupConfig } from "../../src/coordinator/group-config.ts";
-import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type { JoinGroupResult } from "../../src/coordinator/group-operations.ts";
-import { LocalOffsetStore } from "../../src/coordinator/local-offset-store.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { Writer } from "../../src/protocol/writer.ts";
 import {
@@ -20,7 +18,7 @@ import {
   heartbeat,
   joinRequest,
   leave,
-  TEST_CONFIG,
+  openFixture,
 } from "./group-test-support.ts";
 
 const fixtures: { close(): Promise<void> }[] = [];
@@ -31,25 +29,9 @@ afterEach(async () => {
 const PARTITIONS = 4;
 
 async function open(config: Partial<GroupConfig> = {}, on?: string) {
-  const counts = () => new Map([["orders", PARTITIONS]]);
-  const dir = on ?? mkdtempSync(join(tmpdir(), "quill-migration-"));
-  const store = LocalOffsetStore.open(dir);
-  const coordinator = new GroupCoordinator(
-    store,
-    { ...TEST_CONFIG, ...config },
-    Date.now,
-    () => true,
-    counts,
-  );
-  await coordinator.start();
-  fixtures.push({
-    async close() {
-      coordinator.close();
-      await store.close();
-      if (on === undefined) rmSync(dir, { recursive: true, force: true });
-    },
-  });
-  return coordinator;
+  const fixture = await openFixture(config, on, () => new Map([["orders", PARTITIONS]]));
+  fixtures.push(fixture);
+  return fixture.coordinator;
 }
 
 /** ConsumerProtocolSubscription v1: topics, no user data, the partitions the member owns. */

@@ -1,7 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { HeartbeatRequest } from "../../src/coordinator/consumer-group-manager.ts";
+import type {
+  HeartbeatRequest,
+  PartitionCounts,
+} from "../../src/coordinator/consumer-group-manager.ts";
 import type { GroupConfig } from "../../src/coordinator/group-config.ts";
 import { GroupCoordinator } from "../../src/coordinator/group-coordinator.ts";
 import type {
@@ -31,10 +34,12 @@ export interface Fixture {
 export async function openFixture(
   config: Partial<GroupConfig> = {},
   dir?: string,
+  partitionCounts?: PartitionCounts,
 ): Promise<Fixture> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), "quill-coordinator-"));
   const store = LocalOffsetStore.open(dataDir);
-  const coordinator = new GroupCoordinator(store, { ...TEST_CONFIG, ...config });
+  const cfg = { ...TEST_CONFIG, ...config };
+  const coordinator = new GroupCoordinator(store, cfg, undefined, undefined, partitionCounts);
   await coordinator.start();
   return {
     dir: dataDir,
