@@ -109,6 +109,7 @@ export const TARBALL_FILES = [
   "README.md",
   "LICENSE",
   "packaging/quill.service",
+  "packaging/quill@.service",
   "packaging/server.properties",
   "packaging/quill.sysctl.conf",
 ];

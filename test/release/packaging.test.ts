@@ -31,22 +31,72 @@ test("the example server.properties loads with no ignored key", () => {
   expect(config).toContain("zookeeper.connect=zk1.example.com:2181,");
 });
 
+/** systemd's checker on a copy of a unit whose ExecStart names /bin/true (no quill installed). */
+function verifyUnit(file: string, installedAs: string): void {
+  const unit = readFileSync(join(root, "packaging", file), "utf8");
+  expect(unit).toContain("ExecStart=/usr/local/bin/quill serve --config ");
+  expect(unit).toMatch(/^LimitNOFILE=\d+$/m);
+  expect(unit).toMatch(/^TimeoutStopSec=60$/m);
+  const path = join(dir, installedAs);
+  writeFileSync(path, unit.replaceAll("/usr/local/bin/quill", "/bin/true"));
+  const result = Bun.spawnSync(["systemd-analyze", "verify", path], {
+    cwd: dir,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(result.stderr.toString()).toBe("");
+  expect(result.exitCode).toBe(0);
+}
+
 test.skipIf(!existsSync("/usr/bin/systemd-analyze"))(
   "systemd-analyze verify accepts the unit (with ExecStart pointing at an executable)",
+  () => verifyUnit("quill.service", "quill.service"),
+);
+
+test.skipIf(!existsSync("/usr/bin/systemd-analyze"))(
+  "systemd-analyze verify accepts an instance of the several-brokers template",
   () => {
-    const unit = readFileSync(join(root, "packaging", "quill.service"), "utf8");
-    expect(unit).toContain("ExecStart=/usr/local/bin/quill serve --config ");
-    expect(unit).toMatch(/^LimitNOFILE=\d+$/m);
-    expect(unit).toMatch(/^TimeoutStopSec=60$/m);
-    // /bin/true stands in for a binary that is not installed on this machine.
-    const path = join(dir, "quill.service");
-    writeFileSync(path, unit.replaceAll("/usr/local/bin/quill", "/bin/true"));
-    const result = Bun.spawnSync(["systemd-analyze", "verify", path], {
-      cwd: dir,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    expect(result.stderr.toString()).toBe("");
-    expect(result.exitCode).toBe(0);
+    const template = readFileSync(join(root, "packaging", "quill@.service"), "utf8");
+    expect(template).toContain("--config /etc/quill/server-%i.properties");
+    expect(template).toContain("ReadWritePaths=/var/lib/quill/%i\n");
+    verifyUnit("quill@.service", "quill@3.service");
   },
 );
+
+test("the README's several-brokers recipe gives each instance its own id, ports and data dir", () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("### Several brokers on one host"));
+  const loop = /^host=1.*?^done$/ms.exec(section)?.[0];
+  expect(loop).toBeDefined();
+  // The recipe as written, but reading the example config and writing here, without root.
+  const script = loop!
+    .replace(/^ *install -d .*$/m, "  :")
+    .replace("/etc/quill/server.properties", join(root, "packaging", "server.properties"))
+    .replace("/etc/quill/server-", `${dir}/server-`);
+  expect(Bun.spawnSync(["bash", "-c", script], { cwd: dir }).exitCode).toBe(0);
+  const seen = new Set<string>();
+  for (const n of [1, 2, 3, 4]) {
+    const result = Bun.spawnSync(
+      [
+        process.execPath,
+        join(root, "src", "main.ts"),
+        "serve",
+        "--config",
+        join(dir, `server-${n}.properties`),
+        "--print-config",
+      ],
+      { cwd: dir, stdout: "pipe", stderr: "pipe" },
+    );
+    expect(result.exitCode).toBe(0);
+    const config = result.stdout.toString();
+    const value = (key: string) => new RegExp(`^${key}=(.*)$`, "m").exec(config)?.[1];
+    expect(value("log.dirs")).toBe(`/var/lib/quill/${n}/data`);
+    expect(value("broker.rack")).not.toBe("rack-a");
+    for (const key of ["broker.id", "listeners", "advertised.listeners", "admin.listeners"]) {
+      const v = value(key);
+      expect(v).toBeDefined();
+      expect(seen.has(`${key}=${v}`)).toBe(false);
+      seen.add(`${key}=${v}`);
+    }
+  }
+});
