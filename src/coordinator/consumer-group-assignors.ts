@@ -115,6 +115,13 @@ export const uniformAssignor: Assignor = (input) => {
   return toAssignments(input.members, owner);
 };
 
+/**
+ * Moves partitions from the most to the least loaded subscriber of their topic while the two
+ * differ by two or more. Taking from the most loaded member only (as Kafka's uniform assignor
+ * revokes only what exceeds a member's quota) means no member both gives up and receives a
+ * partition of a topic in one rebalance: such a receiver would wait for the giver's
+ * revocation, a whole heartbeat interval longer than the rest of the group.
+ */
 function balance(
   owner: Map<string, Map<number, string>>,
   subscribers: ReadonlyMap<string, AssignorMember[]>,
@@ -123,19 +130,38 @@ function balance(
   for (let moved = true, passes = 0; moved && passes < BALANCE_PASSES_MAX; passes++) {
     moved = false;
     for (const [topic, partitions] of owner) {
-      const allowed = subscribers.get(topic)!;
-      for (const [p, from] of [...partitions].reverse()) {
-        const to = allowed.reduce((best, m) =>
-          load.get(m.memberId)! < load.get(best.memberId)! ? m : best,
-        ).memberId;
-        if (load.get(from)! - load.get(to)! < 2) continue;
-        partitions.set(p, to);
-        load.set(from, load.get(from)! - 1);
-        load.set(to, load.get(to)! + 1);
-        moved = true;
-      }
+      if (balanceTopic(partitions, subscribers.get(topic)!, load)) moved = true;
     }
   }
+}
+
+/** One topic's moves; whether any. Each partition moves at most once (receivers never give). */
+function balanceTopic(
+  partitions: Map<number, string>,
+  allowed: readonly AssignorMember[],
+  load: Map<string, number>,
+): boolean {
+  const held = new Map<string, number[]>(allowed.map((m) => [m.memberId, []]));
+  for (const [p, memberId] of partitions) held.get(memberId)!.push(p);
+  const loadOf = (memberId: string) => load.get(memberId)!;
+  let moves = 0;
+  for (; moves < partitions.size; moves++) {
+    let from: string | null = null;
+    let to = allowed[0]!.memberId;
+    for (const { memberId } of allowed) {
+      if (held.get(memberId)!.length > 0 && (from === null || loadOf(memberId) > loadOf(from))) {
+        from = memberId;
+      }
+      if (loadOf(memberId) < loadOf(to)) to = memberId;
+    }
+    if (from === null || loadOf(from) - loadOf(to) < 2) break;
+    const p = held.get(from)!.pop()!;
+    held.get(to)!.push(p);
+    partitions.set(p, to);
+    load.set(from, loadOf(from) - 1);
+    load.set(to, loadOf(to) + 1);
+  }
+  return moves > 0;
 }
 
 export const ASSIGNORS: ReadonlyMap<string, Assignor> = new Map([

@@ -62,8 +62,8 @@ describe("server-side assignors", () => {
   });
 });
 
-function manager(config: Partial<typeof DEFAULT_GROUP_CONFIG> = {}) {
-  const counts = new Map([["t", 4]]);
+function manager(config: Partial<typeof DEFAULT_GROUP_CONFIG> = {}, partitions = 4) {
+  const counts = new Map([["t", partitions]]);
   return new ConsumerGroupManager({ ...DEFAULT_GROUP_CONFIG, ...config }, (topics) => {
     return new Map([...topics].filter((t) => counts.has(t)).map((t) => [t, counts.get(t)!]));
   });
@@ -116,6 +116,51 @@ describe("KIP-848 membership and reconciliation", () => {
     expect(tps(b2.assignment).length).toBe(2);
     expect([...kept, ...tps(b2.assignment)].sort()).toEqual(tps(all));
     expect(m.get("g")!.state).toBe("Stable");
+  });
+
+  /**
+   * Simulated clients as the Java consumer behaves: each heartbeat reports what it owns, and a
+   * member whose answer changed its partitions acknowledges at once with another heartbeat.
+   */
+  function clients(m: ConsumerGroupManager) {
+    const state = new Map<string, { epoch: number; owns: Assignment }>();
+    const beat = (memberId: string) => {
+      const s = state.get(memberId) ?? { epoch: 0, owns: new Map() };
+      const r = m.heartbeat(
+        s.epoch === 0 ? join(memberId) : hb({ memberId, memberEpoch: s.epoch, owned: s.owns }),
+      );
+      expect(r.errorCode).toBe(ErrorCode.NONE);
+      const changed = r.assignment !== null && tps(r.assignment).join() !== tps(s.owns).join();
+      state.set(memberId, { epoch: r.memberEpoch, owns: r.assignment ?? s.owns });
+      return changed;
+    };
+    /** A regular heartbeat, and the acknowledgement it calls for (the ones that follow). */
+    const heartbeat = (memberId: string) => {
+      for (let n = 0; beat(memberId) && n < 3; n++);
+    };
+    return { heartbeat, owns: (id: string) => tps(state.get(id)?.owns) };
+  }
+
+  test("a tenth member settles in one heartbeat round: revokers get no partitions to wait for", () => {
+    // 20 partitions over nine members (3,3,2,...) then ten: only the two members with three
+    // give one each, and nobody both gives and receives, so after every old member's regular
+    // heartbeat (and acknowledgement) the newcomer's next heartbeat completes the rebalance,
+    // whatever the order. A member waiting on another's revocation would take a whole further
+    // heartbeat interval (5 s by default).
+    for (const reverse of [false, true]) {
+      const m = manager({}, 20);
+      const c = clients(m);
+      const old = Array.from({ length: 9 }, (_, i) => `m${i}`);
+      for (let round = 0; round < 4; round++) old.forEach(c.heartbeat);
+      expect(m.get("g")!.state).toBe("Stable");
+      c.heartbeat("new");
+      for (const id of reverse ? [...old].reverse() : old) c.heartbeat(id);
+      c.heartbeat("new");
+      expect(m.get("g")!.state).toBe("Stable");
+      const shares = [...old, "new"].map(c.owns);
+      expect(shares.map((s) => s.length)).toEqual(Array(10).fill(2));
+      expect(new Set(shares.flat()).size).toBe(20);
+    }
   });
 
   test("leaving hands the partitions back; errors for unknown, fenced and bad requests", () => {
