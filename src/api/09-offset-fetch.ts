@@ -5,7 +5,8 @@
 // * v2: null Topics means every committed partition; a top-level ErrorCode. v6: flexible.
 // * v7: RequireStable (KIP-447). Without transactions no offset is ever pending, so it changes
 //   nothing. v8: several groups per request (KIP-709). v9: MemberId/MemberEpoch for KIP-848
-//   groups; classic groups ignore them (and KIP-848 groups do not check them yet).
+//   groups: an unknown member is UNKNOWN_MEMBER_ID, another epoch STALE_MEMBER_EPOCH
+//   (ILLEGAL_GENERATION for a classic member of a consumer group); classic groups ignore them.
 // * v10: topics by id only (KIP-848): ids are resolved to names here and back in the answer;
 //   an id this broker does not know is UNKNOWN_TOPIC_ID on its partitions, and an all-topics
 //   answer leaves out topics deleted since their commit.
@@ -25,6 +26,9 @@ const TOPIC_ID_MIN_VERSION = 10;
 const GROUPS_MAX = 10_000;
 
 type Topics = readonly OffsetFetchTopic[] | null;
+/** v9+: who fetches (null and -1 before v9, and from admin clients). */
+type Member = { readonly memberId: string | null; readonly memberEpoch: number };
+const NO_MEMBER: Member = { memberId: null, memberEpoch: -1 };
 
 export const offsetFetchHandler = defineHandler({
   apiKey: ApiKey.OffsetFetch,
@@ -36,13 +40,19 @@ export const offsetFetchHandler = defineHandler({
         request.groups.slice(0, GROUPS_MAX).map(async (g) => {
           if (ctx.apiVersion >= TOPIC_ID_MIN_VERSION)
             return fetchByIds(g, request.requireStable, ctx);
-          const result = await fetch(g.groupId, g.topics, request.requireStable, ctx);
+          const result = await fetch(g.groupId, g.topics, request.requireStable, ctx, g);
           return { groupId: g.groupId, errorCode: result.errorCode, topics: result.topics };
         }),
       );
       return { throttleTimeMs: 0, groups };
     }
-    const result = await fetch(request.groupId, request.topics, request.requireStable, ctx);
+    const result = await fetch(
+      request.groupId,
+      request.topics,
+      request.requireStable,
+      ctx,
+      NO_MEMBER,
+    );
     if (ctx.apiVersion >= TOP_LEVEL_ERROR_MIN_VERSION) {
       return { throttleTimeMs: 0, errorCode: result.errorCode, topics: result.topics };
     }
@@ -60,6 +70,7 @@ async function fetch(
   topics: Topics,
   requireStable: boolean,
   ctx: RequestContext,
+  member: Member,
 ): Promise<OffsetFetchResult> {
   if (!authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, groupId)) {
     return { errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED, topics: [] };
@@ -67,12 +78,25 @@ async function fetch(
   const mayDescribe = (t: { name: string }) =>
     authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name);
   const coordinator = ctx.broker.groupCoordinator;
+  const { memberId, memberEpoch } = member;
   if (topics === null) {
-    const result = await coordinator.offsetFetch({ groupId, topics, requireStable });
+    const result = await coordinator.offsetFetch({
+      groupId,
+      topics,
+      requireStable,
+      memberId,
+      memberEpoch,
+    });
     return { ...result, topics: result.topics.filter(mayDescribe) };
   }
   const allowed = topics.filter(mayDescribe);
-  const result = await coordinator.offsetFetch({ groupId, topics: allowed, requireStable });
+  const result = await coordinator.offsetFetch({
+    groupId,
+    topics: allowed,
+    requireStable,
+    memberId,
+    memberEpoch,
+  });
   const denied = topics
     .filter((t) => !mayDescribe(t))
     .map((t) => ({
@@ -103,7 +127,7 @@ async function fetchByIds(g: RequestGroup, requireStable: boolean, ctx: RequestC
       else named.push({ name: topic.name, partitionIndexes: t.partitionIndexes });
     }
   }
-  const result = await fetch(g.groupId, named, requireStable, ctx);
+  const result = await fetch(g.groupId, named, requireStable, ctx, g);
   const topics = result.topics.flatMap((t) => {
     const topicId = cache.topic(t.name)?.topicId;
     return topicId === undefined ? [] : [{ ...t, topicId }];

@@ -509,11 +509,18 @@ export class ConsumerGroupManager {
     if (memberId === "" && memberEpoch < 0) {
       return group.isEmpty ? null : ErrorCode.UNKNOWN_MEMBER_ID;
     }
-    const member = group.members.get(memberId);
-    if (member === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
-    if (memberEpoch === member.memberEpoch) return null;
-    // Classic members commit with their generation, and know no member epochs.
-    return member.classic !== null ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH;
+    return memberEpochError(group, memberId, memberEpoch);
+  }
+
+  /**
+   * OffsetFetch v9+ checks (Kafka's ConsumerGroup.validateOffsetFetch): a member fetches with
+   * its current epoch; a request without member id and epoch (an admin client) is not checked.
+   * Groups not here (classic ones) are not checked either, as in Kafka.
+   */
+  validateFetch(groupId: string, memberId: string | null, memberEpoch: number): number | null {
+    const group = this.groups.get(groupId);
+    if (group === undefined || (memberId === null && memberEpoch < 0)) return null;
+    return memberEpochError(group, memberId ?? "", memberEpoch);
   }
 
   /** Drops the group (deleted, or no longer coordinated here), stopping its timers. */
@@ -552,6 +559,15 @@ export class ConsumerGroupManager {
     const answer = this.answer(req.groupId, req.memberId, req.memberEpoch, null);
     return { ...answer, errorCode, errorMessage };
   }
+}
+
+/** A member's commit or fetch with an epoch: UNKNOWN_MEMBER_ID, or a stale epoch's error. */
+function memberEpochError(group: ConsumerGroup, memberId: string, memberEpoch: number) {
+  const member = group.members.get(memberId);
+  if (member === undefined) return ErrorCode.UNKNOWN_MEMBER_ID;
+  if (memberEpoch === member.memberEpoch) return null;
+  // Classic members commit with their generation, and know no member epochs.
+  return member.classic !== null ? ErrorCode.ILLEGAL_GENERATION : ErrorCode.STALE_MEMBER_EPOCH;
 }
 
 /**

@@ -1223,6 +1223,8 @@ export class GroupCoordinator {
 
   /** Offsets are answered in every group state: a group may use Kafka only to store offsets. */
   async offsetFetch(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
+    const memberError = await this.validateFetchMember(req);
+    if (memberError !== null) return { errorCode: memberError, topics: [] };
     const result = await this.offsetFetchCommitted(req);
     if (!req.requireStable || result.errorCode !== ErrorCode.NONE) return result;
     const scanError = await this.readStoredPending(req.groupId);
@@ -1262,6 +1264,22 @@ export class GroupCoordinator {
     if (this.pendingScanned.size >= PENDING_SCANNED_MAX) this.pendingScanned.clear();
     this.pendingScanned.add(groupId);
     return null;
+  }
+
+  /**
+   * OffsetFetch v9+ from a member of a KIP-848 group (Kafka's ConsumerGroup.validateOffsetFetch):
+   * an unknown member is UNKNOWN_MEMBER_ID, another epoch STALE_MEMBER_EPOCH (a classic member:
+   * ILLEGAL_GENERATION). The group's stored membership is read first, so a coordinator that just
+   * took the group over checks its members too.
+   */
+  private async validateFetchMember(req: OffsetFetchRequest): Promise<number | null> {
+    const memberId = req.memberId ?? null;
+    const memberEpoch = req.memberEpoch ?? -1;
+    if (memberId === null && memberEpoch < 0) return null;
+    if (this.validateGroupId(req.groupId, true) !== null) return null; // answered below
+    const loadError = await this.loadGroup(req.groupId);
+    if (loadError !== null) return loadError;
+    return this.consumerGroups.validateFetch(req.groupId, memberId, memberEpoch);
   }
 
   private async offsetFetchCommitted(req: OffsetFetchRequest): Promise<OffsetFetchResult> {

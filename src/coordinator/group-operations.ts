@@ -179,6 +179,12 @@ export interface OffsetFetchRequest {
   readonly topics: readonly OffsetFetchTopic[] | null;
   /** Only meaningful with transactions, which Quill does not have: answered like a plain fetch. */
   readonly requireStable: boolean;
+  /**
+   * v9+: the KIP-848 member fetching, checked against a consumer group's members (null and a
+   * negative epoch: an admin client or a classic consumer, not checked).
+   */
+  readonly memberId?: string | null;
+  readonly memberEpoch?: number;
 }
 
 export interface FetchedOffset {

@@ -104,6 +104,45 @@ test("OffsetCommit and OffsetFetch v10 name topics by id; an unknown id is UNKNO
   expect(all.groups[0]!.topics.map((t) => t.topicId)).toEqual([topicId]);
 });
 
+test("OffsetFetch v9+ checks a KIP-848 member's id and epoch; admin fetches are not", async () => {
+  const commit = await client.request(ApiKey.OffsetCommit, 9, {
+    groupId: "g9",
+    generationIdOrMemberEpoch: -1,
+    memberId: "",
+    topics: [{ name: "k4", partitions: [{ partitionIndex: 0, committedOffset: 5n }] }],
+  });
+  expect(commit.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+  const joined = await client.request(ApiKey.ConsumerGroupHeartbeat, 1, {
+    groupId: "g9",
+    memberId: "m9",
+    memberEpoch: 0,
+    rebalanceTimeoutMs: 30_000,
+    subscribedTopicNames: ["k4"],
+  });
+  expect(joined.errorCode).toBe(ErrorCode.NONE);
+  const fetch = async (version: 9 | 10, memberId: string | null, memberEpoch: number) => {
+    const topics = version === 9 ? [{ name: "k4", partitionIndexes: [0] }] : null; // v10: all
+    const res = await client.request(ApiKey.OffsetFetch, version, {
+      groups: [{ groupId: "g9", memberId, memberEpoch, topics }],
+    });
+    const group = res.groups[0]!;
+    return [group.errorCode, group.topics[0]?.partitions[0]?.committedOffset ?? -1n];
+  };
+  const epoch = joined.memberEpoch;
+  for (const version of [9, 10] as const) {
+    expect(await fetch(version, "m9", epoch)).toEqual([ErrorCode.NONE, 5n]);
+    expect(await fetch(version, null, -1)).toEqual([ErrorCode.NONE, 5n]);
+    expect(await fetch(version, "m9", epoch - 1)).toEqual([ErrorCode.STALE_MEMBER_EPOCH, -1n]);
+    expect(await fetch(version, "m9", epoch + 1)).toEqual([ErrorCode.STALE_MEMBER_EPOCH, -1n]);
+    expect(await fetch(version, "ghost", epoch)).toEqual([ErrorCode.UNKNOWN_MEMBER_ID, -1n]);
+  }
+  // Classic groups (and groups this coordinator has no members of) are not checked.
+  const classic = await client.request(ApiKey.OffsetFetch, 9, {
+    groups: [{ groupId: "g10", memberId: "ghost", memberEpoch: 3, topics: null }],
+  });
+  expect(classic.groups[0]!.errorCode).toBe(ErrorCode.NONE);
+});
+
 test("ApiVersions v5: a client that names another cluster or node must rebootstrap", async () => {
   const ask = (clusterId: string | null, nodeId: number) =>
     client.request(ApiKey.ApiVersions, 5, {
