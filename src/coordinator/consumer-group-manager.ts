@@ -4,6 +4,7 @@ import { assert } from "../util/assert.ts";
 import { compileRe2Pattern } from "../util/safe-pattern.ts";
 import { joinError, syncError } from "./classic-group.ts";
 import {
+  type ClassicMemberInfo,
   ConsumerGroup,
   type ConsumerMember,
   newMember,
@@ -31,6 +32,7 @@ import {
 import { restoreConsumerGroup } from "./group-membership.ts";
 import type { ConsumerMembershipRecord } from "./group-membership-record.ts";
 import type { JoinGroupResult, LeavingMember, SyncGroupResult } from "./group-operations.ts";
+import { sameProtocols } from "./member-metadata.ts";
 
 /**
  * The KIP-848 side of the group coordinator (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
@@ -208,10 +210,14 @@ export class ConsumerGroupManager {
     const replacesConsumer =
       holder !== undefined && holder.memberId !== memberId && !holder.classic;
     const member = this.classicMemberFor(group, memberId, req, holder);
-    member.classic = {
-      sessionTimeoutMs: req.sessionTimeoutMs,
-      protocols: req.protocols.map((p) => ({ name: p.name, metadata: p.metadata.slice() })),
-    };
+    // Kept when equal: the change check compares it by identity, and a rejoin that changes
+    // nothing must not rewrite the stored membership.
+    if (!sameClassicInfo(member.classic, req)) {
+      member.classic = {
+        sessionTimeoutMs: req.sessionTimeoutMs,
+        protocols: req.protocols.map((p) => ({ name: p.name, metadata: p.metadata.slice() })),
+      };
+    }
     if (subscription.rackId !== null) member.rackId = subscription.rackId;
     if (req.rebalanceTimeoutMs >= 0) member.rebalanceTimeoutMs = req.rebalanceTimeoutMs;
     const topicsChanged = !sameTopics(subscription.topics, member.subscribedTopicNames);
@@ -609,6 +615,15 @@ function clearTimers(member: ConsumerMember): void {
     clearTimer(member, f);
   }
 }
+/** Whether a JoinGroup repeats the session timeout and protocols a classic member has. */
+function sameClassicInfo(info: ClassicMemberInfo | null, req: ClassicJoinRequest): boolean {
+  return (
+    info !== null &&
+    info.sessionTimeoutMs === req.sessionTimeoutMs &&
+    sameProtocols(info.protocols, req.protocols)
+  );
+}
+
 function sameFingerprint(a: unknown[], b: unknown[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }

@@ -73,11 +73,7 @@ export class MemberMetadata {
 
   /** Whether a rejoin carries exactly the protocols (names, order and bytes) already known. */
   matches(protocols: readonly JoinGroupProtocol[]): boolean {
-    if (protocols.length !== this.supportedProtocols.length) return false;
-    return protocols.every((p, i) => {
-      const known = this.supportedProtocols[i]!;
-      return p.name === known.name && bytesEqual(p.metadata, known.metadata);
-    });
+    return sameProtocols(protocols, this.supportedProtocols);
   }
 
   /** The member's vote: its most preferred protocol among those every member supports. */
@@ -86,6 +82,15 @@ export class MemberMetadata {
     assert(choice !== undefined, `member ${this.memberId} supports none of the group's protocols`);
     return choice.name;
   }
+}
+
+/** Whether two JoinGroup protocol lists are the same: names, order and metadata bytes. */
+export function sameProtocols(
+  a: readonly JoinGroupProtocol[],
+  b: readonly JoinGroupProtocol[],
+): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((p, i) => p.name === b[i]!.name && bytesEqual(p.metadata, b[i]!.metadata));
 }
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {

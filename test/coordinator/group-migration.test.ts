@@ -180,6 +180,48 @@ test("a classic group is upgraded by a KIP-848 member and downgraded when it lea
   expect((ja!.leader === a ? ja! : jb!).members.length).toBe(2);
 });
 
+test("a classic member's rejoin that changes nothing writes no membership record", async () => {
+  const fixture = await openFixture({}, undefined, () => new Map([["orders", PARTITIONS]]));
+  fixtures.push(fixture);
+  const c = fixture.coordinator;
+  const { a, b, generation } = await classicGroup(c);
+  const first = await c.consumerGroupHeartbeat(hb({}));
+  const classics: Classic[] = [
+    { id: a, generation, owned: new Map([["orders", new Set([0, 1])]]) },
+    { id: b, generation, owned: new Map([["orders", new Set([2, 3])]]) },
+  ];
+  const consumer = { epoch: first.memberEpoch, owned: NONE };
+  const group = c.consumerGroup(GROUP)!;
+  for (let i = 0; i < 10 && group.state !== "Stable"; i++) await round(c, classics, consumer);
+  expect(group.state).toBe("Stable");
+  let writes = 0;
+  const store = fixture.store;
+  const storeMembership = store.storeMembership.bind(store);
+  store.storeMembership = (groupId, record) => {
+    writes++;
+    return storeMembership(groupId, record);
+  };
+  // A write starts a turn after the change that scheduled it: one macrotask lets it begin.
+  const written = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    return writes;
+  };
+  const m = classics[0]!;
+  const again = await classicJoin(c, m.id, m.owned);
+  expect([again.errorCode, again.generationId]).toEqual([ErrorCode.NONE, m.generation]);
+  expect(await written()).toBe(0);
+  // The same rejoin with another session timeout is a change, and is stored.
+  const protocols = [{ name: "range", metadata: subscriptionV1(m.owned) }];
+  const changed = joinRequest(GROUP, {
+    memberId: m.id,
+    protocols,
+    apiVersion: 9,
+    sessionTimeoutMs: 12_000,
+  });
+  expect((await c.joinGroup(changed)).errorCode).toBe(ErrorCode.NONE);
+  expect(await written()).toBe(1);
+});
+
 test("group.consumer.migration.policy decides whether groups change protocol", async () => {
   const disabled = await open({ consumerMigrationPolicy: "downgrade" });
   await classicGroup(disabled);
