@@ -56,6 +56,7 @@ import { ZooKeeperScramCredentialStore } from "../src/security/scram-credential-
 import { ZooKeeperClient } from "../src/zookeeper/zookeeper-client.ts";
 import { APPLICATION_STEPS, type Application } from "../test/compat/support/application-steps.ts";
 import { SECURITY_CLIENTS, SECURITY_STEPS, STEPS } from "../test/compat/support/scenario-steps.ts";
+import { INTERNAL_TOPIC_REPLICATION_KEYS } from "../test/support/broker-harness.ts";
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
 import { makeSaslSsl, type SaslSsl, saslSslBrokerSettings } from "./bench-vs-kafka/sasl-ssl.ts";
@@ -412,11 +413,14 @@ async function startBroker(
   const clusterArgs = settings.zooKeeper ? ["--zookeeper", settings.zooKeeper] : [];
   // num.partitions=3 lets kcat, which has no admin API, get the scenario's 3-partition topic by
   // auto-creation; the other clients create their topic explicitly. Topics are replicated to
-  // every broker, as a production cluster would have them.
+  // every broker, as a production cluster would have them; the internal topics too (their
+  // default, 3, as Kafka's, is refused while fewer brokers live).
+  const replicas = settings.brokerCount;
   const flags = [
     ...["serve", ...listenerFlags(settings, port), "--data-dir", join(RUN_DIR, `data-${id}`)],
     ...["--broker-id", String(id), "--set", "num.partitions=3"],
-    ...["--set", `default.replication.factor=${settings.brokerCount}`, ...clusterArgs],
+    ...["--set", `default.replication.factor=${replicas}`, ...clusterArgs],
+    ...INTERNAL_TOPIC_REPLICATION_KEYS.flatMap((key) => ["--set", `${key}=${replicas}`]),
   ];
   const brokerProcess = Bun.spawn([...command, ...flags], {
     cwd: RUN_DIR,

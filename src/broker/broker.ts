@@ -135,7 +135,13 @@ async function startSteps(
   const { controllerClient, replicaManager } = replication;
   const groupCoordinator = await startGroupCoordinator(replication, stores, cache, log, cleanups);
   const liveBrokerIds = () => cache.brokers.map((b) => b.nodeId);
-  const adminManager = new AdminManager(liveBrokerIds, stores.metadataStore, cache, logs);
+  const adminManager = new AdminManager(
+    liveBrokerIds,
+    stores.metadataStore,
+    cache,
+    logs,
+    log.child("AdminManager"),
+  );
   const firstLogDir = config["log.dirs"][0]!;
   const producerIdManager = openProducerIdManager(brokerId, stores.zooKeeper, firstLogDir);
   const parts = { config, replicaManager, adminManager, cache, log, cleanups };

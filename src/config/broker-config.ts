@@ -557,7 +557,8 @@ export const BROKER_CONFIG_KEYS = {
   "share.coordinator.state.topic.replication.factor": key(
     int({ min: 1 }),
     3,
-    "Replication factor of __share_group_state, capped at the live brokers when it is created.",
+    "Replication factor of __share_group_state; until this many brokers are alive the topic " +
+      "is not created and share coordination is unavailable (1 for a single broker).",
   ),
   "share.coordinator.state.topic.min.isr": key(
     int({ min: 1 }),
@@ -588,8 +589,9 @@ export const BROKER_CONFIG_KEYS = {
   "offsets.topic.replication.factor": key(
     int({ min: 1 }),
     3,
-    "Replication factor of __consumer_offsets; Quill caps it at the live brokers when it " +
-      "creates the topic (Kafka refuses groups until enough brokers are up).",
+    "Replication factor of __consumer_offsets; until this many brokers are alive the topic " +
+      "is not created and FindCoordinator answers COORDINATOR_NOT_AVAILABLE (1 for a single " +
+      "broker).",
   ),
   "transaction.max.timeout.ms": key(
     int({ min: 1 }),
@@ -604,8 +606,9 @@ export const BROKER_CONFIG_KEYS = {
   "transaction.state.log.replication.factor": key(
     int({ min: 1 }),
     3,
-    "Replication factor of __transaction_state; Quill caps it at the live brokers when it " +
-      "creates the topic (Kafka refuses transactions until enough brokers are up).",
+    "Replication factor of __transaction_state; until this many brokers are alive the topic " +
+      "is not created and FindCoordinator answers COORDINATOR_NOT_AVAILABLE (1 for a single " +
+      "broker).",
   ),
   "transaction.state.log.min.isr": key(
     int({ min: 1 }),

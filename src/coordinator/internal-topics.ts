@@ -24,8 +24,13 @@ const READ_CHUNK_BYTES = 1 << 20;
 export interface InternalTopicSpec {
   readonly name: string;
   readonly numPartitions: number;
-  /** Capped at the live brokers (Kafka refuses to create it until enough are up). */
+  /**
+   * Needs as many live brokers, as in Kafka: with fewer the topic is not created (a cluster
+   * started one broker at a time must not end up with fewer replicas than configured).
+   */
   readonly replicationFactor: number;
+  /** The config key that sets it, for the log line when the live brokers are too few. */
+  readonly replicationFactorKey: string;
   /** Capped at the replication factor; the broker default when absent. */
   readonly minIsr?: number;
   /** The broker default when absent, with the producer's compression kept. */
@@ -59,13 +64,28 @@ export class InternalTopic {
   }
 }
 
-/** Creates the topic, compacted; false when it already existed. */
+/**
+ * Creates the topic, compacted; false when it already existed. Throws COORDINATOR_NOT_AVAILABLE,
+ * creating nothing, while fewer brokers live than its replication factor (Kafka's answer to
+ * FindCoordinator then). Embedded mode has one broker for good, so there the factor is capped.
+ */
 export async function createInternalTopic(
   adminManager: AdminManager,
   cache: MetadataCache,
   spec: InternalTopicSpec,
 ): Promise<boolean> {
-  const replicationFactor = Math.max(1, Math.min(spec.replicationFactor, cache.brokers.length));
+  const live = cache.brokers.length;
+  const embedded = cache.brokerConfig["zookeeper.connect"] === null;
+  if (!embedded && live < spec.replicationFactor) {
+    const message =
+      `Number of alive brokers '${live}' does not meet the required replication factor ` +
+      `'${spec.replicationFactor}' for the ${spec.name} topic (configured via ` +
+      `'${spec.replicationFactorKey}'). This error can be ignored if the cluster is starting ` +
+      "up and not all brokers are up yet.";
+    adminManager.log.warn(message, { topic: spec.name });
+    throw new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, message);
+  }
+  const replicationFactor = Math.max(1, Math.min(spec.replicationFactor, live));
   const configs = [{ name: "cleanup.policy", value: "compact" }];
   if (spec.minIsr !== undefined) {
     const minIsr = Math.min(spec.minIsr, replicationFactor);

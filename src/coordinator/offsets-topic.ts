@@ -8,6 +8,7 @@
  */
 
 import { GROUP_METADATA_TOPIC } from "../common/internal-topics.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { AdminManager } from "../server/admin-manager.ts";
 import type { BrokerEndpoint, MetadataCache } from "../server/metadata-cache.ts";
 import { createInternalTopic } from "./internal-topics.ts";
@@ -19,7 +20,7 @@ const creating = new WeakMap<AdminManager, Promise<void>>();
  * The group's coordinator, creating `__consumer_offsets` first if the cluster has none, and
  * waiting up to `waitMs` for this broker to learn a live leader of the group's partition (a
  * new topic's leaders arrive with the controller's LeaderAndIsr a moment later); undefined if
- * none is known by then.
+ * none is known by then, or at once while too few brokers live to create the topic.
  */
 export async function findGroupCoordinator(
   groupId: string,
@@ -35,7 +36,13 @@ export async function findGroupCoordinator(
       pending = createOffsetsTopic(cache, admin).finally(() => creating.delete(admin));
       creating.set(admin, pending);
     }
-    await pending.catch(() => undefined);
+    // Too few live brokers for its replication factor: nothing to wait for (Kafka answers
+    // COORDINATOR_NOT_AVAILABLE at once, and clients retry).
+    const refused = await pending.then(
+      () => false,
+      (error) => error instanceof KafkaError && error.code === ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    );
+    if (refused) return undefined;
   }
   const now = cache.groupCoordinator(groupId);
   if (now !== undefined) return now;
@@ -54,8 +61,8 @@ export async function findGroupCoordinator(
 }
 
 /**
- * Kafka's settings for the topic: compacted, `offsets.topic.num.partitions` partitions; the
- * replication factor is capped at the live brokers, as for __transaction_state.
+ * Kafka's settings for the topic: compacted, `offsets.topic.num.partitions` partitions,
+ * `offsets.topic.replication.factor` replicas (refused while fewer brokers live).
  */
 async function createOffsetsTopic(cache: MetadataCache, admin: AdminManager): Promise<void> {
   const config = cache.brokerConfig;
@@ -63,5 +70,6 @@ async function createOffsetsTopic(cache: MetadataCache, admin: AdminManager): Pr
     name: GROUP_METADATA_TOPIC,
     numPartitions: config["offsets.topic.num.partitions"],
     replicationFactor: config["offsets.topic.replication.factor"],
+    replicationFactorKey: "offsets.topic.replication.factor",
   });
 }

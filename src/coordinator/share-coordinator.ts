@@ -73,6 +73,7 @@ export class ShareCoordinator {
       name: SHARE_STATE_TOPIC,
       numPartitions: config["share.coordinator.state.topic.num.partitions"],
       replicationFactor: config["share.coordinator.state.topic.replication.factor"],
+      replicationFactorKey: "share.coordinator.state.topic.replication.factor",
       minIsr: config["share.coordinator.state.topic.min.isr"],
       segmentBytes: config["share.coordinator.state.topic.segment.bytes"],
     });

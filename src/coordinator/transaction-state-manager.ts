@@ -64,6 +64,7 @@ export class TransactionStateManager {
       name: TRANSACTION_STATE_TOPIC,
       numPartitions: config["transaction.state.log.num.partitions"],
       replicationFactor: config["transaction.state.log.replication.factor"],
+      replicationFactorKey: "transaction.state.log.replication.factor",
       minIsr: config["transaction.state.log.min.isr"],
       segmentBytes: config["transaction.state.log.segment.bytes"],
     });

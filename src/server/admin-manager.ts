@@ -18,6 +18,7 @@ import { reassignmentInProgress } from "../metadata/zookeeper-metadata-store.ts"
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { LogManager } from "../storage/log-manager.ts";
 import { assert } from "../util/assert.ts";
+import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import {
   type ControllerMutationQuota,
   UNBOUNDED_MUTATION_QUOTA,
@@ -91,6 +92,8 @@ export class AdminManager {
     private readonly store: MetadataStore,
     private readonly cache: MetadataCache,
     private readonly logs: LogManager,
+    /** Where topic administration says what it refused (internal topics without brokers). */
+    readonly log: Logger = SILENT_LOGGER,
   ) {}
 
   /** The broker config now: dynamic changes of topic defaults apply to the next request. */

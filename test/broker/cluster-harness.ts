@@ -9,6 +9,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
+import { internalTopicReplication } from "../support/broker-harness.ts";
 import { type BrokerCommand, ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 
@@ -39,6 +40,8 @@ export async function startCluster(
           "broker.id": String(id),
           "default.replication.factor": "3",
           "num.partitions": "3",
+          // Coordinators fail over with their internal topics' partitions: three replicas.
+          ...internalTopicReplication(3),
           ...(typeof extraSettings === "function" ? extraSettings(id) : extraSettings),
         },
         env,

@@ -9,12 +9,17 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { startBroker } from "../../src/broker/broker.ts";
+import { GROUP_METADATA_TOPIC } from "../../src/common/internal-topics.ts";
 import { loadConfig } from "../../src/config/load-config.ts";
+import { TRANSACTION_STATE_TOPIC } from "../../src/coordinator/transaction-log.ts";
 import { ClusterStartupError } from "../../src/metadata/zookeeper-connection.ts";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { ZooKeeperClient } from "../../src/zookeeper/zookeeper-client.ts";
 import { kcat, kcatOk, stdoutText } from "../e2e/kcat-process.ts";
 import {
   type InProcessBroker,
+  internalTopicReplication,
   LineLogger,
   REPO_ROOT,
   removeDir,
@@ -22,10 +27,14 @@ import {
   tempDir,
 } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
+import { requestOnce } from "../support/kafka-client.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { freePorts, startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 
 const CLIENT_OPTIONS = { sessionTimeoutMs: 4_000, connectTimeoutMs: 5_000 };
+/** FindCoordinator's key types. */
+const GROUP_KEY = 0;
+const TRANSACTION_KEY = 1;
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -208,6 +217,35 @@ describe("in-process broker with zookeeper.connect", () => {
     await kcatOk(broker.bootstrap, ["-P", "-t", "grouped", "-p", "0"], { stdin: "d\n" });
     expect(stdoutText(await consume())).toBe("d\n");
     expect(text((await zk.getData("/consumers/readers/offsets/grouped/0")).data)).toBe("4");
+  }, 60_000);
+
+  test("internal topics wait for as many live brokers as their replication factor", async () => {
+    const connect = `${server.connectString}${freshChroot()}`;
+    const settings = { ...internalTopicReplication(2), "group.initial.rebalance.delay.ms": "0" };
+    const first = await inProcess(connect, { ...settings, "broker.id": "0" });
+    const zk = await client(connect);
+    const find = (keyType: number) =>
+      requestOnce(first.port, ApiKey.FindCoordinator, 3, { key: "readers", keyType });
+    // One broker of the two the topics need: Kafka's answer, and nothing created.
+    for (const keyType of [GROUP_KEY, TRANSACTION_KEY]) {
+      expect((await find(keyType)).errorCode).toBe(ErrorCode.COORDINATOR_NOT_AVAILABLE);
+    }
+    expect(await zk.exists(`/brokers/topics/${GROUP_METADATA_TOPIC}`)).toBeNull();
+    expect(await zk.exists(`/brokers/topics/${TRANSACTION_STATE_TOPIC}`)).toBeNull();
+    const refusal = "does not meet the required replication factor '2'";
+    expect(first.logger.lines.some((line) => line.includes(refusal))).toBe(true);
+
+    await inProcess(connect, { ...settings, "broker.id": "1" });
+    for (const keyType of [GROUP_KEY, TRANSACTION_KEY]) {
+      await until(async () => (await find(keyType)).errorCode === ErrorCode.NONE, 30_000);
+    }
+    for (const topic of [GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC]) {
+      const { partitions } = (await json(zk, `/brokers/topics/${topic}`)) as {
+        partitions: Record<string, number[]>;
+      };
+      const factors = new Set(Object.values(partitions).map((replicas) => replicas.length));
+      expect([...factors]).toEqual([2]);
+    }
   }, 60_000);
 
   test("a chroot keeps everything under it", async () => {

@@ -26,6 +26,32 @@ export function removeDir(dir: string): void {
 /** Extra config as `--set key=value` pairs, e.g. `{ "num.partitions": "6" }`. */
 export type Settings = Readonly<Record<string, string>>;
 
+/**
+ * The keys that set the internal topics' replication factor (3 by default, as Kafka's). As in
+ * Kafka, an internal topic is not created while fewer brokers live, so a ZooKeeper-mode cluster
+ * of one or two brokers sets them as Kafka's single-node config does (to 1).
+ */
+export const INTERNAL_TOPIC_REPLICATION_KEYS = [
+  "offsets.topic.replication.factor",
+  "transaction.state.log.replication.factor",
+  "share.coordinator.state.topic.replication.factor",
+] as const;
+
+/** Settings giving the internal topics `replicas` replicas (a cluster of that many brokers). */
+export function internalTopicReplication(replicas: number): Settings {
+  return Object.fromEntries(INTERNAL_TOPIC_REPLICATION_KEYS.map((k) => [k, String(replicas)]));
+}
+
+/**
+ * A test broker's settings: in ZooKeeper mode the internal topics get one replica unless the
+ * test says otherwise, as Kafka's single-node config has it (most tests start one or two brokers;
+ * a three-broker cluster that tests coordinator failover sets 3).
+ */
+export function testBrokerSettings(settings: Settings): Settings {
+  if (settings["zookeeper.connect"] === undefined) return settings;
+  return { ...internalTopicReplication(1), ...settings };
+}
+
 export interface InProcessBroker {
   readonly host: string;
   readonly port: number;
@@ -46,7 +72,7 @@ export async function startInProcessBroker(
   const flags = [
     { key: "listeners", value: "127.0.0.1:0", flag: "--listen" },
     { key: "log.dirs", value: dataDir, flag: "--data-dir" },
-    ...Object.entries(options.settings ?? {}).map(([key, value]) => ({
+    ...Object.entries(testBrokerSettings(options.settings ?? {})).map(([key, value]) => ({
       key,
       value,
       flag: "--set",

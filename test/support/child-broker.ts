@@ -8,7 +8,13 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { newestMtimeMs, withBuildLockSync } from "../../scripts/build-lock.ts";
-import { REPO_ROOT, removeDir, type Settings, tempDir } from "./broker-harness.ts";
+import {
+  REPO_ROOT,
+  removeDir,
+  type Settings,
+  tempDir,
+  testBrokerSettings,
+} from "./broker-harness.ts";
 
 export const BUILT_BINARY = join(REPO_ROOT, "dist", "quill");
 
@@ -59,7 +65,7 @@ export class ChildBroker {
       command: options.command ?? "source",
       dataDir: options.dataDir ?? tempDir(),
       port: options.port ?? 0,
-      settings: options.settings ?? {},
+      settings: testBrokerSettings(options.settings ?? {}),
       env: options.env ?? {},
     };
     return await ChildBroker.launch(resolved, options.dataDir === undefined);
