@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { boolean, type ConfigKey, key, type ValueType } from "./config-key.ts";
+import { boolean, type ConfigKey, key, type ValueType, valueType } from "./config-key.ts";
 
 /**
  * Kafka's authorizer keys. `authorizer.class.name` accepts Kafka's ZooKeeper-mode AclAuthorizer
@@ -8,33 +8,37 @@ import { boolean, type ConfigKey, key, type ValueType } from "./config-key.ts";
  */
 export const ACL_AUTHORIZER_CLASS_NAME = "kafka.security.authorizer.AclAuthorizer";
 
-const authorizerClass = (): ValueType<string> => ({
-  type: "STRING",
-  expected: `${ACL_AUTHORIZER_CLASS_NAME} or blank`,
-  schema: z
-    .string()
-    .trim()
-    .refine((s) => s === "" || s === ACL_AUTHORIZER_CLASS_NAME),
-  format: (value) => value,
-  refusal: (text) => ({ value: text, reason: `Authorizer must be ${ACL_AUTHORIZER_CLASS_NAME}` }),
-});
+const authorizerClass = (): ValueType<string> =>
+  valueType({
+    type: "STRING",
+    expected: `${ACL_AUTHORIZER_CLASS_NAME} or blank`,
+    schema: () =>
+      z
+        .string()
+        .trim()
+        .refine((s) => s === "" || s === ACL_AUTHORIZER_CLASS_NAME),
+    format: (value) => value,
+    refusal: (text) => ({ value: text, reason: `Authorizer must be ${ACL_AUTHORIZER_CLASS_NAME}` }),
+  });
 
 /** `User:admin;User:broker`: Kafka separates super users with semicolons. */
-const principalList = (): ValueType<string[]> => ({
-  type: "STRING",
-  expected: "principals (User:<name>) separated by semicolons",
-  schema: z
-    .string()
-    .transform((s) =>
-      s
-        .split(";")
-        .map((p) => p.trim())
-        .filter((p) => p !== ""),
-    )
-    .pipe(z.array(z.string().regex(/^[^:]+:.+$/))),
-  format: (value) => value.join(";"),
-  refusal: (text) => ({ value: text, reason: "Each principal must be <type>:<name>" }),
-});
+const principalList = (): ValueType<string[]> =>
+  valueType({
+    type: "STRING",
+    expected: "principals (User:<name>) separated by semicolons",
+    schema: () =>
+      z
+        .string()
+        .transform((s) =>
+          s
+            .split(";")
+            .map((p) => p.trim())
+            .filter((p) => p !== ""),
+        )
+        .pipe(z.array(z.string().regex(/^[^:]+:.+$/))),
+    format: (value) => value.join(";"),
+    refusal: (text) => ({ value: text, reason: "Each principal must be <type>:<name>" }),
+  });
 
 export const AUTHORIZER_CONFIG_KEYS = {
   "authorizer.class.name": key(

@@ -35,6 +35,29 @@ export interface ValueType<T> {
   refusal(text: string): Refusal;
 }
 
+/** A value type as its factories write it: the schema as a function, built by `valueType`. */
+export type ValueTypeSpec<T> = Omit<ValueType<T>, "schema"> & {
+  readonly schema: () => z.ZodType<T, string>;
+};
+
+/**
+ * A value type whose schema is built on first use. A zod 4 schema carries some forty methods
+ * bound per instance, and a key's type chains about ten schemas (string, trim, regex, transform,
+ * pipe, min, max...): built at start, the ~190 keys held 1,800 schemas, 58,000 closures and
+ * about 4 MB of the heap, for the handful of keys a broker's config sets.
+ */
+export function valueType<T>(spec: ValueTypeSpec<T>): ValueType<T> {
+  const build = spec.schema;
+  let schema: z.ZodType<T, string> | undefined;
+  return {
+    ...spec,
+    get schema() {
+      schema ??= build();
+      return schema;
+    },
+  };
+}
+
 export interface Refusal {
   readonly value: string;
   readonly reason: string;
@@ -97,16 +120,17 @@ function rangeText(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigi
  */
 function integer(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigint) {
   const typeMax = type === "INT" ? BigInt(INT_MAX) : LONG_MAX;
-  const valueType: ValueType<number> = {
+  return valueType<number>({
     type,
     expected: rangeText(type, min, max, typeMin),
-    schema: z
-      .string()
-      .trim()
-      .regex(INTEGER_TEXT)
-      .transform((text) => BigInt(text))
-      .pipe(z.bigint().min(min).max(max))
-      .transform(Number),
+    schema: () =>
+      z
+        .string()
+        .trim()
+        .regex(INTEGER_TEXT)
+        .transform((text) => BigInt(text))
+        .pipe(z.bigint().min(min).max(max))
+        .transform(Number),
     format: (value) => (value >= LONG_MAX_AS_NUMBER ? LONG_MAX.toString() : String(value)),
     refusal(text) {
       const trimmed = text.trim();
@@ -116,8 +140,7 @@ function integer(type: "INT" | "LONG", min: bigint, max: bigint, typeMin: bigint
       }
       return { value: String(n), reason: rangeReason(n, min, max) };
     },
-  };
-  return valueType;
+  });
 }
 
 export const int = ({ min = INT_MIN, max = INT_MAX }: { min?: number; max?: number } = {}) =>
@@ -127,32 +150,30 @@ export const long = ({ min = LONG_MIN, max = LONG_MAX }: { min?: bigint; max?: b
   integer("LONG", min, max, LONG_MIN);
 
 /** Kafka accepts "true"/"false" in any case, with blanks around. */
-export const boolean = (): ValueType<boolean> => ({
-  type: "BOOLEAN",
-  expected: "true or false",
-  schema: z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(["true", "false"]))
-    .transform((text) => text === "true"),
-  format: String,
-  refusal: (text) => ({ value: text, reason: "Expected value to be either true or false" }),
-});
+export const boolean = (): ValueType<boolean> =>
+  valueType({
+    type: "BOOLEAN",
+    expected: "true or false",
+    schema: () =>
+      z
+        .string()
+        .trim()
+        .toLowerCase()
+        .pipe(z.enum(["true", "false"]))
+        .transform((text) => text === "true"),
+    format: String,
+    refusal: (text) => ({ value: text, reason: "Expected value to be either true or false" }),
+  });
 
 const DOUBLE_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /** A DOUBLE between `min` and `max`, formatted as Java's Double.toString ("0.5", "1.0"). */
 export function double({ min, max }: { min: number; max: number }): ValueType<number> {
-  return {
+  return valueType({
     type: "DOUBLE",
     expected: `a number between ${min} and ${max}`,
-    schema: z
-      .string()
-      .trim()
-      .regex(DOUBLE_TEXT)
-      .transform(Number)
-      .pipe(z.number().min(min).max(max)),
+    schema: () =>
+      z.string().trim().regex(DOUBLE_TEXT).transform(Number).pipe(z.number().min(min).max(max)),
     format: (value) => (Number.isInteger(value) ? value.toFixed(1) : String(value)),
     refusal(text) {
       if (!DOUBLE_TEXT.test(text.trim())) {
@@ -161,16 +182,17 @@ export function double({ min, max }: { min: number; max: number }): ValueType<nu
       const n = Number(text.trim());
       return { value: String(n), reason: rangeReason(n, min, max) };
     },
-  };
+  });
 }
 
-export const string = (): ValueType<string> => ({
-  type: "STRING",
-  expected: "a non-empty string",
-  schema: z.string().trim().min(1),
-  format: (value) => value,
-  refusal: (text) => ({ value: text, reason: "String must be non-empty" }),
-});
+export const string = (): ValueType<string> =>
+  valueType({
+    type: "STRING",
+    expected: "a non-empty string",
+    schema: () => z.string().trim().min(1),
+    format: (value) => value,
+    refusal: (text) => ({ value: text, reason: "String must be non-empty" }),
+  });
 
 /** A closed set of values, case-sensitive like Kafka's `ValidString.in`. */
 /** One of `values`; with `ignoreCase`, in any case (Kafka's CaseInsensitiveValidString). */
@@ -178,19 +200,21 @@ export function oneOf<const T extends readonly [string, ...string[]]>(
   values: T,
   options: { ignoreCase?: boolean } = {},
 ) {
-  const text = z.string().trim();
-  const normalized = options.ignoreCase === true ? text.toLowerCase() : text;
-  const valueType: ValueType<T[number]> = {
+  const schema = () => {
+    const text = z.string().trim();
+    const normalized = options.ignoreCase === true ? text.toLowerCase() : text;
+    return normalized.pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>;
+  };
+  return valueType<T[number]>({
     type: "STRING",
     expected: `one of ${values.join(", ")}`,
-    schema: normalized.pipe(z.enum(values)) as unknown as z.ZodType<T[number], string>,
+    schema,
     format: (value) => value,
     refusal: (text) => ({
       value: text.trim(),
       reason: `String must be one of: ${values.join(", ")}`,
     }),
-  };
-  return valueType;
+  });
 }
 
 const splitList = (text: string) => (text.trim() === "" ? [] : text.trim().split(/\s*,\s*/));
@@ -200,14 +224,15 @@ export function list<T extends string>(
   what: string,
   { allowed, minItems = 0 }: { allowed?: readonly T[]; minItems?: number } = {},
 ) {
-  const item = allowed ? z.enum(allowed as unknown as [T, ...T[]]) : z.string().min(1);
-  const valueType: ValueType<T[]> = {
+  const schema = () => {
+    const item = allowed ? z.enum(allowed as unknown as [T, ...T[]]) : z.string().min(1);
+    const items = z.array(item).min(minItems);
+    return z.string().transform(splitList).pipe(items) as unknown as z.ZodType<T[], string>;
+  };
+  return valueType<T[]>({
     type: "LIST",
     expected: `a comma-separated list of ${allowed ? allowed.join(", ") : what}`,
-    schema: z
-      .string()
-      .transform(splitList)
-      .pipe(z.array(item).min(minItems)) as unknown as z.ZodType<T[], string>,
+    schema,
     format: (value) => value.join(","),
     refusal(text) {
       const items = splitList(text);
@@ -218,6 +243,5 @@ export function list<T extends string>(
       }
       return { value: `[${items.join(", ")}]`, reason: `must hold at least ${minItems} item(s)` };
     },
-  };
-  return valueType;
+  });
 }

@@ -4,20 +4,23 @@
  * Each refuses what Kafka 3.9 refuses, with Kafka's reason.
  */
 import { z } from "zod";
-import { int, type ValueType } from "./config-key.ts";
+import { int, type ValueType, valueType } from "./config-key.ts";
+
+const INT = int();
 
 /** zlib's levels 1-9, or -1 for zlib's default (Kafka's GzipCompression.LevelValidator). */
-export const GZIP_LEVEL: ValueType<number> = {
-  ...int(),
+export const GZIP_LEVEL: ValueType<number> = valueType({
+  type: INT.type,
+  format: INT.format,
   expected: "-1 or an integer between 1 and 9",
-  schema: int().schema.refine((n) => n === -1 || (n >= 1 && n <= 9)),
+  schema: () => INT.schema.refine((n) => n === -1 || (n >= 1 && n <= 9)),
   refusal(text) {
-    const asInt = int().refusal(text);
+    const asInt = INT.refusal(text);
     if (asInt.reason.startsWith("Not a number")) return asInt;
     const reason = "Value must be between 1 and 9 or equal to -1";
     return { value: String(Number(text.trim())), reason };
   },
-};
+});
 
 /** LZ4 levels as Kafka's Lz4Compression (1-17; 9 by default). */
 export const LZ4_LEVEL = int({ min: 1, max: 17 });
@@ -73,16 +76,17 @@ function isMetadataVersion(text: string): boolean {
 }
 
 /** message.format.version: any version Kafka 3.9 knows (it ignores the value since 3.0). */
-export const messageFormatVersion = (): ValueType<string> => ({
-  type: "STRING",
-  expected: "a Kafka version such as 3.0-IV1 or 2.8",
-  schema: z.string().trim().refine(isMetadataVersion),
-  format: (value) => value,
-  refusal: (text) => ({
-    value: text.trim(),
-    reason: `Version ${text.trim()} is not a valid version`,
-  }),
-});
+export const messageFormatVersion = (): ValueType<string> =>
+  valueType({
+    type: "STRING",
+    expected: "a Kafka version such as 3.0-IV1 or 2.8",
+    schema: () => z.string().trim().refine(isMetadataVersion),
+    format: (value) => value,
+    refusal: (text) => ({
+      value: text.trim(),
+      reason: `Version ${text.trim()} is not a valid version`,
+    }),
+  });
 
 const REPLICA = /^(\d+:\d+)?$/;
 const splitItems = (text: string) => (text.trim() === "" ? [] : text.trim().split(/\s*,\s*/));
@@ -93,10 +97,10 @@ const splitItems = (text: string) => (text.trim() === "" ? [] : text.trim().spli
  */
 export function throttledReplicas(name: string): ValueType<string[]> {
   const valid = (items: string[]) => items.join("") === "*" || items.every((i) => REPLICA.test(i));
-  return {
+  return valueType({
     type: "LIST",
     expected: "* or a list of partitionId:brokerId",
-    schema: z.string().transform(splitItems).refine(valid),
+    schema: () => z.string().transform(splitItems).refine(valid),
     format: (value) => value.join(","),
     refusal: (text) => ({
       value: `[${splitItems(text).join(", ")}]`,
@@ -104,5 +108,5 @@ export function throttledReplicas(name: string): ValueType<string[]> {
         `${name} must be the literal '*' or a list of replicas in the following format: ` +
         "[partitionId]:[brokerId],[partitionId]:[brokerId],...",
     }),
-  };
+  });
 }

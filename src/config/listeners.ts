@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ValueType } from "./config-key.ts";
+import { type ValueType, valueType } from "./config-key.ts";
 
 /**
  * Kafka's named listeners: `listeners=PLAINTEXT://:9092,SSL://0.0.0.0:9093`, each name mapped to
@@ -66,23 +66,25 @@ export const formatListener = ({ listenerName, host, port }: ListenerAddress): s
  * `NAME://HOST:PORT[,NAME://HOST:PORT...]`; a bare `HOST:PORT` (the `--listen` flag) is the
  * PLAINTEXT listener. IPv6 hosts go in brackets.
  */
-export const listenerList = (): ValueType<ListenerAddress[]> => ({
-  type: "STRING",
-  expected:
-    "NAME://HOST:PORT listeners separated by commas (HOST:PORT alone is PLAINTEXT), " +
-    `distinct names and ports between 0 and 65535, at most ${LISTENERS_MAX}`,
-  schema: z.string().transform((text, ctx) => {
-    const parsed = text.split(",").map(parseListener);
-    const ok = parsed.every((l) => l !== null);
-    if (!ok || parsed.length > LISTENERS_MAX || !distinct(parsed)) {
-      ctx.addIssue({ code: "custom", message: "bad listeners" });
-      return z.NEVER;
-    }
-    return parsed;
-  }),
-  format: (listeners) => listeners.map(formatListener).join(","),
-  refusal: (text) => ({ value: text, reason: "Not a list of listeners NAME://HOST:PORT" }),
-});
+export const listenerList = (): ValueType<ListenerAddress[]> =>
+  valueType({
+    type: "STRING",
+    expected:
+      "NAME://HOST:PORT listeners separated by commas (HOST:PORT alone is PLAINTEXT), " +
+      `distinct names and ports between 0 and 65535, at most ${LISTENERS_MAX}`,
+    schema: () =>
+      z.string().transform((text, ctx) => {
+        const parsed = text.split(",").map(parseListener);
+        const ok = parsed.every((l) => l !== null);
+        if (!ok || parsed.length > LISTENERS_MAX || !distinct(parsed)) {
+          ctx.addIssue({ code: "custom", message: "bad listeners" });
+          return z.NEVER;
+        }
+        return parsed;
+      }),
+    format: (listeners) => listeners.map(formatListener).join(","),
+    refusal: (text) => ({ value: text, reason: "Not a list of listeners NAME://HOST:PORT" }),
+  });
 
 export type SecurityProtocolMap = Readonly<Record<string, SecurityProtocol>>;
 
@@ -92,27 +94,30 @@ export const DEFAULT_SECURITY_PROTOCOL_MAP: SecurityProtocolMap = Object.fromEnt
 );
 
 /** `listener.security.protocol.map`: `NAME:PROTOCOL` pairs separated by commas. */
-export const securityProtocolMap = (): ValueType<SecurityProtocolMap> => ({
-  type: "STRING",
-  expected:
-    `LISTENER_NAME:PROTOCOL pairs separated by commas, each protocol one of ` +
-    SECURITY_PROTOCOLS.join(", "),
-  schema: z.string().transform((text, ctx) => {
-    const map: Record<string, SecurityProtocol> = {};
-    for (const entry of text.split(",")) {
-      const parts = entry.trim().split(":");
-      const [name = "", protocol = ""] = parts.map((p) => p.trim());
-      if (parts.length !== 2 || !/^[A-Za-z0-9_]+$/.test(name) || !isSecurityProtocol(protocol)) {
-        ctx.addIssue({ code: "custom", message: "bad map" });
-        return z.NEVER;
-      }
-      map[name.toUpperCase()] = protocol;
+export const securityProtocolMap = (): ValueType<SecurityProtocolMap> =>
+  valueType({
+    type: "STRING",
+    expected:
+      `LISTENER_NAME:PROTOCOL pairs separated by commas, each protocol one of ` +
+      SECURITY_PROTOCOLS.join(", "),
+    schema: () => z.string().transform(parseSecurityProtocolMap),
+    format: (map) =>
+      Object.entries(map)
+        .map(([name, p]) => `${name}:${p}`)
+        .join(","),
+    refusal: (text) => ({ value: text, reason: "Not a map of LISTENER_NAME:PROTOCOL pairs" }),
+  });
+
+function parseSecurityProtocolMap(text: string, ctx: z.RefinementCtx<string>): SecurityProtocolMap {
+  const map: Record<string, SecurityProtocol> = {};
+  for (const entry of text.split(",")) {
+    const parts = entry.trim().split(":");
+    const [name = "", protocol = ""] = parts.map((p) => p.trim());
+    if (parts.length !== 2 || !/^[A-Za-z0-9_]+$/.test(name) || !isSecurityProtocol(protocol)) {
+      ctx.addIssue({ code: "custom", message: "bad map" });
+      return z.NEVER;
     }
-    return map;
-  }),
-  format: (map) =>
-    Object.entries(map)
-      .map(([name, p]) => `${name}:${p}`)
-      .join(","),
-  refusal: (text) => ({ value: text, reason: "Not a map of LISTENER_NAME:PROTOCOL pairs" }),
-});
+    map[name.toUpperCase()] = protocol;
+  }
+  return map;
+}

@@ -7,6 +7,7 @@ import {
   oneOf,
   string,
   type ValueType,
+  valueType,
 } from "./config-key.ts";
 
 /**
@@ -20,13 +21,14 @@ export const SSL_CLIENT_AUTH = ["none", "requested", "required"] as const;
 export type SslClientAuth = (typeof SSL_CLIENT_AUTH)[number];
 
 /** Key material or a password: DescribeConfigs reports it as sensitive, with no value. */
-export const password = (): ValueType<string> => ({
-  type: "PASSWORD",
-  expected: "a non-empty string",
-  schema: z.string().min(1),
-  format: () => "[hidden]",
-  refusal: () => ({ value: "[hidden]", reason: "String must be non-empty" }),
-});
+export const password = (): ValueType<string> =>
+  valueType({
+    type: "PASSWORD",
+    expected: "a non-empty string",
+    schema: () => z.string().min(1),
+    format: () => "[hidden]",
+    refusal: () => ({ value: "[hidden]", reason: "String must be non-empty" }),
+  });
 
 export const SSL_CONFIG_KEYS = {
   "ssl.keystore.type": key(
