@@ -16,7 +16,6 @@
  * than `maxOutputBytes` is refused before it is allocated (no decompression bombs).
  */
 import zlib from "node:zlib";
-import { compressFrameSync, decompressFrameSync } from "lz4-napi";
 import { assert } from "../util/assert.ts";
 import { lz4FrameOutputBound } from "./lz4-frame.ts";
 import { CorruptRecordError } from "./record-errors.ts";
@@ -32,6 +31,15 @@ export function isCompressionType(type: number): type is CompressionType {
 /** zstd's own default level (ZSTD_CLEVEL_DEFAULT), Kafka's compression.zstd.level default. */
 const ZSTD_DEFAULT_LEVEL = 3;
 
+type Lz4 = typeof import("lz4-napi");
+let lz4: Lz4 | null = null;
+
+/** Loaded at the first lz4 batch, as snappy (snappy-xerial.ts): most brokers never need it. */
+function loadLz4(): Lz4 {
+  lz4 ??= require("lz4-napi") as Lz4;
+  return lz4;
+}
+
 /**
  * Compresses `data` the way Kafka's producers do for `type`. None returns `data` itself.
  * `level` is the gzip level (-1: zlib's default) or the zstd level; snappy has none, and
@@ -46,7 +54,7 @@ export function compress(type: CompressionType, data: Uint8Array, level?: number
     case CompressionType.Snappy:
       return snappyCompressXerial(data);
     case CompressionType.Lz4:
-      return compressFrameSync(asBuffer(data));
+      return loadLz4().compressFrameSync(asBuffer(data));
     case CompressionType.Zstd:
       return zstdCompress(data, level ?? ZSTD_DEFAULT_LEVEL);
   }
@@ -121,7 +129,7 @@ function lz4Decompress(data: Uint8Array, maxOutputBytes: number): Uint8Array {
   if (boundBytes > maxOutputBytes + maxBlockBytes) throw tooLarge("lz4", maxOutputBytes);
   let output: Uint8Array;
   try {
-    output = decompressFrameSync(asBuffer(data));
+    output = loadLz4().decompressFrameSync(asBuffer(data));
   } catch (cause) {
     throw new CorruptRecordError("lz4 frame does not decompress", { cause });
   }

@@ -241,3 +241,25 @@ describe("inside a compiled binary", () => {
     }
   }, 30_000);
 });
+
+describe("the native codecs load at their first use", () => {
+  test("a broker's code maps no snappy or lz4 addon until a batch needs one", () => {
+    // A process of its own: this one may have loaded them already.
+    const src = join(import.meta.dir, "../../src");
+    const script = `
+      const mapped = () => require("node:fs").readFileSync("/proc/self/maps", "utf8");
+      await import(${JSON.stringify(join(src, "broker/broker.ts"))});
+      const before = mapped();
+      const codecs = await import(${JSON.stringify(join(src, "protocol/compression.ts"))});
+      codecs.compress(codecs.CompressionType.Snappy, new Uint8Array(10));
+      codecs.compress(codecs.CompressionType.Lz4, new Uint8Array(10));
+      const after = mapped();
+      console.log(JSON.stringify([before, after].map((m) => [/snappy/.test(m), /lz4/.test(m)])));`;
+    const run = Bun.spawnSync([process.execPath, "-e", script]);
+    expect(run.exitCode, run.stderr.toString()).toBe(0);
+    expect(JSON.parse(run.stdout.toString())).toEqual([
+      [false, false],
+      [true, true],
+    ]);
+  }, 30_000);
+});
