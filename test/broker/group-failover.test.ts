@@ -6,6 +6,10 @@
  * its id, epoch or generation and partitions: nothing is revoked or lost, and the records
  * produced after the kill are read and committed under the old epochs and generations.
  *
+ * Then a group being upgraded (a classic member, and a KIP-848 member that has just joined
+ * and is being reconciled) loses its coordinator the same way: the next coordinator carries
+ * on with both members as they were, and no record is lost or read twice.
+ *
  * kafkajs is not in it: its consumer retries a dead coordinator's address rather than asking
  * FindCoordinator again, then restarts itself as a new member, whatever the broker keeps.
  */
@@ -137,5 +141,71 @@ test("members keep their epochs, generations and partitions when the coordinator
     javaClassic.kill();
   }
   cluster.brokers.set(2, await coordinator.restart());
+  await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
+}, 240_000);
+
+/** The coordinator's view of a KIP-848 group: state, and each member's id and type. */
+async function describeMembers(broker: ChildBroker, group: string) {
+  const res = await requestOnce(broker.port, ApiKey.ConsumerGroupDescribe, 1, {
+    groupIds: [group],
+    includeAuthorizedOperations: false,
+  });
+  const g = res.groups[0]!;
+  const members = g.members.map((m) => `${m.memberId}:${m.memberType}`).sort();
+  return { errorCode: g.errorCode, state: g.groupState, members };
+}
+
+test("a group being upgraded carries on when its coordinator is killed mid-migration", async () => {
+  const b1 = cluster.brokers.get(1)!;
+  const topic = "migration";
+  // Broker 3 coordinates and leads no partition of the topic, as above.
+  await createTopicWithAssignment(b1, topic, [
+    [1, 2],
+    [2, 1],
+    [1, 2],
+    [2, 1],
+  ]);
+  await consistentMetadata(cluster, 3);
+  const group = await groupOn(b1, 3, "mixed");
+  const coordinator = cluster.brokers.get(3)!;
+  const values = (tag: string) => Array.from({ length: RECORDS }, (_, i) => `${tag}${i}`);
+  await produceWithKafkajs(cluster, topic, values("before-"));
+  const args = [runningBootstrap(cluster), topic, group, "mixed", String(2 * RECORDS)];
+  const java = new Java4Process("FailoverConsumer", [...args, String(RECORDS)]);
+  try {
+    // The classic member read and committed the first records; the KIP-848 member joins,
+    // upgrading the group, and the coordinator dies as soon as it shows both members.
+    await java.line("JOINING", 90_000);
+    let before = await describeMembers(coordinator, group);
+    for (let i = 0; i < 400 && before.members.length < 2; i++) {
+      await Bun.sleep(25);
+      before = await describeMembers(coordinator, group);
+    }
+    expect(before.members.map((m) => m.split(":")[1]).sort()).toEqual(["0", "1"]);
+    await coordinator.kill9();
+    await consistentMetadata(cluster, 2, SESSION_TIMEOUT_MS + 15_000);
+    await produceWithKafkajs(cluster, topic, values("after-"));
+
+    await java.line("READY", 60_000);
+    await java.line("DONE", 60_000);
+    expect(java.lines.filter((l) => l.startsWith("DUPLICATE "))).toEqual([]);
+    const next = cluster.brokers.get(await coordinatorOf(b1, group))!;
+    expect(next).not.toBe(coordinator);
+    // The same two members, one of each protocol: nobody rejoined as a new member.
+    const after = await describeMembers(next, group);
+    expect([after.errorCode, after.members]).toEqual([ErrorCode.NONE, before.members]);
+    // Everything was read and committed: the committed offsets sum to the records produced.
+    const fetched = await requestOnce(next.port, ApiKey.OffsetFetch, 8, {
+      groups: [{ groupId: group, topics: [{ name: topic, partitionIndexes: [0, 1, 2, 3] }] }],
+      requireStable: false,
+    });
+    const offsets = fetched.groups[0]!.topics[0]!.partitions.map((p) => p.committedOffset);
+    expect(offsets.reduce((a, b) => a + b, 0n)).toBe(BigInt(2 * RECORDS));
+    java.send("leave");
+    expect(await java.exited).toBe(0);
+  } finally {
+    java.kill();
+  }
+  cluster.brokers.set(3, await coordinator.restart());
   await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
 }, 240_000);

@@ -19,7 +19,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * committing while the test kills the group's coordinator: prints "READY" with each member's
  * id and epoch (generation for classic) once the topic's partitions are split between them,
  * every rebalance callback as it happens, and "DONE" with the ids and epochs again once COUNT
- * records were read; then waits for a line on stdin before the members leave. Usage: FailoverConsumer BOOTSTRAP TOPIC GROUP PROTOCOL COUNT.
+ * records were read; then waits for a line on stdin before the members leave. PROTOCOL
+ * "mixed" is a group being upgraded: a (classic) alone reads FIRST records and commits, prints
+ * "JOINING", and b (group.protocol=consumer) joins. A record read again prints "DUPLICATE".
+ * Usage: FailoverConsumer BOOTSTRAP TOPIC GROUP PROTOCOL COUNT [FIRST].
  */
 public final class FailoverConsumer {
   private static final long DEADLINE_MS = 120_000;
@@ -30,13 +33,21 @@ public final class FailoverConsumer {
     String group = args[2];
     String protocol = args[3];
     int count = Integer.parseInt(args[4]);
+    int first = args.length > 5 ? Integer.parseInt(args[5]) : 0;
+    boolean mixed = protocol.equals("mixed");
     Set<String> seen = new HashSet<>();
-    try (KafkaConsumer<String, String> a = consumer(bootstrap, group, protocol, "a");
-        KafkaConsumer<String, String> b = consumer(bootstrap, group, protocol, "b")) {
+    try (KafkaConsumer<String, String> a =
+            consumer(bootstrap, group, mixed ? "classic" : protocol, "a");
+        KafkaConsumer<String, String> b =
+            consumer(bootstrap, group, mixed ? "consumer" : protocol, "b")) {
       List<KafkaConsumer<String, String>> both = List.of(a, b);
-      a.subscribe(List.of(topic), logging("a"));
-      b.subscribe(List.of(topic), logging("b"));
       long deadline = System.currentTimeMillis() + DEADLINE_MS;
+      a.subscribe(List.of(topic), logging("a"));
+      if (mixed) {
+        while (a.assignment().isEmpty() || seen.size() < first) poll(List.of(a), seen, deadline);
+        System.out.println("JOINING");
+      }
+      b.subscribe(List.of(topic), logging("b"));
       while (a.assignment().isEmpty() || b.assignment().isEmpty() || !disjoint(a, b)) {
         poll(both, seen, deadline);
       }
@@ -58,7 +69,7 @@ public final class FailoverConsumer {
       List<String> values = new ArrayList<>();
       for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) values.add(r.value());
       if (values.isEmpty()) continue;
-      seen.addAll(values);
+      for (String v : values) if (!seen.add(v)) System.out.println("DUPLICATE " + v);
       // Committed with the member's epoch: refused if the new coordinator forgot it.
       c.commitSync();
     }
