@@ -72,6 +72,7 @@ async function kafkaRows(classpath: string): Promise<string[]> {
 async function runRows(label: string, bootstrap: string, classpath: string): Promise<string[]> {
   const rows: string[] = [];
   for (const members of MEMBER_COUNTS) {
+    const cpuBefore = process.cpuUsage();
     const out = await runCommand(
       [
         "java",
@@ -92,7 +93,9 @@ async function runRows(label: string, bootstrap: string, classpath: string): Pro
     const rate = line?.match(/rate=(\d+)/)?.[1] ?? "?";
     const seconds = line?.match(/seconds=([\d.]+)/)?.[1] ?? "?";
     rows.push(`| ${label} | ${members} | ${RECORDS} | ${seconds} | ${rate} | ${loadAverage()} |`);
-    console.error(label, line);
+    // This process's CPU during the row: the broker's, when it is Quill's (in this process).
+    const cpu = process.cpuUsage(cpuBefore);
+    console.error(label, line, `this-process-cpu-s=${((cpu.user + cpu.system) / 1e6).toFixed(2)}`);
   }
   return rows;
 }

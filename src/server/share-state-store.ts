@@ -1,9 +1,14 @@
+import * as fs from "node:fs";
 import { join } from "node:path";
+import { crc32c } from "../protocol/crc32c.ts";
+import { ErrorCode } from "../protocol/errors.ts";
 import {
+  fsyncDirectory,
   readFileIfExists,
-  writeFileAtomically,
   writeFileAtomicallyInBackground,
+  writeFully,
 } from "../storage/durable-file.ts";
+import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
 import type { SharePartitionSnapshot } from "./share-partition.ts";
 import type {
@@ -13,21 +18,36 @@ import type {
 } from "./share-partition-manager.ts";
 
 /**
- * Share-partition state on disk in embedded mode (docs/share-groups.md, "Durability"): every
- * share partition's start offset and in-flight states in one JSON file of the first log dir,
- * `share-group-state.json`, replaced atomically. Changes are batched: the file is rewritten at
- * most every FLUSH_INTERVAL_MS, with the write and its fdatasync on the thread pool, and once
- * more synchronously on a clean stop. A crash loses at most the last interval's changes, whose
- * records are then delivered again (at least once, never lost).
+ * Share-partition state on disk in embedded mode (docs/share-groups.md, "Durability"), as the
+ * local offset store keeps commits: an append-only log, `share-group-state.log`, of whole
+ * share-partition states, and a snapshot, `share-group-state.json`, of every partition's state.
  *
- * In-flight records are stored run-length encoded ([state, deliveryCount, run]): a window of
- * `group.share.partition.max.record.locks` records is usually a few runs.
+ * Group commit: a write starts as soon as the previous one ends (or on the next turn of the
+ * event loop when none runs), appends the state of every partition changed meanwhile with one
+ * write, and fdatasyncs it on the thread pool; `save` resolves once the write holding its change
+ * is synced. So an acknowledgement answered after `save` survives kill -9 and power loss, as
+ * Kafka answers once its share coordinator has the state in its log.
+ *
+ * Once the log passes LOG_COMPACT_BYTES the snapshot is rewritten (temporary file, fdatasync,
+ * rename, directory fsync) and the log emptied, between two writes. Replaying the log over a
+ * snapshot that already holds it gives the same state (every frame replaces a partition's
+ * state), so a crash between the rename and the truncate is harmless; a torn last frame (a
+ * crash mid-write, never acknowledged) is cut off on open.
+ *
+ * Frames: payloadLength uint32 BE | crc32c(payload) uint32 BE | payload (UTF-8 JSON, a
+ * StoredPartition or a removal). In-flight records are run-length encoded
+ * ([state, deliveryCount, run]): a window of `group.share.partition.max.record.locks` records
+ * is usually a few runs.
  */
 
 export const SHARE_STATE_FILE = "share-group-state.json";
-const FLUSH_INTERVAL_MS = 100;
+export const SHARE_STATE_LOG_FILE = "share-group-state.log";
 const FORMAT_VERSION = 1;
-const SAVED: Promise<number> = Promise.resolve(0);
+/** The log is folded into the snapshot once it is this long (by default). */
+const LOG_COMPACT_BYTES = 16 << 20;
+const FRAME_HEADER_BYTES = 8;
+/** A longer length field on disk is a torn or corrupt tail. */
+const FRAME_PAYLOAD_BYTES_MAX = 16 << 20;
 
 interface StoredPartition {
   readonly group: string;
@@ -37,21 +57,213 @@ interface StoredPartition {
   readonly runs: readonly (readonly [number, number, number])[];
 }
 
+/** A log frame: a partition's new state, or its removal. */
+type LogEntry = StoredPartition | Removal;
+
+interface Removal {
+  readonly group: string;
+  readonly topic: string;
+  readonly partition: number;
+  readonly removed: true;
+}
+
+interface PendingPartition {
+  readonly groupId: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** Null: the partition's state is removed. */
+  readonly state: (() => SharePartitionSnapshot) | null;
+}
+
+/** Counters for tests: how changes are grouped into syncs. */
+export interface ShareStateStoreStats {
+  readonly syncs: number;
+  readonly framesWritten: number;
+  readonly compactions: number;
+}
+
 export class LocalShareStateStore implements ShareStateStore {
   private readonly states = new Map<string, StoredPartition>();
-  /** Partitions changed since the last write: snapshotted when the file is written. */
-  private readonly pending = new Map<string, PendingPartition>();
+  /** Partitions changed since the last write began: snapshotted when the next one starts. */
+  private pending = new Map<string, PendingPartition>();
+  /** Resolved with the error code of the write that holds the pending changes. */
+  private waiters: ((errorCode: number) => void)[] = [];
+  /** Changes a failed write did not store: written again with the next change. */
+  private unwritten = new Map<string, PendingPartition>();
+  /** The states the running write stores (null: removed), until it is done. */
+  private inFlight = new Map<string, StoredPartition | null>();
   private readonly filePath: string;
-  private dirty = false;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private readonly logPath: string;
+  private readonly logFd: number;
+  private logSizeBytes: number;
+  private scheduled = false;
   private writing: Promise<void> | null = null;
   private closed = false;
+  private syncs = 0;
+  private framesWritten = 0;
+  private compactions = 0;
+  /** Log size at which the next compaction runs; pushed further out when one fails. */
+  private compactAtBytes: number;
 
   constructor(
     logDir: string,
     private readonly log: Logger,
+    private readonly compactLogBytes = LOG_COMPACT_BYTES,
   ) {
+    assert(compactLogBytes > 0, `compactLogBytes ${compactLogBytes} is not positive`);
+    this.compactAtBytes = compactLogBytes;
     this.filePath = join(logDir, SHARE_STATE_FILE);
+    this.logPath = join(logDir, SHARE_STATE_LOG_FILE);
+    this.readSnapshot();
+    const created = !fs.existsSync(this.logPath);
+    // Written at the size it tracks (not O_APPEND): a failed write's tail is cut off with it.
+    this.logFd = fs.openSync(this.logPath, fs.constants.O_WRONLY | fs.constants.O_CREAT);
+    if (created) fsyncDirectory(logDir);
+    this.logSizeBytes = this.replayLog();
+  }
+
+  get stats(): ShareStateStoreStats {
+    const { syncs, framesWritten, compactions } = this;
+    return { syncs, framesWritten, compactions };
+  }
+
+  load(groupId: string, topic: string, partition: number): Promise<StoredShareState> {
+    const k = key(groupId, topic, partition);
+    const pending = this.pending.get(k) ?? this.unwritten.get(k);
+    const stored =
+      pending !== undefined
+        ? storedOf(pending)
+        : this.inFlight.has(k)
+          ? this.inFlight.get(k)
+          : this.states.get(k);
+    if (stored === undefined || stored === null) {
+      return Promise.resolve({ stateEpoch: 0, snapshot: null });
+    }
+    const records: [number, number][] = [];
+    for (const [state, count, run] of stored.runs) {
+      for (let i = 0; i < run; i++) records.push([state, count]);
+    }
+    const snapshot = { startOffset: BigInt(stored.startOffset), records };
+    return Promise.resolve({ stateEpoch: 0, snapshot });
+  }
+
+  /** Resolves with the error code of the write holding this change, once it is synced. */
+  save(
+    groupId: string,
+    topic: string,
+    partition: number,
+    _epochs: ShareStateEpochs,
+    state: () => SharePartitionSnapshot,
+  ): Promise<number> {
+    if (this.closed) return Promise.resolve(ErrorCode.KAFKA_STORAGE_ERROR as number);
+    this.pending.set(key(groupId, topic, partition), { groupId, topic, partition, state });
+    const done = new Promise<number>((resolve) => this.waiters.push(resolve));
+    this.schedule();
+    return done;
+  }
+
+  remove(groupId: string, topic: string, partition: number): void {
+    const k = key(groupId, topic, partition);
+    if (!this.states.has(k) && !this.pending.has(k) && !this.unwritten.has(k)) return;
+    this.pending.set(k, { groupId, topic, partition, state: null });
+    this.schedule();
+  }
+
+  /** Writes what is pending, then closes the log. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.retryUnwritten();
+    while (this.writing !== null || this.pending.size > 0) await (this.writing ?? this.flush());
+    fs.closeSync(this.logFd);
+  }
+
+  private schedule(): void {
+    this.retryUnwritten();
+    if (this.scheduled || this.writing !== null) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (this.writing === null && this.pending.size > 0) void this.flush();
+    });
+  }
+
+  /** Writes until nothing is pending: each pass holds every change made during the last. */
+  private flush(): Promise<void> {
+    assert(this.writing === null, "one share-state write at a time");
+    this.writing = (async () => {
+      while (this.pending.size > 0) {
+        await this.writeBatch();
+        if (this.logSizeBytes >= this.compactAtBytes) await this.compact();
+      }
+    })().finally(() => {
+      this.writing = null;
+      if (this.pending.size > 0) this.schedule();
+    });
+    return this.writing;
+  }
+
+  private async writeBatch(): Promise<void> {
+    const batch = this.pending;
+    const waiters = this.waiters;
+    this.pending = new Map();
+    this.waiters = [];
+    const entries: [string, StoredPartition | null][] = [];
+    for (const [k, p] of batch) entries.push([k, storedOf(p)]);
+    this.inFlight = new Map(entries);
+    const bytes = concat(entries.map(([, e], i) => frame(e ?? removal(batch, entries[i]![0]))));
+    const sizeBefore = this.logSizeBytes;
+    let code: number = ErrorCode.NONE;
+    try {
+      writeFully(this.logFd, bytes, sizeBefore);
+      await fdatasync(this.logFd);
+      this.logSizeBytes = sizeBefore + bytes.length;
+      this.syncs++;
+      this.framesWritten += entries.length;
+      for (const [k, e] of entries) {
+        if (e === null) this.states.delete(k);
+        else this.states.set(k, e);
+      }
+    } catch (e) {
+      code = ErrorCode.KAFKA_STORAGE_ERROR;
+      this.log.error(`writing ${this.logPath} failed: ${String(e)}`);
+      // Cut off whatever reached the file (nothing of it was acknowledged) and write these
+      // partitions again with the next change, unless a newer change is already pending.
+      truncateQuietly(this.logFd, sizeBefore);
+      for (const [k, p] of batch) this.unwritten.set(k, p);
+    }
+    this.inFlight = new Map();
+    for (const resolve of waiters) resolve(code);
+  }
+
+  /** A new change (or the stop) writes what a failed write left again, unless newer. */
+  private retryUnwritten(): void {
+    for (const [k, p] of this.unwritten) if (!this.pending.has(k)) this.pending.set(k, p);
+    this.unwritten.clear();
+  }
+
+  /** Folds the log into the snapshot; a failure keeps the log (it still holds everything). */
+  private async compact(): Promise<void> {
+    try {
+      await writeFileAtomicallyInBackground(this.filePath, this.encodeSnapshot());
+      fs.ftruncateSync(this.logFd, 0);
+      await fdatasync(this.logFd);
+      this.logSizeBytes = 0;
+      this.compactions++;
+      this.compactAtBytes = this.compactLogBytes;
+    } catch (e) {
+      this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
+      this.log.error(`compacting ${this.logPath} into ${this.filePath} failed: ${String(e)}`);
+    }
+  }
+
+  private encodeSnapshot(): Uint8Array {
+    const body = { version: FORMAT_VERSION, partitions: [...this.states.values()] };
+    return new TextEncoder().encode(JSON.stringify(body));
+  }
+
+  private readSnapshot(): void {
+    fs.rmSync(`${this.filePath}.async.tmp`, { force: true });
     const bytes = readFileIfExists(this.filePath);
     if (bytes === null) return;
     const parsed = JSON.parse(new TextDecoder().decode(bytes)) as {
@@ -64,88 +276,41 @@ export class LocalShareStateStore implements ShareStateStore {
     for (const p of parsed.partitions) this.states.set(key(p.group, p.topic, p.partition), p);
   }
 
-  load(groupId: string, topic: string, partition: number): Promise<StoredShareState> {
-    const stored = this.states.get(key(groupId, topic, partition));
-    if (stored === undefined) return Promise.resolve({ stateEpoch: 0, snapshot: null });
-    const records: [number, number][] = [];
-    for (const [state, count, run] of stored.runs) {
-      for (let i = 0; i < run; i++) records.push([state, count]);
+  /** Applies the log's frames; cuts a torn tail off. Returns the log's valid length. */
+  private replayLog(): number {
+    const bytes = fs.readFileSync(this.logPath);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const decoder = new TextDecoder("utf-8", { fatal: true });
+    let position = 0;
+    while (bytes.length - position >= FRAME_HEADER_BYTES) {
+      const payloadBytes = view.getUint32(position);
+      const end = position + FRAME_HEADER_BYTES + payloadBytes;
+      if (payloadBytes > FRAME_PAYLOAD_BYTES_MAX || end > bytes.length) break;
+      const payload = bytes.subarray(position + FRAME_HEADER_BYTES, end);
+      if (crc32c(payload) !== view.getUint32(position + 4)) break;
+      const entry = JSON.parse(decoder.decode(payload)) as LogEntry;
+      const k = key(entry.group, entry.topic, entry.partition);
+      if ("removed" in entry) this.states.delete(k);
+      else this.states.set(k, entry);
+      position = end;
     }
-    const snapshot = { startOffset: BigInt(stored.startOffset), records };
-    return Promise.resolve({ stateEpoch: 0, snapshot });
-  }
-
-  /** Resolves at once: the file is written within FLUSH_INTERVAL_MS (see above). */
-  save(
-    groupId: string,
-    topic: string,
-    partition: number,
-    _epochs: ShareStateEpochs,
-    state: () => SharePartitionSnapshot,
-  ): Promise<number> {
-    this.pending.set(key(groupId, topic, partition), { groupId, topic, partition, state });
-    this.markDirty();
-    return SAVED;
-  }
-
-  remove(groupId: string, topic: string, partition: number): void {
-    const k = key(groupId, topic, partition);
-    this.pending.delete(k);
-    if (this.states.delete(k)) this.markDirty();
-  }
-
-  /** Writes what is pending, synchronously (a clean stop). */
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.writing;
-    if (this.dirty) writeFileAtomically(this.filePath, this.encode());
-    this.dirty = false;
-  }
-
-  private markDirty(): void {
-    this.dirty = true;
-    if (this.timer !== null || this.writing !== null || this.closed) return;
-    this.timer = setTimeout(() => this.flush(), FLUSH_INTERVAL_MS);
-    this.timer.unref();
-  }
-
-  private flush(): void {
-    this.timer = null;
-    if (!this.dirty || this.closed) return;
-    this.dirty = false;
-    this.writing = writeFileAtomicallyInBackground(this.filePath, this.encode())
-      .then(
-        () => {},
-        (e: unknown) => {
-          // Kept dirty: the next change (or the stop) writes again.
-          this.dirty = true;
-          this.log.error(`writing ${this.filePath} failed: ${String(e)}`);
-        },
-      )
-      .finally(() => {
-        this.writing = null;
-        if (this.dirty) this.markDirty();
-      });
-  }
-
-  private encode(): Uint8Array {
-    for (const [k, p] of this.pending) this.states.set(k, stored(p));
-    this.pending.clear();
-    const body = { version: FORMAT_VERSION, partitions: [...this.states.values()] };
-    return new TextEncoder().encode(JSON.stringify(body));
+    if (position < bytes.length) {
+      this.log.warn(`${this.logPath}: cutting off a torn tail at byte ${position}`);
+      fs.ftruncateSync(this.logFd, position);
+      fs.fsyncSync(this.logFd);
+    }
+    return position;
   }
 }
 
-interface PendingPartition {
-  readonly groupId: string;
-  readonly topic: string;
-  readonly partition: number;
-  readonly state: () => SharePartitionSnapshot;
+function removal(batch: Map<string, PendingPartition>, k: string): LogEntry {
+  const p = batch.get(k)!;
+  return { group: p.groupId, topic: p.topic, partition: p.partition, removed: true };
 }
 
-function stored(p: PendingPartition): StoredPartition {
+/** The partition's state to store; null when it is removed. */
+function storedOf(p: PendingPartition): StoredPartition | null {
+  if (p.state === null) return null;
   const state = p.state();
   const runs: [number, number, number][] = [];
   for (const [s, count] of state.records) {
@@ -160,6 +325,42 @@ function stored(p: PendingPartition): StoredPartition {
     startOffset: state.startOffset.toString(),
     runs,
   };
+}
+
+function frame(entry: LogEntry): Uint8Array {
+  const payload = new TextEncoder().encode(JSON.stringify(entry));
+  const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, payload.length);
+  view.setUint32(4, crc32c(payload));
+  out.set(payload, FRAME_HEADER_BYTES);
+  return out;
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** fdatasync on libuv's thread pool, so requests are served meanwhile. */
+function fdatasync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fs.fdatasync(fd, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+function truncateQuietly(fd: number, length: number): void {
+  try {
+    fs.ftruncateSync(fd, length);
+  } catch {
+    // A tail left behind holds only unacknowledged changes; the next write supersedes them.
+  }
 }
 
 function key(groupId: string, topic: string, partition: number): string {

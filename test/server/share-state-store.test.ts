@@ -1,0 +1,124 @@
+// Embedded mode's share-partition state store: every change answered is in the synced log
+// (a second store opened on the directory without closing the first, as after kill -9, has
+// it), changes made during a write go in the next one, a torn tail is cut off, the log is
+// folded into the snapshot, and a snapshot written by an earlier version still loads.
+import { afterEach, expect, test } from "bun:test";
+import { appendFileSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ErrorCode } from "../../src/protocol/errors.ts";
+import type { SharePartitionSnapshot } from "../../src/server/share-partition.ts";
+import { RecordState } from "../../src/server/share-partition.ts";
+import {
+  LocalShareStateStore,
+  SHARE_STATE_FILE,
+  SHARE_STATE_LOG_FILE,
+} from "../../src/server/share-state-store.ts";
+import { SILENT_LOGGER } from "../../src/util/logger.ts";
+import { removeDir, tempDir } from "../support/broker-harness.ts";
+
+const EPOCHS = { leaderEpoch: 0, stateEpoch: 0 };
+const { ACKNOWLEDGED, ARCHIVED, AVAILABLE } = RecordState;
+const dirs: string[] = [];
+const stores: LocalShareStateStore[] = [];
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) removeDir(d);
+});
+
+function open(dir: string, compactLogBytes?: number): LocalShareStateStore {
+  const store = new LocalShareStateStore(dir, SILENT_LOGGER, compactLogBytes);
+  stores.push(store);
+  return store;
+}
+
+function newDir(): string {
+  const dir = tempDir("quill-share-state-");
+  dirs.push(dir);
+  return dir;
+}
+
+function snapshot(startOffset: bigint, ...records: [number, number][]): SharePartitionSnapshot {
+  return { startOffset, records };
+}
+
+test("an answered save is in the synced log; saves during a write share the next one", async () => {
+  const dir = newDir();
+  const store = open(dir);
+  const first = store.save("g", "t", 0, EPOCHS, () => snapshot(5n, [ACKNOWLEDGED, 1]));
+  // Made while the first write runs: each partition's latest state goes in one more write.
+  await Promise.resolve();
+  const later: Promise<number>[] = [];
+  for (let i = 0; i < 20; i++) {
+    later.push(store.save("g", "t", 1, EPOCHS, () => snapshot(BigInt(i), [AVAILABLE, 2])));
+  }
+  expect(await first).toBe(ErrorCode.NONE);
+  expect(await Promise.all(later)).toEqual(later.map(() => ErrorCode.NONE));
+  expect(store.stats.syncs).toBeLessThanOrEqual(2);
+  expect(store.stats.framesWritten).toBeLessThanOrEqual(3);
+
+  // Not closed: what a crash right now leaves behind.
+  const reopened = open(dir);
+  expect(await reopened.load("g", "t", 0)).toEqual({
+    stateEpoch: 0,
+    snapshot: snapshot(5n, [ACKNOWLEDGED, 1]),
+  });
+  expect((await reopened.load("g", "t", 1)).snapshot).toEqual(snapshot(19n, [AVAILABLE, 2]));
+  expect((await reopened.load("g", "t", 2)).snapshot).toBeNull();
+});
+
+test("a removal is stored; a torn last frame is cut off", async () => {
+  const dir = newDir();
+  const store = open(dir);
+  await store.save("g", "t", 0, EPOCHS, () => snapshot(3n, [ARCHIVED, 5], [AVAILABLE, 1]));
+  await store.save("g", "t", 1, EPOCHS, () => snapshot(7n));
+  store.remove("g", "t", 1);
+  await store.save("g", "t", 2, EPOCHS, () => snapshot(9n));
+  const logPath = join(dir, SHARE_STATE_LOG_FILE);
+  const validBytes = statSync(logPath).size;
+  appendFileSync(logPath, new Uint8Array([0, 0, 0, 40, 1, 2, 3]));
+
+  const reopened = open(dir);
+  expect((await reopened.load("g", "t", 0)).snapshot).toEqual(
+    snapshot(3n, [ARCHIVED, 5], [AVAILABLE, 1]),
+  );
+  expect((await reopened.load("g", "t", 1)).snapshot).toBeNull();
+  expect((await reopened.load("g", "t", 2)).snapshot).toEqual(snapshot(9n));
+  expect(statSync(logPath).size).toBe(validBytes);
+  // Writes go on after the cut.
+  await reopened.save("g", "t", 2, EPOCHS, () => snapshot(10n));
+  expect((await open(dir).load("g", "t", 2)).snapshot).toEqual(snapshot(10n));
+});
+
+test("the log is folded into the snapshot once it passes its size", async () => {
+  const dir = newDir();
+  const store = open(dir, 2_000);
+  for (let i = 0; i < 100; i++) {
+    await store.save("g", "t", i % 3, EPOCHS, () => snapshot(BigInt(i), [ACKNOWLEDGED, 1]));
+  }
+  await store.close(); // the last compaction runs after the last save is answered
+  expect(store.stats.compactions).toBeGreaterThan(0);
+  expect(statSync(join(dir, SHARE_STATE_LOG_FILE)).size).toBeLessThan(2_000);
+  const reopened = open(dir);
+  for (const [partition, last] of [
+    [0, 99n],
+    [1, 97n],
+    [2, 98n],
+  ] as const) {
+    expect((await reopened.load("g", "t", partition)).snapshot?.startOffset).toBe(last);
+  }
+  const saved = JSON.parse(readFileSync(join(dir, SHARE_STATE_FILE), "utf8"));
+  expect(saved.partitions.length).toBe(3);
+});
+
+test("a snapshot written by an earlier version (no log) loads", async () => {
+  const dir = newDir();
+  const partitions = [
+    { group: "g", topic: "t", partition: 0, startOffset: "12", runs: [[2, 1, 3]] },
+  ];
+  writeFileSync(join(dir, SHARE_STATE_FILE), JSON.stringify({ version: 1, partitions }));
+  const store = open(dir);
+  expect((await store.load("g", "t", 0)).snapshot).toEqual(
+    snapshot(12n, [ACKNOWLEDGED, 1], [ACKNOWLEDGED, 1], [ACKNOWLEDGED, 1]),
+  );
+});
