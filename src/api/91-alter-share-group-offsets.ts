@@ -2,8 +2,12 @@
 //
 // Version notes:
 // * Sets each named partition's share-partition start offset (kafka-share-groups.sh
-//   --reset-offsets); in-flight state is dropped and the offset is bounded by the log start and
-//   end offsets. Only while the group has no members: NON_EMPTY_GROUP otherwise, as Kafka.
+//   --reset-offsets); in-flight state is dropped. Only while the group has no members:
+//   NON_EMPTY_GROUP otherwise, as Kafka. In a cluster the share coordinator initializes the
+//   state (InitializeShareGroupState, a new state epoch, as Kafka's group coordinator does), so
+//   any broker may be asked; the partition's leader reads it when it next serves the group, and
+//   one still holding the old state is fenced on its next write (FENCED_STATE_EPOCH) and reads
+//   it again. Embedded: the offset is bounded by the log start and end offsets.
 // * READ on the group (GROUP_AUTHORIZATION_FAILED) and on each topic
 //   (TOPIC_AUTHORIZATION_FAILED for its partitions); an unknown topic or partition is
 //   UNKNOWN_TOPIC_OR_PARTITION.
@@ -46,6 +50,10 @@ export const alterShareGroupOffsetsHandler = defineHandler({
               errorMessage,
             });
             if (denied) return row(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+            const count = topic?.partitions.length ?? 0;
+            if (p.partitionIndex < 0 || p.partitionIndex >= count) {
+              return row(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "Unknown topic or partition.");
+            }
             try {
               await manager.resetOffset(
                 request.groupId,

@@ -58,6 +58,8 @@ interface PendingWrite {
   epochs: ShareStateEpochs;
   state: () => SharePartitionSnapshot;
   waiters: ((errorCode: number) => void)[];
+  /** Loads of the key waiting for its writes to end (a load must not read past them). */
+  drained: (() => void)[];
   scheduled: boolean;
   inFlight: boolean;
 }
@@ -75,6 +77,10 @@ export class ShareStatePersister implements ShareStateStore {
 
   async load(groupId: string, topic: string, partition: number, leaderEpoch: number) {
     const key = this.keyOf(groupId, topic, partition);
+    // A state dropped here (its group's last session ended, an offset reset) may still be being
+    // written: read what that write stores, not what was there before it.
+    const pending = this.writes.get(`${groupId}\u0000${topic}\u0000${partition}`);
+    if (pending !== undefined) await new Promise<void>((resolve) => pending.drained.push(resolve));
     const read = await this.call(
       key,
       () => this.coordinator.read(key, leaderEpoch),
@@ -145,9 +151,42 @@ export class ShareStatePersister implements ShareStateStore {
     if (state === null || state.startOffset < 0n) return null;
     return {
       startOffset: state.startOffset,
+      stateEpoch: state.stateEpoch,
       leaderEpoch: state.leaderEpoch,
       deliveryCompleteCount: remoteComplete ?? deliveryCompleteCount(state),
     } satisfies ShareStateSummary;
+  }
+
+  /**
+   * InitializeShareGroupState at the key's coordinator, one state epoch above the stored one
+   * (Kafka takes the group epoch, which its durable membership keeps rising; Quill's
+   * membership is in memory, so its group epoch may start over below a stored state epoch).
+   */
+  async initialize(groupId: string, topic: string, partition: number, startOffset: bigint) {
+    const key = this.keyOf(groupId, topic, partition);
+    const stateEpoch = ((await this.summary(groupId, topic, partition))?.stateEpoch ?? 0) + 1;
+    const result = await this.call(
+      key,
+      () => this.coordinator.initialize(key, stateEpoch, startOffset),
+      async (client) => {
+        const res = await client.request(
+          ApiKey.InitializeShareGroupState,
+          0,
+          {
+            groupId,
+            topics: [
+              { topicId: key.topicId, partitions: [{ partition, stateEpoch, startOffset }] },
+            ],
+          },
+          this.retryTimeoutMs,
+        );
+        const p = res.results[0]?.partitions[0];
+        return failure(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, p?.errorMessage ?? null);
+      },
+    );
+    if (result.errorCode !== ErrorCode.NONE) {
+      throw new KafkaError(result.errorCode, result.errorMessage ?? "initializing share state");
+    }
   }
 
   save(
@@ -166,7 +205,7 @@ export class ShareStatePersister implements ShareStateStore {
       } catch (e) {
         return Promise.resolve(e instanceof KafkaError ? e.code : ErrorCode.UNKNOWN_SERVER_ERROR);
       }
-      w = { key, epochs, state, waiters: [], scheduled: false, inFlight: false };
+      w = { key, epochs, state, waiters: [], drained: [], scheduled: false, inFlight: false };
       this.writes.set(k, w);
     }
     w.epochs = epochs;
@@ -253,8 +292,9 @@ export class ShareStatePersister implements ShareStateStore {
     }
     w.inFlight = false;
     for (const resolve of waiters) resolve(code);
-    if (w.waiters.length > 0) this.schedule(k, w);
-    else this.writes.delete(k);
+    if (w.waiters.length > 0) return this.schedule(k, w);
+    this.writes.delete(k);
+    for (const resolve of w.drained) resolve();
   }
 
   /** Sends to the key's coordinator: this broker's own, or another broker; retries moves. */

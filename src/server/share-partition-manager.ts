@@ -115,6 +115,17 @@ export interface ShareStateStore {
   ): Promise<number>;
   remove(groupId: string, topic: string, partition: number): void;
   /**
+   * AlterShareGroupOffsets where the state lives apart from the partition leader (a cluster's
+   * share coordinator): the state starts afresh at `startOffset` under a new state epoch, which
+   * fences the writes of a leader still holding the old state. Rejects (KafkaError) on failure.
+   */
+  initialize?(
+    groupId: string,
+    topic: string,
+    partition: number,
+    startOffset: bigint,
+  ): Promise<void>;
+  /**
    * The stored summary (ReadShareGroupStateSummary), where the state lives apart from the
    * partition leader (a cluster's share coordinator); null when there is none stored. Rejects
    * (KafkaError) when it cannot be read now.
@@ -125,6 +136,8 @@ export interface ShareStateStore {
 /** A share partition's progress, as DescribeShareGroupOffsets reports it. */
 export interface ShareStateSummary {
   readonly startOffset: bigint;
+  /** Moves with every reset of the state (InitializeShareGroupState). */
+  readonly stateEpoch: number;
   /** The leader epoch of the state's last writer (-1: unknown). */
   readonly leaderEpoch: number;
   /** Offsets at or above the start offset already acknowledged or archived. */
@@ -180,6 +193,7 @@ export class SharePartitionManager {
       throw e;
     }
     const named = params.partitions.map((p) => sessionPartitionKey(p.topic, p.partition));
+    if (params.sessionEpoch === INITIAL_EPOCH) await this.revalidate(session.groupId, named);
     const loadErrors = await this.ensureLoaded(session.groupId, [...session.partitions, ...named]);
     const acked = this.acknowledgeAll(session, params.partitions, params.renewAck);
     if (params.sessionEpoch === FINAL_EPOCH) {
@@ -240,9 +254,11 @@ export class SharePartitionManager {
     if (this.store?.summary !== undefined) return this.store.summary(groupId, topic, partition);
     const sp = this.partitions.get(stateKey(groupId, topic, partition));
     if (sp === undefined) return null;
+    const epochs = this.epochs.get(stateKey(groupId, topic, partition));
     return {
       startOffset: sp.startOffset,
-      leaderEpoch: this.epochs.get(stateKey(groupId, topic, partition))?.leaderEpoch ?? -1,
+      stateEpoch: epochs?.stateEpoch ?? 0,
+      leaderEpoch: epochs?.leaderEpoch ?? -1,
       deliveryCompleteCount: sp.doneInFlightCount(),
     } satisfies ShareStateSummary;
   }
@@ -256,8 +272,17 @@ export class SharePartitionManager {
     void this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]);
   }
 
-  /** AlterShareGroupOffsets: the partition starts at `offset` (the group has no members). */
+  /**
+   * AlterShareGroupOffsets: the partition starts at `offset` (the group has no members). In a
+   * cluster the share coordinator initializes the state (any broker may be asked, as Kafka's
+   * group coordinator is); the partition's leader reads it when it next serves the group.
+   */
   async resetOffset(groupId: string, topic: string, partition: number, offset: bigint) {
+    if (this.store?.initialize !== undefined) {
+      await this.store.initialize(groupId, topic, partition, offset);
+      this.dropState(stateKey(groupId, topic, partition));
+      return;
+    }
     this.sessions.removeGroup(groupId);
     const failure = (await this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]))
       .values()
@@ -307,6 +332,31 @@ export class SharePartitionManager {
     }
     if (waits.length > 0) await Promise.all(waits);
     return failures;
+  }
+
+  /**
+   * A new share session (a consumer starting, or coming back): where the state lives apart
+   * from this broker (a cluster's share coordinator), the state epoch of each cached partition
+   * is checked there, and a state reset since it was read (AlterShareGroupOffsets from any
+   * broker) is dropped, to be read again. Kafka drops a group's cached state when its last
+   * share session ends (the reset needs an empty group), and fences a cache missed that way on
+   * its next write; Quill keeps sessions past a disconnect, so it checks when one opens. A
+   * check that fails leaves the cache (a write still fences it).
+   */
+  private async revalidate(groupId: string, keys: readonly string[]): Promise<void> {
+    const store = this.store;
+    if (store?.summary === undefined) return;
+    await Promise.all(
+      keys.map(async (k) => {
+        const { topic, partition } = parseSessionPartitionKey(k);
+        const key = stateKey(groupId, topic, partition);
+        const cached = this.epochs.get(key);
+        if (cached === undefined) return;
+        const stored = await store.summary!(groupId, topic, partition).catch(() => undefined);
+        if (stored === undefined || this.epochs.get(key) !== cached) return;
+        if (stored === null || stored.stateEpoch !== cached.stateEpoch) this.dropState(key);
+      }),
+    );
   }
 
   /** The loaded state when it is this leader epoch's, else undefined (an older one is dropped). */
@@ -462,8 +512,16 @@ export class SharePartitionManager {
     const codes = await Promise.all([...acked.writes.values()]);
     [...acked.writes.keys()].forEach((key, i) => {
       const r = acked.results.get(key)!;
-      if (codes[i] !== ErrorCode.NONE && r.ackErrorCode === ErrorCode.NONE) {
-        acked.results.set(key, { ...r, ackErrorCode: codes[i]! });
+      const code = codes[i]!;
+      if (code !== ErrorCode.NONE && r.ackErrorCode === ErrorCode.NONE) {
+        // A fenced state (a newer leader, an offset reset) is NOT_LEADER_OR_FOLLOWER to the
+        // client, as in Kafka: it refreshes its metadata and fetches again.
+        const fenced =
+          code === ErrorCode.FENCED_LEADER_EPOCH || code === ErrorCode.FENCED_STATE_EPOCH;
+        acked.results.set(key, {
+          ...r,
+          ackErrorCode: fenced ? ErrorCode.NOT_LEADER_OR_FOLLOWER : code,
+        });
       }
     });
     return {

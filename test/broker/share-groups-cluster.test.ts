@@ -7,13 +7,18 @@
  * the next coordinator). Across the run no offset is skipped, none is delivered again once
  * its ACCEPT was confirmed, none is confirmed twice, and at the end the share partition's
  * start offset on the last leader is past every record.
+ *
+ * And AlterShareGroupOffsets sent to the group's coordinator, which does not lead the
+ * partition: the share coordinator initializes the state under a new state epoch, every broker
+ * describes the new start, a leader still holding the old state is fenced on its next write
+ * (the acknowledgement fails), and the next member's fetch starts at the new offset.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import type { ChildBroker } from "../support/child-broker.ts";
 import { ensureJava4Built, Java4Process } from "../support/java4-client.ts";
-import { requestOnce } from "../support/kafka-client.ts";
+import { KafkaClient, requestOnce } from "../support/kafka-client.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
@@ -150,3 +155,139 @@ test("share-partition state survives the leader's and the coordinator's kill -9"
     java.kill();
   }
 }, 300_000);
+
+const RESET_TOPIC = "share-reset";
+const ACCEPT = 1;
+
+/** Requests of one group: membership at its coordinator, share sessions on `leader`. */
+function resetRequests(
+  group: string,
+  coordinator: ChildBroker,
+  leader: KafkaClient,
+  topicId: Uint8Array,
+) {
+  const heartbeat = (memberId: string, memberEpoch: number) =>
+    requestOnce(coordinator.port, ApiKey.ShareGroupHeartbeat, 1, {
+      groupId: group,
+      memberId,
+      memberEpoch,
+      subscribedTopicNames: memberEpoch === 0 ? [RESET_TOPIC] : null,
+    });
+  const fetch = async (memberId: string, epoch: number) => {
+    const res = await leader.request(ApiKey.ShareFetch, 1, {
+      groupId: group,
+      memberId,
+      shareSessionEpoch: epoch,
+      maxWaitMs: epoch === 0 ? 0 : 2_000,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      maxRecords: 100,
+      batchSize: 100,
+      topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+    });
+    expect(res.errorCode).toBe(ErrorCode.NONE);
+    return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+  };
+  const accept = async (memberId: string, epoch: number, first: bigint, last: bigint) => {
+    const res = await leader.request(ApiKey.ShareAcknowledge, 1, {
+      groupId: group,
+      memberId,
+      shareSessionEpoch: epoch,
+      topics: [
+        {
+          topicId,
+          partitions: [
+            {
+              partitionIndex: 0,
+              acknowledgementBatches: [
+                { firstOffset: first, lastOffset: last, acknowledgeTypes: [ACCEPT] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    return res.responses[0]!.partitions[0]!.errorCode;
+  };
+  const alter = (startOffset: bigint) =>
+    requestOnce(coordinator.port, ApiKey.AlterShareGroupOffsets, 0, {
+      groupId: group,
+      topics: [{ topicName: RESET_TOPIC, partitions: [{ partitionIndex: 0, startOffset }] }],
+    });
+  const startEverywhere = async () => {
+    const starts = [];
+    for (const b of cluster.brokers.values()) {
+      const res = await requestOnce(b.port, ApiKey.DescribeShareGroupOffsets, 1, {
+        groups: [{ groupId: group, topics: [{ topicName: RESET_TOPIC, partitions: [0] }] }],
+      });
+      starts.push(res.groups[0]!.topics[0]!.partitions[0]!.startOffset);
+    }
+    return starts;
+  };
+  return { heartbeat, fetch, accept, alter, startEverywhere };
+}
+
+test("AlterShareGroupOffsets at a broker that does not lead the partition", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  // A broker the test before restarted must be registered again before it gets a replica.
+  await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 15_000);
+  await createTopicWithAssignment(running[0]!, RESET_TOPIC, [[2, 3, 1]]);
+  await consistentMetadata(cluster, 3);
+  const leaderId = await leaderOf(RESET_TOPIC);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId);
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
+  const topicId = (await metadata(coordinator)).topics.find((t) => t.name === RESET_TOPIC)!.topicId;
+  const { heartbeat, fetch, accept, alter, startEverywhere } = resetRequests(
+    group,
+    coordinator,
+    leader,
+    topicId,
+  );
+  try {
+    // m1 takes 0-9 and accepts 0-3, then leaves the group; its session on the leader stays.
+    expect((await heartbeat("m1", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m1", 0)).toEqual([]);
+    await produceWithKafkajs(cluster, RESET_TOPIC, [
+      "0",
+      "1",
+      "2",
+      "3",
+      "4",
+      "5",
+      "6",
+      "7",
+      "8",
+      "9",
+    ]);
+    expect(await fetch("m1", 1)).toEqual([{ firstOffset: 0n, lastOffset: 9n, deliveryCount: 1 }]);
+    expect(await accept("m1", 2, 0n, 3n)).toBe(ErrorCode.NONE);
+    expect((await alter(2n)).errorCode).toBe(ErrorCode.NON_EMPTY_GROUP);
+    expect((await heartbeat("m1", -1)).errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([4n, 4n, 4n]);
+
+    // Reset at the coordinator, which does not lead the partition.
+    const altered = await alter(2n);
+    expect(altered.errorCode).toBe(ErrorCode.NONE);
+    expect(altered.responses[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([2n, 2n, 2n]);
+    // The leader's cached state is older than the reset: its write is fenced, the ACCEPT fails.
+    expect(await accept("m1", 3, 4n, 9n)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(await startEverywhere()).toEqual([2n, 2n, 2n]);
+
+    // The next member starts at the new offset, each record on its first delivery again.
+    expect((await heartbeat("m2", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m2", 0)).toEqual([{ firstOffset: 2n, lastOffset: 9n, deliveryCount: 1 }]);
+
+    // m2 leaves holding 2-9 (its session stays, its locks last); a reset to 6 is what the
+    // next member's new session sees on the leader, which still caches m2's state.
+    expect((await heartbeat("m2", -1)).errorCode).toBe(ErrorCode.NONE);
+    expect((await alter(6n)).errorCode).toBe(ErrorCode.NONE);
+    expect((await heartbeat("m3", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m3", 0)).toEqual([{ firstOffset: 6n, lastOffset: 9n, deliveryCount: 1 }]);
+  } finally {
+    leader.close();
+  }
+}, 120_000);
