@@ -13,6 +13,7 @@
  * Being suspected only makes the controller elect new leaders earlier; safety never rests on the
  * suspicion being right (docs/faults.md, "Failover").
  */
+import { CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION } from "../client/cluster-client.ts";
 import {
   InterBrokerClient,
   InterBrokerError,
@@ -34,6 +35,12 @@ export interface BrokerLivenessOptions {
   readonly onSuspect: (brokerId: number) => void;
   readonly onReturn: (brokerId: number) => void;
 }
+
+const PROBE_API_VERSION = 3;
+const PROBE_BODY = {
+  clientSoftwareName: CLIENT_SOFTWARE_NAME,
+  clientSoftwareVersion: CLIENT_SOFTWARE_VERSION,
+};
 
 /** Pause before reconnecting after an open connection closed. */
 const CLOSED_RETRY_MS = 20;
@@ -127,7 +134,14 @@ export class BrokerLiveness {
         });
         if (target.stopped) target.client.close();
       }
-      await target.client.request(ApiKey.ApiVersions, 0, {}, probeTimeoutMs);
+      // v3 with the software's name, as every client of these brokers sends it (KIP-511): the
+      // probed broker's logs then name the controller's probe, not an anonymous v0 client.
+      await target.client.request(
+        ApiKey.ApiVersions,
+        PROBE_API_VERSION,
+        PROBE_BODY,
+        probeTimeoutMs,
+      );
       return "answered";
     } catch (error) {
       if (!(error instanceof InterBrokerError)) throw error;
