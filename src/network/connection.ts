@@ -22,11 +22,16 @@
 import type { RecordsChunk } from "../protocol/records.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
-import { FrameDecoder } from "./frame-decoder.ts";
+import { type FrameAllocator, FrameDecoder } from "./frame-decoder.ts";
 import type { NetworkLimits } from "./network-limits.ts";
 import type { ConnectionContext, RequestHandler, Response } from "./request-handler.ts";
 import type { PoolMember, RequestMemoryPool } from "./request-memory-pool.ts";
-import { ConnectionIoError, type OutputSocket, ResponseWriter } from "./response-writer.ts";
+import {
+  ConnectionIoError,
+  type OutputSocket,
+  type ResponseSentListener,
+  ResponseWriter,
+} from "./response-writer.ts";
 
 /** The Bun socket operations a connection uses. */
 export interface ConnectionSocket extends OutputSocket {
@@ -35,10 +40,15 @@ export interface ConnectionSocket extends OutputSocket {
   end(): void;
 }
 
-export interface ConnectionOptions {
+/** Who is on the other end: given to the constructor, kept as the connection's own fields. */
+export interface ConnectionPeer {
   readonly id: number;
   readonly remoteAddress: string;
   readonly remotePort: number;
+}
+
+/** What every connection of one listener shares: one object per listener, not per connection. */
+export interface ConnectionOptions {
   readonly listenerName: string;
   readonly securityProtocol: string;
   readonly handler: RequestHandler;
@@ -55,7 +65,12 @@ interface PendingResponse {
   response: Response;
 }
 
-export class Connection implements ConnectionContext, PoolMember {
+/**
+ * Memory: an idle connection is kept small (5,000 of them idle is a scale workload): no closures
+ * of its own (it is its decoder's allocator and passes the handler as the writer's listener), and
+ * its state map and close listeners are made when first used.
+ */
+export class Connection implements ConnectionContext, PoolMember, FrameAllocator {
   readonly id: number;
   readonly remoteAddress: string;
   readonly remotePort: number;
@@ -65,7 +80,7 @@ export class Connection implements ConnectionContext, PoolMember {
   readonly securityProtocol: string;
   authenticated: boolean;
   sessionExpiresMs = 0;
-  readonly state = new Map<string, unknown>();
+  private stateMap: Map<string, unknown> | null = null;
   clientSoftware: string | null = null;
   closed = false;
   /** Date.now() of the last bytes read or written, for connections.max.idle.ms. */
@@ -82,7 +97,7 @@ export class Connection implements ConnectionContext, PoolMember {
   /** Set by a "close" response: later responses are discarded, not written. */
   private discardResponses = false;
   private serviceScheduled = false;
-  private closeListeners: (() => void)[] = [];
+  private closeListeners: (() => void)[] | null = null;
   private readonly pool: RequestMemoryPool | null;
   /** Received bytes of this connection counted as loose in the pool. */
   private looseCountedBytes = 0;
@@ -99,26 +114,37 @@ export class Connection implements ConnectionContext, PoolMember {
 
   constructor(
     private readonly socket: ConnectionSocket,
+    peer: ConnectionPeer,
     private readonly options: ConnectionOptions,
   ) {
-    this.id = options.id;
-    this.remoteAddress = options.remoteAddress;
-    this.remotePort = options.remotePort;
+    this.id = peer.id;
+    this.remoteAddress = peer.remoteAddress;
+    this.remotePort = peer.remotePort;
     this.listenerName = options.listenerName;
     this.securityProtocol = options.securityProtocol;
     this.authenticated = !options.securityProtocol.startsWith("SASL_");
     this.pool = options.memoryPool ?? null;
-    this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes, undefined, {
-      tryReserve: (frameBytes) => this.reserveFrame(frameBytes),
-      onAssembled: () => this.frameAssembled(),
-    });
+    this.decoder = new FrameDecoder(options.limits.socketRequestMaxBytes, undefined, this);
     const handler = options.handler;
-    this.writer = new ResponseWriter(
-      socket,
-      options.sendfileEnabled,
-      handler.responseSent === undefined ? null : (tag, s) => handler.responseSent!(tag, s),
-    );
+    const timesSends = handler.responseSent !== undefined;
+    const listener = timesSends ? (handler as ResponseSentListener) : null;
+    this.writer = new ResponseWriter(socket, options.sendfileEnabled, listener);
     this.pool?.join(this);
+  }
+
+  get state(): Map<string, unknown> {
+    this.stateMap ??= new Map();
+    return this.stateMap;
+  }
+
+  /** FrameAllocator: the decoder needs memory for a frame spanning several reads. */
+  tryReserve(frameBytes: number): boolean {
+    return this.reserveFrame(frameBytes);
+  }
+
+  /** FrameAllocator: the frame reserved last is complete. */
+  onAssembled(): void {
+    this.frameAssembled();
   }
 
   /** PoolMember: the pool opened or closed reading for connections without a reservation. */
@@ -150,10 +176,11 @@ export class Connection implements ConnectionContext, PoolMember {
       listener();
       return () => {};
     }
+    this.closeListeners ??= [];
     this.closeListeners.push(listener);
     return () => {
-      const index = this.closeListeners.indexOf(listener);
-      if (index >= 0) this.closeListeners.splice(index, 1);
+      const index = this.closeListeners?.indexOf(listener) ?? -1;
+      if (index >= 0) this.closeListeners!.splice(index, 1);
     };
   }
 
@@ -215,8 +242,8 @@ export class Connection implements ConnectionContext, PoolMember {
     this.pending = [];
     this.pendingHead = 0;
     const listeners = this.closeListeners;
-    this.closeListeners = [];
-    for (const listener of listeners) listener();
+    this.closeListeners = null;
+    for (const listener of listeners ?? []) listener();
   }
 
   private describePeer(): string {

@@ -41,8 +41,8 @@ export class FrameDecoder {
   /** Received buffers not yet fully consumed, oldest first; `inputs[0]` starts at `inputOffset`. */
   private readonly inputs: Uint8Array[] = [];
   private inputOffset = 0;
-  /** Bytes of a size prefix that arrived split across buffers. */
-  private readonly prefix = new Uint8Array(SIZE_PREFIX_BYTES);
+  /** Bytes of a size prefix that arrived split across buffers (made at the first such split). */
+  private prefix: Uint8Array | null = null;
   private prefixFilledBytes = 0;
   /** A frame being assembled from several buffers, and how much of it has arrived. */
   private partial: Uint8Array | null = null;
@@ -129,6 +129,7 @@ export class FrameDecoder {
       this.consume(SIZE_PREFIX_BYTES);
       return sizeBytes;
     }
+    this.prefix ??= new Uint8Array(SIZE_PREFIX_BYTES);
     while (this.prefixFilledBytes < SIZE_PREFIX_BYTES) {
       const head = this.inputs[0];
       if (head === undefined) return null;

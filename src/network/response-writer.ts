@@ -117,7 +117,9 @@ class PendingFileRange {
 type OutgoingItem = Uint8Array | PendingFileRange | number;
 
 /** Told when a tagged response has been written whole; `sendSeconds` as above. */
-export type ResponseSentListener = (tag: number, sendSeconds: number) => void;
+export interface ResponseSentListener {
+  responseSent(tag: number, sendSeconds: number): void;
+}
 
 export class ResponseWriter {
   private items: OutgoingItem[] = [];
@@ -185,7 +187,7 @@ export class ResponseWriter {
     const nowMs = performance.now();
     while (this.timedHead < timed.length && timed[this.timedHead]! <= writtenBytes) {
       const queuedAtMs = timed[this.timedHead + 1]!;
-      this.onSent!(timed[this.timedHead + 2]!, (nowMs - queuedAtMs) / 1000);
+      this.onSent!.responseSent(timed[this.timedHead + 2]!, (nowMs - queuedAtMs) / 1000);
       this.timedHead += 3;
     }
     if (this.timedHead === timed.length) {

@@ -11,7 +11,7 @@ import { peerCertificate } from "../security/peer-certificate.ts";
 import type { TlsServerConfig } from "../security/tls-server-config.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
-import { Connection, type ConnectionSocket } from "./connection.ts";
+import { Connection, type ConnectionOptions, type ConnectionSocket } from "./connection.ts";
 import { type NetworkLimits, resolveNetworkLimits } from "./network-limits.ts";
 import type { RequestHandler } from "./request-handler.ts";
 import { createMemoryPool, type RequestMemoryPool } from "./request-memory-pool.ts";
@@ -59,6 +59,7 @@ export class SocketServer {
   private rejectedSinceLogCount = 0;
   private rejectionLoggedAtMs = 0;
   private tls: TlsServerConfig | undefined;
+  private readonly connectionOptions: ConnectionOptions;
 
   constructor(private readonly options: SocketServerOptions) {
     this.limits = resolveNetworkLimits(options.limits);
@@ -68,6 +69,15 @@ export class SocketServer {
     // sendfile would put file bytes on the wire unencrypted: TLS streams ranges through a buffer.
     this.sendfileEnabled = wanted && isSendfileAvailable() && options.tls === undefined;
     this.tls = options.tls;
+    this.connectionOptions = {
+      listenerName: options.listenerName ?? "PLAINTEXT",
+      securityProtocol: options.securityProtocol ?? "PLAINTEXT",
+      handler: options.handler,
+      limits: this.limits,
+      logger: options.logger,
+      sendfileEnabled: this.sendfileEnabled,
+      ...(this.memoryPool === null ? {} : { memoryPool: this.memoryPool }),
+    };
   }
 
   get connectionCount(): number {
@@ -184,18 +194,16 @@ export class SocketServer {
       return;
     }
     socket.setNoDelay(true);
-    const connection = new Connection(socket as unknown as ConnectionSocket, {
+    const peer = {
       id: this.nextConnectionId++,
       remoteAddress: socket.remoteAddress,
       remotePort: socket.remotePort,
-      listenerName: this.options.listenerName ?? "PLAINTEXT",
-      securityProtocol: this.options.securityProtocol ?? "PLAINTEXT",
-      handler: this.options.handler,
-      limits: this.limits,
-      logger: this.options.logger,
-      sendfileEnabled: this.sendfileEnabled,
-      ...(this.memoryPool === null ? {} : { memoryPool: this.memoryPool }),
-    });
+    };
+    const connection = new Connection(
+      socket as unknown as ConnectionSocket,
+      peer,
+      this.connectionOptions,
+    );
     socket.data = connection;
     this.connections.add(connection);
   }

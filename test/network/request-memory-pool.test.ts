@@ -176,10 +176,8 @@ describe("queued.max.request.bytes (RequestMemoryPool)", () => {
         resume: () => paused.delete(id),
         end: () => {},
       };
-      return new Connection(socket, {
-        id,
-        remoteAddress: "127.0.0.1",
-        remotePort: id,
+      const peer = { id, remoteAddress: "127.0.0.1", remotePort: id };
+      return new Connection(socket, peer, {
         listenerName: "PLAINTEXT",
         securityProtocol: "PLAINTEXT",
         handler: never,

@@ -1,8 +1,10 @@
+import { heapStats } from "bun:jsc";
 import { afterEach, describe, expect, test } from "bun:test";
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Socket } from "bun";
 import type { NetworkLimits } from "../../src/network/network-limits.ts";
 import type {
   ConnectionContext,
@@ -561,5 +563,40 @@ describe("SocketServer limits and lifecycle", () => {
     await sleep(150);
     expect(busy.closed).toBe(false);
     expect(server.connectionCount).toBe(1);
+  });
+});
+
+describe("SocketServer memory", () => {
+  test("an idle connection holds no closures or maps of its own", async () => {
+    // 5,000 idle connections is a scale workload: per connection, Quill keeps its Connection,
+    // decoder and writer, and nothing made per connection that could be shared or made later.
+    const handler: RequestHandler = { handle: (f) => ({ chunks: [f] }), responseSent() {} };
+    const { server, port } = await start(handler);
+    const count = 200;
+    const answered = { count: 0 };
+    const socketHandlers = { data: () => void answered.count++ };
+    const counts = () => {
+      Bun.gc(true);
+      const types = heapStats().objectTypeCounts;
+      return { functions: types.Function ?? 0, maps: types.Map ?? 0 };
+    };
+    const sockets: Socket[] = [];
+    const open = async (n: number) => {
+      const target = sockets.length + n;
+      while (sockets.length < target) {
+        const socket = await Bun.connect({ hostname: "127.0.0.1", port, socket: socketHandlers });
+        socket.write(frame(requestBody(sockets.length, 0, 8)));
+        sockets.push(socket);
+      }
+      await waitFor(() => answered.count === target && server.connectionCount === target);
+    };
+    await open(10); // the first connections make what every later one shares
+    const before = counts();
+    await open(count);
+    const after = counts();
+    for (const socket of sockets) socket.end();
+    // Before: three closures and a Map per connection (600 and 200 here).
+    expect(after.functions - before.functions).toBeLessThan(count / 4);
+    expect(after.maps - before.maps).toBeLessThan(count / 4);
   });
 });
