@@ -1,8 +1,10 @@
 // Share groups (KIP-932) with the Kafka 4.4 Java KafkaShareConsumer (test/compat/java4,
 // ShareConsumers.java), several members on one partition: every record accepted exactly once,
 // RELEASE redelivers, REJECT archives, the delivery count limit archives a poison record, and a
-// killed member's records come back to another member once their locks expire. Kafka 4.4's
-// kafka-share-groups.sh (ShareGroupCommand, test/compat/tools4) lists, describes and resets.
+// killed member's records come back to another member once their locks expire, and RENEW
+// (KafkaShareConsumer.acknowledge(record, RENEW), KIP-1222) keeps records a member's past their
+// lock. Kafka 4.4's kafka-share-groups.sh (ShareGroupCommand, test/compat/tools4) lists,
+// describes and resets.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -94,6 +96,15 @@ test("three share consumers on one partition get every record exactly once", asy
 test("RELEASE redelivers, REJECT archives, the delivery limit archives a poison record", async () => {
   const lines = await run(["acks", broker.bootstrap, "share-acks", "g-acks", `${DELIVERY_LIMIT}`]);
   expect(lines).toContain(`deliveries {poison=${DELIVERY_LIMIT}, r0=2, r1=1, r2=1, r3=1, r4=1}`);
+}, 90_000);
+
+test("RENEW keeps records past their lock; no other member gets them", async () => {
+  const holdMs = 3 * LOCK_MS;
+  const started = Date.now();
+  const lines = await run(["renew", broker.bootstrap, "share-renew", "g-renew", `${holdMs}`]);
+  expect(lines).toContain("counts {w0=1, w1=1, w2=1, w3=1, w4=1}");
+  expect(lines).toContain("other {}");
+  expect(Date.now() - started).toBeGreaterThanOrEqual(holdMs);
 }, 90_000);
 
 test("a killed member's acquired records go to another member after the lock", async () => {

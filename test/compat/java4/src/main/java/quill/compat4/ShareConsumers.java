@@ -35,6 +35,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * acks LIMIT: one member in explicit mode; r0 is RELEASEd once (redelivered with count 2), r1
  *   REJECTed (never redelivered), "poison" always RELEASEd (delivered LIMIT times, then archived).
  * hold: one member acquires 5 records, says "held 5" and waits to be killed (never acknowledges).
+ * renew HOLD_MS: one explicit-mode member acquires 5 records and keeps them for HOLD_MS (longer
+ *   than their lock) by acknowledging them RENEW (KIP-1222) every 500 ms, taking each renewed
+ *   record back from poll; then it ACCEPTs them. A second member polls all along and must get
+ *   none of them; the holder's last deliveries must still be the first (RENEW counts none).
  * takeover N: a member of the same group gets the N held records once their locks expire.
  * failover N: (test/broker/share-groups-cluster.test.ts) N explicit-mode members ACCEPT every
  *   record while the test produces and kills brokers; prints "READY" once they are assigned and
@@ -67,6 +71,7 @@ public final class ShareConsumers {
       case "acks" -> s.acks(Integer.parseInt(args[4]));
       case "hold" -> s.hold();
       case "takeover" -> s.takeover(Integer.parseInt(args[4]));
+      case "renew" -> s.renew(Long.parseLong(args[4]));
       case "failover" -> new ShareFailover(s.bootstrap, s.topic, s.group).run(Integer.parseInt(args[4]));
       case "bench" -> s.bench(Integer.parseInt(args[4]), Integer.parseInt(args[5]));
       default -> throw new IllegalArgumentException(args[0]);
@@ -210,6 +215,66 @@ public final class ShareConsumers {
       System.out.flush();
       Thread.sleep(DEADLINE_MS);
     }
+  }
+
+  private void renew(long holdMs) throws Exception {
+    createTopic();
+    Map<String, Integer> other = new ConcurrentHashMap<>();
+    Map<String, Integer> counts = new TreeMap<>();
+    int renewals = 0;
+    try (KafkaShareConsumer<String, String> holder = consumer("explicit")) {
+      holder.subscribe(List.of(topic));
+      holder.poll(Duration.ofMillis(100));
+      awaitMembers(1);
+      produce(values("w", 5));
+      List<ConsumerRecord<String, String>> held = new ArrayList<>();
+      long deadline = System.currentTimeMillis() + DEADLINE_MS;
+      while (held.size() < 5 && System.currentTimeMillis() < deadline) {
+        for (ConsumerRecord<String, String> r : holder.poll(Duration.ofMillis(200))) held.add(r);
+      }
+      check(held.size() == 5, "held " + held.size());
+      Thread poller = new Thread(() -> {
+        try (KafkaShareConsumer<String, String> c = consumer("explicit")) {
+          c.subscribe(List.of(topic));
+          long end = System.currentTimeMillis() + holdMs + 3_000;
+          while (System.currentTimeMillis() < end) {
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+              other.merge(r.value(), 1, Integer::sum);
+              c.acknowledge(r, AcknowledgeType.ACCEPT);
+            }
+            c.commitSync();
+          }
+        }
+      });
+      poller.start();
+      long until = System.currentTimeMillis() + holdMs;
+      while (System.currentTimeMillis() < until) {
+        Thread.sleep(500);
+        for (ConsumerRecord<String, String> r : held) holder.acknowledge(r, AcknowledgeType.RENEW);
+        holder.commitSync();
+        renewals++;
+        // The renewed records come back from poll, still this member's.
+        held.clear();
+        long back = System.currentTimeMillis() + 5_000;
+        while (held.size() < 5 && System.currentTimeMillis() < back) {
+          for (ConsumerRecord<String, String> r : holder.poll(Duration.ofMillis(100))) {
+            held.add(r);
+          }
+        }
+        check(held.size() == 5, "renewed records back " + held.size());
+      }
+      for (ConsumerRecord<String, String> r : held) {
+        counts.put(r.value(), (int) r.deliveryCount().orElse((short) -1));
+        holder.acknowledge(r, AcknowledgeType.ACCEPT);
+      }
+      holder.commitSync();
+      poller.join();
+    }
+    System.out.println("renewals " + renewals);
+    System.out.println("counts " + counts);
+    System.out.println("other " + new TreeMap<>(other));
+    check(other.isEmpty(), "another member got renewed records");
+    check(counts.size() == 5 && counts.values().stream().allMatch(c -> c == 1), "counts moved");
   }
 
   private void takeover(int expected) throws Exception {
