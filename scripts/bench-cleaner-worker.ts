@@ -51,7 +51,7 @@ function inThread(batch: Uint8Array): { mapMs: number; filterMs: number } {
     map.clear(BATCH_RECORDS * 4);
     let t = performance.now();
     const cursor = new RecordCursor(body, 0, body.length, BATCH_RECORDS);
-    while (cursor.next()) map.put(cursor.key!, cursor.offsetDelta);
+    while (cursor.next()) map.put(body, cursor.keyStart, cursor.keyLength, cursor.offsetDelta);
     map.latestOffset = BATCH_RECORDS - 1;
     mapMs.push(performance.now() - t);
     t = performance.now();

@@ -77,10 +77,10 @@ function addBatchToMap(
       const offset = baseOffset + cursor.offsetDelta;
       build.mapRecords++;
       if (cursor.keyLength < 0 || offset < start) continue;
-      const key = cursor.key!;
+      const { keyStart, keyLength } = cursor;
       // A key already in the map does not grow it; a new one needs room.
-      if (map.isFull && map.get(key) < 0) return false;
-      map.put(key, offset);
+      if (map.isFull && map.get(body, keyStart, keyLength) < 0) return false;
+      map.put(body, keyStart, keyLength, offset);
     }
   }
   map.latestOffset = Number(lastOffset);

@@ -1,10 +1,11 @@
 /**
  * The cleaner's key -> latest offset map (Kafka's SkimpyOffsetMap): an open-addressing hash
  * table in one fixed buffer of `log.cleaner.dedupe.buffer.size` bytes, so its memory is bounded
- * whatever the keys are. Keys are not stored, only a 96-bit hash of them (two xxHash32 with
- * different seeds and a murmur3-32), 12 bytes, the offset as a float64 (exact below 2^53) and a
- * 4-byte generation: 24 bytes per slot, as Kafka's MD5 entries. Two keys with the same 96-bit
- * hash would be taken for one; at 10^8 keys that happens with probability about 10^-13.
+ * whatever the keys are. Keys are not stored, only a 96-bit hash of them (three of the four
+ * words of MurmurHash3_x86_128, util/murmur3-128.ts, taken from the record's bytes in place), 12
+ * bytes, the offset as a float64 (exact below 2^53) and a 4-byte generation: 24 bytes per slot,
+ * as Kafka's MD5 entries. Two keys with the same 96-bit hash would be taken for one; at 10^8
+ * keys that happens with probability about 10^-13.
  *
  * A slot is in use when its generation is the map's current one, so clear() is a counter bump:
  * wiping a 128 MiB table before every cleaning would stall the event loop for tens of ms. The
@@ -14,11 +15,11 @@
  * used; the cleaner then stops reading the dirty log there and cleans in several passes.
  */
 import { assert } from "../util/assert.ts";
+import { murmur3Words, murmur3x86128 } from "../util/murmur3-128.ts";
 
 export const OFFSET_MAP_SLOT_BYTES = 24;
 const SLOT_WORDS = OFFSET_MAP_SLOT_BYTES / 4;
-const SEED_A = 0;
-const SEED_B = 0x9e3779b9;
+const SEED = 0;
 
 export class OffsetMap {
   readonly slots: number;
@@ -84,9 +85,12 @@ export class OffsetMap {
     this.latestOffset = -1;
   }
 
-  /** Records `offset` as the latest for `key`. The caller checks isFull first. */
-  put(key: Uint8Array, offset: number): void {
-    const slot = this.find(key);
+  /**
+   * Records `offset` as the latest for the key at `bytes[keyStart, keyStart + keyLength)`. The
+   * caller checks isFull first.
+   */
+  put(bytes: Uint8Array, keyStart: number, keyLength: number, offset: number): void {
+    const slot = this.find(bytes, keyStart, keyLength);
     if (this.words[slot * SLOT_WORDS] !== this.generation) {
       if (this.isFull) assert(false, "put into a full offset map");
       this.words[slot * SLOT_WORDS] = this.generation;
@@ -95,9 +99,9 @@ export class OffsetMap {
     this.offsets[slot * 3 + 2] = offset;
   }
 
-  /** The latest offset recorded for `key`, or -1. */
-  get(key: Uint8Array): number {
-    const slot = this.find(key);
+  /** The latest offset recorded for the key at `bytes[keyStart, keyStart + keyLength)`, or -1. */
+  get(bytes: Uint8Array, keyStart: number, keyLength: number): number {
+    const slot = this.find(bytes, keyStart, keyLength);
     return this.words[slot * SLOT_WORDS] === this.generation ? this.offsets[slot * 3 + 2] : -1;
   }
 
@@ -105,10 +109,11 @@ export class OffsetMap {
    * The slot holding `key`'s hash, or the empty slot where it would go (linear probing; the
    * load factor keeps an empty slot in every probe sequence).
    */
-  private find(key: Uint8Array): number {
-    const a = Bun.hash.xxHash32(key, SEED_A);
-    const b = Bun.hash.xxHash32(key, SEED_B);
-    const c = Bun.hash.murmur32v3(key, SEED_A);
+  private find(bytes: Uint8Array, keyStart: number, keyLength: number): number {
+    murmur3x86128(bytes, keyStart, keyLength, SEED);
+    const a = murmur3Words[0];
+    const b = murmur3Words[1];
+    const c = murmur3Words[2];
     const words = this.words;
     let slot = (a ^ Math.imul(b, 0x85ebca6b)) >>> 0;
     const slots = this.slotsInUse;
