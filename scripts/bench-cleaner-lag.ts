@@ -6,7 +6,10 @@
  *
  *   bun scripts/bench-cleaner-lag.ts [dirtyMB=1000]
  *
- * Prints the cleaning's wall and CPU time and the tick gaps' p50/p99/p99.9/max.
+ * Prints the cleaning's wall and CPU time, the CPU time of each thread that used any (event
+ * loop "bun", the cleaner's "Worker", the thread pool's "Bun Pool N" doing the reads and writes,
+ * the JIT and GC helpers; from /proc, Linux only, 10 ms ticks), and the tick gaps'
+ * p50/p99/p99.9/max.
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -17,6 +20,35 @@ import { LogManager } from "../src/storage/log-manager.ts";
 import { loadAverage } from "./bench-common.ts";
 
 const KEYS = 100_000;
+const MS_PER_CLOCK_TICK = 10;
+
+/** User and system CPU ms of each of this process's threads, by "tid name" (Linux /proc). */
+function threadCpuMs(): Map<string, [number, number]> {
+  const threads = new Map<string, [number, number]>();
+  if (!fs.existsSync("/proc/self/task")) return threads;
+  for (const tid of fs.readdirSync("/proc/self/task")) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      const fields = stat.slice(close + 2).split(" ");
+      const name = `${tid} ${stat.slice(stat.indexOf("(") + 1, close)}`;
+      const [user, system] = [Number(fields[11]), Number(fields[12])];
+      threads.set(name, [user * MS_PER_CLOCK_TICK, system * MS_PER_CLOCK_TICK]);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return threads;
+}
+
+function threadCpuSince(before: Map<string, [number, number]>): string {
+  const used: string[] = [];
+  for (const [name, [user, system]] of threadCpuMs()) {
+    const [user0, system0] = before.get(name) ?? [0, 0];
+    if (user + system > user0 + system0) used.push(`${name} ${user - user0}/${system - system0}`);
+  }
+  return used.join(", ");
+}
 const BATCH_RECORDS = 500;
 const VALUE_BYTES = 1000;
 
@@ -52,6 +84,7 @@ try {
     if (ticking) setTimeout(tick, 1);
   };
   setTimeout(tick, 1);
+  const threadsBefore = threadCpuMs();
   const cpuBefore = process.cpuUsage();
   const startMs = performance.now();
   const result = await manager.cleaner.cleanOnce();
@@ -66,6 +99,7 @@ try {
       `cleaned in ${(wallMs / 1000).toFixed(1)} s (${result?.stats.bytesRead ?? 0} bytes read), ` +
       `CPU user ${(cpu.user / 1000).toFixed(0)} ms, sys ${(cpu.system / 1000).toFixed(0)} ms`,
   );
+  console.log(`threads, CPU ms user/sys: ${threadCpuSince(threadsBefore)}`);
   console.log(
     `event-loop gap ms (1 ms timer, ${gapsMs.length} ticks): p50 ${at(0.5)}, p99 ${at(0.99)}, ` +
       `p99.9 ${at(0.999)}, max ${at(1)}; load average ${loadAverage()}`,

@@ -38,6 +38,8 @@ export interface MapBuild {
   readonly end: bigint;
   readonly transactions: CleanedTransactionMetadata;
   mapRecords: number;
+  /** The map filled or the end was met: later chunks put nothing. */
+  done: boolean;
 }
 
 /** Puts the chunk's batches into the map; true when the build is done (map full or end met). */

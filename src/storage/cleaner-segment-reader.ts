@@ -42,13 +42,16 @@ interface ReadChunk {
 /**
  * The cleaner's read buffers, reused for a whole cleaning (a fresh 512 KiB buffer per chunk
  * once caused GC pauses). A chunk's buffer comes back with `give` once its bytes are used; the
- * consumer may hand it away meanwhile (to the cleaner's Worker, transferred). Two are in use at
- * most: the chunk being worked on and the one read ahead.
+ * consumer may hand it away meanwhile (to the cleaner's Worker, transferred). At most `kept`
+ * are kept for reuse: as many as the cleaner has in use at once (chunks in flight, read-ahead).
  */
 export class ChunkBuffers {
   private readonly free: Uint8Array[] = [];
 
-  constructor(private readonly chunkBytes: number) {}
+  constructor(
+    private readonly chunkBytes: number,
+    private readonly kept: number,
+  ) {}
 
   take(minBytes: number): Uint8Array {
     const buffer = this.free.pop();
@@ -57,7 +60,7 @@ export class ChunkBuffers {
   }
 
   give(buffer: Uint8Array): void {
-    if (this.free.length < 2) this.free.push(buffer);
+    if (this.free.length < this.kept) this.free.push(buffer);
   }
 }
 

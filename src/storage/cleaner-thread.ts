@@ -1,13 +1,15 @@
 /**
  * The event loop's handle on the cleaner's Worker (cleaner-worker.ts): starts it on first use
- * (a broker without compacted topics never starts it), sends one request at a time and resolves
- * it with the reply. Chunk buffers are transferred both ways, so a chunk costs the event loop a
- * few microseconds of messaging instead of the milliseconds of filtering it hands over
+ * (a broker without compacted topics never starts it), sends requests and resolves each with its
+ * reply. Several requests may be out at once (the cleaner keeps a few chunks queued so the Worker
+ * never waits for the event loop); the Worker answers them one at a time in the order they were
+ * sent. Chunk buffers are transferred both ways, so a chunk costs the event loop a few
+ * microseconds of messaging instead of the milliseconds of filtering it hands over
  * (docs/log-compaction.md has the figures).
  *
  * The Worker holds the process open only while a request is out (ref/unref), so a cleaner at
  * rest never keeps a stopping broker alive. If the Worker dies (an uncaught error, terminate),
- * the request in flight fails and the next one starts a new Worker.
+ * the requests in flight fail and the next one starts a new Worker.
  */
 import { threadId as mainThreadId } from "node:worker_threads";
 import type { CleanerWorkerReply, CleanerWorkerRequest } from "./cleaner-worker-messages.ts";
@@ -24,14 +26,14 @@ function workerUrl(): string {
 }
 
 interface Pending {
-  readonly id: number;
   readonly resolve: (reply: CleanerWorkerReply) => void;
   readonly reject: (error: Error) => void;
 }
 
 export class CleanerThread {
   private worker: Worker | null = null;
-  private pending: Pending | null = null;
+  /** Requests sent and not answered yet, by id (answered in the order sent). */
+  private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   /** Chunks the Worker has mapped or filtered, and the thread that did it (for tests). */
   chunksDone = 0;
@@ -39,17 +41,20 @@ export class CleanerThread {
 
   /** A request is out: the Worker is working while the event loop is free. */
   get busy(): boolean {
-    return this.pending !== null;
+    return this.pending.size > 0;
   }
 
-  /** Sends a request (its buffers in `transfer` are given away) and waits for its reply. */
+  /**
+   * Sends a request now (its buffers in `transfer` are given away) and waits for its reply. The
+   * Worker handles requests in the order they were sent, so requests sent before this one's
+   * reply is awaited are queued behind it, never reordered.
+   */
   async request<T>(request: CleanerWorkerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
-    if (this.pending !== null) throw new Error("cleaner worker: a request is already in flight");
     const worker = this.started();
     const id = this.nextId++;
     const reply = await new Promise<CleanerWorkerReply>((resolve, reject) => {
-      this.pending = { id, resolve, reject };
-      worker.ref();
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) worker.ref();
       worker.postMessage({ ...request, id }, transfer);
     });
     this.workerThreadId = reply.threadId;
@@ -72,10 +77,10 @@ export class CleanerThread {
     const worker = new Worker(workerUrl());
     worker.unref();
     worker.onmessage = (event: MessageEvent<CleanerWorkerReply>) => {
-      const pending = this.pending;
-      if (pending === null || pending.id !== event.data.id) return;
-      this.pending = null;
-      worker.unref();
+      const pending = this.pending.get(event.data.id);
+      if (pending === undefined) return;
+      this.pending.delete(event.data.id);
+      if (this.pending.size === 0) worker.unref();
       pending.resolve(event.data);
     };
     const died = (what: string): void => {
@@ -89,8 +94,8 @@ export class CleanerThread {
   }
 
   private fail(error: Error): void {
-    const pending = this.pending;
-    this.pending = null;
-    pending?.reject(error);
+    const failed = [...this.pending.values()];
+    this.pending.clear();
+    for (const pending of failed) pending.reject(error);
   }
 }

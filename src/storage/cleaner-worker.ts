@@ -55,14 +55,23 @@ function beginMap(request: MapBeginRequest): void {
   map.latestOffset = request.start - 1;
   const transactions = new CleanedTransactionMetadata();
   transactions.addAbortedTransactions(request.abortedTxns);
-  build = { map, start: request.start, end: request.end, transactions, mapRecords: 0 };
+  build = {
+    map,
+    start: request.start,
+    end: request.end,
+    transactions,
+    mapRecords: 0,
+    done: false,
+  };
   filter = null;
 }
 
 function mapChunk(buffer: ArrayBuffer, length: number): MapChunkReply {
   if (build === null) throw new Error("map-chunk before map-begin");
   const before = build.mapRecords;
-  const done = addChunkToMap(new Uint8Array(buffer, 0, length), build);
+  // Chunks sent before the event loop learnt the build was done are answered unread.
+  const done = build.done || addChunkToMap(new Uint8Array(buffer, 0, length), build);
+  build.done = done;
   return {
     buffer,
     done,

@@ -19,6 +19,8 @@
  * `.cleaned` files are removed.
  */
 import * as fs from "node:fs";
+import type { PipelineJob } from "./cleaner-pipeline.ts";
+import { CleanerPipeline } from "./cleaner-pipeline.ts";
 import type { SegmentChunk } from "./cleaner-segment-reader.ts";
 import { ChunkBuffers, readSegmentChunks } from "./cleaner-segment-reader.ts";
 import type { CleanerThread } from "./cleaner-thread.ts";
@@ -44,6 +46,17 @@ import type { UnifiedLog } from "./unified-log.ts";
 import { settingsOf } from "./unified-log.ts";
 
 const INT32_MAX = 0x7fffffffn;
+/**
+ * Chunks at the Worker or being written at once. One left the Worker idle while the event loop
+ * handled each reply and read or wrote the next chunk (two cores, one busy at a time); with a
+ * few queued it always has the next chunk (docs/log-compaction.md has the figures).
+ */
+const CHUNKS_IN_FLIGHT = 4;
+/**
+ * The offset-map pass reads chunks this many times log.cleaner.io.buffer.size: it writes
+ * nothing, so a larger chunk only means fewer round trips to the Worker (a quarter as many).
+ */
+const MAP_CHUNK_FACTOR = 4;
 
 /** What the LogCleaner chose to clean. */
 export interface LogToClean {
@@ -88,12 +101,15 @@ export interface CleanerOptions {
 export class Cleaner {
   /** Chunks are read into them; each travels to the Worker and back. */
   private readonly input: ChunkBuffers;
-  /** The Worker writes a chunk's kept batches into it (and may send back a larger one). */
-  private output: Uint8Array;
+  /** The Worker writes a chunk's kept batches into one (and may send back a larger one). */
+  private readonly outputs: ChunkBuffers;
+  /** Bytes written to cleaned segments and not yet counted by the throttler. */
+  private writtenSinceThrottle = 0;
 
   constructor(private readonly options: CleanerOptions) {
-    this.input = new ChunkBuffers(options.ioBufferBytes);
-    this.output = new Uint8Array(options.ioBufferBytes);
+    // One input per chunk in flight and the one read ahead; one output per chunk in flight.
+    this.input = new ChunkBuffers(options.ioBufferBytes, CHUNKS_IN_FLIGHT + 1);
+    this.outputs = new ChunkBuffers(options.ioBufferBytes, CHUNKS_IN_FLIGHT);
   }
 
   /** Cleans once; returns the offset up to which the log is now clean. */
@@ -187,28 +203,49 @@ export class Cleaner {
     };
     await this.call(begin, [], guard);
     let latestOffset = start - 1;
-    for (const segment of dirty) {
-      for await (const { buffer: bytes, length } of this.chunks(segment, stats, guard)) {
-        const buffer = bytes.buffer as ArrayBuffer;
-        const reply = await this.call<MapChunkReply>(
-          { type: "map-chunk", buffer, length },
-          [buffer],
-          guard,
-        );
-        this.input.give(new Uint8Array(reply.buffer));
-        stats.mapRecords += reply.mapRecords;
-        latestOffset = reply.latestOffset;
-        if (reply.done) return latestOffset;
+    let done = false;
+    const pipeline = new CleanerPipeline(CHUNKS_IN_FLIGHT);
+    try {
+      for (const segment of dirty) {
+        const chunks = this.chunks(segment, stats, guard, MAP_CHUNK_FACTOR);
+        for await (const { buffer: bytes, length } of chunks) {
+          const buffer = bytes.buffer as ArrayBuffer;
+          const replied = this.call<MapChunkReply>(
+            { type: "map-chunk", buffer, length },
+            [buffer],
+            guard,
+          );
+          await pipeline.add(async (previous) => {
+            const reply = await replied;
+            this.input.give(new Uint8Array(reply.buffer));
+            await previous;
+            stats.mapRecords += reply.mapRecords;
+            // Chunks sent after the one that ended the build put nothing and keep its offset.
+            latestOffset = reply.latestOffset;
+            done ||= reply.done;
+          });
+          if (done) break;
+        }
+        if (done) break;
       }
+      await pipeline.finish();
+    } finally {
+      await pipeline.abandon();
     }
     return latestOffset;
   }
 
-  private chunks(segment: LogSegment, stats: CleanerStats, guard: () => void) {
+  /**
+   * The segment's chunks; each read is throttled together with the bytes written since the last
+   * read (one caller of the throttler at a time, so its periods stay consistent).
+   */
+  private chunks(segment: LogSegment, stats: CleanerStats, guard: () => void, factor = 1) {
     const { throttler, ioBufferBytes } = this.options;
-    return readSegmentChunks(segment, this.input, ioBufferBytes, async (bytes) => {
+    return readSegmentChunks(segment, this.input, ioBufferBytes * factor, async (bytes) => {
       stats.bytesRead += bytes;
-      await throttler.maybeThrottle(bytes);
+      const written = this.writtenSinceThrottle;
+      this.writtenSinceThrottle = 0;
+      await throttler.maybeThrottle(bytes + written);
       guard();
     });
   }
@@ -224,14 +261,26 @@ export class Cleaner {
     const settings = settingsOf(log.config);
     const cleaned = LogSegment.create(log.dir, base, settings, log.filePool, CLEANED_FILE_SUFFIX);
     try {
-      for (const segment of group) {
-        const abortedTxns = abortedTxnsOf(log, segment.baseOffset, nextBaseOffset(log, segment));
-        await this.call({ type: "filter-txns", abortedTxns }, [], guard);
-        for await (const chunk of this.chunks(segment, stats, guard)) {
-          const written = await this.filterChunk(log, cleaned, chunk, stats, guard);
-          await this.options.throttler.maybeThrottle(written);
+      const pipeline = new CleanerPipeline(CHUNKS_IN_FLIGHT);
+      try {
+        for (const segment of group) {
+          const next = nextBaseOffset(log, segment);
+          const abortedTxns = abortedTxnsOf(log, segment.baseOffset, next);
+          const told = this.call({ type: "filter-txns", abortedTxns }, [], guard);
+          await pipeline.add(async (previous) => {
+            await told;
+            await previous;
+          });
+          for await (const chunk of this.chunks(segment, stats, guard)) {
+            await pipeline.add(this.filterChunk(log, cleaned, chunk, stats, guard));
+          }
         }
+        await pipeline.finish();
+      } finally {
+        await pipeline.abandon();
       }
+      await this.options.throttler.maybeThrottle(this.writtenSinceThrottle);
+      this.writtenSinceThrottle = 0;
       cleaned.onBecomeInactive();
       await cleaned.flushFullyInBackground();
       cleaned.close();
@@ -249,39 +298,45 @@ export class Cleaner {
   }
 
   /**
-   * The Worker filters the chunk's batches; their survivors are appended to the cleaned segment
-   * on the thread pool (LogSegment.appendInBackground: a write that waits for dirty-page
-   * writeback stalls only the cleaner). Returns the bytes written.
+   * Sends the chunk to the Worker now; the job returned handles its reply once the previous
+   * chunk's is handled: the survivors are appended to the cleaned segment on the thread pool
+   * (LogSegment.appendInBackground: a write that waits for dirty-page writeback stalls only the
+   * cleaner), then the output buffer is free again.
    */
-  private async filterChunk(
+  private filterChunk(
     log: UnifiedLog,
     cleaned: LogSegment,
     chunk: SegmentChunk,
     stats: CleanerStats,
     guard: () => void,
-  ): Promise<number> {
+  ): PipelineJob {
     const input = chunk.buffer.buffer as ArrayBuffer;
-    const length = chunk.length;
-    const output = this.output.buffer as ArrayBuffer;
-    const reply = await this.call<FilterChunkReply>(
-      { type: "filter-chunk", input, length, output },
+    const output = this.outputs.take(this.options.ioBufferBytes).buffer as ArrayBuffer;
+    const replied = this.call<FilterChunkReply>(
+      { type: "filter-chunk", input, length: chunk.length, output },
       [input, output],
       guard,
     );
-    this.input.give(new Uint8Array(reply.input));
-    this.output = new Uint8Array(reply.output);
-    stats.recordsRead += reply.recordsRead;
-    stats.recordsKept += reply.recordsKept;
-    if (reply.deleteHorizonMs > log.latestDeleteHorizonMs) {
-      log.latestDeleteHorizonMs = reply.deleteHorizonMs;
-    }
-    // The kept ABORT markers' entries, for the cleaned segment's .txnindex.
-    for (const txn of reply.keptAbortedTxns) cleaned.txnIndex.append(txn);
-    if (reply.batches.length === 0) return 0;
-    const bytes = this.output.subarray(0, reply.outputBytes);
-    await cleaned.appendInBackground(bytes, reply.batches, log.config.indexIntervalBytes);
-    stats.bytesWritten += reply.outputBytes;
-    return reply.outputBytes;
+    return async (previous) => {
+      const reply = await replied;
+      this.input.give(new Uint8Array(reply.input));
+      await previous;
+      stats.recordsRead += reply.recordsRead;
+      stats.recordsKept += reply.recordsKept;
+      if (reply.deleteHorizonMs > log.latestDeleteHorizonMs) {
+        log.latestDeleteHorizonMs = reply.deleteHorizonMs;
+      }
+      // The kept ABORT markers' entries, for the cleaned segment's .txnindex.
+      for (const txn of reply.keptAbortedTxns) cleaned.txnIndex.append(txn);
+      const out = new Uint8Array(reply.output);
+      if (reply.batches.length > 0) {
+        const bytes = out.subarray(0, reply.outputBytes);
+        await cleaned.appendInBackground(bytes, reply.batches, log.config.indexIntervalBytes);
+        stats.bytesWritten += reply.outputBytes;
+        this.writtenSinceThrottle += reply.outputBytes;
+      }
+      this.outputs.give(out);
+    };
   }
 
   private checkGroupIsThere(log: UnifiedLog, group: readonly LogSegment[]): void {
