@@ -283,6 +283,9 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
     addresses.push(started.address);
     if (id === 0) plaintextPort = started.plaintextPort;
   }
+  // Every broker known to the first before clients start: the internal topics (groups,
+  // transactions) are created only once as many brokers live as their replication factor.
+  if (settings.brokerCount > 1) await waitForBrokers(plaintextPort, settings.brokerCount);
   if (settings.saslSsl) await addScramUser(plaintextPort);
   return {
     processes,
@@ -292,6 +295,16 @@ async function startBrokers(settings: BrokerSettings): Promise<Broker> {
     bootstrap: addresses[0] ?? "",
     logPath,
   };
+}
+
+async function waitForBrokers(port: number, count: number): Promise<void> {
+  const deadlineMs = Date.now() + BROKER_START_TIMEOUT_MS;
+  for (;;) {
+    const metadata = await requestOnce(port, ApiKey.Metadata, 12, { topics: [] });
+    if (metadata.brokers.length >= count) return;
+    if (Date.now() > deadlineMs) throw new Error(`${count} brokers not live in Metadata`);
+    await Bun.sleep(100);
+  }
 }
 
 function brokerLog(broker: Broker, id: number): (line: string) => void {
