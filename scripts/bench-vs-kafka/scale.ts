@@ -138,11 +138,38 @@ async function produceAndConsume(
       [tools.rdkafkaScale, "consume", broker.bootstrap, prefix, String(records), `g-${prefix}`],
       RUN_TIMEOUT_MS,
     ),
-  ) as { records: number; seconds: number; first_record_seconds: number };
+  ) as RdkafkaScaleConsumed;
   return {
     producePerSecond: produced.records / produced.seconds,
+    ...consumeFigures(consumed),
+  };
+}
+
+/** What `rdkafka-scale consume` prints (seconds are wall time, the last its own CPU). */
+export interface RdkafkaScaleConsumed {
+  readonly records: number;
+  /** From the group's assignment to the last record. */
+  readonly seconds: number;
+  readonly assigned_seconds: number;
+  readonly first_record_seconds: number;
+  readonly after_first_seconds: number;
+  readonly client_cpu_seconds: number;
+}
+
+/**
+ * The group consume's figures. Throughput counts from the assignment, not from the first record:
+ * librdkafka's start-up on 10,000 assigned partitions (a ListOffsets request per partition, each
+ * answer a walk of the broker thread over every partition) costs the client seconds of CPU with
+ * either broker, and timed from the first record it fell inside the measured time or outside it
+ * depending on how early the broker answered the first Fetch (docs/scaling.md).
+ */
+export function consumeFigures(consumed: RdkafkaScaleConsumed): ScaleFigures {
+  return {
     consumePerSecond: consumed.records / consumed.seconds,
+    groupAssignedMs: consumed.assigned_seconds * 1000,
     groupFirstRecordMs: consumed.first_record_seconds * 1000,
+    consumeAfterFirstRecordPerSecond: consumed.records / consumed.after_first_seconds,
+    consumeClientCpuS: consumed.client_cpu_seconds,
   };
 }
 
