@@ -24,6 +24,7 @@
 import { ErrorCode } from "../src/protocol/errors.ts";
 import { ApiKey, type MetadataResponse } from "../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../src/protocol/record-batch.ts";
+import { internalTopicReplication } from "../test/support/broker-harness.ts";
 import { ChildBroker } from "../test/support/child-broker.ts";
 import { requestOnce } from "../test/support/kafka-client.ts";
 import { startZooKeeper } from "../test/support/zookeeper-server.ts";
@@ -294,6 +295,8 @@ async function main(): Promise<void> {
           settings: {
             "zookeeper.connect": connect,
             "broker.id": String(id),
+            // The group's coordinator fails over with its __consumer_offsets partition.
+            ...internalTopicReplication(3),
             ...(options.sessionTimeoutMs === null
               ? {}
               : { "zookeeper.session.timeout.ms": String(options.sessionTimeoutMs) }),

@@ -11,7 +11,7 @@ import { type Consumer, Kafka, logLevel, type Producer } from "kafkajs";
 import { decodeTopicAssignment, topicPath } from "../../src/metadata/kafka-znodes.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { tempDir } from "../support/broker-harness.ts";
+import { internalTopicReplication, tempDir } from "../support/broker-harness.ts";
 import { ChildBroker } from "../support/child-broker.ts";
 import { requestOnce } from "../support/kafka-client.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
@@ -381,6 +381,7 @@ test("a broker is drained with the tool, then a fourth broker receives partition
       "zookeeper.connect": cluster.connect,
       "zookeeper.session.timeout.ms": "4000",
       "broker.id": "4",
+      ...internalTopicReplication(3),
     },
   });
   cluster.brokers.set(4, fourth);
