@@ -236,7 +236,8 @@ export function scaleTable(
             : (r.figures[key] ?? null);
       const kv = pickFigure(k);
       const qv = pickFigure(q);
-      const digits = key.endsWith("Ms") && Math.max(kv ?? 0, qv ?? 0) < 100 ? 1 : 0;
+      const small = /(Ms|CpuS)$/.test(key) && Math.max(kv ?? 0, qv ?? 0) < 100;
+      const digits = small ? 1 : 0;
       lines.push(
         `| ${w.title} | ${key} | ${num(kv, digits)} | ${num(qv, digits)} | ` +
           `${times(ratio(qv, kv))} |`,
