@@ -5,6 +5,7 @@ import {
   topicPartitionKey,
   topicPartitionOf,
 } from "../common/topic-partition.ts";
+import { TopicPartitionTable } from "../common/topic-partition-table.ts";
 import { RACK_AWARE_REPLICA_SELECTOR } from "../config/broker-config.ts";
 import { type InterBrokerSecurity, PLAINTEXT_SECURITY } from "../network/inter-broker-client.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
@@ -209,6 +210,8 @@ export class ReplicaManager {
    * the embedded default, by StopReplica in a cluster.
    */
   private readonly partitions = new Map<TopicPartitionKey, Partition>();
+  /** `partitions` by topic and partition, for `partitionOf` on the request paths. */
+  private readonly partitionIndex = new TopicPartitionTable<Partition>();
   private readonly leadershipListeners = new Set<LeadershipListener>();
   private readonly fetchers: ReplicaFetcherManager;
   /** Replicas moving between this broker's log dirs (AlterReplicaLogDirs). */
@@ -294,6 +297,7 @@ export class ReplicaManager {
         if (this.isHosted(key)) continue;
         this.fetchers.removePartition(p.topic, p.partition);
         this.partitions.delete(key);
+        this.partitionIndex.delete(p.topic, p.partition);
       }
     });
   }
@@ -885,7 +889,7 @@ export class ReplicaManager {
    * epoch (Kafka's UnifiedLog.hasOngoingTransaction): a transactional produce needs no adding.
    */
   hasOngoingTransaction(topic: string, partition: number, producerId: bigint, epoch: number) {
-    const p = this.partitions.get(topicPartitionKey(topic, partition));
+    const p = this.partitionIndex.get(topic, partition);
     if (p === undefined || !p.isLeader) return false;
     const entry = p.log.producerState.entry(producerId);
     return (
@@ -991,6 +995,7 @@ export class ReplicaManager {
     if (p === undefined || p.log !== log || !p.isControllerStated) {
       p = Partition.fromLeadership(log, this.localBrokerId, state);
       this.partitions.set(key, p);
+      this.partitionIndex.set(state.topic, state.partition, p);
     }
     if (state.leader === this.localBrokerId) {
       this.fetchers.removePartition(state.topic, state.partition);
@@ -1083,6 +1088,7 @@ export class ReplicaManager {
     const key = topicPartitionKey(topic, partition);
     this.fetchers.removePartition(topic, partition);
     this.partitions.delete(key);
+    this.partitionIndex.delete(topic, partition);
     this.produces.checkAndComplete(key);
     this.deleteRecordsWaits.checkAndComplete(key);
     this.purgatory.wakeWhere((k) => k === key);
@@ -1119,7 +1125,7 @@ export class ReplicaManager {
   }
 
   partitionState(topic: string, partition: PartitionIndex): Partition | undefined {
-    return this.partitions.get(topicPartitionKey(topic, partition));
+    return this.partitionIndex.get(topic, partition);
   }
 
   private fetcherHost(): ReplicaFetcherHost {
@@ -1248,9 +1254,8 @@ export class ReplicaManager {
    * partition the controller never described is led here alone.
    */
   private partitionOf(topic: string, partition: number): Partition {
-    const key = topicPartitionKey(topic, partition);
     const log = this.logs.getLog(topic, partition);
-    const existing = this.partitions.get(key);
+    const existing = this.partitionIndex.get(topic, partition);
     if (log === undefined && this.logs.isOfflinePartition(topic, partition)) {
       throw new KafkaError(
         ErrorCode.KAFKA_STORAGE_ERROR,
@@ -1259,7 +1264,9 @@ export class ReplicaManager {
     }
     if (this.clusterMode) {
       if (log !== undefined && existing?.log === log) return existing;
-      if (!this.isHosted(key)) throw unknownPartition(topic, partition);
+      if (!this.isHosted(topicPartitionKey(topic, partition))) {
+        throw unknownPartition(topic, partition);
+      }
       throw new KafkaError(
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
         `broker ${this.localBrokerId} has no role for ${topic}-${partition} from the controller`,
@@ -1269,7 +1276,8 @@ export class ReplicaManager {
     if (log === undefined || topicId === undefined) throw unknownPartition(topic, partition);
     if (existing?.log === log) return existing;
     const p = Partition.soleReplica(log, this.localBrokerId, topicId);
-    this.partitions.set(key, p);
+    this.partitions.set(topicPartitionKey(topic, partition), p);
+    this.partitionIndex.set(topic, partition, p);
     return p;
   }
 

@@ -21,6 +21,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { TopicPartitionTable } from "../common/topic-partition-table.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
@@ -148,6 +149,8 @@ const DEFAULTS = {
 
 export class LogManager {
   private readonly logs = new Map<string, UnifiedLog>();
+  /** `logs` by topic and partition, for `getLog` on the request paths. */
+  private readonly logIndex = new TopicPartitionTable<UnifiedLog>();
   private readonly dirOfLog = new Map<UnifiedLog, string>();
   /**
    * Logs per log dir, for placing new ones: counting them at each creation made creating
@@ -369,6 +372,7 @@ export class LogManager {
       // A future log in the failed dir: only the move ends, the partition keeps serving.
       if (this.futureLogs.get(key) !== log) {
         this.logs.delete(key);
+        this.logIndex.delete(log.topic, log.partition);
         this.offlinePartitions.set(key, logDir);
         partitions.push({ topic: log.topic, partition: log.partition });
         // The partition went offline: its move cannot finish (its files stay for a restart).
@@ -513,6 +517,7 @@ export class LogManager {
       );
     }
     this.logs.set(key, log);
+    this.logIndex.set(log.topic, log.partition, log);
     this.dirOfLog.set(log, logDir);
     this.logCounts.set(logDir, this.logCount(logDir) + 1);
   }
@@ -523,7 +528,7 @@ export class LogManager {
   }
 
   getLog(topic: string, partition: number): UnifiedLog | undefined {
-    return this.logs.get(partitionDirName(topic, partition));
+    return this.logIndex.get(topic, partition);
   }
 
   /**
@@ -751,6 +756,7 @@ export class LogManager {
     this.futureLogs.delete(key);
     this.dirOfLog.delete(future);
     this.logs.delete(key);
+    this.logIndex.delete(source.topic, source.partition);
     this.dirOfLog.delete(source);
     this.logCounts.set(sourceDir, this.logCount(sourceDir) - 1);
     this.addLog(destDir, log);
@@ -868,6 +874,7 @@ export class LogManager {
     const log = this.logs.get(key);
     if (log === undefined) return;
     this.logs.delete(key);
+    this.logIndex.delete(topic, partition);
     const logDir = this.dirOfLog.get(log)!;
     this.dirOfLog.delete(log);
     this.logCounts.set(logDir, this.logCount(logDir) - 1);
