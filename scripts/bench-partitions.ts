@@ -1,5 +1,5 @@
 // `bun scripts/bench-partitions.ts [--partitions 1000,10000] [--quill-binary PATH]
-//                                  [--produce-records N]`
+//                                  [--produce-records N] [--pipelined-requests N]`
 //
 // Quill alone, one broker per partition count, on a fresh data dir: how long creating 100 topics
 // holding that many partitions takes (until Metadata shows every leader), a first produce to
@@ -11,7 +11,10 @@
 // librdkafka producer (bench-vs-kafka's rdkafka-scale.c) writes N records of 100 B round robin
 // to every partition, as the scale workload does: its records/s, the broker's and the client's
 // CPU seconds and the broker's requests. The same figures, beside Kafka's, come from
-// bench-vs-kafka.ts's scale workloads; this is the quick before/after loop for them.
+// bench-vs-kafka.ts's scale workloads; this is the quick before/after loop for them. With
+// --pipelined-requests N, a Bun driver then sends N Produce requests of one partition each (20
+// records of 100 B, acks=1, round robin over every partition, 500 in flight on one connection):
+// the broker's CPU per request with the request shape fixed, which librdkafka's batching is not.
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -92,6 +95,49 @@ async function librdkafkaProduce(broker: BrokerProcess, partitions: number, reco
   };
 }
 
+const PIPELINE_DEPTH = 500;
+
+/** N one-partition Produce requests, round robin, PIPELINE_DEPTH in flight: broker CPU each. */
+async function pipelinedProduce(broker: BrokerProcess, topics: readonly TopicSpec[], n: number) {
+  const value = new Uint8Array(100).fill(98);
+  const records = buildRecordBatch(Array.from({ length: 20 }, () => ({ value })));
+  const client = await KafkaClient.connect(broker.port);
+  const perTopic = topics[0]!.partitions;
+  const requests = quillRequestCounter(broker.adminPort!);
+  const requestsBefore = await requests.total();
+  const brokerCpuBefore = cpuSeconds(broker.pid);
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      const topic = topics[i % topics.length]!.name;
+      const index = Math.floor(i / topics.length) % perTopic;
+      const response = await client.request(PRODUCE, 7, {
+        transactionalId: null,
+        acks: 1,
+        timeoutMs: 30_000,
+        topicData: [{ name: topic, partitionData: [{ index, records }] }],
+      });
+      const code = response.responses[0]?.partitionResponses[0]?.errorCode;
+      if (code !== 0) throw new Error(`produce to ${topic}-${index}: error ${code}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: PIPELINE_DEPTH }, worker));
+  } finally {
+    client.close();
+  }
+  const brokerCpuS = cpuSeconds(broker.pid) - brokerCpuBefore;
+  const brokerRequests = (await requests.total()) - requestsBefore;
+  return {
+    pipelinedRequestsPerSecond: Math.round(n / ((performance.now() - started) / 1000)),
+    pipelinedBrokerCpuS: Number(brokerCpuS.toFixed(2)),
+    pipelinedBrokerRequests: brokerRequests,
+    pipelinedBrokerCpuUsPerRequest: Number(((brokerCpuS * 1e6) / brokerRequests).toFixed(1)),
+  };
+}
+
 async function measure(binary: string, dir: string, partitions: number) {
   const figures: Record<string, number | string> = { partitions, loadBefore: loadAverage() };
   const produceRecords = Number(option("--produce-records") ?? 0);
@@ -110,6 +156,11 @@ async function measure(binary: string, dir: string, partitions: number) {
     if (produceRecords > 0) {
       Object.assign(figures, await librdkafkaProduce(broker, partitions, produceRecords));
       figures.loadAfterProduce = loadAverage();
+    }
+    const pipelined = Number(option("--pipelined-requests") ?? 0);
+    if (pipelined > 0) {
+      Object.assign(figures, await pipelinedProduce(broker, topics, pipelined));
+      figures.loadAfterPipelined = loadAverage();
     }
     started = performance.now();
     await broker.stop();
