@@ -164,7 +164,10 @@ export class LocalShareStateStore implements ShareStateStore {
 
   remove(groupId: string, topic: string, partition: number): void {
     const k = key(groupId, topic, partition);
-    if (!this.states.has(k) && !this.pending.has(k) && !this.unwritten.has(k)) return;
+    if (this.closed) return;
+    // A state only in the running write is stored once it ends: its removal must follow it.
+    const known = this.states.has(k) || this.inFlight.has(k);
+    if (!known && !this.pending.has(k) && !this.unwritten.has(k)) return;
     this.pending.set(k, { groupId, topic, partition, state: null });
     this.schedule();
   }
@@ -247,8 +250,10 @@ export class LocalShareStateStore implements ShareStateStore {
     try {
       await writeFileAtomicallyInBackground(this.filePath, this.encodeSnapshot());
       fs.ftruncateSync(this.logFd, 0);
-      await fdatasync(this.logFd);
+      // Set before the sync: were it to fail, the next frames must still go at the file's start,
+      // not past a hole of zeros (where replay stops, losing them).
       this.logSizeBytes = 0;
+      await fdatasync(this.logFd);
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;
     } catch (e) {
@@ -285,7 +290,10 @@ export class LocalShareStateStore implements ShareStateStore {
     while (bytes.length - position >= FRAME_HEADER_BYTES) {
       const payloadBytes = view.getUint32(position);
       const end = position + FRAME_HEADER_BYTES + payloadBytes;
-      if (payloadBytes > FRAME_PAYLOAD_BYTES_MAX || end > bytes.length) break;
+      // Length 0 is never written (a frame holds a JSON object): it is a zeroed tail, whose
+      // CRC of nothing matches, as after a crash that stored the file's size but not its data.
+      if (payloadBytes === 0 || payloadBytes > FRAME_PAYLOAD_BYTES_MAX) break;
+      if (end > bytes.length) break;
       const payload = bytes.subarray(position + FRAME_HEADER_BYTES, end);
       if (crc32c(payload) !== view.getUint32(position + 4)) break;
       const entry = JSON.parse(decoder.decode(payload)) as LogEntry;

@@ -13,7 +13,7 @@ import {
   SHARE_STATE_FILE,
   SHARE_STATE_LOG_FILE,
 } from "../../src/server/share-state-store.ts";
-import { SILENT_LOGGER } from "../../src/util/logger.ts";
+import { createLogger, SILENT_LOGGER } from "../../src/util/logger.ts";
 import { removeDir, tempDir } from "../support/broker-harness.ts";
 
 const EPOCHS = { leaderEpoch: 0, stateEpoch: 0 };
@@ -121,4 +121,49 @@ test("a snapshot written by an earlier version (no log) loads", async () => {
   expect((await store.load("g", "t", 0)).snapshot).toEqual(
     snapshot(12n, [ACKNOWLEDGED, 1], [ACKNOWLEDGED, 1], [ACKNOWLEDGED, 1]),
   );
+});
+
+test("a zeroed tail (the file's new size reached the disk, its data did not) is cut off", async () => {
+  const dir = newDir();
+  const store = open(dir);
+  await store.save("g", "t", 0, EPOCHS, () => snapshot(4n, [ACKNOWLEDGED, 1]));
+  const logPath = join(dir, SHARE_STATE_LOG_FILE);
+  const validBytes = statSync(logPath).size;
+  // Zeros read as a frame of length 0 whose CRC (of nothing) matches: not a state.
+  appendFileSync(logPath, new Uint8Array(64));
+
+  const reopened = open(dir);
+  expect((await reopened.load("g", "t", 0)).snapshot).toEqual(snapshot(4n, [ACKNOWLEDGED, 1]));
+  expect(statSync(logPath).size).toBe(validBytes);
+});
+
+test("a removal made while the partition's first write runs is stored", async () => {
+  const dir = newDir();
+  const store = open(dir);
+  const saved = store.save("g", "t", 0, EPOCHS, () => snapshot(6n, [AVAILABLE, 1]));
+  // The write starts on the next turn of the event loop; its fdatasync is still out after it.
+  await new Promise((resolve) => setImmediate(resolve));
+  store.remove("g", "t", 0);
+  expect(await saved).toBe(ErrorCode.NONE);
+  expect((await store.load("g", "t", 0)).snapshot).toBeNull();
+  await store.close();
+  expect((await open(dir).load("g", "t", 0)).snapshot).toBeNull();
+});
+
+test("a removal after close writes nothing (the log's descriptor is closed, maybe reused)", async () => {
+  const dir = newDir();
+  const errors: string[] = [];
+  const log = createLogger("ShareStateStore", {
+    format: "text",
+    level: "ERROR",
+    write: (line) => errors.push(line),
+  });
+  const store = new LocalShareStateStore(dir, log);
+  await store.save("g", "t", 0, EPOCHS, () => snapshot(2n));
+  await store.close();
+  store.remove("g", "t", 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(errors).toEqual([]);
+  expect((await open(dir).load("g", "t", 0)).snapshot).toEqual(snapshot(2n));
 });
