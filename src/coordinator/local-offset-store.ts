@@ -6,6 +6,8 @@ import {
   topicPartitionOf,
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
+import { concatFrames } from "../storage/checksummed-frames.ts";
+import { fdatasyncFdInBackground } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import {
@@ -251,11 +253,11 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   private async writeBatch(batch: readonly PendingWrite[]): Promise<void> {
-    const bytes = concat(batch.map((w) => w.frame));
+    const bytes = concatFrames(batch.map((w) => w.frame));
     const sizeBefore = this.logSizeBytes;
     try {
       writeFully(this.logFd, bytes);
-      await fdatasync(this.logFd);
+      await fdatasyncFdInBackground(this.logFd);
     } catch (cause) {
       // Cut off whatever part of the batch reached the file: none of it was acknowledged.
       try {
@@ -362,7 +364,7 @@ export class LocalOffsetStore implements OffsetStore {
     const tempPath = path.join(this.dir, SNAPSHOT_TEMP_FILE);
     const fd = fs.openSync(tempPath, "w");
     try {
-      writeFully(fd, concat(frames));
+      writeFully(fd, concatFrames(frames));
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
@@ -380,19 +382,6 @@ export class LocalOffsetStore implements OffsetStore {
   }
 }
 
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  let total = 0;
-  for (const c of chunks) total += c.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
 /**
  * fs.writeSync may write less than asked, so loop (never Bun.write to append: docs/bun.md, File
  * I/O).
@@ -402,13 +391,6 @@ function writeFully(fd: number, bytes: Uint8Array): void {
   while (written < bytes.length) {
     written += fs.writeSync(fd, bytes, written, bytes.length - written);
   }
-}
-
-/** fdatasync on libuv's thread pool, so the event loop keeps taking commits meanwhile. */
-function fdatasync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    fs.fdatasync(fd, (error) => (error ? reject(error) : resolve()));
-  });
 }
 
 function fsyncDir(dir: string): void {

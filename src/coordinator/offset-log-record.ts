@@ -1,15 +1,12 @@
-import { crc32c } from "../protocol/crc32c.ts";
+import { encodeFrame, readFrames } from "../storage/checksummed-frames.ts";
 import { assert } from "../util/assert.ts";
 import type { CommittedOffset } from "./offset-store.ts";
 
 /**
- * Records of the local offset store's commit log and snapshot. On disk each record is
- *
- *   payloadLength uint32 BE | crc32c(payload) uint32 BE | payload (UTF-8 JSON)
- *
- * JSON keeps the files readable with `strings`; offsets are decimal strings because they are
- * int64. A record is written whole by one write, so after a crash only the last record of the
- * log can be incomplete; `readRecords` reports where the valid prefix ends.
+ * Records of the local offset store's commit log and snapshot. On disk each record is a
+ * checksummed frame (storage/checksummed-frames.ts) of UTF-8 JSON. JSON keeps the files
+ * readable with `strings`; offsets are decimal strings because they are int64. After a crash
+ * only the log's tail can be torn; `readRecords` reports where the valid prefix ends.
  */
 export type OffsetLogRecord =
   | { readonly type: "commit"; readonly groupId: string; readonly offsets: readonly StoredOffset[] }
@@ -30,7 +27,6 @@ export interface StoredOffset extends PartitionRef {
   readonly committed: CommittedOffset;
 }
 
-export const RECORD_HEADER_BYTES = 8;
 /** Largest payload accepted; a longer length field on disk means a torn or corrupt tail. */
 export const RECORD_PAYLOAD_BYTES_MAX = 64 << 20;
 
@@ -56,12 +52,7 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 export function encodeRecord(record: OffsetLogRecord): Uint8Array | null {
   const payload = encoder.encode(JSON.stringify(toPayload(record)));
   if (payload.length > RECORD_PAYLOAD_BYTES_MAX) return null;
-  const frame = new Uint8Array(RECORD_HEADER_BYTES + payload.length);
-  const view = new DataView(frame.buffer);
-  view.setUint32(0, payload.length);
-  view.setUint32(4, crc32c(payload));
-  frame.set(payload, RECORD_HEADER_BYTES);
-  return frame;
+  return encodeFrame(payload);
 }
 
 function toPayload(record: OffsetLogRecord): Payload {
@@ -99,20 +90,11 @@ export function readRecords(
   buf: Uint8Array,
   filePath: string,
 ): { records: OffsetLogRecord[]; validBytes: number } {
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const records: OffsetLogRecord[] = [];
-  let position = 0;
-  while (buf.length - position >= RECORD_HEADER_BYTES) {
-    const payloadBytes = view.getUint32(position);
-    if (payloadBytes > RECORD_PAYLOAD_BYTES_MAX) break;
-    const end = position + RECORD_HEADER_BYTES + payloadBytes;
-    if (end > buf.length) break;
-    const payload = buf.subarray(position + RECORD_HEADER_BYTES, end);
-    if (crc32c(payload) !== view.getUint32(position + 4)) break;
+  const validBytes = readFrames(buf, RECORD_PAYLOAD_BYTES_MAX, (payload, position) => {
     records.push(fromPayload(decoder.decode(payload), `${filePath} at byte ${position}`));
-    position = end;
-  }
-  return { records, validBytes: position };
+  });
+  return { records, validBytes };
 }
 
 function fromPayload(json: string, where: string): OffsetLogRecord {

@@ -1,8 +1,9 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { crc32c } from "../protocol/crc32c.ts";
 import { ErrorCode } from "../protocol/errors.ts";
+import { concatFrames, encodeFrame, readFrames } from "../storage/checksummed-frames.ts";
 import {
+  fdatasyncFdInBackground,
   fsyncDirectory,
   readFileIfExists,
   writeFileAtomicallyInBackground,
@@ -34,8 +35,8 @@ import type {
  * state), so a crash between the rename and the truncate is harmless; a torn last frame (a
  * crash mid-write, never acknowledged) is cut off on open.
  *
- * Frames: payloadLength uint32 BE | crc32c(payload) uint32 BE | payload (UTF-8 JSON, a
- * StoredPartition or a removal). In-flight records are run-length encoded
+ * Frames: checksummed frames (storage/checksummed-frames.ts) of UTF-8 JSON, a StoredPartition
+ * or a removal. In-flight records are run-length encoded
  * ([state, deliveryCount, run]): a window of `group.share.partition.max.record.locks` records
  * is usually a few runs.
  */
@@ -45,7 +46,6 @@ export const SHARE_STATE_LOG_FILE = "share-group-state.log";
 const FORMAT_VERSION = 1;
 /** The log is folded into the snapshot once it is this long (by default). */
 const LOG_COMPACT_BYTES = 16 << 20;
-const FRAME_HEADER_BYTES = 8;
 /** A longer length field on disk is a torn or corrupt tail. */
 const FRAME_PAYLOAD_BYTES_MAX = 16 << 20;
 
@@ -214,12 +214,13 @@ export class LocalShareStateStore implements ShareStateStore {
     const entries: [string, StoredPartition | null][] = [];
     for (const [k, p] of batch) entries.push([k, storedOf(p)]);
     this.inFlight = new Map(entries);
-    const bytes = concat(entries.map(([, e], i) => frame(e ?? removal(batch, entries[i]![0]))));
+    const frames = entries.map(([k, e]) => frame(e ?? removal(batch, k)));
+    const bytes = concatFrames(frames);
     const sizeBefore = this.logSizeBytes;
     let code: number = ErrorCode.NONE;
     try {
       writeFully(this.logFd, bytes, sizeBefore);
-      await fdatasync(this.logFd);
+      await fdatasyncFdInBackground(this.logFd);
       this.logSizeBytes = sizeBefore + bytes.length;
       this.syncs++;
       this.framesWritten += entries.length;
@@ -253,7 +254,7 @@ export class LocalShareStateStore implements ShareStateStore {
       // Set before the sync: were it to fail, the next frames must still go at the file's start,
       // not past a hole of zeros (where replay stops, losing them).
       this.logSizeBytes = 0;
-      await fdatasync(this.logFd);
+      await fdatasyncFdInBackground(this.logFd);
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;
     } catch (e) {
@@ -284,30 +285,19 @@ export class LocalShareStateStore implements ShareStateStore {
   /** Applies the log's frames; cuts a torn tail off. Returns the log's valid length. */
   private replayLog(): number {
     const bytes = fs.readFileSync(this.logPath);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const decoder = new TextDecoder("utf-8", { fatal: true });
-    let position = 0;
-    while (bytes.length - position >= FRAME_HEADER_BYTES) {
-      const payloadBytes = view.getUint32(position);
-      const end = position + FRAME_HEADER_BYTES + payloadBytes;
-      // Length 0 is never written (a frame holds a JSON object): it is a zeroed tail, whose
-      // CRC of nothing matches, as after a crash that stored the file's size but not its data.
-      if (payloadBytes === 0 || payloadBytes > FRAME_PAYLOAD_BYTES_MAX) break;
-      if (end > bytes.length) break;
-      const payload = bytes.subarray(position + FRAME_HEADER_BYTES, end);
-      if (crc32c(payload) !== view.getUint32(position + 4)) break;
+    const validBytes = readFrames(bytes, FRAME_PAYLOAD_BYTES_MAX, (payload) => {
       const entry = JSON.parse(decoder.decode(payload)) as LogEntry;
       const k = key(entry.group, entry.topic, entry.partition);
       if ("removed" in entry) this.states.delete(k);
       else this.states.set(k, entry);
-      position = end;
-    }
-    if (position < bytes.length) {
-      this.log.warn(`${this.logPath}: cutting off a torn tail at byte ${position}`);
-      fs.ftruncateSync(this.logFd, position);
+    });
+    if (validBytes < bytes.length) {
+      this.log.warn(`${this.logPath}: cutting off a torn tail at byte ${validBytes}`);
+      fs.ftruncateSync(this.logFd, validBytes);
       fs.fsyncSync(this.logFd);
     }
-    return position;
+    return validBytes;
   }
 }
 
@@ -336,31 +326,7 @@ function storedOf(p: PendingPartition): StoredPartition | null {
 }
 
 function frame(entry: LogEntry): Uint8Array {
-  const payload = new TextEncoder().encode(JSON.stringify(entry));
-  const out = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  const view = new DataView(out.buffer);
-  view.setUint32(0, payload.length);
-  view.setUint32(4, crc32c(payload));
-  out.set(payload, FRAME_HEADER_BYTES);
-  return out;
-}
-
-function concat(chunks: readonly Uint8Array[]): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
-/** fdatasync on libuv's thread pool, so requests are served meanwhile. */
-function fdatasync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    fs.fdatasync(fd, (error) => (error ? reject(error) : resolve()));
-  });
+  return encodeFrame(new TextEncoder().encode(JSON.stringify(entry)));
 }
 
 function truncateQuietly(fd: number, length: number): void {

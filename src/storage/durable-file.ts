@@ -183,6 +183,13 @@ export async function writeTailInBackground(
   }
 }
 
+/** fdatasync of an open file on the thread pool, so the event loop goes on meanwhile. */
+export function fdatasyncFdInBackground(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fs.fdatasync(fd, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
 /** fdatasync of a file by path, on the thread pool. */
 export async function fdatasyncInBackground(filePath: string): Promise<void> {
   const handle = await fs.promises.open(filePath, "r+");

@@ -147,6 +147,19 @@ describe("LocalOffsetStore", () => {
     await reopened.close();
   });
 
+  test("a zeroed tail (the file's size stored by a crash, not its data) is cut off", async () => {
+    const dir = tempDir();
+    const store = LocalOffsetStore.open(dir);
+    await store.commit("g", [{ topic: "t", partition: 0, committed: committed(1n) }]);
+    await store.close();
+    const validBytes = statSync(logPath(dir)).size;
+    appendFileSync(logPath(dir), new Uint8Array(4096));
+    const reopened = LocalOffsetStore.open(dir);
+    expect(statSync(logPath(dir)).size).toBe(validBytes);
+    expect((await reopened.loadGroup("g")).get(tp("t", 0))!.offset).toBe(1n);
+    await reopened.close();
+  });
+
   test("past compactLogBytes the log becomes a snapshot; the state is unchanged", async () => {
     const dir = tempDir();
     const store = LocalOffsetStore.open(dir, { compactLogBytes: 4096 });
