@@ -12,6 +12,8 @@
 // * Share sessions (server/share-session-cache.ts): epoch 0 opens one (acknowledgements there are
 //   INVALID_REQUEST), later requests carry the next epoch (INVALID_SHARE_SESSION_EPOCH
 //   otherwise, SHARE_SESSION_NOT_FOUND for none), -1 acknowledges and closes without fetching.
+//   The session also ends when the connection that opened it closes, releasing what its member
+//   holds (Kafka's disconnect listener); an opening for the same member replaces it.
 // * Acknowledgements (piggy-backed) apply first; a partition's failure is its
 //   AcknowledgeErrorCode. Then records are acquired for the member, whole batches are sent and
 //   AcquiredRecords says which of their offsets are the member's. With nothing to acquire the
@@ -63,7 +65,7 @@ export const shareFetchHandler = defineHandler({
       renewAck: request.isRenewAck,
       partitions: resolved,
       forgotten,
-      onCancel: (listener) => ctx.conn.onClose(listener),
+      onDisconnect: (listener) => ctx.conn.onClose(listener),
     });
     if (result.errorCode !== ErrorCode.NONE) return fail(result.errorCode, result.errorMessage);
     const responses = byTopicId(ctx, result, refused, (p) => ({

@@ -15,6 +15,7 @@ import {
 import {
   FINAL_EPOCH,
   INITIAL_EPOCH,
+  type OnDisconnect,
   parseSessionPartitionKey,
   type ShareSession,
   ShareSessionCache,
@@ -56,7 +57,11 @@ export interface ShareFetchParams {
   /** Partitions the request names (added to the session), with their acknowledgements. */
   readonly partitions: readonly SharePartitionRequest[];
   readonly forgotten: readonly { topic: string; partition: number }[];
-  readonly onCancel: (listener: () => void) => () => void;
+  /**
+   * Watches the request's connection: its close ends a waiting fetch, and the share session
+   * the request opens.
+   */
+  readonly onDisconnect: OnDisconnect;
 }
 
 export interface SharePartitionResult {
@@ -186,7 +191,7 @@ export class SharePartitionManager {
     try {
       session =
         params.sessionEpoch === INITIAL_EPOCH
-          ? this.sessions.open(params.groupId, params.memberId)
+          ? this.sessions.open(params.groupId, params.memberId, params.onDisconnect)
           : this.sessions.continue(params.groupId, params.memberId, params.sessionEpoch);
     } catch (e) {
       if (e instanceof KafkaError) return failed(e.code, e.message);
@@ -204,7 +209,9 @@ export class SharePartitionManager {
     for (const f of params.forgotten) {
       session.partitions.delete(sessionPartitionKey(f.topic, f.partition));
     }
-    if (params.renewAck) return this.afterWrites(acked, []);
+    // A session that ended while the state loaded (its connection closed) acquires nothing:
+    // no one would release what it took before the locks expire.
+    if (params.renewAck || !this.sessions.isOpen(session)) return this.afterWrites(acked, []);
     let fetched = this.fetchAll(session, params, loadErrors);
     if (!hasAcks && params.maxWaitMs > 0) {
       fetched = await this.fetchWhenAvailable(session, params, loadErrors, fetched);
@@ -340,8 +347,8 @@ export class SharePartitionManager {
    * is checked there, and a state reset since it was read (AlterShareGroupOffsets from any
    * broker) is dropped, to be read again. Kafka drops a group's cached state when its last
    * share session ends (the reset needs an empty group), and fences a cache missed that way on
-   * its next write; Quill keeps sessions past a disconnect, so it checks when one opens. A
-   * check that fails leaves the cache (a write still fences it).
+   * its next write; Quill keeps the state past the group's last session, so it checks when one
+   * opens. A check that fails leaves the cache (a write still fences it).
    */
   private async revalidate(groupId: string, keys: readonly string[]): Promise<void> {
     const store = this.store;
@@ -621,7 +628,8 @@ export class SharePartitionManager {
       const leftMs = Math.ceil(deadlineMs - performance.now());
       if (!nothing || session.partitions.size === 0 || leftMs <= 0) return result;
       const outcome = await this.waitForRecords(session, leftMs, params);
-      if (outcome === "cancelled") return [];
+      // The release of a disconnected session's records wakes its own wait too.
+      if (outcome === "cancelled" || !this.sessions.isOpen(session)) return [];
       result = this.fetchAll(session, params, loadErrors);
       if (outcome !== "data") return result;
     }
@@ -641,7 +649,7 @@ export class SharePartitionManager {
       nudged: false,
     };
     this.waiters.add(waiter);
-    const unsubscribe = params.onCancel(() => op.complete("cancelled"));
+    const unsubscribe = params.onDisconnect(() => op.complete("cancelled"));
     const outcome = await op.done;
     unsubscribe();
     this.waiters.delete(waiter);

@@ -6,8 +6,13 @@ import { assert } from "../util/assert.ts";
  * by group and member id. Like a KIP-227 fetch session it remembers the partitions the consumer
  * fetches, so later requests list only what changed, and an epoch that orders the requests:
  * epoch 0 opens (or replaces) the session, each request must carry the next epoch, -1 closes it.
- * A full cache drops its least recently used session, whose consumer then hears
- * SHARE_SESSION_NOT_FOUND and opens a new one.
+ * A session ends with the connection that opened it (Kafka's disconnect listener on its
+ * ShareSessionCache), and its member's records are released then; a session replaced by the
+ * member's next opening (epoch 0, on the same or a new connection) is dropped without releasing
+ * them, as in Kafka: the member still holds them and may acknowledge them in its new session,
+ * and the old connection closing later no longer touches the new session. A full cache drops its
+ * least recently used session, whose consumer then hears SHARE_SESSION_NOT_FOUND and opens a
+ * new one.
  */
 
 export const INITIAL_EPOCH = 0;
@@ -20,7 +25,12 @@ export interface ShareSession {
   nextEpoch: number;
   /** Partitions in the session, as "topic\0partition". */
   readonly partitions: Set<string>;
+  /** Stops watching the connection that opened the session. */
+  unwatch: () => void;
 }
+
+/** Registers a listener called once when a connection closes; returns its unsubscribe. */
+export type OnDisconnect = (listener: () => void) => () => void;
 
 export function sessionPartitionKey(topic: string, partition: number): string {
   return `${topic}\u0000${partition}`;
@@ -37,7 +47,10 @@ export class ShareSessionCache {
 
   constructor(
     private readonly maxSessions: number,
-    /** Called with a session that was replaced, evicted or closed: its records are released. */
+    /**
+     * Called with a session that was closed (epoch -1), evicted or whose connection closed:
+     * its member's records are released. Not called for a replaced session.
+     */
     private readonly onRemoved: (session: ShareSession) => void,
   ) {
     assert(maxSessions > 0, `maxSessions must be positive, got ${maxSessions}`);
@@ -47,17 +60,32 @@ export class ShareSessionCache {
     return this.sessions.size;
   }
 
-  /** Opens a new session (epoch 0), replacing the member's previous one. */
-  open(groupId: string, memberId: string): ShareSession {
+  /**
+   * Opens a new session (epoch 0) on the connection `onDisconnect` watches, replacing the
+   * member's previous one (whose records stay the member's).
+   */
+  open(groupId: string, memberId: string, onDisconnect: OnDisconnect): ShareSession {
     const key = sessionKey(groupId, memberId);
     const old = this.sessions.get(key);
-    if (old !== undefined) this.remove(old);
+    if (old !== undefined) {
+      this.sessions.delete(key);
+      old.unwatch();
+    }
     if (this.sessions.size >= this.maxSessions) {
       const [, oldest] = this.sessions.entries().next().value!;
       this.remove(oldest);
     }
-    const session: ShareSession = { groupId, memberId, nextEpoch: 1, partitions: new Set() };
+    const session: ShareSession = {
+      groupId,
+      memberId,
+      nextEpoch: 1,
+      partitions: new Set(),
+      unwatch: () => {},
+    };
     this.sessions.set(key, session);
+    // Registered last: on a connection already closed the listener runs at once.
+    session.unwatch = onDisconnect(() => this.remove(session));
+    assert(this.sessions.size <= this.maxSessions, `${this.sessions.size} share sessions`);
     return session;
   }
 
@@ -83,10 +111,20 @@ export class ShareSessionCache {
     return session;
   }
 
+  /** Whether the session is still its member's (not replaced, closed or disconnected). */
+  isOpen(session: ShareSession): boolean {
+    return this.sessions.get(sessionKey(session.groupId, session.memberId)) === session;
+  }
+
+  /**
+   * Ends a session and releases its member's records; nothing when it is no longer the
+   * member's session (replaced or already removed).
+   */
   remove(session: ShareSession): void {
     const key = sessionKey(session.groupId, session.memberId);
     if (this.sessions.get(key) !== session) return;
     this.sessions.delete(key);
+    session.unwatch();
     this.onRemoved(session);
   }
 

@@ -323,3 +323,57 @@ test("v2: RENEW keeps a record the member's under IsRenewAck only; renewing fetc
     c.close();
   }
 }, 30_000);
+
+test("a share session ends with its connection: the member's records come back at once, unless a new session replaced it", async () => {
+  const group = "sg-disconnect";
+  const id = await createTopic("disconnect");
+  const joined = await client.request(ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: group,
+    memberId: "d1",
+    memberEpoch: 0,
+    subscribedTopicNames: ["disconnect"],
+  });
+  expect(joined.errorCode).toBe(ErrorCode.NONE);
+  await produceNumbered("disconnect", 3);
+  const fetch = (c: KafkaClient, member: string, epoch: number, acks: Ack[] = []) =>
+    c.request(ApiKey.ShareFetch, 1, {
+      groupId: group,
+      memberId: member,
+      shareSessionEpoch: epoch,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      maxRecords: 100,
+      batchSize: 100,
+      topics: [{ topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: acks }] }],
+    });
+  const acquired = (r: Awaited<ReturnType<typeof fetch>>) =>
+    r.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+  const [first, second, other] = await Promise.all(
+    [0, 1, 2].map(() => KafkaClient.connect(b.port)),
+  );
+  try {
+    expect(acquired(await fetch(first!, "d1", 0))).toEqual([
+      { firstOffset: 0n, lastOffset: 2n, deliveryCount: 1 },
+    ]);
+    // d1 comes back on a new connection before the old one is seen to close: its new session
+    // replaces the old, and the records stay d1's (Kafka's initial-epoch replacement).
+    expect(acquired(await fetch(second!, "d1", 0))).toEqual([]);
+    expect(acquired(await fetch(other!, "d2", 0))).toEqual([]);
+    // The old connection closing does not end the new session.
+    first!.close();
+    await Bun.sleep(200);
+    expect(acquired(await fetch(other!, "d2", 1))).toEqual([]);
+    const accepted = await fetch(second!, "d1", 1, [ack(0n, 0n, 1)]);
+    expect(accepted.responses[0]!.partitions[0]!.acknowledgeErrorCode).toBe(ErrorCode.NONE);
+    // The connection of the live session closes: 1 and 2 are released at once, not after the
+    // 60 s lock, and d2 gets them on their second delivery.
+    second!.close();
+    await Bun.sleep(200);
+    expect(acquired(await fetch(other!, "d2", 2))).toEqual([
+      { firstOffset: 1n, lastOffset: 2n, deliveryCount: 2 },
+    ]);
+  } finally {
+    for (const c of [first, second, other]) c!.close();
+  }
+}, 30_000);
