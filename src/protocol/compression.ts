@@ -127,9 +127,11 @@ function lz4Decompress(data: Uint8Array, maxOutputBytes: number): Uint8Array {
   // the exact size is checked afterwards: at most 4 MiB more than the limit is ever allocated.
   const { boundBytes, maxBlockBytes } = lz4FrameOutputBound(data);
   if (boundBytes > maxOutputBytes + maxBlockBytes) throw tooLarge("lz4", maxOutputBytes);
+  // Loaded outside the try: an addon that fails to load is this broker's fault, not the batch's.
+  const { decompressFrameSync } = loadLz4();
   let output: Uint8Array;
   try {
-    output = loadLz4().decompressFrameSync(asBuffer(data));
+    output = decompressFrameSync(asBuffer(data));
   } catch (cause) {
     throw new CorruptRecordError("lz4 frame does not decompress", { cause });
   }

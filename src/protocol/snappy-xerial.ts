@@ -119,8 +119,10 @@ function uncompressedLength(block: Uint8Array): number {
 }
 
 function uncompressBlock(block: Uint8Array): Uint8Array {
+  // Loaded outside the try: an addon that fails to load is this broker's fault, not the batch's.
+  const { uncompressSync } = loadSnappy();
   try {
-    return loadSnappy().uncompressSync(block, { asBuffer: true }) as Uint8Array;
+    return uncompressSync(block, { asBuffer: true }) as Uint8Array;
   } catch (cause) {
     throw new CorruptRecordError("snappy block does not decompress", { cause });
   }
