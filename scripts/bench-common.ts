@@ -2,7 +2,7 @@
 // deadline, librdkafka C programs compiled once into ~/.cache/quill-bench, per-process CPU time
 // and peak RSS from /proc, the machine's load average, and the loopback ceiling from iperf3
 // (bench-e2e keeps its own, which falls back to a Bun socket pump).
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { homedir, loadavg } from "node:os";
 import { basename, join } from "node:path";
 
@@ -93,6 +93,21 @@ export function resetPeakRss(pid: number): void {
 export function numberOption(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
   return i < 0 ? fallback : Number(process.argv[i + 1]);
+}
+
+/** The word after `flag` on the command line (`--quill ./dist/quill`), else undefined. */
+export function stringOption(flag: string): string | undefined {
+  const i = process.argv.indexOf(flag);
+  return i < 0 ? undefined : process.argv[i + 1];
+}
+
+/** A one-line launcher in `dir` that execs Bun on the sources, so the PID is the broker's. */
+export function sourceLauncher(dir: string): string {
+  const launcher = join(dir, "quill-from-source");
+  const main = join(import.meta.dir, "..", "src", "main.ts");
+  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${main}' "$@"\n`);
+  chmodSync(launcher, 0o755);
+  return launcher;
 }
 
 /** The 1-minute load average, to print next to every figure on a shared machine. */

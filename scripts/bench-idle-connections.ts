@@ -10,27 +10,13 @@
 // --quill-binary it builds nothing: the broker runs from source (`bun src/main.ts`), whose
 // baseline differs from the compiled binary's (bun run build -> dist/quill). --hold-ms keeps
 // the connections open that long after the last figure (to take a heap snapshot meanwhile).
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket } from "bun";
-import { loadAverage } from "./bench-common.ts";
+import { loadAverage, sourceLauncher, stringOption } from "./bench-common.ts";
 import { startQuill } from "./bench-vs-kafka/brokers.ts";
 import { freePort } from "./bench-vs-kafka/request-counter.ts";
-
-function option(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? undefined : process.argv[i + 1];
-}
-
-/** A one-line launcher that execs Bun on the sources, so the PID is the broker's. */
-function sourceLauncher(dir: string): string {
-  const launcher = join(dir, "quill-from-source");
-  const main = join(import.meta.dir, "..", "src", "main.ts");
-  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${main}' "$@"\n`);
-  chmodSync(launcher, 0o755);
-  return launcher;
-}
 
 /** ApiVersions v3 (header v2, client id "idle"), as a librdkafka client opens with. */
 function apiVersionsRequest(correlationId: number): Uint8Array {
@@ -116,11 +102,11 @@ function line(connections: number, m: Memory): string {
 }
 
 async function main(): Promise<void> {
-  const total = Number(option("--connections") ?? 5000);
-  const step = Number(option("--step") ?? 1000);
-  const settleMs = Number(option("--settle-ms") ?? 2000);
+  const total = Number(stringOption("--connections") ?? 5000);
+  const step = Number(stringOption("--step") ?? 1000);
+  const settleMs = Number(stringOption("--settle-ms") ?? 2000);
   const dir = mkdtempSync(join(tmpdir(), "quill-idle-"));
-  const binary = option("--quill-binary") ?? sourceLauncher(dir);
+  const binary = stringOption("--quill-binary") ?? sourceLauncher(dir);
   const adminPort = await freePort();
   const broker = await startQuill(binary, dir, {}, adminPort);
   const sockets: Socket<{ got: number }>[] = [];
@@ -153,7 +139,7 @@ async function main(): Promise<void> {
         loadAverage: loadAverage(),
       }),
     );
-    await Bun.sleep(Number(option("--hold-ms") ?? 0));
+    await Bun.sleep(Number(stringOption("--hold-ms") ?? 0));
   } finally {
     for (const socket of sockets) socket.end();
     await broker.stop();

@@ -15,12 +15,18 @@
 // --pipelined-requests N, a Bun driver then sends N Produce requests of one partition each (20
 // records of 100 B, acks=1, round robin over every partition, 500 in flight on one connection):
 // the broker's CPU per request with the request shape fixed, which librdkafka's batching is not.
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildRecordBatch } from "../src/protocol/record-batch.ts";
 import { KafkaClient } from "../test/support/kafka-client.ts";
-import { compileRdkafkaProgram, cpuSeconds, loadAverage } from "./bench-common.ts";
+import {
+  compileRdkafkaProgram,
+  cpuSeconds,
+  loadAverage,
+  sourceLauncher,
+  stringOption,
+} from "./bench-common.ts";
 import { createTopicsAndWait, type TopicSpec } from "./bench-vs-kafka/broker-probe.ts";
 import { type BrokerProcess, startQuill } from "./bench-vs-kafka/brokers.ts";
 import { freePort, quillRequestCounter } from "./bench-vs-kafka/request-counter.ts";
@@ -28,20 +34,6 @@ import { freePort, quillRequestCounter } from "./bench-vs-kafka/request-counter.
 const TOPICS = 100;
 const CREATE_TIMEOUT_MS = 900_000;
 const PRODUCE = 0;
-
-function option(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i < 0 ? undefined : process.argv[i + 1];
-}
-
-/** A one-line launcher that execs Bun on the sources, so the PID is the broker's. */
-function sourceLauncher(dir: string): string {
-  const launcher = join(dir, "quill-from-source");
-  const main = join(import.meta.dir, "..", "src", "main.ts");
-  writeFileSync(launcher, `#!/bin/sh\nexec '${process.execPath}' '${main}' "$@"\n`);
-  chmodSync(launcher, 0o755);
-  return launcher;
-}
 
 /** One batch of 10 records of 100 B to every partition, a Produce request (acks=1) per topic. */
 async function produceToEvery(port: number, topics: readonly TopicSpec[]): Promise<void> {
@@ -140,7 +132,7 @@ async function pipelinedProduce(broker: BrokerProcess, topics: readonly TopicSpe
 
 async function measure(binary: string, dir: string, partitions: number) {
   const figures: Record<string, number | string> = { partitions, loadBefore: loadAverage() };
-  const produceRecords = Number(option("--produce-records") ?? 0);
+  const produceRecords = Number(stringOption("--produce-records") ?? 0);
   let broker = await startQuill(binary, dir, {}, await freePort());
   try {
     const topics = Array.from({ length: TOPICS }, (_, i) => ({
@@ -157,7 +149,7 @@ async function measure(binary: string, dir: string, partitions: number) {
       Object.assign(figures, await librdkafkaProduce(broker, partitions, produceRecords));
       figures.loadAfterProduce = loadAverage();
     }
-    const pipelined = Number(option("--pipelined-requests") ?? 0);
+    const pipelined = Number(stringOption("--pipelined-requests") ?? 0);
     if (pipelined > 0) {
       Object.assign(figures, await pipelinedProduce(broker, topics, pipelined));
       figures.loadAfterPipelined = loadAverage();
@@ -181,14 +173,14 @@ async function measure(binary: string, dir: string, partitions: number) {
   return figures;
 }
 
-const counts = (option("--partitions") ?? "1000,10000").split(",").map(Number);
+const counts = (stringOption("--partitions") ?? "1000,10000").split(",").map(Number);
 for (const partitions of counts) {
   if (!Number.isInteger(partitions / TOPICS) || partitions <= 0) {
     throw new Error(`--partitions: ${partitions} is not a positive multiple of ${TOPICS}`);
   }
   const dir = mkdtempSync(join(tmpdir(), "bench-partitions-"));
   try {
-    const binary = option("--quill-binary") ?? sourceLauncher(dir);
+    const binary = stringOption("--quill-binary") ?? sourceLauncher(dir);
     console.log(JSON.stringify(await measure(binary, dir, partitions)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
