@@ -51,7 +51,7 @@ const INT32_MAX = 0x7fffffffn;
  * handled each reply and read or wrote the next chunk (two cores, one busy at a time); with a
  * few queued it always has the next chunk (docs/log-compaction.md has the figures). Chunks stay
  * log.cleaner.io.buffer.size in both passes: 4x larger ones in the offset-map pass were faster
- * but raised the produce p99 during cleaning to 2.8-3.4x its p99 without.
+ * but raised the produce p99 during cleaning to 2.1-3.4x its p99 without.
  */
 const CHUNKS_IN_FLIGHT = 4;
 
