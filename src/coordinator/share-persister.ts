@@ -66,6 +66,8 @@ interface PendingWrite {
 
 export class ShareStatePersister implements ShareStateStore {
   private readonly writes = new Map<string, PendingWrite>();
+  /** Deletions not yet answered, by writeKey: a load waits for the one of its key. */
+  private readonly removals = new Map<string, Promise<void>>();
 
   constructor(
     private readonly coordinator: ShareCoordinator,
@@ -78,9 +80,10 @@ export class ShareStatePersister implements ShareStateStore {
   async load(groupId: string, topic: string, partition: number, leaderEpoch: number) {
     const key = this.keyOf(groupId, topic, partition);
     // A state dropped here (its group's last session ended, an offset reset) may still be being
-    // written: read what that write stores, not what was there before it.
-    const pending = this.writes.get(`${groupId}\u0000${topic}\u0000${partition}`);
-    if (pending !== undefined) await new Promise<void>((resolve) => pending.drained.push(resolve));
+    // written or deleted: read what that stores, not what was there before it.
+    const k = writeKey(groupId, topic, partition);
+    await this.drained(k);
+    await this.removals.get(k);
     const read = await this.call(
       key,
       () => this.coordinator.read(key, leaderEpoch),
@@ -196,7 +199,7 @@ export class ShareStatePersister implements ShareStateStore {
     epochs: ShareStateEpochs,
     state: () => SharePartitionSnapshot,
   ): Promise<number> {
-    const k = `${groupId}\u0000${topic}\u0000${partition}`;
+    const k = writeKey(groupId, topic, partition);
     let w = this.writes.get(k);
     if (w === undefined) {
       let key: ShareStateKey;
@@ -215,6 +218,11 @@ export class ShareStatePersister implements ShareStateStore {
     return done;
   }
 
+  /**
+   * DeleteShareGroupState once the key's running write (the last acknowledgements of a group
+   * just emptied) is answered: sent before it, the deletion could reach the coordinator first
+   * and the write would bring the state back.
+   */
   remove(groupId: string, topic: string, partition: number): void {
     let key: ShareStateKey;
     try {
@@ -222,7 +230,26 @@ export class ShareStatePersister implements ShareStateStore {
     } catch {
       return;
     }
-    void this.call(
+    const k = writeKey(groupId, topic, partition);
+    const removal = this.drained(k)
+      .then(() => this.delete(key, groupId, topic, partition))
+      .finally(() => {
+        if (this.removals.get(k) === removal) this.removals.delete(k);
+      });
+    this.removals.set(k, removal);
+  }
+
+  /** Resolves once the key has no write pending or running. */
+  private drained(k: string): Promise<void> {
+    const pending = this.writes.get(k);
+    if (pending === undefined) return Promise.resolve();
+    return new Promise<void>((resolve) => pending.drained.push(resolve));
+  }
+
+  /** DeleteShareGroupState at the key's coordinator; a failure is logged, never thrown. */
+  private async delete(key: ShareStateKey, groupId: string, topic: string, partition: number) {
+    const what = `deleting share state of ${groupId} ${topic}-${partition}`;
+    const r = await this.call(
       key,
       () => this.coordinator.delete(key),
       async (client) => {
@@ -235,13 +262,8 @@ export class ShareStatePersister implements ShareStateStore {
         const p = res.results[0]?.partitions[0];
         return failure(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, p?.errorMessage ?? null);
       },
-    ).then((r) => {
-      if (r.errorCode !== ErrorCode.NONE) {
-        this.logger.warn(
-          `deleting share state of ${groupId} ${topic}-${partition}: ${r.errorCode}`,
-        );
-      }
-    });
+    ).catch((error: unknown) => failure(ErrorCode.UNKNOWN_SERVER_ERROR, String(error)));
+    if (r.errorCode !== ErrorCode.NONE) this.logger.warn(`${what}: ${r.errorCode}`);
   }
 
   private schedule(k: string, w: PendingWrite): void {
@@ -341,6 +363,11 @@ export class ShareStatePersister implements ShareStateStore {
     }
     return { groupId, topicId, partition };
   }
+}
+
+/** A share partition's key in `writes` and `removals`. */
+function writeKey(groupId: string, topic: string, partition: number): string {
+  return `${groupId}\u0000${topic}\u0000${partition}`;
 }
 
 function failure(errorCode: number, errorMessage: string | null): ShareStateRead {
