@@ -28,7 +28,7 @@ function setUp() {
       stored.delete(`p${key.partition}`);
       return NONE;
     },
-    read(key: { partition: number }) {
+    read() {
       calls.push("read");
       return NONE;
     },
