@@ -264,7 +264,11 @@ async function runScaleWorkloads(
   tools: HarnessTools,
   scaleWorkloads: readonly ScaleWorkload[],
 ): Promise<ScaleRun[]> {
-  const scaleTools = { rdkafkaScale: tools.rdkafkaScale!, rdkafkaLatency: tools.rdkafkaLatency! };
+  const scaleTools = {
+    rdkafkaScale: tools.rdkafkaScale!,
+    rdkafkaLatency: tools.rdkafkaLatency!,
+    franzScale: tools.franzScale,
+  };
   const sizes = options.quick ? QUICK_SIZES : FULL_SIZES;
   const scaleRuns: ScaleRun[] = [];
   for (const w of scaleWorkloads) {

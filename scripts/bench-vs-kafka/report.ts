@@ -206,7 +206,10 @@ function scaleRatios(
   return values;
 }
 
-/** Every figure of every scale workload, Kafka beside Quill, with the ratio. */
+/**
+ * Every figure of every scale workload, Kafka beside Quill, with the ratio; the figures whose
+ * ratios make up `scale=` say so.
+ */
 export function scaleTable(
   scaleRuns: readonly ScaleRun[],
   scaleWorkloads: readonly ScaleWorkload[],
@@ -238,8 +241,9 @@ export function scaleTable(
       const qv = pickFigure(q);
       const small = /(Ms|CpuS)$/.test(key) && Math.max(kv ?? 0, qv ?? 0) < 100;
       const digits = small ? 1 : 0;
+      const label = w.throughputKeys.includes(key) ? `${key} (in scale=)` : key;
       lines.push(
-        `| ${w.title} | ${key} | ${num(kv, digits)} | ${num(qv, digits)} | ` +
+        `| ${w.title} | ${label} | ${num(kv, digits)} | ${num(qv, digits)} | ` +
           `${times(ratio(qv, kv))} |`,
       );
     }

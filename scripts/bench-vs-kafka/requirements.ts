@@ -3,8 +3,9 @@
 // lock instead of failing on it and retrying what a flaky mirror breaks. A comparison with a
 // client missing would be partial, so whatever cannot be installed is returned by name and the
 // harness prints no ratios line (bench-vs-kafka.ts).
-import { join } from "node:path";
-import { compileRdkafkaProgram, runCommand } from "../bench-common.ts";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
+import { basename, join } from "node:path";
+import { CACHE_DIR, compileRdkafkaProgram, runCommand } from "../bench-common.ts";
 import { ensureKafkaDist } from "./kafka-dist.ts";
 
 const APT_TIMEOUT_MS = 900_000;
@@ -14,6 +15,8 @@ export interface HarnessTools {
   readonly rdkafkaLoad: string | null;
   readonly rdkafkaLatency: string | null;
   readonly rdkafkaScale: string | null;
+  /** The franz-go group consumer of the partition scale workloads, or null without Go. */
+  readonly franzScale: string | null;
   /** Kafka's jars (`dir/*`), or null without Java or Maven. */
   readonly classpath: string | null;
   /** What is missing, with what to install; empty when everything is there. */
@@ -25,6 +28,36 @@ const RDKAFKA_SOURCES = {
   rdkafkaLatency: join(import.meta.dir, "rdkafka-latency.c"),
   rdkafkaScale: join(import.meta.dir, "rdkafka-scale.c"),
 } as const;
+
+const FRANZ_SCALE_DIR = join(import.meta.dir, "franz-scale");
+
+/** The scale workloads' franz-go group consumer (franz-scale/main.go), built into the cache. */
+export function buildFranzScale(): { path: string } | { error: string } {
+  return buildGoProgram(FRANZ_SCALE_DIR);
+}
+
+/**
+ * Builds the Go program in `dir` into the cache, once per version of its files, as
+ * compileRdkafkaProgram does for the C ones. Debian 12's golang-go (1.19) is older than franz-go
+ * needs, so Go is not installed with apt: a missing or old `go` is named, with where to get it.
+ */
+function buildGoProgram(dir: string): { path: string } | { error: string } {
+  if (Bun.which("go") === null) {
+    return { error: "go is not installed (the franz-go consumer needs Go 1.26: go.dev/dl)" };
+  }
+  const files = readdirSync(dir).sort();
+  const hash = Bun.hash(files.map((f) => readFileSync(join(dir, f), "utf8")).join("\0"));
+  const path = join(CACHE_DIR, `${basename(dir)}-${hash.toString(16)}`);
+  if (existsSync(path)) return { path };
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const building = `${path}.${process.pid}`;
+  const go = Bun.spawnSync(["go", "build", "-o", building, "."], { cwd: dir, stderr: "pipe" });
+  if (go.exitCode !== 0) {
+    return { error: `cannot build ${dir} with go: ${go.stderr.toString().slice(0, 500)}` };
+  }
+  renameSync(building, path);
+  return { path };
+}
 
 /** Compiles the librdkafka programs and fetches Kafka, installing Debian packages if needed. */
 export async function ensureHarnessTools(): Promise<HarnessTools> {
@@ -46,8 +79,15 @@ export async function ensureHarnessTools(): Promise<HarnessTools> {
   } else if ("missing" in dist) {
     missing.push(`Apache Kafka: ${dist.missing}`);
   }
+  const franz = buildFranzScale();
+  if ("error" in franz) missing.push(franz.error);
   if (Bun.which("iperf3") === null) await aptInstall(["iperf3"]);
-  return { ...programs, classpath: "classpath" in dist ? dist.classpath : null, missing };
+  return {
+    ...programs,
+    franzScale: "path" in franz ? franz.path : null,
+    classpath: "classpath" in dist ? dist.classpath : null,
+    missing,
+  };
 }
 
 function compileAll(): Record<keyof typeof RDKAFKA_SOURCES, string | null> {

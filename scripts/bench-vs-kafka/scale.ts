@@ -3,8 +3,9 @@
 // - partitions-1k / partitions-10k: 100 topics holding 1,000 or 10,000 partitions. Time to
 //   create them (until every partition has a leader), RSS, Metadata latency for all topics,
 //   produce throughput with one librdkafka producer writing to every partition, group consume
-//   throughput with one librdkafka consumer subscribed to all 100 topics, and start-up time with
-//   that many logs after a clean stop and after kill -9 (to the first successful produce).
+//   throughput with one librdkafka consumer and then with franz-go consumers (in passes, a new
+//   group each) subscribed to all 100 topics, and start-up time with that many logs after a
+//   clean stop and after kill -9 (to the first successful produce).
 // - connections-5k: 5,000 open connections (each sent ApiVersions once and then idles) while
 //   100 more clients produce as fast as they can, one request in flight each: RSS, the active
 //   clients' records/s and their request latency p99.
@@ -28,10 +29,17 @@ const METADATA = 3;
 const API_VERSIONS = 18;
 const PROBE_INTERVAL_MS = 100;
 const LATENCY_RATE_PER_SECOND = 2_000;
+/** From this many partitions on, librdkafka's group consume measures the client. */
+const RDKAFKA_CONSUME_PARTITIONS_MAX = 10_000;
+/** The franz-go group consume runs at least this many passes, so it has a spread. */
+export const MIN_CONSUME_PASSES = 3;
+const MAX_CONSUME_PASSES = 30;
 
 export interface ScaleSizes {
   /** Records produced to, then consumed from, the partition workloads' topics. */
   readonly partitionRecords: number;
+  /** franz-go group consumes repeat until they have run this long (and MIN_CONSUME_PASSES). */
+  readonly consumeSeconds: number;
   readonly idleConnections: number;
   readonly activeClients: number;
   readonly activeSeconds: number;
@@ -40,6 +48,7 @@ export interface ScaleSizes {
 
 export const FULL_SIZES: ScaleSizes = {
   partitionRecords: 2_000_000,
+  consumeSeconds: 10,
   idleConnections: 5_000,
   activeClients: 100,
   activeSeconds: 30,
@@ -47,6 +56,7 @@ export const FULL_SIZES: ScaleSizes = {
 };
 export const QUICK_SIZES: ScaleSizes = {
   partitionRecords: 500_000,
+  consumeSeconds: 3,
   idleConnections: 5_000,
   activeClients: 100,
   activeSeconds: 10,
@@ -59,6 +69,8 @@ export type ScaleFigures = Record<string, number>;
 export interface ScaleTools {
   readonly rdkafkaScale: string;
   readonly rdkafkaLatency: string;
+  /** franz-scale (franz-go), or null without Go (the harness then names it missing). */
+  readonly franzScale: string | null;
 }
 
 /** Starts (or restarts, same data dir) the broker under test; returns it with its start-up. */
@@ -72,12 +84,24 @@ export interface ScaleWorkload {
   run(tools: ScaleTools, start: StartBroker, sizes: ScaleSizes): Promise<ScaleFigures>;
 }
 
+/**
+ * What counts toward `scale=`: produce and franz-go's group consume, and librdkafka's group
+ * consume at 1,000 partitions but not at 10,000, where its own start-up (O(partitions^2) client
+ * CPU, seconds with either broker) decides its rate (docs/scaling.md): that ratio measures the
+ * client, not the broker.
+ */
+export function partitionsThroughputKeys(partitions: number): readonly string[] {
+  return partitions >= RDKAFKA_CONSUME_PARTITIONS_MAX
+    ? ["producePerSecond", "franzConsumePerSecond"]
+    : ["producePerSecond", "consumePerSecond", "franzConsumePerSecond"];
+}
+
 function partitionsWorkload(partitions: number): ScaleWorkload {
   const id = `partitions-${partitions / 1000}k`;
   return {
     id,
     title: `${partitions.toLocaleString("en-US")} partitions in ${TOPICS} topics`,
-    throughputKeys: ["producePerSecond", "consumePerSecond"],
+    throughputKeys: partitionsThroughputKeys(partitions),
     async run(tools, start, sizes) {
       let broker = await start(true);
       const prefix = `${id}-t`;
@@ -139,13 +163,68 @@ async function produceAndConsume(
       RUN_TIMEOUT_MS,
     ),
   ) as RdkafkaScaleConsumed;
+  const franz =
+    tools.franzScale === null
+      ? {}
+      : await franzConsumePasses(tools.franzScale, broker, prefix, sizes);
   return {
     producePerSecond: produced.records / produced.seconds,
     ...consumeFigures(consumed),
+    ...franz,
   };
 }
 
-/** What `rdkafka-scale consume` prints (seconds are wall time, the last its own CPU). */
+/**
+ * franz-go group consumes of every record, each in a new group, until MIN_CONSUME_PASSES passes
+ * and sizes.consumeSeconds have run: one pass of 500,000 records lasts about a second.
+ */
+async function franzConsumePasses(
+  franzScale: string,
+  broker: BrokerProcess,
+  prefix: string,
+  sizes: ScaleSizes,
+): Promise<ScaleFigures> {
+  const passes: RdkafkaScaleConsumed[] = [];
+  const started = performance.now();
+  while (
+    passes.length < MAX_CONSUME_PASSES &&
+    (passes.length < MIN_CONSUME_PASSES ||
+      performance.now() - started < sizes.consumeSeconds * 1000)
+  ) {
+    const group = `franz-${prefix}-${passes.length}`;
+    const argv = [franzScale, broker.bootstrap, prefix, String(sizes.partitionRecords), group];
+    passes.push(JSON.parse(await runCommand(argv, RUN_TIMEOUT_MS)) as RdkafkaScaleConsumed);
+  }
+  return franzConsumeFigures(passes);
+}
+
+/**
+ * The franz-go passes' figures: the median pass's records/s from the assignment to the last
+ * record, the spread ((max - min) / median, in percent), and medians of the time from the
+ * assignment to the first record and of the client's CPU seconds.
+ */
+export function franzConsumeFigures(passes: readonly RdkafkaScaleConsumed[]): ScaleFigures {
+  if (passes.length === 0) throw new Error("franz-scale: no pass ran");
+  const rates = passes.map((p) => p.records / p.seconds);
+  const rate = median(rates);
+  return {
+    franzConsumePerSecond: rate,
+    franzConsumeSpreadPercent: ((Math.max(...rates) - Math.min(...rates)) / rate) * 100,
+    franzConsumePasses: passes.length,
+    franzFirstRecordAfterAssignedMs: median(
+      passes.map((p) => (p.first_record_seconds - p.assigned_seconds) * 1000),
+    ),
+    franzConsumeClientCpuS: median(passes.map((p) => p.client_cpu_seconds)),
+  };
+}
+
+function median(values: readonly number[]): number {
+  return percentile(values, 0.5);
+}
+/**
+ * What `rdkafka-scale consume` and `franz-scale` print (seconds are wall time, the last its own
+ * CPU); both exit 1 unless they read every record.
+ */
 export interface RdkafkaScaleConsumed {
   readonly records: number;
   /** From the group's assignment to the last record. */

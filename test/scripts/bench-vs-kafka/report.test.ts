@@ -7,7 +7,11 @@ test("the scale table shows a consumer's few CPU seconds with a decimal, rates w
   const run = (kind: "quill" | "kafka", cpuS: number, perSecond: number) => ({
     kind,
     workloadId: workload.id,
-    figures: { consumePerSecond: perSecond, consumeClientCpuS: cpuS },
+    figures: {
+      consumePerSecond: perSecond,
+      consumeClientCpuS: cpuS,
+      franzConsumePerSecond: perSecond * 10,
+    },
     error: null,
     brokerCpuSeconds: 1,
   });
@@ -17,4 +21,6 @@ test("the scale table shows a consumer's few CPU seconds with a decimal, rates w
   );
   expect(table).toContain("| consumeClientCpuS | 5.8 | 0.3 |");
   expect(table).toContain("| consumePerSecond | 44,593 | 50,272 |");
+  // At 10,000 partitions franz-go's consume counts toward scale=, librdkafka's does not.
+  expect(table).toContain("| franzConsumePerSecond (in scale=) | 445,934 | 502,722 | 1.13× |");
 });
