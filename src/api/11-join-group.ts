@@ -7,6 +7,7 @@
 // * v7: ProtocolType in the response, ProtocolName nullable. v8: Reason (KIP-800).
 // * v9: SkipAssignment for a rejoining static leader (KIP-814).
 // * The answer is parked until the rebalance completes; see GroupCoordinator.joinGroup.
+// * A share group holding the id is INCONSISTENT_GROUP_PROTOCOL with no member id, as in Kafka 4.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";

@@ -8,6 +8,8 @@
 // * The wire speaks topic ids; the coordinator works with names, resolved here from the
 //   metadata cache (a partition of a topic this broker does not know is left out, as Kafka's
 //   coordinator ignores owned partitions of deleted topics).
+// * A share group holding the id is GROUP_ID_NOT_FOUND, "Group G is not a consumer group.", as in
+//   Kafka 4.
 import type { Assignment } from "../coordinator/consumer-group-assignors.ts";
 import type { HeartbeatResult } from "../coordinator/consumer-group-manager.ts";
 import { ErrorCode } from "../protocol/errors.ts";

@@ -3,8 +3,9 @@
 // Version notes:
 // * v1: MemberType per member: 1 a consumer-protocol member, 0 a classic-protocol member of the
 //   group (an online upgrade or downgrade in progress).
-// * A group unknown here, or a classic group, is GROUP_ID_NOT_FOUND, as in Kafka; DESCRIBE on
-//   the group is needed (GROUP_AUTHORIZATION_FAILED otherwise).
+// * A group unknown here, or a classic or share group, is GROUP_ID_NOT_FOUND ("Group G is not a
+//   consumer group." as in Kafka); DESCRIBE on the group is needed (GROUP_AUTHORIZATION_FAILED
+//   otherwise).
 import type { ConsumerGroup } from "../coordinator/consumer-group.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -49,7 +50,9 @@ export const consumerGroupDescribeHandler = defineHandler({
       if (loadErrors[i] !== null) return failed(loadErrors[i]!);
       const group = ctx.broker.groupCoordinator.consumerGroup(groupId);
       if (group === null) {
-        return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+        const other = ctx.broker.groupCoordinator.groupType(groupId) !== null;
+        const what = other ? "is not a consumer group" : "not found";
+        return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} ${what}.`);
       }
       const authorizedOps = request.includeAuthorizedOperations
         ? authorizedOperations(ResourceType.GROUP, groupId, requestAuthorizer(ctx))

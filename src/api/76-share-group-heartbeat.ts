@@ -7,6 +7,8 @@
 //   members than partitions, coordinator/share-group.ts).
 // * Partitions a member is assigned get their share-partition state at once (when this broker
 //   leads them), so share.auto.offset.reset=latest starts at the log end of that moment.
+// * A classic or consumer group holding the id (even one with only committed offsets) is
+//   GROUP_ID_NOT_FOUND, "Group G is not a share group.", as in Kafka 4.
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
 import { AclOperation, ResourceType } from "../security/authorized-operations.ts";
@@ -18,7 +20,7 @@ export const shareGroupHeartbeatHandler = defineHandler({
   apiKey: ApiKey.ShareGroupHeartbeat,
   minVersion: 1,
   maxVersion: 1,
-  handle(request, ctx) {
+  async handle(request, ctx) {
     if (!authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.groupId)) {
       return {
         throttleTimeMs: 0,
@@ -27,7 +29,7 @@ export const shareGroupHeartbeatHandler = defineHandler({
         memberEpoch: request.memberEpoch,
       };
     }
-    const result = ctx.broker.groupCoordinator.shareGroupHeartbeat({
+    const result = await ctx.broker.groupCoordinator.shareGroupHeartbeat({
       groupId: request.groupId,
       memberId: request.memberId,
       memberEpoch: request.memberEpoch,

@@ -2,8 +2,9 @@
 //
 // Version notes:
 // * v0 was early access (Kafka 3.9/4.0); v1 is the first stable version.
-// * A group unknown here, or one that is not a share group, is GROUP_ID_NOT_FOUND; DESCRIBE on
-//   the group is needed (GROUP_AUTHORIZATION_FAILED otherwise).
+// * A group unknown here, or one of another type (classic or consumer), is GROUP_ID_NOT_FOUND
+//   ("Group G is not a share group." as in Kafka); DESCRIBE on the group is needed
+//   (GROUP_AUTHORIZATION_FAILED otherwise).
 import { SHARE_ASSIGNOR_NAME, type ShareGroup } from "../coordinator/share-group.ts";
 import { ErrorCode } from "../protocol/errors.ts";
 import { ApiKey } from "../protocol/generated/index.ts";
@@ -39,7 +40,9 @@ export const shareGroupDescribeHandler = defineHandler({
       }
       const group = ctx.broker.groupCoordinator.shareGroup(groupId);
       if (group === null) {
-        return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} not found.`);
+        const other = ctx.broker.groupCoordinator.groupType(groupId) !== null;
+        const what = other ? "is not a share group" : "not found";
+        return failed(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${groupId} ${what}.`);
       }
       const authorizedOps = request.includeAuthorizedOperations
         ? authorizedOperations(ResourceType.GROUP, groupId, requestAuthorizer(ctx))

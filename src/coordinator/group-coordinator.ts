@@ -228,22 +228,47 @@ export class GroupCoordinator {
 
   // ---- ShareGroupHeartbeat, ShareGroupDescribe (KIP-932) -----------------------------------
 
-  /** One share group heartbeat; a group id taken by a classic or consumer group is refused. */
-  shareGroupHeartbeat(req: ShareHeartbeatRequest): ShareHeartbeatResult {
+  /**
+   * One share group heartbeat. A group id taken by a classic or consumer group, even an Empty
+   * one that only has offsets, is GROUP_ID_NOT_FOUND (Kafka's getOrMaybeCreateShareGroup): a
+   * group new here is first looked up in the store, where such a group may be kept.
+   */
+  async shareGroupHeartbeat(req: ShareHeartbeatRequest): Promise<ShareHeartbeatResult> {
+    const refuse = (errorCode: number, errorMessage: string | null) => ({
+      errorCode,
+      errorMessage,
+      memberId: req.memberId,
+      memberEpoch: req.memberEpoch,
+      heartbeatIntervalMs: 0,
+      assignment: null,
+    });
     const invalidId = this.validateGroupId(req.groupId, true);
-    const otherType =
-      this.groups.has(req.groupId) || this.consumerGroups.get(req.groupId) !== undefined;
-    if (invalidId !== null || otherType) {
-      return {
-        errorCode: invalidId ?? ErrorCode.GROUP_ID_NOT_FOUND,
-        errorMessage: invalidId === null ? `Group ${req.groupId} is not a share group.` : null,
-        memberId: req.memberId,
-        memberEpoch: req.memberEpoch,
-        heartbeatIntervalMs: 0,
-        assignment: null,
-      };
+    if (invalidId !== null) return refuse(invalidId, null);
+    if (this.shareGroups.get(req.groupId) === undefined && req.groupId !== "") {
+      const adoptError = await this.adoptStoredGroup(req.groupId);
+      if (adoptError !== null) return refuse(adoptError, null);
+    }
+    const type = this.groupType(req.groupId);
+    if (type !== null && type !== SHARE_GROUP_TYPE) {
+      return refuse(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a share group.`);
     }
     return this.shareGroups.heartbeat(req);
+  }
+
+  /**
+   * The type of the group holding the id here ("classic", "consumer" or "share"), or null. One
+   * id is one group: the APIs of another type refuse it, as Kafka's GroupMetadataManager does.
+   */
+  groupType(groupId: string): string | null {
+    if (this.shareGroups.get(groupId) !== undefined) return SHARE_GROUP_TYPE;
+    if (this.consumerGroups.get(groupId) !== undefined) return CONSUMER_GROUP_TYPE;
+    const classic = this.groups.get(groupId);
+    return classic === undefined || classic.is(GroupState.Dead) ? null : CLASSIC_GROUP_TYPE;
+  }
+
+  /** Whether a share group holds the id, so the classic and consumer group APIs refuse it. */
+  private isShareGroup(groupId: string): boolean {
+    return this.shareGroups.get(groupId) !== undefined;
   }
 
   private listedShareGroups() {
@@ -281,6 +306,9 @@ export class GroupCoordinator {
     const invalidId =
       this.validateGroupId(req.groupId, true) ?? (await this.loadGroup(req.groupId));
     if (invalidId !== null) return refuse(invalidId, null);
+    if (this.isShareGroup(req.groupId)) {
+      return refuse(ErrorCode.GROUP_ID_NOT_FOUND, `Group ${req.groupId} is not a consumer group.`);
+    }
     const classic = this.groups.get(req.groupId);
     if (classic !== undefined && !classic.is(GroupState.Empty)) {
       const refusal = this.upgrade(classic, req.memberEpoch);
@@ -439,6 +467,10 @@ export class GroupCoordinator {
   private joinLoadedGroup(req: JoinGroupRequest): Promise<JoinGroupResult> {
     const errorCode = this.validateGroupId(req.groupId, false) ?? this.validateJoin(req);
     if (errorCode !== null) return Promise.resolve(joinError(req.memberId, errorCode));
+    // A share group holds the id: Kafka answers INCONSISTENT_GROUP_PROTOCOL with no member id.
+    if (this.isShareGroup(req.groupId)) {
+      return Promise.resolve(joinError("", ErrorCode.INCONSISTENT_GROUP_PROTOCOL));
+    }
     const isUnknownMember = req.memberId === "";
     let group = this.groups.get(req.groupId);
     if (group === undefined) {
@@ -1020,8 +1052,10 @@ export class GroupCoordinator {
       const adoptError = await this.adoptStoredGroup(groupId);
       if (adoptError !== null) return describedError(groupId, adoptError, null);
       const group = this.groups.get(groupId);
-      // A consumer group, with classic members or none, is not described here (Kafka 4).
-      const notClassic = this.consumerGroups.get(groupId) !== undefined;
+      // A consumer group, with classic members or none, or a share group, is not described
+      // here (Kafka 4).
+      const notClassic =
+        this.consumerGroups.get(groupId) !== undefined || this.isShareGroup(groupId);
       if (group === undefined || group.is(GroupState.Dead) || notClassic) {
         if (apiVersion >= DESCRIBE_NOT_FOUND_MIN_VERSION) {
           const what = notClassic ? "is not a classic group" : "not found";
@@ -1120,6 +1154,8 @@ export class GroupCoordinator {
   async offsetCommit(req: OffsetCommitRequest): Promise<OffsetCommitResult> {
     const invalidId = this.validateGroupId(req.groupId, true);
     if (invalidId !== null) return commitError(req, invalidId);
+    // A share group keeps no committed offsets (Kafka's ShareGroup.validateOffsetCommit).
+    if (this.isShareGroup(req.groupId)) return commitError(req, ErrorCode.GROUP_ID_NOT_FOUND);
     if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
       return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
     }
@@ -1163,6 +1199,7 @@ export class GroupCoordinator {
     const invalidId = this.validateGroupId(req.groupId, false);
     if (invalidId !== null) return commitError(req, invalidId);
     if (isPendingGroupId(req.groupId)) return commitError(req, ErrorCode.INVALID_GROUP_ID);
+    if (this.isShareGroup(req.groupId)) return commitError(req, ErrorCode.GROUP_ID_NOT_FOUND);
     if (countCommitPartitions(req) > this.config.offsetsPerCommitMax) {
       return commitError(req, ErrorCode.INVALID_COMMIT_OFFSET_SIZE);
     }
@@ -1285,6 +1322,9 @@ export class GroupCoordinator {
   private async offsetFetchCommitted(req: OffsetFetchRequest): Promise<OffsetFetchResult> {
     const invalidId = this.validateGroupId(req.groupId, true);
     if (invalidId !== null) return { errorCode: invalidId, topics: [] };
+    // Kafka's ShareGroup.validateOffsetFetch: a share group's progress is not offsets.
+    if (this.isShareGroup(req.groupId))
+      return { errorCode: ErrorCode.GROUP_ID_NOT_FOUND, topics: [] };
     const group = this.groups.get(req.groupId);
     // A group unknown here may have offsets stored by the broker that coordinated it before.
     if (group === undefined) return await this.fetchStoredOffsets(req);

@@ -4,7 +4,9 @@
  * NOT_COORDINATOR; when the coordinator is killed another takes the group over with its
  * committed offsets from ZooKeeper; a kafkajs group whose members bootstrap from different
  * brokers shares one coordinator; a restarted broker takes no group back (a group follows the
- * leader of its __consumer_offsets partition, as in Kafka).
+ * leader of its __consumer_offsets partition, as in Kafka). One id is one group: a share
+ * group's id is refused by JoinGroup, ConsumerGroupHeartbeat and OffsetCommit, and a classic
+ * group's by ShareGroupHeartbeat, also on a coordinator that has it only in the store.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
@@ -113,9 +115,52 @@ test("a killed coordinator's group moves, and its committed offsets come from Zo
     "the new coordinator to answer OffsetFetch",
   );
   expect(taken.offset).toBe(42n);
+  // The group is only in the store on its new coordinator, and still holds its id: a share
+  // group of that id is refused (Kafka's "is not a share group").
+  const share = await requestOnce(cluster.brokers.get(next)!.port, ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: group,
+    memberId: "share-member",
+    memberEpoch: 0,
+    subscribedTopicNames: ["offsets"],
+  });
+  expect([share.errorCode, share.errorMessage]).toEqual([
+    ErrorCode.GROUP_ID_NOT_FOUND,
+    `Group ${group} is not a share group.`,
+  ]);
   cluster.brokers.set(first, await coordinator.restart());
   await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 10_000);
 }, 90_000);
+
+test("a share group's id is refused by JoinGroup, ConsumerGroupHeartbeat and OffsetCommit", async () => {
+  const group = "share-held";
+  const coordinator = cluster.brokers.get(await coordinatorOf(running()[0]!, group))!;
+  const share = await requestOnce(coordinator.port, ApiKey.ShareGroupHeartbeat, 1, {
+    groupId: group,
+    memberId: "s1",
+    memberEpoch: 0,
+    subscribedTopicNames: ["offsets"],
+  });
+  expect(share.errorCode).toBe(ErrorCode.NONE);
+  const joined = await requestOnce(coordinator.port, ApiKey.JoinGroup, 9, {
+    groupId: group,
+    sessionTimeoutMs: 10_000,
+    rebalanceTimeoutMs: 5_000,
+    memberId: "",
+    protocolType: "consumer",
+    protocols: [{ name: "range", metadata: new Uint8Array(0) }],
+  });
+  expect(joined.errorCode).toBe(ErrorCode.INCONSISTENT_GROUP_PROTOCOL);
+  const beat = await requestOnce(coordinator.port, ApiKey.ConsumerGroupHeartbeat, 1, {
+    groupId: group,
+    memberId: "c1",
+    memberEpoch: 0,
+    rebalanceTimeoutMs: 30_000,
+    subscribedTopicNames: ["offsets"],
+  });
+  expect(beat.errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+  const committed = await commit(coordinator, group, 5n);
+  expect(committed.topics[0]!.partitions[0]!.errorCode).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+});
 
 /** What ListGroups, DescribeGroups and OffsetFetch on `broker` show of `group`. */
 async function groupView(broker: ChildBroker, group: string) {
