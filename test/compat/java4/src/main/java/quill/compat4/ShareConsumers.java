@@ -39,7 +39,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   than their lock) by acknowledging them RENEW (KIP-1222) every 500 ms, taking each renewed
  *   record back from poll; then it ACCEPTs them. A second member polls all along and must get
  *   none of them; the holder's last deliveries must still be the first (RENEW counts none).
- * takeover N: a member of the same group gets the N held records once their locks expire.
+ * takeover N: a member of the same group gets the N held records, released when the holder's
+ *   connection closed (or once their locks expire).
  * failover N: (test/broker/share-groups-cluster.test.ts) N explicit-mode members ACCEPT every
  *   record while the test produces and kills brokers; prints "READY" once they are assigned and
  *   "accepted K" every 100 confirmed acknowledgements. After "expect END" on stdin they run until
