@@ -9,8 +9,8 @@
  *
  * Fencing: a write or read carries the share partition's leader epoch; one below the highest
  * seen is FENCED_LEADER_EPOCH, so a deposed leader cannot overwrite its successor's state. The
- * state epoch moves with InitializeShareGroupState (an offset reset); a write of an older state
- * epoch is FENCED_STATE_EPOCH.
+ * state epoch moves with InitializeShareGroupState (an offset reset) and DeleteShareGroupState;
+ * a write of an older state epoch is FENCED_STATE_EPOCH.
  *
  * A write replaces the state: Quill's leaders send their whole in-flight window (bounded by
  * `group.share.partition.max.record.locks`, run-length encoded) each time, where Kafka's send
@@ -175,15 +175,28 @@ export class ShareCoordinator {
     });
   }
 
-  /** DeleteShareGroupState: a tombstone, so compaction drops the key's records. */
+  /**
+   * DeleteShareGroupState (DeleteShareGroupOffsets): the state goes, but not the key's epochs.
+   * What is stored is a state without a start offset (read as none, so the next leader starts at
+   * `share.auto.offset.reset`) one state epoch up, so a leader still holding the deleted state is
+   * fenced on its next write (FENCED_STATE_EPOCH) instead of bringing it back. A tombstone would
+   * forget the epoch, here and in a coordinator that loads the partition later. Kafka writes a
+   * tombstone and refuses writes to a key without state (only its group coordinator creates
+   * one); Quill's leaders create the state of a new share partition themselves.
+   */
   async delete(key: ShareStateKey): Promise<ShareStateRead> {
     const notReady = this.readiness(key);
     if (notReady !== null) return { errorCode: notReady, errorMessage: null, state: null };
-    const k = coordinatorKey(key);
-    if (!this.states.has(k)) return { errorCode: ErrorCode.NONE, errorMessage: null, state: null };
-    return this.append(key, null, () => {
-      this.states.delete(k);
-      this.readEpochs.delete(k);
+    const stored = this.states.get(coordinatorKey(key))?.value;
+    if (stored === undefined || stored.startOffset < 0n) {
+      return { errorCode: ErrorCode.NONE, errorMessage: null, state: null };
+    }
+    return this.store(key, {
+      stateEpoch: stored.stateEpoch + 1,
+      leaderEpoch: stored.leaderEpoch,
+      startOffset: -1n,
+      writeTimestampMs: Date.now(),
+      stateBatches: [],
     });
   }
 
@@ -191,34 +204,26 @@ export class ShareCoordinator {
     return Math.max(stored?.leaderEpoch ?? -1, this.readEpochs.get(k)?.leaderEpoch ?? -1);
   }
 
-  private store(key: ShareStateKey, value: ShareStateValue): Promise<ShareStateRead> {
+  private async store(key: ShareStateKey, value: ShareStateValue): Promise<ShareStateRead> {
     const k = coordinatorKey(key);
     if (!this.states.has(k) && this.states.size >= SHARE_STATES_MAX) {
       const message = `this coordinator holds ${SHARE_STATES_MAX} share partitions, its limit`;
-      return Promise.resolve(fenced(ErrorCode.COORDINATOR_NOT_AVAILABLE, message));
+      return fenced(ErrorCode.COORDINATOR_NOT_AVAILABLE, message);
     }
-    return this.append(key, value, () => this.states.set(k, { key, value }));
-  }
-
-  private async append(
-    key: ShareStateKey,
-    value: ShareStateValue | null,
-    apply: () => void,
-  ): Promise<ShareStateRead> {
     try {
       await appendInternal(
         this.replicaManager,
         this.config["share.coordinator.write.timeout.ms"],
         { topic: SHARE_STATE_TOPIC, partition: this.partitionFor(key) },
         encodeShareStateKey(key),
-        value === null ? null : encodeShareStateValue(value),
-        coordinatorKey(key),
+        encodeShareStateValue(value),
+        k,
       );
     } catch (error) {
       if (!(error instanceof KafkaError)) throw error;
       return fenced(error.code, error.message);
     }
-    apply();
+    this.states.set(k, { key, value });
     return { errorCode: ErrorCode.NONE, errorMessage: null, state: value };
   }
 

@@ -119,6 +119,15 @@ export class ShareStatePersister implements ShareStateStore {
 
   /** ReadShareGroupStateSummary at the key's coordinator (it fences no leader). */
   async summary(groupId: string, topic: string, partition: number) {
+    const stored = await this.storedSummary(groupId, topic, partition);
+    return stored === null || stored.startOffset < 0n ? null : stored;
+  }
+
+  /**
+   * The stored summary, null when the key was never written; a state dropped by
+   * DeleteShareGroupOffsets has start offset -1 and keeps its state epoch.
+   */
+  private async storedSummary(groupId: string, topic: string, partition: number) {
     const key = this.keyOf(groupId, topic, partition);
     let remoteComplete: number | null = null;
     const read = await this.call(
@@ -151,7 +160,7 @@ export class ShareStatePersister implements ShareStateStore {
       throw new KafkaError(read.errorCode, read.errorMessage ?? "reading share state failed");
     }
     const state = read.state;
-    if (state === null || state.startOffset < 0n) return null;
+    if (state === null) return null;
     return {
       startOffset: state.startOffset,
       stateEpoch: state.stateEpoch,
@@ -167,7 +176,8 @@ export class ShareStatePersister implements ShareStateStore {
    */
   async initialize(groupId: string, topic: string, partition: number, startOffset: bigint) {
     const key = this.keyOf(groupId, topic, partition);
-    const stateEpoch = ((await this.summary(groupId, topic, partition))?.stateEpoch ?? 0) + 1;
+    const stored = await this.storedSummary(groupId, topic, partition);
+    const stateEpoch = (stored?.stateEpoch ?? 0) + 1;
     const result = await this.call(
       key,
       () => this.coordinator.initialize(key, stateEpoch, startOffset),
@@ -219,24 +229,30 @@ export class ShareStatePersister implements ShareStateStore {
   }
 
   /**
-   * DeleteShareGroupState once the key's running write (the last acknowledgements of a group
-   * just emptied) is answered: sent before it, the deletion could reach the coordinator first
-   * and the write would bring the state back.
+   * DeleteShareGroupOffsets: DeleteShareGroupState once the key's running write (the last
+   * acknowledgements of a group just emptied) is answered: sent before it, the deletion could
+   * reach the coordinator first and the write would bring the state back. The coordinator
+   * drops the state under a new state epoch (ShareCoordinator.delete), so a leader still
+   * holding it is fenced on its next write. Resolves once the deletion is durable; rejects
+   * (KafkaError) on failure.
    */
-  remove(groupId: string, topic: string, partition: number): void {
+  remove(groupId: string, topic: string, partition: number): Promise<void> {
     let key: ShareStateKey;
     try {
       key = this.keyOf(groupId, topic, partition);
-    } catch {
-      return;
+    } catch (e) {
+      return Promise.reject(e);
     }
     const k = writeKey(groupId, topic, partition);
-    const removal = this.drained(k)
-      .then(() => this.delete(key, groupId, topic, partition))
+    const removal = this.drained(k).then(() => this.delete(key, groupId, topic, partition));
+    // A load waits for the deletion, failed or not.
+    const settled: Promise<void> = removal
+      .catch(() => {})
       .finally(() => {
-        if (this.removals.get(k) === removal) this.removals.delete(k);
+        if (this.removals.get(k) === settled) this.removals.delete(k);
       });
-    this.removals.set(k, removal);
+    this.removals.set(k, settled);
+    return removal;
   }
 
   /** Resolves once the key has no write pending or running. */
@@ -246,10 +262,9 @@ export class ShareStatePersister implements ShareStateStore {
     return new Promise<void>((resolve) => pending.drained.push(resolve));
   }
 
-  /** DeleteShareGroupState at the key's coordinator; a failure is logged, never thrown. */
+  /** DeleteShareGroupState at the key's coordinator; rejects (KafkaError) on failure. */
   private async delete(key: ShareStateKey, groupId: string, topic: string, partition: number) {
-    const what = `deleting share state of ${groupId} ${topic}-${partition}`;
-    const r = await this.call(
+    const result = await this.call(
       key,
       () => this.coordinator.delete(key),
       async (client) => {
@@ -262,8 +277,12 @@ export class ShareStatePersister implements ShareStateStore {
         const p = res.results[0]?.partitions[0];
         return failure(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, p?.errorMessage ?? null);
       },
-    ).catch((error: unknown) => failure(ErrorCode.UNKNOWN_SERVER_ERROR, String(error)));
-    if (r.errorCode !== ErrorCode.NONE) this.logger.warn(`${what}: ${r.errorCode}`);
+    );
+    if (result.errorCode !== ErrorCode.NONE) {
+      const message =
+        result.errorMessage ?? `deleting share state of ${groupId} ${topic}-${partition}`;
+      throw new KafkaError(result.errorCode, message);
+    }
   }
 
   private schedule(k: string, w: PendingWrite): void {

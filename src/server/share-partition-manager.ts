@@ -118,7 +118,11 @@ export interface ShareStateStore {
     epochs: ShareStateEpochs,
     state: () => SharePartitionSnapshot,
   ): Promise<number>;
-  remove(groupId: string, topic: string, partition: number): void;
+  /**
+   * DeleteShareGroupOffsets: the state goes (in a cluster under a new state epoch, which fences
+   * the writes of a leader still holding it). Rejects (KafkaError) on failure.
+   */
+  remove(groupId: string, topic: string, partition: number): Promise<void>;
   /**
    * AlterShareGroupOffsets where the state lives apart from the partition leader (a cluster's
    * share coordinator): the state starts afresh at `startOffset` under a new state epoch, which
@@ -301,10 +305,13 @@ export class SharePartitionManager {
     sp.resetTo(bounded > log.logEndOffset ? log.logEndOffset : bounded);
   }
 
-  /** DeleteShareGroupOffsets and DeleteGroups: the group's state for the partition goes. */
-  deleteState(groupId: string, topic: string, partition: number): void {
+  /**
+   * DeleteShareGroupOffsets: the group's state for the partition goes, durably once this
+   * resolves. In a cluster a leader still holding it is fenced on its next write.
+   */
+  async deleteState(groupId: string, topic: string, partition: number): Promise<void> {
     this.dropState(stateKey(groupId, topic, partition));
-    this.store?.remove(groupId, topic, partition);
+    await this.store?.remove(groupId, topic, partition);
   }
 
   /** Every (group, topic, partition) with state here. */

@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { ErrorCode } from "../protocol/errors.ts";
+import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { concatFrames, encodeFrame, readFrames } from "../storage/checksummed-frames.ts";
 import {
   fdatasyncFdInBackground,
@@ -162,14 +162,21 @@ export class LocalShareStateStore implements ShareStateStore {
     return done;
   }
 
-  remove(groupId: string, topic: string, partition: number): void {
-    const k = key(groupId, topic, partition);
+  /**
+   * Resolves once the removal is synced (at once after close: shutting down, nothing is
+   * written); rejects (KafkaError) when its write failed.
+   */
+  async remove(groupId: string, topic: string, partition: number): Promise<void> {
     if (this.closed) return;
+    const k = key(groupId, topic, partition);
     // A state only in the running write is stored once it ends: its removal must follow it.
     const known = this.states.has(k) || this.inFlight.has(k);
     if (!known && !this.pending.has(k) && !this.unwritten.has(k)) return;
     this.pending.set(k, { groupId, topic, partition, state: null });
+    const done = new Promise<number>((resolve) => this.waiters.push(resolve));
     this.schedule();
+    const code = await done;
+    if (code !== ErrorCode.NONE) throw new KafkaError(code, "removing share state failed");
   }
 
   /** Writes what is pending, then closes the log. */

@@ -3,8 +3,8 @@
 // partition: FindCoordinator key type 2 creates the topic and names the broker; a write is read
 // back, its summary too; a deposed leader's write (older leader epoch) is FENCED_LEADER_EPOCH
 // and an old state epoch FENCED_STATE_EPOCH; an oversized state is INVALID_REQUEST; a delete
-// forgets; the state survives a restart (it is in the log, read back when the partitions are
-// loaded).
+// forgets the state but not its state epoch (a leader holding the deleted state is fenced); the
+// state survives a restart (it is in the log, read back when the partitions are loaded).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { coordinatorKey } from "../../src/coordinator/share-state-log.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -129,5 +129,24 @@ test("the state survives a restart; DeleteShareGroupState forgets it", async () 
     topics: [{ topicId, partitions: [{ partition: 0 }] }],
   });
   expect(deleted.results[0]!.partitions[0]!.errorCode).toBe(ErrorCode.NONE);
+  const gone = await read(4);
+  expect(gone.startOffset).toBe(-1n);
+  expect(gone.stateBatches).toEqual([]);
+  // The state epoch outlives the state: a leader still holding the deleted state is fenced,
+  // also after the coordinator loads the partition again (a restart), so it cannot bring the
+  // state back; a leader that read the deletion writes under the new epoch.
+  expect(gone.stateEpoch).toBe(2);
+  expect(await write(4, 1, [batch(10n, 12n, 2, 1)])).toBe(ErrorCode.FENCED_STATE_EPOCH);
+  client.close();
+  b = await b.restart();
+  client = await KafkaClient.connect(b.port);
+  await client.request(ApiKey.FindCoordinator, 6, {
+    keyType: 2,
+    coordinatorKeys: [coordinatorKey({ groupId: GROUP, topicId, partition: 0 })],
+  });
+  await waitUntil(loaded, 10_000, "loaded again");
+  expect(await write(4, 1, [batch(10n, 12n, 2, 1)])).toBe(ErrorCode.FENCED_STATE_EPOCH);
   expect((await read(4)).startOffset).toBe(-1n);
+  expect(await write(4, 2, [])).toBe(ErrorCode.NONE);
+  expect((await read(4)).startOffset).toBe(10n);
 });

@@ -12,6 +12,8 @@
  * partition: the share coordinator initializes the state under a new state epoch, every broker
  * describes the new start, a leader still holding the old state is fenced on its next write
  * (the acknowledgement fails), and the next member's fetch starts at the new offset.
+ * DeleteShareGroupOffsets there likewise: the leader's late write is fenced instead of bringing
+ * the deleted state back.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -66,9 +68,9 @@ async function groupCoordinatorOf(group: string): Promise<number> {
 }
 
 /** A group id that `nodeId` coordinates. */
-async function groupOn(nodeId: number): Promise<string> {
+async function groupOn(nodeId: number, prefix = "share"): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    if ((await groupCoordinatorOf(`share-${i}`)) === nodeId) return `share-${i}`;
+    if ((await groupCoordinatorOf(`${prefix}-${i}`)) === nodeId) return `${prefix}-${i}`;
   }
   throw new Error(`no group on broker ${nodeId}`);
 }
@@ -165,13 +167,14 @@ function resetRequests(
   coordinator: ChildBroker,
   leader: KafkaClient,
   topicId: Uint8Array,
+  topicName = RESET_TOPIC,
 ) {
   const heartbeat = (memberId: string, memberEpoch: number) =>
     requestOnce(coordinator.port, ApiKey.ShareGroupHeartbeat, 1, {
       groupId: group,
       memberId,
       memberEpoch,
-      subscribedTopicNames: memberEpoch === 0 ? [RESET_TOPIC] : null,
+      subscribedTopicNames: memberEpoch === 0 ? [topicName] : null,
     });
   const fetch = async (memberId: string, epoch: number) => {
     const res = await leader.request(ApiKey.ShareFetch, 1, {
@@ -212,13 +215,13 @@ function resetRequests(
   const alter = (startOffset: bigint) =>
     requestOnce(coordinator.port, ApiKey.AlterShareGroupOffsets, 0, {
       groupId: group,
-      topics: [{ topicName: RESET_TOPIC, partitions: [{ partitionIndex: 0, startOffset }] }],
+      topics: [{ topicName, partitions: [{ partitionIndex: 0, startOffset }] }],
     });
   const startEverywhere = async () => {
     const starts = [];
     for (const b of cluster.brokers.values()) {
       const res = await requestOnce(b.port, ApiKey.DescribeShareGroupOffsets, 1, {
-        groups: [{ groupId: group, topics: [{ topicName: RESET_TOPIC, partitions: [0] }] }],
+        groups: [{ groupId: group, topics: [{ topicName, partitions: [0] }] }],
       });
       starts.push(res.groups[0]!.topics[0]!.partitions[0]!.startOffset);
     }
@@ -287,6 +290,64 @@ test("AlterShareGroupOffsets at a broker that does not lead the partition", asyn
     expect((await alter(6n)).errorCode).toBe(ErrorCode.NONE);
     expect((await heartbeat("m3", 0)).errorCode).toBe(ErrorCode.NONE);
     expect(await fetch("m3", 0)).toEqual([{ firstOffset: 6n, lastOffset: 9n, deliveryCount: 1 }]);
+  } finally {
+    leader.close();
+  }
+}, 120_000);
+
+const DELETE_TOPIC = "share-delete";
+
+test("DeleteShareGroupOffsets at a broker that does not lead the partition fences the leader", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  await createTopicWithAssignment(running[0]!, DELETE_TOPIC, [[3, 1, 2]]);
+  await consistentMetadata(cluster, 3);
+  const leaderId = await leaderOf(DELETE_TOPIC);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId, "share-delete");
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
+  const meta = await metadata(coordinator);
+  const topicId = meta.topics.find((t) => t.name === DELETE_TOPIC)!.topicId;
+  const { heartbeat, fetch, accept, startEverywhere } = resetRequests(
+    group,
+    coordinator,
+    leader,
+    topicId,
+    DELETE_TOPIC,
+  );
+  const deleteOffsets = () =>
+    requestOnce(coordinator.port, ApiKey.DeleteShareGroupOffsets, 0, {
+      groupId: group,
+      topics: [{ topicName: DELETE_TOPIC }],
+    });
+  const ten = Array.from({ length: 10 }, (_, i) => String(i));
+  try {
+    // m1 takes 0-9 and accepts 0-3, then leaves the group; its session on the leader stays.
+    expect((await heartbeat("m1", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m1", 0)).toEqual([]);
+    await produceWithKafkajs(cluster, DELETE_TOPIC, ten);
+    expect(await fetch("m1", 1)).toEqual([{ firstOffset: 0n, lastOffset: 9n, deliveryCount: 1 }]);
+    expect(await accept("m1", 2, 0n, 3n)).toBe(ErrorCode.NONE);
+    expect((await deleteOffsets()).errorCode).toBe(ErrorCode.NON_EMPTY_GROUP);
+    expect((await heartbeat("m1", -1)).errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([4n, 4n, 4n]);
+
+    // Deleted at the coordinator, which does not lead the partition: no broker has state.
+    const deleted = await deleteOffsets();
+    expect(deleted.errorCode).toBe(ErrorCode.NONE);
+    expect(deleted.responses[0]!.errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([-1n, -1n, -1n]);
+    // The leader still holds the deleted state: its write (m1's late ACCEPT) is fenced and the
+    // state stays deleted, where a tombstone let it write the old state back (start 10).
+    expect(await accept("m1", 3, 4n, 9n)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(await startEverywhere()).toEqual([-1n, -1n, -1n]);
+
+    // The leader dropped its copy: the next member starts afresh (latest: the log end).
+    expect((await heartbeat("m2", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m2", 0)).toEqual([]);
+    await produceWithKafkajs(cluster, DELETE_TOPIC, ["10", "11"]);
+    expect(await fetch("m2", 1)).toEqual([{ firstOffset: 10n, lastOffset: 11n, deliveryCount: 1 }]);
   } finally {
     leader.close();
   }
