@@ -134,6 +134,21 @@ export async function consistentMetadata(
   }
 }
 
+/**
+ * A preferred leader election of every partition, as kafka-leader-election.sh asks it: after
+ * kills and restarts, the leaders (of the internal topics too) go back to their first replicas.
+ */
+export async function preferredLeaders(cluster: Cluster, any: ChildBroker): Promise<void> {
+  const { controllerId } = await metadata(any);
+  await requestOnce(cluster.brokers.get(controllerId)!.port, ApiKey.ElectLeaders, 2, {
+    electionType: 0,
+    topicPartitions: null,
+    timeoutMs: 30_000,
+  });
+  const running = [...cluster.brokers.values()].filter((b) => b.running).length;
+  await consistentMetadata(cluster, running, 60_000);
+}
+
 export async function createTopic(
   broker: ChildBroker,
   name: string,

@@ -28,6 +28,7 @@ import {
   consistentMetadata,
   createTopicWithAssignment,
   metadata,
+  preferredLeaders,
   produceWithKafkajs,
   SESSION_TIMEOUT_MS,
   startCluster,
@@ -237,6 +238,9 @@ test("AlterShareGroupOffsets at a broker that does not lead the partition", asyn
   await consistentMetadata(cluster, 3, SESSION_TIMEOUT_MS * 2 + 15_000);
   await createTopicWithAssignment(running[0]!, RESET_TOPIC, [[2, 3, 1]]);
   await consistentMetadata(cluster, 3);
+  // The test before killed and restarted brokers: a broker that came back leads nothing (no
+  // group's coordinator) until the preferred leaders are elected again.
+  await preferredLeaders(cluster, running[0]!);
   const leaderId = await leaderOf(RESET_TOPIC);
   const coordinatorId = leaderId === 1 ? 2 : 1;
   const group = await groupOn(coordinatorId);

@@ -18,7 +18,6 @@ import * as path from "node:path";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import type { ChildBroker } from "../support/child-broker.ts";
 import {
   buildExactlyOnce,
   runPipelineWithFault,
@@ -31,6 +30,7 @@ import {
   consistentMetadata,
   createTopic,
   metadata,
+  preferredLeaders,
   produceWithKafkajs,
   runningBootstrap,
   startCluster,
@@ -164,17 +164,6 @@ async function restartDead(): Promise<void> {
   await consistentMetadata(cluster, 3, 60_000);
 }
 
-/** A preferred leader election of every partition, as kafka-leader-election.sh asks it. */
-async function preferredLeaders(any: ChildBroker): Promise<void> {
-  const { controllerId } = await metadata(any);
-  await requestOnce(cluster.brokers.get(controllerId)!.port, ApiKey.ElectLeaders, 2, {
-    electionType: 0,
-    topicPartitions: null,
-    timeoutMs: 30_000,
-  });
-  await consistentMetadata(cluster, 3, 60_000);
-}
-
 /**
  * With the transaction in PrepareCommit (markers held), kills broker `id`, lets markers go and
  * waits for the commit to complete.
@@ -285,7 +274,7 @@ test("kill -9 of the group coordinator holding an open transaction's pending off
   const running = runningBroker();
   // A group's coordinator leads its __consumer_offsets partition; the kills above left those
   // leaders on the survivors, so move them back to their preferred replicas first.
-  await preferredLeaders(running);
+  await preferredLeaders(cluster, running);
   // A group coordinated by another broker than the transaction's coordinator.
   const { group, groupCoordinator } = await until(
     async () => {
