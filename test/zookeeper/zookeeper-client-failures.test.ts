@@ -86,6 +86,9 @@ describe("network that drops every byte", () => {
     proxy.setMode("blackhole");
     const { result } = await settled(client.getData("/blackhole"));
     expect(result).toBeInstanceOf(ZooKeeperUnavailableError);
+    // Failed by its own deadline (requestTimeoutMs), not by the dead link's later detection:
+    // both are timers, which fire in deadline order however late the event loop is.
+    expect((result as Error).message).toContain("no reply from ZooKeeper before the deadline");
     // Dropped in time is what the unchanged session below shows (no "expired").
     await until(() => events.includes("disconnected"), 15_000);
     proxy.setMode("forward");
