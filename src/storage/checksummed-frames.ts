@@ -12,7 +12,7 @@ import { assert } from "../util/assert.ts";
  * Zeros would pass as a frame (length 0, and the CRC of nothing is 0), so an empty payload is
  * never written and ends the valid prefix when read.
  */
-export const FRAME_HEADER_BYTES = 8;
+const FRAME_HEADER_BYTES = 8;
 
 /** `payload` framed. */
 export function encodeFrame(payload: Uint8Array): Uint8Array {
