@@ -373,6 +373,32 @@ describe("LogCleaner: offset map", () => {
     expect(after.length).toBe(300);
     expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
   });
+
+  test("the map fills with later chunks already at the Worker: every latest record stays", async () => {
+    // Chunks of about four batches, up to four of them in flight: the map (74 keys) fills in
+    // one while the next ones are queued behind it; each pass must end where the map filled.
+    const log = open(
+      { segmentBytes: 1 << 20 },
+      { dedupeBufferBytes: 2000, ioBufferBytes: 1024 },
+    ).getOrCreateLog("t", 0);
+    for (let round = 0; round < 3; round++) {
+      for (let k = 0; k < 300; k += 10) {
+        append(
+          log,
+          Array.from({ length: 10 }, (_, i) => ({ key: `k${k + i}`, value: `v${round}` })),
+        );
+      }
+    }
+    log.roll();
+    const before = readAllRecords(log);
+    let passes = 0;
+    while ((await manager.cleaner.cleanOnce()) !== null) passes++;
+    expect(passes).toBeGreaterThan(1);
+    const after = readAllRecords(log);
+    expect(latestByKey(after)).toEqual(latestByKey(before));
+    expect(after.length).toBe(300);
+    expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
+  });
 });
 
 describe("LogCleaner: log.cleaner.io.max.bytes.per.second", () => {
