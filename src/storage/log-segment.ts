@@ -27,6 +27,7 @@ import { assert } from "../util/assert.ts";
 import type { AbstractIndex } from "./abstract-index.ts";
 import { CorruptIndexError } from "./corrupt-index-error.ts";
 import {
+  fdatasyncFdInBackground,
   fdatasyncInBackground,
   storageError,
   writeFully,
@@ -744,9 +745,7 @@ export class LogSegment {
     this.backgroundFlushes++;
     const startMs = performance.now();
     try {
-      await new Promise<void>((resolve, reject) =>
-        fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())),
-      );
+      await fdatasyncFdInBackground(fd);
       logFlushSeconds.observe((performance.now() - startMs) / 1000);
     } finally {
       this.backgroundFlushes--;
