@@ -5,8 +5,10 @@
 // * The member id is chosen by the client (a UUID); epoch 0 joins, -1 leaves. The coordinator
 //   assigns partitions with the simple assignor (many members per partition when there are more
 //   members than partitions, coordinator/share-group.ts).
-// * Partitions a member is assigned get their share-partition state at once (when this broker
-//   leads them), so share.auto.offset.reset=latest starts at the log end of that moment.
+// * Partitions a member is assigned get their share-partition state before the answer when the
+//   group has none (in a cluster InitializeShareGroupState at the share coordinator, the start
+//   taken from the partition's leader), so share.auto.offset.reset=latest starts at the log end
+//   of that moment: records produced after the assignment are delivered.
 // * A classic or consumer group holding the id (even one with only committed offsets) is
 //   GROUP_ID_NOT_FOUND, "Group G is not a share group.", as in Kafka 4.
 import { ErrorCode } from "../protocol/errors.ts";
@@ -29,6 +31,7 @@ export const shareGroupHeartbeatHandler = defineHandler({
         memberEpoch: request.memberEpoch,
       };
     }
+    const groupWasEmpty = !ctx.broker.groupCoordinator.shareGroups.hasMembers(request.groupId);
     const result = await ctx.broker.groupCoordinator.shareGroupHeartbeat({
       groupId: request.groupId,
       memberId: request.memberId,
@@ -40,10 +43,8 @@ export const shareGroupHeartbeatHandler = defineHandler({
     });
     const cache = ctx.broker.metadataCache;
     if (result.assignment !== null) {
-      for (const [topic, partitions] of result.assignment) {
-        for (const p of partitions)
-          ctx.broker.sharePartitionManager.initialize(request.groupId, topic, p);
-      }
+      const manager = ctx.broker.sharePartitionManager;
+      await manager.initializeAssignment(request.groupId, result.assignment, groupWasEmpty);
     }
     return {
       throttleTimeMs: 0,

@@ -28,6 +28,7 @@ import type {
   ShareStateSummary,
   StoredShareState,
 } from "../server/share-partition-manager.ts";
+import { EARLIEST_TIMESTAMP, LATEST_TIMESTAMP } from "../storage/unified-log.ts";
 import type { Logger } from "../util/logger.ts";
 import type { ShareCoordinator, ShareStateRead } from "./share-coordinator.ts";
 import {
@@ -39,6 +40,8 @@ import {
 } from "./share-state-log.ts";
 
 const RETRY_BACKOFF_MS = 100;
+/** ListOffsets v7 (flexible), which every Quill and Kafka 2.8+ broker answers. */
+const LIST_OFFSETS_VERSION = 7;
 const RETRIABLE: ReadonlySet<number> = new Set([
   ErrorCode.NOT_COORDINATOR,
   ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -170,15 +173,57 @@ export class ShareStatePersister implements ShareStateStore {
   }
 
   /**
-   * InitializeShareGroupState at the key's coordinator, one state epoch above the stored one
-   * (Kafka takes the group epoch, which its durable membership keeps rising; Quill's
-   * membership is in memory, so its group epoch may start over below a stored state epoch).
+   * AlterShareGroupOffsets: InitializeShareGroupState at the key's coordinator, one state epoch
+   * above the stored one (Kafka takes the group epoch, which its durable membership keeps
+   * rising; Quill's membership is in memory, so its group epoch may start over below a stored
+   * state epoch).
    */
   async initialize(groupId: string, topic: string, partition: number, startOffset: bigint) {
-    const key = this.keyOf(groupId, topic, partition);
     const stored = await this.storedSummary(groupId, topic, partition);
     const stateEpoch = (stored?.stateEpoch ?? 0) + 1;
-    const result = await this.call(
+    const result = await this.sendInitialize(groupId, topic, partition, stateEpoch, startOffset);
+    if (result.errorCode !== ErrorCode.NONE) {
+      throw new KafkaError(result.errorCode, result.errorMessage ?? "initializing share state");
+    }
+  }
+
+  /**
+   * The group coordinator assigned the partition: when the group has no state for it (never
+   * had, or it was deleted), it starts now at `share.auto.offset.reset` of this moment, so
+   * records produced after the assignment are delivered even if the first fetch comes later.
+   * The start is this broker's log's when it leads the partition (`localStart`), else the
+   * leader's answer to ListOffsets. Kafka's group coordinator initializes a new subscription's
+   * partitions without a start offset and its partition leader takes `latest` at the first
+   * fetch. Rejects (KafkaError) when it could not be done.
+   */
+  async initializeAssigned(
+    groupId: string,
+    topic: string,
+    partition: number,
+    reset: "earliest" | "latest",
+    localStart: () => bigint | null,
+  ): Promise<void> {
+    const stored = await this.storedSummary(groupId, topic, partition);
+    if (stored !== null && stored.startOffset >= 0n) return;
+    const startOffset = localStart() ?? (await this.leaderOffset(topic, partition, reset));
+    const stateEpoch = (stored?.stateEpoch ?? 0) + 1;
+    const result = await this.sendInitialize(groupId, topic, partition, stateEpoch, startOffset);
+    // Initialized meanwhile by another request: that start stands.
+    if (result.errorCode === ErrorCode.FENCED_STATE_EPOCH) return;
+    if (result.errorCode !== ErrorCode.NONE) {
+      throw new KafkaError(result.errorCode, result.errorMessage ?? "initializing share state");
+    }
+  }
+
+  private sendInitialize(
+    groupId: string,
+    topic: string,
+    partition: number,
+    stateEpoch: number,
+    startOffset: bigint,
+  ): Promise<ShareStateRead> {
+    const key = this.keyOf(groupId, topic, partition);
+    return this.call(
       key,
       () => this.coordinator.initialize(key, stateEpoch, startOffset),
       async (client) => {
@@ -197,9 +242,47 @@ export class ShareStatePersister implements ShareStateStore {
         return failure(p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR, p?.errorMessage ?? null);
       },
     );
-    if (result.errorCode !== ErrorCode.NONE) {
-      throw new KafkaError(result.errorCode, result.errorMessage ?? "initializing share state");
+  }
+
+  /** The partition leader's log start (earliest) or high watermark (latest), by ListOffsets. */
+  private async leaderOffset(topic: string, partition: number, reset: "earliest" | "latest") {
+    const leader = this.cache.topic(topic)?.partitions[partition]?.leaderId;
+    if (leader === undefined || leader < 0) {
+      throw new KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, `${topic}-${partition} has no leader`);
     }
+    let client: InterBrokerClient;
+    try {
+      client = await this.connections.clientFor(leader);
+    } catch (error) {
+      this.connections.dropClient(leader);
+      throw new KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, String(error));
+    }
+    const timestamp = reset === "earliest" ? EARLIEST_TIMESTAMP : LATEST_TIMESTAMP;
+    const res = await client.request(
+      ApiKey.ListOffsets,
+      LIST_OFFSETS_VERSION,
+      {
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [
+          {
+            name: topic,
+            partitions: [{ partitionIndex: partition, currentLeaderEpoch: -1, timestamp }],
+          },
+        ],
+        timeoutMs: this.retryTimeoutMs,
+      },
+      this.retryTimeoutMs,
+    );
+    const p = res.topics[0]?.partitions[0];
+    if (p === undefined || p.errorCode !== ErrorCode.NONE || p.offset < 0n) {
+      const code = p?.errorCode ?? ErrorCode.UNKNOWN_SERVER_ERROR;
+      throw new KafkaError(
+        code === ErrorCode.NONE ? ErrorCode.UNKNOWN_SERVER_ERROR : code,
+        "ListOffsets",
+      );
+    }
+    return p.offset;
   }
 
   save(

@@ -3,6 +3,7 @@ import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import type { FileRange } from "../protocol/records.ts";
 import { type BatchEntry, scanBatchHeaders } from "../storage/segment-batch-reader.ts";
 import type { UnifiedLog } from "../storage/unified-log.ts";
+import { assert } from "../util/assert.ts";
 import type { DelayedFetch } from "./delayed-fetch-purgatory.ts";
 import type { GroupConfigManager } from "./group-config-manager.ts";
 import type { ReplicaManager } from "./replica-manager.ts";
@@ -135,6 +136,18 @@ export interface ShareStateStore {
     startOffset: bigint,
   ): Promise<void>;
   /**
+   * A partition the group coordinator assigned (a cluster's share coordinator): the state starts
+   * at `reset` of this moment when the group has none. `localStart` is the offset when this
+   * broker leads the partition, else null. Rejects (KafkaError) on failure.
+   */
+  initializeAssigned?(
+    groupId: string,
+    topic: string,
+    partition: number,
+    reset: "earliest" | "latest",
+    localStart: () => bigint | null,
+  ): Promise<void>;
+  /**
    * The stored summary (ReadShareGroupStateSummary), where the state lives apart from the
    * partition leader (a cluster's share coordinator); null when there is none stored. Rejects
    * (KafkaError) when it cannot be read now.
@@ -168,6 +181,14 @@ export class SharePartitionManager {
   /** The epochs each loaded share partition's writes carry. */
   private readonly epochs = new Map<string, ShareStateEpochs>();
   private readonly loading = new Map<string, Promise<void>>();
+  /**
+   * As the group coordinator: the partitions each group has state for (initialized at an
+   * assignment), so later assignments need not ask the share coordinator again. At most
+   * SHARE_PARTITIONS_MAX; past that, partitions are asked about each time.
+   */
+  private readonly initialized = new Map<string, Set<string>>();
+  private initializedCount = 0;
+  private readonly initializing = new Map<string, Promise<void>>();
   private readonly sessions: ShareSessionCache;
   private readonly waiters = new Set<ShareFetchWaiter>();
   private readonly unwatch: () => void;
@@ -275,12 +296,70 @@ export class SharePartitionManager {
   }
 
   /**
-   * Starts the group's state for partitions it was just assigned, so `latest` means the end of
-   * the log when the group got the partition, not when its first fetch arrived.
+   * ShareGroupHeartbeat at the group coordinator assigned these partitions to a member: the
+   * group's state of each starts now if it has none, so `latest` means the end of the log when
+   * the group got the partition, not when its first fetch arrived; the heartbeat is answered
+   * after this. In a cluster the share coordinator initializes it (InitializeShareGroupState);
+   * in embedded mode this broker loads it. A partition that could not be initialized starts at
+   * its leader's first fetch instead. `groupWasEmpty`: the partitions this broker saw
+   * initialized for the group are checked again (an offset reset or deletion, which needs an
+   * empty group, may have happened on any broker).
    */
-  initialize(groupId: string, topic: string, partition: number): void {
-    if (this.leaderEpochOf(topic, partition) === null) return;
-    void this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]);
+  async initializeAssignment(
+    groupId: string,
+    assignment: ReadonlyMap<string, ReadonlySet<number>>,
+    groupWasEmpty: boolean,
+  ): Promise<void> {
+    if (groupWasEmpty) this.forgetInitialized(groupId);
+    const waits: Promise<void>[] = [];
+    for (const [topic, partitions] of assignment) {
+      for (const partition of partitions) waits.push(this.initializeOne(groupId, topic, partition));
+    }
+    await Promise.all(waits);
+  }
+
+  private initializeOne(groupId: string, topic: string, partition: number): Promise<void> {
+    const store = this.store;
+    if (store?.initializeAssigned === undefined) {
+      if (this.leaderEpochOf(topic, partition) === null) return Promise.resolve();
+      return this.ensureLoaded(groupId, [sessionPartitionKey(topic, partition)]).then(() => {});
+    }
+    const key = sessionPartitionKey(topic, partition);
+    if (this.initialized.get(groupId)?.has(key) === true) return Promise.resolve();
+    const k = stateKey(groupId, topic, partition);
+    let running = this.initializing.get(k);
+    if (running === undefined) {
+      const reset = this.groupConfigs.autoOffsetReset(groupId);
+      running = store
+        .initializeAssigned(groupId, topic, partition, reset, () => {
+          if (this.leaderEpochOf(topic, partition) === null) return null;
+          const log = this.replicaManager.leaderFor(topic, partition).log;
+          return reset === "earliest" ? log.logStartOffset : log.highWatermark;
+        })
+        .then(
+          () => this.rememberInitialized(groupId, key),
+          // Not initialized now: its leader starts it at its first fetch.
+          () => {},
+        )
+        .finally(() => this.initializing.delete(k));
+      this.initializing.set(k, running);
+    }
+    return running;
+  }
+
+  private rememberInitialized(groupId: string, key: string): void {
+    if (this.initializedCount >= SHARE_PARTITIONS_MAX) return;
+    let keys = this.initialized.get(groupId);
+    if (keys === undefined) this.initialized.set(groupId, (keys = new Set()));
+    if (keys.has(key)) return;
+    keys.add(key);
+    this.initializedCount++;
+  }
+
+  private forgetInitialized(groupId: string): void {
+    this.initializedCount -= this.initialized.get(groupId)?.size ?? 0;
+    this.initialized.delete(groupId);
+    assert(this.initializedCount >= 0, "initialized share partitions counted below zero");
   }
 
   /**
@@ -289,6 +368,7 @@ export class SharePartitionManager {
    * group coordinator is); the partition's leader reads it when it next serves the group.
    */
   async resetOffset(groupId: string, topic: string, partition: number, offset: bigint) {
+    this.forgetInitialized(groupId);
     if (this.store?.initialize !== undefined) {
       await this.store.initialize(groupId, topic, partition, offset);
       this.dropState(stateKey(groupId, topic, partition));
@@ -310,6 +390,7 @@ export class SharePartitionManager {
    * resolves. In a cluster a leader still holding it is fenced on its next write.
    */
   async deleteState(groupId: string, topic: string, partition: number): Promise<void> {
+    this.forgetInitialized(groupId);
     this.dropState(stateKey(groupId, topic, partition));
     await this.store?.remove(groupId, topic, partition);
   }

@@ -13,7 +13,9 @@
  * describes the new start, a leader still holding the old state is fenced on its next write
  * (the acknowledgement fails), and the next member's fetch starts at the new offset.
  * DeleteShareGroupOffsets there likewise: the leader's late write is fenced instead of bringing
- * the deleted state back.
+ * the deleted state back. And with share.auto.offset.reset=latest the group coordinator starts
+ * the share partition at the log end when it assigns it, so records produced between the
+ * assignment and the member's first fetch are delivered.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ErrorCode } from "../../src/protocol/errors.ts";
@@ -352,6 +354,41 @@ test("DeleteShareGroupOffsets at a broker that does not lead the partition fence
     expect(await fetch("m2", 0)).toEqual([]);
     await produceWithKafkajs(cluster, DELETE_TOPIC, ["10", "11"]);
     expect(await fetch("m2", 1)).toEqual([{ firstOffset: 10n, lastOffset: 11n, deliveryCount: 1 }]);
+  } finally {
+    leader.close();
+  }
+}, 120_000);
+
+const LATEST_TOPIC = "share-latest";
+
+test("share.auto.offset.reset=latest starts at the assignment, not at the first fetch", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  await createTopicWithAssignment(running[0]!, LATEST_TOPIC, [[2, 3, 1]]);
+  await consistentMetadata(cluster, 3);
+  const leaderId = await leaderOf(LATEST_TOPIC);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId, "share-latest");
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
+  const meta = await metadata(coordinator);
+  const topicId = meta.topics.find((t) => t.name === LATEST_TOPIC)!.topicId;
+  const { heartbeat, fetch, startEverywhere } = resetRequests(
+    group,
+    coordinator,
+    leader,
+    topicId,
+    LATEST_TOPIC,
+  );
+  try {
+    await produceWithKafkajs(cluster, LATEST_TOPIC, ["before-0", "before-1", "before-2"]);
+    // The group coordinator, which does not lead the partition, assigns it: the group's state
+    // starts at the log end of that moment, stored before the member hears of the assignment.
+    expect((await heartbeat("m1", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([3n, 3n, 3n]);
+    // Records produced after the assignment, before the member's first fetch, are delivered.
+    await produceWithKafkajs(cluster, LATEST_TOPIC, ["3", "4", "5", "6", "7"]);
+    expect(await fetch("m1", 0)).toEqual([{ firstOffset: 3n, lastOffset: 7n, deliveryCount: 1 }]);
   } finally {
     leader.close();
   }
