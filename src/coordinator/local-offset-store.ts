@@ -7,7 +7,7 @@ import {
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { concatFrames } from "../storage/checksummed-frames.ts";
-import { fdatasyncFdInBackground } from "../storage/durable-file.ts";
+import { fdatasyncFdInBackground, fsyncDirectory, writeFully } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import {
@@ -110,8 +110,10 @@ export class LocalOffsetStore implements OffsetStore {
     fs.rmSync(path.join(dir, SNAPSHOT_TEMP_FILE), { force: true });
     const logPath = path.join(dir, LOG_FILE);
     const created = !fs.existsSync(logPath);
-    const logFd = fs.openSync(logPath, "a");
-    if (created) fsyncDir(dir);
+    // Written at the size it tracks, not appended (O_APPEND): a failed write's tail that could
+    // not be cut off is overwritten by the next write instead of standing before it.
+    const logFd = fs.openSync(logPath, fs.constants.O_WRONLY | fs.constants.O_CREAT);
+    if (created) fsyncDirectory(dir);
     const store = new LocalOffsetStore(dir, logFd, options);
     store.replay();
     return store;
@@ -256,15 +258,15 @@ export class LocalOffsetStore implements OffsetStore {
     const bytes = concatFrames(batch.map((w) => w.frame));
     const sizeBefore = this.logSizeBytes;
     try {
-      writeFully(this.logFd, bytes);
+      writeFully(this.logFd, bytes, sizeBefore);
       await fdatasyncFdInBackground(this.logFd);
     } catch (cause) {
       // Cut off whatever part of the batch reached the file: none of it was acknowledged.
       try {
         fs.ftruncateSync(this.logFd, sizeBefore);
       } catch {
-        // The truncate failing too leaves a tail that replay may or may not accept; still no
-        // acknowledged commit is lost, which is the promise made to clients.
+        // The truncate failing too leaves a tail past logSizeBytes: the next write goes over
+        // it, so no acknowledged commit stands behind it (replay stops at the first bad frame).
       }
       const message = `offset store write to ${this.dir} failed`;
       const error = new KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, message, { cause });
@@ -364,13 +366,13 @@ export class LocalOffsetStore implements OffsetStore {
     const tempPath = path.join(this.dir, SNAPSHOT_TEMP_FILE);
     const fd = fs.openSync(tempPath, "w");
     try {
-      writeFully(fd, concatFrames(frames));
+      writeFully(fd, concatFrames(frames), 0);
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
     fs.renameSync(tempPath, path.join(this.dir, SNAPSHOT_FILE));
-    fsyncDir(this.dir);
+    fsyncDirectory(this.dir);
     fs.ftruncateSync(this.logFd, 0);
     fs.fsyncSync(this.logFd);
     this.logSizeBytes = 0;
@@ -379,25 +381,5 @@ export class LocalOffsetStore implements OffsetStore {
     for (const groupId of this.protocolTypes.keys()) {
       if (!this.groups.has(groupId)) this.protocolTypes.delete(groupId);
     }
-  }
-}
-
-/**
- * fs.writeSync may write less than asked, so loop (never Bun.write to append: docs/bun.md, File
- * I/O).
- */
-function writeFully(fd: number, bytes: Uint8Array): void {
-  let written = 0;
-  while (written < bytes.length) {
-    written += fs.writeSync(fd, bytes, written, bytes.length - written);
-  }
-}
-
-function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, "r");
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }

@@ -160,6 +160,20 @@ describe("LocalOffsetStore", () => {
     await reopened.close();
   });
 
+  test("a commit after a failed write's leftover tail goes where the valid log ends", async () => {
+    // A failed write whose truncate failed too leaves bytes past the log's end; the next
+    // commit must not land after them, where replay (stopping at the garbage) would lose it.
+    const dir = tempDir();
+    const store = LocalOffsetStore.open(dir);
+    await store.commit("g", [{ topic: "t", partition: 0, committed: committed(1n) }]);
+    appendFileSync(logPath(dir), new Uint8Array([0, 0, 0, 9, 1, 2, 3]));
+    await store.commit("g", [{ topic: "t", partition: 0, committed: committed(2n) }]);
+    await store.close();
+    const reopened = LocalOffsetStore.open(dir);
+    expect((await reopened.loadGroup("g")).get(tp("t", 0))!.offset).toBe(2n);
+    await reopened.close();
+  });
+
   test("past compactLogBytes the log becomes a snapshot; the state is unchanged", async () => {
     const dir = tempDir();
     const store = LocalOffsetStore.open(dir, { compactLogBytes: 4096 });
