@@ -352,9 +352,12 @@ describe("LogCleaner: keyless records in compressed batches", () => {
 });
 
 describe("LogCleaner: offset map", () => {
-  test("a dirty section larger than the map is cleaned in several passes", async () => {
-    // 2000 bytes / 24 per slot = 83 slots, 74 keys per pass.
-    const log = open({ segmentBytes: 8000 }, { dedupeBufferBytes: 2000 }).getOrCreateLog("t", 0);
+  /**
+   * Three rounds over 300 keys in batches of ten, cleaned until nothing is left to clean: with a
+   * map of 2000 bytes (83 slots, 74 keys a pass) that takes several passes, each of which must
+   * keep the latest record of every key.
+   */
+  async function cleanInPasses(log: UnifiedLog): Promise<void> {
     for (let round = 0; round < 3; round++) {
       for (let k = 0; k < 300; k += 10) {
         append(
@@ -372,32 +375,18 @@ describe("LogCleaner: offset map", () => {
     expect(latestByKey(after)).toEqual(latestByKey(before));
     expect(after.length).toBe(300);
     expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
+  }
+
+  test("a dirty section larger than the map is cleaned in several passes", async () => {
+    const log = open({ segmentBytes: 8000 }, { dedupeBufferBytes: 2000 }).getOrCreateLog("t", 0);
+    await cleanInPasses(log);
   });
 
   test("the map fills with later chunks already at the Worker: every latest record stays", async () => {
-    // Chunks of about four batches, up to four of them in flight: the map (74 keys) fills in
-    // one while the next ones are queued behind it; each pass must end where the map filled.
-    const log = open(
-      { segmentBytes: 1 << 20 },
-      { dedupeBufferBytes: 2000, ioBufferBytes: 1024 },
-    ).getOrCreateLog("t", 0);
-    for (let round = 0; round < 3; round++) {
-      for (let k = 0; k < 300; k += 10) {
-        append(
-          log,
-          Array.from({ length: 10 }, (_, i) => ({ key: `k${k + i}`, value: `v${round}` })),
-        );
-      }
-    }
-    log.roll();
-    const before = readAllRecords(log);
-    let passes = 0;
-    while ((await manager.cleaner.cleanOnce()) !== null) passes++;
-    expect(passes).toBeGreaterThan(1);
-    const after = readAllRecords(log);
-    expect(latestByKey(after)).toEqual(latestByKey(before));
-    expect(after.length).toBe(300);
-    expect(log.cleanerOffset).toBe(log.activeSegmentBaseOffset);
+    // Chunks of about four batches, up to four of them in flight: the map fills in one while
+    // the next ones are queued behind it; each pass must end where the map filled.
+    const small = { dedupeBufferBytes: 2000, ioBufferBytes: 1024 };
+    await cleanInPasses(open({ segmentBytes: 1 << 20 }, small).getOrCreateLog("t", 0));
   });
 });
 
