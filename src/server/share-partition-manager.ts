@@ -176,6 +176,13 @@ export interface ShareManagerSettings extends SharePartitionSettings {
 /** Share partitions one broker keeps (groups x partitions); a new one past it is refused. */
 export const SHARE_PARTITIONS_MAX = 100_000;
 
+/**
+ * How long a ShareGroupHeartbeat carrying an assignment waits for the partitions' state to be
+ * initialized (well inside a client's 30 s request timeout); what is not done by then starts
+ * when it is, or at the leader's first fetch.
+ */
+const ASSIGNMENT_INITIALIZE_WAIT_MS = 5_000;
+
 export class SharePartitionManager {
   private readonly partitions = new Map<string, SharePartition>();
   /** The epochs each loaded share partition's writes carry. */
@@ -301,9 +308,9 @@ export class SharePartitionManager {
    * the group got the partition, not when its first fetch arrived; the heartbeat is answered
    * after this. In a cluster the share coordinator initializes it (InitializeShareGroupState);
    * in embedded mode this broker loads it. A partition that could not be initialized starts at
-   * its leader's first fetch instead. `groupWasEmpty`: the partitions this broker saw
-   * initialized for the group are checked again (an offset reset or deletion, which needs an
-   * empty group, may have happened on any broker).
+   * its leader's first fetch instead; the wait is bounded (ASSIGNMENT_INITIALIZE_WAIT_MS).
+   * `groupWasEmpty`: the partitions this broker saw initialized for the group are checked again
+   * (an offset reset or deletion, which needs an empty group, may have happened on any broker).
    */
   async initializeAssignment(
     groupId: string,
@@ -315,7 +322,14 @@ export class SharePartitionManager {
     for (const [topic, partitions] of assignment) {
       for (const partition of partitions) waits.push(this.initializeOne(groupId, topic, partition));
     }
-    await Promise.all(waits);
+    // A share coordinator or leader that cannot be reached is retried for longer than a client
+    // waits for its heartbeat: past the bound the answer goes, and initialization carries on.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ASSIGNMENT_INITIALIZE_WAIT_MS);
+    });
+    await Promise.race([Promise.all(waits), bound]);
+    clearTimeout(timer);
   }
 
   private initializeOne(groupId: string, topic: string, partition: number): Promise<void> {

@@ -15,9 +15,11 @@
  * DeleteShareGroupOffsets there likewise: the leader's late write is fenced instead of bringing
  * the deleted state back. And with share.auto.offset.reset=latest the group coordinator starts
  * the share partition at the log end when it assigns it, so records produced between the
- * assignment and the member's first fetch are delivered.
+ * assignment and the member's first fetch are delivered; a heartbeat does not wait for that
+ * longer than its bound when the share coordinator is frozen (SIGSTOP).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { coordinatorKey } from "../../src/coordinator/share-state-log.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import type { ChildBroker } from "../support/child-broker.ts";
@@ -391,5 +393,70 @@ test("share.auto.offset.reset=latest starts at the assignment, not at the first 
     expect(await fetch("m1", 0)).toEqual([{ firstOffset: 3n, lastOffset: 7n, deliveryCount: 1 }]);
   } finally {
     leader.close();
+  }
+}, 120_000);
+
+const FROZEN_TOPIC = "share-frozen";
+
+/**
+ * The broker FindCoordinator names for a share-partition key (key type 2), once there is one
+ * (the first request creates __share_group_state).
+ */
+async function shareCoordinatorOf(group: string, topicId: Uint8Array): Promise<number> {
+  const broker = [...cluster.brokers.values()].find((b) => b.running)!;
+  let nodeId = -1;
+  await waitUntil(
+    async () => {
+      const res = await requestOnce(broker.port, ApiKey.FindCoordinator, 6, {
+        keyType: 2,
+        coordinatorKeys: [coordinatorKey({ groupId: group, topicId, partition: 0 })],
+      });
+      nodeId = res.coordinators[0]!.errorCode === ErrorCode.NONE ? res.coordinators[0]!.nodeId : -1;
+      return nodeId >= 0;
+    },
+    30_000,
+    "a share coordinator",
+  );
+  return nodeId;
+}
+
+test("a heartbeat with an assignment is answered while the share coordinator is frozen", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  await createTopicWithAssignment(running[0]!, FROZEN_TOPIC, [[1, 2, 3]]);
+  await consistentMetadata(cluster, 3);
+  const meta = await metadata(running[0]!);
+  const topicId = meta.topics.find((t) => t.name === FROZEN_TOPIC)!.topicId;
+  let group = "";
+  let frozenId = -1;
+  for (let i = 0; i < 100 && frozenId < 0; i++) {
+    const candidate = `share-frozen-${i}`;
+    const shareCoordinator = await shareCoordinatorOf(candidate, topicId);
+    if (shareCoordinator !== (await groupCoordinatorOf(candidate))) {
+      group = candidate;
+      frozenId = shareCoordinator;
+    }
+  }
+  expect(frozenId).toBeGreaterThan(0);
+  const coordinator = cluster.brokers.get(await groupCoordinatorOf(group))!;
+  const frozen = cluster.brokers.get(frozenId)!;
+  process.kill(frozen.pid, "SIGSTOP");
+  try {
+    const startedMs = performance.now();
+    const res = await requestOnce(coordinator.port, ApiKey.ShareGroupHeartbeat, 1, {
+      groupId: group,
+      memberId: "m1",
+      memberEpoch: 0,
+      subscribedTopicNames: [FROZEN_TOPIC],
+    });
+    const elapsedMs = performance.now() - startedMs;
+    console.log(`heartbeat answered after ${Math.round(elapsedMs)} ms`);
+    expect(res.errorCode).toBe(ErrorCode.NONE);
+    expect(res.assignment?.topicPartitions).toEqual([{ topicId, partitions: [0] }]);
+    // The initialization waits are bounded (5 s); unbounded, the persister's first request to
+    // the frozen coordinator alone takes its 10 s timeout, and retries follow.
+    expect(elapsedMs).toBeLessThan(9_000);
+  } finally {
+    process.kill(frozen.pid, "SIGCONT");
   }
 }, 120_000);
