@@ -7,7 +7,12 @@ import {
 } from "../common/topic-partition.ts";
 import { ErrorCode, KafkaError } from "../protocol/errors.ts";
 import { concatFrames } from "../storage/checksummed-frames.ts";
-import { fdatasyncFdInBackground, fsyncDirectory, writeFully } from "../storage/durable-file.ts";
+import {
+  fdatasyncFdInBackground,
+  fsyncDirectory,
+  writeFileAtomicallyInBackground,
+  writeFully,
+} from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
 import {
@@ -22,7 +27,8 @@ import type { CommittedOffset, OffsetStore, StoredGroupMetadata } from "./offset
 export const OFFSETS_DIR_NAME = "__consumer_offsets";
 const LOG_FILE = "commits.log";
 const SNAPSHOT_FILE = "offsets.snapshot";
-const SNAPSHOT_TEMP_FILE = "offsets.snapshot.tmp";
+/** The snapshot being written (writeFileAtomicallyInBackground's name), and an older one's. */
+const SNAPSHOT_TEMP_FILES = ["offsets.snapshot.async.tmp", "offsets.snapshot.tmp"];
 const MEMBERSHIP_DIR_NAME = "membership";
 
 export interface LocalOffsetStoreOptions {
@@ -59,7 +65,7 @@ export interface LocalOffsetStoreStats {
  *   power loss.
  * - `offsets.snapshot`: the whole state as one commit record per group (and one record of its
  *   protocol type, if known), written when the log passes `compactLogBytes` (write temp,
- *   fsync, rename, fsync dir, then truncate the log).
+ *   fsync, rename, fsync dir, then truncate the log), its I/O on the thread pool.
  *   Replaying the log over a snapshot that already contains it gives the same state (every
  *   record sets or deletes keys, last writer wins), so a crash between rename and truncate is
  *   harmless.
@@ -107,7 +113,7 @@ export class LocalOffsetStore implements OffsetStore {
   static open(dataDir: string, options: LocalOffsetStoreOptions = {}): LocalOffsetStore {
     const dir = path.join(dataDir, OFFSETS_DIR_NAME);
     fs.mkdirSync(path.join(dir, MEMBERSHIP_DIR_NAME), { recursive: true });
-    fs.rmSync(path.join(dir, SNAPSHOT_TEMP_FILE), { force: true });
+    for (const temp of SNAPSHOT_TEMP_FILES) fs.rmSync(path.join(dir, temp), { force: true });
     const logPath = path.join(dir, LOG_FILE);
     const created = !fs.existsSync(logPath);
     // Written at the size it tracks, not appended (O_APPEND): a failed write's tail that could
@@ -250,7 +256,7 @@ export class LocalOffsetStore implements OffsetStore {
       this.pending = [];
       this.pendingBytes = 0;
       await this.writeBatch(batch);
-      if (this.logSizeBytes >= this.compactAtBytes) this.tryCompact();
+      if (this.logSizeBytes >= this.compactAtBytes) await this.tryCompact();
     }
   }
 
@@ -337,9 +343,9 @@ export class LocalOffsetStore implements OffsetStore {
    * A failed compaction (disk full, say) loses nothing: the log still holds every record. It
    * is retried after the log has grown by another compactLogBytes.
    */
-  private tryCompact(): void {
+  private async tryCompact(): Promise<void> {
     try {
-      this.compact();
+      await this.compact();
       this.compactAtBytes = this.compactLogBytes;
     } catch (error) {
       this.log.error(`compaction in ${this.dir} failed, keeping the log: ${String(error)}`);
@@ -347,8 +353,13 @@ export class LocalOffsetStore implements OffsetStore {
     }
   }
 
-  /** Rewrites the state as a snapshot and empties the log (see the class comment for safety). */
-  private compact(): void {
+  /**
+   * Rewrites the state as a snapshot and empties the log (see the class comment for safety),
+   * its writes and syncs on the thread pool: the event loop goes on serving meanwhile. It runs
+   * between two log writes, so `groups` holds exactly what the log does; commits arriving
+   * meanwhile wait in `pending` for the next write.
+   */
+  private async compact(): Promise<void> {
     const frames: Uint8Array[] = [];
     for (const [groupId, offsets] of this.groups) {
       const stored = [...offsets].map(([key, committed]) => ({
@@ -363,19 +374,11 @@ export class LocalOffsetStore implements OffsetStore {
         frames.push(encodeRecord({ type: "groupMetadata", groupId, protocolType })!);
       }
     }
-    const tempPath = path.join(this.dir, SNAPSHOT_TEMP_FILE);
-    const fd = fs.openSync(tempPath, "w");
-    try {
-      writeFully(fd, concatFrames(frames), 0);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tempPath, path.join(this.dir, SNAPSHOT_FILE));
-    fsyncDirectory(this.dir);
+    await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), concatFrames(frames));
     fs.ftruncateSync(this.logFd, 0);
-    fs.fsyncSync(this.logFd);
+    // Set before the sync: were it to fail, the next records must still go at the file's start.
     this.logSizeBytes = 0;
+    await fdatasyncFdInBackground(this.logFd);
     this.compactions++;
     // The protocol type of a group that never committed was not carried into the snapshot.
     for (const groupId of this.protocolTypes.keys()) {
