@@ -75,6 +75,13 @@ export class LogCleaner {
   private readonly throttler: Throttler;
   private readonly uncleanable = new WeakSet<UnifiedLog>();
   private loop: Promise<void> | null = null;
+  /**
+   * The cleaning running (or the last one): the next waits for it. The Worker holds one
+   * cleaning's offset map, and chunks of several are in flight at once, so a second cleaning
+   * beside the first would begin a new map under its chunks.
+   */
+  private cleaning: Promise<unknown> = Promise.resolve();
+  private cleaningsQueued = 0;
   private stopRequested = false;
   private wakeUp: (() => void) | null = null;
 
@@ -168,7 +175,22 @@ export class LogCleaner {
    * Cleans the filthiest log once. Returns what was cleaned, or null when no log needed it or
    * the cleaning was abandoned. Used by the loop and directly by tests.
    */
-  async cleanOnce(nowMs = Date.now()): Promise<CleanResult | null> {
+  cleanOnce(nowMs = Date.now()): Promise<CleanResult | null> {
+    // With none running it starts in this turn (its choice and throttle period start now).
+    const next =
+      this.cleaningsQueued === 0
+        ? this.cleanFilthiest(nowMs)
+        : this.cleaning.then(() => this.cleanFilthiest(nowMs));
+    this.cleaningsQueued++;
+    this.cleaning = next
+      .catch(() => {})
+      .finally(() => {
+        this.cleaningsQueued--;
+      });
+    return next;
+  }
+
+  private async cleanFilthiest(nowMs: number): Promise<CleanResult | null> {
     const target = this.grabFilthiestLog(nowMs);
     if (target === null) return null;
     const { log } = target;
