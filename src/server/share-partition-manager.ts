@@ -318,21 +318,66 @@ export class SharePartitionManager {
     groupWasEmpty: boolean,
   ): Promise<void> {
     if (groupWasEmpty) this.forgetInitialized(groupId);
-    const waits: Promise<void>[] = [];
-    for (const [topic, partitions] of assignment) {
-      for (const partition of partitions) waits.push(this.initializeOne(groupId, topic, partition));
-    }
     // A share coordinator or leader that cannot be reached is retried for longer than a client
     // waits for its heartbeat: past the bound the answer goes, and initialization carries on.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, ASSIGNMENT_INITIALIZE_WAIT_MS);
     });
-    await Promise.race([Promise.all(waits), bound]);
+    await Promise.race([this.initializeAll(groupId, assignment), bound]);
     clearTimeout(timer);
   }
 
-  private initializeOne(groupId: string, topic: string, partition: number): Promise<void> {
+  private async initializeAll(
+    groupId: string,
+    assignment: ReadonlyMap<string, ReadonlySet<number>>,
+  ): Promise<void> {
+    const known = await this.knownTopics(groupId, assignment);
+    const waits: Promise<void>[] = [];
+    for (const [topic, partitions] of assignment) {
+      const reset = known.has(topic) ? "earliest" : this.groupConfigs.autoOffsetReset(groupId);
+      for (const p of partitions) waits.push(this.initializeOne(groupId, topic, p, reset));
+    }
+    await Promise.all(waits);
+  }
+
+  /**
+   * The assignment's topics the group already consumes, where the state is kept apart (a
+   * cluster): a partition of one without state is new (CreatePartitions) and starts at the log
+   * start whatever `share.auto.offset.reset` says, as in Kafka, so records produced to it before
+   * the group was assigned it are not skipped. Known: another partition of the topic was
+   * initialized here, or partition 0 has state (every consumed topic's partition 0 does), read
+   * before this assignment initializes anything.
+   */
+  private async knownTopics(
+    groupId: string,
+    assignment: ReadonlyMap<string, ReadonlySet<number>>,
+  ): Promise<Set<string>> {
+    const known = new Set<string>();
+    const store = this.store;
+    if (store?.summary === undefined) return known;
+    const cached = this.initialized.get(groupId);
+    const cachedTopics = new Set([...(cached ?? [])].map((k) => parseSessionPartitionKey(k).topic));
+    await Promise.all(
+      [...assignment].map(async ([topic, partitions]) => {
+        const fresh = [...partitions].filter(
+          (p) => cached?.has(sessionPartitionKey(topic, p)) !== true,
+        );
+        if (fresh.every((p) => p === 0)) return;
+        if (cachedTopics.has(topic)) return void known.add(topic);
+        const first = await store.summary!(groupId, topic, 0).catch(() => null);
+        if (first !== null) known.add(topic);
+      }),
+    );
+    return known;
+  }
+
+  private initializeOne(
+    groupId: string,
+    topic: string,
+    partition: number,
+    reset: "earliest" | "latest",
+  ): Promise<void> {
     const store = this.store;
     if (store?.initializeAssigned === undefined) {
       if (this.leaderEpochOf(topic, partition) === null) return Promise.resolve();
@@ -343,7 +388,6 @@ export class SharePartitionManager {
     const k = stateKey(groupId, topic, partition);
     let running = this.initializing.get(k);
     if (running === undefined) {
-      const reset = this.groupConfigs.autoOffsetReset(groupId);
       running = store
         .initializeAssigned(groupId, topic, partition, reset, () => {
           if (this.leaderEpochOf(topic, partition) === null) return null;

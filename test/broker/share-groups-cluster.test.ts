@@ -15,10 +15,12 @@
  * DeleteShareGroupOffsets there likewise: the leader's late write is fenced instead of bringing
  * the deleted state back. And with share.auto.offset.reset=latest the group coordinator starts
  * the share partition at the log end when it assigns it, so records produced between the
- * assignment and the member's first fetch are delivered; a heartbeat does not wait for that
- * longer than its bound when the share coordinator is frozen (SIGSTOP).
+ * assignment and the member's first fetch are delivered, and a partition added to a consumed
+ * topic starts at its log start; a heartbeat does not wait for that longer than its bound when
+ * the share coordinator is frozen (SIGSTOP).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { Kafka, logLevel } from "kafkajs";
 import { coordinatorKey } from "../../src/coordinator/share-state-log.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
@@ -34,6 +36,7 @@ import {
   metadata,
   preferredLeaders,
   produceWithKafkajs,
+  runningBootstrap,
   SESSION_TIMEOUT_MS,
   startCluster,
 } from "./cluster-harness.ts";
@@ -394,6 +397,88 @@ test("share.auto.offset.reset=latest starts at the assignment, not at the first 
   } finally {
     leader.close();
   }
+}, 120_000);
+
+const GROW_TOPIC = "share-grow";
+
+/** Records to one partition (the harness's producer spreads them). */
+async function produceTo(topic: string, partition: number, values: string[]) {
+  const kafka = new Kafka({
+    clientId: "share-grow",
+    brokers: runningBootstrap(cluster).split(","),
+    logLevel: logLevel.NOTHING,
+  });
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: values.map((value) => ({ value, partition })),
+    });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+test("a partition added to a consumed topic starts at its log start, not at latest", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  await createTopicWithAssignment(running[0]!, GROW_TOPIC, [[2, 3, 1]]);
+  await consistentMetadata(cluster, 3);
+  const leaderId = await leaderOf(GROW_TOPIC);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId, "share-grow");
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const heartbeat = (memberEpoch: number) =>
+    requestOnce(coordinator.port, ApiKey.ShareGroupHeartbeat, 1, {
+      groupId: group,
+      memberId: "m1",
+      memberEpoch,
+      subscribedTopicNames: memberEpoch === 0 ? [GROW_TOPIC] : null,
+    });
+  const joined = await heartbeat(0);
+  expect(joined.errorCode).toBe(ErrorCode.NONE);
+
+  // The topic grows; records reach the new partition before the group is assigned it.
+  const grown = await requestOnce(coordinator.port, ApiKey.CreatePartitions, 3, {
+    topics: [{ name: GROW_TOPIC, count: 2, assignments: null }],
+    timeoutMs: 10_000,
+    validateOnly: false,
+  });
+  expect(grown.results[0]!.errorCode).toBe(ErrorCode.NONE);
+  await consistentMetadata(cluster, 3);
+  await produceTo(GROW_TOPIC, 1, ["0", "1", "2"]);
+
+  const res = await heartbeat(joined.memberEpoch);
+  expect(res.errorCode).toBe(ErrorCode.NONE);
+  expect(res.assignment?.topicPartitions[0]?.partitions.sort()).toEqual([0, 1]);
+  // Initialized at the log start (a topic the group consumes), where latest would be 3.
+  const described = await requestOnce(coordinator.port, ApiKey.DescribeShareGroupOffsets, 1, {
+    groups: [{ groupId: group, topics: [{ topicName: GROW_TOPIC, partitions: [1] }] }],
+  });
+  expect(described.groups[0]!.topics[0]!.partitions[0]!.startOffset).toBe(0n);
+  const meta = await metadata(coordinator);
+  const topic = meta.topics.find((t) => t.name === GROW_TOPIC)!;
+  const newLeader = cluster.brokers.get(
+    topic.partitions.find((p) => p.partitionIndex === 1)!.leaderId,
+  )!;
+  const fetched = await requestOnce(newLeader.port, ApiKey.ShareFetch, 1, {
+    groupId: group,
+    memberId: "m1",
+    shareSessionEpoch: 0,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    maxRecords: 100,
+    batchSize: 100,
+    topics: [
+      { topicId: topic.topicId, partitions: [{ partitionIndex: 1, acknowledgementBatches: [] }] },
+    ],
+  });
+  expect(fetched.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords))).toEqual([
+    { firstOffset: 0n, lastOffset: 2n, deliveryCount: 1 },
+  ]);
 }, 120_000);
 
 const FROZEN_TOPIC = "share-frozen";
