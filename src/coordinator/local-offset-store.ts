@@ -15,6 +15,7 @@ import {
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
+import { TurnSlices } from "../util/turn-slices.ts";
 import {
   encodeRecord,
   type OffsetLogRecord,
@@ -36,11 +37,24 @@ export interface LocalOffsetStoreOptions {
   readonly compactLogBytes?: number;
   /** Bytes of commits waiting for the next fsync; beyond it commits fail (retriable). */
   readonly pendingBytesMax?: number;
+  /** Event-loop time one slice of a compaction's snapshot encoding may take (0: one record). */
+  readonly foldSliceMs?: number;
   readonly logger?: Logger;
 }
 
 const DEFAULT_COMPACT_LOG_BYTES = 64 << 20;
 const DEFAULT_PENDING_BYTES_MAX = 256 << 20;
+/**
+ * A fold of 200,000 offsets encodes for about 200 ms of CPU: in 2 ms slices the longest stall
+ * of the loop it causes is about 12-16 ms (docs/consumer-groups.md, "Embedded mode's offsets").
+ */
+const DEFAULT_FOLD_SLICE_MS = 2;
+/**
+ * Offsets per snapshot record: a group with more is written as several commit records, which
+ * replay merges, so no record outgrows RECORD_PAYLOAD_BYTES_MAX and one record's encoding
+ * stays well under a slice.
+ */
+const SNAPSHOT_RECORD_OFFSETS_MAX = 1_000;
 
 interface PendingWrite {
   readonly frame: Uint8Array;
@@ -63,7 +77,7 @@ export interface LocalOffsetStoreStats {
  *   while the previous fsync ran is written with one write and one fdatasync, and a commit's
  *   promise resolves only after its fdatasync: an acknowledged commit survives kill -9 or
  *   power loss.
- * - `offsets.snapshot`: the whole state as one commit record per group (and one record of its
+ * - `offsets.snapshot`: the whole state as commit records of each group (and one record of its
  *   protocol type, if known), written when the log passes `compactLogBytes` (write temp,
  *   fsync, rename, fsync dir, then truncate the log), its I/O on the thread pool.
  *   Replaying the log over a snapshot that already contains it gives the same state (every
@@ -90,10 +104,13 @@ export class LocalOffsetStore implements OffsetStore {
   private fsyncs = 0;
   private recordsWritten = 0;
   private compactions = 0;
+  /** True while a compaction encodes the snapshot: nothing may change the state meanwhile. */
+  private folding = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
   private readonly compactLogBytes: number;
   private readonly pendingBytesMax: number;
+  private readonly foldSliceMs: number;
   private readonly log: Logger;
 
   private constructor(
@@ -104,6 +121,7 @@ export class LocalOffsetStore implements OffsetStore {
     this.logSizeBytes = fs.fstatSync(logFd).size;
     this.compactLogBytes = options.compactLogBytes ?? DEFAULT_COMPACT_LOG_BYTES;
     this.pendingBytesMax = options.pendingBytesMax ?? DEFAULT_PENDING_BYTES_MAX;
+    this.foldSliceMs = options.foldSliceMs ?? DEFAULT_FOLD_SLICE_MS;
     this.log = options.logger ?? SILENT_LOGGER;
     assert(this.compactLogBytes > 0, `compactLogBytes ${this.compactLogBytes} is not positive`);
     this.compactAtBytes = this.compactLogBytes;
@@ -289,6 +307,7 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   private apply(record: OffsetLogRecord): void {
+    assert(!this.folding, `record for group ${record.groupId} applied while a fold encodes`);
     switch (record.type) {
       case "commit": {
         let offsets = this.groups.get(record.groupId);
@@ -355,26 +374,16 @@ export class LocalOffsetStore implements OffsetStore {
 
   /**
    * Rewrites the state as a snapshot and empties the log (see the class comment for safety),
-   * its writes and syncs on the thread pool: the event loop goes on serving meanwhile. It runs
-   * between two log writes, so `groups` holds exactly what the log does; commits arriving
-   * meanwhile wait in `pending` for the next write.
+   * without holding the event loop: the snapshot is encoded in slices of foldSliceMs with a
+   * turn between them, and its writes and syncs run on the thread pool. It runs inside the flush
+   * loop, between two log writes, so `groups` holds exactly what the log does and stays so until
+   * the log is emptied: commits arriving meanwhile wait in `pending` for the next write, and are
+   * acknowledged only once written after the fold (a consumer committing during a fold waits
+   * for it; nothing else does).
    */
   private async compact(): Promise<void> {
-    const frames: Uint8Array[] = [];
-    for (const [groupId, offsets] of this.groups) {
-      const stored = [...offsets].map(([key, committed]) => ({
-        ...topicPartitionOf(key),
-        committed,
-      }));
-      const frame = encodeRecord({ type: "commit", groupId, offsets: stored });
-      assert(frame !== null, `group ${groupId} has more offsets than one snapshot record holds`);
-      frames.push(frame);
-      const protocolType = this.protocolTypes.get(groupId);
-      if (protocolType !== undefined) {
-        frames.push(encodeRecord({ type: "groupMetadata", groupId, protocolType })!);
-      }
-    }
-    await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), concatFrames(frames));
+    const snapshot = await this.encodeSnapshot();
+    await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), snapshot);
     fs.ftruncateSync(this.logFd, 0);
     // Set before the sync: were it to fail, the next records must still go at the file's start.
     this.logSizeBytes = 0;
@@ -383,6 +392,51 @@ export class LocalOffsetStore implements OffsetStore {
     // The protocol type of a group that never committed was not carried into the snapshot.
     for (const groupId of this.protocolTypes.keys()) {
       if (!this.groups.has(groupId)) this.protocolTypes.delete(groupId);
+    }
+  }
+
+  /**
+   * Every group's offsets as commit records of at most SNAPSHOT_RECORD_OFFSETS_MAX offsets (one
+   * empty record for a group without any), then its protocol type's record, if known; as one
+   * chunk of frames per slice, so that no copy of the whole snapshot is made on the loop.
+   */
+  private async encodeSnapshot(): Promise<Uint8Array[]> {
+    this.folding = true;
+    try {
+      const slices = new TurnSlices(this.foldSliceMs);
+      const chunks: Uint8Array[] = [];
+      let frames: Uint8Array[] = [];
+      const encode = (record: OffsetLogRecord): void => {
+        const frame = encodeRecord(record);
+        assert(frame !== null, `snapshot record of group ${record.groupId} too large`);
+        frames.push(frame);
+      };
+      const endSlice = async (): Promise<void> => {
+        if (!slices.due()) return;
+        chunks.push(concatFrames(frames));
+        frames = [];
+        await slices.next();
+      };
+      for (const [groupId, offsets] of this.groups) {
+        let stored: StoredOffset[] = [];
+        for (const [key, committed] of offsets) {
+          stored.push({ ...topicPartitionOf(key), committed });
+          if (stored.length < SNAPSHOT_RECORD_OFFSETS_MAX) continue;
+          encode({ type: "commit", groupId, offsets: stored });
+          stored = [];
+          await endSlice();
+        }
+        if (stored.length > 0 || offsets.size === 0) {
+          encode({ type: "commit", groupId, offsets: stored });
+        }
+        const protocolType = this.protocolTypes.get(groupId);
+        if (protocolType !== undefined) encode({ type: "groupMetadata", groupId, protocolType });
+        await endSlice();
+      }
+      if (frames.length > 0) chunks.push(concatFrames(frames));
+      return chunks;
+    } finally {
+      this.folding = false;
     }
   }
 }

@@ -85,17 +85,24 @@ export function writeFileAtomically(filePath: string, bytes: Uint8Array): void {
  * `stillCurrent` says no just before the rename (a newer write of the file happened since the
  * bytes were made), the file is left alone and the result is false. With `durable` false
  * nothing is synced: a clean stop syncs the whole file system afterwards (file-system-sync.ts).
+ * `bytes` may come as chunks, the file's content in order.
  */
 export async function writeFileAtomicallyInBackground(
   filePath: string,
-  bytes: Uint8Array,
+  bytes: Uint8Array | readonly Uint8Array[],
   stillCurrent: () => boolean = () => true,
   durable = true,
 ): Promise<boolean> {
   const tmpPath = `${filePath}.async.tmp`;
   const handle = await fs.promises.open(tmpPath, "w");
   try {
-    await handle.writeFile(bytes);
+    // Chunks are written one after another, not copied into one buffer first: copying megabytes
+    // on the event loop is the kind of stall this function exists to avoid.
+    let position = 0;
+    for (const chunk of bytes instanceof Uint8Array ? [bytes] : bytes) {
+      await writeFullyInBackground(handle.fd, chunk, position);
+      position += chunk.length;
+    }
     if (durable) await handle.datasync();
   } finally {
     await handle.close();

@@ -195,6 +195,73 @@ describe("LocalOffsetStore", () => {
     await reopened.close();
   });
 
+  test("commits made while a fold encodes in slices are kept, across a reopen", async () => {
+    const dir = tempDir();
+    // A turn after every snapshot record: the fold of 400 groups spans hundreds of turns.
+    const options = { compactLogBytes: 16 * 1024, foldSliceMs: 0 };
+    const store = LocalOffsetStore.open(dir, options);
+    const expected = new Map<string, Map<string, bigint>>();
+    const commit = (group: string, partition: number, offset: bigint): Promise<void> => {
+      if (!expected.has(group)) expected.set(group, new Map());
+      expected.get(group)!.set(tp("t", partition), offset);
+      return store.commit(group, [{ topic: "t", partition, committed: committed(offset) }]);
+    };
+    // One batch of 400 records (about 32 KiB) passes compactLogBytes: the fold starts after it.
+    const first = Array.from({ length: 400 }, (_, g) => commit(`g${g}`, g % 3, 1n));
+    await Promise.all(first);
+    const during: Promise<void>[] = [];
+    let issuedDuringFold = 0;
+    for (let i = 0; i < 60; i++) {
+      if (store.stats.compactions === 0) issuedDuringFold++;
+      // Groups the fold encodes first, a new group, and a group the fold has not reached yet.
+      during.push(commit(`g${i}`, 5, 100n + BigInt(i)));
+      during.push(commit(`g${i}`, i % 3, 200n + BigInt(i)));
+      during.push(commit(`new${i}`, 0, BigInt(i)));
+      expected.delete(`g${399 - i}`);
+      during.push(store.deleteGroup(`g${399 - i}`));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(during);
+    while (store.stats.compactions === 0) await Bun.sleep(1);
+    expect(issuedDuringFold).toBeGreaterThan(10);
+    expect(store.stats.compactions).toBe(1);
+
+    const stateOf = async (s: LocalOffsetStore) => {
+      const state = new Map<string, Map<string, bigint>>();
+      for (const group of await s.listGroups()) {
+        const offsets = new Map<string, bigint>();
+        for (const [key, c] of await s.loadGroup(group)) offsets.set(key, c.offset);
+        state.set(group, offsets);
+      }
+      return state;
+    };
+    expect(await stateOf(store)).toEqual(expected);
+    await store.close();
+    const reopened = LocalOffsetStore.open(dir, options);
+    expect(await stateOf(reopened)).toEqual(expected);
+    await reopened.close();
+  });
+
+  test("a group with more offsets than one snapshot record holds is folded and reloaded", async () => {
+    const dir = tempDir();
+    const store = LocalOffsetStore.open(dir, { compactLogBytes: 64 * 1024 });
+    const offsets = Array.from({ length: 2_500 }, (_, partition) => ({
+      topic: "t",
+      partition,
+      committed: committed(BigInt(partition)),
+    }));
+    await store.storeGroupMetadata("big", { protocolType: "consumer" });
+    await store.commit("big", offsets);
+    await store.close();
+    expect(store.stats.compactions).toBe(1);
+    const reopened = LocalOffsetStore.open(dir);
+    const loaded = await reopened.loadGroup("big");
+    expect(loaded.size).toBe(2_500);
+    expect(loaded.get(tp("t", 2_499))!.offset).toBe(2_499n);
+    expect(await reopened.describeStoredGroup("big")).toEqual({ protocolType: "consumer" });
+    await reopened.close();
+  });
+
   test("a closed store fails with the retriable COORDINATOR_NOT_AVAILABLE", async () => {
     const store = LocalOffsetStore.open(tempDir());
     await store.close();
@@ -213,8 +280,9 @@ describe("LocalOffsetStore under kill -9", () => {
     dir: string,
     acksMin: number,
     compactLogBytes: number,
+    foldSliceMs: number,
   ): Promise<Map<number, bigint>> {
-    const argv = [process.execPath, CHILD, dir, String(compactLogBytes)];
+    const argv = [process.execPath, CHILD, dir, String(compactLogBytes), String(foldSliceMs)];
     const child = Bun.spawn(argv, { stdout: "pipe", stderr: "inherit" });
     const acked = new Map<number, bigint>();
     let count = 0;
@@ -244,7 +312,8 @@ describe("LocalOffsetStore under kill -9", () => {
     const dir = tempDir();
     for (let trial = 0; trial < 5; trial++) {
       const acksMin = 500 + Math.floor(Math.random() * 3000);
-      const acked = await runAndKill(dir, acksMin, 16 * 1024);
+      // Odd trials fold with a turn after every snapshot record, so kills land inside folds.
+      const acked = await runAndKill(dir, acksMin, 16 * 1024, trial % 2 === 1 ? 0 : 5);
       const store = LocalOffsetStore.open(dir);
       const stored = await store.loadGroup("g");
       await store.close();
