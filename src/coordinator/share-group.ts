@@ -27,6 +27,12 @@ export class ShareGroup {
   readonly members = new Map<string, ShareMember>();
   groupEpoch = 0;
   assignmentEpoch = 0;
+  /**
+   * Every topic the group was assigned while this coordinator held it (bounded by the topics
+   * that exist): DeleteGroups deletes the group's state of their partitions even after the
+   * members that subscribed to them left, as Kafka's group keeps its initialized partitions.
+   */
+  readonly assignedTopics = new Set<string>();
   private partitionCounts = new Map<string, number>();
 
   constructor(readonly groupId: string) {}
@@ -72,6 +78,7 @@ export class ShareGroup {
         this.members.get(id)!.subscribedTopicNames.includes(topic),
       );
       if (subscribers.length === 0 || count === 0) continue;
+      this.assignedTopics.add(topic);
       const n = Math.max(count, subscribers.length);
       for (let i = 0; i < n; i++) give(subscribers[i % subscribers.length]!, topic, i % count);
     }

@@ -153,6 +153,11 @@ export interface ShareStateStore {
    * (KafkaError) when it cannot be read now.
    */
   summary?(groupId: string, topic: string, partition: number): Promise<ShareStateSummary | null>;
+  /**
+   * Every partition the group has state for, where the store holds them all (embedded mode's
+   * file); a cluster's state is spread over the share coordinators and cannot be listed.
+   */
+  partitionsOf?(groupId: string): { topic: string; partition: number }[];
 }
 
 /** A share partition's progress, as DescribeShareGroupOffsets reports it. */
@@ -451,6 +456,48 @@ export class SharePartitionManager {
     this.forgetInitialized(groupId);
     this.dropState(stateKey(groupId, topic, partition));
     await this.store?.remove(groupId, topic, partition);
+  }
+
+  /**
+   * DeleteGroups of an Empty share group (Kafka deletes its share-partition state through the
+   * persister before the group): the state of `partitions`, of every partition this broker
+   * knows the group has state for, and (embedded mode) of every one stored, goes, durably once
+   * this resolves. Rejects with the first failure (KafkaError); the group is then kept.
+   */
+  async deleteGroupState(
+    groupId: string,
+    partitions: readonly { topic: string; partition: number }[],
+  ): Promise<void> {
+    const keys = new Set(partitions.map((p) => sessionPartitionKey(p.topic, p.partition)));
+    for (const k of this.initialized.get(groupId) ?? []) keys.add(k);
+    for (const s of this.states()) {
+      if (s.groupId === groupId) keys.add(sessionPartitionKey(s.topic, s.partition));
+    }
+    for (const p of this.store?.partitionsOf?.(groupId) ?? []) {
+      keys.add(sessionPartitionKey(p.topic, p.partition));
+    }
+    this.sessions.removeGroup(groupId);
+    const deletions = [...keys].map((k) => {
+      const { topic, partition } = parseSessionPartitionKey(k);
+      return this.deleteState(groupId, topic, partition);
+    });
+    // A topic deleted since has no state left to delete.
+    const failure = (await Promise.allSettled(deletions)).find(
+      (r) =>
+        r.status === "rejected" &&
+        !(r.reason instanceof KafkaError && r.reason.code === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    );
+    if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+  }
+
+  /**
+   * Whether the group has state stored here that DeleteGroups can find without its membership
+   * (embedded mode, after a restart); null where the store cannot list a group's partitions.
+   */
+  hasStoredState(groupId: string): boolean | null {
+    if (this.store !== null && this.store.partitionsOf === undefined) return null;
+    if (this.states().some((s) => s.groupId === groupId)) return true;
+    return (this.store?.partitionsOf?.(groupId).length ?? 0) > 0;
   }
 
   /** Every (group, topic, partition) with state here. */

@@ -179,6 +179,29 @@ export class LocalShareStateStore implements ShareStateStore {
     if (code !== ErrorCode.NONE) throw new KafkaError(code, "removing share state failed");
   }
 
+  /**
+   * The partitions the group has state for, stored or about to be (DeleteGroups of a share group
+   * whose membership is gone, after a restart). Scans every stored partition: an admin call.
+   */
+  partitionsOf(groupId: string): { topic: string; partition: number }[] {
+    const found = new Map<string, { topic: string; partition: number }>();
+    for (const s of this.states.values()) {
+      if (s.group === groupId) found.set(key(s.group, s.topic, s.partition), s);
+    }
+    for (const [k, s] of this.inFlight) {
+      if (s === null) found.delete(k);
+      else if (s.group === groupId) found.set(k, s);
+    }
+    for (const pending of [this.unwritten, this.pending]) {
+      for (const [k, p] of pending) {
+        if (p.groupId !== groupId) continue;
+        if (p.state === null) found.delete(k);
+        else found.set(k, p);
+      }
+    }
+    return [...found.values()].map(({ topic, partition }) => ({ topic, partition }));
+  }
+
   /** Writes what is pending, then closes the log. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -13,11 +13,12 @@
  * describes the new start, a leader still holding the old state is fenced on its next write
  * (the acknowledgement fails), and the next member's fetch starts at the new offset.
  * DeleteShareGroupOffsets there likewise: the leader's late write is fenced instead of bringing
- * the deleted state back. And with share.auto.offset.reset=latest the group coordinator starts
- * the share partition at the log end when it assigns it, so records produced between the
- * assignment and the member's first fetch are delivered, and a partition added to a consumed
- * topic starts at its log start; a heartbeat does not wait for that longer than its bound when
- * the share coordinator is frozen (SIGSTOP).
+ * the deleted state back; DeleteGroups of the share group there too (NON_EMPTY_GROUP while it
+ * has a member), and a new member of the id starts afresh. And with
+ * share.auto.offset.reset=latest the group coordinator starts the share partition at the log end
+ * when it assigns it, so records produced between the assignment and the member's first fetch
+ * are delivered, and a partition added to a consumed topic starts at its log start; a heartbeat
+ * does not wait for that longer than its bound when the share coordinator is frozen (SIGSTOP).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
@@ -358,6 +359,73 @@ test("DeleteShareGroupOffsets at a broker that does not lead the partition fence
     expect((await heartbeat("m2", 0)).errorCode).toBe(ErrorCode.NONE);
     expect(await fetch("m2", 0)).toEqual([]);
     await produceWithKafkajs(cluster, DELETE_TOPIC, ["10", "11"]);
+    expect(await fetch("m2", 1)).toEqual([{ firstOffset: 10n, lastOffset: 11n, deliveryCount: 1 }]);
+  } finally {
+    leader.close();
+  }
+}, 120_000);
+
+const DELETE_GROUP_TOPIC = "share-delete-group";
+
+test("DeleteGroups of a share group at a broker that does not lead the partition", async () => {
+  const running = [...cluster.brokers.values()].filter((b) => b.running);
+  expect(running.length).toBe(3);
+  await createTopicWithAssignment(running[0]!, DELETE_GROUP_TOPIC, [[2, 3, 1]]);
+  await consistentMetadata(cluster, 3);
+  const leaderId = await leaderOf(DELETE_GROUP_TOPIC);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId, "share-delete-group");
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
+  const meta = await metadata(coordinator);
+  const topicId = meta.topics.find((t) => t.name === DELETE_GROUP_TOPIC)!.topicId;
+  const { heartbeat, fetch, accept, startEverywhere } = resetRequests(
+    group,
+    coordinator,
+    leader,
+    topicId,
+    DELETE_GROUP_TOPIC,
+  );
+  const deleteGroup = async () => {
+    const res = await requestOnce(coordinator.port, ApiKey.DeleteGroups, 2, {
+      groupsNames: [group],
+    });
+    return res.results[0]!.errorCode;
+  };
+  const listed = async () => {
+    const res = await requestOnce(coordinator.port, ApiKey.ListGroups, 5, {
+      statesFilter: [],
+      typesFilter: ["share"],
+    });
+    return res.groups.some((g) => g.groupId === group);
+  };
+  const ten = Array.from({ length: 10 }, (_, i) => String(i));
+  try {
+    // m1 takes 0-9 and accepts 0-3; while it is a member the group is not deleted.
+    expect((await heartbeat("m1", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await fetch("m1", 0)).toEqual([]);
+    await produceWithKafkajs(cluster, DELETE_GROUP_TOPIC, ten);
+    expect(await fetch("m1", 1)).toEqual([{ firstOffset: 0n, lastOffset: 9n, deliveryCount: 1 }]);
+    expect(await accept("m1", 2, 0n, 3n)).toBe(ErrorCode.NONE);
+    expect(await deleteGroup()).toBe(ErrorCode.NON_EMPTY_GROUP);
+    expect(await startEverywhere()).toEqual([4n, 4n, 4n]);
+    expect((await heartbeat("m1", -1)).errorCode).toBe(ErrorCode.NONE);
+    expect(await listed()).toBe(true);
+
+    // Deleted at the group coordinator: the group and its state at the share coordinator go.
+    expect(await deleteGroup()).toBe(ErrorCode.NONE);
+    expect(await listed()).toBe(false);
+    expect(await startEverywhere()).toEqual([-1n, -1n, -1n]);
+    // The leader's late write (m1's ACCEPT from its old state) is fenced, not stored.
+    expect(await accept("m1", 3, 4n, 9n)).toBe(ErrorCode.NOT_LEADER_OR_FOLLOWER);
+    expect(await startEverywhere()).toEqual([-1n, -1n, -1n]);
+    expect(await deleteGroup()).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+
+    // A new member of the id starts afresh (latest: the log end), not at 4 with 4-9 redelivered.
+    expect((await heartbeat("m2", 0)).errorCode).toBe(ErrorCode.NONE);
+    expect(await startEverywhere()).toEqual([10n, 10n, 10n]);
+    expect(await fetch("m2", 0)).toEqual([]);
+    await produceWithKafkajs(cluster, DELETE_GROUP_TOPIC, ["10", "11"]);
     expect(await fetch("m2", 1)).toEqual([{ firstOffset: 10n, lastOffset: 11n, deliveryCount: 1 }]);
   } finally {
     leader.close();

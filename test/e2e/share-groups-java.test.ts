@@ -6,10 +6,11 @@
 // and RENEW
 // (KafkaShareConsumer.acknowledge(record, RENEW), KIP-1222) keeps records a member's past their
 // lock. Kafka 4.4's kafka-share-groups.sh (ShareGroupCommand, test/compat/tools4) lists,
-// describes and resets.
+// describes, resets and deletes (a new member of a deleted group's id starts afresh).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import {
@@ -94,6 +95,72 @@ test("three share consumers on one partition get every record exactly once", asy
   const versions = broker.broker.services.metrics.requestVersionCounts();
   for (const key of [ApiKey.ShareFetch, ApiKey.ShareAcknowledge]) {
     expect(versions.filter(([k]) => k === key).map(([, v]) => v)).toEqual([2]);
+  }
+}, 90_000);
+
+test("kafka-share-groups.sh --delete: a new member of the id starts afresh, not at the old state", async () => {
+  const topic = "share-delete";
+  const group = "g-delete";
+  const lines = await run(["exactly", broker.bootstrap, topic, group, "1", "20"]);
+  expect(lines).toContain("distinct 20 duplicates 0");
+  const reset = ["--reset-offsets", "--group", group, "--topic", topic];
+  await shareGroupsTool([...reset, "--to-offset", "5", "--execute"]);
+  const shares = broker.broker.services.sharePartitionManager;
+  expect(shares.sharePartition(group, topic, 0)!.startOffset).toBe(5n);
+
+  const deleted = await shareGroupsTool(["--delete", "--group", group]);
+  expect(deleted).toContain(`Deletion of requested share groups ('${group}') was successful.`);
+  expect(shares.sharePartition(group, topic, 0)).toBeUndefined();
+  expect(await shareGroupsTool(["--list"])).not.toContain(group);
+
+  const client = await KafkaClient.connect(broker.port);
+  try {
+    const meta = await client.request(ApiKey.Metadata, 12, {
+      topics: [{ name: topic }],
+      allowAutoTopicCreation: false,
+      includeTopicAuthorizedOperations: false,
+    });
+    const topicId = meta.topics[0]!.topicId;
+    const deleteGroups = async (groupId: string) =>
+      (await client.request(ApiKey.DeleteGroups, 2, { groupsNames: [groupId] })).results[0]!
+        .errorCode;
+    const joined = await client.request(ApiKey.ShareGroupHeartbeat, 1, {
+      groupId: group,
+      memberId: "afresh",
+      memberEpoch: 0,
+      subscribedTopicNames: [topic],
+    });
+    expect(joined.errorCode).toBe(ErrorCode.NONE);
+    const fetch = async (epoch: number) => {
+      const res = await client.request(ApiKey.ShareFetch, 1, {
+        groupId: group,
+        memberId: "afresh",
+        shareSessionEpoch: epoch,
+        maxWaitMs: epoch === 0 ? 0 : 5_000,
+        minBytes: 1,
+        maxBytes: 1 << 20,
+        maxRecords: 100,
+        batchSize: 100,
+        topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+      });
+      expect(res.errorCode).toBe(ErrorCode.NONE);
+      return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+    };
+    // share.auto.offset.reset=latest: the log end, not the deleted state's 5-19.
+    expect(await fetch(0)).toEqual([]);
+    const kafka = new Kafka({ brokers: [broker.bootstrap], logLevel: logLevel.NOTHING });
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [{ value: "20" }, { value: "21" }] });
+    await producer.disconnect();
+    expect(await fetch(1)).toEqual([{ firstOffset: 20n, lastOffset: 21n, deliveryCount: 1 }]);
+
+    // With a member the group is not deleted; an id no group has is not found.
+    expect(await deleteGroups(group)).toBe(ErrorCode.NON_EMPTY_GROUP);
+    expect(shares.sharePartition(group, topic, 0)).toBeDefined();
+    expect(await deleteGroups("g-delete-never")).toBe(ErrorCode.GROUP_ID_NOT_FOUND);
+  } finally {
+    client.close();
   }
 }, 90_000);
 
