@@ -11,6 +11,7 @@ import {
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
+import { TurnSlices } from "../util/turn-slices.ts";
 import type { SharePartitionSnapshot } from "./share-partition.ts";
 import type {
   ShareStateEpochs,
@@ -30,7 +31,9 @@ import type {
  * Kafka answers once its share coordinator has the state in its log.
  *
  * Once the log passes LOG_COMPACT_BYTES the snapshot is rewritten (temporary file, fdatasync,
- * rename, directory fsync) and the log emptied, between two writes. Replaying the log over a
+ * rename, directory fsync) and the log emptied, between two writes; the snapshot is encoded in
+ * slices of foldSliceMs with a turn of the event loop between them, changes made meanwhile
+ * waiting for the next write (as during the write itself). Replaying the log over a
  * snapshot that already holds it gives the same state (every frame replaces a partition's
  * state), so a crash between the rename and the truncate is harmless; a torn last frame (a
  * crash mid-write, never acknowledged) is cut off on open.
@@ -46,6 +49,8 @@ export const SHARE_STATE_LOG_FILE = "share-group-state.log";
 const FORMAT_VERSION = 1;
 /** The log is folded into the snapshot once it is this long (by default). */
 const LOG_COMPACT_BYTES = 16 << 20;
+/** Event-loop time one slice of the snapshot's encoding may take (as the offset store's fold). */
+const FOLD_SLICE_MS = 2;
 /** A longer length field on disk is a torn or corrupt tail. */
 const FRAME_PAYLOAD_BYTES_MAX = 16 << 20;
 
@@ -102,6 +107,8 @@ export class LocalShareStateStore implements ShareStateStore {
   private syncs = 0;
   private framesWritten = 0;
   private compactions = 0;
+  /** True while a compaction encodes the snapshot: nothing may change `states` meanwhile. */
+  private folding = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
 
@@ -109,6 +116,8 @@ export class LocalShareStateStore implements ShareStateStore {
     logDir: string,
     private readonly log: Logger,
     private readonly compactLogBytes = LOG_COMPACT_BYTES,
+    /** 0: a turn after every partition's state (tests). */
+    private readonly foldSliceMs = FOLD_SLICE_MS,
   ) {
     assert(compactLogBytes > 0, `compactLogBytes ${compactLogBytes} is not positive`);
     this.compactAtBytes = compactLogBytes;
@@ -254,6 +263,7 @@ export class LocalShareStateStore implements ShareStateStore {
       this.logSizeBytes = sizeBefore + bytes.length;
       this.syncs++;
       this.framesWritten += entries.length;
+      assert(!this.folding, "share state written while a fold encodes the snapshot");
       for (const [k, e] of entries) {
         if (e === null) this.states.delete(k);
         else this.states.set(k, e);
@@ -279,7 +289,7 @@ export class LocalShareStateStore implements ShareStateStore {
   /** Folds the log into the snapshot; a failure keeps the log (it still holds everything). */
   private async compact(): Promise<void> {
     try {
-      await writeFileAtomicallyInBackground(this.filePath, this.encodeSnapshot());
+      await writeFileAtomicallyInBackground(this.filePath, await this.encodeSnapshot());
       fs.ftruncateSync(this.logFd, 0);
       // Set before the sync: were it to fail, the next frames must still go at the file's start,
       // not past a hole of zeros (where replay stops, losing them).
@@ -293,9 +303,36 @@ export class LocalShareStateStore implements ShareStateStore {
     }
   }
 
-  private encodeSnapshot(): Uint8Array {
-    const body = { version: FORMAT_VERSION, partitions: [...this.states.values()] };
-    return new TextEncoder().encode(JSON.stringify(body));
+  /**
+   * `{"version":1,"partitions":[...]}`, as the chunks of UTF-8 JSON of one slice each: no
+   * stringify of the whole state in one turn.
+   */
+  private async encodeSnapshot(): Promise<Uint8Array[]> {
+    this.folding = true;
+    try {
+      const encoder = new TextEncoder();
+      const slices = new TurnSlices(this.foldSliceMs);
+      const chunks = [encoder.encode(`{"version":${FORMAT_VERSION},"partitions":[`)];
+      let parts: string[] = [];
+      let first = true;
+      const endSlice = (): void => {
+        if (parts.length === 0) return;
+        chunks.push(encoder.encode((first ? "" : ",") + parts.join(",")));
+        first = false;
+        parts = [];
+      };
+      for (const p of this.states.values()) {
+        parts.push(JSON.stringify(p));
+        if (!slices.due()) continue;
+        endSlice();
+        await slices.next();
+      }
+      endSlice();
+      chunks.push(encoder.encode("]}"));
+      return chunks;
+    } finally {
+      this.folding = false;
+    }
   }
 
   private readSnapshot(): void {
