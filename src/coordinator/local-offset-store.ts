@@ -46,7 +46,8 @@ const DEFAULT_COMPACT_LOG_BYTES = 64 << 20;
 const DEFAULT_PENDING_BYTES_MAX = 256 << 20;
 /**
  * A fold of 200,000 offsets encodes for about 200 ms of CPU: in 2 ms slices the longest stall
- * of the loop it causes is about 12-16 ms (docs/consumer-groups.md, "Embedded mode's offsets").
+ * of the loop it causes is 15-21 ms of CPU, two slices and a garbage collection
+ * (docs/consumer-groups.md, embedded mode's offsets).
  */
 const DEFAULT_FOLD_SLICE_MS = 2;
 /**
