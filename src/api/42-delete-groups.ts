@@ -24,9 +24,10 @@ export const deleteGroupsHandler = defineHandler({
     const mayDelete = (g: string) => authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g);
     const allowed = [...new Set(request.groupsNames.filter(mayDelete))];
     const coordinator = ctx.broker.groupCoordinator;
-    const isShare = (g: string) => coordinator.shareGroup(g) !== null;
-    const shares = await Promise.all(allowed.filter(isShare).map((g) => deleteShareGroup(ctx, g)));
-    const others = await coordinator.deleteGroups(allowed.filter((g) => !isShare(g)));
+    // Split before anything is deleted: a deleted share group no longer counts as one.
+    const shareIds = new Set(allowed.filter((g) => coordinator.shareGroup(g) !== null));
+    const shares = await Promise.all([...shareIds].map((g) => deleteShareGroup(ctx, g)));
+    const others = await coordinator.deleteGroups(allowed.filter((g) => !shareIds.has(g)));
     const deleted = await Promise.all(
       others.map((r) =>
         r.errorCode === ErrorCode.GROUP_ID_NOT_FOUND ? deleteStoredShareState(ctx, r.groupId) : r,

@@ -74,6 +74,7 @@ async function fetch(id: Uint8Array, memberId: string, epoch: number) {
 
 async function deleteGroup(): Promise<number> {
   const res = await client.request(ApiKey.DeleteGroups, 2, { groupsNames: [GROUP] });
+  expect(res.results.length).toBe(1);
   return res.results[0]!.errorCode;
 }
 

@@ -390,6 +390,7 @@ test("DeleteGroups of a share group at a broker that does not lead the partition
     const res = await requestOnce(coordinator.port, ApiKey.DeleteGroups, 2, {
       groupsNames: [group],
     });
+    expect(res.results.length).toBe(1);
     return res.results[0]!.errorCode;
   };
   const listed = async () => {
