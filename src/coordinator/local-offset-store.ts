@@ -37,7 +37,7 @@ export interface LocalOffsetStoreOptions {
   readonly compactLogBytes?: number;
   /** Bytes of commits waiting for the next fsync; beyond it commits fail (retriable). */
   readonly pendingBytesMax?: number;
-  /** Event-loop time one slice of a compaction's snapshot encoding may take (0: one record). */
+  /** Event-loop time one slice of a compaction's snapshot encoding may take (0: one group). */
   readonly foldSliceMs?: number;
   readonly logger?: Logger;
 }
@@ -46,7 +46,7 @@ const DEFAULT_COMPACT_LOG_BYTES = 64 << 20;
 const DEFAULT_PENDING_BYTES_MAX = 256 << 20;
 /**
  * A fold of 200,000 offsets encodes for about 200 ms of CPU: in 2 ms slices the longest stall
- * of the loop it causes is 15-21 ms of CPU, two slices and a garbage collection
+ * of the loop it causes is about 10 ms, two slices and a garbage collection
  * (docs/consumer-groups.md, embedded mode's offsets).
  */
 const DEFAULT_FOLD_SLICE_MS = 2;
@@ -56,6 +56,16 @@ const DEFAULT_FOLD_SLICE_MS = 2;
  * stays well under a slice.
  */
 const SNAPSHOT_RECORD_OFFSETS_MAX = 1_000;
+
+/** A compaction while commits go on: see startFold. */
+interface Fold {
+  /** Each group's snapshot frames, encoded when the fold reached it. */
+  readonly frames: Map<string, Uint8Array[]>;
+  /** Groups changed since the fold began: encoded again, or dropped, when it finishes. */
+  readonly dirty: Set<string>;
+  /** Every group has frames: the flush loop finishes the fold before its next write. */
+  encoded: boolean;
+}
 
 interface PendingWrite {
   readonly frame: Uint8Array;
@@ -80,10 +90,10 @@ export interface LocalOffsetStoreStats {
  *   power loss.
  * - `offsets.snapshot`: the whole state as commit records of each group (and one record of its
  *   protocol type, if known), written when the log passes `compactLogBytes` (write temp,
- *   fsync, rename, fsync dir, then truncate the log), its I/O on the thread pool.
- *   Replaying the log over a snapshot that already contains it gives the same state (every
- *   record sets or deletes keys, last writer wins), so a crash between rename and truncate is
- *   harmless.
+ *   fsync, rename, fsync dir, then truncate the log), its I/O on the thread pool and its
+ *   encoding in slices while commits go on (startFold). Replaying the log over a snapshot
+ *   that already contains it gives the same state (every record sets or deletes keys, last
+ *   writer wins), so a crash between rename and truncate is harmless.
  *
  * - `membership/<sha256 of the group id>.json`: each group's membership record
  *   (group-membership-record.ts), replaced whole by rename; see storeMembership.
@@ -105,8 +115,12 @@ export class LocalOffsetStore implements OffsetStore {
   private fsyncs = 0;
   private recordsWritten = 0;
   private compactions = 0;
-  /** True while a compaction encodes the snapshot: nothing may change the state meanwhile. */
-  private folding = false;
+  /** The compaction under way, if any (see startFold). */
+  private fold: Fold | null = null;
+  /** Its encoding, awaited by close. */
+  private foldEncoding: Promise<void> | null = null;
+  /** True while finishFold runs: the state may not change until the log is emptied. */
+  private finishingFold = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
   private readonly compactLogBytes: number;
@@ -218,7 +232,11 @@ export class LocalOffsetStore implements OffsetStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    while (this.flushing !== null || this.pending.length > 0) await (this.flushing ?? this.flush());
+    // A fold not yet encoded is given up (the log keeps everything); one encoded is finished.
+    await this.foldEncoding;
+    while (this.flushing !== null || this.pending.length > 0 || this.fold?.encoded) {
+      await (this.flushing ?? this.flush());
+    }
     fs.closeSync(this.logFd);
   }
 
@@ -263,19 +281,22 @@ export class LocalOffsetStore implements OffsetStore {
     assert(this.flushing === null, "only one flush runs at a time");
     this.flushing = this.flushLoop().finally(() => {
       this.flushing = null;
-      // Writes queued after the loop's last check but before this callback ran.
-      if (this.pending.length > 0) this.scheduleFlush();
+      // Writes queued (or a fold encoded) after the loop's last check but before this ran.
+      if (this.pending.length > 0 || this.fold?.encoded) this.scheduleFlush();
     });
     return this.flushing;
   }
 
   private async flushLoop(): Promise<void> {
-    while (this.pending.length > 0) {
+    for (;;) {
+      if (this.fold?.encoded) await this.finishFold(this.fold);
+      if (this.pending.length === 0) return;
       const batch = this.pending;
       this.pending = [];
       this.pendingBytes = 0;
       await this.writeBatch(batch);
-      if (this.logSizeBytes >= this.compactAtBytes) await this.tryCompact();
+      const due = this.logSizeBytes >= this.compactAtBytes;
+      if (due && this.fold === null && !this.closed) this.startFold();
     }
   }
 
@@ -308,7 +329,8 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   private apply(record: OffsetLogRecord): void {
-    assert(!this.folding, `record for group ${record.groupId} applied while a fold encodes`);
+    assert(!this.finishingFold, `record for group ${record.groupId} applied as a fold finishes`);
+    this.fold?.dirty.add(record.groupId);
     switch (record.type) {
       case "commit": {
         let offsets = this.groups.get(record.groupId);
@@ -360,84 +382,129 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   /**
-   * A failed compaction (disk full, say) loses nothing: the log still holds every record. It
-   * is retried after the log has grown by another compactLogBytes.
+   * Starts a compaction: rewrites the state as a snapshot and empties the log (see the class
+   * comment for safety) without holding the event loop or the commits. Every group is encoded
+   * in slices of foldSliceMs with a turn between them while commits go on being written and
+   * acknowledged; a group changed meanwhile is marked dirty. Once all are encoded, the flush
+   * loop finishes the fold between two writes (finishFold): it encodes the dirty groups again,
+   * so the snapshot is exactly the state the log holds then, writes it and empties the log,
+   * commits arriving during that last part waiting for the next write.
    */
-  private async tryCompact(): Promise<void> {
-    try {
-      await this.compact();
-      this.compactAtBytes = this.compactLogBytes;
-    } catch (error) {
-      this.log.error(`compaction in ${this.dir} failed, keeping the log: ${String(error)}`);
-      this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
+  private startFold(): void {
+    const fold: Fold = { frames: new Map(), dirty: new Set(), encoded: false };
+    this.fold = fold;
+    this.foldEncoding = this.encodeGroups(fold).then(
+      (complete) => {
+        this.foldEncoding = null;
+        if (!complete) {
+          this.fold = null;
+          return;
+        }
+        fold.encoded = true;
+        this.scheduleFlush();
+      },
+      (error: unknown) => {
+        this.foldEncoding = null;
+        this.foldFailed(error);
+      },
+    );
+  }
+
+  /** Encodes every group into `fold.frames`; false when the store closed meanwhile. */
+  private async encodeGroups(fold: Fold): Promise<boolean> {
+    const slices = new TurnSlices(this.foldSliceMs);
+    // Groups added during the iteration are reached too (a Map iterates in insertion order).
+    for (const [groupId, offsets] of this.groups) {
+      fold.frames.set(groupId, await this.encodeGroup(groupId, offsets, slices));
+      if (slices.due()) await slices.next();
+      if (this.closed) return false;
     }
+    return true;
   }
 
   /**
-   * Rewrites the state as a snapshot and empties the log (see the class comment for safety),
-   * without holding the event loop: the snapshot is encoded in slices of foldSliceMs with a
-   * turn between them, and its writes and syncs run on the thread pool. It runs inside the flush
-   * loop, between two log writes, so `groups` holds exactly what the log does and stays so until
-   * the log is emptied: commits arriving meanwhile wait in `pending` for the next write, and are
-   * acknowledged only once written after the fold (a consumer committing during a fold waits
-   * for it; nothing else does).
+   * A group's offsets as commit records of at most SNAPSHOT_RECORD_OFFSETS_MAX offsets (one
+   * empty record for a group without any), then its protocol type's record, if known. If the
+   * group changes between slices the frames are a mix, but the group is dirty, encoded again.
    */
-  private async compact(): Promise<void> {
-    const snapshot = await this.encodeSnapshot();
-    await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), snapshot);
-    fs.ftruncateSync(this.logFd, 0);
-    // Set before the sync: were it to fail, the next records must still go at the file's start.
-    this.logSizeBytes = 0;
-    await fdatasyncFdInBackground(this.logFd);
-    this.compactions++;
-    // The protocol type of a group that never committed was not carried into the snapshot.
-    for (const groupId of this.protocolTypes.keys()) {
-      if (!this.groups.has(groupId)) this.protocolTypes.delete(groupId);
+  private async encodeGroup(
+    groupId: string,
+    offsets: ReadonlyMap<TopicPartitionKey, CommittedOffset>,
+    slices: TurnSlices,
+  ): Promise<Uint8Array[]> {
+    const frames: Uint8Array[] = [];
+    const encode = (record: OffsetLogRecord): void => {
+      const frame = encodeRecord(record);
+      assert(frame !== null, `snapshot record of group ${groupId} too large`);
+      frames.push(frame);
+    };
+    let stored: StoredOffset[] = [];
+    for (const [key, committed] of offsets) {
+      stored.push({ ...topicPartitionOf(key), committed });
+      if (stored.length < SNAPSHOT_RECORD_OFFSETS_MAX) continue;
+      encode({ type: "commit", groupId, offsets: stored });
+      stored = [];
+      if (slices.due()) await slices.next();
     }
+    if (stored.length > 0 || offsets.size === 0)
+      encode({ type: "commit", groupId, offsets: stored });
+    const protocolType = this.protocolTypes.get(groupId);
+    if (protocolType !== undefined) encode({ type: "groupMetadata", groupId, protocolType });
+    return frames;
   }
 
   /**
-   * Every group's offsets as commit records of at most SNAPSHOT_RECORD_OFFSETS_MAX offsets (one
-   * empty record for a group without any), then its protocol type's record, if known; as one
-   * chunk of frames per slice, so that no copy of the whole snapshot is made on the loop.
+   * Runs in the flush loop between two writes, so `groups` holds exactly what the log does and
+   * stays so until the log is emptied (asserted in apply). The dirty groups are encoded again
+   * (or dropped), the frames joined one chunk per slice (no copy of the whole snapshot on the
+   * loop), and the snapshot's write, syncs and rename run on the thread pool.
    */
-  private async encodeSnapshot(): Promise<Uint8Array[]> {
-    this.folding = true;
+  private async finishFold(fold: Fold): Promise<void> {
+    this.finishingFold = true;
     try {
       const slices = new TurnSlices(this.foldSliceMs);
+      for (const groupId of fold.dirty) {
+        const offsets = this.groups.get(groupId);
+        if (offsets === undefined) fold.frames.delete(groupId);
+        else fold.frames.set(groupId, await this.encodeGroup(groupId, offsets, slices));
+        if (slices.due()) await slices.next();
+      }
       const chunks: Uint8Array[] = [];
       let frames: Uint8Array[] = [];
-      const encode = (record: OffsetLogRecord): void => {
-        const frame = encodeRecord(record);
-        assert(frame !== null, `snapshot record of group ${record.groupId} too large`);
-        frames.push(frame);
-      };
-      const endSlice = async (): Promise<void> => {
-        if (!slices.due()) return;
+      for (const groupFrames of fold.frames.values()) {
+        frames.push(...groupFrames);
+        if (!slices.due()) continue;
         chunks.push(concatFrames(frames));
         frames = [];
         await slices.next();
-      };
-      for (const [groupId, offsets] of this.groups) {
-        let stored: StoredOffset[] = [];
-        for (const [key, committed] of offsets) {
-          stored.push({ ...topicPartitionOf(key), committed });
-          if (stored.length < SNAPSHOT_RECORD_OFFSETS_MAX) continue;
-          encode({ type: "commit", groupId, offsets: stored });
-          stored = [];
-          await endSlice();
-        }
-        if (stored.length > 0 || offsets.size === 0) {
-          encode({ type: "commit", groupId, offsets: stored });
-        }
-        const protocolType = this.protocolTypes.get(groupId);
-        if (protocolType !== undefined) encode({ type: "groupMetadata", groupId, protocolType });
-        await endSlice();
       }
-      if (frames.length > 0) chunks.push(concatFrames(frames));
-      return chunks;
+      chunks.push(concatFrames(frames));
+      await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), chunks);
+      fs.ftruncateSync(this.logFd, 0);
+      // Set before the sync: were it to fail, the next records must still go at the file's start.
+      this.logSizeBytes = 0;
+      await fdatasyncFdInBackground(this.logFd);
+      this.compactions++;
+      this.compactAtBytes = this.compactLogBytes;
+      this.fold = null;
+      // The protocol type of a group that never committed was not carried into the snapshot.
+      for (const groupId of this.protocolTypes.keys()) {
+        if (!this.groups.has(groupId)) this.protocolTypes.delete(groupId);
+      }
+    } catch (error) {
+      this.foldFailed(error);
     } finally {
-      this.folding = false;
+      this.finishingFold = false;
     }
+  }
+
+  /**
+   * A failed compaction (disk full, say) loses nothing: the log still holds every record. It
+   * is retried after the log has grown by another compactLogBytes.
+   */
+  private foldFailed(error: unknown): void {
+    this.log.error(`compaction in ${this.dir} failed, keeping the log: ${String(error)}`);
+    this.fold = null;
+    this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
   }
 }
