@@ -56,6 +56,8 @@ const DEFAULT_FOLD_SLICE_MS = 2;
  * stays well under a slice.
  */
 const SNAPSHOT_RECORD_OFFSETS_MAX = 1_000;
+/** Bytes of snapshot frames copied into one chunk at once when the snapshot is written. */
+const SNAPSHOT_CHUNK_BYTES = 256 << 10;
 
 /** A compaction while commits go on: see startFold. */
 interface Fold {
@@ -471,12 +473,18 @@ export class LocalOffsetStore implements OffsetStore {
       }
       const chunks: Uint8Array[] = [];
       let frames: Uint8Array[] = [];
+      let framesBytes = 0;
       for (const groupFrames of fold.frames.values()) {
-        frames.push(...groupFrames);
-        if (!slices.due()) continue;
+        for (const frame of groupFrames) {
+          frames.push(frame);
+          framesBytes += frame.length;
+        }
+        // Copying costs by the byte: a chunk is bounded in size too, not only in time.
+        if (framesBytes < SNAPSHOT_CHUNK_BYTES && !slices.due()) continue;
         chunks.push(concatFrames(frames));
         frames = [];
-        await slices.next();
+        framesBytes = 0;
+        if (slices.due()) await slices.next();
       }
       chunks.push(concatFrames(frames));
       await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), chunks);

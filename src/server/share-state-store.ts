@@ -31,12 +31,14 @@ import type {
  * Kafka answers once its share coordinator has the state in its log.
  *
  * Once the log passes LOG_COMPACT_BYTES the snapshot is rewritten (temporary file, fdatasync,
- * rename, directory fsync) and the log emptied, between two writes; the snapshot is encoded in
- * slices of foldSliceMs with a turn of the event loop between them, changes made meanwhile
- * waiting for the next write (as during the write itself). Replaying the log over a
- * snapshot that already holds it gives the same state (every frame replaces a partition's
- * state), so a crash between the rename and the truncate is harmless; a torn last frame (a
- * crash mid-write, never acknowledged) is cut off on open.
+ * rename, directory fsync) and the log emptied, without holding the event loop or the writes:
+ * every partition's state is encoded in slices of foldSliceMs with a turn between them while
+ * writes go on, those changed meanwhile marked dirty; then, between two writes, the dirty ones
+ * are encoded again (the snapshot is exactly what the log holds then), the snapshot written and
+ * the log emptied, changes made during that last part waiting for the next write. Replaying
+ * the log over a snapshot that already holds it gives the same state (every frame replaces a
+ * partition's state), so a crash between the rename and the truncate is harmless; a torn last
+ * frame (a crash mid-write, never acknowledged) is cut off on open.
  *
  * Frames: checksummed frames (storage/checksummed-frames.ts) of UTF-8 JSON, a StoredPartition
  * or a removal. In-flight records are run-length encoded
@@ -51,6 +53,8 @@ const FORMAT_VERSION = 1;
 const LOG_COMPACT_BYTES = 16 << 20;
 /** Event-loop time one slice of the snapshot's encoding may take (as the offset store's fold). */
 const FOLD_SLICE_MS = 2;
+/** Characters of JSON joined and encoded at once when the snapshot is written. */
+const SNAPSHOT_CHUNK_CHARS = 256 << 10;
 /** A longer length field on disk is a torn or corrupt tail. */
 const FRAME_PAYLOAD_BYTES_MAX = 16 << 20;
 
@@ -80,6 +84,16 @@ interface PendingPartition {
   readonly state: (() => SharePartitionSnapshot) | null;
 }
 
+/** A compaction while writes go on: see startFold. */
+interface Fold {
+  /** Each partition's state as JSON, encoded when the fold reached it. */
+  readonly parts: Map<string, string>;
+  /** Partitions written since the fold began: encoded again, or dropped, when it finishes. */
+  readonly dirty: Set<string>;
+  /** Every partition is encoded: the write loop finishes the fold before its next write. */
+  encoded: boolean;
+}
+
 /** Counters for tests: how changes are grouped into syncs. */
 export interface ShareStateStoreStats {
   readonly syncs: number;
@@ -107,8 +121,12 @@ export class LocalShareStateStore implements ShareStateStore {
   private syncs = 0;
   private framesWritten = 0;
   private compactions = 0;
-  /** True while a compaction encodes the snapshot: nothing may change `states` meanwhile. */
-  private folding = false;
+  /** The compaction under way, if any (see startFold). */
+  private fold: Fold | null = null;
+  /** Its encoding, awaited by close. */
+  private foldEncoding: Promise<void> | null = null;
+  /** True while finishFold runs: `states` may not change until the log is emptied. */
+  private finishingFold = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
 
@@ -216,7 +234,11 @@ export class LocalShareStateStore implements ShareStateStore {
     if (this.closed) return;
     this.closed = true;
     this.retryUnwritten();
-    while (this.writing !== null || this.pending.size > 0) await (this.writing ?? this.flush());
+    // A fold not yet encoded is given up (the log keeps everything); one encoded is finished.
+    await this.foldEncoding;
+    while (this.writing !== null || this.pending.size > 0 || this.fold?.encoded) {
+      await (this.writing ?? this.flush());
+    }
     fs.closeSync(this.logFd);
   }
 
@@ -226,7 +248,7 @@ export class LocalShareStateStore implements ShareStateStore {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      if (this.writing === null && this.pending.size > 0) void this.flush();
+      if (this.writing === null && (this.pending.size > 0 || this.fold?.encoded)) void this.flush();
     });
   }
 
@@ -234,13 +256,16 @@ export class LocalShareStateStore implements ShareStateStore {
   private flush(): Promise<void> {
     assert(this.writing === null, "one share-state write at a time");
     this.writing = (async () => {
-      while (this.pending.size > 0) {
+      for (;;) {
+        if (this.fold?.encoded) await this.finishFold(this.fold);
+        if (this.pending.size === 0) return;
         await this.writeBatch();
-        if (this.logSizeBytes >= this.compactAtBytes) await this.compact();
+        const due = this.logSizeBytes >= this.compactAtBytes;
+        if (due && this.fold === null && !this.closed) this.startFold();
       }
     })().finally(() => {
       this.writing = null;
-      if (this.pending.size > 0) this.schedule();
+      if (this.pending.size > 0 || this.fold?.encoded) this.schedule();
     });
     return this.writing;
   }
@@ -263,8 +288,9 @@ export class LocalShareStateStore implements ShareStateStore {
       this.logSizeBytes = sizeBefore + bytes.length;
       this.syncs++;
       this.framesWritten += entries.length;
-      assert(!this.folding, "share state written while a fold encodes the snapshot");
+      assert(!this.finishingFold, "share state written while a fold finishes");
       for (const [k, e] of entries) {
+        this.fold?.dirty.add(k);
         if (e === null) this.states.delete(k);
         else this.states.set(k, e);
       }
@@ -286,10 +312,77 @@ export class LocalShareStateStore implements ShareStateStore {
     this.unwritten.clear();
   }
 
-  /** Folds the log into the snapshot; a failure keeps the log (it still holds everything). */
-  private async compact(): Promise<void> {
+  /** Starts folding the log into the snapshot (see the class comment). */
+  private startFold(): void {
+    const fold: Fold = { parts: new Map(), dirty: new Set(), encoded: false };
+    this.fold = fold;
+    this.foldEncoding = this.encodeStates(fold).then(
+      (complete) => {
+        this.foldEncoding = null;
+        if (!complete) {
+          this.fold = null;
+          return;
+        }
+        fold.encoded = true;
+        this.schedule();
+      },
+      (e: unknown) => {
+        this.foldEncoding = null;
+        this.foldFailed(e);
+      },
+    );
+  }
+
+  /** Encodes every partition's state into `fold.parts`; false when the store closed meanwhile. */
+  private async encodeStates(fold: Fold): Promise<boolean> {
+    const slices = new TurnSlices(this.foldSliceMs);
+    // Partitions added during the iteration are reached too (a Map iterates in insertion order).
+    for (const [k, p] of this.states) {
+      fold.parts.set(k, JSON.stringify(p));
+      if (!slices.due()) continue;
+      await slices.next();
+      if (this.closed) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Runs in the write loop between two writes, so `states` holds exactly what the log does and
+   * stays so until the log is emptied (asserted in writeBatch): encodes the dirty partitions
+   * again, writes `{"version":1,"partitions":[...]}` as one chunk of UTF-8 per slice, empties
+   * the log. A failure keeps the log (it still holds everything).
+   */
+  private async finishFold(fold: Fold): Promise<void> {
+    this.finishingFold = true;
     try {
-      await writeFileAtomicallyInBackground(this.filePath, await this.encodeSnapshot());
+      for (const k of fold.dirty) {
+        const p = this.states.get(k);
+        if (p === undefined) fold.parts.delete(k);
+        else fold.parts.set(k, JSON.stringify(p));
+      }
+      const encoder = new TextEncoder();
+      const slices = new TurnSlices(this.foldSliceMs);
+      const chunks = [encoder.encode(`{"version":${FORMAT_VERSION},"partitions":[`)];
+      let parts: string[] = [];
+      let partsChars = 0;
+      const endChunk = (): void => {
+        if (parts.length === 0) return;
+        chunks.push(encoder.encode((chunks.length === 1 ? "" : ",") + parts.join(",")));
+        parts = [];
+        partsChars = 0;
+      };
+      for (const part of fold.parts.values()) {
+        parts.push(part);
+        partsChars += part.length;
+        // Joining and encoding cost by the character: a chunk is bounded in size too.
+        if (partsChars >= SNAPSHOT_CHUNK_CHARS) endChunk();
+        if (!slices.due()) continue;
+        endChunk();
+        await slices.next();
+      }
+      endChunk();
+      chunks.push(encoder.encode("]}"));
+      await writeFileAtomicallyInBackground(this.filePath, chunks);
       fs.ftruncateSync(this.logFd, 0);
       // Set before the sync: were it to fail, the next frames must still go at the file's start,
       // not past a hole of zeros (where replay stops, losing them).
@@ -297,42 +390,18 @@ export class LocalShareStateStore implements ShareStateStore {
       await fdatasyncFdInBackground(this.logFd);
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;
+      this.fold = null;
     } catch (e) {
-      this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
-      this.log.error(`compacting ${this.logPath} into ${this.filePath} failed: ${String(e)}`);
+      this.foldFailed(e);
+    } finally {
+      this.finishingFold = false;
     }
   }
 
-  /**
-   * `{"version":1,"partitions":[...]}`, as the chunks of UTF-8 JSON of one slice each: no
-   * stringify of the whole state in one turn.
-   */
-  private async encodeSnapshot(): Promise<Uint8Array[]> {
-    this.folding = true;
-    try {
-      const encoder = new TextEncoder();
-      const slices = new TurnSlices(this.foldSliceMs);
-      const chunks = [encoder.encode(`{"version":${FORMAT_VERSION},"partitions":[`)];
-      let parts: string[] = [];
-      let first = true;
-      const endSlice = (): void => {
-        if (parts.length === 0) return;
-        chunks.push(encoder.encode((first ? "" : ",") + parts.join(",")));
-        first = false;
-        parts = [];
-      };
-      for (const p of this.states.values()) {
-        parts.push(JSON.stringify(p));
-        if (!slices.due()) continue;
-        endSlice();
-        await slices.next();
-      }
-      endSlice();
-      chunks.push(encoder.encode("]}"));
-      return chunks;
-    } finally {
-      this.folding = false;
-    }
+  private foldFailed(e: unknown): void {
+    this.fold = null;
+    this.compactAtBytes = this.logSizeBytes + this.compactLogBytes;
+    this.log.error(`compacting ${this.logPath} into ${this.filePath} failed: ${String(e)}`);
   }
 
   private readSnapshot(): void {
