@@ -319,7 +319,7 @@ describe("LocalOffsetStore under kill -9", () => {
     const dir = tempDir();
     for (let trial = 0; trial < 5; trial++) {
       const acksMin = 500 + Math.floor(Math.random() * 3000);
-      // Odd trials fold with a turn after every snapshot record, so kills land inside folds.
+      // Odd trials fold with a turn after every group, so kills land inside folds.
       const acked = await runAndKill(dir, acksMin, 16 * 1024, trial % 2 === 1 ? 0 : 5);
       const store = LocalOffsetStore.open(dir);
       const stored = await store.loadGroup("g");
