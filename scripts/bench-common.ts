@@ -1,7 +1,8 @@
 // Pieces the benchmark scripts share (bench-vs-kafka, bench-e2e): child processes with a
 // deadline, librdkafka C programs compiled once into ~/.cache/quill-bench, per-process CPU time
-// and peak RSS from /proc, the machine's load average, and the loopback ceiling from iperf3
-// (bench-e2e keeps its own, which falls back to a Bun socket pump).
+// and peak RSS from /proc, the machine's load average, the loopback ceiling from iperf3
+// (bench-e2e keeps its own, which falls back to a Bun socket pump), and the longest event-loop
+// gap of an in-process benchmark (the fold benchmarks).
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { homedir, loadavg } from "node:os";
 import { basename, join } from "node:path";
@@ -157,4 +158,40 @@ export async function listeningPort(stderr: ReadableStream<Uint8Array>): Promise
     if (match !== null) return Number(match[1]);
   }
   throw new Error(`broker exited: ${text}`);
+}
+
+/**
+ * The longest gap between the ticks of a 1 ms interval (any stall of the event loop shows as a
+ * long gap) and the process's CPU time within a gap (all threads; a gap during which other
+ * processes had the cores uses little), from `reset()` until `stop()`.
+ */
+export class LoopGapMeter {
+  worstGapMs = 0;
+  worstGapCpuMs = 0;
+  private lastMs = performance.now();
+  private lastCpuUs = processCpuUs();
+  private readonly ticker = setInterval(() => {
+    const nowMs = performance.now();
+    const nowCpuUs = processCpuUs();
+    this.worstGapMs = Math.max(this.worstGapMs, nowMs - this.lastMs);
+    this.worstGapCpuMs = Math.max(this.worstGapCpuMs, (nowCpuUs - this.lastCpuUs) / 1000);
+    this.lastMs = nowMs;
+    this.lastCpuUs = nowCpuUs;
+  }, 1);
+
+  reset(): void {
+    this.worstGapMs = 0;
+    this.worstGapCpuMs = 0;
+    this.lastMs = performance.now();
+    this.lastCpuUs = processCpuUs();
+  }
+
+  stop(): void {
+    clearInterval(this.ticker);
+  }
+}
+
+function processCpuUs(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }

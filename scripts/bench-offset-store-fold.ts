@@ -17,11 +17,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import type { CommittedOffset } from "../src/coordinator/offset-store.ts";
-import { loadAverage } from "./bench-common.ts";
+import { LoopGapMeter, loadAverage } from "./bench-common.ts";
 
 const PARTITIONS = 10;
 const GROUPS_PER_TURN = 500;
-const TICK_MS = 1;
 
 const groups = Number(process.argv[2] ?? 20_000);
 const modulePath = path.resolve(
@@ -44,12 +43,6 @@ const offsetsOf = (offset: bigint) =>
     committed: committed(offset),
   }));
 
-/** The process's user and system CPU time: a gap when other processes had the cores uses little. */
-function cpuUs(): number {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-}
-
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-offset-fold-"));
 try {
   const filling = LocalOffsetStore.open(dataDir, { compactLogBytes: 2 ** 40 });
@@ -63,23 +56,9 @@ try {
   const logBytes = fs.statSync(path.join(dataDir, OFFSETS_DIR_NAME, "commits.log")).size;
 
   const store = LocalOffsetStore.open(dataDir, { compactLogBytes: logBytes + 1 });
-  let last = performance.now();
-  let lastCpuUs = cpuUs();
-  let worstGapMs = 0;
-  let worstGapCpuMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    const nowCpuUs = cpuUs();
-    worstGapMs = Math.max(worstGapMs, now - last);
-    worstGapCpuMs = Math.max(worstGapCpuMs, (nowCpuUs - lastCpuUs) / 1000);
-    last = now;
-    lastCpuUs = nowCpuUs;
-  }, TICK_MS);
+  const meter = new LoopGapMeter();
   await Bun.sleep(50);
-  worstGapMs = 0;
-  worstGapCpuMs = 0;
-  last = performance.now();
-  lastCpuUs = cpuUs();
+  meter.reset();
   const latenciesMs: number[] = [];
   const startedMs = performance.now();
   await store.commit("group-0", offsetsOf(2n));
@@ -97,7 +76,7 @@ try {
   }
   const foldMs = performance.now() - startedMs;
   await Promise.all(commits);
-  clearInterval(ticker);
+  meter.stop();
   await store.close();
   latenciesMs.sort((a, b) => a - b);
   const snapshotBytes = fs.statSync(path.join(dataDir, OFFSETS_DIR_NAME, "offsets.snapshot")).size;
@@ -108,8 +87,8 @@ try {
       partitions: PARTITIONS,
       snapshotMB: +(snapshotBytes / 1e6).toFixed(1),
       foldMs: +foldMs.toFixed(1),
-      worstGapMs: +worstGapMs.toFixed(1),
-      worstGapCpuMs: +worstGapCpuMs.toFixed(1),
+      worstGapMs: +meter.worstGapMs.toFixed(1),
+      worstGapCpuMs: +meter.worstGapCpuMs.toFixed(1),
       commitsDuringFold: latenciesMs.length,
       commitMaxMs: +(latenciesMs.at(-1) ?? 0).toFixed(1),
       loadAverage: loadAverage(),

@@ -15,7 +15,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { SILENT_LOGGER } from "../src/util/logger.ts";
-import { loadAverage } from "./bench-common.ts";
+import { LoopGapMeter, loadAverage } from "./bench-common.ts";
 
 const IN_FLIGHT_RECORDS = 40;
 const SAVES_PER_TURN = 1_000;
@@ -36,12 +36,6 @@ const state = (startOffset: bigint) => () => ({
   ]),
 });
 
-/** The process's user and system CPU time: a gap when other processes had the cores uses little. */
-function cpuUs(): number {
-  const { user, system } = process.cpuUsage();
-  return user + system;
-}
-
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-share-fold-"));
 try {
   const filling = new LocalShareStateStore(dir, SILENT_LOGGER, 2 ** 40);
@@ -55,28 +49,14 @@ try {
   const logBytes = fs.statSync(path.join(dir, SHARE_STATE_LOG_FILE)).size;
 
   const store = new LocalShareStateStore(dir, SILENT_LOGGER, logBytes + 1);
-  let last = performance.now();
-  let lastCpuUs = cpuUs();
-  let worstGapMs = 0;
-  let worstGapCpuMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    const nowCpuUs = cpuUs();
-    worstGapMs = Math.max(worstGapMs, now - last);
-    worstGapCpuMs = Math.max(worstGapCpuMs, (nowCpuUs - lastCpuUs) / 1000);
-    last = now;
-    lastCpuUs = nowCpuUs;
-  }, 1);
+  const meter = new LoopGapMeter();
   await Bun.sleep(50);
-  worstGapMs = 0;
-  worstGapCpuMs = 0;
-  last = performance.now();
-  lastCpuUs = cpuUs();
+  meter.reset();
   const startedMs = performance.now();
   await store.save("g", "t", 0, EPOCHS, state(2n));
   while (store.stats.compactions === 0) await Bun.sleep(1);
   const foldMs = performance.now() - startedMs;
-  clearInterval(ticker);
+  meter.stop();
   await store.close();
   console.log(
     JSON.stringify({
@@ -84,8 +64,8 @@ try {
       partitions,
       logMB: +(logBytes / 1e6).toFixed(1),
       foldMs: +foldMs.toFixed(1),
-      worstGapMs: +worstGapMs.toFixed(1),
-      worstGapCpuMs: +worstGapCpuMs.toFixed(1),
+      worstGapMs: +meter.worstGapMs.toFixed(1),
+      worstGapCpuMs: +meter.worstGapCpuMs.toFixed(1),
       loadAverage: loadAverage(),
     }),
   );
