@@ -152,6 +152,13 @@ int main(int argc, char **argv) {
         int64_t stamp, seq;
         memcpy(&stamp, m->payload, 8);
         memcpy(&seq, (const char *)m->payload + 8, 8);
+        /* The consumer reads the topic from its beginning, which holds the records of earlier
+         * passes: their sequence numbers repeat this run's, and their latencies would be the
+         * time since that pass. Only records stamped by this run count. */
+        if (stamp < started) {
+          rd_kafka_message_destroy(m);
+          continue;
+        }
         if (warmup < 0) warmup = sent;
         long long index = seq - warmup;
         if (index >= 0 && index < records && !seen[index]) {
