@@ -1,15 +1,15 @@
 /**
  * The event loop's handle on the cleaner's Worker (cleaner-worker.ts): starts it on first use
  * (a broker without compacted topics never starts it), sends requests and resolves each with its
- * reply. Several requests may be out at once (the cleaner keeps a few chunks queued so the Worker
- * never waits for the event loop); the Worker answers them one at a time in the order they were
- * sent. Chunk buffers are transferred both ways, so a chunk costs the event loop a few
- * microseconds of messaging instead of the milliseconds of filtering it hands over
- * (docs/log-compaction.md has the figures).
+ * reply. The Worker answers them one at a time in the order they were sent; each is a whole
+ * segment read and mapped or filtered, so a 1 GB cleaning costs the event loop a few dozen
+ * messages (docs/log-compaction.md has the figures).
  *
  * The Worker holds the process open only while a request is out (ref/unref), so a cleaner at
  * rest never keeps a stopping broker alive. If the Worker dies (an uncaught error, terminate),
- * the requests in flight fail and the next one starts a new Worker.
+ * the requests in flight fail once its thread has exited, never before: a request's fds are lent
+ * to the Worker until then, and closing one under a running Worker could let it read or write a
+ * file that reused the number. The next request starts a new Worker.
  */
 import { threadId as mainThreadId } from "node:worker_threads";
 import type { CleanerWorkerReply, CleanerWorkerRequest } from "./cleaner-worker-messages.ts";
@@ -26,6 +26,8 @@ function workerUrl(): string {
 }
 
 interface Pending {
+  /** The Worker it was sent to: only that Worker's exit fails it. */
+  readonly worker: Worker;
   readonly resolve: (reply: CleanerWorkerReply) => void;
   readonly reject: (error: Error) => void;
 }
@@ -45,31 +47,31 @@ export class CleanerThread {
   }
 
   /**
-   * Sends a request now (its buffers in `transfer` are given away) and waits for its reply. The
+   * Sends a request now and waits for its reply. The
    * Worker handles requests in the order they were sent, so requests sent before this one's
    * reply is awaited are queued behind it, never reordered.
    */
-  async request<T>(request: CleanerWorkerRequest, transfer: ArrayBuffer[] = []): Promise<T> {
+  async request<T>(request: CleanerWorkerRequest): Promise<T> {
     const worker = this.started();
     const id = this.nextId++;
     const reply = await new Promise<CleanerWorkerReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { worker, resolve, reject });
       if (this.pending.size === 1) worker.ref();
-      worker.postMessage({ ...request, id }, transfer);
+      worker.postMessage({ ...request, id });
     });
     this.workerThreadId = reply.threadId;
     if (reply.error !== undefined) throw new Error(`cleaner worker: ${reply.error}`);
-    if (request.type === "map-chunk" || request.type === "filter-chunk") this.chunksDone++;
+    const chunks = (reply.body as { chunks?: number } | null)?.chunks;
+    if (chunks !== undefined) this.chunksDone += chunks;
     return reply.body as T;
   }
 
-  /** Stops the Worker; a request in flight fails. */
+  /** Stops the Worker; a request in flight fails once its thread has exited. */
   terminate(): void {
     const worker = this.worker;
     if (worker === null) return;
     this.worker = null;
     worker.terminate();
-    this.fail(new Error("cleaner worker stopped"));
   }
 
   private started(): Worker {
@@ -83,19 +85,26 @@ export class CleanerThread {
       if (this.pending.size === 0) worker.unref();
       pending.resolve(event.data);
     };
-    const died = (what: string): void => {
+    let failure = "exited";
+    worker.addEventListener("error", (event) => {
+      // Recorded for the exit that follows: requests fail only once the thread has stopped.
+      failure = `failed: ${event.message}`;
+      worker.terminate();
+    });
+    worker.addEventListener("close", () => {
       if (this.worker === worker) this.worker = null;
-      this.fail(new Error(`cleaner worker ${what}`));
-    };
-    worker.addEventListener("error", (event) => died(`failed: ${event.message}`));
-    worker.addEventListener("close", () => died("exited"));
+      this.fail(worker, new Error(`cleaner worker ${failure}`));
+    });
     this.worker = worker;
     return worker;
   }
 
-  private fail(error: Error): void {
-    const failed = [...this.pending.values()];
-    this.pending.clear();
-    for (const pending of failed) pending.reject(error);
+  private fail(worker: Worker, error: Error): void {
+    for (const [id, pending] of this.pending) {
+      if (pending.worker !== worker) continue;
+      this.pending.delete(id);
+      pending.reject(error);
+    }
+    if (this.pending.size === 0) worker.unref();
   }
 }

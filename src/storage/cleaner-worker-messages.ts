@@ -1,12 +1,15 @@
 /**
- * The messages between the cleaner (event loop) and its Worker (cleaner-worker.ts). One request
- * is in flight at a time; each is answered by one reply with the same id. Chunk buffers are
- * transferred, not copied: the sender loses them until the reply hands them back.
+ * The messages between the cleaner (event loop) and its Worker (cleaner-worker.ts). The Worker
+ * answers each request with one reply carrying the same id, one request at a time in the order
+ * sent.
  *
- * A cleaning is: `map-begin`, `map-chunk` per chunk of the dirty section until the reply says
- * `done`, then `filter-begin`, and per segment of every group `filter-txns` and `filter-chunk`
- * per chunk. The Worker keeps the offset map and both passes' transaction metadata between
- * requests; the event loop keeps the files.
+ * A cleaning is: `map-begin`, `map-segment` per segment of the dirty section until a reply says
+ * `done`, then `filter-begin`, and `filter-segment` per segment of every group. The Worker reads
+ * each segment itself, chunk by chunk, through the fd the event loop lends it, and writes a
+ * group's survivors into the `.cleaned` log through that file's fd; the event loop holds a
+ * reference on every fd lent until the reply (or the Worker's exit), indexes what was written,
+ * and swaps segments. The Worker keeps the offset map, both passes' transaction metadata and
+ * the throttle between requests.
  */
 import type { AbortedTxn } from "./transaction-index.ts";
 
@@ -22,13 +25,24 @@ export interface MapBeginRequest {
   readonly end: bigint;
   /** Aborted transactions of the dirty section, whose records stay out of the map. */
   readonly abortedTxns: readonly AbortedTxn[];
+  /** log.cleaner.io.buffer.size: bytes read per chunk. */
+  readonly chunkBytes: number;
+  /** log.cleaner.io.max.bytes.per.second (reads plus writes) for this cleaning; Infinity: none. */
+  readonly ioMaxBytesPerSecond: number;
 }
 
-/** Whole batches in `buffer[0, length)`, to put into the map. */
-export interface MapChunkRequest {
-  readonly type: "map-chunk";
-  readonly buffer: ArrayBuffer;
-  readonly length: number;
+/** A sealed segment's `.log`, read by the Worker over [0, sizeBytes) through `fd`. */
+export interface SegmentSource {
+  readonly fd: number;
+  readonly sizeBytes: number;
+  /** For error messages. */
+  readonly filePath: string;
+}
+
+/** Puts the segment's keyed records into the map, until the map is full or the section ends. */
+export interface MapSegmentRequest {
+  readonly type: "map-segment";
+  readonly source: SegmentSource;
 }
 
 export interface FilterBeginRequest {
@@ -39,29 +53,35 @@ export interface FilterBeginRequest {
   readonly markerOnlyProducers: ReadonlyMap<bigint, number>;
 }
 
-/** The aborted transactions of the next segment to filter. */
-export interface FilterTxnsRequest {
-  readonly type: "filter-txns";
+/**
+ * Filters the segment's batches and writes the survivors to the cleaned log's fd from
+ * `outputPosition` on (the cleaned segment's size so far).
+ */
+export interface FilterSegmentRequest {
+  readonly type: "filter-segment";
+  readonly source: SegmentSource;
+  /** The segment's aborted transactions. */
   readonly abortedTxns: readonly AbortedTxn[];
-}
-
-/** Whole batches in `input[0, length)` to filter into `output` (grown by the Worker if short). */
-export interface FilterChunkRequest {
-  readonly type: "filter-chunk";
-  readonly input: ArrayBuffer;
-  readonly length: number;
-  readonly output: ArrayBuffer;
+  readonly outputFd: number;
+  readonly outputPosition: number;
 }
 
 export type CleanerWorkerRequest =
   | MapBeginRequest
-  | MapChunkRequest
+  | MapSegmentRequest
   | FilterBeginRequest
-  | FilterTxnsRequest
-  | FilterChunkRequest;
+  | FilterSegmentRequest;
 
-export interface MapChunkReply {
-  readonly buffer: ArrayBuffer;
+/** What every segment request reports besides its own result. */
+export interface SegmentWork {
+  readonly bytesRead: number;
+  /** Chunks read (each one read, and mapped or filtered). */
+  readonly chunks: number;
+  /** Time slept by the throttle during this request. */
+  readonly throttledMs: number;
+}
+
+export interface MapSegmentReply extends SegmentWork {
   /** The map is full or the dirty section's end was reached: read no more. */
   readonly done: boolean;
   /** The last offset of the last batch wholly in the map (-1: none). */
@@ -69,7 +89,7 @@ export interface MapChunkReply {
   readonly mapRecords: number;
 }
 
-/** One output batch: where it lies in the output buffer and what the indexes need. */
+/** One output batch: where it lies from `outputPosition` on and what the indexes need. */
 export interface FilteredBatchInfo {
   readonly relativePosition: number;
   readonly sizeBytes: number;
@@ -77,11 +97,9 @@ export interface FilteredBatchInfo {
   readonly maxTimestamp: bigint;
 }
 
-export interface FilterChunkReply {
-  readonly input: ArrayBuffer;
-  readonly output: ArrayBuffer;
-  /** Bytes of `output` holding the kept batches, in offset order. */
-  readonly outputBytes: number;
+export interface FilterSegmentReply extends SegmentWork {
+  /** Bytes written from `outputPosition` on: the kept batches, in offset order. */
+  readonly bytesWritten: number;
   readonly batches: readonly FilteredBatchInfo[];
   readonly recordsRead: number;
   readonly recordsKept: number;

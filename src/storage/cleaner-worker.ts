@@ -1,9 +1,9 @@
 /**
- * The cleaner's Worker: the CPU work of a cleaning (offset-map build, batch filtering and
- * recompression) off the event loop, so the broker's main thread sleeps between requests while
- * a log is cleaned, as Kafka's request threads do beside its cleaner thread. The event loop
- * keeps every file: it reads chunks, hands them here (transferred, not copied), writes what
- * comes back and swaps segments (cleaner.ts, cleaner-thread.ts).
+ * The cleaner's Worker: a cleaning's reading, offset-map build, batch filtering and
+ * recompression, and the writing of the cleaned log, off the event loop, so the broker's main
+ * thread sleeps between requests while a log is cleaned, as Kafka's request threads do beside its
+ * cleaner thread. The event loop lends the segments' fds, indexes what was written and swaps
+ * segments (cleaner.ts, cleaner-thread.ts); it handles one reply per segment.
  *
  * This file is an entry point of its own: `bun build --compile` is given it beside main.ts
  * (scripts/build-info.ts, BUILD_ENTRY_POINTS), or the compiled binary could not start it.
@@ -15,17 +15,21 @@ import type { CleanerFilter } from "./cleaner-batch-filter.ts";
 import { filterBatch } from "./cleaner-batch-filter.ts";
 import type { MapBuild } from "./cleaner-map-builder.ts";
 import { addChunkToMap, forEachBatch } from "./cleaner-map-builder.ts";
+import { SegmentChunkReader } from "./cleaner-segment-reader.ts";
 import type {
   CleanerWorkerReply,
   CleanerWorkerRequest,
   FilterBeginRequest,
-  FilterChunkReply,
-  FilterChunkRequest,
   FilteredBatchInfo,
+  FilterSegmentReply,
+  FilterSegmentRequest,
   MapBeginRequest,
-  MapChunkReply,
+  MapSegmentReply,
+  SegmentSource,
 } from "./cleaner-worker-messages.ts";
+import { writeFully } from "./durable-file.ts";
 import { OffsetMap } from "./offset-map.ts";
+import { Throttler } from "./throttler.ts";
 import type { AbortedTxn } from "./transaction-index.ts";
 
 declare const self: Worker;
@@ -38,10 +42,21 @@ declare const self: Worker;
 const CLEANER_NICE_INCREMENT = 10;
 lowerThreadPriority(CLEANER_NICE_INCREMENT);
 
+/**
+ * Output is written once this many bytes of kept batches are buffered (and at a segment's end):
+ * large sequential writes, and a buffer that stays small (a rebuilt batch can outgrow its chunk).
+ */
+const OUTPUT_FLUSH_BYTES = 512 * 1024;
+
 let map: OffsetMap | null = null;
 let mapSettings = "";
 let build: MapBuild | null = null;
 let filter: CleanerFilter | null = null;
+/** One cleaning's read buffer and throttle (log.cleaner.io.max.bytes.per.second). */
+let reader: SegmentChunkReader | null = null;
+let throttler: Throttler | null = null;
+/** The survivors of a filter-segment request, before they are written. */
+let output = new Uint8Array(OUTPUT_FLUSH_BYTES);
 
 function beginMap(request: MapBeginRequest): void {
   const settings = `${request.bufferBytes}/${request.loadFactor}`;
@@ -64,19 +79,44 @@ function beginMap(request: MapBeginRequest): void {
     done: false,
   };
   filter = null;
+  reader = new SegmentChunkReader(request.chunkBytes);
+  // A new throttle per cleaning, so time idle between cleanings does not count as slow I/O.
+  throttler = new Throttler(request.ioMaxBytesPerSecond);
 }
 
-function mapChunk(buffer: ArrayBuffer, length: number): MapChunkReply {
-  if (build === null) throw new Error("map-chunk before map-begin");
-  const before = build.mapRecords;
-  // Chunks sent before the event loop learnt the build was done are answered unread.
-  const done = build.done || addChunkToMap(new Uint8Array(buffer, 0, length), build);
-  build.done = done;
+/** Reads the segment's chunks, counting them and throttling reads plus `written()` bytes. */
+async function* chunksOf(
+  source: SegmentSource,
+  work: { bytesRead: number; chunks: number },
+  written: () => number,
+): AsyncGenerator<Uint8Array> {
+  if (reader === null || throttler === null) throw new Error("segment before map-begin");
+  const throttle = throttler;
+  yield* reader.chunks(source, async (bytes) => {
+    work.bytesRead += bytes;
+    work.chunks++;
+    await throttle.maybeThrottle(bytes + written());
+  });
+}
+
+async function mapSegment(source: SegmentSource): Promise<MapSegmentReply> {
+  if (build === null || throttler === null) throw new Error("map-segment before map-begin");
+  const current = build;
+  const sleptBefore = throttler.sleptMs;
+  const work = { bytesRead: 0, chunks: 0 };
+  const before = current.mapRecords;
+  if (!current.done) {
+    for await (const chunk of chunksOf(source, work, () => 0)) {
+      current.done = addChunkToMap(chunk, current);
+      if (current.done) break;
+    }
+  }
   return {
-    buffer,
-    done,
-    latestOffset: build.map.latestOffset,
-    mapRecords: build.mapRecords - before,
+    ...work,
+    throttledMs: throttler.sleptMs - sleptBefore,
+    done: current.done,
+    latestOffset: current.map.latestOffset,
+    mapRecords: current.mapRecords - before,
   };
 }
 
@@ -92,47 +132,85 @@ function beginFilter(request: FilterBeginRequest): void {
   };
 }
 
-function filterChunk(request: FilterChunkRequest): FilterChunkReply {
-  if (filter === null) throw new Error("filter-chunk before filter-begin");
-  const current = filter;
-  let output = new Uint8Array(request.output);
-  let outputBytes = 0;
-  const batches: FilteredBatchInfo[] = [];
-  const keptAbortedTxns: AbortedTxn[] = [];
-  current.transactions.cleanedIndex = { append: (txn) => keptAbortedTxns.push(txn) };
-  let recordsRead = 0;
-  let recordsKept = 0;
-  let deleteHorizonMs = -1;
-  forEachBatch(new Uint8Array(request.input, 0, request.length), (batch, _base, lastOffset) => {
-    const filtered = filterBatch(batch, current);
-    recordsRead += filtered.recordsRead;
-    recordsKept += filtered.recordsKept;
-    if (filtered.deleteHorizonMs > deleteHorizonMs) deleteHorizonMs = filtered.deleteHorizonMs;
-    const bytes = filtered.bytes;
-    if (bytes === null) return true;
-    if (outputBytes + bytes.length > output.length) {
-      // A rebuilt batch can outgrow the original (a delete horizon widens timestamp deltas).
-      const grown = new Uint8Array(Math.max(output.length * 2, outputBytes + bytes.length));
-      grown.set(output.subarray(0, outputBytes));
-      output = grown;
-    }
-    output.set(bytes, outputBytes);
-    const { maxTimestamp } = filtered;
-    batches.push({
-      relativePosition: outputBytes,
+/**
+ * The survivors of one filter-segment request: buffered, written at the cleaned log's end once
+ * the buffer is full and at the end, and listed for the indexes.
+ */
+class CleanedOutput {
+  bytesWritten = 0;
+  readonly batches: FilteredBatchInfo[] = [];
+  private buffered = 0;
+  private unthrottledBytes = 0;
+
+  constructor(
+    private readonly fd: number,
+    private readonly position: number,
+  ) {}
+
+  add(bytes: Uint8Array, lastOffset: bigint, maxTimestamp: bigint): void {
+    if (this.buffered > 0 && this.buffered + bytes.length > output.length) this.flush();
+    // A rebuilt batch can be larger than the buffer (a delete horizon widens timestamp deltas).
+    if (bytes.length > output.length) output = new Uint8Array(bytes.length);
+    output.set(bytes, this.buffered);
+    this.batches.push({
+      relativePosition: this.bytesWritten + this.buffered,
       sizeBytes: bytes.length,
       lastOffset,
       maxTimestamp,
     });
-    outputBytes += bytes.length;
-    return true;
-  });
-  current.transactions.cleanedIndex = null;
+    this.buffered += bytes.length;
+  }
+
+  flush(): void {
+    if (this.buffered === 0) return;
+    writeFully(this.fd, output.subarray(0, this.buffered), this.position + this.bytesWritten);
+    this.bytesWritten += this.buffered;
+    this.unthrottledBytes += this.buffered;
+    this.buffered = 0;
+  }
+
+  /** Bytes written since the last call, for the throttle. */
+  takeUnthrottledBytes(): number {
+    const bytes = this.unthrottledBytes;
+    this.unthrottledBytes = 0;
+    return bytes;
+  }
+}
+
+async function filterSegment(request: FilterSegmentRequest): Promise<FilterSegmentReply> {
+  if (filter === null || throttler === null) throw new Error("filter-segment before filter-begin");
+  const current = filter;
+  const sleptBefore = throttler.sleptMs;
+  current.transactions.addAbortedTransactions(request.abortedTxns);
+  const keptAbortedTxns: AbortedTxn[] = [];
+  current.transactions.cleanedIndex = { append: (txn) => keptAbortedTxns.push(txn) };
+  const out = new CleanedOutput(request.outputFd, request.outputPosition);
+  const work = { bytesRead: 0, chunks: 0 };
+  let recordsRead = 0;
+  let recordsKept = 0;
+  let deleteHorizonMs = -1;
+  try {
+    for await (const chunk of chunksOf(request.source, work, () => out.takeUnthrottledBytes())) {
+      forEachBatch(chunk, (batch, _base, lastOffset) => {
+        const filtered = filterBatch(batch, current);
+        recordsRead += filtered.recordsRead;
+        recordsKept += filtered.recordsKept;
+        if (filtered.deleteHorizonMs > deleteHorizonMs) deleteHorizonMs = filtered.deleteHorizonMs;
+        if (filtered.bytes !== null) out.add(filtered.bytes, lastOffset, filtered.maxTimestamp);
+        return true;
+      });
+    }
+    out.flush();
+  } finally {
+    current.transactions.cleanedIndex = null;
+  }
+  // The bytes written after the last read.
+  await throttler.maybeThrottle(out.takeUnthrottledBytes());
   return {
-    input: request.input,
-    output: output.buffer as ArrayBuffer,
-    outputBytes,
-    batches,
+    ...work,
+    throttledMs: throttler.sleptMs - sleptBefore,
+    bytesWritten: out.bytesWritten,
+    batches: out.batches,
     recordsRead,
     recordsKept,
     deleteHorizonMs,
@@ -140,41 +218,37 @@ function filterChunk(request: FilterChunkRequest): FilterChunkReply {
   };
 }
 
-/** Runs one request; returns its reply body and the buffers to transfer back. */
-function handle(request: CleanerWorkerRequest): [unknown, ArrayBuffer[]] {
+/** Runs one request; returns its reply body. */
+async function handle(request: CleanerWorkerRequest): Promise<unknown> {
   switch (request.type) {
     case "map-begin":
       beginMap(request);
-      return [null, []];
-    case "map-chunk": {
-      const reply = mapChunk(request.buffer, request.length);
-      return [reply, [reply.buffer]];
-    }
+      return null;
+    case "map-segment":
+      return await mapSegment(request.source);
     case "filter-begin":
       beginFilter(request);
-      return [null, []];
-    case "filter-txns":
-      if (filter === null) throw new Error("filter-txns before filter-begin");
-      filter.transactions.addAbortedTransactions(request.abortedTxns);
-      return [null, []];
-    case "filter-chunk": {
-      const reply = filterChunk(request);
-      return [reply, [reply.input, reply.output]];
-    }
+      return null;
+    case "filter-segment":
+      return await filterSegment(request);
   }
 }
 
+/**
+ * Requests run one after another in the order sent, though a request awaits its throttle's
+ * sleeps: each waits for the one before.
+ */
+let queue: Promise<void> = Promise.resolve();
+
 self.onmessage = (event: MessageEvent<CleanerWorkerRequest & { id: number }>) => {
   const request = event.data;
-  let reply: CleanerWorkerReply;
-  let transfer: ArrayBuffer[] = [];
-  try {
-    const [body, buffers] = handle(request);
-    reply = { id: request.id, threadId, body };
-    transfer = buffers;
-  } catch (error) {
-    // The cleaning fails; its buffers (not sent back) die with it.
-    reply = { id: request.id, threadId, error: String(error) };
-  }
-  self.postMessage(reply, transfer);
+  queue = queue.then(async () => {
+    let reply: CleanerWorkerReply;
+    try {
+      reply = { id: request.id, threadId, body: await handle(request) };
+    } catch (error) {
+      reply = { id: request.id, threadId, error: String(error) };
+    }
+    self.postMessage(reply);
+  });
 };

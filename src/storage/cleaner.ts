@@ -10,24 +10,23 @@
  * 3. Each group is filtered batch by batch into one `.cleaned` segment (cleaner-batch-filter.ts),
  *    fdatasynced, and swapped in for the group (segment-swap.ts).
  *
- * Everything is asynchronous and works in chunks of log.cleaner.io.buffer.size: each chunk is
- * read on the thread pool and handed (transferred, not copied) to the cleaner's Worker, which
- * puts it into the offset map or filters it (cleaner-worker.ts); the event loop only reads,
- * writes what comes back and swaps segments, so requests are served while the Worker works.
+ * The reading, the offset map and the filtering run in the cleaner's Worker
+ * (cleaner-worker.ts), one request per segment: the Worker reads the segment through an fd the
+ * event loop lends it, chunk by chunk (log.cleaner.io.buffer.size), and writes a group's
+ * survivors into the `.cleaned` log; the event loop only indexes what was written, fdatasyncs on
+ * the thread pool and swaps segments, so requests are served while a log is cleaned.
  * A change to the log that cleaning cannot survive (truncation, deletion, close, retention
- * removing a segment being cleaned) is noticed at the next chunk and abandons the cleaning; its
+ * removing a segment being cleaned) is noticed at the next reply and abandons the cleaning; its
  * `.cleaned` files are removed.
  */
 import * as fs from "node:fs";
-import type { PipelineJob } from "./cleaner-pipeline.ts";
-import { CleanerPipeline } from "./cleaner-pipeline.ts";
-import type { SegmentChunk } from "./cleaner-segment-reader.ts";
-import { ChunkBuffers, readSegmentChunks } from "./cleaner-segment-reader.ts";
 import type { CleanerThread } from "./cleaner-thread.ts";
 import type {
   CleanerWorkerRequest,
-  FilterChunkReply,
-  MapChunkReply,
+  FilterSegmentReply,
+  MapSegmentReply,
+  SegmentSource,
+  SegmentWork,
 } from "./cleaner-worker-messages.ts";
 import { fsyncDirectoryInBackground } from "./durable-file.ts";
 import { LogSegment } from "./log-segment.ts";
@@ -39,22 +38,12 @@ import {
   markCleanedAsSwap,
   SWAP_FILE_SUFFIX,
 } from "./segment-swap.ts";
-import type { Throttler } from "./throttler.ts";
 import { TIME_INDEX_ENTRY_BYTES } from "./time-index.ts";
 import type { AbortedTxn } from "./transaction-index.ts";
 import type { UnifiedLog } from "./unified-log.ts";
 import { settingsOf } from "./unified-log.ts";
 
 const INT32_MAX = 0x7fffffffn;
-/**
- * Chunks at the Worker or being written at once. One left the Worker idle while the event loop
- * handled each reply and read or wrote the next chunk (two cores, one busy at a time); with a
- * few queued it always has the next chunk (docs/log-compaction.md has the figures). Chunks stay
- * log.cleaner.io.buffer.size in both passes: 4x larger ones in the offset-map pass were faster
- * but raised the produce p99 during cleaning to 2.1-3.4x its p99 without.
- */
-const CHUNKS_IN_FLIGHT = 4;
-
 /** What the LogCleaner chose to clean. */
 export interface LogToClean {
   readonly log: UnifiedLog;
@@ -89,25 +78,16 @@ export interface CleanerOptions {
   /** log.cleaner.dedupe.buffer.size and log.cleaner.io.buffer.load.factor: the map's size. */
   readonly dedupeBufferBytes: number;
   readonly loadFactor: number;
-  readonly throttler: Throttler;
+  /** log.cleaner.io.max.bytes.per.second (reads plus writes); Infinity: unthrottled. */
+  readonly ioMaxBytesPerSecond: number;
+  /** log.cleaner.io.buffer.size: the Worker's chunk. */
   readonly ioBufferBytes: number;
-  /** Called between chunks: true when the cleaner is being stopped. */
+  /** Called around each request to the Worker: true when the cleaner is being stopped. */
   readonly stopping: () => boolean;
 }
 
 export class Cleaner {
-  /** Chunks are read into them; each travels to the Worker and back. */
-  private readonly input: ChunkBuffers;
-  /** The Worker writes a chunk's kept batches into one (and may send back a larger one). */
-  private readonly outputs: ChunkBuffers;
-  /** Bytes written to cleaned segments and not yet counted by the throttler. */
-  private writtenSinceThrottle = 0;
-
-  constructor(private readonly options: CleanerOptions) {
-    // One input per chunk in flight and the one read ahead; one output per chunk in flight.
-    this.input = new ChunkBuffers(options.ioBufferBytes, CHUNKS_IN_FLIGHT + 1);
-    this.outputs = new ChunkBuffers(options.ioBufferBytes, CHUNKS_IN_FLIGHT);
-  }
+  constructor(private readonly options: CleanerOptions) {}
 
   /** Cleans once; returns the offset up to which the log is now clean. */
   async clean(target: LogToClean, nowMs: number): Promise<CleanResult> {
@@ -121,7 +101,6 @@ export class Cleaner {
       groups: 0,
       throttledMs: 0,
     };
-    const sleptBefore = this.options.throttler.sleptMs;
     const { log } = target;
     const epoch = log.layoutEpoch;
     const guard = (): void => this.checkStillValid(log, epoch);
@@ -133,14 +112,13 @@ export class Cleaner {
       deleteRetentionMs: log.config.deleteRetentionMs,
       ...lastRecordsOfActiveProducers(log),
     };
-    await this.call(filterBegin, [], guard);
+    await this.call(filterBegin, guard);
     const segments = log.sealedSegments().filter((s) => s.baseOffset < endOffset);
     for (const group of groupSegmentsBySize(segments, log, target.firstUncleanableOffset)) {
       await this.cleanGroup(log, group, stats, guard);
       stats.groups++;
       stats.segmentsCleaned += group.length;
     }
-    stats.throttledMs = this.options.throttler.sleptMs - sleptBefore;
     return { endOffset, stats };
   }
 
@@ -155,20 +133,41 @@ export class Cleaner {
    * One request to the Worker. The log is checked before (a stopped cleaner starts no Worker)
    * and after; a failure while the cleaner stops or the log went is an abandoned cleaning.
    */
-  private async call<T>(
-    request: CleanerWorkerRequest,
-    transfer: ArrayBuffer[],
-    guard: () => void,
-  ): Promise<T> {
+  private async call<T>(request: CleanerWorkerRequest, guard: () => void): Promise<T> {
     guard();
     let reply: T;
     try {
-      reply = await this.options.thread.request<T>(request, transfer);
+      reply = await this.options.thread.request<T>(request);
     } catch (error) {
       guard();
       throw error;
     }
     guard();
+    return reply;
+  }
+
+  /**
+   * A request over one segment: its fd is lent to the Worker with a reference held until the
+   * request is answered or has failed (which is only once the Worker's thread is gone), so an
+   * fd pool eviction or the segment's deletion cannot close it under the Worker.
+   */
+  private async segmentCall<T extends SegmentWork>(
+    segment: LogSegment,
+    request: (source: SegmentSource) => CleanerWorkerRequest,
+    stats: CleanerStats,
+    guard: () => void,
+  ): Promise<T> {
+    guard();
+    const fd = segment.file.acquire();
+    let reply: T;
+    try {
+      const source = { fd, sizeBytes: segment.sizeBytes, filePath: segment.file.filePath };
+      reply = await this.call<T>(request(source), guard);
+    } finally {
+      segment.file.release();
+    }
+    stats.bytesRead += reply.bytesRead;
+    stats.throttledMs += reply.throttledMs;
     return reply;
   }
 
@@ -197,53 +196,23 @@ export class Cleaner {
       start,
       end,
       abortedTxns: abortedTxnsOf(target.log, target.firstDirtyOffset, end),
+      chunkBytes: this.options.ioBufferBytes,
+      ioMaxBytesPerSecond: this.options.ioMaxBytesPerSecond,
     };
-    await this.call(begin, [], guard);
+    await this.call(begin, guard);
     let latestOffset = start - 1;
-    let done = false;
-    const pipeline = new CleanerPipeline(CHUNKS_IN_FLIGHT);
-    try {
-      for (const segment of dirty) {
-        for await (const { buffer: bytes, length } of this.chunks(segment, stats, guard)) {
-          const buffer = bytes.buffer as ArrayBuffer;
-          const replied = this.call<MapChunkReply>(
-            { type: "map-chunk", buffer, length },
-            [buffer],
-            guard,
-          );
-          await pipeline.add(async (previous) => {
-            const reply = await replied;
-            this.input.give(new Uint8Array(reply.buffer));
-            await previous;
-            stats.mapRecords += reply.mapRecords;
-            // Chunks sent after the one that ended the build put nothing and keep its offset.
-            latestOffset = reply.latestOffset;
-            done ||= reply.done;
-          });
-          if (done) break;
-        }
-        if (done) break;
-      }
-      await pipeline.finish();
-    } finally {
-      await pipeline.abandon();
+    for (const segment of dirty) {
+      const reply = await this.segmentCall<MapSegmentReply>(
+        segment,
+        (source) => ({ type: "map-segment", source }),
+        stats,
+        guard,
+      );
+      stats.mapRecords += reply.mapRecords;
+      latestOffset = reply.latestOffset;
+      if (reply.done) break;
     }
     return latestOffset;
-  }
-
-  /**
-   * The segment's chunks; each read is throttled together with the bytes written since the last
-   * read (one caller of the throttler at a time, so its periods stay consistent).
-   */
-  private chunks(segment: LogSegment, stats: CleanerStats, guard: () => void) {
-    const { throttler, ioBufferBytes } = this.options;
-    return readSegmentChunks(segment, this.input, ioBufferBytes, async (bytes) => {
-      stats.bytesRead += bytes;
-      const written = this.writtenSinceThrottle;
-      this.writtenSinceThrottle = 0;
-      await throttler.maybeThrottle(bytes + written);
-      guard();
-    });
   }
 
   /** Step 3 for one group: filter into a `.cleaned` segment, then swap it in. */
@@ -257,26 +226,23 @@ export class Cleaner {
     const settings = settingsOf(log.config);
     const cleaned = LogSegment.create(log.dir, base, settings, log.filePool, CLEANED_FILE_SUFFIX);
     try {
-      const pipeline = new CleanerPipeline(CHUNKS_IN_FLIGHT);
-      try {
-        for (const segment of group) {
-          const next = nextBaseOffset(log, segment);
-          const abortedTxns = abortedTxnsOf(log, segment.baseOffset, next);
-          const told = this.call({ type: "filter-txns", abortedTxns }, [], guard);
-          await pipeline.add(async (previous) => {
-            await told;
-            await previous;
-          });
-          for await (const chunk of this.chunks(segment, stats, guard)) {
-            await pipeline.add(this.filterChunk(log, cleaned, chunk, stats, guard));
-          }
-        }
-        await pipeline.finish();
-      } finally {
-        await pipeline.abandon();
+      for (const segment of group) {
+        const next = nextBaseOffset(log, segment);
+        const abortedTxns = abortedTxnsOf(log, segment.baseOffset, next);
+        const reply = await this.segmentCall<FilterSegmentReply>(
+          segment,
+          (source) => ({
+            type: "filter-segment",
+            source,
+            abortedTxns,
+            outputFd: cleaned.file.writeFd(),
+            outputPosition: cleaned.sizeBytes,
+          }),
+          stats,
+          guard,
+        );
+        this.adopt(log, cleaned, reply, stats);
       }
-      await this.options.throttler.maybeThrottle(this.writtenSinceThrottle);
-      this.writtenSinceThrottle = 0;
       cleaned.onBecomeInactive();
       await cleaned.flushFullyInBackground();
       cleaned.close();
@@ -293,46 +259,24 @@ export class Cleaner {
     await this.swapIn(log, group, cleaned, guard);
   }
 
-  /**
-   * Sends the chunk to the Worker now; the job returned handles its reply once the previous
-   * chunk's is handled: the survivors are appended to the cleaned segment on the thread pool
-   * (LogSegment.appendInBackground: a write that waits for dirty-page writeback stalls only the
-   * cleaner), then the output buffer is free again.
-   */
-  private filterChunk(
+  /** What the Worker wrote for one segment: into the cleaned segment's indexes and the stats. */
+  private adopt(
     log: UnifiedLog,
     cleaned: LogSegment,
-    chunk: SegmentChunk,
+    reply: FilterSegmentReply,
     stats: CleanerStats,
-    guard: () => void,
-  ): PipelineJob {
-    const input = chunk.buffer.buffer as ArrayBuffer;
-    const output = this.outputs.take(this.options.ioBufferBytes).buffer as ArrayBuffer;
-    const replied = this.call<FilterChunkReply>(
-      { type: "filter-chunk", input, length: chunk.length, output },
-      [input, output],
-      guard,
-    );
-    return async (previous) => {
-      const reply = await replied;
-      this.input.give(new Uint8Array(reply.input));
-      await previous;
-      stats.recordsRead += reply.recordsRead;
-      stats.recordsKept += reply.recordsKept;
-      if (reply.deleteHorizonMs > log.latestDeleteHorizonMs) {
-        log.latestDeleteHorizonMs = reply.deleteHorizonMs;
-      }
-      // The kept ABORT markers' entries, for the cleaned segment's .txnindex.
-      for (const txn of reply.keptAbortedTxns) cleaned.txnIndex.append(txn);
-      const out = new Uint8Array(reply.output);
-      if (reply.batches.length > 0) {
-        const bytes = out.subarray(0, reply.outputBytes);
-        await cleaned.appendInBackground(bytes, reply.batches, log.config.indexIntervalBytes);
-        stats.bytesWritten += reply.outputBytes;
-        this.writtenSinceThrottle += reply.outputBytes;
-      }
-      this.outputs.give(out);
-    };
+  ): void {
+    stats.recordsRead += reply.recordsRead;
+    stats.recordsKept += reply.recordsKept;
+    stats.bytesWritten += reply.bytesWritten;
+    if (reply.deleteHorizonMs > log.latestDeleteHorizonMs) {
+      log.latestDeleteHorizonMs = reply.deleteHorizonMs;
+    }
+    // The kept ABORT markers' entries, for the cleaned segment's .txnindex.
+    for (const txn of reply.keptAbortedTxns) cleaned.txnIndex.append(txn);
+    if (reply.batches.length > 0) {
+      cleaned.adoptWrittenBatches(reply.bytesWritten, reply.batches, log.config.indexIntervalBytes);
+    }
   }
 
   private checkGroupIsThere(log: UnifiedLog, group: readonly LogSegment[]): void {

@@ -12,9 +12,9 @@
  * candidate, a log holding tombstones whose delete horizon has passed is cleaned to drop them
  * (Quill's choice, so deletes finish without new writes; see docs/log-compaction.md).
  *
- * A cleaning's CPU work (offset map, filtering) runs in a Worker (cleaner-worker.ts); the event
- * loop reads and writes on the thread pool and swaps segments (cleaner.ts), so requests are
- * served while a log is cleaned.
+ * A cleaning's reads, offset map, filtering and writes run in a Worker (cleaner-worker.ts); the
+ * event loop indexes what it wrote and swaps segments (cleaner.ts), so requests are served while
+ * a log is cleaned.
  * A log whose cleaning fails for another reason than a concurrent change is marked uncleanable
  * until restart, as Kafka does, and the others go on.
  */
@@ -24,7 +24,6 @@ import type { CleanResult, LogToClean } from "./cleaner.ts";
 import { Cleaner, CleaningAbortedError } from "./cleaner.ts";
 import { CleanerThread } from "./cleaner-thread.ts";
 import { isCompacted } from "./log-config.ts";
-import { Throttler } from "./throttler.ts";
 import type { UnifiedLog } from "./unified-log.ts";
 
 export interface LogCleanerConfig {
@@ -72,13 +71,12 @@ export interface LogCleanerHooks {
 export class LogCleaner {
   /** Started on first use, so a broker without compacted topics never starts the Worker. */
   private thread: CleanerThread | null = null;
-  private readonly throttler: Throttler;
   private readonly uncleanable = new WeakSet<UnifiedLog>();
   private loop: Promise<void> | null = null;
   /**
    * The cleaning running (or the last one): the next waits for it. The Worker holds one
-   * cleaning's offset map, and chunks of several are in flight at once, so a second cleaning
-   * beside the first would begin a new map under its chunks.
+   * cleaning's offset map, so a second cleaning beside the first would begin a new map between
+   * its segments.
    */
   private cleaning: Promise<unknown> = Promise.resolve();
   private cleaningsQueued = 0;
@@ -92,7 +90,6 @@ export class LogCleaner {
     private readonly hooks: LogCleanerHooks = {},
   ) {
     checkCleanerConfig(settings);
-    this.throttler = new Throttler(settings.ioMaxBytesPerSecond);
   }
 
   get config(): LogCleanerConfig {
@@ -107,8 +104,7 @@ export class LogCleaner {
   reconfigure(config: Omit<LogCleanerConfig, "enable">): void {
     const next = { ...config, enable: this.settings.enable };
     checkCleanerConfig(next);
-    // A new map size reaches the Worker with the next cleaning's first request.
-    this.throttler.setDesiredRate(next.ioMaxBytesPerSecond);
+    // A new map size and rate reach the Worker with the next cleaning's first request.
     this.settings = next;
   }
 
@@ -130,7 +126,7 @@ export class LogCleaner {
   requestStop(): void {
     this.stopRequested = true;
     this.wakeUp?.();
-    // The chunk in the Worker is not waited for: the cleaning in progress fails as abandoned.
+    // The segment in the Worker is not waited for: the cleaning in progress fails as abandoned.
     this.thread?.terminate();
     this.thread = null;
   }
@@ -195,13 +191,12 @@ export class LogCleaner {
     if (target === null) return null;
     const { log } = target;
     const startedMs = performance.now();
-    this.throttler.restartPeriod();
     this.thread ??= new CleanerThread();
     const cleaner = new Cleaner({
       thread: this.thread,
       dedupeBufferBytes: this.config.dedupeBufferBytes,
       loadFactor: this.config.loadFactor,
-      throttler: this.throttler,
+      ioMaxBytesPerSecond: this.config.ioMaxBytesPerSecond,
       ioBufferBytes: this.config.ioBufferBytes,
       stopping: () => this.stopRequested,
     });

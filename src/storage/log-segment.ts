@@ -31,7 +31,6 @@ import {
   fdatasyncInBackground,
   storageError,
   writeFully,
-  writeFullyInBackground,
 } from "./durable-file.ts";
 import { SEGMENT_BYTES_MAX } from "./log-config.ts";
 import { logFlushSeconds, timedSync } from "./log-flush-stats.ts";
@@ -263,43 +262,37 @@ export class LogSegment {
       this.rollBackFailedWrite(fd, position);
       throw storageError("append to", this.file.filePath, error);
     }
-    this.indexAppended(records, batches, position, indexIntervalBytes);
+    this.indexAppended(records.length, batches, position, indexIntervalBytes);
   }
 
   /**
-   * append for a segment nobody reads or appends to yet (the cleaner's `.cleaned` output): the
-   * write runs on the thread pool, so a write that waits for dirty-page writeback does not stall
-   * the event loop. The caller awaits each call before the next and keeps `records` unchanged
-   * until then; a failed write truncates the file back as append does.
+   * For a segment nobody reads or appends to yet (the cleaner's `.cleaned` output), whose
+   * `sizeBytes` bytes past its end the cleaner's Worker wrote through writeFd(): indexes their
+   * batches and moves the segment's end, as append does after its write. The Worker writes on
+   * its own thread, so a write that waits for dirty-page writeback stalls only the cleaner.
    */
-  async appendInBackground(
-    records: Uint8Array,
+  adoptWrittenBatches(
+    sizeBytes: number,
     batches: readonly AppendedBatch[],
     indexIntervalBytes: number,
-  ): Promise<void> {
-    assert(batches.length > 0, "append of no batches");
+  ): void {
+    assert(batches.length > 0, "adopt of no batches");
     assert(batches[0].lastOffset >= this.nextOffset, "cleaned batches below the segment end");
-    const fd = this.file.writeFd();
-    const position = this.sizeBytesValue;
-    try {
-      await writeFullyInBackground(fd, records, position);
-    } catch (error) {
-      this.rollBackFailedWrite(fd, position);
-      throw storageError("append to", this.file.filePath, error);
-    }
-    this.indexAppended(records, batches, position, indexIntervalBytes);
+    const last = batches[batches.length - 1];
+    assert(last.relativePosition + last.sizeBytes === sizeBytes, "batches do not span the write");
+    this.indexAppended(sizeBytes, batches, this.sizeBytesValue, indexIntervalBytes);
   }
 
-  /** After a write of `records` at `position`: index its batches and move the segment's end. */
+  /** After a write of `sizeBytes` at `position`: index its batches and move the segment's end. */
   private indexAppended(
-    records: Uint8Array,
+    sizeBytes: number,
     batches: readonly AppendedBatch[],
     position: number,
     indexIntervalBytes: number,
   ): void {
     for (const batch of batches) this.indexBatch(batch, position, indexIntervalBytes);
-    this.sizeBytesValue += records.length;
-    this.unflushedBytes += records.length;
+    this.sizeBytesValue += sizeBytes;
+    this.unflushedBytes += sizeBytes;
     this.nextOffset = batches[batches.length - 1].lastOffset + 1n;
   }
 

@@ -2,7 +2,8 @@
  * Kafka's Throttler, as the log cleaner uses it for log.cleaner.io.max.bytes.per.second: the
  * caller reports the bytes it read or wrote; once a check interval has passed, if the observed
  * rate is above the desired one, it sleeps as long as it takes to bring the rate down to it.
- * The sleep is a timer, so the event loop keeps serving requests meanwhile.
+ * The cleaner's Worker makes one per cleaning (its period starts then, so time idle between
+ * cleanings never counts as slow I/O) and sleeps on a timer in its own thread.
  */
 import { assert } from "../util/assert.ts";
 
@@ -15,26 +16,11 @@ export class Throttler {
   sleptMs = 0;
 
   constructor(
-    private desiredRatePerSec: number,
+    private readonly desiredRatePerSec: number,
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     assert(desiredRatePerSec > 0, `throttle rate ${desiredRatePerSec}`);
     this.periodStartMs = nowMs();
-  }
-
-  /** A new rate (a dynamic config change); it applies from the next check. */
-  setDesiredRate(ratePerSec: number): void {
-    assert(ratePerSec > 0, `throttle rate ${ratePerSec}`);
-    this.desiredRatePerSec = ratePerSec;
-  }
-
-  /**
-   * Starts a new measuring period, so time spent idle between cleanings does not count as slow
-   * I/O and let the next cleaning run unthrottled at first.
-   */
-  restartPeriod(): void {
-    this.periodStartMs = this.nowMs();
-    this.observedSoFar = 0;
   }
 
   async maybeThrottle(observed: number): Promise<void> {

@@ -382,9 +382,9 @@ describe("LogCleaner: offset map", () => {
     await cleanInPasses(log);
   });
 
-  test("the map fills with later chunks already at the Worker: every latest record stays", async () => {
-    // Chunks of about four batches, up to four of them in flight: the map fills in one while
-    // the next ones are queued behind it; each pass must end where the map filled.
+  test("the map fills in the middle of a segment's chunks: every latest record stays", async () => {
+    // Chunks of about four batches in one 1 MiB segment: the map fills in one chunk with more
+    // of the segment still to read; each pass must end where the map filled.
     const small = { dedupeBufferBytes: 2000, ioBufferBytes: 1024 };
     await cleanInPasses(open({ segmentBytes: 1 << 20 }, small).getOrCreateLog("t", 0));
   });
@@ -393,7 +393,7 @@ describe("LogCleaner: offset map", () => {
 describe("LogCleaner: one cleaning at a time", () => {
   test("two cleanOnce calls at once clean one log after the other, both whole", async () => {
     // The Worker holds one cleaning's offset map: a second cleaning started beside the first
-    // would begin a new map under the first one's chunks.
+    // would begin a new map between the first one's segments.
     const small = { dedupeBufferBytes: 4000, ioBufferBytes: 1024 };
     const manager = open({ segmentBytes: 1 << 20 }, small);
     const logs = [manager.getOrCreateLog("a", 0), manager.getOrCreateLog("b", 0)];
@@ -625,7 +625,7 @@ describe("LogCleaner: transactions", () => {
 });
 
 describe("LogCleaner: the Worker", () => {
-  test("the offset map and the filtering run in the cleaner's Worker, chunk by chunk", async () => {
+  test("reading, the offset map and the filtering run in the cleaner's Worker, chunk by chunk", async () => {
     // 4 KiB chunks: each sealed segment (2000 bytes) is one chunk to map and one to filter.
     const log = open({}, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
     writeRounds(log, 30, 10);
@@ -649,7 +649,7 @@ describe("LogCleaner: the Worker", () => {
     expect(readAllRecords(log).length).toBe(10);
   });
 
-  test("the event loop serves another log while the Worker works on a chunk", async () => {
+  test("the event loop serves another log while the Worker works on a segment", async () => {
     const log = open({ segmentBytes: 64 * 1024 }, { ioBufferBytes: 4096 }).getOrCreateLog("t", 0);
     const other = manager.getOrCreateLog("other", 0);
     writeRounds(log, 100, 50);
@@ -660,7 +660,7 @@ describe("LogCleaner: the Worker", () => {
     let lastChunk = -1;
     while (!done) {
       // A turn of the event loop: with the Worker busy, an append here runs beside its work
-      // (one per chunk the Worker has in hand).
+      // (one each time the Worker answers a segment).
       await new Promise<void>((resolve) => setImmediate(resolve));
       const { busy, chunks } = manager.cleaner.workerActivity;
       if (!busy || chunks === lastChunk) continue;
