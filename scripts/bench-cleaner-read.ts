@@ -1,6 +1,7 @@
 /**
  * How the log cleaner should read segments: Bun.file against node:fs, for its access pattern
- * (sequential 512 KiB chunks of a sealed segment, asynchronously), and a replica moving between
+ * (sequential 512 KiB chunks of a sealed segment, read by the cleaner's Worker in its own thread
+ * through an fd the event loop lends it), and a replica moving between
  * log dirs (1 MiB chunks, replica.fetch.max.bytes). Also checks each reader's bytes against the
  * file, since correctness decides before speed.
  *
@@ -21,7 +22,13 @@ for (let i = 0; i < sizeBytes; i += 4096) data.fill((i / 4096) & 255, i, i + 409
 fs.writeFileSync(file, data);
 
 type Reader = (fd: number, position: number, length: number) => Promise<Uint8Array>;
+/** The cleaner Worker's one read buffer, reused for every chunk. */
+const reused = new Uint8Array(chunkBytes);
 const methods: Record<string, Reader> = {
+  "node:fs fs.readSync (pread, reused buffer)": async (fd, position, length) => {
+    const n = fs.readSync(fd, reused, 0, length, position);
+    return reused.subarray(0, n);
+  },
   "node:fs fs.read (pread, thread pool)": (fd, position, length) =>
     new Promise((resolve, reject) => {
       const buffer = new Uint8Array(length);

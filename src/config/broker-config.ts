@@ -341,7 +341,7 @@ export const BROKER_CONFIG_KEYS = {
   "log.cleaner.io.buffer.size": key(
     int({ min: 1 }),
     524288,
-    "Bytes the cleaner reads and writes at a time (one chunk handed to its Worker thread).",
+    "Bytes the cleaner's thread reads at a time (one chunk of a segment).",
   ),
   "log.cleaner.io.buffer.load.factor": key(
     double({ min: 0.01, max: 1 }),
