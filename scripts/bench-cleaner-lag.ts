@@ -7,7 +7,7 @@
  *   bun scripts/bench-cleaner-lag.ts [dirtyMB=1000]
  *
  * Prints the cleaning's wall and CPU time, the CPU time of each thread that used any (event
- * loop "bun", the cleaner's "Worker", the thread pool's "Bun Pool N" doing the reads and writes,
+ * loop "bun", the cleaner's "Worker", the thread pool's "Bun Pool N" (fdatasyncs, renames),
  * the JIT and GC helpers; from /proc, Linux only, 10 ms ticks), and the tick gaps'
  * p50/p99/p99.9/max.
  */
