@@ -27,8 +27,11 @@ export interface MapBeginRequest {
   readonly abortedTxns: readonly AbortedTxn[];
   /** log.cleaner.io.buffer.size: bytes read per chunk. */
   readonly chunkBytes: number;
-  /** log.cleaner.io.max.bytes.per.second (reads plus writes) for this cleaning; Infinity: none. */
-  readonly ioMaxBytesPerSecond: number;
+  /**
+   * log.cleaner.io.max.bytes.per.second (reads plus writes; Infinity: none) in element 0, over a
+   * SharedArrayBuffer the event loop writes on a dynamic change: read at every throttle check.
+   */
+  readonly ioMaxBytesPerSecond: Float64Array;
 }
 
 /** A sealed segment's `.log`, read by the Worker over [0, sizeBytes) through `fd`. */

@@ -81,7 +81,8 @@ function beginMap(request: MapBeginRequest): void {
   filter = null;
   reader = new SegmentChunkReader(request.chunkBytes);
   // A new throttle per cleaning, so time idle between cleanings does not count as slow I/O.
-  throttler = new Throttler(request.ioMaxBytesPerSecond);
+  const rate = request.ioMaxBytesPerSecond;
+  throttler = new Throttler(() => rate[0]);
 }
 
 /** Reads the segment's chunks, counting them and throttling reads plus `written()` bytes. */

@@ -78,8 +78,11 @@ export interface CleanerOptions {
   /** log.cleaner.dedupe.buffer.size and log.cleaner.io.buffer.load.factor: the map's size. */
   readonly dedupeBufferBytes: number;
   readonly loadFactor: number;
-  /** log.cleaner.io.max.bytes.per.second (reads plus writes); Infinity: unthrottled. */
-  readonly ioMaxBytesPerSecond: number;
+  /**
+   * log.cleaner.io.max.bytes.per.second (reads plus writes; Infinity: unthrottled) in element 0
+   * of shared memory, which the LogCleaner updates on a dynamic change.
+   */
+  readonly ioMaxBytesPerSecond: Float64Array;
   /** log.cleaner.io.buffer.size: the Worker's chunk. */
   readonly ioBufferBytes: number;
   /** Called around each request to the Worker: true when the cleaner is being stopped. */

@@ -54,6 +54,10 @@ export const DEFAULT_LOG_CLEANER_CONFIG: LogCleanerConfig = Object.freeze({
 function checkCleanerConfig(config: LogCleanerConfig): void {
   assert(config.ioBufferBytes > 0, `log.cleaner.io.buffer.size ${config.ioBufferBytes}`);
   assert(config.backoffMs > 0, `log.cleaner.backoff.ms ${config.backoffMs}`);
+  assert(
+    config.ioMaxBytesPerSecond > 0,
+    `log.cleaner.io.max.bytes.per.second ${config.ioMaxBytesPerSecond}`,
+  );
 }
 
 /** A candidate with what made it one (for choosing and for the log line). */
@@ -71,6 +75,11 @@ export interface LogCleanerHooks {
 export class LogCleaner {
   /** Started on first use, so a broker without compacted topics never starts the Worker. */
   private thread: CleanerThread | null = null;
+  /**
+   * log.cleaner.io.max.bytes.per.second, shared with the Worker, whose throttle reads it at every
+   * check: a dynamic change reaches the cleaning in progress, as Kafka's updates its throttler.
+   */
+  private readonly ioMaxBytesPerSecond = new Float64Array(new SharedArrayBuffer(8));
   private readonly uncleanable = new WeakSet<UnifiedLog>();
   private loop: Promise<void> | null = null;
   /**
@@ -90,6 +99,7 @@ export class LogCleaner {
     private readonly hooks: LogCleanerHooks = {},
   ) {
     checkCleanerConfig(settings);
+    this.ioMaxBytesPerSecond[0] = settings.ioMaxBytesPerSecond;
   }
 
   get config(): LogCleanerConfig {
@@ -98,13 +108,15 @@ export class LogCleaner {
 
   /**
    * New settings (Kafka's LogCleaner.reconfigure, from a dynamic config change): the next
-   * cleaning uses them; one in progress finishes with the map and buffers it started with.
+   * cleaning uses them; one in progress finishes with the map and buffers it started with, but
+   * takes a new log.cleaner.io.max.bytes.per.second at its next throttle check.
    * `enable` stays as it was at start, as in Kafka.
    */
   reconfigure(config: Omit<LogCleanerConfig, "enable">): void {
     const next = { ...config, enable: this.settings.enable };
     checkCleanerConfig(next);
-    // A new map size and rate reach the Worker with the next cleaning's first request.
+    // A new map size reaches the Worker with the next cleaning's first request, a new rate now.
+    this.ioMaxBytesPerSecond[0] = next.ioMaxBytesPerSecond;
     this.settings = next;
   }
 
@@ -196,7 +208,7 @@ export class LogCleaner {
       thread: this.thread,
       dedupeBufferBytes: this.config.dedupeBufferBytes,
       loadFactor: this.config.loadFactor,
-      ioMaxBytesPerSecond: this.config.ioMaxBytesPerSecond,
+      ioMaxBytesPerSecond: this.ioMaxBytesPerSecond,
       ioBufferBytes: this.config.ioBufferBytes,
       stopping: () => this.stopRequested,
     });

@@ -3,7 +3,8 @@
  * caller reports the bytes it read or wrote; once a check interval has passed, if the observed
  * rate is above the desired one, it sleeps as long as it takes to bring the rate down to it.
  * The cleaner's Worker makes one per cleaning (its period starts then, so time idle between
- * cleanings never counts as slow I/O) and sleeps on a timer in its own thread.
+ * cleanings never counts as slow I/O) and sleeps on a timer in its own thread. The rate is read
+ * at every check, so a dynamic change reaches a cleaning in progress.
  */
 import { assert } from "../util/assert.ts";
 
@@ -16,21 +17,28 @@ export class Throttler {
   sleptMs = 0;
 
   constructor(
-    private readonly desiredRatePerSec: number,
+    /** Bytes per second; Infinity: unthrottled. */
+    private readonly desiredRatePerSec: () => number,
     private readonly nowMs: () => number = () => performance.now(),
   ) {
-    assert(desiredRatePerSec > 0, `throttle rate ${desiredRatePerSec}`);
     this.periodStartMs = nowMs();
   }
 
   async maybeThrottle(observed: number): Promise<void> {
-    if (!Number.isFinite(this.desiredRatePerSec)) return;
+    const desiredRatePerSec = this.desiredRatePerSec();
+    assert(desiredRatePerSec > 0, `throttle rate ${desiredRatePerSec}`);
+    if (!Number.isFinite(desiredRatePerSec)) {
+      // Unthrottled now: a rate set later measures from then, not from the cleaning's start.
+      this.periodStartMs = this.nowMs();
+      this.observedSoFar = 0;
+      return;
+    }
     this.observedSoFar += observed;
     const elapsedMs = this.nowMs() - this.periodStartMs;
     if (elapsedMs <= CHECK_INTERVAL_MS || this.observedSoFar <= 0) return;
     const ratePerSec = (this.observedSoFar * 1000) / elapsedMs;
-    if (ratePerSec > this.desiredRatePerSec) {
-      const sleepMs = Math.round(this.observedSoFar / (this.desiredRatePerSec / 1000) - elapsedMs);
+    if (ratePerSec > desiredRatePerSec) {
+      const sleepMs = Math.round(this.observedSoFar / (desiredRatePerSec / 1000) - elapsedMs);
       if (sleepMs > 0) {
         this.sleptMs += sleepMs;
         await Bun.sleep(sleepMs);

@@ -6,6 +6,8 @@ import { CompressionType } from "../../src/protocol/compression.ts";
 import { buildEndTxnMarkerBatch } from "../../src/protocol/control-record.ts";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { DELETE_HORIZON_BIT } from "../../src/storage/cleaner-batch-filter.ts";
+import { CleanerThread } from "../../src/storage/cleaner-thread.ts";
+import type { MapSegmentReply } from "../../src/storage/cleaner-worker-messages.ts";
 import type { LogCleanerConfig } from "../../src/storage/log-cleaner.ts";
 import type { LogConfig } from "../../src/storage/log-config.ts";
 import { DEFAULT_LOG_CONFIG } from "../../src/storage/log-config.ts";
@@ -463,6 +465,39 @@ describe("LogCleaner: log.cleaner.io.max.bytes.per.second", () => {
     log.roll();
     manager.cleaner.reconfigure({ ...manager.cleaner.config, ioMaxBytesPerSecond: 500 });
     expect((await cleanWithStalledStart()).throttledMs).toBeGreaterThan(0);
+  });
+
+  test("the Worker reads the shared rate at each check: a change reaches a cleaning in progress", async () => {
+    const log = twoSegments({});
+    // What LogCleaner.reconfigure writes; the cleaning's throttle is made at map-begin, while
+    // the rate is still unlimited, and must slow the next request with the rate set after it.
+    const rate = new Float64Array(new SharedArrayBuffer(8));
+    rate[0] = Number.POSITIVE_INFINITY;
+    const thread = new CleanerThread();
+    const segment = log.sealedSegments()[0];
+    const fd = segment.file.acquire();
+    try {
+      await thread.request({
+        type: "map-begin",
+        bufferBytes: 1 << 20,
+        loadFactor: 0.9,
+        keysMax: 100,
+        start: 0,
+        end: log.activeSegmentBaseOffset,
+        abortedTxns: [],
+        chunkBytes: 4096,
+        ioMaxBytesPerSecond: rate,
+      });
+      rate[0] = 500;
+      // Past the throttle's 300 ms check interval, so the segment's one chunk is checked.
+      Bun.sleepSync(350);
+      const source = { fd, sizeBytes: segment.sizeBytes, filePath: segment.file.filePath };
+      const reply = await thread.request<MapSegmentReply>({ type: "map-segment", source });
+      expect(reply.throttledMs).toBeGreaterThan(0);
+    } finally {
+      segment.file.release();
+      thread.terminate();
+    }
   });
 });
 
