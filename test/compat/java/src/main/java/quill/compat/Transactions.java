@@ -8,6 +8,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -87,7 +88,11 @@ final class Transactions implements AutoCloseable {
     List<String> expected = new ArrayList<>(values("committed"));
     expected.addAll(values("out committed"));
     checkSeen("the reader", expected);
-    OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group)
+    // requireStable: the commit marker reaches the group's coordinator after commitTransaction
+    // returns (as in Kafka); until then a stable read is UNSTABLE_OFFSET_COMMIT and retried.
+    ListConsumerGroupOffsetsOptions stable =
+        new ListConsumerGroupOffsetsOptions().requireStable(true);
+    OffsetAndMetadata committed = admin.listConsumerGroupOffsets(group, stable)
         .partitionsToOffsetAndMetadata().get().get(partition);
     long offset = committed == null ? -1 : committed.offset();
     Steps.check(offset == TXN_INPUT_END, "group offset " + offset + ", not " + TXN_INPUT_END);
