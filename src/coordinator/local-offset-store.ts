@@ -15,7 +15,8 @@ import {
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import { type Logger, SILENT_LOGGER } from "../util/logger.ts";
-import { TurnSlices } from "../util/turn-slices.ts";
+import { SnapshotFold } from "../util/snapshot-fold.ts";
+import type { TurnSlices } from "../util/turn-slices.ts";
 import {
   encodeRecord,
   type OffsetLogRecord,
@@ -59,15 +60,8 @@ const SNAPSHOT_RECORD_OFFSETS_MAX = 1_000;
 /** Bytes of snapshot frames copied into one chunk at once when the snapshot is written. */
 const SNAPSHOT_CHUNK_BYTES = 256 << 10;
 
-/** A compaction while commits go on: see startFold. */
-interface Fold {
-  /** Each group's snapshot frames, encoded when the fold reached it. */
-  readonly frames: Map<string, Uint8Array[]>;
-  /** Groups changed since the fold began: encoded again, or dropped, when it finishes. */
-  readonly dirty: Set<string>;
-  /** Every group has frames: the flush loop finishes the fold before its next write. */
-  encoded: boolean;
-}
+/** A compaction while commits go on (see startFold): each group's snapshot frames. */
+type Fold = SnapshotFold<ReadonlyMap<TopicPartitionKey, CommittedOffset>, Uint8Array[]>;
 
 interface PendingWrite {
   readonly frame: Uint8Array;
@@ -119,10 +113,6 @@ export class LocalOffsetStore implements OffsetStore {
   private compactions = 0;
   /** The compaction under way, if any (see startFold). */
   private fold: Fold | null = null;
-  /** Its encoding, awaited by close. */
-  private foldEncoding: Promise<void> | null = null;
-  /** True while finishFold runs: the state may not change until the log is emptied. */
-  private finishingFold = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
   private readonly compactLogBytes: number;
@@ -235,7 +225,7 @@ export class LocalOffsetStore implements OffsetStore {
     if (this.closed) return;
     this.closed = true;
     // A fold not yet encoded is given up (the log keeps everything); one encoded is finished.
-    await this.foldEncoding;
+    await this.fold?.encoding;
     while (this.flushing !== null || this.pending.length > 0 || this.fold?.encoded) {
       await (this.flushing ?? this.flush());
     }
@@ -331,8 +321,7 @@ export class LocalOffsetStore implements OffsetStore {
   }
 
   private apply(record: OffsetLogRecord): void {
-    assert(!this.finishingFold, `record for group ${record.groupId} applied as a fold finishes`);
-    this.fold?.dirty.add(record.groupId);
+    this.fold?.markDirty(record.groupId);
     switch (record.type) {
       case "commit": {
         let offsets = this.groups.get(record.groupId);
@@ -393,35 +382,16 @@ export class LocalOffsetStore implements OffsetStore {
    * commits arriving during that last part waiting for the next write.
    */
   private startFold(): void {
-    const fold: Fold = { frames: new Map(), dirty: new Set(), encoded: false };
-    this.fold = fold;
-    this.foldEncoding = this.encodeGroups(fold).then(
-      (complete) => {
-        this.foldEncoding = null;
-        if (!complete) {
-          this.fold = null;
-          return;
-        }
-        fold.encoded = true;
-        this.scheduleFlush();
-      },
-      (error: unknown) => {
-        this.foldEncoding = null;
-        this.foldFailed(error);
+    this.fold = new SnapshotFold<ReadonlyMap<TopicPartitionKey, CommittedOffset>, Uint8Array[]>(
+      this.groups,
+      (groupId, offsets, slices) => this.encodeGroup(groupId, offsets, slices),
+      {
+        sliceMs: this.foldSliceMs,
+        stopped: () => this.closed,
+        onEncoded: () => this.scheduleFlush(),
+        onFailed: (error) => this.foldFailed(error),
       },
     );
-  }
-
-  /** Encodes every group into `fold.frames`; false when the store closed meanwhile. */
-  private async encodeGroups(fold: Fold): Promise<boolean> {
-    const slices = new TurnSlices(this.foldSliceMs);
-    // Groups added during the iteration are reached too (a Map iterates in insertion order).
-    for (const [groupId, offsets] of this.groups) {
-      fold.frames.set(groupId, await this.encodeGroup(groupId, offsets, slices));
-      if (slices.due()) await slices.next();
-      if (this.closed) return false;
-    }
-    return true;
   }
 
   /**
@@ -457,41 +427,36 @@ export class LocalOffsetStore implements OffsetStore {
 
   /**
    * Runs in the flush loop between two writes, so `groups` holds exactly what the log does and
-   * stays so until the log is emptied (asserted in apply). The dirty groups are encoded again
-   * (or dropped), the frames joined one chunk per slice (no copy of the whole snapshot on the
-   * loop), and the snapshot's write, syncs and rename run on the thread pool.
+   * stays so until the log is emptied (SnapshotFold.finish). The frames are joined one chunk per
+   * slice (no copy of the whole snapshot on the loop), and the snapshot's write, syncs and
+   * rename run on the thread pool.
    */
   private async finishFold(fold: Fold): Promise<void> {
-    this.finishingFold = true;
     try {
-      const slices = new TurnSlices(this.foldSliceMs);
-      for (const groupId of fold.dirty) {
-        const offsets = this.groups.get(groupId);
-        if (offsets === undefined) fold.frames.delete(groupId);
-        else fold.frames.set(groupId, await this.encodeGroup(groupId, offsets, slices));
-        if (slices.due()) await slices.next();
-      }
-      const chunks: Uint8Array[] = [];
-      let frames: Uint8Array[] = [];
-      let framesBytes = 0;
-      for (const groupFrames of fold.frames.values()) {
-        for (const frame of groupFrames) {
-          frames.push(frame);
-          framesBytes += frame.length;
+      await fold.finish(async (groups, slices) => {
+        const chunks: Uint8Array[] = [];
+        let frames: Uint8Array[] = [];
+        let framesBytes = 0;
+        for (const groupFrames of groups) {
+          for (const frame of groupFrames) {
+            frames.push(frame);
+            framesBytes += frame.length;
+          }
+          // Copying costs by the byte: a chunk is bounded in size too, not only in time.
+          if (framesBytes < SNAPSHOT_CHUNK_BYTES && !slices.due()) continue;
+          chunks.push(concatFrames(frames));
+          frames = [];
+          framesBytes = 0;
+          if (slices.due()) await slices.next();
         }
-        // Copying costs by the byte: a chunk is bounded in size too, not only in time.
-        if (framesBytes < SNAPSHOT_CHUNK_BYTES && !slices.due()) continue;
         chunks.push(concatFrames(frames));
-        frames = [];
-        framesBytes = 0;
-        if (slices.due()) await slices.next();
-      }
-      chunks.push(concatFrames(frames));
-      await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), chunks);
-      fs.ftruncateSync(this.logFd, 0);
-      // Set before the sync: were it to fail, the next records must still go at the file's start.
-      this.logSizeBytes = 0;
-      await fdatasyncFdInBackground(this.logFd);
+        await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), chunks);
+        fs.ftruncateSync(this.logFd, 0);
+        // Set before the sync: were it to fail, the next records must still go at the file's
+        // start.
+        this.logSizeBytes = 0;
+        await fdatasyncFdInBackground(this.logFd);
+      });
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;
       this.fold = null;
@@ -501,8 +466,6 @@ export class LocalOffsetStore implements OffsetStore {
       }
     } catch (error) {
       this.foldFailed(error);
-    } finally {
-      this.finishingFold = false;
     }
   }
 

@@ -11,7 +11,7 @@ import {
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
 import type { Logger } from "../util/logger.ts";
-import { TurnSlices } from "../util/turn-slices.ts";
+import { SnapshotFold } from "../util/snapshot-fold.ts";
 import type { SharePartitionSnapshot } from "./share-partition.ts";
 import type {
   ShareStateEpochs,
@@ -84,15 +84,8 @@ interface PendingPartition {
   readonly state: (() => SharePartitionSnapshot) | null;
 }
 
-/** A compaction while writes go on: see startFold. */
-interface Fold {
-  /** Each partition's state as JSON, encoded when the fold reached it. */
-  readonly parts: Map<string, string>;
-  /** Partitions written since the fold began: encoded again, or dropped, when it finishes. */
-  readonly dirty: Set<string>;
-  /** Every partition is encoded: the write loop finishes the fold before its next write. */
-  encoded: boolean;
-}
+/** A compaction while writes go on (see startFold): each partition's state as JSON. */
+type Fold = SnapshotFold<StoredPartition, string>;
 
 /** Counters for tests: how changes are grouped into syncs. */
 export interface ShareStateStoreStats {
@@ -123,10 +116,6 @@ export class LocalShareStateStore implements ShareStateStore {
   private compactions = 0;
   /** The compaction under way, if any (see startFold). */
   private fold: Fold | null = null;
-  /** Its encoding, awaited by close. */
-  private foldEncoding: Promise<void> | null = null;
-  /** True while finishFold runs: `states` may not change until the log is emptied. */
-  private finishingFold = false;
   /** Log size at which the next compaction runs; pushed further out when one fails. */
   private compactAtBytes: number;
 
@@ -235,7 +224,7 @@ export class LocalShareStateStore implements ShareStateStore {
     this.closed = true;
     this.retryUnwritten();
     // A fold not yet encoded is given up (the log keeps everything); one encoded is finished.
-    await this.foldEncoding;
+    await this.fold?.encoding;
     while (this.writing !== null || this.pending.size > 0 || this.fold?.encoded) {
       await (this.writing ?? this.flush());
     }
@@ -288,9 +277,8 @@ export class LocalShareStateStore implements ShareStateStore {
       this.logSizeBytes = sizeBefore + bytes.length;
       this.syncs++;
       this.framesWritten += entries.length;
-      assert(!this.finishingFold, "share state written while a fold finishes");
       for (const [k, e] of entries) {
-        this.fold?.dirty.add(k);
+        this.fold?.markDirty(k);
         if (e === null) this.states.delete(k);
         else this.states.set(k, e);
       }
@@ -314,87 +302,56 @@ export class LocalShareStateStore implements ShareStateStore {
 
   /** Starts folding the log into the snapshot (see the class comment). */
   private startFold(): void {
-    const fold: Fold = { parts: new Map(), dirty: new Set(), encoded: false };
-    this.fold = fold;
-    this.foldEncoding = this.encodeStates(fold).then(
-      (complete) => {
-        this.foldEncoding = null;
-        if (!complete) {
-          this.fold = null;
-          return;
-        }
-        fold.encoded = true;
-        this.schedule();
-      },
-      (e: unknown) => {
-        this.foldEncoding = null;
-        this.foldFailed(e);
-      },
-    );
-  }
-
-  /** Encodes every partition's state into `fold.parts`; false when the store closed meanwhile. */
-  private async encodeStates(fold: Fold): Promise<boolean> {
-    const slices = new TurnSlices(this.foldSliceMs);
-    // Partitions added during the iteration are reached too (a Map iterates in insertion order).
-    for (const [k, p] of this.states) {
-      fold.parts.set(k, JSON.stringify(p));
-      if (!slices.due()) continue;
-      await slices.next();
-      if (this.closed) return false;
-    }
-    return true;
+    this.fold = new SnapshotFold(this.states, (_k, p) => JSON.stringify(p), {
+      sliceMs: this.foldSliceMs,
+      stopped: () => this.closed,
+      onEncoded: () => this.schedule(),
+      onFailed: (e) => this.foldFailed(e),
+    });
   }
 
   /**
    * Runs in the write loop between two writes, so `states` holds exactly what the log does and
-   * stays so until the log is emptied (asserted in writeBatch): encodes the dirty partitions
-   * again, writes `{"version":1,"partitions":[...]}` as one chunk of UTF-8 per slice, empties
-   * the log. A failure keeps the log (it still holds everything).
+   * stays so until the log is emptied (SnapshotFold.finish): writes
+   * `{"version":1,"partitions":[...]}` as one chunk of UTF-8 per slice, empties the log. A
+   * failure keeps the log (it still holds everything).
    */
   private async finishFold(fold: Fold): Promise<void> {
-    this.finishingFold = true;
     try {
-      for (const k of fold.dirty) {
-        const p = this.states.get(k);
-        if (p === undefined) fold.parts.delete(k);
-        else fold.parts.set(k, JSON.stringify(p));
-      }
-      const encoder = new TextEncoder();
-      const slices = new TurnSlices(this.foldSliceMs);
-      const chunks = [encoder.encode(`{"version":${FORMAT_VERSION},"partitions":[`)];
-      let parts: string[] = [];
-      let partsChars = 0;
-      const endChunk = (): void => {
-        if (parts.length === 0) return;
-        chunks.push(encoder.encode((chunks.length === 1 ? "" : ",") + parts.join(",")));
-        parts = [];
-        partsChars = 0;
-      };
-      for (const part of fold.parts.values()) {
-        parts.push(part);
-        partsChars += part.length;
-        // Joining and encoding cost by the character: a chunk is bounded in size too.
-        if (partsChars >= SNAPSHOT_CHUNK_CHARS) endChunk();
-        if (!slices.due()) continue;
+      await fold.finish(async (parts, slices) => {
+        const encoder = new TextEncoder();
+        const chunks = [encoder.encode(`{"version":${FORMAT_VERSION},"partitions":[`)];
+        let joined: string[] = [];
+        let joinedChars = 0;
+        const endChunk = (): void => {
+          if (joined.length === 0) return;
+          chunks.push(encoder.encode((chunks.length === 1 ? "" : ",") + joined.join(",")));
+          joined = [];
+          joinedChars = 0;
+        };
+        for (const part of parts) {
+          joined.push(part);
+          joinedChars += part.length;
+          // Joining and encoding cost by the character: a chunk is bounded in size too.
+          if (joinedChars >= SNAPSHOT_CHUNK_CHARS) endChunk();
+          if (!slices.due()) continue;
+          endChunk();
+          await slices.next();
+        }
         endChunk();
-        await slices.next();
-      }
-      endChunk();
-      chunks.push(encoder.encode("]}"));
-      await writeFileAtomicallyInBackground(this.filePath, chunks);
-      fs.ftruncateSync(this.logFd, 0);
-      // Set before the sync: were it to fail, the next frames must still go at the file's start,
-      // not past a hole of zeros (where replay stops, losing them).
-      this.logSizeBytes = 0;
-      await fdatasyncFdInBackground(this.logFd);
+        chunks.push(encoder.encode("]}"));
+        await writeFileAtomicallyInBackground(this.filePath, chunks);
+        fs.ftruncateSync(this.logFd, 0);
+        // Set before the sync: were it to fail, the next frames must still go at the file's
+        // start, not past a hole of zeros (where replay stops, losing them).
+        this.logSizeBytes = 0;
+        await fdatasyncFdInBackground(this.logFd);
+      });
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;
       this.fold = null;
     } catch (e) {
       this.foldFailed(e);
-    } finally {
-      this.finishingFold = false;
     }
   }
 
