@@ -6,7 +6,13 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Kafka, logLevel } from "kafkajs";
 import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
-import { KafkaClient, startTestBroker, type TestBroker } from "../support/kafka-client.ts";
+import {
+  acquiredRecords,
+  KafkaClient,
+  shareFetchPartition0,
+  startTestBroker,
+  type TestBroker,
+} from "../support/kafka-client.ts";
 
 const TOPIC = "delete-share";
 const GROUP = "g-delete-restart";
@@ -56,20 +62,17 @@ async function heartbeat(memberId: string, memberEpoch: number) {
   expect(res.errorCode).toBe(ErrorCode.NONE);
 }
 
-async function fetch(id: Uint8Array, memberId: string, epoch: number) {
-  const res = await client.request(ApiKey.ShareFetch, 1, {
+async function fetch(topicId: Uint8Array, memberId: string, epoch: number) {
+  const maxWaitMs = epoch === 0 ? 0 : 5_000;
+  const res = await shareFetchPartition0(client, {
     groupId: GROUP,
     memberId,
-    shareSessionEpoch: epoch,
-    maxWaitMs: epoch === 0 ? 0 : 5_000,
-    minBytes: 1,
-    maxBytes: 1 << 20,
-    maxRecords: 100,
-    batchSize: 100,
-    topics: [{ topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+    topicId,
+    epoch,
+    maxWaitMs,
   });
   expect(res.errorCode).toBe(ErrorCode.NONE);
-  return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+  return acquiredRecords(res);
 }
 
 async function deleteGroup(): Promise<number> {

@@ -6,7 +6,14 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { RecordState } from "../../src/server/share-partition.ts";
-import { KafkaClient, startTestBroker, type TestBroker } from "../support/kafka-client.ts";
+import {
+  acquiredRecords,
+  KafkaClient,
+  type ShareAck,
+  shareFetchPartition0,
+  startTestBroker,
+  type TestBroker,
+} from "../support/kafka-client.ts";
 
 const TOPIC = "queue";
 const GROUP = "sg";
@@ -58,19 +65,16 @@ function heartbeat(memberId: string) {
   });
 }
 
-type Ack = { firstOffset: bigint; lastOffset: bigint; acknowledgeTypes: number[] };
+type Ack = ShareAck;
 
 function shareFetch(memberId: string, epoch: number, acks: Ack[] = [], maxWaitMs = 0) {
-  return client.request(ApiKey.ShareFetch, 1, {
+  return shareFetchPartition0(client, {
     groupId: GROUP,
     memberId,
-    shareSessionEpoch: epoch,
+    topicId,
+    epoch,
     maxWaitMs,
-    minBytes: 1,
-    maxBytes: 1 << 20,
-    maxRecords: 100,
-    batchSize: 100,
-    topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: acks }] }],
+    acks,
   });
 }
 
@@ -213,19 +217,8 @@ test("a full in-flight window: a holder's waiting fetch ends for its acknowledge
   // One connection per member: a Kafka client has one request in flight per broker.
   const [ca, cb] = [await KafkaClient.connect(b.port), await KafkaClient.connect(b.port)];
   const fetch = (c: KafkaClient, member: string, epoch: number, maxWaitMs: number) =>
-    c.request(ApiKey.ShareFetch, 1, {
-      groupId: group,
-      memberId: member,
-      shareSessionEpoch: epoch,
-      maxWaitMs,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      maxRecords: 100,
-      batchSize: 100,
-      topics: [{ topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
-    });
-  const acquired = (r: Awaited<ReturnType<typeof fetch>>) =>
-    r.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+    shareFetchPartition0(c, { groupId: group, memberId: member, topicId: id, epoch, maxWaitMs });
+  const acquired = acquiredRecords;
   try {
     // a fills the window (100 records) and fetches ahead, as the Java client does.
     expect(acquired(await fetch(ca, "a", 0, 0))).toEqual([
@@ -336,19 +329,15 @@ test("a share session ends with its connection: the member's records come back a
   expect(joined.errorCode).toBe(ErrorCode.NONE);
   await produceNumbered("disconnect", 3);
   const fetch = (c: KafkaClient, member: string, epoch: number, acks: Ack[] = []) =>
-    c.request(ApiKey.ShareFetch, 1, {
+    shareFetchPartition0(c, {
       groupId: group,
       memberId: member,
-      shareSessionEpoch: epoch,
+      topicId: id,
+      epoch,
       maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      maxRecords: 100,
-      batchSize: 100,
-      topics: [{ topicId: id, partitions: [{ partitionIndex: 0, acknowledgementBatches: acks }] }],
+      acks,
     });
-  const acquired = (r: Awaited<ReturnType<typeof fetch>>) =>
-    r.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+  const acquired = acquiredRecords;
   const [first, second, other] = await Promise.all(
     [0, 1, 2].map(() => KafkaClient.connect(b.port)),
   );

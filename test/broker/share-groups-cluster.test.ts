@@ -27,7 +27,12 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import type { ChildBroker } from "../support/child-broker.ts";
 import { ensureJava4Built, Java4Process } from "../support/java4-client.ts";
-import { KafkaClient, requestOnce } from "../support/kafka-client.ts";
+import {
+  acquiredRecords,
+  KafkaClient,
+  requestOnce,
+  shareFetchPartition0,
+} from "../support/kafka-client.ts";
 import { waitUntil } from "../support/wait-until.ts";
 import { startZooKeeper, type ZooKeeperServer } from "../support/zookeeper-server.ts";
 import {
@@ -186,19 +191,16 @@ function resetRequests(
       subscribedTopicNames: memberEpoch === 0 ? [topicName] : null,
     });
   const fetch = async (memberId: string, epoch: number) => {
-    const res = await leader.request(ApiKey.ShareFetch, 1, {
+    const maxWaitMs = epoch === 0 ? 0 : 2_000;
+    const res = await shareFetchPartition0(leader, {
       groupId: group,
       memberId,
-      shareSessionEpoch: epoch,
-      maxWaitMs: epoch === 0 ? 0 : 2_000,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      maxRecords: 100,
-      batchSize: 100,
-      topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+      topicId,
+      epoch,
+      maxWaitMs,
     });
     expect(res.errorCode).toBe(ErrorCode.NONE);
-    return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+    return acquiredRecords(res);
   };
   const accept = async (memberId: string, epoch: number, first: bigint, last: bigint) => {
     const res = await leader.request(ApiKey.ShareAcknowledge, 1, {
@@ -545,9 +547,7 @@ test("a partition added to a consumed topic starts at its log start, not at late
       { topicId: topic.topicId, partitions: [{ partitionIndex: 1, acknowledgementBatches: [] }] },
     ],
   });
-  expect(fetched.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords))).toEqual([
-    { firstOffset: 0n, lastOffset: 2n, deliveryCount: 1 },
-  ]);
+  expect(acquiredRecords(fetched)).toEqual([{ firstOffset: 0n, lastOffset: 2n, deliveryCount: 1 }]);
 }, 120_000);
 
 const FROZEN_TOPIC = "share-frozen";

@@ -8,7 +8,7 @@ import { ErrorCode } from "../../src/protocol/errors.ts";
 import { ApiKey } from "../../src/protocol/generated/index.ts";
 import { buildRecordBatch } from "../../src/protocol/record-batch.ts";
 import { ChildBroker } from "../support/child-broker.ts";
-import { KafkaClient } from "../support/kafka-client.ts";
+import { KafkaClient, shareFetchPartition0 } from "../support/kafka-client.ts";
 
 const TOPIC = "crash-queue";
 const GROUP = "crash-sg";
@@ -61,17 +61,8 @@ afterAll(async () => {
 type Ranges = readonly { firstOffset: bigint; lastOffset: bigint }[];
 
 function shareFetch(client: KafkaClient, memberId: string, epoch: number, maxWaitMs: number) {
-  return client.request(ApiKey.ShareFetch, 1, {
-    groupId: GROUP,
-    memberId,
-    shareSessionEpoch: epoch,
-    maxWaitMs,
-    minBytes: 1,
-    maxBytes: 1 << 20,
-    maxRecords: 50,
-    batchSize: 50,
-    topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
-  });
+  const fetch = { groupId: GROUP, memberId, topicId, epoch, maxWaitMs, maxRecords: 50 };
+  return shareFetchPartition0(client, fetch);
 }
 
 function accept(client: KafkaClient, memberId: string, epoch: number, ranges: Ranges) {

@@ -19,7 +19,7 @@ import {
   startInProcessBroker,
 } from "../support/broker-harness.ts";
 import { ensureJava4Built, java4Command, runJava4 } from "../support/java4-client.ts";
-import { KafkaClient } from "../support/kafka-client.ts";
+import { acquiredRecords, KafkaClient, shareFetchPartition0 } from "../support/kafka-client.ts";
 import { runToolInJvm } from "../support/tool-jvm.ts";
 
 const TOOLS_DIR = join(REPO_ROOT, "test", "compat", "tools4");
@@ -132,19 +132,16 @@ test("kafka-share-groups.sh --delete: a new member of the id starts afresh, not 
     });
     expect(joined.errorCode).toBe(ErrorCode.NONE);
     const fetch = async (epoch: number) => {
-      const res = await client.request(ApiKey.ShareFetch, 1, {
+      const maxWaitMs = epoch === 0 ? 0 : 5_000;
+      const res = await shareFetchPartition0(client, {
         groupId: group,
         memberId: "afresh",
-        shareSessionEpoch: epoch,
-        maxWaitMs: epoch === 0 ? 0 : 5_000,
-        minBytes: 1,
-        maxBytes: 1 << 20,
-        maxRecords: 100,
-        batchSize: 100,
-        topics: [{ topicId, partitions: [{ partitionIndex: 0, acknowledgementBatches: [] }] }],
+        topicId,
+        epoch,
+        maxWaitMs,
       });
       expect(res.errorCode).toBe(ErrorCode.NONE);
-      return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+      return acquiredRecords(res);
     };
     // share.auto.offset.reset=latest: the log end, not the deleted state's 5-19.
     expect(await fetch(0)).toEqual([]);

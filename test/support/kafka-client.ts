@@ -155,6 +155,53 @@ export async function fetchPartition0(client: KafkaClient, topic: string, offset
   return res.responses[0]!.partitions[0]!;
 }
 
+/** An acknowledgement batch of ShareFetch or ShareAcknowledge. */
+export interface ShareAck {
+  readonly firstOffset: bigint;
+  readonly lastOffset: bigint;
+  readonly acknowledgeTypes: number[];
+}
+
+export interface ShareFetchOfPartition0 {
+  readonly groupId: string;
+  readonly memberId: string;
+  readonly topicId: Uint8Array;
+  readonly epoch: number;
+  readonly maxWaitMs: number;
+  readonly acks?: readonly ShareAck[];
+  /** maxRecords and batchSize (100 by default). */
+  readonly maxRecords?: number;
+}
+
+/**
+ * ShareFetch v1 of partition 0 of one topic (min 1 byte, up to 1 MiB), with the member's
+ * acknowledgements; the whole response.
+ */
+export function shareFetchPartition0(client: KafkaClient, f: ShareFetchOfPartition0) {
+  const maxRecords = f.maxRecords ?? 100;
+  return client.request(ApiKey.ShareFetch, 1, {
+    groupId: f.groupId,
+    memberId: f.memberId,
+    shareSessionEpoch: f.epoch,
+    maxWaitMs: f.maxWaitMs,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    maxRecords,
+    batchSize: maxRecords,
+    topics: [
+      {
+        topicId: f.topicId,
+        partitions: [{ partitionIndex: 0, acknowledgementBatches: [...(f.acks ?? [])] }],
+      },
+    ],
+  });
+}
+
+/** The records a ShareFetch response acquired, over all its partitions. */
+export function acquiredRecords(res: Awaited<ReturnType<typeof shareFetchPartition0>>) {
+  return res.responses.flatMap((t) => t.partitions.flatMap((p) => p.acquiredRecords));
+}
+
 /** Opens a connection, sends one request, closes. */
 export async function requestOnce<K extends ApiKeyNumber>(
   port: number,
