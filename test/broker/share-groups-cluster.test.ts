@@ -241,6 +241,21 @@ function resetRequests(
   return { heartbeat, fetch, accept, alter, startEverywhere };
 }
 
+/**
+ * A share group coordinated by a broker that does not lead `topic`'s one partition, and its
+ * requests (resetRequests) with a connection to the leader, which the caller closes.
+ */
+async function groupApartFromLeader(topic: string, groupPrefix?: string) {
+  const leaderId = await leaderOf(topic);
+  const coordinatorId = leaderId === 1 ? 2 : 1;
+  const group = await groupOn(coordinatorId, groupPrefix);
+  const coordinator = cluster.brokers.get(coordinatorId)!;
+  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
+  const topicId = (await metadata(coordinator)).topics.find((t) => t.name === topic)!.topicId;
+  const requests = resetRequests(group, coordinator, leader, topicId, topic);
+  return { group, coordinator, leader, ...requests };
+}
+
 test("AlterShareGroupOffsets at a broker that does not lead the partition", async () => {
   const running = [...cluster.brokers.values()].filter((b) => b.running);
   expect(running.length).toBe(3);
@@ -251,18 +266,8 @@ test("AlterShareGroupOffsets at a broker that does not lead the partition", asyn
   // The test before killed and restarted brokers: a broker that came back leads nothing (no
   // group's coordinator) until the preferred leaders are elected again.
   await preferredLeaders(cluster, running[0]!);
-  const leaderId = await leaderOf(RESET_TOPIC);
-  const coordinatorId = leaderId === 1 ? 2 : 1;
-  const group = await groupOn(coordinatorId);
-  const coordinator = cluster.brokers.get(coordinatorId)!;
-  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
-  const topicId = (await metadata(coordinator)).topics.find((t) => t.name === RESET_TOPIC)!.topicId;
-  const { heartbeat, fetch, accept, alter, startEverywhere } = resetRequests(
-    group,
-    coordinator,
-    leader,
-    topicId,
-  );
+  const { leader, heartbeat, fetch, accept, alter, startEverywhere } =
+    await groupApartFromLeader(RESET_TOPIC);
   try {
     // m1 takes 0-9 and accepts 0-3, then leaves the group; its session on the leader stays.
     expect((await heartbeat("m1", 0)).errorCode).toBe(ErrorCode.NONE);
@@ -316,20 +321,8 @@ test("DeleteShareGroupOffsets at a broker that does not lead the partition fence
   expect(running.length).toBe(3);
   await createTopicWithAssignment(running[0]!, DELETE_TOPIC, [[3, 1, 2]]);
   await consistentMetadata(cluster, 3);
-  const leaderId = await leaderOf(DELETE_TOPIC);
-  const coordinatorId = leaderId === 1 ? 2 : 1;
-  const group = await groupOn(coordinatorId, "share-delete");
-  const coordinator = cluster.brokers.get(coordinatorId)!;
-  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
-  const meta = await metadata(coordinator);
-  const topicId = meta.topics.find((t) => t.name === DELETE_TOPIC)!.topicId;
-  const { heartbeat, fetch, accept, startEverywhere } = resetRequests(
-    group,
-    coordinator,
-    leader,
-    topicId,
-    DELETE_TOPIC,
-  );
+  const { group, coordinator, leader, heartbeat, fetch, accept, startEverywhere } =
+    await groupApartFromLeader(DELETE_TOPIC, "share-delete");
   const deleteOffsets = () =>
     requestOnce(coordinator.port, ApiKey.DeleteShareGroupOffsets, 0, {
       groupId: group,
@@ -374,20 +367,8 @@ test("DeleteGroups of a share group at a broker that does not lead the partition
   expect(running.length).toBe(3);
   await createTopicWithAssignment(running[0]!, DELETE_GROUP_TOPIC, [[2, 3, 1]]);
   await consistentMetadata(cluster, 3);
-  const leaderId = await leaderOf(DELETE_GROUP_TOPIC);
-  const coordinatorId = leaderId === 1 ? 2 : 1;
-  const group = await groupOn(coordinatorId, "share-delete-group");
-  const coordinator = cluster.brokers.get(coordinatorId)!;
-  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
-  const meta = await metadata(coordinator);
-  const topicId = meta.topics.find((t) => t.name === DELETE_GROUP_TOPIC)!.topicId;
-  const { heartbeat, fetch, accept, startEverywhere } = resetRequests(
-    group,
-    coordinator,
-    leader,
-    topicId,
-    DELETE_GROUP_TOPIC,
-  );
+  const { group, coordinator, leader, heartbeat, fetch, accept, startEverywhere } =
+    await groupApartFromLeader(DELETE_GROUP_TOPIC, "share-delete-group");
   const deleteGroup = async () => {
     const res = await requestOnce(coordinator.port, ApiKey.DeleteGroups, 2, {
       groupsNames: [group],
@@ -442,19 +423,9 @@ test("share.auto.offset.reset=latest starts at the assignment, not at the first 
   expect(running.length).toBe(3);
   await createTopicWithAssignment(running[0]!, LATEST_TOPIC, [[2, 3, 1]]);
   await consistentMetadata(cluster, 3);
-  const leaderId = await leaderOf(LATEST_TOPIC);
-  const coordinatorId = leaderId === 1 ? 2 : 1;
-  const group = await groupOn(coordinatorId, "share-latest");
-  const coordinator = cluster.brokers.get(coordinatorId)!;
-  const leader = await KafkaClient.connect(cluster.brokers.get(leaderId)!.port);
-  const meta = await metadata(coordinator);
-  const topicId = meta.topics.find((t) => t.name === LATEST_TOPIC)!.topicId;
-  const { heartbeat, fetch, startEverywhere } = resetRequests(
-    group,
-    coordinator,
-    leader,
-    topicId,
+  const { leader, heartbeat, fetch, startEverywhere } = await groupApartFromLeader(
     LATEST_TOPIC,
+    "share-latest",
   );
   try {
     await produceWithKafkajs(cluster, LATEST_TOPIC, ["before-0", "before-1", "before-2"]);
