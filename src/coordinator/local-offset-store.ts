@@ -10,7 +10,7 @@ import { concatFrames } from "../storage/checksummed-frames.ts";
 import {
   fdatasyncFdInBackground,
   fsyncDirectory,
-  writeFileAtomicallyInBackground,
+  replaceLogWithSnapshot,
   writeFully,
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
@@ -450,12 +450,10 @@ export class LocalOffsetStore implements OffsetStore {
           if (slices.due()) await slices.next();
         }
         chunks.push(concatFrames(frames));
-        await writeFileAtomicallyInBackground(path.join(this.dir, SNAPSHOT_FILE), chunks);
-        fs.ftruncateSync(this.logFd, 0);
-        // Set before the sync: were it to fail, the next records must still go at the file's
-        // start.
-        this.logSizeBytes = 0;
-        await fdatasyncFdInBackground(this.logFd);
+        const snapshotPath = path.join(this.dir, SNAPSHOT_FILE);
+        await replaceLogWithSnapshot(snapshotPath, chunks, this.logFd, () => {
+          this.logSizeBytes = 0;
+        });
       });
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;

@@ -6,7 +6,7 @@ import {
   fdatasyncFdInBackground,
   fsyncDirectory,
   readFileIfExists,
-  writeFileAtomicallyInBackground,
+  replaceLogWithSnapshot,
   writeFully,
 } from "../storage/durable-file.ts";
 import { assert } from "../util/assert.ts";
@@ -340,12 +340,9 @@ export class LocalShareStateStore implements ShareStateStore {
         }
         endChunk();
         chunks.push(encoder.encode("]}"));
-        await writeFileAtomicallyInBackground(this.filePath, chunks);
-        fs.ftruncateSync(this.logFd, 0);
-        // Set before the sync: were it to fail, the next frames must still go at the file's
-        // start, not past a hole of zeros (where replay stops, losing them).
-        this.logSizeBytes = 0;
-        await fdatasyncFdInBackground(this.logFd);
+        await replaceLogWithSnapshot(this.filePath, chunks, this.logFd, () => {
+          this.logSizeBytes = 0;
+        });
       });
       this.compactions++;
       this.compactAtBytes = this.compactLogBytes;

@@ -119,6 +119,26 @@ export async function writeFileAtomicallyInBackground(
   return true;
 }
 
+/**
+ * A log folded into a snapshot (the embedded offset store's and share state store's
+ * compactions): the snapshot written atomically, then the log's fd truncated and fdatasynced,
+ * all on the thread pool but the truncate. `onEmptied` runs right after the truncate, before the
+ * sync: were the sync to fail, the caller's next records must still go at the file's start, not
+ * past a hole of zeros where replay stops. The caller's replay over a snapshot that already
+ * holds the log must give the same state, so a crash between rename and truncate is harmless.
+ */
+export async function replaceLogWithSnapshot(
+  snapshotPath: string,
+  chunks: readonly Uint8Array[],
+  logFd: number,
+  onEmptied: () => void,
+): Promise<void> {
+  await writeFileAtomicallyInBackground(snapshotPath, chunks);
+  fs.ftruncateSync(logFd, 0);
+  onEmptied();
+  await fdatasyncFdInBackground(logFd);
+}
+
 /** fsync of a directory on the thread pool, so the event loop does not wait for the disk. */
 export async function fsyncDirectoryInBackground(dirPath: string): Promise<void> {
   const handle = await fs.promises.open(dirPath, "r");
